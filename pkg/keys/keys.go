@@ -1,0 +1,63 @@
+// Package keys builds every Redis key the daemon uses. Nothing else formats
+// an "agentsmith:" key, so the key layout can be read (and changed) in one
+// place. The names and TTL defaults are the specification's; where the
+// specification says {ticketId} this package takes the ticket key
+// "{platform}:{id}" because ticket ids are only unique within a platform.
+package keys
+
+import "time"
+
+// Prefix starts every key.
+const Prefix = "agentsmith:"
+
+// Specification defaults for the TTLs attached to the keys below.
+const (
+	ClaimLockTTL     = 30 * time.Second // agentsmith:claim-lock:*
+	HeartbeatTTL     = 2 * time.Minute  // agentsmith:heartbeat:*
+	HeartbeatRenew   = 30 * time.Second
+	JiraLabelLockTTL = 10 * time.Second // agentsmith:jira-label-lock:*
+	DeliveryTTL      = 24 * time.Hour   // agentsmith:delivery:*
+)
+
+// ClaimLock is the SET NX mutex around a claim's read → transition window.
+func ClaimLock(platform, id string) string { return Prefix + "claim-lock:" + platform + ":" + id }
+
+// Heartbeat is the liveness (and run ownership) key of a running pipeline.
+func Heartbeat(ticketKey string) string { return Prefix + "heartbeat:" + ticketKey }
+
+// JiraLabelLock wraps Jira's unconditional label PUT.
+func JiraLabelLock(ticketKey string) string { return Prefix + "jira-label-lock:" + ticketKey }
+
+// Queue is the job list: RPUSH in, FIFO out.
+func Queue() string { return Prefix + "queue:jobs" }
+
+// Processing is one instance's list of taken, not yet started requests.
+func Processing(instance string) string { return Prefix + "queue:processing:" + instance }
+
+// ProcessingPattern matches every instance's processing list (for SCAN).
+func ProcessingPattern() string { return Prefix + "queue:processing:*" }
+
+// ProcessingInstance extracts the instance id from a Processing key.
+func ProcessingInstance(key string) string { return key[len(Prefix+"queue:processing:"):] }
+
+// Leader is a leader lease: "poller" or "housekeeping".
+func Leader(role string) string { return Prefix + "leader:" + role }
+
+// Inflight is the hash ticket key → run owner record of running pipelines.
+func Inflight() string { return Prefix + "inflight" }
+
+// Instance is a replica's liveness key (short TTL, renewed continuously).
+func Instance(id string) string { return Prefix + "instance:" + id }
+
+// InstancePattern matches every instance liveness key (for SCAN).
+func InstancePattern() string { return Prefix + "instance:*" }
+
+// Epoch marks a Redis dataset; its absence after a reconnect means Redis
+// lost its data and the trackers must be reconciled at once.
+func Epoch() string { return Prefix + "epoch" }
+
+// Delivery remembers a webhook delivery id for de-duplication.
+func Delivery(platform, id string) string { return Prefix + "delivery:" + platform + ":" + id }
+
+// Attempts counts pipeline attempts per ticket across reverts.
+func Attempts() string { return Prefix + "attempts" }

@@ -1,0 +1,121 @@
+// Package platforms defines the contract every issue tracker implements so
+// that the lifecycle above it never depends on a tracker's SDK. A Tracker is
+// bound to one configured project (one repository, one token); the webhook
+// side (WebhookDecoder) is per platform, because a receiver must authenticate
+// a delivery before it knows which project it belongs to.
+package platforms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Sentinel errors a caller decides on with errors.Is.
+var (
+	// ErrPreconditionFailed means a conditional write lost a race with another
+	// writer (GitHub 412 on If-Match, Azure DevOps rev mismatch, a held Jira
+	// label lock). It is an outcome, not a fault: the caller re-reads.
+	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrNotFound means the ticket (or repository) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrUnauthenticated means a webhook delivery failed authentication.
+	ErrUnauthenticated = errors.New("webhook authentication failed")
+	// ErrMalformed means a webhook body could not be parsed.
+	ErrMalformed = errors.New("malformed webhook payload")
+)
+
+// Ref names one ticket. ID is unique within its platform: for GitHub it is
+// "owner/repo#12", so two repositories' issue 12 never share a Redis key.
+type Ref struct {
+	Platform string `json:"platform"`
+	Project  string `json:"project"`
+	ID       string `json:"id"`
+}
+
+// Key is the ticket's identity in Redis keys: "{platform}:{id}".
+func (r Ref) Key() string { return r.Platform + ":" + r.ID }
+
+func (r Ref) String() string { return r.Platform + ":" + r.ID }
+
+// Ticket is a snapshot of a ticket as the tracker returned it.
+type Ticket struct {
+	Ref    Ref      `json:"ref"`
+	Title  string   `json:"title"`
+	Body   string   `json:"body"`
+	URL    string   `json:"url"`
+	Open   bool     `json:"open"`
+	Labels []string `json:"labels"`
+	// Version is the platform's concurrency token for this snapshot (GitHub
+	// ETag, Azure DevOps rev). Opaque; empty where the platform has none.
+	Version string `json:"-"`
+}
+
+// HasLabel reports whether the ticket carries label exactly.
+func (t *Ticket) HasLabel(label string) bool {
+	for _, l := range t.Labels {
+		if l == label {
+			return true
+		}
+	}
+	return false
+}
+
+// Tracker is one project on one tracker. Implementations must be safe for
+// concurrent use.
+type Tracker interface {
+	// Get reads the ticket with its version token.
+	Get(ctx context.Context, ref Ref) (*Ticket, error)
+	// Relabel removes the labels in remove and adds add in one write,
+	// leaving every other label untouched and in order. It is conditional on
+	// t.Version where the platform allows; a lost race is
+	// ErrPreconditionFailed. It returns the ticket as written, with its new
+	// version, so a following write need not read again.
+	Relabel(ctx context.Context, t *Ticket, remove []string, add string) (*Ticket, error)
+	// Comment posts a comment on the ticket.
+	Comment(ctx context.Context, ref Ref, body string) error
+	// ListOpen lists every open ticket carrying label, following pagination.
+	ListOpen(ctx context.Context, label string) ([]*Ticket, error)
+}
+
+// EventKind classifies a webhook delivery.
+type EventKind int
+
+const (
+	// EventIgnored is a well-formed delivery the daemon has no use for; the
+	// receiver answers 2xx so the platform does not retry it.
+	EventIgnored EventKind = iota
+	// EventPing is the platform's connectivity check.
+	EventPing
+	// EventTicket says a ticket changed in a way that may make it claimable.
+	EventTicket
+)
+
+// WebhookEvent is a parsed, authenticated delivery.
+type WebhookEvent struct {
+	Kind EventKind
+	// DeliveryID de-duplicates redeliveries (X-GitHub-Delivery, …).
+	DeliveryID string
+	// Name and Action are the platform's event name and action, for logs.
+	Name, Action string
+	// Locator identifies the project on the platform (GitHub "owner/repo").
+	Locator string
+	// Ticket is the ticket as the payload described it; Ref.Project is unset.
+	Ticket *Ticket
+}
+
+// WebhookDecoder authenticates and parses one platform's deliveries.
+type WebhookDecoder interface {
+	// Verify checks the delivery against each secret in constant time and
+	// returns the index of the one that matched, or ErrUnauthenticated.
+	Verify(h http.Header, body []byte, secrets [][]byte) (int, error)
+	// Parse decodes an authenticated delivery. A malformed body wraps
+	// ErrMalformed; an event the daemon does not handle is EventIgnored.
+	Parse(h http.Header, body []byte) (WebhookEvent, error)
+}
+
+// before parsing (for de-duplication ahead of any work).
+func (e WebhookEvent) String() string {
+	return fmt.Sprintf("%s/%s %s", e.Name, e.Action, e.DeliveryID)
+}

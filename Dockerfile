@@ -1,0 +1,21 @@
+# syntax=docker/dockerfile:1
+# Build a static binary, run it as a non-root user. The runtime image keeps a
+# shell, git and CA certificates because pipelines are commands run by the
+# daemon; add your pipeline's tools in an image built FROM this one.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/agentsmithd ./cmd/trackersim
+
+FROM debian:bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --create-home agentsmith
+COPY --from=build /out/ /usr/local/bin/
+USER 10001:10001
+ENV TMPDIR=/home/agentsmith
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/agentsmithd"]
+CMD ["serve", "-c", "/etc/agentsmithd/config.yaml"]

@@ -1,0 +1,176 @@
+package daemon_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+func TestWebhookToDoneLeavesOtherLabelsAlone(t *testing.T) {
+	e := newEnv(t)
+	e.startDaemon(e.config("replica-a", ""))
+	n := e.sim.CreateIssue(repo, "Fix the login page", "body", "bug", "日本語", "Agent-Smith:done", "other:enqueued")
+	if err := e.sim.AddLabels(repo, n, "agent-smith"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(n, 20*time.Second, lifecycle.Done)
+	is, _ := e.sim.Issue(repo, n)
+	want := []string{"bug", "日本語", "Agent-Smith:done", "other:enqueued", "agent-smith", "agent-smith:done"}
+	if !slices.Equal(is.Labels, want) {
+		t.Errorf("labels = %q, want %q", is.Labels, want)
+	}
+	if got := e.starts(n); len(got) != 1 {
+		t.Errorf("pipeline started %d times, want 1: %q", len(got), got)
+	}
+	// The lifecycle as written to the tracker, in order.
+	var path []string
+	for _, w := range e.sim.Writes() {
+		if w.Number == n && w.Writer != "human" {
+			path = append(path, labels.StateOf(w.Before).String()+"→"+labels.StateOf(w.After).String())
+		}
+	}
+	if want := []string{"pending→enqueued", "enqueued→in-progress", "in-progress→done"}; !slices.Equal(path, want) {
+		t.Errorf("transitions = %q, want %q", path, want)
+	}
+}
+
+func TestFailingPipelineCommentsWithOutputTail(t *testing.T) {
+	e := newEnv(t)
+	e.startDaemon(e.config("replica-a", ""))
+	n := e.sim.CreateIssue(repo, "This will fail", "", "agent-smith")
+	e.waitState(n, 20*time.Second, lifecycle.Failed)
+	is, _ := e.sim.Issue(repo, n)
+	if len(is.Comments) != 1 {
+		t.Fatalf("want one failure comment, got %d", len(is.Comments))
+	}
+	c := is.Comments[0].Body
+	for _, want := range []string{"exit status 7", "boom: the widget exploded", "attempt 1 of 3", "```"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("failure comment lacks %q:\n%s", want, c)
+		}
+	}
+	if slices.Contains(is.Labels, "boom: the widget exploded") {
+		t.Error("pipeline output reached a label")
+	}
+}
+
+func TestDuplicateDeliveriesRunOnce(t *testing.T) {
+	e := newEnv(t)
+	e.startDaemon(e.config("replica-a", ""))
+	e.sim.SetFaults(sim.Faults{Duplicate: 4})
+	n := e.sim.CreateIssue(repo, "Deliver me five times", "")
+	if err := e.sim.AddLabels(repo, n, "agent-smith"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(n, 20*time.Second, lifecycle.Done)
+	// Later redeliveries and events from our own writes must not start a
+	// second run: wait until the sim has sent everything it will send.
+	waitFor(t, 10*time.Second, "deliveries to drain", func() bool {
+		st := e.sim.Stats()
+		return st.Deliveries >= 5
+	})
+	if got := e.starts(n); len(got) != 1 {
+		t.Errorf("pipeline started %d times, want 1: %q", len(got), got)
+	}
+}
+
+func TestReceiverRejectsBadRequestsWithoutSideEffects(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(e.config("replica-a", "webhook: {max_body_bytes: 4096}\n"))
+	n := e.sim.CreateIssue(repo, "Target", "", "agent-smith")
+	// Created with the label, an issues/opened delivery is on its way; wait for
+	// that run so the checks below see a settled ticket.
+	e.waitState(n, 20*time.Second, lifecycle.Done)
+	before, _ := e.sim.Issue(repo, n)
+	url := "http://" + d.Addr() + "/webhooks/github"
+	body := []byte(fmt.Sprintf(`{"action":"labeled","issue":{"number":%d,"state":"open","labels":[{"name":"agent-smith"}]},"repository":{"full_name":%q}}`, n, repo))
+	post := func(body []byte, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Event", "issues")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	sign := func(b []byte, secret string) string { return github.SignatureHeader(b, []byte(secret)) }
+	cases := []struct {
+		name string
+		body []byte
+		hdr  map[string]string
+		want int
+	}{
+		{"forged signature", body, map[string]string{"X-Hub-Signature-256": sign(body, "wrong")}, 401},
+		{"missing signature", body, nil, 401},
+		{"oversized body", bytes.Repeat([]byte("x"), 8192), map[string]string{"X-Hub-Signature-256": sign(bytes.Repeat([]byte("x"), 8192), testSecret)}, 413},
+		{"malformed json", []byte(`{"action":`), map[string]string{"X-Hub-Signature-256": sign([]byte(`{"action":`), testSecret)}, 400},
+		{"unknown event", []byte(`{}`), map[string]string{"X-GitHub-Event": "star", "X-Hub-Signature-256": sign([]byte(`{}`), testSecret)}, 202},
+		{"unknown repository", []byte(`{"action":"labeled","issue":{"number":1,"state":"open"},"repository":{"full_name":"evil/repo"}}`),
+			map[string]string{"X-Hub-Signature-256": sign([]byte(`{"action":"labeled","issue":{"number":1,"state":"open"},"repository":{"full_name":"evil/repo"}}`), testSecret)}, 404},
+		{"wrong content type", body, map[string]string{"Content-Type": "text/plain", "X-Hub-Signature-256": sign(body, testSecret)}, 415},
+	}
+	for _, c := range cases {
+		if got, b := post(c.body, c.hdr); got != c.want {
+			t.Errorf("%s: status %d, want %d (%s)", c.name, got, c.want, b)
+		}
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET: status %d, want 405", resp.StatusCode)
+	}
+	after, _ := e.sim.Issue(repo, n)
+	if !slices.Equal(before.Labels, after.Labels) || len(e.starts(n)) != 1 {
+		t.Errorf("rejected requests changed the ticket: %q → %q, %d runs", before.Labels, after.Labels, len(e.starts(n)))
+	}
+	// A rotated-in secret (the second of two) authenticates.
+	if got, b := post(body, map[string]string{"X-Hub-Signature-256": sign(body, testSecret), "X-GitHub-Delivery": "d-1"}); got != 202 {
+		t.Errorf("good delivery: status %d (%s)", got, b)
+	}
+	if got, b := post(body, map[string]string{"X-Hub-Signature-256": sign(body, testSecret), "X-GitHub-Delivery": "d-1"}); got != 200 || !strings.Contains(b, "duplicate") {
+		t.Errorf("replayed delivery: status %d (%s), want 200 duplicate", got, b)
+	}
+}
+
+func TestRedisRestartedEmptyEveryTicketSettles(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("replica-a", "")
+	cfg.Consumer.Concurrency = 1
+	e.startDaemon(cfg)
+	held := e.sim.CreateIssue(repo, "hold: in progress during the wipe", "", "agent-smith")
+	e.waitState(held, 20*time.Second, lifecycle.InProgress)
+	var queued []int
+	for i := range 3 {
+		queued = append(queued, e.sim.CreateIssue(repo, fmt.Sprintf("queued %d", i), "", "agent-smith"))
+	}
+	for _, n := range queued {
+		e.waitState(n, 20*time.Second, lifecycle.Enqueued)
+	}
+	e.redis.Kill()
+	e.redis.Restart()
+	e.openGate()
+	for _, n := range append([]int{held}, queued...) {
+		e.waitState(n, 60*time.Second, lifecycle.Done, lifecycle.Failed)
+	}
+	if s := e.state(held); s != lifecycle.Done {
+		t.Errorf("held ticket ended %s, want done", s)
+	}
+}

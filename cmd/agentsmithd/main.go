@@ -1,0 +1,127 @@
+// Command agentsmithd is the lifecycle daemon: it turns trigger-labelled
+// tracker tickets into exactly one pipeline run each and shows the run's
+// state on the ticket as labels.
+//
+//	agentsmithd [serve] -c config.yaml [--roles receiver,consumer]
+//	agentsmithd validate -c config.yaml
+//	agentsmithd demo [--keep]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
+	"github.com/agentsmithd/agentsmithd/config"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, stderr)
+	case "validate":
+		return validate(args, stdout, stderr)
+	case "demo":
+		return demo(ctx, args, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, "usage: agentsmithd [serve|validate|demo] [flags]; agentsmithd CMD -h for flags")
+		return 0
+	}
+	fmt.Fprintf(stderr, "agentsmithd: unknown command %q (serve, validate, demo)\n", cmd)
+	return 2
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("c", "agentsmithd.yaml", "config file")
+	roles := fs.String("roles", "", "comma-separated roles to run (receiver,poller,consumer,housekeeping); default: config's roles")
+	logFormat := fs.String("log-format", "json", "json or console")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		printConfigError(stderr, err)
+		return 1
+	}
+	if *roles != "" {
+		cfg.Roles = strings.Split(*roles, ",")
+	}
+	log := newLogger(*logFormat, stderr)
+	defer func() { _ = log.Sync() }()
+	if cfg.Redis.Addr == "" {
+		fmt.Fprintln(stderr, "agentsmithd: redis.addr is empty: serve needs a Redis server (the embedded one is for `agentsmithd demo` only)")
+		return 1
+	}
+	d, err := daemon.New(cfg, daemon.Options{Logger: log})
+	if err != nil {
+		log.Error("build daemon", zap.Error(err))
+		return 1
+	}
+	if err := d.Run(ctx); err != nil {
+		log.Error("daemon stopped", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+func validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("c", "agentsmithd.yaml", "config file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		printConfigError(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d projects, roles %s)\n", *path, len(cfg.Projects), strings.Join(cfg.Roles, ","))
+	return 0
+}
+
+// printConfigError prints every field error on its own line.
+func printConfigError(w io.Writer, err error) {
+	var errs config.Errors
+	if errors.As(err, &errs) {
+		for _, e := range errs {
+			fmt.Fprintln(w, e.Error())
+		}
+		return
+	}
+	fmt.Fprintln(w, err)
+}
+
+func newLogger(format string, w io.Writer) *zap.Logger {
+	encCfg := zap.NewProductionEncoderConfig()
+	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if format == "console" {
+		enc = zapcore.NewConsoleEncoder(encCfg)
+	} else {
+		enc = zapcore.NewJSONEncoder(encCfg)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), zap.InfoLevel))
+}

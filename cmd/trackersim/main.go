@@ -1,0 +1,106 @@
+// Command trackersim runs the local tracker emulator: an in-memory issue
+// store served through GitHub's REST dialect, a page that lists the issues
+// with their labels, and signed webhook deliveries to one URL. It lets the
+// daemon be tried and tested with no tracker account.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+const (
+	defaultListen   = "127.0.0.1:8686"
+	demoRepo        = "demo/app"
+	shutdownTimeout = 5 * time.Second
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "trackersim:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	listen := flag.String("listen", defaultListen, "address to serve on")
+	hookURL := flag.String("hook-url", "", "deliver signed webhooks for every repository to this URL")
+	hookSecretEnv := flag.String("hook-secret-env", "", "name of the environment variable holding the webhook secret")
+	seed := flag.Int("seed-issues", 0, "create this many demo issues in "+demoRepo)
+	flag.Parse()
+
+	cfg := zap.NewDevelopmentConfig()
+	cfg.DisableStacktrace = true
+	log, err := cfg.Build()
+	if err != nil {
+		return fmt.Errorf("logger: %w", err)
+	}
+	defer func() { _ = log.Sync() }()
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *listen, err)
+	}
+	base := "http://" + publicAddr(ln.Addr().(*net.TCPAddr))
+
+	s := sim.New(sim.Options{Logger: log, BaseURL: base})
+	defer s.Close()
+	s.CreateRepo(demoRepo)
+	for i := 1; i <= *seed; i++ {
+		s.CreateIssue(demoRepo, fmt.Sprintf("Demo issue %d", i), "Created by trackersim --seed-issues.")
+	}
+	if *hookURL != "" {
+		secret := ""
+		if *hookSecretEnv != "" {
+			v, ok := os.LookupEnv(*hookSecretEnv)
+			if !ok {
+				return fmt.Errorf("--hook-secret-env: environment variable %s is not set", *hookSecretEnv)
+			}
+			secret = v
+		}
+		s.AddHook(sim.Hook{URL: *hookURL, Secret: secret})
+	}
+
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Printf("trackersim page:        %s/\n", base)
+	fmt.Printf("GitHub API base URL:    %s/github/\n", base)
+	fmt.Printf("control API:            %s/sim/\n", base)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// publicAddr turns a wildcard listen address into one a browser can open.
+func publicAddr(a *net.TCPAddr) string {
+	host := a.IP.String()
+	if a.IP == nil || a.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, fmt.Sprint(a.Port))
+}

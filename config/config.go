@@ -1,0 +1,280 @@
+// Package config loads the daemon's YAML configuration: Redis, the HTTP
+// listener, the label prefix, the roles this replica runs, the service
+// timings, and one entry per tracker project. Parse applies the
+// specification's defaults, resolves secrets from the environment or files,
+// and reports every problem at once, each naming its field by its YAML path
+// ("projects[1].webhook.secret_env"), so an operator fixes a config in one
+// pass. Secret values never appear in errors or in printed configs.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+)
+
+// Roles a replica can run; a fleet scales receivers and consumers apart.
+const (
+	RoleReceiver     = "receiver"
+	RolePoller       = "poller"
+	RoleConsumer     = "consumer"
+	RoleHousekeeping = "housekeeping"
+)
+
+// AllRoles is the default: one process does everything.
+var AllRoles = []string{RoleReceiver, RolePoller, RoleConsumer, RoleHousekeeping}
+
+// Defaults for zero-valued fields. The TTLs are the specification's so an
+// existing deployment keeps its timing.
+const (
+	DefaultListen          = ":8080"
+	DefaultLabelPrefix     = "agent-smith" // = lifecycle.DefaultLabelPrefix; config stays free of the domain package
+	DefaultConcurrency     = 4
+	DefaultHeartbeatTTL    = keys.HeartbeatTTL   // spec: absence after 2 min means dead
+	DefaultHeartbeatRenew  = keys.HeartbeatRenew // spec: renewed every 30 s
+	DefaultShutdownGrace   = 10 * time.Second
+	DefaultKillGrace       = 10 * time.Second
+	DefaultTailBytes       = 4096
+	DefaultClaimLockTTL    = keys.ClaimLockTTL // spec: claim-lock TTL 30 s
+	DefaultFastInterval    = 5 * time.Second
+	DefaultSlowInterval    = 60 * time.Second
+	DefaultInstanceTTL     = 15 * time.Second
+	DefaultEnqueuedGrace   = 30 * time.Second
+	DefaultLeaseTTL        = 15 * time.Second
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultDeliveryTTL     = keys.DeliveryTTL
+	DefaultTriggerLabel    = "agent-smith"
+	DefaultPollInterval    = 60 * time.Second
+	MinPollInterval        = time.Second
+	DefaultPipelineTimeout = 30 * time.Minute
+	DefaultMaxAttempts     = 3
+)
+
+// Config is the whole daemon configuration. Zero values mean "default".
+type Config struct {
+	Redis        Redis         `yaml:"redis"`
+	Listen       string        `yaml:"listen"`
+	LabelPrefix  string        `yaml:"label_prefix"`
+	InstanceID   string        `yaml:"instance_id"`
+	Roles        []string      `yaml:"roles"`
+	Consumer     Consumer      `yaml:"consumer"`
+	ClaimLockTTL time.Duration `yaml:"claim_lock_ttl"`
+	Housekeeping Housekeeping  `yaml:"housekeeping"`
+	Poller       Poller        `yaml:"poller"`
+	Webhook      Webhook       `yaml:"webhook"`
+	Projects     []Project     `yaml:"projects"`
+}
+
+// Redis says where the shared state lives. An empty Addr starts an embedded
+// in-process Redis, fit only for single-replica demos.
+type Redis struct {
+	Addr string `yaml:"addr"`
+	// Password is optional; shorthand keys password_env / password_file.
+	Password Secret `yaml:"password"`
+	DB       int    `yaml:"db"`
+
+	passwordEnv, passwordFile Secret
+}
+
+// Consumer tunes pipeline execution on this replica.
+type Consumer struct {
+	Concurrency    int           `yaml:"concurrency"`
+	HeartbeatTTL   time.Duration `yaml:"heartbeat_ttl"`
+	HeartbeatRenew time.Duration `yaml:"heartbeat_renew"` // must be < HeartbeatTTL
+	ShutdownGrace  time.Duration `yaml:"shutdown_grace"`  // wait for running pipelines on shutdown
+	KillGrace      time.Duration `yaml:"kill_grace"`      // SIGTERM → SIGKILL
+	WorkDir        string        `yaml:"work_dir"`        // default $TMPDIR/agentsmithd/work
+	TailBytes      int           `yaml:"tail_bytes"`      // output kept for the failure comment
+}
+
+// Housekeeping times the StaleJobDetector and EnqueuedReconciler.
+type Housekeeping struct {
+	FastInterval  time.Duration `yaml:"fast_interval"`
+	SlowInterval  time.Duration `yaml:"slow_interval"`
+	InstanceTTL   time.Duration `yaml:"instance_ttl"`
+	EnqueuedGrace time.Duration `yaml:"enqueued_grace"`
+	LeaseTTL      time.Duration `yaml:"lease_ttl"`
+}
+
+// Poller times the poller's leader lease.
+type Poller struct {
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+}
+
+// Webhook bounds what the receiver accepts.
+type Webhook struct {
+	MaxBodyBytes int64         `yaml:"max_body_bytes"`
+	DeliveryTTL  time.Duration `yaml:"delivery_ttl"` // de-duplication window
+}
+
+// Project is one tracker project whose trigger-labelled tickets run a
+// pipeline.
+type Project struct {
+	Name     string `yaml:"name"`
+	Platform string `yaml:"platform"`
+	BaseURL  string `yaml:"base_url"`
+	Repo     string `yaml:"repo"`
+	// Token authenticates to the tracker; shorthand keys token_env / token_file.
+	Token        Secret         `yaml:"token"`
+	TriggerLabel string         `yaml:"trigger_label"`
+	Webhook      ProjectWebhook `yaml:"webhook"`
+	Polling      Polling        `yaml:"polling"`
+	Pipeline     Pipeline       `yaml:"pipeline"`
+
+	tokenEnv, tokenFile Secret
+}
+
+// ProjectWebhook holds the secrets deliveries are verified against. More
+// than one is accepted during a rotation. Shorthand keys secret_env /
+// secret_file add one secret each. A project without secrets accepts no
+// webhooks and must poll.
+type ProjectWebhook struct {
+	Secrets []Secret `yaml:"secrets"`
+
+	secretEnv, secretFile Secret
+}
+
+// Polling is opt-in per project.
+type Polling struct {
+	Enabled  bool          `yaml:"enabled"`
+	Interval time.Duration `yaml:"interval"`
+}
+
+// Pipeline is the command a ticket runs.
+type Pipeline struct {
+	Command     []string          `yaml:"command"` // argv, not a shell string
+	Env         map[string]string `yaml:"env"`
+	Timeout     time.Duration     `yaml:"timeout"`
+	MaxAttempts int               `yaml:"max_attempts"`
+}
+
+// PlatformRules is what config needs to know about one tracker platform.
+type PlatformRules struct {
+	// DefaultBaseURL is used when base_url is empty; "" makes base_url
+	// required.
+	DefaultBaseURL string
+	// CheckRepo validates the repo field; nil accepts any non-empty value.
+	// Its error text is shown to the operator after "repo: ".
+	CheckRepo func(repo string) error
+}
+
+// KnownPlatforms lists the platforms a project may name. Platform packages
+// add their entry (in this package, one file per platform).
+var KnownPlatforms = map[string]PlatformRules{
+	"github": {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo},
+}
+
+// HasRole reports whether this replica runs role.
+func (c *Config) HasRole(role string) bool { return slices.Contains(c.Roles, role) }
+
+// Project finds a project by name.
+func (c *Config) Project(name string) (*Project, bool) {
+	for i := range c.Projects {
+		if c.Projects[i].Name == name {
+			return &c.Projects[i], true
+		}
+	}
+	return nil, false
+}
+
+// Load reads and parses the file at path. Relative secret files and the
+// work directory are taken relative to the file's directory, so a config
+// and its secrets can move together.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	c, err := parse(data, os.LookupEnv, filepath.Dir(abs))
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes a config strictly (unknown fields are errors), applies
+// defaults, resolves secrets with lookupEnv (nil means os.LookupEnv; files
+// relative to the working directory) and validates. Any problem is returned
+// as Errors listing all of them.
+func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	return parse(data, lookupEnv, "")
+}
+
+func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string) (*Config, error) {
+	var c Config
+	var errs Errors
+	if !decode(data, &c, &errs) {
+		return nil, errs
+	}
+	c.applyDefaults(baseDir)
+	c.validate(&errs, lookupEnv, baseDir)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return &c, nil
+}
+
+func (c *Config) applyDefaults(baseDir string) {
+	setDefault(&c.Listen, DefaultListen)
+	setDefault(&c.LabelPrefix, DefaultLabelPrefix)
+	if c.InstanceID == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "agentsmithd"
+		}
+		c.InstanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if len(c.Roles) == 0 {
+		c.Roles = slices.Clone(AllRoles)
+	}
+	cs := &c.Consumer
+	setDefault(&cs.Concurrency, DefaultConcurrency)
+	setDefault(&cs.HeartbeatTTL, DefaultHeartbeatTTL)
+	setDefault(&cs.HeartbeatRenew, DefaultHeartbeatRenew)
+	setDefault(&cs.ShutdownGrace, DefaultShutdownGrace)
+	setDefault(&cs.KillGrace, DefaultKillGrace)
+	setDefault(&cs.TailBytes, DefaultTailBytes)
+	if cs.WorkDir == "" {
+		cs.WorkDir = filepath.Join(os.TempDir(), "agentsmithd", "work")
+	} else if baseDir != "" && !filepath.IsAbs(cs.WorkDir) {
+		cs.WorkDir = filepath.Join(baseDir, cs.WorkDir)
+	}
+	setDefault(&c.ClaimLockTTL, DefaultClaimLockTTL)
+	hk := &c.Housekeeping
+	setDefault(&hk.FastInterval, DefaultFastInterval)
+	setDefault(&hk.SlowInterval, DefaultSlowInterval)
+	setDefault(&hk.InstanceTTL, DefaultInstanceTTL)
+	setDefault(&hk.EnqueuedGrace, DefaultEnqueuedGrace)
+	setDefault(&hk.LeaseTTL, DefaultLeaseTTL)
+	setDefault(&c.Poller.LeaseTTL, DefaultLeaseTTL)
+	setDefault(&c.Webhook.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&c.Webhook.DeliveryTTL, DefaultDeliveryTTL)
+	for i := range c.Projects {
+		p := &c.Projects[i]
+		if rules, ok := KnownPlatforms[p.Platform]; ok {
+			setDefault(&p.BaseURL, rules.DefaultBaseURL)
+		}
+		setDefault(&p.TriggerLabel, DefaultTriggerLabel)
+		setDefault(&p.Polling.Interval, DefaultPollInterval)
+		setDefault(&p.Pipeline.Timeout, DefaultPipelineTimeout)
+		setDefault(&p.Pipeline.MaxAttempts, DefaultMaxAttempts)
+	}
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}

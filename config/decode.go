@@ -1,0 +1,315 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The decoder walks the YAML node tree alongside the Go types instead of
+// calling yaml.Unmarshal, for three reasons: every problem is reported with
+// its full path rather than the first one only; messages are our own, so a
+// secret pasted where a {env: NAME} mapping belongs is never echoed back;
+// and shorthand keys (token_env) can fold into Secret fields.
+
+// maxNodes bounds the work spent on a document, so alias bombs fail fast.
+const maxNodes = 100_000
+
+// shorthands is implemented by structs that accept <name>_env / <name>_file
+// keys for a Secret field.
+type shorthands interface {
+	shorthand(key string) *Secret
+}
+
+func (p *Project) shorthand(key string) *Secret {
+	switch key {
+	case "token_env":
+		return &p.tokenEnv
+	case "token_file":
+		return &p.tokenFile
+	}
+	return nil
+}
+
+func (w *ProjectWebhook) shorthand(key string) *Secret {
+	switch key {
+	case "secret_env":
+		return &w.secretEnv
+	case "secret_file":
+		return &w.secretFile
+	}
+	return nil
+}
+
+func (r *Redis) shorthand(key string) *Secret {
+	switch key {
+	case "password_env":
+		return &r.passwordEnv
+	case "password_file":
+		return &r.passwordFile
+	}
+	return nil
+}
+
+type decoder struct {
+	errs   *Errors
+	budget int
+}
+
+// decode fills c from data, adding every problem to errs. It returns false
+// when data is not YAML at all, so validation would only add noise.
+func decode(data []byte, c *Config, errs *Errors) bool {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		errs.add("", "invalid YAML: "+strings.TrimPrefix(err.Error(), "yaml: "))
+		return false
+	}
+	if doc.Kind == 0 { // empty document
+		return true
+	}
+	root := &doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		root = doc.Content[0]
+	}
+	d := &decoder{errs: errs, budget: maxNodes}
+	d.value(root, reflect.ValueOf(c).Elem(), "")
+	return true
+}
+
+func (d *decoder) fail(path string, n *yaml.Node, msg string) {
+	d.errs.add(path, fmt.Sprintf("%s (line %d)", msg, n.Line))
+}
+
+// spend counts a visited node; false once the document is too large.
+func (d *decoder) spend(n *yaml.Node) bool {
+	d.budget--
+	if d.budget == 0 {
+		d.fail("", n, "document too large or too many alias expansions")
+	}
+	return d.budget > 0
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+var (
+	secretType   = reflect.TypeFor[Secret]()
+	durationType = reflect.TypeFor[time.Duration]()
+)
+
+func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
+	n = resolveAlias(n)
+	if n == nil || n.Kind == yaml.AliasNode || !d.spend(n) || isNull(n) {
+		return
+	}
+	switch {
+	case v.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			msg := "expected a mapping"
+			if v.Type() == secretType {
+				// Never echo the scalar: it is probably the secret itself.
+				msg = "expected {env: NAME} or {file: PATH}; the secret itself does not belong in the config"
+			}
+			d.fail(path, n, msg)
+			return
+		}
+		d.structure(n, v, path)
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(path, n, "expected a list")
+			return
+		}
+		items := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			d.value(item, items.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(items)
+	default:
+		d.leaf(n, v, path)
+	}
+}
+
+type pair struct{ key, val *yaml.Node }
+
+func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
+	fields := yamlFields(v.Type())
+	sh, _ := v.Addr().Interface().(shorthands)
+	for _, p := range d.pairs(n, path) {
+		key := p.key.Value
+		fp := join(path, key)
+		if i, ok := fields[key]; ok {
+			d.value(p.val, v.Field(i), fp)
+			continue
+		}
+		if sh != nil {
+			if s := sh.shorthand(key); s != nil {
+				d.shorthand(p.val, s, key, fp)
+				continue
+			}
+		}
+		d.fail(fp, p.key, "unknown field")
+	}
+	if s, ok := v.Addr().Interface().(*Secret); ok {
+		s.at(join(path, "env"), join(path, "file"))
+	}
+}
+
+func (d *decoder) shorthand(n *yaml.Node, s *Secret, key, path string) {
+	var name string
+	d.leaf(n, reflect.ValueOf(&name).Elem(), path)
+	if strings.HasSuffix(key, "_env") {
+		s.Env = name
+	} else {
+		s.File = name
+	}
+	s.at(path, path)
+}
+
+// pairs lists a mapping's entries with YAML merge keys ("<<: *base")
+// expanded; explicit keys override merged ones. Duplicate keys are errors
+// rather than the silent last-one-wins of yaml.Unmarshal.
+func (d *decoder) pairs(n *yaml.Node, path string) []pair {
+	var merged, own []pair
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if !d.spend(k) {
+			return nil
+		}
+		if k.Kind != yaml.ScalarNode {
+			d.fail(path, k, "expected a plain key")
+			continue
+		}
+		if k.Value == "<<" && k.ShortTag() == "!!merge" {
+			merged = append(merged, d.mergeSource(val, path)...)
+			continue
+		}
+		if line, dup := seen[k.Value]; dup {
+			d.fail(join(path, k.Value), k, fmt.Sprintf("duplicate field (first at line %d)", line))
+			continue
+		}
+		seen[k.Value] = k.Line
+		own = append(own, pair{k, val})
+	}
+	var out []pair
+	for _, p := range merged {
+		if _, ok := seen[p.key.Value]; !ok {
+			seen[p.key.Value] = p.key.Line // earlier merge sources win
+			out = append(out, p)
+		}
+	}
+	return append(out, own...)
+}
+
+func (d *decoder) mergeSource(n *yaml.Node, path string) []pair {
+	n = resolveAlias(n)
+	if n == nil || !d.spend(n) {
+		return nil
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		return d.pairs(n, path)
+	case yaml.SequenceNode:
+		var out []pair
+		for _, item := range n.Content {
+			if item = resolveAlias(item); item != nil && item.Kind == yaml.MappingNode {
+				out = append(out, d.pairs(item, path)...)
+			} else if item != nil {
+				d.fail(path, item, "merge (<<) takes mappings only")
+			}
+		}
+		return out
+	}
+	d.fail(path, n, "merge (<<) takes a mapping or a list of mappings")
+	return nil
+}
+
+// leaf decodes a scalar, a list of strings or a string map with yaml's own
+// conversions, replacing its messages by ones that never quote the value.
+func (d *decoder) leaf(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	var want string
+	var kind yaml.Kind
+	switch {
+	case t == durationType:
+		want, kind = `expected a duration such as "30s"`, yaml.ScalarNode
+	case t.Kind() == reflect.String:
+		want, kind = "expected a string", yaml.ScalarNode
+	case t.Kind() == reflect.Bool:
+		want, kind = "expected true or false", yaml.ScalarNode
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		want, kind = "expected an integer", yaml.ScalarNode
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		want, kind = "expected a list of strings", yaml.SequenceNode
+	case t.Kind() == reflect.Map && t.Elem().Kind() == reflect.String:
+		want, kind = "expected a mapping of strings", yaml.MappingNode
+	default:
+		panic(fmt.Sprintf("config: no decoder for %s at %s", t, path))
+	}
+	if n.Kind != kind {
+		d.fail(path, n, want)
+		return
+	}
+	switch kind {
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			if item = resolveAlias(item); item == nil || item.Kind != yaml.ScalarNode || isNull(item) {
+				d.fail(fmt.Sprintf("%s[%d]", path, i), n.Content[i], "expected a string")
+				return
+			}
+		}
+	case yaml.MappingNode:
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], resolveAlias(n.Content[i+1])
+			if k.Kind != yaml.ScalarNode || k.Value == "<<" {
+				d.fail(path, k, "expected plain keys")
+				return
+			}
+			if line, dup := seen[k.Value]; dup {
+				d.fail(join(path, k.Value), k, fmt.Sprintf("duplicate key (first at line %d)", line))
+				return
+			}
+			seen[k.Value] = k.Line
+			if val == nil || val.Kind != yaml.ScalarNode {
+				d.fail(join(path, k.Value), n.Content[i+1], "expected a string")
+				return
+			}
+		}
+	}
+	tmp := reflect.New(t)
+	if err := n.Decode(tmp.Interface()); err != nil {
+		d.fail(path, n, want)
+		return
+	}
+	v.Set(tmp.Elem())
+}
+
+// yamlFields maps yaml keys to exported field indexes.
+func yamlFields(t reflect.Type) map[string]int {
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.IsExported() && name != "" && name != "-" {
+			m[name] = i
+		}
+	}
+	return m
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

@@ -1,0 +1,211 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+)
+
+var (
+	projectName = regexp.MustCompile(`^[a-z0-9._-]+$`)
+	ghName      = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+)
+
+// validate checks c after defaults, folds shorthand secrets into their
+// fields and resolves every secret. It never puts a secret value or a URL
+// (which may carry credentials) into a message.
+func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), baseDir string) {
+	secret := func(s *Secret, path string) { s.resolve(path, lookupEnv, baseDir, errs) }
+
+	r := &c.Redis
+	if r.DB < 0 {
+		errs.add("redis.db", "must not be negative")
+	}
+	oneOf(&r.Password, "redis.password", errs, r.Password, r.passwordEnv, r.passwordFile)
+	secret(&r.Password, "redis.password")
+
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs.add("listen", `expected host:port such as ":8080"`)
+	}
+	if strings.ContainsFunc(c.LabelPrefix, func(r rune) bool { return r == ':' || unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		errs.add("label_prefix", `must not contain ":", spaces or control characters`)
+	}
+	if strings.ContainsFunc(c.InstanceID, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		errs.add("instance_id", "must not contain spaces or control characters")
+	}
+	for i, role := range c.Roles {
+		path := fmt.Sprintf("roles[%d]", i)
+		switch {
+		case !slices.Contains(AllRoles, role):
+			errs.add(path, fmt.Sprintf("unknown role %q (want one of %s)", role, strings.Join(AllRoles, ", ")))
+		case slices.Index(c.Roles, role) < i:
+			errs.add(path, fmt.Sprintf("duplicate role %q", role))
+		}
+	}
+
+	cs := &c.Consumer
+	atLeast(errs, "consumer.concurrency", cs.Concurrency, 1)
+	positive(errs, "consumer.heartbeat_ttl", cs.HeartbeatTTL)
+	positive(errs, "consumer.heartbeat_renew", cs.HeartbeatRenew)
+	if cs.HeartbeatRenew > 0 && cs.HeartbeatTTL > 0 && cs.HeartbeatRenew >= cs.HeartbeatTTL {
+		errs.add("consumer.heartbeat_renew", fmt.Sprintf("must be shorter than consumer.heartbeat_ttl (%s)", cs.HeartbeatTTL))
+	}
+	positive(errs, "consumer.shutdown_grace", cs.ShutdownGrace)
+	positive(errs, "consumer.kill_grace", cs.KillGrace)
+	atLeast(errs, "consumer.tail_bytes", cs.TailBytes, 1)
+
+	positive(errs, "claim_lock_ttl", c.ClaimLockTTL)
+	hk := &c.Housekeeping
+	positive(errs, "housekeeping.fast_interval", hk.FastInterval)
+	positive(errs, "housekeeping.slow_interval", hk.SlowInterval)
+	positive(errs, "housekeeping.instance_ttl", hk.InstanceTTL)
+	positive(errs, "housekeeping.enqueued_grace", hk.EnqueuedGrace)
+	positive(errs, "housekeeping.lease_ttl", hk.LeaseTTL)
+	positive(errs, "poller.lease_ttl", c.Poller.LeaseTTL)
+	if c.Webhook.MaxBodyBytes < 1 {
+		errs.add("webhook.max_body_bytes", "must be at least 1")
+	}
+	positive(errs, "webhook.delivery_ttl", c.Webhook.DeliveryTTL)
+
+	if len(c.Projects) == 0 {
+		errs.add("projects", "at least one project is required")
+	}
+	for i := range c.Projects {
+		p := &c.Projects[i]
+		path := fmt.Sprintf("projects[%d]", i)
+		p.validate(errs, path, c.LabelPrefix)
+		if j := slices.IndexFunc(c.Projects[:i], func(q Project) bool { return q.Name == p.Name }); j >= 0 && p.Name != "" {
+			errs.add(path+".name", fmt.Sprintf("duplicate of projects[%d]", j))
+		}
+		secret(&p.Token, path+".token")
+		for k := range p.Webhook.Secrets {
+			secret(&p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
+		}
+	}
+}
+
+func (p *Project) validate(errs *Errors, path, labelPrefix string) {
+	switch {
+	case p.Name == "":
+		errs.add(path+".name", "required")
+	case !projectName.MatchString(p.Name):
+		errs.add(path+".name", `must use only a-z, 0-9, "-", "_" and "."`)
+	}
+
+	rules, known := KnownPlatforms[p.Platform]
+	switch {
+	case p.Platform == "":
+		errs.add(path+".platform", "required")
+	case !known:
+		errs.add(path+".platform", fmt.Sprintf("unknown platform %q (known: %s)",
+			p.Platform, strings.Join(slices.Sorted(maps.Keys(KnownPlatforms)), ", ")))
+	}
+	if known {
+		if p.BaseURL == "" {
+			errs.add(path+".base_url", "required")
+		} else if msg := checkBaseURL(p.BaseURL); msg != "" {
+			errs.add(path+".base_url", msg)
+		}
+		if p.Repo == "" {
+			errs.add(path+".repo", "required")
+		} else if rules.CheckRepo != nil {
+			if err := rules.CheckRepo(p.Repo); err != nil {
+				errs.add(path+".repo", err.Error())
+			}
+		}
+	}
+
+	oneOf(&p.Token, path+".token", errs, p.Token, p.tokenEnv, p.tokenFile)
+	if !p.Token.IsSet() && !errs.has(path+".token") {
+		errs.add(path+".token", "required: {env: NAME} or {file: PATH}, or token_env / token_file")
+	}
+
+	switch {
+	case strings.TrimSpace(p.TriggerLabel) == "":
+		errs.add(path+".trigger_label", "must not be blank")
+	case strings.HasPrefix(p.TriggerLabel, labelPrefix+":"):
+		// The spec gives the whole "<prefix>:" namespace to the framework,
+		// so a trigger there could be removed by the next transition.
+		errs.add(path+".trigger_label", fmt.Sprintf("%q is in the lifecycle namespace %s:*", p.TriggerLabel, labelPrefix))
+	}
+
+	w := &p.Webhook
+	var secrets []Secret
+	for _, s := range []Secret{w.secretEnv, w.secretFile} {
+		if s.IsSet() {
+			secrets = append(secrets, s)
+		}
+	}
+	for k, s := range w.Secrets {
+		if !s.IsSet() {
+			errs.add(fmt.Sprintf("%s.webhook.secrets[%d]", path, k), "expected {env: NAME} or {file: PATH}")
+			continue
+		}
+		secrets = append(secrets, s)
+	}
+	w.Secrets = secrets
+
+	if p.Polling.Interval < MinPollInterval {
+		errs.add(path+".polling.interval", "must be at least "+MinPollInterval.String())
+	}
+	if len(w.Secrets) == 0 && !p.Polling.Enabled {
+		errs.add(path, "nothing triggers this project: set webhook.secret_env (or secrets) or polling.enabled")
+	}
+
+	pl := &p.Pipeline
+	if len(pl.Command) == 0 {
+		errs.add(path+".pipeline.command", "required (an argv list such as [./run.sh, --verbose])")
+	} else if pl.Command[0] == "" {
+		errs.add(path+".pipeline.command[0]", "must not be empty")
+	}
+	for _, k := range slices.Sorted(maps.Keys(pl.Env)) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			errs.add(path+".pipeline.env", fmt.Sprintf("invalid variable name %q", k))
+		} else if strings.Contains(pl.Env[k], "\x00") {
+			errs.add(path+".pipeline.env."+k, "must not contain NUL")
+		}
+	}
+	positive(errs, path+".pipeline.timeout", pl.Timeout)
+	atLeast(errs, path+".pipeline.max_attempts", pl.MaxAttempts, 1)
+}
+
+// checkBaseURL returns a complaint or "". The URL itself is not repeated:
+// it may carry credentials.
+func checkBaseURL(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return "must be an absolute http(s) URL"
+	case u.User != nil:
+		return "must not contain credentials; use token"
+	}
+	return ""
+}
+
+// checkOwnerRepo validates GitHub's "owner/repo".
+func checkOwnerRepo(repo string) error {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || !ghName.MatchString(owner) || !ghName.MatchString(name) {
+		return errors.New(`expected "owner/repo"`)
+	}
+	return nil
+}
+
+func positive(errs *Errors, path string, d time.Duration) {
+	if d <= 0 {
+		errs.add(path, "must be positive")
+	}
+}
+
+func atLeast(errs *Errors, path string, v, minimum int) {
+	if v < minimum {
+		errs.add(path, fmt.Sprintf("must be at least %d", minimum))
+	}
+}

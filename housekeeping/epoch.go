@@ -1,0 +1,72 @@
+package housekeeping
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+)
+
+// EpochWatcherConfig configures an EpochWatcher.
+type EpochWatcherConfig struct {
+	Interval time.Duration // default FastIntervalDefault
+	Logger   *zap.Logger
+}
+
+// EpochWatcher detects that Redis lost its data: the epoch key is written
+// once per dataset, so its absence means the queue, heartbeats and in-flight
+// index are gone too. It then triggers the slow repairs at once, instead of
+// waiting for the next slow cycle (the specification's 10 minutes).
+type EpochWatcher struct {
+	cfg    EpochWatcherConfig
+	rdb    redis.UniversalClient
+	onLoss []func()
+	log    *zap.Logger
+}
+
+// NewEpochWatcher calls each onLoss function when the epoch is missing.
+func NewEpochWatcher(rdb redis.UniversalClient, cfg EpochWatcherConfig, onLoss ...func()) *EpochWatcher {
+	if cfg.Interval <= 0 {
+		cfg.Interval = FastIntervalDefault
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &EpochWatcher{cfg: cfg, rdb: rdb, onLoss: onLoss, log: cfg.Logger.Named("EpochWatcher")}
+}
+
+// Run checks the epoch every Interval until ctx is done.
+func (w *EpochWatcher) Run(ctx context.Context) error {
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := w.Check(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("epoch check failed", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Check writes a new epoch if none exists and reports the loss.
+func (w *EpochWatcher) Check(ctx context.Context) error {
+	created, err := w.rdb.SetNX(ctx, keys.Epoch(), redislock.NewToken(), 0).Result()
+	if err != nil {
+		return fmt.Errorf("write epoch: %w", err)
+	}
+	if created {
+		w.log.Warn("Redis has no epoch: its data is new or was lost; reconciling from the trackers now")
+		for _, f := range w.onLoss {
+			f()
+		}
+	}
+	return nil
+}

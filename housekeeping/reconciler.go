@@ -1,0 +1,198 @@
+package housekeeping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// EnqueuedReconcilerConfig configures an EnqueuedReconciler.
+type EnqueuedReconcilerConfig struct {
+	FastInterval time.Duration // default FastIntervalDefault
+	SlowInterval time.Duration // default SlowIntervalDefault
+	Clock        func() time.Time
+	Logger       *zap.Logger
+}
+
+// EnqueuedReconciler re-pushes Enqueued tickets the queue lost (Enqueued →
+// Enqueued). Fast: requests sitting in the processing list of an instance
+// that is gone go back to the queue. Slow: every Enqueued ticket on the
+// trackers with no queue entry, no claim lock and no in-flight owner gets a
+// new request.
+type EnqueuedReconciler struct {
+	cfg    EnqueuedReconcilerConfig
+	rdb    redis.UniversalClient
+	queue  *queue.Queue
+	claims *lifecycle.ClaimService
+	log    *zap.Logger
+	kick   chan struct{}
+}
+
+// NewEnqueuedReconciler wires a reconciler.
+func NewEnqueuedReconciler(rdb redis.UniversalClient, q *queue.Queue, claims *lifecycle.ClaimService, cfg EnqueuedReconcilerConfig) *EnqueuedReconciler {
+	if cfg.FastInterval <= 0 {
+		cfg.FastInterval = FastIntervalDefault
+	}
+	if cfg.SlowInterval <= 0 {
+		cfg.SlowInterval = SlowIntervalDefault
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &EnqueuedReconciler{cfg: cfg, rdb: rdb, queue: q, claims: claims, log: cfg.Logger.Named("EnqueuedReconciler"), kick: kickChan()}
+}
+
+// Run runs both cycles until ctx is done.
+func (r *EnqueuedReconciler) Run(ctx context.Context) error {
+	return loop(ctx, r.log, r.cfg.FastInterval, r.cfg.SlowInterval, r.kick, r.FastCycle, r.SlowCycle)
+}
+
+// Kick runs the slow cycle now (Redis lost its data).
+func (r *EnqueuedReconciler) Kick() { kickNow(r.kick) }
+
+// FastCycle returns requests taken by dead instances to the queue.
+func (r *EnqueuedReconciler) FastCycle(ctx context.Context) error {
+	lists, err := r.queue.ProcessingKeys(ctx, keys.ProcessingPattern())
+	if err != nil {
+		return err
+	}
+	for _, list := range lists {
+		inst := keys.ProcessingInstance(list)
+		n, err := r.rdb.Exists(ctx, keys.Instance(inst)).Result()
+		if err != nil {
+			return fmt.Errorf("read liveness of %s: %w", inst, err)
+		}
+		if n == 1 {
+			continue
+		}
+		moved, err := r.queue.Requeue(ctx, list)
+		if err != nil {
+			return err
+		}
+		if moved > 0 {
+			r.log.Info("requeued requests of a dead instance", zap.String("instance", inst), zap.Int("count", moved))
+		}
+	}
+	return nil
+}
+
+// SlowCycle re-pushes orphaned Enqueued tickets.
+func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
+	labels := r.claims.Labels()
+	var errs []error
+	var candidates []*platforms.Ticket
+	for _, p := range r.claims.Projects() {
+		tickets, err := p.Tracker.ListOpen(ctx, labels.Label(lifecycle.Enqueued))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list enqueued tickets of %s: %w", p.Name, err))
+			continue
+		}
+		for _, t := range tickets {
+			if labels.StateOf(t.Labels) == lifecycle.Enqueued {
+				candidates = append(candidates, t)
+			}
+		}
+	}
+	if len(candidates) == 0 {
+		return errors.Join(errs...)
+	}
+	// Order matters: the tickets were listed first, so any request pushed for
+	// them since is in this snapshot, or its push holds the claim lock.
+	queued, err := r.queuedTickets(ctx)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, t := range candidates {
+		if queued[t.Ref.Key()] {
+			continue
+		}
+		if err := r.repush(ctx, t.Ref); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// queuedTickets returns the ticket keys with a request in the queue or in any
+// processing list.
+func (r *EnqueuedReconciler) queuedTickets(ctx context.Context) (map[string]bool, error) {
+	lists, err := r.queue.ProcessingKeys(ctx, keys.ProcessingPattern())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool)
+	add := func(entries [][]byte) {
+		for _, e := range entries {
+			if req, err := lifecycle.DecodeRequest(e); err == nil {
+				out[req.Ref.Key()] = true
+			}
+		}
+	}
+	entries, err := r.queue.Entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	add(entries)
+	for _, l := range lists {
+		entries, err := r.queue.ProcessingEntries(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		add(entries)
+	}
+	return out, nil
+}
+
+func (r *EnqueuedReconciler) repush(ctx context.Context, ref platforms.Ref) error {
+	p, ok := r.claims.Projects().Lookup(ref)
+	if !ok {
+		return nil
+	}
+	hb, err := r.rdb.Exists(ctx, keys.Heartbeat(ref.Key())).Result()
+	if err != nil {
+		return fmt.Errorf("read heartbeat: %w", err)
+	}
+	if hb == 1 {
+		return nil // a run owns it; the executor is between take and in-progress
+	}
+	labels := r.claims.Labels()
+	held, err := r.claims.WithLock(ctx, ref, lifecycle.SourceReconcile, func(ctx context.Context) error {
+		t, err := p.Tracker.Get(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("re-push %s: read: %w", ref, err)
+		}
+		if labels.StateOf(t.Labels) != lifecycle.Enqueued || !t.Open {
+			return nil
+		}
+		attempt, err := lifecycle.LastAttempt(ctx, r.rdb, ref)
+		if err != nil {
+			return err
+		}
+		req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: lifecycle.SourceReconcile,
+			Attempt: max(attempt, 1), EnqueuedAt: r.cfg.Clock().UTC()}
+		if err := r.queue.Push(ctx, req.Encode()); err != nil {
+			return fmt.Errorf("re-push %s: %w", ref, err)
+		}
+		r.log.Info("re-enqueued orphan ticket", zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform),
+			zap.String("project", ref.Project), zap.String("from", "enqueued"), zap.String("to", "enqueued"),
+			zap.String("outcome", "re-pushed"), zap.Int("attempt", req.Attempt), zap.String("requestId", req.ID))
+		return nil
+	})
+	if err == nil && !held {
+		r.log.Debug("claim lock held; skipping orphan check", zap.String("ticketId", ref.ID))
+	}
+	return err
+}

@@ -1,0 +1,208 @@
+package housekeeping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// StaleJobDetectorConfig configures a StaleJobDetector.
+type StaleJobDetectorConfig struct {
+	FastInterval time.Duration // default FastIntervalDefault
+	SlowInterval time.Duration // default SlowIntervalDefault
+	Clock        func() time.Time
+	Logger       *zap.Logger
+}
+
+// StaleJobDetector reverts InProgress tickets whose pipeline is presumed
+// dead (InProgress → Pending) and claims them again at once with the next
+// attempt, or fails them when no attempt is left.
+type StaleJobDetector struct {
+	cfg    StaleJobDetectorConfig
+	rdb    redis.UniversalClient
+	claims *lifecycle.ClaimService
+	log    *zap.Logger
+	kick   chan struct{}
+}
+
+// NewStaleJobDetector wires a detector.
+func NewStaleJobDetector(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg StaleJobDetectorConfig) *StaleJobDetector {
+	if cfg.FastInterval <= 0 {
+		cfg.FastInterval = FastIntervalDefault
+	}
+	if cfg.SlowInterval <= 0 {
+		cfg.SlowInterval = SlowIntervalDefault
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &StaleJobDetector{cfg: cfg, rdb: rdb, claims: claims, log: cfg.Logger.Named("StaleJobDetector"), kick: kickChan()}
+}
+
+// Run runs both cycles until ctx is done.
+func (d *StaleJobDetector) Run(ctx context.Context) error {
+	return loop(ctx, d.log, d.cfg.FastInterval, d.cfg.SlowInterval, d.kick, d.FastCycle, d.SlowCycle)
+}
+
+// Kick runs the slow cycle now (Redis lost its data).
+func (d *StaleJobDetector) Kick() { kickNow(d.kick) }
+
+// FastCycle checks every in-flight run against its heartbeat and its owner
+// instance's liveness key. A run whose instance is gone is dead even though
+// its heartbeat has time left: this is what makes recovery take seconds.
+func (d *StaleJobDetector) FastCycle(ctx context.Context) error {
+	runs, err := lifecycle.InflightRuns(ctx, d.rdb)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for field, rec := range runs {
+		if rec.Token == "" || rec.Ref.ID == "" {
+			d.rdb.HDel(ctx, keys.Inflight(), field)
+			continue
+		}
+		hb, err := d.rdb.Get(ctx, keys.Heartbeat(field)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("read heartbeat: %w", err)
+		}
+		if hb != "" && hb != rec.Token {
+			// A newer run owns the ticket; this record is a leftover.
+			_, _ = lifecycle.ReleaseRun(ctx, d.rdb, rec.Ref, rec.Token, false)
+			continue
+		}
+		alive, err := d.rdb.Exists(ctx, keys.Instance(rec.Instance)).Result()
+		if err != nil {
+			return fmt.Errorf("read liveness of %s: %w", rec.Instance, err)
+		}
+		if hb == rec.Token && alive == 1 {
+			continue
+		}
+		reason := "heartbeat expired"
+		if alive == 0 {
+			reason = "owner instance " + rec.Instance + " is gone"
+		}
+		if err := d.revert(ctx, rec.Ref, rec.Token, rec.Attempt, reason); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SlowCycle lists InProgress tickets on every tracker and reverts those with
+// no heartbeat: the path that still works after Redis lost the in-flight
+// index.
+func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
+	labels := d.claims.Labels()
+	var errs []error
+	for _, p := range d.claims.Projects() {
+		tickets, err := p.Tracker.ListOpen(ctx, labels.Label(lifecycle.InProgress))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list in-progress tickets of %s: %w", p.Name, err))
+			continue
+		}
+		for _, t := range tickets {
+			if labels.StateOf(t.Labels) != lifecycle.InProgress {
+				continue
+			}
+			n, err := d.rdb.Exists(ctx, keys.Heartbeat(t.Ref.Key())).Result()
+			if err != nil {
+				return fmt.Errorf("read heartbeat: %w", err)
+			}
+			if n == 1 {
+				continue
+			}
+			attempt, err := lifecycle.LastAttempt(ctx, d.rdb, t.Ref)
+			if err != nil {
+				return err
+			}
+			if err := d.revert(ctx, t.Ref, "", attempt, "no heartbeat"); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// revert moves a dead run's ticket InProgress → Pending under its claim lock,
+// after fencing the dead owner out (its heartbeat is deleted, so a paused
+// owner that wakes up can no longer write), then claims it again with the
+// next attempt, or fails it when no attempt is left.
+func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token string, attempt int, reason string) error {
+	p, ok := d.claims.Projects().Lookup(ref)
+	if !ok {
+		if token != "" {
+			_, _ = lifecycle.ReleaseRun(ctx, d.rdb, ref, token, true)
+		}
+		return nil
+	}
+	labels := d.claims.Labels()
+	log := d.log.With(zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform), zap.String("project", ref.Project),
+		zap.Int("attempt", attempt), zap.String("reason", reason))
+	held, err := d.claims.WithLock(ctx, ref, lifecycle.SourceReclaim, func(ctx context.Context) error {
+		if token != "" {
+			if _, err := lifecycle.ReleaseRun(ctx, d.rdb, ref, token, false); err != nil {
+				return err
+			}
+		}
+		t, err := p.Tracker.Get(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("revert %s: read: %w", ref, err)
+		}
+		if s := labels.StateOf(t.Labels); s != lifecycle.InProgress {
+			log.Info("stale run's ticket already left in-progress; nothing to revert", zap.String("state", s.String()))
+			return nil
+		}
+		if err := lifecycle.Check(lifecycle.InProgress, lifecycle.Pending, lifecycle.OwnerStaleJobDetector); err != nil {
+			return err
+		}
+		t, err = p.Tracker.Relabel(ctx, t, labels.Lifecycle(t.Labels), labels.Label(lifecycle.Pending))
+		if err != nil {
+			return fmt.Errorf("revert %s: transition in-progress → pending: %w", ref, err)
+		}
+		log.Info("transition", zap.String("from", "in-progress"), zap.String("to", "pending"), zap.String("outcome", "reverted"),
+			zap.String("owner", string(lifecycle.OwnerStaleJobDetector)))
+		next := max(attempt, 1) + 1
+		if limit := max(p.Pipeline.MaxAttempts, 1); next > limit {
+			return d.giveUp(ctx, p, t, attempt, limit, reason, log)
+		}
+		res, err := d.claims.ClaimLocked(ctx, ref, lifecycle.SourceReclaim, next, t)
+		if err != nil {
+			return err
+		}
+		log.Info("reclaimed reverted ticket", zap.String("outcome", string(res.Outcome)), zap.Int("nextAttempt", next))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !held {
+		log.Info("claim lock held by another actor; revert retried next cycle")
+	}
+	return nil
+}
+
+func (d *StaleJobDetector) giveUp(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, attempt, limit int, reason string, log *zap.Logger) error {
+	labels := d.claims.Labels()
+	body := fmt.Sprintf("**%s**: giving up after %d of %d attempts: the pipeline's consumer died (%s).", labels.Prefix, attempt, limit, reason)
+	if err := p.Tracker.Comment(ctx, t.Ref, body); err != nil {
+		log.Warn("comment on exhausted ticket", zap.Error(err))
+	}
+	if _, err := p.Tracker.Relabel(ctx, t, labels.Lifecycle(t.Labels), labels.Label(lifecycle.Failed)); err != nil {
+		return fmt.Errorf("fail exhausted %s: %w", t.Ref, err)
+	}
+	_ = d.rdb.HDel(ctx, keys.Attempts(), t.Ref.Key()).Err()
+	log.Info("transition", zap.String("from", "pending"), zap.String("to", "failed"), zap.String("outcome", "attempts exhausted"),
+		zap.String("owner", string(lifecycle.OwnerStaleJobDetector)))
+	return nil
+}

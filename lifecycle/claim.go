@@ -1,0 +1,241 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// ErrRedisUnavailable marks a claim that failed because Redis did not
+// answer; a receiver answers 503 so the platform redelivers later.
+var ErrRedisUnavailable = errors.New("redis unavailable")
+
+// Outcome is how a claim ended. Only Claimed enqueues a request.
+type Outcome string
+
+const (
+	Claimed            Outcome = "claimed"
+	AlreadyClaimed     Outcome = "already_claimed"
+	NotEligible        Outcome = "not_eligible"
+	PreconditionFailed Outcome = "precondition_failed"
+)
+
+// ClaimResult reports a claim. Holder names who holds the claim lock when
+// the outcome is AlreadyClaimed; Reason says why a ticket is NotEligible.
+type ClaimResult struct {
+	Outcome Outcome          `json:"outcome"`
+	Ticket  string           `json:"ticket"`
+	State   string           `json:"state,omitempty"`
+	Reason  string           `json:"reason,omitempty"`
+	Holder  *Holder          `json:"holder,omitempty"`
+	Request *PipelineRequest `json:"request,omitempty"`
+}
+
+// Holder describes the owner of a claim lock or a run, decoded from the
+// lock's token so contention can name who is in the way.
+type Holder struct {
+	Instance string    `json:"instance"`
+	Source   string    `json:"source"`
+	Since    time.Time `json:"since"`
+}
+
+// ownerToken builds a lock value that identifies its holder. The random part
+// makes it unique, so a CAS release can never free someone else's lock.
+func ownerToken(instance, source string, now time.Time) string {
+	return instance + "|" + source + "|" + strconv.FormatInt(now.UnixMilli(), 10) + "|" + redislock.NewToken()
+}
+
+// parseOwnerToken is ownerToken's inverse; unknown formats give an empty
+// Holder rather than an error, since the token is only informative here.
+func parseOwnerToken(token string) *Holder {
+	parts := strings.Split(token, "|")
+	if len(parts) != 4 {
+		return &Holder{Instance: token}
+	}
+	ms, _ := strconv.ParseInt(parts[2], 10, 64)
+	return &Holder{Instance: parts[0], Source: parts[1], Since: time.UnixMilli(ms).UTC()}
+}
+
+// ClaimConfig configures a ClaimService.
+type ClaimConfig struct {
+	Instance string
+	LockTTL  time.Duration // default keys.ClaimLockTTL
+	Labels   Labels
+	Clock    func() time.Time
+	Logger   *zap.Logger
+}
+
+// ClaimService moves Pending tickets to Enqueued and pushes exactly one
+// PipelineRequest per claim. It is the only writer of Pending → Enqueued.
+type ClaimService struct {
+	cfg      ClaimConfig
+	rdb      redis.UniversalClient
+	queue    *queue.Queue
+	projects Projects
+	log      *zap.Logger
+}
+
+// NewClaimService wires a claim service.
+func NewClaimService(rdb redis.UniversalClient, q *queue.Queue, projects Projects, cfg ClaimConfig) *ClaimService {
+	if cfg.LockTTL <= 0 {
+		cfg.LockTTL = keys.ClaimLockTTL
+	}
+	if cfg.Labels.Prefix == "" {
+		cfg.Labels.Prefix = DefaultLabelPrefix
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &ClaimService{cfg: cfg, rdb: rdb, queue: q, projects: projects, log: cfg.Logger}
+}
+
+// PreCheck reports why a ticket snapshot cannot be claimed ("" if it can).
+// Receivers run it on the webhook payload to skip tickets without spending
+// a tracker API call; the claim runs it again on a fresh read.
+func (c *ClaimService) PreCheck(p *Project, t *platforms.Ticket) string {
+	switch {
+	case !t.Open:
+		return "closed"
+	case !t.HasLabel(p.TriggerLabel):
+		return "no trigger label " + strconv.Quote(p.TriggerLabel)
+	}
+	if s := c.cfg.Labels.StateOf(t.Labels); s != Pending {
+		return "state is " + s.String()
+	}
+	return ""
+}
+
+// Claim runs the claim protocol: claim lock (SET NX) → read the ticket with
+// its version → pre-checks → conditional Pending → Enqueued → push → CAS
+// release. A platform conflict is PreconditionFailed, never an error and
+// never a second enqueue.
+func (c *ClaimService) Claim(ctx context.Context, ref platforms.Ref, source string, attempt int) (ClaimResult, error) {
+	res := ClaimResult{Ticket: ref.String()}
+	if _, ok := c.projects.Lookup(ref); !ok {
+		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
+	}
+	lockKey := keys.ClaimLock(ref.Platform, ref.ID)
+	token := ownerToken(c.cfg.Instance, source, c.cfg.Clock())
+	got, err := redislock.Acquire(ctx, c.rdb, lockKey, token, c.cfg.LockTTL)
+	if err != nil {
+		return res, fmt.Errorf("claim %s: acquire claim lock: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	if !got {
+		res.Outcome = AlreadyClaimed
+		if holder, _, err := redislock.Holder(ctx, c.rdb, lockKey); err == nil && holder != "" {
+			res.Holder = parseOwnerToken(holder)
+		}
+		c.logOutcome(ref, source, attempt, res)
+		return res, nil
+	}
+	defer func() {
+		// The release must happen even if the caller's context is done.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := redislock.Release(rctx, c.rdb, lockKey, token); err != nil {
+			c.log.Warn("release claim lock", zap.String("ticketId", ref.ID), zap.Error(err))
+		}
+	}()
+	return c.ClaimLocked(ctx, ref, source, attempt, nil)
+}
+
+// WithLock runs fn while holding the ticket's claim lock, so repairs
+// (revert, re-push) never race a claim of the same ticket. It reports
+// false, without calling fn, when someone else holds the lock.
+func (c *ClaimService) WithLock(ctx context.Context, ref platforms.Ref, source string, fn func(ctx context.Context) error) (bool, error) {
+	lockKey := keys.ClaimLock(ref.Platform, ref.ID)
+	token := ownerToken(c.cfg.Instance, source, c.cfg.Clock())
+	got, err := redislock.Acquire(ctx, c.rdb, lockKey, token, c.cfg.LockTTL)
+	if err != nil || !got {
+		return false, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := redislock.Release(rctx, c.rdb, lockKey, token); err != nil {
+			c.log.Warn("release claim lock", zap.String("ticketId", ref.ID), zap.Error(err))
+		}
+	}()
+	return true, fn(ctx)
+}
+
+// Labels returns the lifecycle label mapping in use.
+func (c *ClaimService) Labels() Labels { return c.cfg.Labels }
+
+// Projects returns the configured projects.
+func (c *ClaimService) Projects() Projects { return c.projects }
+
+// ClaimLocked does the claim's work for a caller that holds the claim lock
+// (Claim, or a repair inside WithLock). t, when given, is a snapshot read
+// under that lock.
+func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket) (ClaimResult, error) {
+	res := ClaimResult{Ticket: ref.String()}
+	p, ok := c.projects.Lookup(ref)
+	if !ok {
+		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
+	}
+	var err error
+	if t == nil {
+		if t, err = p.Tracker.Get(ctx, ref); err != nil {
+			if errors.Is(err, platforms.ErrNotFound) {
+				res.Outcome, res.Reason = NotEligible, "not found"
+				c.logOutcome(ref, source, attempt, res)
+				return res, nil
+			}
+			return res, fmt.Errorf("claim %s: read ticket: %w", ref, err)
+		}
+	}
+	res.State = c.cfg.Labels.StateOf(t.Labels).String()
+	if reason := c.PreCheck(p, t); reason != "" {
+		res.Outcome, res.Reason = NotEligible, reason
+		c.logOutcome(ref, source, attempt, res)
+		return res, nil
+	}
+	if _, err := p.Tracker.Relabel(ctx, t, c.cfg.Labels.Lifecycle(t.Labels), c.cfg.Labels.Label(Enqueued)); err != nil {
+		if errors.Is(err, platforms.ErrPreconditionFailed) {
+			res.Outcome = PreconditionFailed
+			c.logOutcome(ref, source, attempt, res)
+			return res, nil
+		}
+		return res, fmt.Errorf("claim %s: transition pending → enqueued: %w", ref, err)
+	}
+	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: max(attempt, 1), EnqueuedAt: c.cfg.Clock().UTC()}
+	if err := c.queue.Push(ctx, req.Encode()); err != nil {
+		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
+		// re-pushes it once Redis answers again.
+		return res, fmt.Errorf("claim %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	res.Outcome, res.State, res.Request = Claimed, Enqueued.String(), &req
+	logTransition(c.log.With(zap.String("source", source), zap.String("requestId", req.ID)),
+		ref, Pending, Enqueued, string(Claimed), req.Attempt, OwnerClaimService)
+	return res, nil
+}
+
+func (c *ClaimService) logOutcome(ref platforms.Ref, source string, attempt int, res ClaimResult) {
+	fields := []zap.Field{
+		zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform), zap.String("project", ref.Project),
+		zap.String("from", res.State), zap.String("to", Enqueued.String()), zap.String("outcome", string(res.Outcome)),
+		zap.Int("attempt", attempt), zap.String("source", source),
+	}
+	if res.Reason != "" {
+		fields = append(fields, zap.String("reason", res.Reason))
+	}
+	if res.Holder != nil {
+		fields = append(fields, zap.String("holder", res.Holder.Instance), zap.String("holderSource", res.Holder.Source), zap.Time("holderSince", res.Holder.Since))
+	}
+	c.log.Info("claim", fields...)
+}

@@ -1,0 +1,458 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/procrun"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Executor defaults.
+const (
+	DefaultConcurrency   = 4
+	DefaultShutdownGrace = 10 * time.Second
+	DefaultKillGrace     = 10 * time.Second
+	DefaultTailBytes     = 4096
+	DefaultTakeWait      = time.Second
+	writeTimeout         = 30 * time.Second
+)
+
+var (
+	errLostRun      = errors.New("run ownership lost")
+	errStateChanged = errors.New("ticket state changed")
+)
+
+// Liveness is the replica's presence (pkg/presence): runs stop the moment
+// the replica can no longer prove to others that it is alive.
+type Liveness interface {
+	Valid() bool
+	Lost() <-chan struct{}
+}
+
+// ExecutorConfig configures an Executor.
+type ExecutorConfig struct {
+	Instance       string
+	Concurrency    int
+	HeartbeatTTL   time.Duration
+	HeartbeatRenew time.Duration
+	ShutdownGrace  time.Duration // running pipelines may finish within this after shutdown starts
+	KillGrace      time.Duration // SIGTERM → SIGKILL
+	WorkDir        string
+	TailBytes      int
+	TakeWait       time.Duration
+	Labels         Labels
+	Liveness       Liveness // nil: always live (tests of the executor alone)
+	Clock          func() time.Time
+	Logger         *zap.Logger
+}
+
+// Executor is the PipelineQueueConsumer and PipelineExecutor of the
+// specification: it takes requests, owns Enqueued → InProgress → Done/Failed,
+// and keeps the heartbeat alive while the pipeline runs.
+type Executor struct {
+	cfg        ExecutorConfig
+	rdb        redis.UniversalClient
+	queue      *queue.Queue
+	projects   Projects
+	log        *zap.Logger
+	processing string
+}
+
+// NewExecutor wires an executor.
+func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects Projects, cfg ExecutorConfig) *Executor {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.HeartbeatTTL <= 0 {
+		cfg.HeartbeatTTL = keys.HeartbeatTTL
+	}
+	if cfg.HeartbeatRenew <= 0 {
+		cfg.HeartbeatRenew = keys.HeartbeatRenew
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = os.TempDir() + "/agentsmithd/work"
+	}
+	if cfg.TailBytes <= 0 {
+		cfg.TailBytes = DefaultTailBytes
+	}
+	if cfg.TakeWait <= 0 {
+		cfg.TakeWait = DefaultTakeWait
+	}
+	if cfg.Labels.Prefix == "" {
+		cfg.Labels.Prefix = DefaultLabelPrefix
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Executor{cfg: cfg, rdb: rdb, queue: q, projects: projects, log: cfg.Logger,
+		processing: keys.Processing(cfg.Instance)}
+}
+
+// Run consumes the queue until ctx is done. Shutdown is graceful: no new
+// request is taken, running pipelines get ShutdownGrace to finish, then they
+// are stopped (SIGTERM, SIGKILL after KillGrace) and their tickets handed
+// back to the queue at once instead of waiting for stale detection.
+func (e *Executor) Run(ctx context.Context) error {
+	// Requests this instance took in an earlier life but never started.
+	if n, err := e.queue.Requeue(ctx, e.processing); err != nil {
+		e.log.Warn("requeue own processing list", zap.Error(err))
+	} else if n > 0 {
+		e.log.Info("requeued requests from own processing list", zap.Int("count", n))
+	}
+	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(e.cfg.ShutdownGrace, cancelRuns)
+		context.AfterFunc(runCtx, func() { t.Stop() })
+	})
+	defer stop()
+
+	var wg sync.WaitGroup
+	for range e.cfg.Concurrency {
+		wg.Go(func() { e.worker(ctx, runCtx) })
+	}
+	wg.Wait()
+	// Anything taken while shutting down goes back for another replica.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := e.queue.Requeue(rctx, e.processing); err != nil {
+		e.log.Warn("requeue own processing list on shutdown", zap.Error(err))
+	}
+	return nil
+}
+
+func (e *Executor) worker(ctx, runCtx context.Context) {
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		if e.cfg.Liveness != nil && !e.cfg.Liveness.Valid() {
+			// Not provably alive: taking work now could start a run that
+			// housekeeping already considers dead.
+			if !sleepCtx(ctx, 100*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		payload, err := e.queue.Take(ctx, e.processing, e.cfg.TakeWait)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+			e.log.Warn("take request", zap.Error(err), zap.Duration("retryIn", backoff))
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+			continue
+		}
+		backoff = 0
+		if payload == nil {
+			continue
+		}
+		if retry := e.handle(runCtx, payload); retry {
+			backoff = time.Second
+			sleepCtx(ctx, backoff)
+		}
+	}
+}
+
+// handle processes one taken request. It reports whether the request was
+// given back because a dependency failed, so the worker can back off.
+func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
+	req, err := DecodeRequest(payload)
+	if err != nil {
+		e.log.Error("dropping undecodable request", zap.Error(err))
+		e.ack(ctx, payload)
+		return false
+	}
+	log := e.log.With(zap.String("ticketId", req.Ref.ID), zap.String("platform", req.Ref.Platform),
+		zap.String("project", req.Ref.Project), zap.Int("attempt", req.Attempt), zap.String("requestId", req.ID))
+	p, ok := e.projects.Lookup(req.Ref)
+	if !ok {
+		log.Error("dropping request for unknown project")
+		e.ack(ctx, payload)
+		return false
+	}
+	t, err := p.Tracker.Get(ctx, req.Ref)
+	if err != nil {
+		if errors.Is(err, platforms.ErrNotFound) {
+			log.Warn("dropping request: ticket not found")
+			e.ack(ctx, payload)
+			return false
+		}
+		log.Warn("read ticket; giving the request back", zap.Error(err))
+		e.giveBack(ctx, payload)
+		return true
+	}
+	if s := e.cfg.Labels.StateOf(t.Labels); s != Enqueued {
+		log.Info("dropping request: ticket is not enqueued", zap.String("state", s.String()))
+		e.ack(ctx, payload)
+		return false
+	}
+	token := ownerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
+	rec := RunRecord{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
+	took, err := TakeRun(ctx, e.rdb, rec, e.cfg.HeartbeatTTL)
+	if err != nil {
+		log.Warn("take run; giving the request back", zap.Error(err))
+		e.giveBack(ctx, payload)
+		return true
+	}
+	if !took {
+		holder, _, _ := redislock.Holder(ctx, e.rdb, keys.Heartbeat(req.Ref.Key()))
+		log.Info("dropping request: another run owns the ticket", zap.String("holder", parseOwnerToken(holder).Instance))
+		e.ack(ctx, payload)
+		return false
+	}
+	fence := e.fence(req.Ref, token)
+	t, err = e.move(ctx, p, t, Enqueued, InProgress, fence, req)
+	if err != nil {
+		e.releaseRun(req.Ref, token, false, log)
+		if errors.Is(err, errStateChanged) || errors.Is(err, errLostRun) {
+			log.Info("dropping request", zap.Error(err))
+			e.ack(ctx, payload)
+			return false
+		}
+		log.Warn("transition to in-progress; giving the request back", zap.Error(err))
+		e.giveBack(ctx, payload)
+		return true
+	}
+	e.ack(ctx, payload)
+	e.execute(ctx, p, t, req, token, log)
+	return false
+}
+
+// execute runs the pipeline and writes the outcome, unless the run lost its
+// ownership, in which case it writes nothing at all.
+func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, log *zap.Logger) {
+	workDir := WorkDir(e.cfg.WorkDir, req.Ref)
+	spec := pipelineSpec(p, t, req.Attempt, workDir)
+	spec.Grace = e.cfg.KillGrace
+	spec.TailBytes = e.cfg.TailBytes
+	var res procrun.Result
+	var lost error
+	if err := os.MkdirAll(workDir, 0o750); err != nil {
+		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
+	} else {
+		res, lost = e.runWithHeartbeat(ctx, spec, req.Ref, token, log)
+	}
+	if lost != nil {
+		log.Warn("run lost its ownership; pipeline killed, no label written", zap.Error(lost))
+		return
+	}
+	// The outcome must be written even while shutting down.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	fence := e.fence(req.Ref, token)
+	switch {
+	case res.Canceled:
+		e.handBack(wctx, p, t, req, token, fence, log)
+	case res.OK():
+		if _, err := e.move(wctx, p, t, InProgress, Done, fence, req); err != nil {
+			log.Error("transition to done", zap.Error(err))
+			return // the heartbeat expires and StaleJobDetector takes over
+		}
+		e.releaseRun(req.Ref, token, true, log)
+	default:
+		maxAttempts := max(p.Pipeline.MaxAttempts, 1)
+		if err := fence(wctx); err != nil {
+			log.Warn("run lost its ownership before the failure comment", zap.Error(err))
+			return
+		}
+		if err := p.Tracker.Comment(wctx, req.Ref, failureComment(e.cfg.Labels.Prefix, e.cfg.Instance, res, req.Attempt, maxAttempts)); err != nil {
+			log.Error("post failure comment", zap.Error(err))
+		}
+		if _, err := e.move(wctx, p, t, InProgress, Failed, fence, req); err != nil {
+			log.Error("transition to failed", zap.Error(err))
+			return
+		}
+		e.releaseRun(req.Ref, token, true, log)
+	}
+}
+
+// handBack returns a run stopped by shutdown to the queue: InProgress →
+// Enqueued, release the run, push a request with the same attempt.
+func (e *Executor) handBack(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, fence func(context.Context) error, log *zap.Logger) {
+	if _, err := e.move(ctx, p, t, InProgress, Enqueued, fence, req); err != nil {
+		log.Error("hand back: transition to enqueued", zap.Error(err))
+		return
+	}
+	e.releaseRun(req.Ref, token, false, log)
+	next := PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: SourceHandBack, Attempt: req.Attempt, EnqueuedAt: e.cfg.Clock().UTC()}
+	if err := e.queue.Push(ctx, next.Encode()); err != nil {
+		log.Error("hand back: push request (EnqueuedReconciler will re-push)", zap.Error(err))
+		return
+	}
+	log.Info("handed the ticket back on shutdown", zap.String("newRequestId", next.ID))
+}
+
+// runWithHeartbeat runs the pipeline while renewing the heartbeat. If the
+// heartbeat is taken over, cannot be renewed before it would expire, or the
+// replica's liveness lapses, the pipeline is killed at once and lost is set:
+// someone else may already own the ticket.
+func (e *Executor) runWithHeartbeat(ctx context.Context, spec procrun.Spec, ref platforms.Ref, token string, log *zap.Logger) (procrun.Result, error) {
+	kill := make(chan struct{})
+	spec.Kill = kill
+	var lost error
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		lost = e.heartbeat(ctx, ref, token, done)
+		if lost != nil {
+			close(kill)
+		}
+	})
+	res := procrun.Run(ctx, spec)
+	close(done)
+	wg.Wait()
+	return res, lost
+}
+
+func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token string, done <-chan struct{}) error {
+	key := keys.Heartbeat(ref.Key())
+	ttl, every := e.cfg.HeartbeatTTL, e.cfg.HeartbeatRenew
+	margin := ttl / 10
+	var livenessLost <-chan struct{}
+	if e.cfg.Liveness != nil {
+		livenessLost = e.cfg.Liveness.Lost()
+	}
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	deadline := time.NewTimer(ttl - margin)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-livenessLost:
+			return errors.New("replica liveness lapsed")
+		case <-deadline.C:
+			return fmt.Errorf("heartbeat not renewed within %s", ttl-margin)
+		case <-ticker.C:
+			start := e.cfg.Clock()
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), every)
+			ok, err := redislock.Renew(rctx, e.rdb, key, token, ttl)
+			cancel()
+			switch {
+			case err != nil:
+				e.log.Warn("renew heartbeat", zap.String("ticketId", ref.ID), zap.Error(err))
+			case !ok:
+				return errors.New("heartbeat taken over")
+			default:
+				deadline.Reset(ttl - margin - e.cfg.Clock().Sub(start))
+			}
+		}
+	}
+}
+
+// fence returns the check made immediately before every label write of a
+// run: the heartbeat must still hold this run's token.
+func (e *Executor) fence(ref platforms.Ref, token string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ok, err := redislock.Check(ctx, e.rdb, keys.Heartbeat(ref.Key()), token)
+		if err != nil {
+			return fmt.Errorf("fence: %w", err)
+		}
+		if !ok {
+			return errLostRun
+		}
+		return nil
+	}
+}
+
+// move writes from → to, fenced, retrying on a platform conflict after a
+// re-read as long as the ticket is still in from.
+func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest) (*platforms.Ticket, error) {
+	if err := Check(from, to, OwnerExecutor); err != nil {
+		return nil, err
+	}
+	var err error
+	for try := 0; try < 4; try++ {
+		if t == nil {
+			if t, err = p.Tracker.Get(ctx, req.Ref); err != nil {
+				return nil, fmt.Errorf("re-read: %w", err)
+			}
+		}
+		if s := e.cfg.Labels.StateOf(t.Labels); s != from {
+			return nil, fmt.Errorf("%w: %s, expected %s", errStateChanged, s, from)
+		}
+		if err = fence(ctx); err != nil {
+			return nil, err
+		}
+		var nt *platforms.Ticket
+		nt, err = p.Tracker.Relabel(ctx, t, e.cfg.Labels.Lifecycle(t.Labels), e.cfg.Labels.Label(to))
+		if err == nil {
+			logTransition(e.log, req.Ref, from, to, "ok", req.Attempt, OwnerExecutor)
+			return nt, nil
+		}
+		if !errors.Is(err, platforms.ErrPreconditionFailed) {
+			return nil, err
+		}
+		t = nil // someone else wrote the ticket: read it again
+	}
+	return nil, fmt.Errorf("transition %s → %s: %w", from, to, err)
+}
+
+func (e *Executor) releaseRun(ref platforms.Ref, token string, terminal bool, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := ReleaseRun(ctx, e.rdb, ref, token, terminal); err != nil {
+		log.Warn("release run (the heartbeat will expire)", zap.Error(err))
+	}
+}
+
+func (e *Executor) ack(ctx context.Context, payload []byte) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := e.queue.Ack(actx, e.processing, payload); err != nil {
+		e.log.Warn("ack request (it stays in the processing list until requeued)", zap.Error(err))
+	}
+}
+
+// giveBack puts a request at the tail of the queue again and acks it. A
+// crash between the two leaves a duplicate, which the consumer drops.
+func (e *Executor) giveBack(ctx context.Context, payload []byte) {
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := e.queue.Push(gctx, payload); err != nil {
+		e.log.Warn("give request back (it stays in the processing list until requeued)", zap.Error(err))
+		return
+	}
+	e.ack(gctx, payload)
+}
+
+func logTransition(log *zap.Logger, ref platforms.Ref, from, to State, outcome string, attempt int, owner Owner) {
+	log.Info("transition",
+		zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform), zap.String("project", ref.Project),
+		zap.String("from", from.String()), zap.String("to", to.String()), zap.String("outcome", outcome),
+		zap.Int("attempt", attempt), zap.String("owner", string(owner)))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,34 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Project is one configured project as the lifecycle sees it: a tracker and
+// the pipeline to run for its tickets.
+type Project struct {
+	Name         string
+	Platform     string
+	Tracker      platforms.Tracker
+	TriggerLabel string
+	Pipeline     Pipeline
+}
+
+// Pipeline is the command run for every claimed ticket of a project.
+type Pipeline struct {
+	Command     []string
+	Env         map[string]string
+	Timeout     time.Duration
+	MaxAttempts int
+}
+
+// Projects indexes projects by name.
+type Projects map[string]*Project
+
+// Lookup returns the project a ref belongs to.
+func (p Projects) Lookup(ref platforms.Ref) (*Project, bool) {
+	pr, ok := p[ref.Project]
+	return pr, ok
+}

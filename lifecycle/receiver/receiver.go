@@ -1,0 +1,244 @@
+// Package receiver is the webhook front door: one authenticated route per
+// platform that turns a delivery into a claim. It validates method, size,
+// content type and signature before anything else and answers each failure
+// with its own status code, so a misconfigured hook is easy to diagnose from
+// the platform's delivery log.
+package receiver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/dedup"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Defaults.
+const (
+	DefaultMaxBody = 1 << 20 // 1 MiB
+	claimTimeout   = 20 * time.Second
+)
+
+// ProjectRoute is one project reachable through a platform's route.
+type ProjectRoute struct {
+	Name    string
+	Locator string   // as the payload names it, e.g. GitHub "owner/repo"
+	Secrets [][]byte // any of them authenticates (rotation)
+}
+
+// Route is one platform's webhook endpoint.
+type Route struct {
+	Platform string
+	Decoder  platforms.WebhookDecoder
+	Projects []ProjectRoute
+}
+
+// Config configures a Receiver.
+type Config struct {
+	MaxBody     int64         // default DefaultMaxBody
+	DeliveryTTL time.Duration // default keys.DeliveryTTL
+	Logger      *zap.Logger
+}
+
+// Receiver serves POST /webhooks/{platform}, /healthz and /readyz.
+type Receiver struct {
+	cfg    Config
+	rdb    redis.UniversalClient
+	claims *lifecycle.ClaimService
+	routes map[string]Route
+	log    *zap.Logger
+}
+
+// New builds a Receiver.
+func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Route, cfg Config) *Receiver {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.DeliveryTTL <= 0 {
+		cfg.DeliveryTTL = keys.DeliveryTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	rm := make(map[string]Route, len(routes))
+	for _, r := range routes {
+		rm[r.Platform] = r
+	}
+	return &Receiver{cfg: cfg, rdb: rdb, claims: claims, routes: rm, log: cfg.Logger.Named("receiver")}
+}
+
+// Handler returns the HTTP handler.
+func (rc *Receiver) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/webhooks/{platform}", rc.serveWebhook)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", rc.serveReady)
+	return mux
+}
+
+func (rc *Receiver) serveReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	if err := rc.rdb.Ping(ctx).Err(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "redis unreachable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// answer is the JSON body of every webhook response.
+type answer struct {
+	Outcome string                 `json:"outcome"`
+	Error   string                 `json:"error,omitempty"`
+	Project string                 `json:"project,omitempty"`
+	Claim   *lifecycle.ClaimResult `json:"claim,omitempty"`
+}
+
+func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
+	platform := r.PathValue("platform")
+	route, ok := rc.routes[platform]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, answer{Outcome: "rejected", Error: "no webhook route for platform " + platform})
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, answer{Outcome: "rejected", Error: "use POST"})
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			writeJSON(w, http.StatusUnsupportedMediaType, answer{Outcome: "rejected", Error: "content type must be application/json"})
+			return
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rc.cfg.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, answer{Outcome: "rejected", Error: "body exceeds the configured limit"})
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, answer{Outcome: "rejected", Error: "could not read body"})
+		return
+	}
+	log := rc.log.With(zap.String("platform", platform))
+	secrets, owners := flattenSecrets(route.Projects)
+	idx, err := route.Decoder.Verify(r.Header, body, secrets)
+	if err != nil {
+		log.Warn("webhook rejected: authentication failed", zap.String("remote", r.RemoteAddr))
+		writeJSON(w, http.StatusUnauthorized, answer{Outcome: "rejected", Error: "signature missing or invalid"})
+		return
+	}
+	ev, err := route.Decoder.Parse(r.Header, body)
+	if err != nil {
+		log.Warn("webhook rejected: malformed", zap.Error(err))
+		writeJSON(w, http.StatusBadRequest, answer{Outcome: "rejected", Error: "malformed payload"})
+		return
+	}
+	switch ev.Kind {
+	case platforms.EventPing:
+		writeJSON(w, http.StatusOK, answer{Outcome: "pong"})
+		return
+	case platforms.EventIgnored:
+		writeJSON(w, http.StatusAccepted, answer{Outcome: "ignored"})
+		return
+	}
+	project, status := resolve(route.Projects, owners[idx], ev.Locator)
+	if status != http.StatusOK {
+		log.Warn("webhook for an unconfigured or mismatched project", zap.String("locator", ev.Locator), zap.Int("status", status))
+		writeJSON(w, status, answer{Outcome: "rejected", Error: "no project configured for " + ev.Locator + " with this secret"})
+		return
+	}
+	log = log.With(zap.String("project", project), zap.String("delivery", ev.DeliveryID), zap.String("event", ev.Name+"/"+ev.Action))
+	ctx, cancel := context.WithTimeout(r.Context(), claimTimeout)
+	defer cancel()
+	var dkey string
+	if ev.DeliveryID != "" {
+		dkey = keys.Delivery(platform, ev.DeliveryID)
+		dup, err := dedup.Seen(ctx, rc.rdb, dkey, rc.cfg.DeliveryTTL)
+		if err != nil {
+			log.Warn("webhook deferred: Redis unreachable", zap.Error(err))
+			writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Error: "redis unreachable"})
+			return
+		}
+		if dup {
+			writeJSON(w, http.StatusOK, answer{Outcome: "duplicate", Project: project})
+			return
+		}
+	}
+	t := ev.Ticket
+	t.Ref.Project = project
+	p := rc.claims.Projects()[project]
+	if reason := rc.claims.PreCheck(p, t); reason != "" {
+		// Decided from the payload alone: no tracker call spent.
+		writeJSON(w, http.StatusAccepted, answer{Outcome: string(lifecycle.NotEligible), Project: project,
+			Claim: &lifecycle.ClaimResult{Outcome: lifecycle.NotEligible, Ticket: t.Ref.String(), Reason: reason + " (from payload)"}})
+		return
+	}
+	res, err := rc.claims.Claim(ctx, t.Ref, lifecycle.SourceWebhook, 1)
+	if err != nil {
+		if dkey != "" {
+			// Let a redelivery of this delivery try again.
+			_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkey)
+		}
+		log.Warn("claim failed", zap.Error(err))
+		status := http.StatusBadGateway
+		if errors.Is(err, lifecycle.ErrRedisUnavailable) {
+			status = http.StatusServiceUnavailable
+		}
+		writeJSON(w, status, answer{Outcome: "error", Project: project, Error: "claim failed; redeliver to retry"})
+		return
+	}
+	writeJSON(w, http.StatusAccepted, answer{Outcome: string(res.Outcome), Project: project, Claim: &res})
+}
+
+func flattenSecrets(projects []ProjectRoute) ([][]byte, []string) {
+	var secrets [][]byte
+	var owners []string
+	for _, p := range projects {
+		for _, s := range p.Secrets {
+			secrets = append(secrets, s)
+			owners = append(owners, p.Name)
+		}
+	}
+	return secrets, owners
+}
+
+// resolve finds the project the payload names. The secret that verified the
+// delivery must belong to that project: one project's secret never
+// authenticates deliveries for another.
+func resolve(projects []ProjectRoute, signer, locator string) (string, int) {
+	known := false
+	for _, p := range projects {
+		if p.Locator != locator {
+			continue
+		}
+		known = true
+		if p.Name == signer {
+			return p.Name, http.StatusOK
+		}
+	}
+	if known {
+		return "", http.StatusUnauthorized
+	}
+	return "", http.StatusNotFound
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,46 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Trigger sources recorded on a PipelineRequest and in logs.
+const (
+	SourceWebhook   = "webhook"
+	SourcePoll      = "poll"
+	SourceReclaim   = "reclaim"   // StaleJobDetector reverted a dead run
+	SourceReconcile = "reconcile" // EnqueuedReconciler re-pushed a lost request
+	SourceHandBack  = "handback"  // graceful shutdown handed a run back
+)
+
+// PipelineRequest is the queue entry. It is deliberately small: the consumer
+// reads the ticket afresh, so nothing here can go stale except the attempt.
+type PipelineRequest struct {
+	ID         string        `json:"id"`
+	Ref        platforms.Ref `json:"ref"`
+	Source     string        `json:"source"`
+	Attempt    int           `json:"attempt"`
+	EnqueuedAt time.Time     `json:"enqueued_at"`
+}
+
+// Encode marshals the request for the queue.
+func (r PipelineRequest) Encode() []byte {
+	b, _ := json.Marshal(r) // only strings, ints and a time: cannot fail
+	return b
+}
+
+// DecodeRequest parses a queue entry.
+func DecodeRequest(b []byte) (PipelineRequest, error) {
+	var r PipelineRequest
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("decode pipeline request: %w", err)
+	}
+	if r.Ref.Platform == "" || r.Ref.ID == "" || r.Ref.Project == "" {
+		return r, fmt.Errorf("decode pipeline request: missing ticket ref in %q", b)
+	}
+	return r, nil
+}

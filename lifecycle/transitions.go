@@ -1,0 +1,46 @@
+package lifecycle
+
+import "fmt"
+
+// Owner names the component that is allowed to make a transition. Each
+// transition has exactly one owner, so a label write can be traced to the
+// code path (and log line) that made it.
+type Owner string
+
+const (
+	OwnerClaimService       Owner = "TicketClaimService"
+	OwnerExecutor           Owner = "PipelineExecutor"
+	OwnerStaleJobDetector   Owner = "StaleJobDetector"
+	OwnerEnqueuedReconciler Owner = "EnqueuedReconciler"
+)
+
+// Transition is one row of the specification's "who owns each transition".
+type Transition struct {
+	From, To State
+	Owner    Owner
+	When     string
+}
+
+// Transitions is the specification's table, plus the executor's hand-back
+// (InProgress → Enqueued) used on graceful shutdown and the attempt limit
+// (Pending → Failed) used when a reverted ticket has no attempts left.
+var Transitions = []Transition{
+	{Pending, Enqueued, OwnerClaimService, "webhook or poll; pre-checks pass; claim lock acquired"},
+	{Enqueued, InProgress, OwnerExecutor, "consumer took the request, before the pipeline starts"},
+	{InProgress, Done, OwnerExecutor, "the pipeline succeeded"},
+	{InProgress, Failed, OwnerExecutor, "the pipeline failed; error comment posted first"},
+	{InProgress, Enqueued, OwnerExecutor, "graceful shutdown handed the ticket back"},
+	{InProgress, Pending, OwnerStaleJobDetector, "no heartbeat, or the owning instance is gone"},
+	{Pending, Failed, OwnerStaleJobDetector, "a reverted ticket has used its max attempts"},
+	{Enqueued, Enqueued, OwnerEnqueuedReconciler, "Enqueued, but no queue entry and no in-flight owner"},
+}
+
+// Check reports whether owner may move a ticket from → to.
+func Check(from, to State, owner Owner) error {
+	for _, t := range Transitions {
+		if t.From == from && t.To == to && t.Owner == owner {
+			return nil
+		}
+	}
+	return fmt.Errorf("lifecycle: %s may not move a ticket %s → %s", owner, from, to)
+}

@@ -1,0 +1,155 @@
+// Package presence keeps one replica's liveness key alive in Redis. Other
+// replicas read the key's absence as "this replica is gone" and take over
+// its work within seconds, so the replica itself must stop acting before the
+// key can expire: Lost() closes once the local trust deadline passes without
+// a successful renewal, well before the key's TTL runs out.
+package presence
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// Defaults.
+const (
+	DefaultTTL   = 15 * time.Second
+	DefaultTrust = 0.6 // fraction of TTL a renewal is trusted for, from the start of the call
+)
+
+// Config configures a Presence.
+type Config struct {
+	Key        string
+	Value      string
+	TTL        time.Duration // default DefaultTTL
+	RenewEvery time.Duration // default TTL/4
+	Clock      func() time.Time
+	Logger     *zap.Logger
+}
+
+// Presence renews a liveness key and tells its owner when to stop trusting it.
+type Presence struct {
+	cfg Config
+	rdb redis.Cmdable
+
+	mu         sync.Mutex
+	validUntil time.Time
+	lost       chan struct{}
+	ready      chan struct{}
+	readyOnce  sync.Once
+}
+
+// New returns a Presence; call Run to keep it alive.
+func New(rdb redis.Cmdable, cfg Config) *Presence {
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.RenewEvery <= 0 {
+		cfg.RenewEvery = cfg.TTL / 4
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	lost := make(chan struct{})
+	close(lost) // not valid until the first renewal
+	return &Presence{cfg: cfg, rdb: rdb, lost: lost, ready: make(chan struct{})}
+}
+
+// Valid reports whether the last renewal is still trusted.
+func (p *Presence) Valid() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg.Clock().Before(p.validUntil)
+}
+
+// Lost returns a channel closed when the current validity lapses. Callers
+// holding work under this presence stop it when the channel closes.
+func (p *Presence) Lost() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lost
+}
+
+// Ready is closed after the first successful renewal.
+func (p *Presence) Ready() <-chan struct{} { return p.ready }
+
+// Run renews the key until ctx is done, then deletes it so other replicas
+// see the departure at once.
+func (p *Presence) Run(ctx context.Context) error {
+	ticker := time.NewTicker(p.cfg.RenewEvery)
+	defer ticker.Stop()
+	expiry := time.NewTimer(time.Hour)
+	expiry.Stop()
+	defer expiry.Stop()
+	for {
+		p.renew(ctx, expiry)
+		select {
+		case <-ctx.Done():
+			p.expire(true)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			if err := p.rdb.Del(dctx, p.cfg.Key).Err(); err != nil {
+				p.cfg.Logger.Warn("presence: delete liveness key", zap.Error(err))
+			}
+			return nil
+		case <-expiry.C:
+			p.expire(false)
+		case <-ticker.C:
+		}
+	}
+}
+
+func (p *Presence) renew(ctx context.Context, expiry *time.Timer) {
+	start := p.cfg.Clock()
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RenewEvery)
+	err := p.rdb.Set(rctx, p.cfg.Key, p.cfg.Value, p.cfg.TTL).Err()
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			p.cfg.Logger.Warn("presence: renew liveness key", zap.Error(err))
+		}
+		return
+	}
+	trust := time.Duration(float64(p.cfg.TTL) * DefaultTrust)
+	p.mu.Lock()
+	p.validUntil = start.Add(trust)
+	select {
+	case <-p.lost:
+		p.lost = make(chan struct{})
+	default:
+	}
+	p.mu.Unlock()
+	expiry.Reset(time.Until(start.Add(trust)))
+	p.readyOnce.Do(func() { close(p.ready) })
+}
+
+func (p *Presence) expire(force bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !force && p.cfg.Clock().Before(p.validUntil) && !isClosed(p.lost) {
+		// Timer fired early relative to an injected clock: stay valid.
+		return
+	}
+	p.validUntil = time.Time{}
+	if !isClosed(p.lost) {
+		close(p.lost)
+		if !force {
+			p.cfg.Logger.Warn("presence: liveness lapsed; stopping owned work")
+		}
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

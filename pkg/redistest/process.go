@@ -1,0 +1,241 @@
+// Package redistest owns the real redis-server processes that tests (and the
+// offline demo) run against. One call, Start(t), gives a test a private server
+// on a free loopback port with persistence off, and cleans it up afterwards;
+// Kill and Restart let a test simulate a Redis crash that loses every key.
+//
+// Tests never use 127.0.0.1:6379: a developer's own Redis stays untouched.
+package redistest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultBinary is where redis-server is looked for when it is not in PATH.
+const DefaultBinary = "/usr/bin/redis-server"
+
+// StartTimeout bounds how long StartProcess waits for the new server to
+// answer PING when the caller's context has no earlier deadline.
+const StartTimeout = 10 * time.Second
+
+// startAttempts is how often StartProcess picks a new port when the server
+// exits at once (another process grabbed the port between pick and bind).
+const startAttempts = 3
+
+// ErrNoBinary is returned when no redis-server executable can be found.
+var ErrNoBinary = errors.New("redis-server not found in PATH or " + DefaultBinary)
+
+// FindBinary returns the redis-server to run: the one in PATH, else
+// DefaultBinary, else ErrNoBinary.
+func FindBinary() (string, error) {
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p, nil
+	}
+	if st, err := os.Stat(DefaultBinary); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+		return DefaultBinary, nil
+	}
+	return "", ErrNoBinary
+}
+
+// Process is one redis-server child process bound to 127.0.0.1 with
+// persistence off. It keeps its port across Restart so clients that hold its
+// address reconnect to the new, empty server.
+type Process struct {
+	bin     string
+	dir     string
+	ownsDir bool // dir was created by StartProcess and is removed by Stop
+	port    int
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+	out  *syncBuffer
+}
+
+// StartProcess starts redis-server (bin, or FindBinary when bin is "") on a
+// free port with its working directory dir (a new temporary directory when
+// dir is ""), and returns once the server answers PING. ctx bounds the
+// start-up only (at most StartTimeout); the server then runs until Stop.
+func StartProcess(ctx context.Context, bin, dir string) (*Process, error) {
+	if bin == "" {
+		var err error
+		if bin, err = FindBinary(); err != nil {
+			return nil, fmt.Errorf("redistest: %w", err)
+		}
+	}
+	p := &Process{bin: bin, dir: dir}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "redistest-")
+		if err != nil {
+			return nil, fmt.Errorf("redistest: temp dir: %w", err)
+		}
+		p.dir, p.ownsDir = d, true
+	}
+	var lastErr error
+	for range startAttempts {
+		port, err := freePort()
+		if err != nil {
+			return nil, fmt.Errorf("redistest: pick port: %w", err)
+		}
+		p.port = port
+		if lastErr = p.start(ctx); lastErr == nil {
+			return p, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if p.ownsDir {
+		_ = os.RemoveAll(p.dir)
+	}
+	return nil, lastErr
+}
+
+// Addr is the server's "127.0.0.1:port".
+func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
+
+// Stop kills the server (SIGKILL: nothing needs saving), waits for it to
+// exit, and removes the directory StartProcess created, if it made one.
+// Stopping a stopped process is a no-op.
+func (p *Process) Stop() error {
+	if err := p.kill(); err != nil {
+		return err
+	}
+	if p.ownsDir {
+		if err := os.RemoveAll(p.dir); err != nil {
+			return fmt.Errorf("redistest: remove %s: %w", p.dir, err)
+		}
+	}
+	return nil
+}
+
+// start launches the server on p.port and waits for PING.
+func (p *Process) start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		return fmt.Errorf("redistest: server on %s already running", p.Addr())
+	}
+	// Restart promises an empty server, so a snapshot a test wrote on
+	// purpose (SAVE) must not be loaded. --save "" writes none by itself.
+	if err := os.Remove(filepath.Join(p.dir, "redistest.rdb")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("redistest: remove old snapshot: %w", err)
+	}
+	out := &syncBuffer{}
+	cmd := exec.Command(p.bin,
+		"--port", strconv.Itoa(p.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", p.dir,
+		"--dbfilename", "redistest.rdb",
+	)
+	cmd.Dir = p.dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redistest: start %s: %w", p.bin, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	if err := waitPing(ctx, p.Addr(), done); err != nil {
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("redistest: %s on %s: %w; server output:\n%s", p.bin, p.Addr(), err, out.String())
+	}
+	p.cmd, p.done, p.out = cmd, done, out
+	return nil
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *Process) kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return nil
+	}
+	err := p.cmd.Process.Kill()
+	<-p.done
+	p.cmd, p.done = nil, nil
+	if err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("redistest: kill server on %s: %w", p.Addr(), err)
+	}
+	return nil
+}
+
+// waitPing polls PING until it succeeds, the process exits, or the deadline.
+func waitPing(ctx context.Context, addr string, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
+	rdb := redis.NewClient(&redis.Options{
+		Addr:         addr,
+		DialTimeout:  200 * time.Millisecond,
+		ReadTimeout:  500 * time.Millisecond,
+		WriteTimeout: 500 * time.Millisecond,
+		MaxRetries:   -1,
+		PoolSize:     1,
+	})
+	defer rdb.Close()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		if lastErr = rdb.Ping(ctx).Err(); lastErr == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return errors.New("server exited during start-up")
+		case <-ctx.Done():
+			return fmt.Errorf("no PING reply before deadline (last error: %v): %w", lastErr, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// freePort asks the kernel for an unused loopback port. The port is free
+// when returned, not reserved; StartProcess retries if it is taken meanwhile.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// syncBuffer collects the server's output for error messages.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 64<<10 { // enough to explain a failed start
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

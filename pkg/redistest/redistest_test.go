@@ -1,0 +1,82 @@
+package redistest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+)
+
+func TestStartKillRestartFlush(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Start(t)
+	if s.Addr() == "127.0.0.1:6379" {
+		t.Fatal("harness must never use the default port")
+	}
+	rdb := s.Client(t)
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("set: %v", err)
+	}
+
+	s.Flush()
+	if n, err := rdb.Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Fatalf("after Flush: exists=%d err=%v", n, err)
+	}
+
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("set: %v", err)
+	}
+	s.Kill()
+	probe := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer probe.Close()
+	if err := probe.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING succeeded on a killed server")
+	}
+	s.Restart()
+	if n, err := rdb.Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Fatalf("after Restart: exists=%d err=%v (want an empty server)", n, err)
+	}
+	// Restart on a running server kills it first.
+	s.Restart()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("ping after second restart: %v", err)
+	}
+}
+
+func TestStartProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := redistest.StartProcess(ctx, "", t.TempDir())
+	if err != nil {
+		t.Fatalf("StartProcess: %v", err)
+	}
+	if p.Addr() == "" {
+		t.Fatal("empty Addr")
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+func TestStartProcessBadBinary(t *testing.T) {
+	_, err := redistest.StartProcess(context.Background(), "/nonexistent/redis-server", t.TempDir())
+	if err == nil {
+		t.Fatal("want error for a missing binary")
+	}
+}
+
+func TestStartProcessOwnDir(t *testing.T) {
+	p, err := redistest.StartProcess(context.Background(), "", "")
+	if err != nil {
+		t.Fatalf("StartProcess: %v", err)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+}

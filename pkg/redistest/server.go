@@ -1,0 +1,85 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a test's private redis-server. Its methods fail the test on
+// error, so call them from the test goroutine.
+type Server struct {
+	t testing.TB
+	p *Process
+}
+
+// Start runs a fresh redis-server for t on a free port and stops it at
+// cleanup. A missing binary fails the test (it does not skip): a suite that
+// silently skips its Redis tests proves nothing.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := FindBinary()
+	if err != nil {
+		t.Fatalf("redistest: %v: install Redis (e.g. apt-get install redis-server) to run this test", err)
+	}
+	p, err := StartProcess(context.Background(), bin, t.TempDir())
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	s := &Server{t: t, p: p}
+	t.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			t.Errorf("redistest: %v", err)
+		}
+	})
+	return s
+}
+
+// Addr is the server's "127.0.0.1:port"; it survives Restart.
+func (s *Server) Addr() string { return s.p.Addr() }
+
+// Client returns a new client for the server, closed at cleanup. It
+// reconnects by itself after Kill and Restart.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() {
+		if err := rdb.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+			t.Errorf("redistest: close client: %v", err)
+		}
+	})
+	return rdb
+}
+
+// Kill SIGKILLs the server, as a crash would, and waits for it to exit.
+func (s *Server) Kill() {
+	s.t.Helper()
+	if err := s.p.kill(); err != nil {
+		s.t.Fatalf("%v", err)
+	}
+}
+
+// Restart starts the server again on the same port with no data, killing it
+// first if it still runs: the "Redis lost everything" scenario.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Kill()
+	if err := s.p.start(context.Background()); err != nil {
+		s.t.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+// Flush deletes every key (FLUSHALL), e.g. between sub-tests.
+func (s *Server) Flush() {
+	s.t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		s.t.Fatalf("redistest: flushall on %s: %v", s.Addr(), err)
+	}
+}

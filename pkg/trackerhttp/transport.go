@@ -1,0 +1,142 @@
+// Package trackerhttp is the HTTP plumbing every tracker client shares: an
+// http.RoundTripper stack that waits out rate limits instead of hammering a
+// tracker that said stop, revalidates GETs with ETags so unchanged reads are
+// cheap, and tags writes with the writer's name. It knows nothing of tickets;
+// platform packages put it under their SDK's http.Client.
+package trackerhttp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Defaults for the zero values of Options.
+const (
+	// DefaultMaxWait bounds how long one request may be held for a rate limit.
+	// A tracker whose window resets later than this is reported to the caller
+	// rather than stalling a claim for minutes.
+	DefaultMaxWait = 60 * time.Second
+	// DefaultCacheEntries bounds the conditional GET cache.
+	DefaultCacheEntries = 1024
+	// MaxRetries is how often one request is retried after a rate-limit answer.
+	MaxRetries = 3
+)
+
+// Header names this package reads or writes.
+const (
+	// WriterHeader carries Options.Writer on every write so an emulator can
+	// record who wrote (which replica, which component).
+	WriterHeader = "X-Agentsmith-Writer"
+	// FromCacheHeader marks a response served from the conditional GET cache
+	// after a 304. go-github recognises it and leaves its rate bookkeeping
+	// alone, which is right: a 304 costs no GitHub rate limit.
+	FromCacheHeader = "X-From-Cache"
+)
+
+// Options configures NewTransport. Zero values take the defaults above.
+type Options struct {
+	// Logger receives rate-limit waits; nil means no logging.
+	Logger *zap.Logger
+	// Clock is the time source for rate-limit resets; nil means time.Now.
+	Clock func() time.Time
+	// MaxWait caps how long a request is held or slept before a retry.
+	MaxWait time.Duration
+	// CacheEntries bounds the ETag cache; 0 means DefaultCacheEntries and a
+	// negative value disables the cache.
+	CacheEntries int
+	// Writer, when set, is sent as WriterHeader on every write request.
+	Writer string
+	// Sleep waits d or until ctx ends; nil means a timer. Tests inject one
+	// that advances a fake Clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
+	}
+	if o.CacheEntries == 0 {
+		o.CacheEntries = DefaultCacheEntries
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	return o
+}
+
+// NewTransport wraps base (nil means http.DefaultTransport) with, from the
+// outside in: the writer tag, the conditional GET cache and the rate-limit
+// gate. The result is safe for concurrent use.
+func NewTransport(base http.RoundTripper, opts Options) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	opts = opts.withDefaults()
+	var rt http.RoundTripper = newRateLimiter(base, opts)
+	if opts.CacheEntries > 0 {
+		rt = newCache(rt, opts.CacheEntries)
+	}
+	if opts.Writer != "" {
+		rt = &writerTag{next: rt, writer: opts.Writer}
+	}
+	return rt
+}
+
+// writerTag adds WriterHeader to writes.
+type writerTag struct {
+	next   http.RoundTripper
+	writer string
+}
+
+func (w *writerTag) RoundTrip(req *http.Request) (*http.Response, error) {
+	if isWrite(req.Method) && req.Header.Get(WriterHeader) == "" {
+		req = req.Clone(req.Context())
+		req.Header.Set(WriterHeader, w.writer)
+	}
+	return w.next.RoundTrip(req)
+}
+
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return false
+	}
+	return true
+}
+
+// credentialKey identifies the caller's credentials without keeping them:
+// rate limits and cached bodies belong to one token, and a hash keeps the
+// token itself out of map keys and any dump of them.
+func credentialKey(req *http.Request) string {
+	auth := req.Header.Get("Authorization")
+	if auth == "" {
+		return "anonymous"
+	}
+	sum := sha256.Sum256([]byte(auth))
+	return hex.EncodeToString(sum[:8])
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,450 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v60/github"
+)
+
+// start runs a Sim behind a real HTTP server and returns a go-github client
+// pointed at its GitHub dialect.
+func start(t *testing.T, opts Options) (*Sim, *github.Client, *httptest.Server) {
+	t.Helper()
+	s := New(opts)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { srv.Close(); s.Close() })
+	return s, newClient(t, srv), srv
+}
+
+func newClient(t *testing.T, srv *httptest.Server) *github.Client {
+	t.Helper()
+	c := github.NewClient(srv.Client())
+	u, err := url.Parse(srv.URL + "/github/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.BaseURL = u
+	return c
+}
+
+func statusOf(err error) int {
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.StatusCode
+	}
+	return 0
+}
+
+func TestGetIssueAndETag(t *testing.T) {
+	s, c, _ := start(t, Options{})
+	ctx := context.Background()
+	n := s.CreateIssue("demo/app", "Fix it", "body text", "agent-smith", "bug")
+
+	is, resp, err := c.Issues.Get(ctx, "demo", "app", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if is.GetNumber() != n || is.GetTitle() != "Fix it" || is.GetBody() != "body text" || is.GetState() != "open" {
+		t.Fatalf("issue = %+v", is)
+	}
+	var names []string
+	for _, l := range is.Labels {
+		names = append(names, l.GetName())
+		if l.GetID() == 0 || l.GetColor() == "" {
+			t.Errorf("label %q lacks id or color", l.GetName())
+		}
+	}
+	if !slices.Equal(names, []string{"agent-smith", "bug"}) {
+		t.Fatalf("labels = %v", names)
+	}
+	if is.GetUser().GetLogin() != "human" || is.GetCreatedAt().IsZero() || is.GetHTMLURL() == "" || is.GetRepositoryURL() == "" {
+		t.Fatalf("missing fields: %+v", is)
+	}
+	etag := resp.Header.Get("ETag")
+	if !strings.HasPrefix(etag, `W/"`) {
+		t.Fatalf("ETag %q is not weak", etag)
+	}
+	if got, _ := s.Issue("demo/app", n); got.ETag != etag {
+		t.Fatalf("Go API ETag %q != HTTP ETag %q", got.ETag, etag)
+	}
+	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Used",
+		"X-RateLimit-Reset", "X-RateLimit-Resource", "X-GitHub-Request-Id"} {
+		if resp.Header.Get(h) == "" {
+			t.Errorf("header %s missing", h)
+		}
+	}
+	if resp.Rate.Limit != 5000 || resp.Rate.Remaining != 4999 {
+		t.Errorf("rate = %+v", resp.Rate)
+	}
+
+	// Every change gives a new ETag, including a return to an earlier label set.
+	seen := map[string]bool{etag: true}
+	for _, change := range []func() error{
+		func() error { return s.AddLabels("demo/app", n, "x") },
+		func() error { return s.RemoveLabel("demo/app", n, "x") },
+		func() error { return s.AddComment("demo/app", n, "hi") },
+		func() error { return s.SetOpen("demo/app", n, false) },
+	} {
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.Issue("demo/app", n)
+		if seen[got.ETag] {
+			t.Fatalf("ETag %q reused after a change", got.ETag)
+		}
+		seen[got.ETag] = true
+	}
+	if s.Stats().Calls["GET /repos/{owner}/{repo}/issues/{number}"] != 1 {
+		t.Errorf("calls = %v", s.Stats().Calls)
+	}
+}
+
+func TestNotFoundAndBadJSON(t *testing.T) {
+	s, c, srv := start(t, Options{})
+	ctx := context.Background()
+	s.CreateIssue("demo/app", "one", "")
+	if _, _, err := c.Issues.Get(ctx, "demo", "nope", 1); statusOf(err) != 404 {
+		t.Errorf("unknown repo: %v", err)
+	}
+	if _, _, err := c.Issues.Get(ctx, "demo", "app", 9); statusOf(err) != 404 {
+		t.Errorf("unknown issue: %v", err)
+	}
+	if _, _, err := c.Issues.Create(ctx, "demo", "nope", &github.IssueRequest{Title: github.String("x")}); statusOf(err) != 404 {
+		t.Errorf("create in unknown repo: %v", err)
+	}
+	req, _ := http.NewRequest("PATCH", srv.URL+"/github/repos/demo/app/issues/1", strings.NewReader("{not json"))
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Errorf("bad JSON: status %d", resp.StatusCode)
+	}
+	if _, _, err := c.Issues.Edit(ctx, "demo", "app", 1, &github.IssueRequest{State: github.String("weird")}); statusOf(err) != 422 {
+		t.Errorf("bad state: %v", err)
+	}
+}
+
+func TestPatchIfMatch(t *testing.T) {
+	s, c, _ := start(t, Options{})
+	ctx := context.Background()
+	n := s.CreateIssue("demo/app", "claim me", "", "agent-smith", "keep")
+	_, resp, err := c.Issues.Get(ctx, "demo", "app", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := resp.Header.Get("ETag")
+	if err := s.AddLabels("demo/app", n, "other"); err != nil { // someone else writes
+		t.Fatal(err)
+	}
+
+	patch := func(etag string, labels []string) (*github.Issue, *github.Response, error) {
+		req, err := c.NewRequest("PATCH", "repos/demo/app/issues/"+strconv.Itoa(n), &github.IssueRequest{Labels: &labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("If-Match", etag)
+		req.Header.Set("X-Agentsmith-Writer", "claim-test")
+		var out github.Issue
+		resp, err := c.Do(ctx, req, &out)
+		return &out, resp, err
+	}
+	_, resp, err = patch(stale, []string{"agent-smith", "keep", "other", "agent-smith:enqueued"})
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response.StatusCode != http.StatusPreconditionFailed || resp.StatusCode != 412 {
+		t.Fatalf("stale If-Match: err = %v", err)
+	}
+	if got, _ := s.Issue("demo/app", n); slices.Contains(got.Labels, "agent-smith:enqueued") {
+		t.Fatal("412 changed the issue")
+	}
+
+	cur, _ := s.Issue("demo/app", n)
+	for i := range 2 {
+		tag := cur.ETag
+		if i == 1 { // accepted without the weak prefix too
+			tag = strings.TrimPrefix(tag, "W/")
+		}
+		want := []string{"agent-smith", "keep", "other", "agent-smith:enqueued"}
+		if i == 1 {
+			want = []string{"agent-smith", "keep", "other", "agent-smith:in-progress"}
+		}
+		is, resp, err := patch(tag, want)
+		if err != nil {
+			t.Fatalf("If-Match %q: %v", tag, err)
+		}
+		var names []string
+		for _, l := range is.Labels {
+			names = append(names, l.GetName())
+		}
+		if !slices.Equal(names, want) {
+			t.Fatalf("labels = %v, want %v", names, want)
+		}
+		next, _ := s.Issue("demo/app", n)
+		if resp.Header.Get("ETag") != next.ETag || next.ETag == tag {
+			t.Fatalf("new ETag %q, sim %q, old %q", resp.Header.Get("ETag"), next.ETag, tag)
+		}
+		cur = next
+	}
+
+	ws := s.Writes()
+	if len(ws) != 3 {
+		t.Fatalf("writes = %+v", ws)
+	}
+	if ws[0].Writer != "human" || ws[1].Writer != "claim-test" || !slices.Equal(ws[2].Before, ws[1].After) {
+		t.Fatalf("writes = %+v", ws)
+	}
+	if got := s.Stats().Calls["PATCH /repos/{owner}/{repo}/issues/{number}"]; got != 3 {
+		t.Errorf("PATCH calls = %d", got)
+	}
+}
+
+func TestIfNoneMatchNotCounted(t *testing.T) {
+	s, c, _ := start(t, Options{})
+	ctx := context.Background()
+	n := s.CreateIssue("demo/app", "poll me", "")
+	_, resp, err := c.Issues.Get(ctx, "demo", "app", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag, remaining := resp.Header.Get("ETag"), resp.Rate.Remaining
+
+	req, _ := c.NewRequest("GET", "repos/demo/app/issues/"+strconv.Itoa(n), nil)
+	req.Header.Set("If-None-Match", etag)
+	resp, err = c.Do(ctx, req, nil)
+	if resp == nil || resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("If-None-Match: resp %v err %v", resp, err)
+	}
+	if resp.Rate.Remaining != remaining {
+		t.Fatalf("304 counted: remaining %d, before %d", resp.Rate.Remaining, remaining)
+	}
+	_, resp, err = c.Issues.Get(ctx, "demo", "app", n)
+	if err != nil || resp.Rate.Remaining != remaining-1 {
+		t.Fatalf("after 304: remaining %d err %v", resp.Rate.Remaining, err)
+	}
+	if st := s.Stats(); st.NotModified != 1 {
+		t.Fatalf("NotModified = %d", st.NotModified)
+	}
+
+	// A change makes the old ETag stale: 200 again.
+	if err := s.AddLabels("demo/app", n, "x"); err != nil {
+		t.Fatal(err)
+	}
+	req, _ = c.NewRequest("GET", "repos/demo/app/issues/"+strconv.Itoa(n), nil)
+	req.Header.Set("If-None-Match", etag)
+	if resp, err = c.Do(ctx, req, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after change: %v %v", resp, err)
+	}
+}
+
+func TestListFilterAndPagination(t *testing.T) {
+	s, c, _ := start(t, Options{})
+	ctx := context.Background()
+	const trigger, done = "agent-smith", "agent-smith:done"
+	var want []int
+	for i := range 7 {
+		want = append(want, s.CreateIssue("demo/app", "both "+strconv.Itoa(i), "", trigger, done, "ünïcode"))
+	}
+	s.CreateIssue("demo/app", "trigger only", "", trigger)
+	s.CreateIssue("demo/app", "other", "", "bug")
+	closed := s.CreateIssue("demo/app", "closed", "", trigger, done, "ünïcode")
+	if err := s.SetOpen("demo/app", closed, false); err != nil {
+		t.Fatal(err)
+	}
+	s.CreateIssue("demo/other", "other repo", "", trigger, done, "ünïcode")
+
+	opts := &github.IssueListByRepoOptions{State: "open", Labels: []string{trigger, done, "ünïcode"},
+		Sort: "created", Direction: "asc", ListOptions: github.ListOptions{PerPage: 3}}
+	var got []int
+	pages := 0
+	for {
+		is, resp, err := c.Issues.ListByRepo(ctx, "demo", "app", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if pages == 1 && (resp.LastPage != 3 || resp.NextPage != 2 || resp.FirstPage != 0) {
+			t.Fatalf("first page links: next %d last %d first %d (%s)", resp.NextPage, resp.LastPage, resp.FirstPage, resp.Header.Get("Link"))
+		}
+		if pages == 2 && (resp.PrevPage != 1 || resp.FirstPage != 1) {
+			t.Fatalf("second page links: %s", resp.Header.Get("Link"))
+		}
+		for _, i := range is {
+			got = append(got, i.GetNumber())
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	if pages != 3 || !slices.Equal(got, want) {
+		t.Fatalf("pages %d, got %v, want %v", pages, got, want)
+	}
+
+	// state=all includes the closed one; the default is open and newest first.
+	all, _, err := c.Issues.ListByRepo(ctx, "demo", "app", &github.IssueListByRepoOptions{State: "all", Labels: []string{done}})
+	if err != nil || len(all) != 8 {
+		t.Fatalf("state=all: %d %v", len(all), err)
+	}
+	open, resp, err := c.Issues.ListByRepo(ctx, "demo", "app", nil)
+	if err != nil || len(open) != 9 || open[0].GetNumber() != 9 || resp.Header.Get("Link") != "" {
+		t.Fatalf("default list: %d first %d link %q err %v", len(open), open[0].GetNumber(), resp.Header.Get("Link"), err)
+	}
+
+	// Lists carry an ETag and honour If-None-Match.
+	req, _ := c.NewRequest("GET", "repos/demo/app/issues", nil)
+	req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
+	if resp, _ = c.Do(ctx, req, nil); resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("list If-None-Match: %d", resp.StatusCode)
+	}
+}
+
+func TestCommentsAndLabels(t *testing.T) {
+	s, c, _ := start(t, Options{PerPage: 2})
+	ctx := context.Background()
+	n := s.CreateIssue("demo/app", "talk", "", "agent-smith")
+	before, _ := s.Issue("demo/app", n)
+	for i := range 3 {
+		cm, resp, err := c.Issues.CreateComment(ctx, "demo", "app", n, &github.IssueComment{Body: github.String("msg " + strconv.Itoa(i))})
+		if err != nil || resp.StatusCode != http.StatusCreated || cm.GetBody() != "msg "+strconv.Itoa(i) || cm.GetUser().GetLogin() != botLogin {
+			t.Fatalf("create comment: %v %v %+v", resp, err, cm)
+		}
+	}
+	var bodies []string
+	opts := &github.IssueListCommentsOptions{}
+	for {
+		cs, resp, err := c.Issues.ListComments(ctx, "demo", "app", n, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cm := range cs {
+			bodies = append(bodies, cm.GetBody())
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	if !slices.Equal(bodies, []string{"msg 0", "msg 1", "msg 2"}) {
+		t.Fatalf("comments = %v", bodies)
+	}
+	after, _ := s.Issue("demo/app", n)
+	if after.ETag == before.ETag || len(after.Comments) != 3 || after.Comments[0].Author != botLogin {
+		t.Fatalf("issue after comments: %+v", after)
+	}
+	if is, _, _ := c.Issues.Get(ctx, "demo", "app", n); is.GetComments() != 3 {
+		t.Fatalf("comments count = %d", is.GetComments())
+	}
+
+	// Labels: add, remove with escaped names, replace, and 404 for an absent label.
+	weird := []string{"agent-smith:done", "día ü/x", "100%"}
+	ls, _, err := c.Issues.AddLabelsToIssue(ctx, "demo", "app", n, weird)
+	if err != nil || len(ls) != 4 {
+		t.Fatalf("add labels: %v %v", ls, err)
+	}
+	for _, name := range weird {
+		if _, err := c.Issues.RemoveLabelForIssue(ctx, "demo", "app", n, url.PathEscape(name)); err != nil {
+			t.Fatalf("remove %q: %v", name, err)
+		}
+	}
+	if got, _ := s.Issue("demo/app", n); !slices.Equal(got.Labels, []string{"agent-smith"}) {
+		t.Fatalf("labels after removes = %v", got.Labels)
+	}
+	if _, err := c.Issues.RemoveLabelForIssue(ctx, "demo", "app", n, "absent"); statusOf(err) != 404 {
+		t.Fatalf("remove absent label: %v", err)
+	}
+	if _, _, err := c.Issues.ReplaceLabelsForIssue(ctx, "demo", "app", n, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Issue("demo/app", n); !slices.Equal(got.Labels, []string{"a", "b"}) {
+		t.Fatalf("labels after replace = %v", got.Labels)
+	}
+	if _, err := c.Issues.RemoveLabelsForIssue(ctx, "demo", "app", n); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Issue("demo/app", n); len(got.Labels) != 0 {
+		t.Fatalf("labels after remove all = %v", got.Labels)
+	}
+	created, resp, err := c.Issues.Create(ctx, "demo", "app", &github.IssueRequest{Title: github.String("via API"), Labels: &[]string{"x"}})
+	if err != nil || resp.StatusCode != 201 || created.GetNumber() != 2 || created.GetUser().GetLogin() != botLogin {
+		t.Fatalf("create: %v %+v", err, created)
+	}
+	if _, _, err := c.Issues.Create(ctx, "demo", "app", &github.IssueRequest{}); statusOf(err) != 422 {
+		t.Fatalf("create without title: %v", err)
+	}
+}
+
+func TestAuthAndFaults(t *testing.T) {
+	s, c, srv := start(t, Options{Tokens: []string{"s3cret"}})
+	ctx := context.Background()
+	n := s.CreateIssue("demo/app", "x", "")
+	if _, _, err := c.Issues.Get(ctx, "demo", "app", n); statusOf(err) != http.StatusUnauthorized {
+		t.Fatalf("no token: %v", err)
+	}
+	if _, _, err := c.WithAuthToken("wrong").Issues.Get(ctx, "demo", "app", n); statusOf(err) != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %v", err)
+	}
+	authed := c.WithAuthToken("s3cret")
+	if _, _, err := authed.Issues.Get(ctx, "demo", "app", n); err != nil {
+		t.Fatalf("good token: %v", err)
+	}
+
+	s.SetFaults(Faults{RateLimitNext: 1, RetryAfter: 7})
+	_, resp, err := authed.Issues.Get(ctx, "demo", "app", n)
+	if statusOf(err) != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "7" ||
+		resp.Header.Get("X-RateLimit-Remaining") != "0" || resp.Header.Get("X-RateLimit-Reset") == "" {
+		t.Fatalf("429 fault: %v %v", resp, err)
+	}
+	// go-github now refuses locally until the advertised reset; a fresh
+	// client (as after a wait) gets through because the fault was used up.
+	fresh := newClient(t, srv).WithAuthToken("s3cret")
+	if _, _, err := fresh.Issues.Get(ctx, "demo", "app", n); err != nil {
+		t.Fatalf("after 429: %v", err)
+	}
+
+	s.SetFaults(Faults{ErrorRate: 1})
+	if _, _, err := fresh.Issues.Get(ctx, "demo", "app", n); statusOf(err) != http.StatusBadGateway {
+		t.Fatalf("502 fault: %v", err)
+	}
+	// ErrorRate is deterministic for a seed.
+	pattern := func() []bool {
+		s.SetFaults(Faults{ErrorRate: 0.5, Seed: 42})
+		var out []bool
+		for range 12 {
+			_, _, err := fresh.Issues.Get(ctx, "demo", "app", n)
+			out = append(out, err != nil)
+		}
+		return out
+	}
+	if a, b := pattern(), pattern(); !slices.Equal(a, b) || !slices.Contains(a, true) || !slices.Contains(a, false) {
+		t.Fatalf("error pattern not reproducible or degenerate: %v %v", a, b)
+	}
+	s.SetFaults(Faults{})
+}
+
+func TestPrimaryRateLimit(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	s, c, _ := start(t, Options{RateLimit: 2, Clock: clock})
+	n := s.CreateIssue("demo/app", "x", "")
+	ctx := context.Background()
+	for range 2 {
+		if _, _, err := c.Issues.Get(ctx, "demo", "app", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := c.Issues.Get(ctx, "demo", "app", n)
+	var rle *github.RateLimitError
+	if !errors.As(err, &rle) {
+		t.Fatalf("third call: %v", err)
+	}
+}

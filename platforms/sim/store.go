@@ -1,0 +1,495 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file is the tracker-neutral issue store. Every dialect (GitHub now;
+// GitLab, Azure DevOps and Jira later) reads and writes the same issues
+// through it, so a label written through one dialect is seen by all. Nothing
+// here knows about HTTP, JSON shapes or webhooks: mutations report what
+// changed as storeEvents and the Sim fans those out to the dialects.
+
+// Store errors. Dialects map them to their own status codes.
+var (
+	// ErrNotFound means the repository or issue does not exist.
+	ErrNotFound = errors.New("sim: not found")
+	// ErrPreconditionFailed means a conditional write's version token did not
+	// match the issue's current one.
+	ErrPreconditionFailed = errors.New("sim: precondition failed")
+	// errLabelNotOnIssue means a removal named a label the issue lacks.
+	errLabelNotOnIssue = errors.New("sim: label not on issue")
+	// errInvalid marks a request the store refuses (empty title, …).
+	errInvalid = errors.New("sim: invalid")
+)
+
+// Write is one change of an issue's label set, recorded so tests can check
+// who wrote what and in which order (for example that exactly one claim
+// moved a ticket to enqueued).
+type Write struct {
+	At     time.Time `json:"at"`
+	Repo   string    `json:"repo"`
+	Number int       `json:"number"`
+	Before []string  `json:"before"`
+	After  []string  `json:"after"`
+	// Writer is the X-Agentsmith-Writer header if present, "human" for Go
+	// API and page changes, else the request's User-Agent.
+	Writer string `json:"writer"`
+}
+
+// actor says who performs a mutation: login becomes the webhook sender and
+// comment author, writer goes into the Write log.
+type actor struct {
+	login  string
+	writer string
+}
+
+// humanActor is the user behind Go API, control API and page changes.
+var humanActor = actor{login: "human", writer: "human"}
+
+// label is a repository label; issues refer to labels by name.
+type label struct {
+	id          int64
+	name        string
+	color       string
+	description string
+}
+
+type comment struct {
+	id     int64
+	body   string
+	author string
+	at     time.Time
+}
+
+type issue struct {
+	id          int64
+	number      int
+	title, body string
+	open        bool
+	stateReason string
+	labels      []string
+	comments    []comment
+	author      string
+	createdAt   time.Time
+	updatedAt   time.Time
+	closedAt    time.Time
+	closedBy    string
+	// version changes on every change of the issue; it is drawn from the
+	// store-wide counter so a token is never reused, even after A→B→A.
+	version int64
+}
+
+type repository struct {
+	id        int64
+	fullName  string
+	createdAt time.Time
+	next      int
+	issues    map[int]*issue
+	labels    map[string]*label
+}
+
+// snapshot is a deep copy of an issue with its labels resolved, safe to use
+// after the store's lock is released.
+type snapshot struct {
+	repoID      int64
+	repo        string
+	id          int64
+	number      int
+	title, body string
+	open        bool
+	stateReason string
+	labels      []label
+	comments    []comment
+	author      string
+	createdAt   time.Time
+	updatedAt   time.Time
+	closedAt    time.Time
+	closedBy    string
+	version     int64
+}
+
+func (s snapshot) labelNames() []string {
+	out := make([]string, len(s.labels))
+	for i, l := range s.labels {
+		out[i] = l.name
+	}
+	return out
+}
+
+// storeEvent reports one change the way trackers report them: one event per
+// label added or removed, one for the state change, one for an edit.
+type storeEvent struct {
+	action  string // opened, edited, closed, reopened, labeled, unlabeled
+	label   label  // for labeled / unlabeled
+	changes map[string]string
+	sender  string
+	issue   snapshot
+}
+
+// store holds every repository and issue. sink is called with the lock held,
+// in mutation order, so deliveries keep the order of the changes.
+type store struct {
+	mu     sync.Mutex
+	clock  func() time.Time
+	seq    int64
+	repos  map[string]*repository
+	writes []Write
+	sink   func(storeEvent)
+}
+
+func newStore(clock func() time.Time) *store {
+	return &store{clock: clock, repos: map[string]*repository{}}
+}
+
+func (st *store) nextID() int64 { st.seq++; return st.seq }
+
+// ensureRepo returns the repository, creating it. Caller holds mu.
+func (st *store) ensureRepo(name string) *repository {
+	if r, ok := st.repos[name]; ok {
+		return r
+	}
+	r := &repository{id: st.nextID(), fullName: name, createdAt: st.clock(), next: 1,
+		issues: map[int]*issue{}, labels: map[string]*label{}}
+	st.repos[name] = r
+	return r
+}
+
+// repoInfo reports a repository's id and creation time.
+func (st *store) repoInfo(name string) (id int64, created time.Time, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.repos[name]
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	return r.id, r.createdAt, true
+}
+
+// labelFor returns the repository's label, creating it with a default
+// colour: GitHub creates a label that an issue write names but the
+// repository lacks. Caller holds mu.
+func (st *store) labelFor(r *repository, name string) *label {
+	if l, ok := r.labels[name]; ok {
+		return l
+	}
+	l := &label{id: st.nextID(), name: name, color: defaultColor(name)}
+	r.labels[name] = l
+	return l
+}
+
+func (st *store) snap(r *repository, is *issue) snapshot {
+	s := snapshot{repoID: r.id, repo: r.fullName, id: is.id, number: is.number, title: is.title,
+		body: is.body, open: is.open, stateReason: is.stateReason, author: is.author,
+		createdAt: is.createdAt, updatedAt: is.updatedAt, closedAt: is.closedAt,
+		closedBy: is.closedBy, version: is.version, comments: slices.Clone(is.comments)}
+	s.labels = make([]label, 0, len(is.labels))
+	for _, n := range is.labels {
+		s.labels = append(s.labels, *st.labelFor(r, n))
+	}
+	return s
+}
+
+func (st *store) emit(ev storeEvent) {
+	if st.sink != nil {
+		st.sink(ev)
+	}
+}
+
+// createRepo makes an empty repository so it answers before its first issue.
+func (st *store) createRepo(name string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.ensureRepo(name)
+}
+
+// create adds an issue, numbered per repository from 1. mustExist refuses
+// unknown repositories (the REST path) instead of creating them.
+func (st *store) create(repoName, title, body string, labels []string, by actor, mustExist bool) (snapshot, error) {
+	if strings.TrimSpace(title) == "" {
+		return snapshot{}, fmt.Errorf("create issue in %s: title is empty: %w", repoName, errInvalid)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.repos[repoName]
+	if !ok {
+		if mustExist {
+			return snapshot{}, fmt.Errorf("create issue in %s: %w", repoName, ErrNotFound)
+		}
+		r = st.ensureRepo(repoName)
+	}
+	now := st.clock()
+	is := &issue{id: st.nextID(), number: r.next, title: title, body: body, open: true,
+		labels: dedupe(labels), author: by.login, createdAt: now, updatedAt: now}
+	is.version = st.nextID()
+	r.next++
+	r.issues[is.number] = is
+	s := st.snap(r, is)
+	st.emit(storeEvent{action: "opened", sender: by.login, issue: s})
+	// GitHub follows "opened" with one "labeled" per initial label.
+	for _, l := range s.labels {
+		st.emit(storeEvent{action: "labeled", label: l, sender: by.login, issue: s})
+	}
+	return s, nil
+}
+
+// get returns a snapshot of one issue.
+func (st *store) get(repoName string, number int) (snapshot, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, is, err := st.lookup(repoName, number)
+	if err != nil {
+		return snapshot{}, err
+	}
+	return st.snap(r, is), nil
+}
+
+func (st *store) lookup(repoName string, number int) (*repository, *issue, error) {
+	r, ok := st.repos[repoName]
+	if !ok {
+		return nil, nil, fmt.Errorf("repository %s: %w", repoName, ErrNotFound)
+	}
+	is, ok := r.issues[number]
+	if !ok {
+		return nil, nil, fmt.Errorf("issue %s#%d: %w", repoName, number, ErrNotFound)
+	}
+	return r, is, nil
+}
+
+// list returns snapshots of a repository's issues in number order.
+func (st *store) list(repoName string) ([]snapshot, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.repos[repoName]
+	if !ok {
+		return nil, fmt.Errorf("repository %s: %w", repoName, ErrNotFound)
+	}
+	out := make([]snapshot, 0, len(r.issues))
+	for _, is := range r.issues {
+		out = append(out, st.snap(r, is))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].number < out[j].number })
+	return out, nil
+}
+
+// all returns every issue of every repository, sorted by repo then number.
+func (st *store) all() []snapshot {
+	st.mu.Lock()
+	names := make([]string, 0, len(st.repos))
+	for n := range st.repos {
+		names = append(names, n)
+	}
+	st.mu.Unlock()
+	sort.Strings(names)
+	var out []snapshot
+	for _, n := range names {
+		l, _ := st.list(n)
+		out = append(out, l...)
+	}
+	return out
+}
+
+// repoLabels lists a repository's labels sorted by name.
+func (st *store) repoLabels(repoName string) ([]label, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.repos[repoName]
+	if !ok {
+		return nil, fmt.Errorf("repository %s: %w", repoName, ErrNotFound)
+	}
+	out := make([]label, 0, len(r.labels))
+	for _, l := range r.labels {
+		out = append(out, *l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// createLabel adds a repository label; exists reports a name already taken.
+func (st *store) createLabel(repoName, name, color, description string) (l label, exists bool, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.repos[repoName]
+	if !ok {
+		return label{}, false, fmt.Errorf("repository %s: %w", repoName, ErrNotFound)
+	}
+	if old, ok := r.labels[name]; ok {
+		return *old, true, nil
+	}
+	nl := st.labelFor(r, name)
+	if color != "" {
+		nl.color = strings.TrimPrefix(color, "#")
+	}
+	nl.description = description
+	return *nl, false, nil
+}
+
+// update describes one write to an issue. Nil fields are left alone. Labels
+// replaces the whole set; Add and Remove edit it; Comment appends a comment.
+type update struct {
+	Title, Body *string
+	Open        *bool
+	StateReason *string
+	Labels      *[]string
+	Add         []string
+	Remove      []string
+	Comment     *string
+}
+
+// precondition decides, under the store's lock, whether a conditional write
+// may proceed given the issue's current version. Nil means unconditional.
+type precondition func(version int64) bool
+
+// apply performs u atomically: check cond, change the issue, bump its version
+// if anything changed, log a Write for a label change and emit events. It
+// returns the issue as written and the new comment's id (0 if none).
+func (st *store) apply(repoName string, number int, cond precondition, by actor, u update) (snapshot, int64, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, is, err := st.lookup(repoName, number)
+	if err != nil {
+		return snapshot{}, 0, err
+	}
+	if cond != nil && !cond(is.version) {
+		return snapshot{}, 0, fmt.Errorf("issue %s#%d: %w", repoName, number, ErrPreconditionFailed)
+	}
+	if u.Title != nil && strings.TrimSpace(*u.Title) == "" {
+		return snapshot{}, 0, fmt.Errorf("issue %s#%d: title is empty: %w", repoName, number, errInvalid)
+	}
+	for _, name := range u.Remove {
+		if !slices.Contains(is.labels, name) {
+			return snapshot{}, 0, fmt.Errorf("issue %s#%d: label %q: %w", repoName, number, name, errLabelNotOnIssue)
+		}
+	}
+
+	now := st.clock()
+	var events []storeEvent
+	changed := false
+	edits := map[string]string{}
+	if u.Title != nil && *u.Title != is.title {
+		edits["title"], is.title = is.title, *u.Title
+	}
+	if u.Body != nil && *u.Body != is.body {
+		edits["body"], is.body = is.body, *u.Body
+	}
+	if len(edits) > 0 {
+		changed = true
+		events = append(events, storeEvent{action: "edited", changes: edits})
+	}
+	if u.Open != nil && *u.Open != is.open {
+		changed = true
+		is.open = *u.Open
+		if is.open {
+			is.stateReason, is.closedAt, is.closedBy = "reopened", time.Time{}, ""
+			events = append(events, storeEvent{action: "reopened"})
+		} else {
+			is.stateReason, is.closedAt, is.closedBy = "completed", now, by.login
+			if u.StateReason != nil && *u.StateReason != "" {
+				is.stateReason = *u.StateReason
+			}
+			events = append(events, storeEvent{action: "closed"})
+		}
+	}
+
+	before := slices.Clone(is.labels)
+	after := before
+	if u.Labels != nil {
+		after = dedupe(*u.Labels)
+	}
+	if len(u.Remove) > 0 {
+		after = slices.DeleteFunc(slices.Clone(after), func(l string) bool { return slices.Contains(u.Remove, l) })
+	}
+	if len(u.Add) > 0 {
+		after = dedupe(append(slices.Clone(after), u.Add...))
+	}
+	if !slices.Equal(before, after) {
+		changed = true
+		is.labels = after
+		for _, l := range before {
+			if !slices.Contains(after, l) {
+				events = append(events, storeEvent{action: "unlabeled", label: *st.labelFor(r, l)})
+			}
+		}
+		for _, l := range after {
+			if !slices.Contains(before, l) {
+				events = append(events, storeEvent{action: "labeled", label: *st.labelFor(r, l)})
+			}
+		}
+		st.writes = append(st.writes, Write{At: now, Repo: repoName, Number: number,
+			Before: nonNil(before), After: nonNil(slices.Clone(after)), Writer: by.writer})
+	}
+	var commentID int64
+	if u.Comment != nil {
+		changed = true
+		commentID = st.nextID()
+		is.comments = append(is.comments, comment{id: commentID, body: *u.Comment, author: by.login, at: now})
+	}
+	if changed {
+		is.version = st.nextID()
+		is.updatedAt = now
+	}
+	s := st.snap(r, is)
+	for _, ev := range events {
+		ev.sender, ev.issue = by.login, s
+		st.emit(ev)
+	}
+	return s, commentID, nil
+}
+
+// writeLog returns a copy of the Write log.
+func (st *store) writeLog() []Write {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make([]Write, len(st.writes))
+	for i, w := range st.writes {
+		w.Before, w.After = slices.Clone(w.Before), slices.Clone(w.After)
+		out[i] = w
+	}
+	return out
+}
+
+func dedupe(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// defaultColor gives lifecycle labels distinct colours on the page and in
+// label JSON; other labels get GitHub's default grey.
+func defaultColor(name string) string {
+	switch name {
+	case "agent-smith":
+		return "7057ff"
+	case "agent-smith:pending":
+		return "c5def5"
+	case "agent-smith:enqueued":
+		return "fbca04"
+	case "agent-smith:in-progress":
+		return "1d76db"
+	case "agent-smith:done":
+		return "0e8a16"
+	case "agent-smith:failed":
+		return "d73a4a"
+	}
+	if strings.HasPrefix(name, "agent-smith") {
+		return "bfd4f2"
+	}
+	return "ededed"
+}

@@ -476,3 +476,39 @@ func TestParseNilLookupUsesEnvironment(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// Hostile documents end in errors, not in a hang or a flood of messages.
+func TestHostileDocuments(t *testing.T) {
+	lol := "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n" +
+		"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+	merge := "m0: &m0 {listen: x}\n"
+	for i := 1; i <= 6; i++ {
+		merge += fmt.Sprintf("m%d: &m%d {<<: [%s]}\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*m%d,", i-1), 10), ","))
+	}
+	for name, doc := range map[string]string{
+		"alias bomb in leaf":  lol + "roles: *f\n",
+		"alias bomb in list":  lol + "projects: *f\n",
+		"merge bomb":          merge + "consumer: *m6\n",
+		"self merge":          "consumer: &c {<<: *c}\n",
+		"deep flow":           strings.Repeat("[", 5000) + strings.Repeat("]", 5000),
+		"many unknown fields": unknownFields(500),
+	} {
+		_, err := Parse([]byte(doc), nil)
+		var errs Errors
+		if !errors.As(err, &errs) {
+			t.Errorf("%s: want Errors, got %v", name, err)
+			continue
+		}
+		if len(errs) > maxDecodeErrs+20 {
+			t.Errorf("%s: %d errors", name, len(errs))
+		}
+	}
+}
+
+func unknownFields(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "k%d: 1\n", i)
+	}
+	return b.String()
+}

@@ -15,8 +15,13 @@ import (
 // secret pasted where a {env: NAME} mapping belongs is never echoed back;
 // and shorthand keys (token_env) can fold into Secret fields.
 
-// maxNodes bounds the work spent on a document, so alias bombs fail fast.
-const maxNodes = 100_000
+// Bounds on the work spent on a document, so alias bombs and
+// self-referencing merges fail fast instead of spinning.
+const (
+	maxNodes      = 50_000
+	maxMergeDepth = 16
+	maxDecodeErrs = 100
+)
 
 // shorthands is implemented by structs that accept <name>_env / <name>_file
 // keys for a Secret field.
@@ -55,8 +60,10 @@ func (r *Redis) shorthand(key string) *Secret {
 }
 
 type decoder struct {
-	errs   *Errors
-	budget int
+	errs       *Errors
+	budget     int
+	mergeDepth int
+	failures   int
 }
 
 // decode fills c from data, adding every problem to errs. It returns false
@@ -80,7 +87,13 @@ func decode(data []byte, c *Config, errs *Errors) bool {
 }
 
 func (d *decoder) fail(path string, n *yaml.Node, msg string) {
-	d.errs.add(path, fmt.Sprintf("%s (line %d)", msg, n.Line))
+	d.failures++
+	switch {
+	case d.failures < maxDecodeErrs:
+		d.errs.add(path, fmt.Sprintf("%s (line %d)", msg, n.Line))
+	case d.failures == maxDecodeErrs:
+		d.errs.add("", "too many errors; fix the ones above first")
+	}
 }
 
 // spend counts a visited node; false once the document is too large.
@@ -215,6 +228,12 @@ func (d *decoder) mergeSource(n *yaml.Node, path string) []pair {
 	if n == nil || !d.spend(n) {
 		return nil
 	}
+	if d.mergeDepth >= maxMergeDepth {
+		d.fail(path, n, "merges (<<) nested too deeply")
+		return nil
+	}
+	d.mergeDepth++
+	defer func() { d.mergeDepth-- }()
 	switch n.Kind {
 	case yaml.MappingNode:
 		return d.pairs(n, path)

@@ -23,12 +23,12 @@ const (
 	SlowIntervalDefault = 60 * time.Second
 )
 
-// loop runs fast every fastEvery and slow every slowEvery (and at once when
-// kicked) until ctx is done. Errors are logged; a cycle that fails is simply
+// loop runs fast every fastEvery and slow every slowEvery, and kicked at once
+// when kicked, until ctx is done. Errors are logged; a cycle that fails is simply
 // tried again on the next tick, so an unreachable Redis or tracker never
 // stops the loop.
 func loop(ctx context.Context, log *zap.Logger, fastEvery, slowEvery time.Duration, kick <-chan struct{},
-	fast, slow func(context.Context) error) error {
+	fast, slow, kicked func(context.Context) error) error {
 	fastT := time.NewTicker(fastEvery)
 	defer fastT.Stop()
 	slowT := time.NewTicker(slowEvery)
@@ -52,7 +52,7 @@ func loop(ctx context.Context, log *zap.Logger, fastEvery, slowEvery time.Durati
 		case <-slowT.C:
 			run("slow", slow)
 		case <-kick:
-			run("slow", slow)
+			run("slow", kicked)
 			slowT.Reset(slowEvery)
 		}
 	}

@@ -20,8 +20,12 @@ import (
 type EnqueuedReconcilerConfig struct {
 	FastInterval time.Duration // default FastIntervalDefault
 	SlowInterval time.Duration // default SlowIntervalDefault
-	Clock        func() time.Time
-	Logger       *zap.Logger
+	// Grace is how long a ticket must be seen orphaned before it is
+	// re-pushed, so a push in flight is never duplicated. Skipped right
+	// after Redis lost its data. Default EnqueuedGraceDefault.
+	Grace  time.Duration
+	Clock  func() time.Time
+	Logger *zap.Logger
 }
 
 // EnqueuedReconciler re-pushes Enqueued tickets the queue lost (Enqueued →
@@ -36,7 +40,14 @@ type EnqueuedReconciler struct {
 	claims *lifecycle.ClaimService
 	log    *zap.Logger
 	kick   chan struct{}
+
+	// Owned by the Run goroutine.
+	orphanSince map[string]time.Time
+	urgent      bool
 }
+
+// EnqueuedGraceDefault is the default EnqueuedReconcilerConfig.Grace.
+const EnqueuedGraceDefault = 30 * time.Second
 
 // NewEnqueuedReconciler wires a reconciler.
 func NewEnqueuedReconciler(rdb redis.UniversalClient, q *queue.Queue, claims *lifecycle.ClaimService, cfg EnqueuedReconcilerConfig) *EnqueuedReconciler {
@@ -46,22 +57,33 @@ func NewEnqueuedReconciler(rdb redis.UniversalClient, q *queue.Queue, claims *li
 	if cfg.SlowInterval <= 0 {
 		cfg.SlowInterval = SlowIntervalDefault
 	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = EnqueuedGraceDefault
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &EnqueuedReconciler{cfg: cfg, rdb: rdb, queue: q, claims: claims, log: cfg.Logger.Named("EnqueuedReconciler"), kick: kickChan()}
+	return &EnqueuedReconciler{cfg: cfg, rdb: rdb, queue: q, claims: claims, log: cfg.Logger.Named("EnqueuedReconciler"),
+		kick: kickChan(), orphanSince: map[string]time.Time{}}
 }
 
 // Run runs both cycles until ctx is done.
 func (r *EnqueuedReconciler) Run(ctx context.Context) error {
-	return loop(ctx, r.log, r.cfg.FastInterval, r.cfg.SlowInterval, r.kick, r.FastCycle, r.SlowCycle)
+	return loop(ctx, r.log, r.cfg.FastInterval, r.cfg.SlowInterval, r.kick, r.FastCycle, r.SlowCycle, r.slowKicked)
 }
 
 // Kick runs the slow cycle now (Redis lost its data).
 func (r *EnqueuedReconciler) Kick() { kickNow(r.kick) }
+
+// Run's loop calls slowKicked for a kick, so the grace is skipped exactly
+// for the cycle that follows a Redis loss.
+func (r *EnqueuedReconciler) slowKicked(ctx context.Context) error {
+	r.urgent = true
+	return r.SlowCycle(ctx)
+}
 
 // FastCycle returns requests taken by dead instances to the queue.
 func (r *EnqueuedReconciler) FastCycle(ctx context.Context) error {
@@ -115,14 +137,29 @@ func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
+	urgent := r.urgent
+	r.urgent = false
+	now := r.cfg.Clock()
+	seen := make(map[string]time.Time, len(candidates))
 	for _, t := range candidates {
-		if queued[t.Ref.Key()] {
+		k := t.Ref.Key()
+		if queued[k] {
+			continue
+		}
+		since, ok := r.orphanSince[k]
+		if !ok {
+			since = now
+		}
+		seen[k] = since
+		if !urgent && now.Sub(since) < r.cfg.Grace {
 			continue
 		}
 		if err := r.repush(ctx, t.Ref); err != nil {
 			errs = append(errs, err)
 		}
+		delete(seen, k)
 	}
+	r.orphanSince = seen
 	return errors.Join(errs...)
 }
 

@@ -52,7 +52,7 @@ func NewStaleJobDetector(rdb redis.UniversalClient, claims *lifecycle.ClaimServi
 
 // Run runs both cycles until ctx is done.
 func (d *StaleJobDetector) Run(ctx context.Context) error {
-	return loop(ctx, d.log, d.cfg.FastInterval, d.cfg.SlowInterval, d.kick, d.FastCycle, d.SlowCycle)
+	return loop(ctx, d.log, d.cfg.FastInterval, d.cfg.SlowInterval, d.kick, d.FastCycle, d.SlowCycle, d.SlowCycle)
 }
 
 // Kick runs the slow cycle now (Redis lost its data).

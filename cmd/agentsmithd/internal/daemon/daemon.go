@@ -203,7 +203,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
 			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Logger: d.log})
 		recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
-			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Logger: d.log})
+			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Logger: d.log})
 		epoch := housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Logger: d.log},
 			stale.Kick, recon.Kick)
 		l := lease.New(d.rdb, lease.Config{Key: keys.Leader("housekeeping"), Instance: cfg.InstanceID,

@@ -1,0 +1,111 @@
+package github_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
+)
+
+const simToken = "conformance-token"
+
+// TestConformance runs the shared suite through go-github against the
+// emulator's GitHub dialect. Each subtest gets its own repository, named
+// after the subtest, so the harness needs no state beyond t.
+func TestConformance(t *testing.T) {
+	// The emulator, like GitHub, honours per_page up to 100 and the tracker
+	// asks for 100, so paging is exercised with more than 100 tickets.
+	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	t.Cleanup(s.Close)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+
+	repoOf := func(t *testing.T) string {
+		return "conformance/" + strings.Trim(nonName.ReplaceAllString(t.Name(), "-"), "-")
+	}
+	issue := func(t *testing.T, ref platforms.Ref) sim.Issue {
+		t.Helper()
+		repo, n, err := github.ParseID(ref.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		is, ok := s.Issue(repo, n)
+		if !ok {
+			t.Fatalf("emulator has no issue %s", ref.ID)
+		}
+		return is
+	}
+
+	trackertest.Run(t, trackertest.Harness{
+		Platform: github.Platform,
+		New: func(t *testing.T) platforms.Tracker {
+			tr, err := github.New(github.Options{
+				BaseURL: srv.URL + "/github/",
+				Repo:    repoOf(t),
+				Project: "conformance",
+				Token:   simToken,
+				Writer:  "conformance",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		},
+		Create: func(t *testing.T, title string, labels ...string) platforms.Ref {
+			n := s.CreateIssue(repoOf(t), title, "created by the conformance suite", labels...)
+			if n <= 0 {
+				t.Fatalf("CreateIssue returned %d", n)
+			}
+			return platforms.Ref{Platform: github.Platform, Project: "conformance", ID: github.FormatID(repoOf(t), n)}
+		},
+		Labels: func(t *testing.T, ref platforms.Ref) []string { return issue(t, ref).Labels },
+		Comments: func(t *testing.T, ref platforms.Ref) []string {
+			var out []string
+			for _, c := range issue(t, ref).Comments {
+				out = append(out, c.Body)
+			}
+			return out
+		},
+		ForeignWrite: func(t *testing.T, ref platforms.Ref) {
+			repo, n, _ := github.ParseID(ref.ID)
+			if err := s.AddLabels(repo, n, "foreign-writer"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Close: func(t *testing.T, ref platforms.Ref) {
+			repo, n, _ := github.ParseID(ref.ID)
+			if err := s.SetOpen(repo, n, false); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Webhooks: github.Webhooks{},
+		Sign: func(body []byte, secret string) http.Header {
+			h := http.Header{}
+			h.Set(github.HeaderSignature, github.SignatureHeader(body, []byte(secret)))
+			return h
+		},
+		EventHeader: func(event string) http.Header {
+			h := http.Header{}
+			h.Set(github.HeaderEvent, event)
+			h.Set(github.HeaderDelivery, "conformance-"+event)
+			return h
+		},
+		Fixtures:          "../../testdata/github",
+		ConditionalWrites: true,
+		PageSize:          sim.MaxPerPage,
+	})
+
+	// The list subtest must really have paged: 2*PageSize+1 matches are
+	// three pages.
+	if n := s.Stats().Calls["GET /repos/{owner}/{repo}/issues"]; n < 3 {
+		t.Errorf("emulator saw %d issue list requests, want >= 3 (pagination)", n)
+	}
+}
+
+var nonName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)

@@ -1,0 +1,325 @@
+// Package github is the GitHub Issues implementation of platforms.Tracker
+// and platforms.WebhookDecoder, on go-github. Lifecycle writes are
+// conditional: Relabel sends the snapshot's ETag as If-Match, so a write that
+// raced another writer fails with 412 (platforms.ErrPreconditionFailed)
+// instead of silently dropping the other writer's labels.
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	gh "github.com/google/go-github/v60/github"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Platform is the platform name in Refs and configuration.
+const Platform = "github"
+
+const (
+	// DefaultTimeout bounds one HTTP exchange (including rate-limit waits)
+	// of the default client.
+	DefaultTimeout = 30 * time.Second
+	// perPage is the largest page GitHub serves, to list in few requests.
+	perPage = 100
+)
+
+// Options configures a Tracker bound to one repository.
+type Options struct {
+	// BaseURL is the REST API root; "" means https://api.github.com/. The
+	// emulator's is its URL + "/github/".
+	BaseURL string
+	// Repo is "owner/repo".
+	Repo string
+	// Project is the configured project name, copied into every Ref.
+	Project string
+	// Token authenticates API calls; never logged.
+	Token string
+	// HTTPClient defaults to a client over trackerhttp (rate limits, ETag
+	// cache, writer tag) with DefaultTimeout.
+	HTTPClient *http.Client
+	// Logger defaults to zap.NewNop().
+	Logger *zap.Logger
+	// Writer is sent with each write for the emulator's write log.
+	Writer string
+}
+
+// Tracker is one GitHub repository. It is safe for concurrent use.
+type Tracker struct {
+	client      *gh.Client
+	owner, name string
+	repo        string
+	project     string
+	log         *zap.Logger
+}
+
+var _ platforms.Tracker = (*Tracker)(nil)
+
+// New validates opts and builds a Tracker. It makes no network call.
+func New(opts Options) (*Tracker, error) {
+	owner, name, ok := splitRepo(opts.Repo)
+	if !ok {
+		return nil, fmt.Errorf("github: repo %q: want owner/repo", opts.Repo)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{
+			Transport: trackerhttp.NewTransport(http.DefaultTransport, trackerhttp.Options{
+				Logger: log.Named("http"),
+				Writer: opts.Writer,
+			}),
+			Timeout: DefaultTimeout,
+		}
+	}
+	client := gh.NewClient(hc)
+	if opts.Token != "" {
+		client = client.WithAuthToken(opts.Token)
+	}
+	if opts.BaseURL != "" {
+		base := opts.BaseURL
+		if !strings.HasSuffix(base, "/") {
+			base += "/"
+		}
+		u, err := client.BaseURL.Parse(base)
+		if err != nil {
+			return nil, fmt.Errorf("github: base URL %q: %w", opts.BaseURL, err)
+		}
+		client.BaseURL = u
+	}
+	return &Tracker{
+		client:  client,
+		owner:   owner,
+		name:    name,
+		repo:    owner + "/" + name,
+		project: opts.Project,
+		log:     log.With(zap.String("platform", Platform), zap.String("repo", owner+"/"+name)),
+	}, nil
+}
+
+// Locator is the repository the tracker is bound to, "owner/repo"; webhook
+// events carry the same string to route a delivery to its project.
+func (t *Tracker) Locator() string { return t.repo }
+
+// FormatID is the platform-unique ticket ID: "owner/repo#12".
+func FormatID(repo string, number int) string {
+	return repo + "#" + strconv.Itoa(number)
+}
+
+// ParseID is FormatID's inverse.
+func ParseID(id string) (repo string, number int, err error) {
+	i := strings.LastIndexByte(id, '#')
+	if i < 0 {
+		return "", 0, fmt.Errorf("github: ticket id %q: want owner/repo#number", id)
+	}
+	repo = id[:i]
+	if _, _, ok := splitRepo(repo); !ok {
+		return "", 0, fmt.Errorf("github: ticket id %q: want owner/repo#number", id)
+	}
+	number, err = strconv.Atoi(id[i+1:])
+	if err != nil || number <= 0 {
+		return "", 0, fmt.Errorf("github: ticket id %q: bad issue number", id)
+	}
+	return repo, number, nil
+}
+
+func splitRepo(repo string) (owner, name string, ok bool) {
+	owner, name, ok = strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.ContainsAny(name, "/#") || strings.ContainsAny(owner, "#") {
+		return "", "", false
+	}
+	return owner, name, true
+}
+
+// number resolves ref to an issue number in this tracker's repository. A
+// ref for another repository is refused: the token and the project belong
+// to this one.
+func (t *Tracker) number(ref platforms.Ref) (int, error) {
+	if ref.Platform != Platform {
+		return 0, fmt.Errorf("github: ref %s is not a %s ticket", ref, Platform)
+	}
+	repo, n, err := ParseID(ref.ID)
+	if err != nil {
+		return 0, err
+	}
+	if !strings.EqualFold(repo, t.repo) {
+		return 0, fmt.Errorf("github: ref %s belongs to %s, tracker is bound to %s", ref, repo, t.repo)
+	}
+	return n, nil
+}
+
+// Get reads the issue; Version is its ETag. Pull requests share the issue
+// number space but are not tickets, so they read as ErrNotFound.
+func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket, error) {
+	n, err := t.number(ref)
+	if err != nil {
+		return nil, err
+	}
+	issue, resp, err := t.client.Issues.Get(ctx, t.owner, t.name, n)
+	if err != nil {
+		return nil, fmt.Errorf("github: get %s: %w", ref.ID, classify(err))
+	}
+	if issue.PullRequestLinks != nil {
+		return nil, fmt.Errorf("github: get %s: is a pull request: %w", ref.ID, platforms.ErrNotFound)
+	}
+	tk := t.ticket(issue)
+	tk.Version = resp.Header.Get("ETag")
+	return tk, nil
+}
+
+// Relabel writes the full label list computed from tk.Labels, conditional on
+// tk.Version through If-Match. A ticket without a version (as ListOpen
+// returns them) is refused rather than written unconditionally: read it with
+// Get first.
+func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
+	n, err := t.number(tk.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if tk.Version == "" {
+		return nil, fmt.Errorf("github: relabel %s: ticket has no version (read it with Get first)", tk.Ref.ID)
+	}
+	labels := relabel(tk.Labels, remove, add)
+	u := fmt.Sprintf("repos/%s/%s/issues/%d", t.owner, t.name, n)
+	req, err := t.client.NewRequest(http.MethodPatch, u, &gh.IssueRequest{Labels: &labels})
+	if err != nil {
+		return nil, fmt.Errorf("github: relabel %s: %w", tk.Ref.ID, err)
+	}
+	req.Header.Set("If-Match", tk.Version)
+	var issue gh.Issue
+	resp, err := t.client.Do(ctx, req, &issue)
+	if err != nil {
+		return nil, fmt.Errorf("github: relabel %s: %w", tk.Ref.ID, classify(err))
+	}
+	out := t.ticket(&issue)
+	out.Version = resp.Header.Get("ETag")
+	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.String("add", add))
+	return out, nil
+}
+
+// relabel is labels minus remove plus add, keeping the order of the others
+// and never duplicating add.
+func relabel(labels, remove []string, add string) []string {
+	out := make([]string, 0, len(labels)+1)
+	present := false
+	for _, l := range labels {
+		if l == add {
+			if !present {
+				out = append(out, l)
+				present = true
+			}
+			continue
+		}
+		if !contains(remove, l) {
+			out = append(out, l)
+		}
+	}
+	if add != "" && !present {
+		out = append(out, add)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Comment posts body on the issue.
+func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) error {
+	n, err := t.number(ref)
+	if err != nil {
+		return err
+	}
+	if _, _, err := t.client.Issues.CreateComment(ctx, t.owner, t.name, n, &gh.IssueComment{Body: &body}); err != nil {
+		return fmt.Errorf("github: comment on %s: %w", ref.ID, classify(err))
+	}
+	return nil
+}
+
+// ListOpen lists open issues carrying label, all pages. Pull requests are
+// skipped. The tickets carry no Version: list responses have no per-issue
+// ETag, so a caller that writes must Get the ticket first.
+func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Ticket, error) {
+	opts := &gh.IssueListByRepoOptions{
+		State:       "open",
+		Labels:      []string{label},
+		ListOptions: gh.ListOptions{PerPage: perPage},
+	}
+	var out []*platforms.Ticket
+	for {
+		issues, resp, err := t.client.Issues.ListByRepo(ctx, t.owner, t.name, opts)
+		if err != nil {
+			return nil, fmt.Errorf("github: list open issues labelled %q in %s (page %d): %w", label, t.repo, max(opts.Page, 1), classify(err))
+		}
+		for _, is := range issues {
+			if is.PullRequestLinks != nil {
+				continue
+			}
+			out = append(out, t.ticket(is))
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+func (t *Tracker) ticket(is *gh.Issue) *platforms.Ticket {
+	tk := issueTicket(t.repo, is)
+	tk.Ref.Project = t.project
+	return tk
+}
+
+// issueTicket converts an issue of repo; shared by the API and webhook paths.
+func issueTicket(repo string, is *gh.Issue) *platforms.Ticket {
+	labels := make([]string, 0, len(is.Labels))
+	for _, l := range is.Labels {
+		if l != nil && l.Name != nil {
+			labels = append(labels, *l.Name)
+		}
+	}
+	return &platforms.Ticket{
+		Ref:    platforms.Ref{Platform: Platform, ID: FormatID(repo, is.GetNumber())},
+		Title:  is.GetTitle(),
+		Body:   is.GetBody(),
+		URL:    is.GetHTMLURL(),
+		Open:   is.GetState() == "open",
+		Labels: labels,
+	}
+}
+
+// classify maps API errors onto the platform sentinels callers decide on.
+func classify(err error) error {
+	var er *gh.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		switch er.Response.StatusCode {
+		case http.StatusPreconditionFailed:
+			return fmt.Errorf("%w: %w", platforms.ErrPreconditionFailed, err)
+		case http.StatusNotFound, http.StatusGone:
+			return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
+		}
+	}
+	var rl *gh.RateLimitError
+	if errors.As(err, &rl) && !errors.Is(err, trackerhttp.ErrRateLimited) {
+		// go-github refuses requests by itself while it believes the limit is
+		// exhausted; give callers the one sentinel for both.
+		return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
+	}
+	return err
+}

@@ -1,0 +1,120 @@
+package github
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Webhook header names GitHub sends.
+const (
+	HeaderEvent     = "X-GitHub-Event"
+	HeaderDelivery  = "X-GitHub-Delivery"
+	HeaderSignature = "X-Hub-Signature-256"
+	signaturePrefix = "sha256="
+)
+
+// Webhooks authenticates and parses GitHub deliveries. It holds no state:
+// the secrets come per call, so a receiver can rotate them without a restart.
+type Webhooks struct{}
+
+var _ platforms.WebhookDecoder = Webhooks{}
+
+// Verify checks X-Hub-Signature-256 against every secret with hmac.Equal
+// and returns the index of the first that matches. Every secret is tried
+// even after a match, so timing says nothing about which one it was.
+func (Webhooks) Verify(h http.Header, body []byte, secrets [][]byte) (int, error) {
+	sig, ok := strings.CutPrefix(h.Get(HeaderSignature), signaturePrefix)
+	if !ok {
+		return -1, fmt.Errorf("github: %s missing or not sha256: %w", HeaderSignature, platforms.ErrUnauthenticated)
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil || len(got) != sha256.Size {
+		return -1, fmt.Errorf("github: %s is not a sha256 hex digest: %w", HeaderSignature, platforms.ErrUnauthenticated)
+	}
+	match := -1
+	for i, secret := range secrets {
+		if hmac.Equal(got, Sign(body, secret)) && match < 0 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return -1, fmt.Errorf("github: signature matches no configured secret: %w", platforms.ErrUnauthenticated)
+	}
+	return match, nil
+}
+
+// Sign is the HMAC-SHA256 GitHub computes over a delivery body; the
+// X-Hub-Signature-256 value is "sha256=" + hex(Sign(body, secret)).
+func Sign(body, secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// SignatureHeader is the X-Hub-Signature-256 value for body, for senders
+// (the emulator, tests).
+func SignatureHeader(body, secret []byte) string {
+	return signaturePrefix + hex.EncodeToString(Sign(body, secret))
+}
+
+// ticketActions are the issues actions after which a ticket may have become
+// claimable: it appeared, gained a label, came back, or changed text.
+var ticketActions = map[string]bool{"opened": true, "labeled": true, "reopened": true, "edited": true}
+
+// Parse decodes an authenticated delivery. Pings are EventPing; issues
+// events with a ticketAction are EventTicket; every other well-formed
+// delivery is EventIgnored. It never panics, whatever the input.
+func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
+	ev := platforms.WebhookEvent{
+		Name:       h.Get(HeaderEvent),
+		DeliveryID: h.Get(HeaderDelivery),
+	}
+	if ev.Name == "" {
+		return ev, fmt.Errorf("github: delivery %q has no %s header: %w", ev.DeliveryID, HeaderEvent, platforms.ErrMalformed)
+	}
+	var head struct {
+		Action string `json:"action"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		return ev, fmt.Errorf("github: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
+	}
+	ev.Action = head.Action
+	switch ev.Name {
+	case "ping":
+		ev.Kind = platforms.EventPing
+		return ev, nil
+	case "issues":
+	default:
+		ev.Kind = platforms.EventIgnored
+		return ev, nil
+	}
+
+	var p gh.IssuesEvent
+	if err := json.Unmarshal(body, &p); err != nil {
+		return ev, fmt.Errorf("github: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
+	}
+	repo := p.GetRepo().GetFullName()
+	if _, _, ok := splitRepo(repo); !ok {
+		return ev, fmt.Errorf("github: %s delivery %q: repository.full_name %q: %w", ev.Name, ev.DeliveryID, repo, platforms.ErrMalformed)
+	}
+	ev.Locator = repo
+	if p.Issue == nil || p.Issue.GetNumber() <= 0 {
+		return ev, fmt.Errorf("github: %s delivery %q: issue number missing: %w", ev.Name, ev.DeliveryID, platforms.ErrMalformed)
+	}
+	if !ticketActions[ev.Action] || p.Issue.PullRequestLinks != nil {
+		ev.Kind = platforms.EventIgnored
+		return ev, nil
+	}
+	ev.Kind = platforms.EventTicket
+	ev.Ticket = issueTicket(repo, p.Issue)
+	return ev, nil
+}

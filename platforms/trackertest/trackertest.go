@@ -1,0 +1,475 @@
+// Package trackertest is the conformance suite every platforms.Tracker and
+// platforms.WebhookDecoder must pass, run through the platform's real SDK
+// against the emulator (platforms/sim). The lifecycle relies on exactly
+// these properties: labels other than the ones a write names survive it in
+// order, a stale conditional write is refused, listing follows pagination,
+// and webhook authentication accepts rotated secrets and nothing forged.
+package trackertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Harness binds the suite to one platform and its emulator.
+type Harness struct {
+	// Platform is the name the platform puts in Ref.Platform.
+	Platform string
+	// New returns a tracker bound to a fresh project for t.
+	New func(t *testing.T) platforms.Tracker
+	// Create makes a ticket in t's project on the emulator.
+	Create func(t *testing.T, title string, labels ...string) platforms.Ref
+	// Labels and Comments read the emulator's truth, bypassing the tracker.
+	Labels   func(t *testing.T, ref platforms.Ref) []string
+	Comments func(t *testing.T, ref platforms.Ref) []string
+	// ForeignWrite changes the ticket behind the tracker's back (another
+	// writer adding a label), which must invalidate the tracker's version.
+	ForeignWrite func(t *testing.T, ref platforms.Ref)
+	// Close closes the ticket on the emulator.
+	Close func(t *testing.T, ref platforms.Ref)
+	// Webhooks is the platform's decoder.
+	Webhooks platforms.WebhookDecoder
+	// Sign returns the headers of a delivery of body correctly authenticated
+	// with secret.
+	Sign func(body []byte, secret string) http.Header
+	// EventHeader returns the headers naming event for platforms that carry
+	// the event name outside the body (GitHub's X-GitHub-Event); nil where
+	// the body names it.
+	EventHeader func(event string) http.Header
+	// Fixtures is a directory of payload fixtures named <event>.<action>.json
+	// (or <event>.json); the expected kind of each comes from fixtureKinds.
+	Fixtures string
+	// ConditionalWrites says the platform refuses stale writes (GitHub,
+	// Azure DevOps); false for last-write-wins platforms.
+	ConditionalWrites bool
+	// PageSize is the emulator's page size for list calls; the suite creates
+	// more than two pages of tickets. 0 means 100, GitHub's maximum.
+	PageSize int
+}
+
+// fixtureKinds is the expected kind of each fixture, by platform and file
+// name without ".json". A fixture missing here fails the suite, so a new
+// fixture cannot go untested.
+var fixtureKinds = map[string]map[string]platforms.EventKind{
+	"github": {
+		"ping":                  platforms.EventPing,
+		"issues.opened":         platforms.EventTicket,
+		"issues.labeled":        platforms.EventTicket,
+		"issues.reopened":       platforms.EventTicket,
+		"issues.edited":         platforms.EventTicket,
+		"issues.unlabeled":      platforms.EventIgnored,
+		"issues.closed":         platforms.EventIgnored,
+		"pull_request.opened":   platforms.EventIgnored,
+		"issue_comment.created": platforms.EventIgnored,
+	},
+}
+
+// Lifecycle labels as the default prefix spells them, and look-alikes a
+// relabel must leave alone.
+const (
+	pending    = "agent-smith:pending"
+	enqueued   = "agent-smith:enqueued"
+	inProgress = "agent-smith:in-progress"
+	done       = "agent-smith:done"
+	failed     = "agent-smith:failed"
+)
+
+var lifecycleLabels = []string{pending, enqueued, inProgress, done, failed}
+
+// Run runs the suite. Every subtest gets its own project through h.New.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, Harness)
+	}{
+		{"Get", testGet},
+		{"RelabelPreservesOtherLabels", testRelabelPreserves},
+		{"RelabelReturnsNewVersion", testRelabelNewVersion},
+		{"RelabelStaleVersion", testRelabelStale},
+		{"RelabelRace", testRelabelRace},
+		{"Comment", testComment},
+		{"ListOpen", testListOpen},
+		{"WebhookVerify", testWebhookVerify},
+		{"WebhookParseFixtures", testWebhookParse},
+		{"WebhookParseNeverPanics", testWebhookNoPanic},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func testGet(t *testing.T, h Harness) {
+	tr := h.New(t)
+	ref := h.Create(t, "Read me", "bug", pending)
+	tk, err := tr.Get(ctx(t), ref)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", ref, err)
+	}
+	if tk.Ref.Platform != h.Platform || tk.Ref.ID != ref.ID {
+		t.Errorf("Ref = %+v, want platform %q id %q", tk.Ref, h.Platform, ref.ID)
+	}
+	if tk.Title != "Read me" || !tk.Open {
+		t.Errorf("Title %q Open %v, want \"Read me\" true", tk.Title, tk.Open)
+	}
+	if want := []string{"bug", pending}; !slices.Equal(tk.Labels, want) {
+		t.Errorf("Labels = %q, want %q", tk.Labels, want)
+	}
+	if !tk.HasLabel(pending) {
+		t.Errorf("HasLabel(%q) false", pending)
+	}
+	if h.ConditionalWrites && tk.Version == "" {
+		t.Errorf("Version empty on a platform with conditional writes")
+	}
+}
+
+func testRelabelPreserves(t *testing.T, h Harness) {
+	tr := h.New(t)
+	start := []string{"bug", "日本語", "Agent-Smith:done", pending, "other-prefix:enqueued", "agent-smith-x:done", "zeta"}
+	ref := h.Create(t, "Keep my labels", start...)
+	tk := mustGet(t, tr, ref)
+
+	got, err := tr.Relabel(ctx(t), tk, lifecycleLabels, enqueued)
+	if err != nil {
+		t.Fatalf("Relabel: %v", err)
+	}
+	want := []string{"bug", "日本語", "Agent-Smith:done", "other-prefix:enqueued", "agent-smith-x:done", "zeta", enqueued}
+	if !slices.Equal(got.Labels, want) {
+		t.Errorf("returned labels = %q, want %q", got.Labels, want)
+	}
+	if truth := h.Labels(t, ref); !slices.Equal(truth, want) {
+		t.Errorf("emulator labels = %q, want %q", truth, want)
+	}
+
+	// Removing everything of ours and adding nothing leaves only theirs.
+	got, err = tr.Relabel(ctx(t), got, lifecycleLabels, "")
+	if err != nil {
+		t.Fatalf("Relabel to none: %v", err)
+	}
+	want = want[:len(want)-1]
+	if truth := h.Labels(t, ref); !slices.Equal(truth, want) || !slices.Equal(got.Labels, want) {
+		t.Errorf("after removing ours: emulator %q returned %q, want %q", truth, got.Labels, want)
+	}
+
+	// Adding a label already present does not duplicate it.
+	got, err = tr.Relabel(ctx(t), got, nil, "bug")
+	if err != nil {
+		t.Fatalf("Relabel add present: %v", err)
+	}
+	if truth := h.Labels(t, ref); !slices.Equal(truth, want) || !slices.Equal(got.Labels, want) {
+		t.Errorf("after re-adding bug: emulator %q returned %q, want %q", truth, got.Labels, want)
+	}
+}
+
+func testRelabelNewVersion(t *testing.T, h Harness) {
+	tr := h.New(t)
+	ref := h.Create(t, "Versions", pending)
+	tk := mustGet(t, tr, ref)
+	next, err := tr.Relabel(ctx(t), tk, []string{pending}, enqueued)
+	if err != nil {
+		t.Fatalf("Relabel: %v", err)
+	}
+	if h.ConditionalWrites && (next.Version == "" || next.Version == tk.Version) {
+		t.Errorf("version after write = %q, before %q: want a new one", next.Version, tk.Version)
+	}
+	if next.Ref.ID != ref.ID || next.Title != "Versions" {
+		t.Errorf("returned ticket %+v does not describe %s", next, ref)
+	}
+	// The returned ticket is good for the next write without a read.
+	last, err := tr.Relabel(ctx(t), next, []string{enqueued}, inProgress)
+	if err != nil {
+		t.Fatalf("chained Relabel with the returned version: %v", err)
+	}
+	if truth := h.Labels(t, ref); !slices.Equal(truth, []string{inProgress}) || !slices.Equal(last.Labels, truth) {
+		t.Errorf("emulator labels %q, returned %q, want [%s]", truth, last.Labels, inProgress)
+	}
+}
+
+func testRelabelStale(t *testing.T, h Harness) {
+	tr := h.New(t)
+	ref := h.Create(t, "Stale", pending)
+	tk := mustGet(t, tr, ref)
+	h.ForeignWrite(t, ref)
+	foreign := h.Labels(t, ref)
+
+	_, err := tr.Relabel(ctx(t), tk, []string{pending}, enqueued)
+	if !h.ConditionalWrites {
+		if err != nil {
+			t.Fatalf("Relabel on a last-write-wins platform: %v", err)
+		}
+		return
+	}
+	if !errors.Is(err, platforms.ErrPreconditionFailed) {
+		t.Fatalf("stale Relabel err = %v, want ErrPreconditionFailed", err)
+	}
+	if truth := h.Labels(t, ref); !slices.Equal(truth, foreign) {
+		t.Errorf("stale write changed labels: %q, want the foreign writer's %q", truth, foreign)
+	}
+	// A fresh read succeeds and keeps the foreign writer's label.
+	fresh := mustGet(t, tr, ref)
+	if _, err := tr.Relabel(ctx(t), fresh, []string{pending}, enqueued); err != nil {
+		t.Fatalf("Relabel after re-read: %v", err)
+	}
+	for _, l := range foreign {
+		if l != pending && !slices.Contains(h.Labels(t, ref), l) {
+			t.Errorf("foreign label %q lost", l)
+		}
+	}
+}
+
+// testRelabelRace is the claim race: writers holding the same snapshot
+// write at once; on a conditional platform exactly one wins.
+func testRelabelRace(t *testing.T, h Harness) {
+	if !h.ConditionalWrites {
+		t.Skip("last-write-wins platform")
+	}
+	tr := h.New(t)
+	ref := h.Create(t, "Race", pending)
+	tk := mustGet(t, tr, ref)
+	const writers = 8
+	var (
+		wg             sync.WaitGroup
+		mu             sync.Mutex
+		wins, lost     int
+		unexpectedErrs []error
+	)
+	c := ctx(t)
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			snap := *tk
+			snap.Labels = slices.Clone(tk.Labels)
+			_, err := tr.Relabel(c, &snap, []string{pending}, fmt.Sprintf("writer-%d", i))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, platforms.ErrPreconditionFailed):
+				lost++
+			default:
+				unexpectedErrs = append(unexpectedErrs, err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if wins != 1 || lost != writers-1 || len(unexpectedErrs) > 0 {
+		t.Fatalf("wins=%d lost=%d errors=%v, want exactly one winner", wins, lost, unexpectedErrs)
+	}
+	if truth := h.Labels(t, ref); len(truth) != 1 || !strings.HasPrefix(truth[0], "writer-") {
+		t.Errorf("labels after race = %q, want one writer's", truth)
+	}
+}
+
+func testComment(t *testing.T, h Harness) {
+	tr := h.New(t)
+	ref := h.Create(t, "Talk to me")
+	body := "Pipeline run `42` queued — 日本語 **ok**"
+	if err := tr.Comment(ctx(t), ref, body); err != nil {
+		t.Fatalf("Comment: %v", err)
+	}
+	if got := h.Comments(t, ref); !slices.Contains(got, body) {
+		t.Errorf("comments = %q, want one %q", got, body)
+	}
+}
+
+func testListOpen(t *testing.T, h Harness) {
+	tr := h.New(t)
+	page := h.PageSize
+	if page <= 0 {
+		page = 100
+	}
+	var want []string
+	for i := 0; i < 2*page+1; i++ {
+		ref := h.Create(t, fmt.Sprintf("Listed %d", i), "bug", pending)
+		want = append(want, ref.ID)
+	}
+	h.Create(t, "Other label", enqueued)
+	h.Create(t, "No labels")
+	for i := 0; i < 2; i++ {
+		h.Close(t, h.Create(t, fmt.Sprintf("Closed %d", i), pending))
+	}
+
+	got, err := tr.ListOpen(ctx(t), pending)
+	if err != nil {
+		t.Fatalf("ListOpen: %v", err)
+	}
+	var ids []string
+	for _, tk := range got {
+		ids = append(ids, tk.Ref.ID)
+		if tk.Ref.Platform != h.Platform || !tk.Open || !tk.HasLabel(pending) {
+			t.Errorf("listed %+v: want an open %s ticket labelled %s", tk, h.Platform, pending)
+		}
+	}
+	sort.Strings(ids)
+	sort.Strings(want)
+	if !slices.Equal(ids, want) {
+		t.Errorf("ListOpen returned %d tickets, want the %d open labelled ones\n got %q\nwant %q", len(ids), len(want), ids, want)
+	}
+}
+
+func testWebhookVerify(t *testing.T, h Harness) {
+	body := []byte(`{"action":"opened","note":"signed"}`)
+	secrets := func(s ...string) [][]byte {
+		var out [][]byte
+		for _, v := range s {
+			out = append(out, []byte(v))
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		header  http.Header
+		secrets [][]byte
+		want    int // -1: ErrUnauthenticated
+	}{
+		{"good", h.Sign(body, "s3cret"), secrets("s3cret"), 0},
+		{"forged", h.Sign(body, "guess"), secrets("s3cret"), -1},
+		{"missing", http.Header{}, secrets("s3cret"), -1},
+		{"no secrets configured", h.Sign(body, "s3cret"), nil, -1},
+		{"rotated: old secret second", h.Sign(body, "old"), secrets("new", "old"), 1},
+		{"rotated: new secret first", h.Sign(body, "new"), secrets("new", "old"), 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := h.Webhooks.Verify(c.header, body, c.secrets)
+			if c.want < 0 {
+				if !errors.Is(err, platforms.ErrUnauthenticated) {
+					t.Fatalf("Verify = %d, %v; want ErrUnauthenticated", got, err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("Verify = %d, %v; want %d", got, err, c.want)
+			}
+		})
+	}
+}
+
+// fixture is one payload file and the headers a delivery of it carries.
+type fixture struct {
+	base, event string
+	body        []byte
+	header      http.Header
+}
+
+func loadFixtures(t *testing.T, h Harness) []fixture {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(h.Fixtures, "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no fixtures in %s (%v)", h.Fixtures, err)
+	}
+	var out []fixture
+	for _, p := range paths {
+		body, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := strings.TrimSuffix(filepath.Base(p), ".json")
+		event, _, _ := strings.Cut(base, ".")
+		hdr := h.Sign(body, "fixture-secret")
+		if h.EventHeader != nil {
+			for k, vs := range h.EventHeader(event) {
+				hdr.Del(k)
+				for _, v := range vs {
+					hdr.Add(k, v)
+				}
+			}
+		}
+		out = append(out, fixture{base: base, event: event, body: body, header: hdr})
+	}
+	return out
+}
+
+func testWebhookParse(t *testing.T, h Harness) {
+	kinds := fixtureKinds[h.Platform]
+	for _, f := range loadFixtures(t, h) {
+		t.Run(f.base, func(t *testing.T) {
+			want, ok := kinds[f.base]
+			if !ok {
+				t.Fatalf("fixture %s has no expected kind in trackertest.fixtureKinds[%q]", f.base, h.Platform)
+			}
+			if _, err := h.Webhooks.Verify(f.header, f.body, [][]byte{[]byte("fixture-secret")}); err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			ev, err := h.Webhooks.Parse(f.header, f.body)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if ev.Kind != want {
+				t.Fatalf("Kind = %d, want %d (%s)", ev.Kind, want, ev)
+			}
+			if ev.Kind != platforms.EventTicket {
+				return
+			}
+			tk := ev.Ticket
+			if tk == nil || tk.Ref.Platform != h.Platform || tk.Ref.ID == "" || tk.Title == "" || tk.URL == "" {
+				t.Fatalf("ticket %+v: want platform %q, an ID, a title and a URL", tk, h.Platform)
+			}
+			if ev.Locator == "" {
+				t.Errorf("Locator empty")
+			}
+			if tk.Labels == nil {
+				t.Errorf("Labels nil, want a (possibly empty) list")
+			}
+		})
+	}
+	t.Run("malformed", func(t *testing.T) {
+		for _, f := range loadFixtures(t, h) {
+			if fixtureKinds[h.Platform][f.base] != platforms.EventTicket {
+				continue
+			}
+			for _, body := range []string{"{not json", `{"action":`, "[1,2]"} {
+				if _, err := h.Webhooks.Parse(f.header, []byte(body)); !errors.Is(err, platforms.ErrMalformed) {
+					t.Errorf("Parse(%s headers, %q) err = %v, want ErrMalformed", f.base, body, err)
+				}
+			}
+			return
+		}
+		t.Fatalf("no ticket fixture to derive headers from")
+	})
+}
+
+// testWebhookNoPanic feeds every prefix of every fixture: a receiver must
+// answer a truncated delivery with an error, never crash.
+func testWebhookNoPanic(t *testing.T, h Harness) {
+	for _, f := range loadFixtures(t, h) {
+		for n := 0; n < len(f.body); n += 1 + n/16 {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("Parse panicked on %s[:%d]: %v", f.base, n, r)
+					}
+				}()
+				_, _ = h.Webhooks.Parse(f.header, f.body[:n])
+			}()
+		}
+	}
+}
+
+func mustGet(t *testing.T, tr platforms.Tracker, ref platforms.Ref) *platforms.Ticket {
+	t.Helper()
+	tk, err := tr.Get(ctx(t), ref)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", ref, err)
+	}
+	return tk
+}

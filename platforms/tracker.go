@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Sentinel errors a caller decides on with errors.Is.
@@ -118,4 +119,13 @@ type WebhookDecoder interface {
 // before parsing (for de-duplication ahead of any work).
 func (e WebhookEvent) String() string {
 	return fmt.Sprintf("%s/%s %s", e.Name, e.Action, e.DeliveryID)
+}
+
+// Locker gives a tracker a short Redis mutex for platforms whose label write
+// is unconditional (Jira): the write happens only while the lock is held, and
+// a held lock is ErrPreconditionFailed. The daemon implements it with
+// pkg/redislock; key names come from pkg/keys.
+type Locker interface {
+	// TryLock takes key for ttl. ok is false when someone else holds it.
+	TryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(), ok bool, err error)
 }

@@ -198,6 +198,15 @@ func (d *StaleJobDetector) giveUp(ctx context.Context, p *lifecycle.Project, t *
 	if err := p.Tracker.Comment(ctx, t.Ref, body); err != nil {
 		log.Warn("comment on exhausted ticket", zap.Error(err))
 	}
+	// The comment changed the ticket's version: read it again for the write.
+	ref := t.Ref
+	t, err := p.Tracker.Get(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("fail exhausted %s: re-read: %w", ref, err)
+	}
+	if labels.StateOf(t.Labels) != lifecycle.Pending {
+		return nil
+	}
 	if _, err := p.Tracker.Relabel(ctx, t, labels.Lifecycle(t.Labels), labels.Label(lifecycle.Failed)); err != nil {
 		return fmt.Errorf("fail exhausted %s: %w", t.Ref, err)
 	}

@@ -280,7 +280,8 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 		if err := p.Tracker.Comment(wctx, req.Ref, failureComment(e.cfg.Labels.Prefix, e.cfg.Instance, res, req.Attempt, maxAttempts)); err != nil {
 			log.Error("post failure comment", zap.Error(err))
 		}
-		if _, err := e.move(wctx, p, t, InProgress, Failed, fence, req); err != nil {
+		// The comment changed the ticket's version; move re-reads it.
+		if _, err := e.move(wctx, p, nil, InProgress, Failed, fence, req); err != nil {
 			log.Error("transition to failed", zap.Error(err))
 			return
 		}

@@ -174,3 +174,50 @@ func TestRedisRestartedEmptyEveryTicketSettles(t *testing.T) {
 		t.Errorf("held ticket ended %s, want done", s)
 	}
 }
+
+func TestRedisDownAnswers503AndReadyzTurnsFalse(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDaemon(e.config("replica-a", ""))
+	base := "http://" + d.Addr()
+	status := func(path string) int {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := status("/readyz"); got != http.StatusOK {
+		t.Fatalf("/readyz = %d with Redis up", got)
+	}
+	n := e.sim.CreateIssue(repo, "arrives while Redis is down", "")
+	e.redis.Kill()
+	body := []byte(fmt.Sprintf(`{"action":"labeled","issue":{"number":%d,"state":"open","labels":[{"name":"agent-smith"}]},"repository":{"full_name":%q}}`, n, repo))
+	req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/github", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "issues")
+	req.Header.Set("X-GitHub-Delivery", "while-down")
+	req.Header.Set("X-Hub-Signature-256", github.SignatureHeader(body, []byte(testSecret)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("delivery with Redis down: %d, want 503", resp.StatusCode)
+	}
+	if got := status("/readyz"); got != http.StatusServiceUnavailable {
+		t.Errorf("/readyz = %d with Redis down, want 503", got)
+	}
+	if got := status("/healthz"); got != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200 while the process runs", got)
+	}
+	// Redis comes back (empty); the daemon resumes on its own and the
+	// ticket, labelled meanwhile by a human, is picked up by the redelivery.
+	e.redis.Restart()
+	waitFor(t, 10*time.Second, "/readyz to recover", func() bool { return status("/readyz") == http.StatusOK })
+	if err := e.sim.AddLabels(repo, n, "agent-smith"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(n, 20*time.Second, lifecycle.Done)
+}

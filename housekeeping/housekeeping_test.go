@@ -1,0 +1,181 @@
+package housekeeping
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+)
+
+// deadRun makes issue n look like a run owned by instance: InProgress on the
+// tracker, a heartbeat and an in-flight record in Redis.
+func deadRun(t *testing.T, w *lifecycletest.World, n int, instance string, attempt int) {
+	t.Helper()
+	rec := lifecycle.RunRecord{Ref: lifecycletest.Ref(n), Instance: instance, Token: instance + "|webhook|0|tok", Attempt: attempt}
+	ok, err := lifecycle.TakeRun(t.Context(), w.RDB, rec, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("take run: %v %v", ok, err)
+	}
+}
+
+func TestFastCycleRevertsRunOfDeadInstanceAndReclaims(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dead := w.Sim.CreateIssue(lifecycletest.Repo, "dead", "", "keep", "agent-smith", "agent-smith:in-progress")
+	alive := w.Sim.CreateIssue(lifecycletest.Repo, "alive", "", "agent-smith", "agent-smith:in-progress")
+	deadRun(t, w, dead, "ghost", 1)
+	deadRun(t, w, alive, "alive-replica", 1)
+	if err := w.RDB.Set(t.Context(), keys.Instance("alive-replica"), "x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	d := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{})
+	if err := d.FastCycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, dead); s != lifecycle.Enqueued {
+		t.Errorf("dead run's ticket is %s, want reverted and claimed again (enqueued)", s)
+	}
+	if s := w.State(t, alive); s != lifecycle.InProgress {
+		t.Errorf("live run's ticket is %s, want untouched", s)
+	}
+	reqs := w.Requests(t)
+	if len(reqs) != 1 || reqs[0].Attempt != 2 || reqs[0].Source != lifecycle.SourceReclaim || reqs[0].Ref != lifecycletest.Ref(dead) {
+		t.Errorf("queue = %+v, want one reclaim request for the dead ticket, attempt 2", reqs)
+	}
+	if n, _ := w.RDB.Exists(t.Context(), keys.Heartbeat(lifecycletest.Ref(dead).Key())).Result(); n != 0 {
+		t.Error("the dead owner's heartbeat must be deleted, fencing it out")
+	}
+	is, _ := w.Sim.Issue(lifecycletest.Repo, dead)
+	if is.Labels[0] != "keep" || is.Labels[1] != "agent-smith" {
+		t.Errorf("labels = %q, other labels must survive in order", is.Labels)
+	}
+}
+
+func TestRevertPastMaxAttemptsFailsWithComment(t *testing.T) {
+	w := lifecycletest.New(t, 2)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "doomed", "", "agent-smith", "agent-smith:in-progress")
+	deadRun(t, w, n, "ghost", 2)
+	if err := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{}).FastCycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, n); s != lifecycle.Failed {
+		t.Fatalf("state %s, want failed", s)
+	}
+	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+	if len(is.Comments) != 1 || !strings.Contains(is.Comments[0].Body, "2 of 2 attempts") {
+		t.Errorf("comments = %+v, want one saying the attempts ran out", is.Comments)
+	}
+	if len(w.Requests(t)) != 0 {
+		t.Error("an exhausted ticket must not be queued")
+	}
+}
+
+func TestSlowCycleRevertsInProgressWithoutHeartbeat(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan after redis loss", "", "agent-smith", "agent-smith:in-progress")
+	running := w.Sim.CreateIssue(lifecycletest.Repo, "running", "", "agent-smith", "agent-smith:in-progress")
+	deadRun(t, w, running, "somebody", 1) // has a heartbeat: the slow cycle leaves it alone
+	if err := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{}).SlowCycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, orphan); s != lifecycle.Enqueued {
+		t.Errorf("orphan is %s, want enqueued again", s)
+	}
+	if s := w.State(t, running); s != lifecycle.InProgress {
+		t.Errorf("running ticket is %s, want in-progress", s)
+	}
+}
+
+func TestReconcilerRepushesOrphansAfterGraceOnly(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan", "", "agent-smith", "agent-smith:enqueued")
+	queued := w.Sim.CreateIssue(lifecycletest.Repo, "queued", "", "agent-smith")
+	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(queued), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	r := NewEnqueuedReconciler(w.RDB, w.Queue, w.Claims, EnqueuedReconcilerConfig{Grace: 30 * time.Second, Clock: clock})
+	if err := r.SlowCycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(w.Requests(t)); got != 1 {
+		t.Fatalf("within the grace period: %d requests, want only the claimed one", got)
+	}
+	now = now.Add(31 * time.Second)
+	if err := r.SlowCycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reqs := w.Requests(t)
+	if len(reqs) != 2 || reqs[1].Ref != lifecycletest.Ref(orphan) || reqs[1].Source != lifecycle.SourceReconcile {
+		t.Fatalf("after the grace period: %+v, want the orphan re-pushed once", reqs)
+	}
+	if err := r.SlowCycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(w.Requests(t)); got != 2 {
+		t.Errorf("a queued ticket was pushed again: %d requests", got)
+	}
+}
+
+func TestReconcilerSkipsGraceRightAfterRedisLoss(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan", "", "agent-smith", "agent-smith:enqueued")
+	r := NewEnqueuedReconciler(w.RDB, w.Queue, w.Claims, EnqueuedReconcilerConfig{Grace: time.Hour})
+	if err := r.slowKicked(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := w.Requests(t); len(reqs) != 1 || reqs[0].Ref != lifecycletest.Ref(orphan) {
+		t.Errorf("queue = %+v, want the orphan re-pushed at once", reqs)
+	}
+}
+
+func TestReconcilerFastCycleRequeuesDeadInstancesProcessingList(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	ctx := t.Context()
+	for _, inst := range []string{"dead", "alive"} {
+		if err := w.Queue.Push(ctx, []byte(`{"id":"`+inst+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := w.Queue.Take(ctx, keys.Processing(inst), 0); err != nil || p == nil {
+			t.Fatalf("take: %q %v", p, err)
+		}
+	}
+	if err := w.RDB.Set(ctx, keys.Instance("alive"), "x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := NewEnqueuedReconciler(w.RDB, w.Queue, w.Claims, EnqueuedReconcilerConfig{})
+	if err := r.FastCycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := w.Queue.Entries(ctx)
+	if len(entries) != 1 || string(entries[0]) != `{"id":"dead"}` {
+		t.Errorf("queue = %q, want only the dead instance's request back", entries)
+	}
+	if left, _ := w.Queue.ProcessingEntries(ctx, keys.Processing("alive")); len(left) != 1 {
+		t.Errorf("the live instance's processing list was touched: %q", left)
+	}
+}
+
+func TestEpochWatcherReportsDataLoss(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	losses := 0
+	ew := NewEpochWatcher(w.RDB, EpochWatcherConfig{}, func() { losses++ })
+	for range 2 {
+		if err := ew.Check(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if losses != 1 {
+		t.Fatalf("losses = %d after a fresh start, want 1", losses)
+	}
+	w.Redis.Flush()
+	if err := ew.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if losses != 2 {
+		t.Errorf("losses = %d after FLUSHALL, want 2", losses)
+	}
+}

@@ -1,0 +1,91 @@
+// Package lifecycletest starts what a lifecycle test needs in one call: a
+// real redis-server, a trackersim over HTTP, the real GitHub tracker on it,
+// the queue and a claim service, with cleanup registered on the test.
+package lifecycletest
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+// Repo is the world's one repository; Project its config name.
+const (
+	Repo    = "acme/app"
+	Project = "app"
+)
+
+// World is one test's Redis, sim and lifecycle services.
+type World struct {
+	Redis    *redistest.Server
+	RDB      *redis.Client
+	Sim      *sim.Sim
+	Queue    *queue.Queue
+	Claims   *lifecycle.ClaimService
+	Projects lifecycle.Projects
+	Labels   lifecycle.Labels
+}
+
+// New starts a world. maxAttempts configures the project.
+func New(t testing.TB, maxAttempts int) *World {
+	t.Helper()
+	r := redistest.Start(t)
+	rdb := r.Client(t)
+	s := sim.New(sim.Options{})
+	t.Cleanup(s.Close)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	tr, err := github.New(github.Options{BaseURL: srv.URL + "/github/", Repo: Repo, Project: Project, Token: "t", Writer: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue.New(rdb, keys.Queue())
+	projects := lifecycle.Projects{Project: {Name: Project, Platform: github.Platform, Tracker: tr, TriggerLabel: "agent-smith",
+		Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: maxAttempts}}}
+	labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
+	claims := lifecycle.NewClaimService(rdb, q, projects, lifecycle.ClaimConfig{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
+	return &World{Redis: r, RDB: rdb, Sim: s, Queue: q, Claims: claims, Projects: projects, Labels: labels}
+}
+
+// Ref names issue n of the world's repository.
+func Ref(n int) platforms.Ref {
+	return platforms.Ref{Platform: github.Platform, Project: Project, ID: github.FormatID(Repo, n)}
+}
+
+// State is issue n's lifecycle state on the sim.
+func (w *World) State(t testing.TB, n int) lifecycle.State {
+	t.Helper()
+	is, ok := w.Sim.Issue(Repo, n)
+	if !ok {
+		t.Fatalf("issue %d missing", n)
+	}
+	return w.Labels.StateOf(is.Labels)
+}
+
+// Requests decodes the queue's entries.
+func (w *World) Requests(t testing.TB) []lifecycle.PipelineRequest {
+	t.Helper()
+	entries, err := w.Queue.Entries(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []lifecycle.PipelineRequest
+	for _, e := range entries {
+		r, err := lifecycle.DecodeRequest(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -256,6 +256,9 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	}
 	if lost != nil {
 		log.Warn("run lost its ownership; pipeline killed, no label written", zap.Error(lost))
+		// Drops only this run's in-flight record: both deletes are CAS on
+		// the token, so the new owner's heartbeat is left alone.
+		e.releaseRun(req.Ref, token, false, log)
 		return
 	}
 	// The outcome must be written even while shutting down.

@@ -1,0 +1,117 @@
+package lifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+)
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// startExecutor runs an executor whose pipeline touches "started" in dir and
+// then waits for the file "gate".
+func startExecutor(t *testing.T, w *lifecycletest.World, dir string, shutdownGrace time.Duration) (stop func()) {
+	t.Helper()
+	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
+		`echo $$ > "$D/pid"; touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done; touch "$D/finished"`}
+	w.Projects[lifecycletest.Project].Pipeline.Env = map[string]string{"D": dir}
+	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
+		ShutdownGrace: shutdownGrace, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"),
+		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ex.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+func TestRunThatLosesItsHeartbeatIsKilledAndWritesNothing(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	startExecutor(t, w, dir, time.Second)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "taken over", "", "agent-smith")
+	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	waitFor(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	writesBefore := len(w.Sim.Writes())
+	// Housekeeping (or anyone) took the run over.
+	if err := w.RDB.Set(t.Context(), keys.Heartbeat(lifecycletest.Ref(n).Key()), "someone-else", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The executor drops its in-flight record when it is done with the run.
+	waitFor(t, 10*time.Second, "the executor to give up the run", func() bool {
+		recs, _ := lifecycle.InflightRuns(t.Context(), w.RDB)
+		return len(recs) == 0
+	})
+	pid, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p int
+	if _, err := fmt.Sscan(string(pid), &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(p, 0); err == nil {
+		t.Error("the pipeline process is still alive after its run was taken over")
+	}
+	if got := len(w.Sim.Writes()); got != writesBefore {
+		t.Errorf("%d label writes after losing the run, want none", got-writesBefore)
+	}
+	if s := w.State(t, n); s != lifecycle.InProgress {
+		t.Errorf("state %s, want in-progress left for housekeeping", s)
+	}
+}
+
+func TestShutdownHandsTheRunBack(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	stop := startExecutor(t, w, dir, 100*time.Millisecond)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "interrupted", "", "agent-smith")
+	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	waitFor(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	stop()
+	if s := w.State(t, n); s != lifecycle.Enqueued {
+		t.Fatalf("state %s after shutdown, want enqueued (handed back)", s)
+	}
+	reqs := w.Requests(t)
+	if len(reqs) != 1 || reqs[0].Source != lifecycle.SourceHandBack || reqs[0].Attempt != 1 {
+		t.Errorf("queue = %+v, want one hand-back request with the same attempt", reqs)
+	}
+	if n, _ := w.RDB.Exists(t.Context(), keys.Heartbeat(lifecycletest.Ref(n).Key())).Result(); n != 0 {
+		t.Error("heartbeat left behind after hand-back")
+	}
+}

@@ -128,29 +128,22 @@ func (c *ClaimService) Claim(ctx context.Context, ref platforms.Ref, source stri
 	if _, ok := c.projects.Lookup(ref); !ok {
 		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
 	}
-	lockKey := keys.ClaimLock(ref.Platform, ref.ID)
-	token := ownerToken(c.cfg.Instance, source, c.cfg.Clock())
-	got, err := redislock.Acquire(ctx, c.rdb, lockKey, token, c.cfg.LockTTL)
+	held, err := c.WithLock(ctx, ref, source, func(ctx context.Context) error {
+		var err error
+		res, err = c.ClaimLocked(ctx, ref, source, attempt, nil)
+		return err
+	})
 	if err != nil {
-		return res, fmt.Errorf("claim %s: acquire claim lock: %w: %w", ref, ErrRedisUnavailable, err)
+		return res, err
 	}
-	if !got {
+	if !held {
 		res.Outcome = AlreadyClaimed
-		if holder, _, err := redislock.Holder(ctx, c.rdb, lockKey); err == nil && holder != "" {
+		if holder, _, err := redislock.Holder(ctx, c.rdb, keys.ClaimLock(ref.Platform, ref.ID)); err == nil && holder != "" {
 			res.Holder = parseOwnerToken(holder)
 		}
 		c.logOutcome(ref, source, attempt, res)
-		return res, nil
 	}
-	defer func() {
-		// The release must happen even if the caller's context is done.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := redislock.Release(rctx, c.rdb, lockKey, token); err != nil {
-			c.log.Warn("release claim lock", zap.String("ticketId", ref.ID), zap.Error(err))
-		}
-	}()
-	return c.ClaimLocked(ctx, ref, source, attempt, nil)
+	return res, nil
 }
 
 // WithLock runs fn while holding the ticket's claim lock, so repairs
@@ -160,10 +153,14 @@ func (c *ClaimService) WithLock(ctx context.Context, ref platforms.Ref, source s
 	lockKey := keys.ClaimLock(ref.Platform, ref.ID)
 	token := ownerToken(c.cfg.Instance, source, c.cfg.Clock())
 	got, err := redislock.Acquire(ctx, c.rdb, lockKey, token, c.cfg.LockTTL)
-	if err != nil || !got {
-		return false, err
+	if err != nil {
+		return false, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	if !got {
+		return false, nil
 	}
 	defer func() {
+		// The release must happen even if the caller's context is done.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if _, err := redislock.Release(rctx, c.rdb, lockKey, token); err != nil {

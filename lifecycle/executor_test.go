@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -15,17 +16,6 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // startExecutor runs an executor whose pipeline touches "started" in dir and
 // then waits for the file "gate".
@@ -64,14 +54,14 @@ func TestRunThatLosesItsHeartbeatIsKilledAndWritesNothing(t *testing.T) {
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	waitFor(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
 	writesBefore := len(w.Sim.Writes())
 	// Housekeeping (or anyone) took the run over.
 	if err := w.RDB.Set(t.Context(), keys.Heartbeat(lifecycletest.Ref(n).Key()), "someone-else", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 	// The executor drops its in-flight record when it is done with the run.
-	waitFor(t, 10*time.Second, "the executor to give up the run", func() bool {
+	eventually.Wait(t, 10*time.Second, "the executor to give up the run", func() bool {
 		recs, _ := lifecycle.InflightRuns(t.Context(), w.RDB)
 		return len(recs) == 0
 	})
@@ -102,7 +92,7 @@ func TestShutdownHandsTheRunBack(t *testing.T) {
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	waitFor(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
 	stop()
 	if s := w.State(t, n); s != lifecycle.Enqueued {
 		t.Fatalf("state %s after shutdown, want enqueued (handed back)", s)

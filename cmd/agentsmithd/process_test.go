@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -118,17 +119,6 @@ func (w *procWorld) lines(prefix string) []string {
 	return out
 }
 
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 func newProcWorld(t *testing.T) *procWorld {
 	dir := t.TempDir()
 	s := sim.New(sim.Options{})
@@ -146,16 +136,16 @@ func killAndRecover(t *testing.T, timings string, timeout time.Duration) time.Du
 	n := w.sim.CreateIssue("acme/app", "crash me", "", "agent-smith", "keep-me")
 	id := fmt.Sprintf("acme/app#%d", n)
 	labels := lifecycle.Labels{Prefix: "agent-smith"}
-	waitUntil(t, 30*time.Second, "attempt 1 to start", func() bool { return len(w.lines("start "+id+" 1 ")) == 1 })
+	eventually.Wait(t, 30*time.Second, "attempt 1 to start", func() bool { return len(w.lines("start "+id+" 1 ")) == 1 })
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
 	_, _ = a.Process.Wait()
 	w.start("replica-b", timings)
-	waitUntil(t, timeout, "attempt 2 to start on replica B", func() bool { return len(w.lines("start "+id+" 2 ")) == 1 })
+	eventually.Wait(t, timeout, "attempt 2 to start on replica B", func() bool { return len(w.lines("start "+id+" 2 ")) == 1 })
 	recovery := time.Since(killed)
-	waitUntil(t, 30*time.Second, "the ticket to reach done", func() bool {
+	eventually.Wait(t, 30*time.Second, "the ticket to reach done", func() bool {
 		is, _ := w.sim.Issue("acme/app", n)
 		return labels.StateOf(is.Labels) == lifecycle.Done
 	})

@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	mustHolder(t, b, "a")
 
 	// a stops renewing; b polls until the key expires.
-	waitFor(t, 5*time.Second, "b takes over", func() bool {
+	eventually.Wait(t, 5*time.Second, "b takes over", func() bool {
 		ok, err := b.TryAcquire(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -216,14 +217,14 @@ func TestStalledHolderStopsBeforeTakeover(t *testing.T) {
 	b := newLease(t, srv.Client(t), "b", cfg)
 
 	runLease(t, a, leader(ev, "a"))
-	waitFor(t, 5*time.Second, "a leads", ev.has("a:start"))
+	eventually.Wait(t, 5*time.Second, "a leads", ev.has("a:start"))
 	runLease(t, b, leader(ev, "b"))
 
 	// a's renewals now hang. Its validity timer must cancel its leader
 	// context (start of last renewal + 0.6*TTL) before the key expires
 	// (that renewal + TTL) and b can start: a 400ms margin.
 	hook.on.Store(true)
-	waitFor(t, 10*time.Second, "b leads", ev.has("b:start"))
+	eventually.Wait(t, 10*time.Second, "b leads", ev.has("b:start"))
 	close(hook.lift)
 
 	got := ev.snapshot()
@@ -243,13 +244,13 @@ func TestRefusedRenewalCancelsLeader(t *testing.T) {
 	ev := &events{}
 	a := newLease(t, srv.Client(t), "a", lease.Config{TTL: time.Minute, RenewEvery: 10 * time.Millisecond, RetryEvery: time.Minute})
 	runLease(t, a, leader(ev, "a"))
-	waitFor(t, 5*time.Second, "a leads", ev.has("a:start"))
+	eventually.Wait(t, 5*time.Second, "a leads", ev.has("a:start"))
 
 	// Someone else owns the key now (e.g. it expired during a partition).
 	if err := rdb.Set(ctx, key, "intruder/x", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a stops", ev.has("a:stop"))
+	eventually.Wait(t, 5*time.Second, "a stops", ev.has("a:stop"))
 	mustHolder(t, a, "intruder")
 }
 
@@ -262,14 +263,14 @@ func TestShutdownReleasesForNextLeader(t *testing.T) {
 	b := newLease(t, srv.Client(t), "b", cfg)
 
 	stopA := runLease(t, a, leader(ev, "a"))
-	waitFor(t, 5*time.Second, "a leads", ev.has("a:start"))
+	eventually.Wait(t, 5*time.Second, "a leads", ev.has("a:start"))
 	runLease(t, b, leader(ev, "b"))
 
 	stopA() // cancels fn, waits for it, releases, returns nil
 	if ev.index("a:stop") < 0 {
 		t.Fatalf("events %v: Run returned before fn stopped", ev.snapshot())
 	}
-	waitFor(t, 5*time.Second, "b leads", ev.has("b:start"))
+	eventually.Wait(t, 5*time.Second, "b leads", ev.has("b:start"))
 	mustHolder(t, b, "b")
 }
 
@@ -279,7 +280,7 @@ func TestFnReturnEndsTerm(t *testing.T) {
 	var terms atomic.Int32
 	runLease(t, a, func(context.Context) { terms.Add(1) })
 	// Each return releases the lease, so Run can start another term.
-	waitFor(t, 5*time.Second, "three terms", func() bool { return terms.Load() >= 3 })
+	eventually.Wait(t, 5*time.Second, "three terms", func() bool { return terms.Load() >= 3 })
 }
 
 func TestHolderFree(t *testing.T) {
@@ -332,17 +333,5 @@ func mustBool(t *testing.T, what string, want bool) func(bool, error) {
 		if got != want {
 			t.Fatalf("%s = %v, want %v", what, got, want)
 		}
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond) // poll interval
 	}
 }

@@ -2,23 +2,13 @@ package presence_test
 
 import (
 	"context"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"testing"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func TestPresenceLifecycle(t *testing.T) {
 	r := redistest.Start(t)
@@ -54,7 +44,7 @@ func TestPresenceLifecycle(t *testing.T) {
 		t.Error("still valid after lapsing")
 	}
 	r.Restart()
-	waitFor(t, "presence to come back", p.Valid)
+	eventually.Wait(t, 10*time.Second, "presence to come back", p.Valid)
 	cancel()
 	<-done
 	if n := r.Client(t).Exists(context.Background(), "agentsmith:instance:a").Val(); n != 0 {

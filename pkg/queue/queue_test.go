@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"slices"
 	"strings"
 	"sync"
@@ -134,7 +135,7 @@ func TestTakeReturnsOnCancel(t *testing.T) {
 		done <- err
 	}()
 	// Cancel only once Take is blocked inside Redis.
-	waitFor(t, 5*time.Second, "Take to block", func() bool {
+	eventually.Wait(t, 5*time.Second, "Take to block", func() bool {
 		info, err := rdb.Info(context.Background(), "clients").Result()
 		return err == nil && !strings.Contains(info, "blocked_clients:0")
 	})
@@ -249,17 +250,5 @@ func BenchmarkPushTakeAck(b *testing.B) {
 		if err := q.Ack(ctx, proc, got); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond) // poll interval
 	}
 }

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"io"
 	"net/http"
 	"slices"
@@ -74,7 +75,7 @@ func TestDuplicateDeliveriesRunOnce(t *testing.T) {
 	e.waitState(n, 20*time.Second, lifecycle.Done)
 	// Later redeliveries and events from our own writes must not start a
 	// second run: wait until the sim has sent everything it will send.
-	waitFor(t, 10*time.Second, "deliveries to drain", func() bool {
+	eventually.Wait(t, 10*time.Second, "deliveries to drain", func() bool {
 		st := e.sim.Stats()
 		return st.Deliveries >= 5
 	})
@@ -215,7 +216,7 @@ func TestRedisDownAnswers503AndReadyzTurnsFalse(t *testing.T) {
 	// Redis comes back (empty); the daemon resumes on its own and the
 	// ticket, labelled meanwhile by a human, is picked up by the redelivery.
 	e.redis.Restart()
-	waitFor(t, 10*time.Second, "/readyz to recover", func() bool { return status("/readyz") == http.StatusOK })
+	eventually.Wait(t, 10*time.Second, "/readyz to recover", func() bool { return status("/readyz") == http.StatusOK })
 	if err := e.sim.AddLabels(repo, n, "agent-smith"); err != nil {
 		t.Fatal(err)
 	}

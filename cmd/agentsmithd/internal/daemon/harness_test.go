@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -152,18 +153,6 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 	return d
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func (e *env) state(n int) lifecycle.State {
 	is, ok := e.sim.Issue(repo, n)
 	if !ok {
@@ -175,7 +164,7 @@ func (e *env) state(n int) lifecycle.State {
 func (e *env) waitState(n int, timeout time.Duration, states ...lifecycle.State) lifecycle.State {
 	e.t.Helper()
 	var got lifecycle.State
-	waitFor(e.t, timeout, fmt.Sprintf("issue %d to reach %v", n, states), func() bool {
+	eventually.Wait(e.t, timeout, fmt.Sprintf("issue %d to reach %v", n, states), func() bool {
 		got = e.state(n)
 		for _, s := range states {
 			if got == s {

@@ -112,3 +112,26 @@ func mustBool(t *testing.T, what string, want bool) func(bool, error) {
 		}
 	}
 }
+
+func TestLockerIsExclusiveAndUnlocksOnlyItsOwn(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	l := redislock.Locker{RDB: rdb}
+	unlock, ok, err := l.TryLock(ctx, "agentsmith:jira-label-lock:jira:P-1", 10*time.Second)
+	if err != nil || !ok {
+		t.Fatalf("first TryLock: %v %v", ok, err)
+	}
+	if _, ok, err := l.TryLock(ctx, "agentsmith:jira-label-lock:jira:P-1", 10*time.Second); err != nil || ok {
+		t.Fatalf("second TryLock while held: ok=%v err=%v, want refused", ok, err)
+	}
+	unlock()
+	unlock2, ok, err := l.TryLock(ctx, "agentsmith:jira-label-lock:jira:P-1", 10*time.Second)
+	if err != nil || !ok {
+		t.Fatalf("TryLock after unlock: %v %v", ok, err)
+	}
+	unlock() // a stale unlock must not free the new holder's lock
+	if _, ok, _ := l.TryLock(ctx, "agentsmith:jira-label-lock:jira:P-1", 10*time.Second); ok {
+		t.Error("a stale unlock freed another holder's lock")
+	}
+	unlock2()
+}

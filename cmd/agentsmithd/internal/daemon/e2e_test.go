@@ -17,71 +17,74 @@ import (
 )
 
 func TestWebhookToDoneLeavesOtherLabelsAlone(t *testing.T) {
-	e := newEnv(t)
-	e.startDaemon(e.config("replica-a", ""))
-	n := e.sim.CreateIssue(repo, "Fix the login page", "body", "bug", "日本語", "Agent-Smith:done", "other:enqueued")
-	if err := e.sim.AddLabels(repo, n, "agent-smith"); err != nil {
-		t.Fatal(err)
-	}
-	e.waitState(n, 20*time.Second, lifecycle.Done)
-	is, _ := e.sim.Issue(repo, n)
-	want := []string{"bug", "日本語", "Agent-Smith:done", "other:enqueued", "agent-smith", "agent-smith:done"}
-	if !slices.Equal(is.Labels, want) {
-		t.Errorf("labels = %q, want %q", is.Labels, want)
-	}
-	if got := e.starts(n); len(got) != 1 {
-		t.Errorf("pipeline started %d times, want 1: %q", len(got), got)
-	}
-	// The lifecycle as written to the tracker, in order.
-	var path []string
-	for _, w := range e.sim.Writes() {
-		if w.Number == n && w.Writer != "human" {
-			path = append(path, labels.StateOf(w.Before).String()+"→"+labels.StateOf(w.After).String())
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		e.startDaemon(e.config("replica-a", ""))
+		n := e.sim.CreateIssue(e.repo, "Fix the login page", "body", "bug", "日本語", "Agent-Smith:done", "other:enqueued")
+		if err := e.sim.AddLabels(e.repo, n, "agent-smith"); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if want := []string{"pending→enqueued", "enqueued→in-progress", "in-progress→done"}; !slices.Equal(path, want) {
-		t.Errorf("transitions = %q, want %q", path, want)
-	}
+		e.waitState(n, 20*time.Second, lifecycle.Done)
+		is, _ := e.sim.Issue(e.repo, n)
+		want := []string{"bug", "日本語", "Agent-Smith:done", "other:enqueued", "agent-smith", "agent-smith:done"}
+		if !slices.Equal(is.Labels, want) {
+			t.Errorf("labels = %q, want %q", is.Labels, want)
+		}
+		if got := e.starts(n); len(got) != 1 {
+			t.Errorf("pipeline started %d times, want 1: %q", len(got), got)
+		}
+		// The lifecycle as written to the tracker, in order.
+		var path []string
+		for _, w := range e.sim.Writes() {
+			if w.Number == n && w.Writer != "human" {
+				path = append(path, labels.StateOf(w.Before).String()+"→"+labels.StateOf(w.After).String())
+			}
+		}
+		if want := []string{"pending→enqueued", "enqueued→in-progress", "in-progress→done"}; !slices.Equal(path, want) {
+			t.Errorf("transitions = %q, want %q", path, want)
+		}
+	})
 }
 
 func TestFailingPipelineCommentsWithOutputTail(t *testing.T) {
-	e := newEnv(t)
-	e.startDaemon(e.config("replica-a", ""))
-	n := e.sim.CreateIssue(repo, "This will fail", "", "agent-smith")
-	e.waitState(n, 20*time.Second, lifecycle.Failed)
-	is, _ := e.sim.Issue(repo, n)
-	if len(is.Comments) != 1 {
-		t.Fatalf("want one failure comment, got %d", len(is.Comments))
-	}
-	c := is.Comments[0].Body
-	for _, want := range []string{"exit status 7", "boom: the widget exploded", "attempt 1 of 3", "```"} {
-		if !strings.Contains(c, want) {
-			t.Errorf("failure comment lacks %q:\n%s", want, c)
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		e.startDaemon(e.config("replica-a", ""))
+		n := e.sim.CreateIssue(e.repo, "This will fail", "", "agent-smith")
+		e.waitState(n, 20*time.Second, lifecycle.Failed)
+		is, _ := e.sim.Issue(e.repo, n)
+		if len(is.Comments) != 1 {
+			t.Fatalf("want one failure comment, got %d", len(is.Comments))
 		}
-	}
-	if slices.Contains(is.Labels, "boom: the widget exploded") {
-		t.Error("pipeline output reached a label")
-	}
+		c := is.Comments[0].Body
+		for _, want := range []string{"exit status 7", "boom: the widget exploded", "attempt 1 of 3", "```"} {
+			if !strings.Contains(c, want) {
+				t.Errorf("failure comment lacks %q:\n%s", want, c)
+			}
+		}
+		if slices.Contains(is.Labels, "boom: the widget exploded") {
+			t.Error("pipeline output reached a label")
+		}
+	})
 }
 
 func TestDuplicateDeliveriesRunOnce(t *testing.T) {
-	e := newEnv(t)
-	e.startDaemon(e.config("replica-a", ""))
-	e.sim.SetFaults(sim.Faults{Duplicate: 4})
-	n := e.sim.CreateIssue(repo, "Deliver me five times", "")
-	if err := e.sim.AddLabels(repo, n, "agent-smith"); err != nil {
-		t.Fatal(err)
-	}
-	e.waitState(n, 20*time.Second, lifecycle.Done)
-	// Later redeliveries and events from our own writes must not start a
-	// second run: wait until the sim has sent everything it will send.
-	eventually.Wait(t, 10*time.Second, "deliveries to drain", func() bool {
-		st := e.sim.Stats()
-		return st.Deliveries >= 5
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		e.startDaemon(e.config("replica-a", ""))
+		e.sim.SetFaults(sim.Faults{Duplicate: 4})
+		n := e.sim.CreateIssue(e.repo, "Deliver me five times", "")
+		if err := e.sim.AddLabels(e.repo, n, "agent-smith"); err != nil {
+			t.Fatal(err)
+		}
+		e.waitState(n, 20*time.Second, lifecycle.Done)
+		// Later redeliveries and events from our own writes must not start a
+		// second run: wait until the sim has sent everything it will send.
+		eventually.Wait(t, 10*time.Second, "deliveries to drain", func() bool {
+			st := e.sim.Stats()
+			return st.Deliveries >= 5
+		})
+		if got := e.starts(n); len(got) != 1 {
+			t.Errorf("pipeline started %d times, want 1: %q", len(got), got)
+		}
 	})
-	if got := e.starts(n); len(got) != 1 {
-		t.Errorf("pipeline started %d times, want 1: %q", len(got), got)
-	}
 }
 
 func TestReceiverRejectsBadRequestsWithoutSideEffects(t *testing.T) {
@@ -152,28 +155,29 @@ func TestReceiverRejectsBadRequestsWithoutSideEffects(t *testing.T) {
 }
 
 func TestRedisRestartedEmptyEveryTicketSettles(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config("replica-a", "")
-	cfg.Consumer.Concurrency = 1
-	e.startDaemon(cfg)
-	held := e.sim.CreateIssue(repo, "hold: in progress during the wipe", "", "agent-smith")
-	e.waitState(held, 20*time.Second, lifecycle.InProgress)
-	var queued []int
-	for i := range 3 {
-		queued = append(queued, e.sim.CreateIssue(repo, fmt.Sprintf("queued %d", i), "", "agent-smith"))
-	}
-	for _, n := range queued {
-		e.waitState(n, 20*time.Second, lifecycle.Enqueued)
-	}
-	e.redis.Kill()
-	e.redis.Restart()
-	e.openGate()
-	for _, n := range append([]int{held}, queued...) {
-		e.waitState(n, 60*time.Second, lifecycle.Done, lifecycle.Failed)
-	}
-	if s := e.state(held); s != lifecycle.Done {
-		t.Errorf("held ticket ended %s, want done", s)
-	}
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		cfg := e.config("replica-a", "")
+		cfg.Consumer.Concurrency = 1
+		e.startDaemon(cfg)
+		held := e.sim.CreateIssue(e.repo, "hold: in progress during the wipe", "", "agent-smith")
+		e.waitState(held, 20*time.Second, lifecycle.InProgress)
+		var queued []int
+		for i := range 3 {
+			queued = append(queued, e.sim.CreateIssue(e.repo, fmt.Sprintf("queued %d", i), "", "agent-smith"))
+		}
+		for _, n := range queued {
+			e.waitState(n, 20*time.Second, lifecycle.Enqueued)
+		}
+		e.redis.Kill()
+		e.redis.Restart()
+		e.openGate()
+		for _, n := range append([]int{held}, queued...) {
+			e.waitState(n, 60*time.Second, lifecycle.Done, lifecycle.Failed)
+		}
+		if s := e.state(held); s != lifecycle.Done {
+			t.Errorf("held ticket ended %s, want done", s)
+		}
+	})
 }
 
 func TestRedisDownAnswers503AndReadyzTurnsFalse(t *testing.T) {

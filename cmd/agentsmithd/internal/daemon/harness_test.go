@@ -31,10 +31,47 @@ const (
 
 var labels = lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 
+// platformCase binds the end-to-end tests to one tracker dialect of the sim.
+type platformCase struct {
+	name string
+	// repo is the project's locator, also the sim's store key.
+	repo string
+	// project returns the platform-specific lines of the project's config.
+	project func(simURL, repo string) string
+	// id formats issue n's Ref.ID.
+	id func(repo string, n int) string
+	// hook subscribes the receiver to the sim's deliveries.
+	hook func(url string) sim.Hook
+}
+
+var githubCase = platformCase{
+	name: "github",
+	repo: repo,
+	project: func(simURL, repo string) string {
+		return fmt.Sprintf("platform: github\n    base_url: %s/github/\n    repo: %s\n    token: {env: E2E_TOKEN}", simURL, repo)
+	},
+	id: func(repo string, n int) string { return fmt.Sprintf("%s#%d", repo, n) },
+	hook: func(url string) sim.Hook {
+		return sim.Hook{Repo: repo, URL: url + "/webhooks/github", Secret: testSecret}
+	},
+}
+
+// platformCases lists every platform the end-to-end tests run on.
+var platformCases = []platformCase{githubCase}
+
+// forEachPlatform runs f as a subtest per platform, each in its own world.
+func forEachPlatform(t *testing.T, f func(t *testing.T, e *env)) {
+	for _, pc := range platformCases {
+		t.Run(pc.name, func(t *testing.T) { f(t, newEnvFor(t, pc)) })
+	}
+}
+
 // env is one end-to-end world: a real redis-server, a trackersim served over
 // HTTP, and a run log the pipelines append to outside the daemon.
 type env struct {
 	t      *testing.T
+	pc     platformCase
+	repo   string
 	redis  *redistest.Server
 	sim    *sim.Sim
 	simURL string
@@ -43,9 +80,12 @@ type env struct {
 	gate   string
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv is a GitHub world.
+func newEnv(t *testing.T) *env { return newEnvFor(t, githubCase) }
+
+func newEnvFor(t *testing.T, pc platformCase) *env {
 	t.Helper()
-	e := &env{t: t, redis: redistest.Start(t), sim: sim.New(sim.Options{}), dir: t.TempDir()}
+	e := &env{t: t, pc: pc, repo: pc.repo, redis: redistest.Start(t), sim: sim.New(sim.Options{}), dir: t.TempDir()}
 	srv := httptest.NewServer(e.sim.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(e.sim.Close)
@@ -75,17 +115,14 @@ housekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_
 poller: {lease_ttl: 2s}
 projects:
   - name: app
-    platform: github
-    base_url: %s/github/
-    repo: %s
-    token: {env: E2E_TOKEN}
+    %s
     webhook: {secrets: [{env: E2E_OLD_SECRET}, {env: E2E_SECRET}]}
     pipeline:
       command: ["sh", "-c", %q]
       env: {RUN_LOG: %q, GATE: %q}
       timeout: 30s
       max_attempts: 3
-%s`, instance, e.redis.Addr(), filepath.Join(e.dir, "work"), e.simURL, repo, pipelineScript, e.runLog, e.gate, extra)
+%s`, instance, e.redis.Addr(), filepath.Join(e.dir, "work"), e.pc.project(e.simURL, e.repo), pipelineScript, e.runLog, e.gate, extra)
 }
 
 func lookupEnv(k string) (string, bool) {
@@ -148,13 +185,13 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 		case err := <-done:
 			e.t.Fatalf("daemon exited: %v", err)
 		}
-		e.sim.AddHook(sim.Hook{Repo: repo, URL: "http://" + d.Addr() + "/webhooks/github", Secret: testSecret})
+		e.sim.AddHook(e.pc.hook("http://" + d.Addr()))
 	}
 	return d
 }
 
 func (e *env) state(n int) lifecycle.State {
-	is, ok := e.sim.Issue(repo, n)
+	is, ok := e.sim.Issue(e.repo, n)
 	if !ok {
 		e.t.Fatalf("issue %d missing", n)
 	}
@@ -181,7 +218,7 @@ func (e *env) starts(n int) []string {
 	b, _ := os.ReadFile(e.runLog)
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, fmt.Sprintf("start %s#%d ", repo, n)) {
+		if strings.HasPrefix(line, "start "+e.pc.id(e.repo, n)+" ") {
 			out = append(out, line)
 		}
 	}

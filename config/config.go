@@ -124,8 +124,18 @@ type Project struct {
 	Webhook      ProjectWebhook `yaml:"webhook"`
 	Polling      Polling        `yaml:"polling"`
 	Pipeline     Pipeline       `yaml:"pipeline"`
+	// Jira holds what only Jira projects need.
+	Jira Jira `yaml:"jira"`
 
 	tokenEnv, tokenFile Secret
+}
+
+// Jira says which Jira a project talks to. Cloud authenticates with an
+// account's e-mail and API token (basic auth) on REST v3; Data Center with a
+// personal access token (bearer) on REST v2.
+type Jira struct {
+	Deployment string `yaml:"deployment"` // "cloud" (default) or "datacenter"
+	Email      string `yaml:"email"`      // required for cloud: the API token's account
 }
 
 // ProjectWebhook holds the secrets deliveries are verified against. More
@@ -165,7 +175,10 @@ type PlatformRules struct {
 // KnownPlatforms lists the platforms a project may name. Platform packages
 // add their entry (in this package, one file per platform).
 var KnownPlatforms = map[string]PlatformRules{
-	"github": {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo},
+	"github":      {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo},
+	"gitlab":      {DefaultBaseURL: "https://gitlab.com/api/v4/", CheckRepo: checkGitLabProject},
+	"jira":        {CheckRepo: checkJiraProjectKey}, // no default: every Jira site has its own URL
+	"azuredevops": {DefaultBaseURL: "https://dev.azure.com/", CheckRepo: checkAzureDevOpsRepo},
 }
 
 // HasRole reports whether this replica runs role.

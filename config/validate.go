@@ -135,6 +135,12 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		// so a trigger there could be removed by the next transition.
 		errs.add(path+".trigger_label", fmt.Sprintf("%q is in the lifecycle namespace %s:*", p.TriggerLabel, labelPrefix))
 	}
+	if p.Platform == "jira" {
+		checkJiraLabels(errs, path, p.TriggerLabel, labelPrefix)
+		checkJiraDeployment(errs, path, &p.Jira)
+	} else if p.Jira != (Jira{}) {
+		errs.add(path+".jira", "only for platform jira")
+	}
 
 	w := &p.Webhook
 	var secrets []Secret

@@ -33,6 +33,9 @@ func (s *Sim) controlRoutes(mux *http.ServeMux) {
 	})
 	// The page's "add trigger label" button, acting as a human.
 	mux.HandleFunc("POST /sim/github/{owner}/{repo}/issues/{number}/labels", s.ctlAddLabel)
+	// The same for any dialect's repository key ("group/sub/project", "PROJ"):
+	// POST /sim/labels?repo=…&number=…&label=….
+	mux.HandleFunc("POST /sim/labels", s.ctlAddLabel)
 }
 
 func nonNilIssues(is []Issue) []Issue {
@@ -91,7 +94,11 @@ func (s *Sim) ctlSetFaults(w http.ResponseWriter, r *http.Request) {
 
 func (s *Sim) ctlAddLabel(w http.ResponseWriter, r *http.Request) {
 	repo := r.PathValue("owner") + "/" + r.PathValue("repo")
-	n, err := strconv.Atoi(r.PathValue("number"))
+	num := r.PathValue("number")
+	if r.PathValue("owner") == "" {
+		repo, num = r.FormValue("repo"), r.FormValue("number")
+	}
+	n, err := strconv.Atoi(num)
 	if err != nil {
 		ctlError(w, http.StatusNotFound, "no such issue")
 		return

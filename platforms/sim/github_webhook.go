@@ -29,13 +29,31 @@ type ghIssuesEvent struct {
 }
 
 // onEvent is the store's sink: it runs under the store's lock, in mutation
-// order, and queues one delivery per matching hook. The X-GitHub-Delivery
-// GUID identifies the event, so every hook gets the same one.
-func (s *Sim) onEvent(ev storeEvent) {
-	hooks := s.hooks.matching(ev.issue.repo)
+// order, with every event of one mutation. Hooks of other dialects get their
+// dialect's deliveries (dialect.go); GitHub hooks get one delivery per event.
+func (s *Sim) onEvent(evs []storeEvent) {
+	all := s.hooks.matching(evs[0].issue.repo)
+	if len(all) == 0 {
+		return
+	}
+	s.dialectEvents(evs, all)
+	var hooks []*hookQueue
+	for _, q := range all {
+		if isGitHubHook(q.hook) {
+			hooks = append(hooks, q)
+		}
+	}
 	if len(hooks) == 0 {
 		return
 	}
+	for _, ev := range evs {
+		s.githubEvent(ev, hooks)
+	}
+}
+
+// githubEvent queues one issues delivery per GitHub hook. The
+// X-GitHub-Delivery GUID identifies the event, so every hook gets the same one.
+func (s *Sim) githubEvent(ev storeEvent, hooks []*hookQueue) {
 	base := s.base()
 	p := ghIssuesEvent{Action: ev.action, Issue: s.ghIssue(base, ev.issue),
 		Repository: s.ghRepo(base, ev.issue.repo, ev.issue.repoID, time.Time{}),

@@ -13,19 +13,25 @@ import (
 )
 
 // Hook is a webhook subscription: every issue event of Repo ("" = every
-// repository) is POSTed to URL, signed with Secret when it is set.
+// repository) is POSTed to URL, signed with Secret when it is set. Dialect
+// picks the payload format and headers: "" or "github" for GitHub's, else a
+// registered dialect's name ("gitlab", …); see dialect.go.
 type Hook struct {
-	Repo   string `json:"repo"`
-	URL    string `json:"url"`
-	Secret string `json:"secret"`
+	Repo    string `json:"repo"`
+	URL     string `json:"url"`
+	Secret  string `json:"secret"`
+	Dialect string `json:"dialect,omitempty"`
 }
 
 // outgoing is one delivery, ready to send except for the per-hook headers.
 type outgoing struct {
-	event string // X-GitHub-Event
-	guid  string // X-GitHub-Delivery
+	event string // X-GitHub-Event, or the dialect's event name
+	guid  string // X-GitHub-Delivery, or the dialect's de-dup id
 	body  []byte
 	extra int // duplicate sends
+	// header, when set, is every delivery header (non-GitHub dialects);
+	// nil means GitHub's headers built by githubDeliveryHeaders.
+	header http.Header
 }
 
 // hookQueue is one hook's ordered delivery queue with its own worker, so a
@@ -84,9 +90,17 @@ func (s *Sim) addHook(h Hook) int64 {
 	hs.mu.Unlock()
 	go hs.work(q)
 	s.log.Info("webhook added", zap.Int64("hook_id", q.id), zap.String("repo", h.Repo), zap.String("url", h.URL))
-	ping := s.githubPing(q)
-	drop, extra := s.faults.delivery()
-	hs.enqueue(q, ping, drop, extra)
+	ping, ok := s.githubPing(q), true
+	if !isGitHubHook(h) {
+		ok = false
+		if d, found := dialectFor(h.Dialect); found && d.ping != nil {
+			ping, ok = d.ping(s, q.id, h)
+		}
+	}
+	if ok {
+		drop, extra := s.faults.delivery()
+		hs.enqueue(q, ping, drop, extra)
+	}
 	return q.id
 }
 
@@ -173,7 +187,13 @@ func (hs *hookSet) send(q *hookQueue, d outgoing) {
 		s.log.Warn("webhook request", zap.Int64("hook_id", q.id), zap.Error(err))
 		return
 	}
-	githubDeliveryHeaders(req.Header, q, d)
+	if d.header != nil {
+		for k, v := range d.header {
+			req.Header[k] = append([]string(nil), v...)
+		}
+	} else {
+		githubDeliveryHeaders(req.Header, q, d)
+	}
 	resp, err := hs.client.Do(req)
 	ok := err == nil && resp.StatusCode >= 200 && resp.StatusCode < 300
 	if err == nil {

@@ -40,7 +40,7 @@ pre{background:#f6f8fa;padding:.5em;white-space:pre-wrap;margin:.3em 0}
 form{display:inline}
 </style></head><body>
 <h1>trackersim</h1>
-<p class="meta">GitHub API base URL: <code>{{.API}}</code> &middot; {{len .Issues}} issues &middot; refreshes every 2 s</p>
+<p class="meta">API base URLs: {{range .APIs}}<code>{{.}}</code> {{end}}&middot; {{len .Issues}} issues &middot; refreshes every 2 s</p>
 {{range .Issues}}
 <div class="issue" id="{{.Anchor}}">
  <div><span class="state {{if .Open}}open{{else}}closed{{end}}">{{if .Open}}open{{else}}closed{{end}}</span>
@@ -72,7 +72,8 @@ func (s *Sim) page(w http.ResponseWriter, r *http.Request) {
 		}
 		pi := pageIssue{Anchor: issueAnchor(sn.repo, sn.number), Repo: sn.repo, Number: sn.number,
 			Title: sn.title, Body: sn.body, Open: sn.open,
-			AddURL: "/sim/github/" + sn.repo + "/issues/" + strconv.Itoa(sn.number) + "/labels?label=" + url.QueryEscape(trigger)}
+			AddURL: "/sim/labels?" + url.Values{"repo": {sn.repo}, "number": {strconv.Itoa(sn.number)},
+				"label": {trigger}}.Encode()}
 		for _, l := range sn.labels {
 			pi.Labels = append(pi.Labels, pageLabel{Name: l.name, Color: l.color, Text: textColor(l.color)})
 		}
@@ -82,7 +83,7 @@ func (s *Sim) page(w http.ResponseWriter, r *http.Request) {
 		issues = append(issues, pi)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	err := pageTmpl.Execute(w, map[string]any{"Issues": issues, "API": base + "/github/", "Base": base})
+	err := pageTmpl.Execute(w, map[string]any{"Issues": issues, "API": base + "/github/", "APIs": s.apiBases(base), "Base": base})
 	if err != nil {
 		s.log.Warn("render page", zap.Error(err))
 	}

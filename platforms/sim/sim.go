@@ -272,6 +272,7 @@ func (s *Sim) requestBase(r *http.Request) string {
 func (s *Sim) routes() http.Handler {
 	mux := http.NewServeMux()
 	s.githubRoutes(mux)
+	s.dialectRoutes(mux)
 	s.controlRoutes(mux)
 	s.pageRoutes(mux)
 	return mux

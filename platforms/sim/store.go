@@ -84,6 +84,9 @@ type issue struct {
 	// version changes on every change of the issue; it is drawn from the
 	// store-wide counter so a token is never reused, even after A→B→A.
 	version int64
+	// rev counts the issue's revisions from 1, +1 with every version: Azure
+	// DevOps' per-work-item "rev".
+	rev int
 }
 
 type repository struct {
@@ -113,6 +116,7 @@ type snapshot struct {
 	closedAt    time.Time
 	closedBy    string
 	version     int64
+	rev         int
 }
 
 func (s snapshot) labelNames() []string {
@@ -134,14 +138,16 @@ type storeEvent struct {
 }
 
 // store holds every repository and issue. sink is called with the lock held,
-// in mutation order, so deliveries keep the order of the changes.
+// in mutation order, so deliveries keep the order of the changes. It gets
+// every event of one mutation at once (a dialect such as GitLab sends one
+// webhook per write, GitHub one per event); it must not call the store.
 type store struct {
 	mu     sync.Mutex
 	clock  func() time.Time
 	seq    int64
 	repos  map[string]*repository
 	writes []Write
-	sink   func(storeEvent)
+	sink   func([]storeEvent)
 }
 
 func newStore(clock func() time.Time) *store {
@@ -188,7 +194,7 @@ func (st *store) snap(r *repository, is *issue) snapshot {
 	s := snapshot{repoID: r.id, repo: r.fullName, id: is.id, number: is.number, title: is.title,
 		body: is.body, open: is.open, stateReason: is.stateReason, author: is.author,
 		createdAt: is.createdAt, updatedAt: is.updatedAt, closedAt: is.closedAt,
-		closedBy: is.closedBy, version: is.version, comments: slices.Clone(is.comments)}
+		closedBy: is.closedBy, version: is.version, rev: is.rev, comments: slices.Clone(is.comments)}
 	s.labels = make([]label, 0, len(is.labels))
 	for _, n := range is.labels {
 		s.labels = append(s.labels, *st.labelFor(r, n))
@@ -196,9 +202,9 @@ func (st *store) snap(r *repository, is *issue) snapshot {
 	return s
 }
 
-func (st *store) emit(ev storeEvent) {
-	if st.sink != nil {
-		st.sink(ev)
+func (st *store) emit(evs []storeEvent) {
+	if st.sink != nil && len(evs) > 0 {
+		st.sink(evs)
 	}
 }
 
@@ -227,15 +233,16 @@ func (st *store) create(repoName, title, body string, labels []string, by actor,
 	now := st.clock()
 	is := &issue{id: st.nextID(), number: r.next, title: title, body: body, open: true,
 		labels: dedupe(labels), author: by.login, createdAt: now, updatedAt: now}
-	is.version = st.nextID()
+	is.version, is.rev = st.nextID(), 1
 	r.next++
 	r.issues[is.number] = is
 	s := st.snap(r, is)
-	st.emit(storeEvent{action: "opened", sender: by.login, issue: s})
+	evs := []storeEvent{{action: "opened", sender: by.login, issue: s}}
 	// GitHub follows "opened" with one "labeled" per initial label.
 	for _, l := range s.labels {
-		st.emit(storeEvent{action: "labeled", label: l, sender: by.login, issue: s})
+		evs = append(evs, storeEvent{action: "labeled", label: l, sender: by.login, issue: s})
 	}
+	st.emit(evs)
 	return s, nil
 }
 
@@ -432,13 +439,14 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 	}
 	if changed {
 		is.version = st.nextID()
+		is.rev++
 		is.updatedAt = now
 	}
 	s := st.snap(r, is)
-	for _, ev := range events {
-		ev.sender, ev.issue = by.login, s
-		st.emit(ev)
+	for i := range events {
+		events[i].sender, events[i].issue = by.login, s
 	}
+	st.emit(events)
 	return s, commentID, nil
 }
 

@@ -24,8 +24,12 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
+	"github.com/agentsmithd/agentsmithd/platforms/jira"
 )
 
 // Daemon is one replica.
@@ -64,16 +68,17 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			Addr:     cfg.Redis.Addr,
 			Password: cfg.Redis.Password.Value(),
 			DB:       cfg.Redis.DB,
-			// Fail fast while Redis is down; every loop retries on its own.
+			// Short timeouts so a dead Redis is noticed quickly (every loop
+			// retries on its own); go-redis's default 3 retries with backoff
+			// ride out the dead pooled connections a Redis restart leaves.
 			DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second,
-			MaxRetries: 1,
 		})
 	}
 	d := &Daemon{cfg: cfg, rdb: rdb, log: log, projects: lifecycle.Projects{}, listened: make(chan struct{})}
 	routes := map[string]*receiver.Route{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
-		tr, dec, locator, err := buildTracker(pc, cfg.InstanceID, log)
+		tr, dec, locator, err := buildTracker(pc, rdb, cfg.InstanceID, cfg.LabelPrefix, log)
 		if err != nil {
 			return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}
@@ -105,7 +110,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-func buildTracker(pc *config.Project, instance string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
+func buildTracker(pc *config.Project, rdb redis.UniversalClient, instance, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
 	switch pc.Platform {
 	case github.Platform:
 		tr, err := github.New(github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
@@ -114,6 +119,28 @@ func buildTracker(pc *config.Project, instance string, log *zap.Logger) (platfor
 			return nil, nil, "", err
 		}
 		return tr, github.Webhooks{}, tr.Locator(), nil
+	case gitlab.Platform:
+		tr, err := gitlab.New(gitlab.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
+			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: instance, LabelPrefix: prefix})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return tr, gitlab.Webhooks{}, tr.Locator(), nil
+	case azuredevops.Platform:
+		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
+			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: instance})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return tr, azuredevops.Webhooks{}, tr.Locator(), nil
+	case jira.Platform:
+		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Token: pc.Token.Value(),
+			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: instance,
+			Locker: redislock.Locker{RDB: rdb}})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return tr, jira.Webhooks{}, tr.Locator(), nil
 	}
 	return nil, nil, "", fmt.Errorf("platform %q is not supported", pc.Platform)
 }

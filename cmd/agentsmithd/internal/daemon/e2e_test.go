@@ -26,7 +26,15 @@ func TestWebhookToDoneLeavesOtherLabelsAlone(t *testing.T) {
 		e.waitState(n, 20*time.Second, lifecycle.Done)
 		is, _ := e.sim.Issue(e.repo, n)
 		want := []string{"bug", "日本語", "Agent-Smith:done", "other:enqueued", "agent-smith", "agent-smith:done"}
-		if !slices.Equal(is.Labels, want) {
+		got := is.Labels
+		if e.pc.foldsCase {
+			// Azure DevOps keeps one tag per case-insensitive name:
+			// agent-smith:done takes the place of its case variant, so
+			// compare as sets.
+			want = slices.DeleteFunc(want, func(l string) bool { return l == "Agent-Smith:done" })
+			got, want = slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))
+		}
+		if !slices.Equal(got, want) {
 			t.Errorf("labels = %q, want %q", is.Labels, want)
 		}
 		if got := e.starts(n); len(got) != 1 {

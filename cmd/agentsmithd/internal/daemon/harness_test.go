@@ -40,6 +40,8 @@ type platformCase struct {
 	project func(simURL, repo string) string
 	// id formats issue n's Ref.ID.
 	id func(repo string, n int) string
+	// foldsCase: labels are case-insensitive (Azure DevOps tags).
+	foldsCase bool
 	// hook subscribes the receiver to the sim's deliveries.
 	hook func(url string) sim.Hook
 }
@@ -56,8 +58,45 @@ var githubCase = platformCase{
 	},
 }
 
+var gitlabCase = platformCase{
+	name: "gitlab",
+	repo: "acme/sub/app",
+	project: func(simURL, repo string) string {
+		return fmt.Sprintf("platform: gitlab\n    base_url: %s/gitlab/api/v4/\n    repo: %s\n    token: {env: E2E_TOKEN}", simURL, repo)
+	},
+	id: func(repo string, n int) string { return fmt.Sprintf("%s#%d", repo, n) },
+	hook: func(url string) sim.Hook {
+		return sim.Hook{Repo: "acme/sub/app", URL: url + "/webhooks/gitlab", Secret: testSecret, Dialect: "gitlab"}
+	},
+}
+
+var adoCase = platformCase{
+	name:      "azuredevops",
+	repo:      "acmeorg/webapp",
+	foldsCase: true,
+	project: func(simURL, repo string) string {
+		return fmt.Sprintf("platform: azuredevops\n    base_url: %s/ado/\n    repo: %s\n    token: {env: E2E_TOKEN}", simURL, repo)
+	},
+	id: func(repo string, n int) string { return fmt.Sprintf("%s#%d", repo, n) },
+	hook: func(url string) sim.Hook {
+		return sim.Hook{Repo: "acmeorg/webapp", URL: url + "/webhooks/azuredevops", Secret: testSecret, Dialect: "ado"}
+	},
+}
+
+var jiraCase = platformCase{
+	name: "jira",
+	repo: "APP",
+	project: func(simURL, repo string) string {
+		return fmt.Sprintf("platform: jira\n    base_url: %s/jira/\n    repo: %s\n    token: {env: E2E_TOKEN}\n    jira: {email: bot@acme.example}", simURL, repo)
+	},
+	id: func(repo string, n int) string { return fmt.Sprintf("%s-%d", repo, n) },
+	hook: func(url string) sim.Hook {
+		return sim.Hook{Repo: "APP", URL: url + "/webhooks/jira", Secret: testSecret, Dialect: "jira"}
+	},
+}
+
 // platformCases lists every platform the end-to-end tests run on.
-var platformCases = []platformCase{githubCase}
+var platformCases = []platformCase{githubCase, gitlabCase, adoCase, jiraCase}
 
 // forEachPlatform runs f as a subtest per platform, each in its own world.
 func forEachPlatform(t *testing.T, f func(t *testing.T, e *env)) {

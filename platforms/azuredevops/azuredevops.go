@@ -1,0 +1,396 @@
+// Package azuredevops is the Azure Boards implementation of
+// platforms.Tracker and platforms.WebhookDecoder, on azure-devops-go-api v7.
+// A ticket is a work item; its labels are the work item's tags. Lifecycle
+// writes are conditional: Relabel sends a JSON Patch whose first operation
+// is "test /rev" against the revision the ticket was read at, so a write
+// that raced another writer is refused (platforms.ErrPreconditionFailed)
+// instead of silently dropping the other writer's tags.
+package azuredevops
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/webapi"
+	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/workitemtracking"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Platform is the platform name in Refs and configuration.
+const Platform = "azuredevops"
+
+const (
+	// DefaultBaseURL is Azure DevOps Services; an organization's URL is the
+	// base URL followed by the organization name.
+	DefaultBaseURL = "https://dev.azure.com/"
+	// DefaultTimeout bounds one HTTP exchange (including rate-limit waits)
+	// of the default client.
+	DefaultTimeout = 30 * time.Second
+	// batchSize is the most work items one workitemsbatch request returns;
+	// it is how Azure DevOps paginates a query's results.
+	batchSize = 200
+)
+
+// Work item fields the tracker reads.
+const (
+	fieldTitle       = "System.Title"
+	fieldDescription = "System.Description"
+	fieldState       = "System.State"
+	fieldTags        = "System.Tags"
+	fieldProject     = "System.TeamProject"
+)
+
+// listFields are the fields ListOpen fetches per work item.
+var listFields = []string{"System.Id", fieldTitle, fieldDescription, fieldState, fieldTags, fieldProject}
+
+// closedStates are the states of the default processes (Basic, Agile,
+// Scrum, CMMI) in which a work item is no longer worked on. Azure DevOps
+// groups states into categories per process; WIQL cannot query a category,
+// so the tracker names the states. A custom process's own closed states
+// read as open.
+var closedStates = []string{"Closed", "Done", "Removed", "Resolved"}
+
+func isOpen(state string) bool { return !containsFold(closedStates, state) }
+
+// Options configures a Tracker bound to one project.
+type Options struct {
+	// BaseURL is the server root the organization hangs off; "" means
+	// DefaultBaseURL. For Azure DevOps Server it is the collection's parent
+	// ("https://tfs.example.com/tfs/"), and Repo names the collection. The
+	// emulator's is its URL + "/ado/".
+	BaseURL string
+	// Repo is "organization/project".
+	Repo string
+	// Project is the configured project name, copied into every Ref.
+	Project string
+	// Token is a personal access token (scope Work Items: Read & write);
+	// never logged.
+	Token string
+	// HTTPClient defaults to a client over trackerhttp (rate limits, ETag
+	// cache, writer tag) with DefaultTimeout.
+	HTTPClient *http.Client
+	// Logger defaults to zap.NewNop().
+	Logger *zap.Logger
+	// Writer is sent with each write for the emulator's write log.
+	Writer string
+}
+
+// Tracker is one Azure DevOps project. It is safe for concurrent use.
+type Tracker struct {
+	sdk          *sdkClient
+	org, project string // as configured, for API calls
+	orgURL       string
+	locator      string // canonical "org/project", see Locator
+	name         string // configured project name
+	log          *zap.Logger
+}
+
+var _ platforms.Tracker = (*Tracker)(nil)
+
+// New validates opts and builds a Tracker. It makes no network call: the
+// SDK's location discovery happens on the first request.
+func New(opts Options) (*Tracker, error) {
+	org, project, ok := SplitRepo(opts.Repo)
+	if !ok {
+		return nil, fmt.Errorf("azuredevops: repo %q: want organization/project", opts.Repo)
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("azuredevops: base URL %q: want an http(s) URL", opts.BaseURL)
+	}
+	orgURL := strings.TrimRight(base, "/") + "/" + url.PathEscape(org)
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{
+			Transport: trackerhttp.NewTransport(http.DefaultTransport, trackerhttp.Options{
+				Logger: log.Named("http"),
+				Writer: opts.Writer,
+			}),
+			Timeout: DefaultTimeout,
+		}
+	}
+	loc := Locator(org, project)
+	return &Tracker{
+		sdk:     newSDKClient(orgURL, opts.Token, hc),
+		org:     org,
+		project: project,
+		orgURL:  orgURL,
+		locator: loc,
+		name:    opts.Project,
+		log:     log.With(zap.String("platform", Platform), zap.String("repo", loc)),
+	}, nil
+}
+
+// SplitRepo splits "organization/project". Neither part may be empty or
+// contain '/' or '#', which Azure DevOps forbids in both names.
+func SplitRepo(repo string) (org, project string, ok bool) {
+	org, project, ok = strings.Cut(repo, "/")
+	if !ok || org == "" || project == "" || strings.ContainsAny(org, "#") || strings.ContainsAny(project, "/#") {
+		return "", "", false
+	}
+	return org, project, true
+}
+
+// Locator is the canonical form of a project's locator, "org/project" in
+// lower case. Azure DevOps organization and project names are
+// case-insensitive and a service hook payload spells them as the server
+// does, not as the configuration does; folding both sides makes them meet
+// in the receiver's routing and in Redis keys.
+func Locator(org, project string) string {
+	return strings.ToLower(org) + "/" + strings.ToLower(project)
+}
+
+// Locator is the project the tracker is bound to, as Locator(org, project)
+// spells it; webhook events carry the same string.
+func (t *Tracker) Locator() string { return t.locator }
+
+// FormatID is the platform-unique ticket ID: "org/project#12", with repo as
+// Locator spells it.
+func FormatID(repo string, id int) string {
+	return repo + "#" + strconv.Itoa(id)
+}
+
+// ParseID is FormatID's inverse.
+func ParseID(id string) (repo string, workItem int, err error) {
+	i := strings.LastIndexByte(id, '#')
+	if i < 0 {
+		return "", 0, fmt.Errorf("azuredevops: ticket id %q: want org/project#id", id)
+	}
+	repo = id[:i]
+	if _, _, ok := SplitRepo(repo); !ok {
+		return "", 0, fmt.Errorf("azuredevops: ticket id %q: want org/project#id", id)
+	}
+	workItem, err = strconv.Atoi(id[i+1:])
+	if err != nil || workItem <= 0 {
+		return "", 0, fmt.Errorf("azuredevops: ticket id %q: bad work item id", id)
+	}
+	return repo, workItem, nil
+}
+
+// workItemID resolves ref to a work item id in this tracker's project. A ref
+// for another project is refused: the token and the project belong to this
+// one.
+func (t *Tracker) workItemID(ref platforms.Ref) (int, error) {
+	if ref.Platform != Platform {
+		return 0, fmt.Errorf("azuredevops: ref %s is not a %s ticket", ref, Platform)
+	}
+	repo, id, err := ParseID(ref.ID)
+	if err != nil {
+		return 0, err
+	}
+	if !strings.EqualFold(repo, t.locator) {
+		return 0, fmt.Errorf("azuredevops: ref %s belongs to %s, tracker is bound to %s", ref, repo, t.locator)
+	}
+	return id, nil
+}
+
+// Get reads the work item; Version is its revision number. Work item ids
+// are unique in the whole organization, so an id of another project's item
+// reads as ErrNotFound rather than as a ticket of this project.
+func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket, error) {
+	id, err := t.workItemID(ref)
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.sdk.client(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: get %s: %w", ref.ID, err)
+	}
+	wi, err := c.GetWorkItem(ctx, workitemtracking.GetWorkItemArgs{Id: &id, Project: &t.project})
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: get %s: %w", ref.ID, classify(err))
+	}
+	tk, err := t.ticket(wi)
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: get %s: %w", ref.ID, err)
+	}
+	return tk, nil
+}
+
+// Relabel writes System.Tags computed from tk.Labels in one JSON Patch that
+// first tests /rev against tk.Version: Azure DevOps applies all operations
+// or none, and refuses the document with 412 when the revision moved on. A
+// ticket without a version is refused rather than written unconditionally.
+// Tags in remove are removed in every spelling, since Azure DevOps tags are
+// case-insensitive.
+func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
+	id, err := t.workItemID(tk.Ref)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := strconv.Atoi(tk.Version)
+	if err != nil || rev <= 0 {
+		return nil, fmt.Errorf("azuredevops: relabel %s: ticket has no revision (read it with Get first)", tk.Ref.ID)
+	}
+	if add != "" {
+		if err := checkTag(add); err != nil {
+			return nil, err
+		}
+	}
+	tags := joinTags(relabel(tk.Labels, remove, add))
+	doc := []webapi.JsonPatchOperation{
+		{Op: ptr(webapi.OperationValues.Test), Path: ptr("/rev"), Value: rev},
+		{Op: ptr(webapi.OperationValues.Add), Path: ptr("/fields/" + fieldTags), Value: tags},
+	}
+	c, err := t.sdk.client(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: relabel %s: %w", tk.Ref.ID, err)
+	}
+	wi, err := c.UpdateWorkItem(ctx, workitemtracking.UpdateWorkItemArgs{Document: &doc, Id: &id, Project: &t.project})
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: relabel %s at rev %d: %w", tk.Ref.ID, rev, classify(err))
+	}
+	out, err := t.ticket(wi)
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: relabel %s: %w", tk.Ref.ID, err)
+	}
+	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.String("add", add), zap.String("rev", out.Version))
+	return out, nil
+}
+
+// Comment posts body on the work item as Markdown, through the work item
+// comments API (a preview API in every version the SDK knows).
+func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) error {
+	id, err := t.workItemID(ref)
+	if err != nil {
+		return err
+	}
+	c, err := t.sdk.client(ctx)
+	if err != nil {
+		return fmt.Errorf("azuredevops: comment on %s: %w", ref.ID, err)
+	}
+	_, err = c.AddWorkItemComment(ctx, workitemtracking.AddWorkItemCommentArgs{
+		Request:    &workitemtracking.CommentCreate{Text: &body},
+		Project:    &t.project,
+		WorkItemId: &id,
+		Format:     ptr(workitemtracking.CommentFormatValues.Markdown),
+	})
+	if err != nil {
+		return fmt.Errorf("azuredevops: comment on %s: %w", ref.ID, classify(err))
+	}
+	return nil
+}
+
+// ListQuery is the WIQL ListOpen sends for label: the project's work items
+// carrying the tag and not in a closed state. Exported so the emulator and
+// tests agree with the tracker on the exact text.
+func ListQuery(label string) string {
+	states := make([]string, len(closedStates))
+	for i, s := range closedStates {
+		states[i] = wiqlString(s)
+	}
+	return "SELECT [System.Id] FROM WorkItems WHERE [System.TeamProject] = @project" +
+		" AND [System.Tags] CONTAINS " + wiqlString(label) +
+		" AND [System.State] NOT IN (" + strings.Join(states, ", ") + ")" +
+		" ORDER BY [System.Id]"
+}
+
+// wiqlString quotes s as a WIQL string literal.
+func wiqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// ListOpen lists the project's open work items tagged label. A WIQL query
+// returns the ids (Azure DevOps caps it at 20,000), and the items are read
+// in batches of 200, which is how the API paginates. Work items deleted
+// between the two steps are skipped. Each ticket carries its revision, so
+// it can be relabelled without another read.
+func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Ticket, error) {
+	c, err := t.sdk.client(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: list open work items tagged %q in %s: %w", label, t.locator, err)
+	}
+	q := ListQuery(label)
+	res, err := c.QueryByWiql(ctx, workitemtracking.QueryByWiqlArgs{Wiql: &workitemtracking.Wiql{Query: &q}, Project: &t.project})
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: list open work items tagged %q in %s: query: %w", label, t.locator, classify(err))
+	}
+	var ids []int
+	if res.WorkItems != nil {
+		for _, r := range *res.WorkItems {
+			if r.Id != nil {
+				ids = append(ids, *r.Id)
+			}
+		}
+	}
+	out := make([]*platforms.Ticket, 0, len(ids))
+	fields := listFields
+	for start := 0; start < len(ids); start += batchSize {
+		chunk := ids[start:min(start+batchSize, len(ids))]
+		items, err := c.GetWorkItemsBatch(ctx, workitemtracking.GetWorkItemsBatchArgs{
+			WorkItemGetRequest: &workitemtracking.WorkItemBatchGetRequest{
+				Ids:         &chunk,
+				Fields:      &fields,
+				ErrorPolicy: ptr(workitemtracking.WorkItemErrorPolicyValues.Omit),
+			},
+			Project: &t.project,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("azuredevops: list open work items tagged %q in %s (batch at %d): %w", label, t.locator, start, classify(err))
+		}
+		if items == nil {
+			continue
+		}
+		for i := range *items {
+			wi := &(*items)[i]
+			if wi.Id == nil { // omitted: deleted since the query
+				continue
+			}
+			tk, err := t.ticket(wi)
+			if err != nil {
+				return nil, fmt.Errorf("azuredevops: list open work items tagged %q in %s: %w", label, t.locator, err)
+			}
+			out = append(out, tk)
+		}
+	}
+	return out, nil
+}
+
+// ticket converts a work item of this project. An item of another project
+// is ErrNotFound (see Get).
+func (t *Tracker) ticket(wi *workitemtracking.WorkItem) (*platforms.Ticket, error) {
+	if wi == nil || wi.Id == nil || wi.Rev == nil {
+		return nil, fmt.Errorf("work item without id or rev in the response")
+	}
+	f := map[string]any{}
+	if wi.Fields != nil {
+		f = *wi.Fields
+	}
+	if p := stringField(f, fieldProject); p != "" && !strings.EqualFold(p, t.project) {
+		return nil, fmt.Errorf("work item %d is in project %q: %w", *wi.Id, p, platforms.ErrNotFound)
+	}
+	return &platforms.Ticket{
+		Ref:     platforms.Ref{Platform: Platform, Project: t.name, ID: FormatID(t.locator, *wi.Id)},
+		Title:   stringField(f, fieldTitle),
+		Body:    stringField(f, fieldDescription),
+		URL:     EditURL(t.orgURL, t.project, *wi.Id),
+		Open:    isOpen(stringField(f, fieldState)),
+		Labels:  splitTags(stringField(f, fieldTags)),
+		Version: strconv.Itoa(*wi.Rev),
+	}, nil
+}
+
+// EditURL is the web page of a work item: {org URL}/{project}/_workitems/edit/{id}.
+func EditURL(orgURL, project string, id int) string {
+	return strings.TrimRight(orgURL, "/") + "/" + url.PathEscape(project) + "/_workitems/edit/" + strconv.Itoa(id)
+}
+
+func stringField(f map[string]any, name string) string {
+	s, _ := f[name].(string)
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }

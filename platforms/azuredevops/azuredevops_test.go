@@ -1,0 +1,248 @@
+package azuredevops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+func TestFormatParseID(t *testing.T) {
+	id := FormatID("contoso/shop front", 12)
+	if id != "contoso/shop front#12" {
+		t.Fatalf("FormatID = %q", id)
+	}
+	repo, n, err := ParseID(id)
+	if err != nil || repo != "contoso/shop front" || n != 12 {
+		t.Fatalf("ParseID(%q) = %q, %d, %v", id, repo, n, err)
+	}
+	for _, bad := range []string{"", "#1", "org#1", "org/proj", "org/proj#", "org/proj#0", "org/proj#-2", "org/proj#x", "/proj#1", "org/#1", "a/b/c#1"} {
+		if _, _, err := ParseID(bad); err == nil {
+			t.Errorf("ParseID(%q) accepted", bad)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	for _, repo := range []string{"", "org", "org/", "/proj", "a/b/c", "o#/p"} {
+		if _, err := New(Options{Repo: repo}); err == nil {
+			t.Errorf("New(Repo %q) accepted", repo)
+		}
+	}
+	if _, err := New(Options{Repo: "o/p", BaseURL: "ftp://x/"}); err == nil {
+		t.Errorf("New accepted an ftp base URL")
+	}
+	tr, err := New(Options{Repo: "Contoso/Shop Front"})
+	if err != nil || tr.Locator() != "contoso/shop front" || tr.orgURL != "https://dev.azure.com/Contoso" {
+		t.Fatalf("New: %v, locator %q, org URL %q", err, tr.Locator(), tr.orgURL)
+	}
+}
+
+func TestRelabelTags(t *testing.T) {
+	cases := []struct {
+		tags, remove []string
+		add          string
+		want         []string
+	}{
+		{[]string{"bug", "agent-smith:pending", "zeta"}, []string{"agent-smith:pending"}, "agent-smith:enqueued", []string{"bug", "zeta", "agent-smith:enqueued"}},
+		// Azure DevOps tags are case-insensitive: every spelling goes.
+		{[]string{"Agent-Smith:Pending", "bug"}, []string{"agent-smith:pending"}, "", []string{"bug"}},
+		// A spelling of add is replaced in place, never duplicated.
+		{[]string{"Bug", "x"}, nil, "bug", []string{"bug", "x"}},
+		{[]string{"bug", "bug"}, nil, "bug", []string{"bug"}},
+		{[]string{"日本語", "other-prefix:enqueued"}, []string{"agent-smith:enqueued"}, "", []string{"日本語", "other-prefix:enqueued"}},
+	}
+	for _, c := range cases {
+		if got := relabel(c.tags, c.remove, c.add); !slices.Equal(got, c.want) {
+			t.Errorf("relabel(%q, %q, %q) = %q, want %q", c.tags, c.remove, c.add, got, c.want)
+		}
+	}
+	if got := splitTags(" a;b ;  c d ;;"); !slices.Equal(got, []string{"a", "b", "c d"}) {
+		t.Errorf("splitTags = %q", got)
+	}
+	if got := splitTags(""); got == nil || len(got) != 0 {
+		t.Errorf("splitTags(\"\") = %#v, want empty non-nil", got)
+	}
+	if joinTags([]string{"a", "b c"}) != "a; b c" {
+		t.Errorf("joinTags")
+	}
+	for _, bad := range []string{"a;b", " a", "a "} {
+		if checkTag(bad) == nil {
+			t.Errorf("checkTag(%q) accepted", bad)
+		}
+	}
+}
+
+func TestListQuery(t *testing.T) {
+	got := ListQuery("it's")
+	want := "SELECT [System.Id] FROM WorkItems WHERE [System.TeamProject] = @project AND [System.Tags] CONTAINS 'it''s'" +
+		" AND [System.State] NOT IN ('Closed', 'Done', 'Removed', 'Resolved') ORDER BY [System.Id]"
+	if got != want {
+		t.Fatalf("ListQuery =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// fake is a minimal Azure DevOps Server: no resource areas (so the org URL
+// serves everything), the locations the SDK needs, and a work item endpoint
+// whose answer a test chooses.
+type fake struct {
+	mu      sync.Mutex
+	answer  func(w http.ResponseWriter, r *http.Request)
+	methods []string
+}
+
+func newFake(t *testing.T) (*fake, *httptest.Server) {
+	f := &fake{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("OPTIONS /tfs/{org}/_apis", func(w http.ResponseWriter, r *http.Request) {
+		f.record(r)
+		locs := []map[string]any{
+			{"id": "e81700f7-3be2-46de-8624-2eb35882fcaa", "area": "Location", "resourceName": "ResourceAreas", "routeTemplate": "_apis/{resource}/{areaId}", "resourceVersion": 1, "minVersion": "3.2", "maxVersion": "7.2", "releasedVersion": "0.0"},
+			{"id": "72c7ddf8-2cdc-4f60-90cd-ab71c14a399b", "area": "wit", "resourceName": "workitems", "routeTemplate": "{project}/_apis/{area}/{resource}/{id}", "resourceVersion": 3, "minVersion": "1.0", "maxVersion": "7.2", "releasedVersion": "7.1"},
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"count": len(locs), "value": locs})
+	})
+	mux.HandleFunc("GET /tfs/{org}/_apis/ResourceAreas", func(w http.ResponseWriter, r *http.Request) {
+		f.record(r)
+		writeJSON(w, http.StatusOK, map[string]any{"count": 0, "value": []any{}})
+	})
+	mux.HandleFunc("/tfs/{org}/{project}/_apis/wit/workitems/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.record(r)
+		f.mu.Lock()
+		a := f.answer
+		f.mu.Unlock()
+		a(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+func (f *fake) record(r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.methods = append(f.methods, r.Method+" "+r.URL.Path)
+}
+
+func (f *fake) set(a func(w http.ResponseWriter, r *http.Request)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answer = a
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func TestAgainstServer(t *testing.T) {
+	f, srv := newFake(t)
+	tr, err := New(Options{BaseURL: srv.URL + "/tfs/", Repo: "DefaultCollection/Shop", Project: "shop", Token: "pat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ref := platforms.Ref{Platform: Platform, ID: "defaultcollection/shop#7"}
+
+	var auth string
+	f.set(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		writeJSON(w, http.StatusOK, map[string]any{"id": 7, "rev": 4, "fields": map[string]any{
+			"System.Title": "T", "System.State": "Resolved", "System.Tags": "b; a", "System.TeamProject": "Shop"}})
+	})
+	tk, err := tr.Get(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Version != "4" || tk.Open || !slices.Equal(tk.Labels, []string{"b", "a"}) || tk.Ref.Project != "shop" ||
+		tk.URL != srv.URL+"/tfs/DefaultCollection/Shop/_workitems/edit/7" {
+		t.Fatalf("Get = %+v", tk)
+	}
+	if auth != BasicAuth("", "pat") {
+		t.Errorf("Authorization = %q, want basic auth with the PAT as password", auth)
+	}
+	if !slices.Contains(f.methods, "GET /tfs/DefaultCollection/_apis/ResourceAreas") {
+		t.Errorf("no resource area discovery in %q", f.methods)
+	}
+
+	// Another project's work item is not this tracker's ticket.
+	f.set(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"id": 7, "rev": 1, "fields": map[string]any{"System.TeamProject": "Other"}})
+	})
+	if _, err := tr.Get(ctx, ref); !errors.Is(err, platforms.ErrNotFound) {
+		t.Errorf("Get of another project's item: %v, want ErrNotFound", err)
+	}
+
+	// The patch document tests /rev first, then sets the tags.
+	var doc []map[string]any
+	var ctype string
+	f.set(func(w http.ResponseWriter, r *http.Request) {
+		ctype = r.Header.Get("Content-Type")
+		_ = json.NewDecoder(r.Body).Decode(&doc)
+		writeJSON(w, http.StatusOK, map[string]any{"id": 7, "rev": 5, "fields": map[string]any{"System.Tags": "b; agent-smith:done"}})
+	})
+	tk.Version = "4"
+	out, err := tr.Relabel(ctx, tk, []string{"A"}, "agent-smith:done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Version != "5" || !strings.HasPrefix(ctype, "application/json-patch+json") || len(doc) != 2 ||
+		doc[0]["op"] != "test" || doc[0]["path"] != "/rev" || doc[0]["value"] != float64(4) ||
+		doc[1]["op"] != "add" || doc[1]["path"] != "/fields/System.Tags" || doc[1]["value"] != "b; agent-smith:done" {
+		t.Fatalf("Relabel sent %s %v, returned %+v", ctype, doc, out)
+	}
+
+	// Status codes: 412 and 409 are a lost race, 404 not found, and a
+	// proxy's HTML error page keeps its status.
+	for _, c := range []struct {
+		code        int
+		contentType string
+		want        error
+	}{
+		{http.StatusPreconditionFailed, "application/json", platforms.ErrPreconditionFailed},
+		{http.StatusConflict, "application/json", platforms.ErrPreconditionFailed},
+		{http.StatusPreconditionFailed, "text/html", platforms.ErrPreconditionFailed},
+		{http.StatusNotFound, "text/html", platforms.ErrNotFound},
+	} {
+		f.set(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", c.contentType)
+			w.Header().Set("X-TFS-Session", "11111111-2222-3333-4444-555555555555")
+			w.WriteHeader(c.code)
+			if strings.Contains(c.contentType, "json") {
+				_, _ = w.Write([]byte(`{"$id":"1","message":"TF26071: changed by someone else","typeKey":"X"}`))
+			} else {
+				_, _ = w.Write([]byte("<html>nope</html>"))
+			}
+		})
+		_, err := tr.Relabel(ctx, tk, nil, "x")
+		if !errors.Is(err, c.want) {
+			t.Errorf("%d %s: err = %v, want %v", c.code, c.contentType, err, c.want)
+		}
+	}
+
+	tk.Version = ""
+	if _, err := tr.Relabel(ctx, tk, nil, "x"); err == nil || !strings.Contains(err.Error(), "no revision") {
+		t.Errorf("Relabel without a version: %v", err)
+	}
+	tk.Version = "4"
+	if _, err := tr.Relabel(ctx, tk, nil, "a;b"); err == nil {
+		t.Errorf("Relabel accepted a tag with ';'")
+	}
+	for _, bad := range []platforms.Ref{
+		{Platform: "github", ID: "defaultcollection/shop#7"},
+		{Platform: Platform, ID: "other/shop#7"},
+		{Platform: Platform, ID: "garbage"},
+	} {
+		if _, err := tr.Get(ctx, bad); err == nil {
+			t.Errorf("Get(%+v) accepted", bad)
+		}
+	}
+}

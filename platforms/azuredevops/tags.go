@@ -1,0 +1,74 @@
+package azuredevops
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Azure DevOps keeps a work item's tags in one string field, System.Tags,
+// written and returned as "a; b; c". A tag cannot contain ';'. Tags are
+// case-insensitive: a project has one tag catalogue and "Bug" and "bug" are
+// the same tag there. The lifecycle compares labels case-sensitively; this
+// file only makes sure a write removes every spelling of a tag it removes.
+
+// tagSeparator joins tags the way Azure DevOps itself writes them.
+const tagSeparator = "; "
+
+// splitTags parses a System.Tags value, keeping each tag byte for byte
+// apart from the blanks around the separators. It never returns nil, so a
+// ticket without tags has an empty (not a missing) label list.
+func splitTags(s string) []string {
+	out := []string{}
+	for _, t := range strings.Split(s, ";") {
+		if t = strings.Trim(t, " "); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// joinTags is splitTags' inverse.
+func joinTags(tags []string) string { return strings.Join(tags, tagSeparator) }
+
+// checkTag refuses a tag Azure DevOps cannot store as one tag.
+func checkTag(tag string) error {
+	if strings.Contains(tag, ";") || strings.Trim(tag, " ") != tag {
+		return fmt.Errorf("azuredevops: tag %q: tags cannot contain ';' or start or end with a blank", tag)
+	}
+	return nil
+}
+
+// relabel is tags minus every spelling of the tags in remove, plus add,
+// keeping the others byte for byte and in order. A tag that differs from add
+// only in case is add itself to Azure DevOps: it is replaced in place by
+// add's spelling instead of being duplicated.
+func relabel(tags, remove []string, add string) []string {
+	out := make([]string, 0, len(tags)+1)
+	placed := false
+	for _, t := range tags {
+		if add != "" && strings.EqualFold(t, add) {
+			if !placed {
+				out = append(out, add)
+				placed = true
+			}
+			continue
+		}
+		if containsFold(remove, t) {
+			continue
+		}
+		out = append(out, t)
+	}
+	if add != "" && !placed {
+		out = append(out, add)
+	}
+	return out
+}
+
+func containsFold(list []string, s string) bool {
+	for _, v := range list {
+		if strings.EqualFold(v, s) {
+			return true
+		}
+	}
+	return false
+}

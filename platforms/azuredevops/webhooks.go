@@ -1,0 +1,325 @@
+package azuredevops
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Azure DevOps service hooks ("Web Hooks" consumer) sign nothing. A
+// subscription can send HTTP basic authentication and custom HTTP headers
+// with every delivery; the daemon uses the basic-auth password, and
+// optionally a header, as the shared secret.
+//
+// Payload: https://learn.microsoft.com/azure/devops/service-hooks/events
+// (workitem.created: resource is the work item; workitem.updated: resource
+// is the update, resource.fields the changed fields as {oldValue, newValue},
+// resource.revision the whole work item after the update).
+
+// DefaultSecretHeader is the custom header Webhooks reads a secret from
+// when Webhooks.Header is empty. Configure it in the subscription's "HTTP
+// headers" box as "X-Agentsmith-Secret: <secret>".
+const DefaultSecretHeader = "X-Agentsmith-Secret"
+
+// Event types the daemon handles.
+const (
+	EventWorkItemCreated = "workitem.created"
+	EventWorkItemUpdated = "workitem.updated"
+)
+
+// Webhooks authenticates and parses service hook deliveries. The zero value
+// accepts any basic-auth user name and reads DefaultSecretHeader.
+type Webhooks struct {
+	// Username, when set, must be the basic-auth user name of a delivery
+	// that authenticates with basic auth.
+	Username string
+	// Header names the custom header carrying a secret; "" means
+	// DefaultSecretHeader.
+	Header string
+}
+
+var _ platforms.WebhookDecoder = Webhooks{}
+
+// BasicAuth is the Authorization header value a subscription with user name
+// user and password secret sends, for senders (the emulator, tests).
+func BasicAuth(user, secret string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+secret))
+}
+
+// Verify authenticates a delivery by its basic-auth password and/or its
+// secret header. Each credential the delivery presents must match one of
+// secrets, and at least one must be present; the index returned is that of
+// the password's match, else the header's. Every secret is compared in
+// constant time, even after a match.
+func (w Webhooks) Verify(h http.Header, _ []byte, secrets [][]byte) (int, error) {
+	user, pass, hasBasic := (&http.Request{Header: h}).BasicAuth()
+	hasBasic = hasBasic && pass != ""
+	header := w.Header
+	if header == "" {
+		header = DefaultSecretHeader
+	}
+	hv := h.Get(header)
+	if !hasBasic && hv == "" {
+		return -1, fmt.Errorf("azuredevops: no basic-auth password and no %s header: %w", header, platforms.ErrUnauthenticated)
+	}
+	idx := -1
+	if hasBasic {
+		userOK := w.Username == "" || subtle.ConstantTimeCompare([]byte(user), []byte(w.Username)) == 1
+		i := matchSecret([]byte(pass), secrets)
+		if i < 0 || !userOK {
+			return -1, fmt.Errorf("azuredevops: basic auth matches no configured secret: %w", platforms.ErrUnauthenticated)
+		}
+		idx = i
+	}
+	if hv != "" {
+		i := matchSecret([]byte(hv), secrets)
+		if i < 0 {
+			return -1, fmt.Errorf("azuredevops: %s matches no configured secret: %w", header, platforms.ErrUnauthenticated)
+		}
+		if idx < 0 {
+			idx = i
+		}
+	}
+	return idx, nil
+}
+
+// matchSecret is the index of the first non-empty secret equal to got, or
+// -1, comparing against all of them.
+func matchSecret(got []byte, secrets [][]byte) int {
+	match := -1
+	for i, s := range secrets {
+		if len(s) > 0 && subtle.ConstantTimeCompare(got, s) == 1 && match < 0 {
+			match = i
+		}
+	}
+	return match
+}
+
+// envelope is the part of every service hook payload Parse reads.
+type envelope struct {
+	ID                 string          `json:"id"`
+	SubscriptionID     string          `json:"subscriptionId"`
+	NotificationID     json.Number     `json:"notificationId"`
+	EventType          string          `json:"eventType"`
+	Resource           json.RawMessage `json:"resource"`
+	ResourceContainers struct {
+		Collection container `json:"collection"`
+		Account    container `json:"account"`
+		Project    container `json:"project"`
+	} `json:"resourceContainers"`
+}
+
+type container struct {
+	ID      string `json:"id"`
+	BaseURL string `json:"baseUrl"`
+}
+
+// workItem is a work item as a payload carries it: the resource of
+// workitem.created, the revision of workitem.updated.
+type workItem struct {
+	ID     int                        `json:"id"`
+	Rev    int                        `json:"rev"`
+	Fields map[string]json.RawMessage `json:"fields"`
+	URL    string                     `json:"url"`
+	Links  struct {
+		HTML struct {
+			Href string `json:"href"`
+		} `json:"html"`
+	} `json:"_links"`
+}
+
+// update is the resource of workitem.updated.
+type update struct {
+	WorkItemID int                        `json:"workItemId"`
+	Fields     map[string]json.RawMessage `json:"fields"`
+	URL        string                     `json:"url"`
+	Revision   *workItem                  `json:"revision"`
+}
+
+// ticketFields are the fields whose change may make a work item claimable
+// (the trigger tag added, reopened, edited), like GitHub's labeled,
+// reopened and edited actions. An update changing none of them (assignment,
+// a comment, our own board moves) is ignored.
+var ticketFields = []string{fieldTags, fieldState, fieldTitle, fieldDescription}
+
+// nilGUID is the id of the documentation's sample payloads and of the
+// portal's "Test" deliveries.
+const nilGUID = "00000000-0000-0000-0000-000000000000"
+
+// Parse decodes an authenticated delivery. workitem.created and
+// workitem.updated events that touch ticketFields are EventTicket; every
+// other well-formed delivery is EventIgnored. Azure DevOps has no ping
+// event: the portal's "Test" button sends a sample of the subscribed event.
+// It never panics, whatever the input.
+func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error) {
+	var ev platforms.WebhookEvent
+	var p envelope
+	if err := json.Unmarshal(body, &p); err != nil {
+		return ev, fmt.Errorf("azuredevops: delivery: %w: %v", platforms.ErrMalformed, err)
+	}
+	ev.DeliveryID = deliveryID(p, body)
+	ev.Name, ev.Action, _ = strings.Cut(p.EventType, ".")
+	if p.EventType == "" {
+		return ev, fmt.Errorf("azuredevops: delivery %q has no eventType: %w", ev.DeliveryID, platforms.ErrMalformed)
+	}
+	var wi *workItem
+	changed := true
+	switch p.EventType {
+	case EventWorkItemCreated:
+		if err := json.Unmarshal(p.Resource, &wi); err != nil || wi == nil {
+			return ev, malformed(ev, "resource is not a work item", err)
+		}
+	case EventWorkItemUpdated:
+		var u *update
+		if err := json.Unmarshal(p.Resource, &u); err != nil || u == nil || u.Revision == nil {
+			return ev, malformed(ev, "resource is not a work item update with a revision", err)
+		}
+		wi = u.Revision
+		if wi.ID == 0 {
+			wi.ID = u.WorkItemID
+		}
+		changed = false
+		for _, f := range ticketFields {
+			if _, ok := u.Fields[f]; ok {
+				changed = true
+			}
+		}
+	default:
+		return ev, nil
+	}
+	if wi.ID <= 0 {
+		return ev, malformed(ev, "work item id missing", nil)
+	}
+	f := map[string]string{}
+	for _, name := range []string{fieldTitle, fieldDescription, fieldState, fieldTags, fieldProject} {
+		raw, ok := wi.Fields[name]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return ev, malformed(ev, "field "+name+" is not a string", err)
+		}
+		f[name] = s
+	}
+	project := f[fieldProject]
+	orgURL, org := organization(p, wi, project)
+	if _, _, ok := SplitRepo(org + "/" + project); !ok {
+		return ev, malformed(ev, fmt.Sprintf("cannot tell the organization/project (%q/%q)", org, project), nil)
+	}
+	ev.Locator = Locator(org, project)
+	if !changed {
+		return ev, nil
+	}
+	ev.Kind = platforms.EventTicket
+	ev.Ticket = &platforms.Ticket{
+		Ref:    platforms.Ref{Platform: Platform, ID: FormatID(ev.Locator, wi.ID)},
+		Title:  f[fieldTitle],
+		Body:   f[fieldDescription],
+		URL:    EditURL(orgURL, project, wi.ID),
+		Open:   isOpen(f[fieldState]),
+		Labels: splitTags(f[fieldTags]),
+	}
+	if wi.Rev > 0 {
+		ev.Ticket.Version = strconv.Itoa(wi.Rev)
+	}
+	return ev, nil
+}
+
+func malformed(ev platforms.WebhookEvent, what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("azuredevops: %s/%s delivery %q: %s: %w: %v", ev.Name, ev.Action, ev.DeliveryID, what, platforms.ErrMalformed, err)
+	}
+	return fmt.Errorf("azuredevops: %s/%s delivery %q: %s: %w", ev.Name, ev.Action, ev.DeliveryID, what, platforms.ErrMalformed)
+}
+
+// deliveryID de-duplicates deliveries: the event's id, which a retry of the
+// same notification repeats. Sample payloads carry the nil GUID; they fall
+// back to subscription and notification ids, and as a last resort to a
+// digest of the body, so a resent identical body is still a duplicate.
+func deliveryID(p envelope, body []byte) string {
+	if p.ID != "" && p.ID != nilGUID {
+		return p.ID
+	}
+	if p.SubscriptionID != "" && p.NotificationID != "" {
+		return p.SubscriptionID + "/" + p.NotificationID.String()
+	}
+	sum := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// organization finds the organization (the collection on Azure DevOps
+// Server) and its URL: from resourceContainers' baseUrl where the payload
+// has one, else from the work item's REST URL, whose path ends in
+// "{org}[/{project}]/_apis/wit/...". Old *.visualstudio.com URLs name the
+// organization in the host.
+func organization(p envelope, wi *workItem, project string) (orgURL, org string) {
+	for _, c := range []container{p.ResourceContainers.Collection, p.ResourceContainers.Account} {
+		if u, err := url.Parse(c.BaseURL); err == nil && c.BaseURL != "" {
+			segs := pathSegments(u.Path)
+			if len(segs) > 0 {
+				u.Path, u.RawPath = "/"+strings.Join(segs, "/"), ""
+				return strings.TrimRight(u.String(), "/"), segs[len(segs)-1]
+			}
+			if org, ok := vsHost(u.Host); ok {
+				return u.Scheme + "://" + u.Host, org
+			}
+		}
+	}
+	for _, raw := range []string{wi.URL, wi.Links.HTML.Href} {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		segs := pathSegments(u.Path)
+		end := -1
+		for i, s := range segs {
+			if s == "_apis" || s == "_workitems" {
+				end = i
+				break
+			}
+		}
+		if end < 0 {
+			continue
+		}
+		segs = segs[:end]
+		// Drop a project segment (name or id) before the API path.
+		if n := len(segs); n > 0 && (strings.EqualFold(segs[n-1], project) || strings.EqualFold(segs[n-1], p.ResourceContainers.Project.ID)) {
+			segs = segs[:n-1]
+		}
+		if len(segs) > 0 {
+			u.Path, u.RawPath, u.RawQuery, u.Fragment = "/"+strings.Join(segs, "/"), "", "", ""
+			return u.String(), segs[len(segs)-1]
+		}
+		if org, ok := vsHost(u.Host); ok {
+			return u.Scheme + "://" + u.Host, org
+		}
+	}
+	return "", ""
+}
+
+// vsHost reads the organization from a legacy {org}.visualstudio.com host.
+func vsHost(host string) (string, bool) {
+	org, ok := strings.CutSuffix(strings.ToLower(host), ".visualstudio.com")
+	return org, ok && org != "" && !strings.Contains(org, ".")
+}
+
+// pathSegments splits an URL path into its unescaped non-empty segments.
+func pathSegments(p string) []string {
+	var out []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

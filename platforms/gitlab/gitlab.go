@@ -1,0 +1,315 @@
+// Package gitlab is the GitLab Issues implementation of platforms.Tracker
+// and platforms.WebhookDecoder, on go-gitlab (all SDK calls are in sdk.go).
+//
+// GitLab has no conditional issue update, so lifecycle writes are
+// last-write-wins. Relabel narrows the window instead: it names only the
+// labels it changes (add_labels/remove_labels), so other labels are never
+// rewritten, and it checks the issue GitLab returns after the write. If the
+// result is not exactly the snapshot's other labels plus the added one minus
+// the removed ones, or a lifecycle label it did not write appeared, another
+// writer was at work and Relabel reports platforms.ErrPreconditionFailed.
+// The Redis claim-lock remains the real mutual exclusion.
+package gitlab
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Platform is the platform name in Refs and configuration.
+const Platform = "gitlab"
+
+const (
+	// DefaultBaseURL is GitLab.com's REST API root.
+	DefaultBaseURL = "https://gitlab.com/api/v4/"
+	// DefaultTimeout bounds one HTTP exchange (including rate-limit waits)
+	// of the default client.
+	DefaultTimeout = 30 * time.Second
+	// DefaultLabelPrefix is the lifecycle label prefix Relabel watches for
+	// foreign lifecycle writes ("agent-smith:…").
+	DefaultLabelPrefix = "agent-smith"
+	// perPage is the largest page GitLab serves
+	// (https://docs.gitlab.com/api/rest/#offset-based-pagination).
+	perPage = 100
+)
+
+// Options configures a Tracker bound to one project.
+type Options struct {
+	// BaseURL is the instance or its REST root: "https://gitlab.example.com"
+	// and "https://gitlab.example.com/api/v4/" are the same; "" means
+	// GitLab.com. The emulator's is its URL + "/gitlab/".
+	BaseURL string
+	// Repo is the project's full path, "group/subgroup/project".
+	Repo string
+	// Project is the configured project name, copied into every Ref.
+	Project string
+	// Token is a personal, project or group access token with the api
+	// scope; never logged.
+	Token string
+	// HTTPClient defaults to a client over trackerhttp (rate limits, ETag
+	// cache, writer tag) with DefaultTimeout.
+	HTTPClient *http.Client
+	// Logger defaults to zap.NewNop().
+	Logger *zap.Logger
+	// Writer is sent with each write for the emulator's write log.
+	Writer string
+	// LabelPrefix is the lifecycle label prefix (default "agent-smith"); a
+	// "<prefix>:…" label that appears during a Relabel without being written
+	// by it means a lost race.
+	LabelPrefix string
+}
+
+// Tracker is one GitLab project. It is safe for concurrent use.
+type Tracker struct {
+	api     *sdk
+	repo    string
+	project string
+	prefix  string
+	log     *zap.Logger
+}
+
+var _ platforms.Tracker = (*Tracker)(nil)
+
+// New validates opts and builds a Tracker. It makes no network call.
+func New(opts Options) (*Tracker, error) {
+	if err := CheckRepo(opts.Repo); err != nil {
+		return nil, fmt.Errorf("gitlab: repo %q: %w", opts.Repo, err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{
+			Transport: trackerhttp.NewTransport(http.DefaultTransport, trackerhttp.Options{
+				Logger: log.Named("http"),
+				Writer: opts.Writer,
+			}),
+			Timeout: DefaultTimeout,
+		}
+	}
+	api, err := newSDK(opts.BaseURL, opts.Token, hc)
+	if err != nil {
+		return nil, fmt.Errorf("gitlab: base URL %q: %w", opts.BaseURL, err)
+	}
+	prefix := opts.LabelPrefix
+	if prefix == "" {
+		prefix = DefaultLabelPrefix
+	}
+	return &Tracker{
+		api:     api,
+		repo:    opts.Repo,
+		project: opts.Project,
+		prefix:  prefix + ":",
+		log:     log.With(zap.String("platform", Platform), zap.String("repo", opts.Repo)),
+	}, nil
+}
+
+// Locator is the project path the tracker is bound to; webhook events carry
+// project.path_with_namespace to route a delivery to its project.
+func (t *Tracker) Locator() string { return t.repo }
+
+// CheckRepo validates a project path: at least "namespace/project", every
+// segment non-empty, no "#", no surrounding slashes or spaces.
+func CheckRepo(repo string) error {
+	parts := strings.Split(repo, "/")
+	if len(parts) < 2 {
+		return fmt.Errorf(`expected "group/project" or "group/subgroup/project"`)
+	}
+	for _, p := range parts {
+		if p == "" || strings.TrimSpace(p) != p || strings.ContainsAny(p, "#?%") {
+			return fmt.Errorf(`expected "group/project" or "group/subgroup/project"`)
+		}
+	}
+	return nil
+}
+
+// FormatID is the platform-unique ticket ID: "group/sub/project#12", with
+// the issue's project-scoped iid.
+func FormatID(repo string, iid int) string { return repo + "#" + strconv.Itoa(iid) }
+
+// ParseID is FormatID's inverse.
+func ParseID(id string) (repo string, iid int, err error) {
+	i := strings.LastIndexByte(id, '#')
+	if i < 0 || CheckRepo(id[:i]) != nil {
+		return "", 0, fmt.Errorf("gitlab: ticket id %q: want group/project#iid", id)
+	}
+	iid, err = strconv.Atoi(id[i+1:])
+	if err != nil || iid <= 0 {
+		return "", 0, fmt.Errorf("gitlab: ticket id %q: bad issue iid", id)
+	}
+	return id[:i], iid, nil
+}
+
+// iid resolves ref to an issue iid in this tracker's project. GitLab paths
+// are case-insensitive, so is the comparison; a ref for another project is
+// refused: the token and the project belong to this one.
+func (t *Tracker) iid(ref platforms.Ref) (int, error) {
+	if ref.Platform != Platform {
+		return 0, fmt.Errorf("gitlab: ref %s is not a %s ticket", ref, Platform)
+	}
+	repo, n, err := ParseID(ref.ID)
+	if err != nil {
+		return 0, err
+	}
+	if !strings.EqualFold(repo, t.repo) {
+		return 0, fmt.Errorf("gitlab: ref %s belongs to %s, tracker is bound to %s", ref, repo, t.repo)
+	}
+	return n, nil
+}
+
+// Get reads the issue. Version stays empty: GitLab has no version token for
+// issues.
+func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket, error) {
+	n, err := t.iid(ref)
+	if err != nil {
+		return nil, err
+	}
+	is, err := t.api.getIssue(ctx, t.repo, n)
+	if err != nil {
+		return nil, fmt.Errorf("gitlab: get %s: %w", ref.ID, err)
+	}
+	return t.ticket(is), nil
+}
+
+// Relabel removes remove and adds add in one PUT that names only those
+// labels, then checks GitLab's answer (the issue as written). The returned
+// ticket lists the labels in the snapshot's order, the added one last, then
+// any label another writer added.
+func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
+	n, err := t.iid(tk.Ref)
+	if err != nil {
+		return nil, err
+	}
+	var rm, ad []string
+	for _, l := range remove {
+		if l != add && l != "" && !slices.Contains(rm, l) {
+			rm = append(rm, l)
+		}
+	}
+	if add != "" {
+		ad = []string{add}
+	}
+	if len(ad) == 0 && len(rm) == 0 {
+		// GitLab refuses an edit with no attribute (400); nothing to write.
+		return t.Get(ctx, tk.Ref)
+	}
+	is, err := t.api.editLabels(ctx, t.repo, n, ad, rm)
+	if err != nil {
+		return nil, fmt.Errorf("gitlab: relabel %s: %w", tk.Ref.ID, err)
+	}
+	out := t.ticket(is)
+	out.Labels = orderLike(tk.Labels, is.Labels)
+	if why := t.conflict(tk.Labels, rm, add, is.Labels); why != "" {
+		t.log.Info("relabel raced another writer", zap.String("ticket", tk.Ref.ID), zap.String("reason", why),
+			zap.Strings("labels", is.Labels))
+		return nil, fmt.Errorf("gitlab: relabel %s: %s (last write wins on GitLab): %w",
+			tk.Ref.ID, why, platforms.ErrPreconditionFailed)
+	}
+	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.String("add", add))
+	return out, nil
+}
+
+// conflict explains why got is not what a lone write of (remove, add) on
+// snapshot would produce, or returns "". Foreign labels outside the
+// lifecycle are tolerated: they do not change the ticket's state.
+func (t *Tracker) conflict(snapshot, remove []string, add string, got []string) string {
+	for _, l := range snapshot {
+		if l != add && !slices.Contains(remove, l) && !slices.Contains(got, l) {
+			return fmt.Sprintf("label %q was removed by another writer", l)
+		}
+	}
+	if add != "" && !slices.Contains(got, add) {
+		return fmt.Sprintf("label %q is missing after the write", add)
+	}
+	for _, l := range got {
+		if slices.Contains(remove, l) {
+			return fmt.Sprintf("label %q is present after the write removed it", l)
+		}
+		if l != add && !slices.Contains(snapshot, l) && strings.HasPrefix(l, t.prefix) {
+			return fmt.Sprintf("lifecycle label %q appeared from another writer", l)
+		}
+	}
+	return ""
+}
+
+// orderLike orders got like snapshot: labels kept from snapshot in its
+// order, then the rest in GitLab's (title) order. GitLab itself always lists
+// labels sorted by title.
+func orderLike(snapshot, got []string) []string {
+	out := make([]string, 0, len(got))
+	for _, l := range snapshot {
+		if slices.Contains(got, l) && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	for _, l := range got {
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Comment posts body as a note on the issue.
+func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) error {
+	n, err := t.iid(ref)
+	if err != nil {
+		return err
+	}
+	if err := t.api.createNote(ctx, t.repo, n, body); err != nil {
+		return fmt.Errorf("gitlab: comment on %s: %w", ref.ID, err)
+	}
+	return nil
+}
+
+// ListOpen lists open issues carrying label, all pages.
+func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Ticket, error) {
+	var out []*platforms.Ticket
+	for page := 1; ; {
+		list, next, err := t.api.listOpenPage(ctx, t.repo, label, page, perPage)
+		if err != nil {
+			return nil, fmt.Errorf("gitlab: list open issues labelled %q in %s (page %d): %w", label, t.repo, page, err)
+		}
+		for _, is := range list {
+			out = append(out, t.ticket(is))
+		}
+		if next == 0 || next <= page {
+			return out, nil
+		}
+		page = next
+	}
+}
+
+func (t *Tracker) ticket(is *issue) *platforms.Ticket {
+	tk := issueTicket(t.repo, is)
+	tk.Ref.Project = t.project
+	return tk
+}
+
+// issueTicket converts an issue of repo; shared by the API and webhook paths.
+func issueTicket(repo string, is *issue) *platforms.Ticket {
+	labels := is.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	return &platforms.Ticket{
+		Ref:    platforms.Ref{Platform: Platform, ID: FormatID(repo, is.IID)},
+		Title:  is.Title,
+		Body:   is.Description,
+		URL:    is.WebURL,
+		Open:   is.State == "opened",
+		Labels: labels,
+	}
+}

@@ -1,0 +1,128 @@
+//lint:file-ignore SA1019 github.com/xanzy/go-gitlab is archived; its successor gitlab.com/gitlab-org/api/client-go has the same API, and this file is the only one to change to switch.
+
+package gitlab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	gl "github.com/xanzy/go-gitlab"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Every go-gitlab call lives in this file. The module is archived and its
+// successor, gitlab.com/gitlab-org/api/client-go, keeps the same API under a
+// new import path: switching is a change of the import line here.
+
+// issue is what the tracker needs of a GitLab issue.
+type issue struct {
+	IID         int
+	Title       string
+	Description string
+	State       string // opened, closed
+	WebURL      string
+	Labels      []string
+}
+
+// sdk wraps one go-gitlab client.
+type sdk struct{ c *gl.Client }
+
+// newSDK builds a client on hc. go-gitlab's own retries are off: rate-limit
+// waits are trackerhttp's job, and a retried POST would duplicate a note.
+// The token goes as "Authorization: Bearer", which GitLab accepts for
+// personal, project and group access tokens
+// (https://docs.gitlab.com/api/rest/authentication/#personalprojectgroup-access-tokens)
+// and which trackerhttp keys its cache and rate-limit state on.
+func newSDK(baseURL, token string, hc *http.Client) (*sdk, error) {
+	opts := []gl.ClientOptionFunc{gl.WithHTTPClient(hc), gl.WithCustomRetryMax(0)}
+	if baseURL != "" {
+		opts = append(opts, gl.WithBaseURL(baseURL))
+	}
+	c, err := gl.NewOAuthClient(token, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk{c: c}, nil
+}
+
+// baseURL is the API root the client resolved ("…/api/v4/").
+func (s *sdk) baseURL() string { return s.c.BaseURL().String() }
+
+func fromSDK(is *gl.Issue) *issue {
+	labels := make([]string, 0, len(is.Labels))
+	labels = append(labels, is.Labels...)
+	return &issue{IID: is.IID, Title: is.Title, Description: is.Description, State: is.State,
+		WebURL: is.WebURL, Labels: labels}
+}
+
+// getIssue is GET /projects/:id/issues/:iid.
+func (s *sdk) getIssue(ctx context.Context, project string, iid int) (*issue, error) {
+	is, _, err := s.c.Issues.GetIssue(project, iid, gl.WithContext(ctx))
+	if err != nil {
+		return nil, classify(err)
+	}
+	return fromSDK(is), nil
+}
+
+// editLabels is PUT /projects/:id/issues/:iid with add_labels and
+// remove_labels; the answer is the issue as written.
+func (s *sdk) editLabels(ctx context.Context, project string, iid int, add, remove []string) (*issue, error) {
+	opt := &gl.UpdateIssueOptions{}
+	if len(add) > 0 {
+		a := gl.LabelOptions(add)
+		opt.AddLabels = &a
+	}
+	if len(remove) > 0 {
+		r := gl.LabelOptions(remove)
+		opt.RemoveLabels = &r
+	}
+	is, _, err := s.c.Issues.UpdateIssue(project, iid, opt, gl.WithContext(ctx))
+	if err != nil {
+		return nil, classify(err)
+	}
+	return fromSDK(is), nil
+}
+
+// createNote is POST /projects/:id/issues/:iid/notes.
+func (s *sdk) createNote(ctx context.Context, project string, iid int, body string) error {
+	_, _, err := s.c.Notes.CreateIssueNote(project, iid, &gl.CreateIssueNoteOptions{Body: &body}, gl.WithContext(ctx))
+	return classify(err)
+}
+
+// listOpenPage is one page of GET /projects/:id/issues?state=opened&labels=…;
+// next is 0 on the last page (X-Next-Page, which go-gitlab reads along with
+// the Link header).
+func (s *sdk) listOpenPage(ctx context.Context, project, label string, page, perPage int) (out []*issue, next int, err error) {
+	opt := &gl.ListProjectIssuesOptions{
+		State:       gl.Ptr("opened"),
+		Labels:      &gl.LabelOptions{label},
+		ListOptions: gl.ListOptions{Page: page, PerPage: perPage},
+	}
+	list, resp, err := s.c.Issues.ListProjectIssues(project, opt, gl.WithContext(ctx))
+	if err != nil {
+		return nil, 0, classify(err)
+	}
+	for _, is := range list {
+		out = append(out, fromSDK(is))
+	}
+	return out, resp.NextPage, nil
+}
+
+// classify maps go-gitlab errors onto the platform sentinels. go-gitlab
+// turns every 404 into its ErrNotFound and drops the body.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, gl.ErrNotFound) {
+		return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
+	}
+	var er *gl.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusGone {
+		return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
+	}
+	return err
+}

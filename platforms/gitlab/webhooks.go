@@ -1,0 +1,141 @@
+package gitlab
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Webhook header names GitLab sends
+// (https://docs.gitlab.com/user/project/integrations/webhooks/#delivery-headers).
+const (
+	HeaderEvent = "X-Gitlab-Event"
+	// HeaderToken carries the webhook's secret token verbatim; GitLab does
+	// not sign deliveries.
+	HeaderToken = "X-Gitlab-Token"
+	// HeaderIdempotencyKey is unique per delivery and kept across retries
+	// (GitLab 17.4+); the preferred de-duplication id.
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderEventUUID identifies the event; the fallback de-duplication id
+	// for instances older than 17.4.
+	HeaderEventUUID = "X-Gitlab-Event-UUID"
+	// EventIssueHook is the X-Gitlab-Event of issue (work item) events.
+	EventIssueHook = "Issue Hook"
+)
+
+// Webhooks authenticates and parses GitLab deliveries. It holds no state:
+// the secrets come per call, so a receiver can rotate them without a restart.
+type Webhooks struct{}
+
+var _ platforms.WebhookDecoder = Webhooks{}
+
+// Verify compares X-Gitlab-Token with every secret in constant time and
+// returns the index of the first that matches. Every secret is tried even
+// after a match, so timing says nothing about which one it was. An empty
+// token or secret never matches.
+func (Webhooks) Verify(h http.Header, _ []byte, secrets [][]byte) (int, error) {
+	token := []byte(h.Get(HeaderToken))
+	if len(token) == 0 {
+		return -1, fmt.Errorf("gitlab: %s missing: %w", HeaderToken, platforms.ErrUnauthenticated)
+	}
+	match := -1
+	for i, secret := range secrets {
+		if len(secret) > 0 && subtle.ConstantTimeCompare(token, secret) == 1 && match < 0 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return -1, fmt.Errorf("gitlab: %s matches no configured secret: %w", HeaderToken, platforms.ErrUnauthenticated)
+	}
+	return match, nil
+}
+
+// ticketActions are the issue actions after which a ticket may have become
+// claimable: it was opened, reopened, or updated (a label change is an
+// update).
+var ticketActions = map[string]bool{"open": true, "reopen": true, "update": true}
+
+// hookLabel is a label in a webhook payload.
+type hookLabel struct {
+	Title string `json:"title"`
+}
+
+// issueHook is the part of an Issue Hook payload the daemon reads
+// (https://docs.gitlab.com/user/project/integrations/webhook_events/#work-item-events).
+type issueHook struct {
+	ObjectKind string `json:"object_kind"`
+	Project    *struct {
+		PathWithNamespace string `json:"path_with_namespace"`
+	} `json:"project"`
+	ObjectAttributes *struct {
+		IID         int         `json:"iid"`
+		Title       string      `json:"title"`
+		Description string      `json:"description"`
+		State       string      `json:"state"`
+		Action      string      `json:"action"`
+		URL         string      `json:"url"`
+		Labels      []hookLabel `json:"labels"`
+	} `json:"object_attributes"`
+	Labels []hookLabel `json:"labels"`
+}
+
+// Parse decodes an authenticated delivery. Issue Hook deliveries with
+// action open, reopen or update are EventTicket; every other well-formed
+// delivery (close, notes, merge requests, pushes, confidential issues, …) is
+// EventIgnored. It never panics, whatever the input.
+func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
+	ev := platforms.WebhookEvent{Name: h.Get(HeaderEvent), DeliveryID: h.Get(HeaderIdempotencyKey)}
+	if ev.DeliveryID == "" {
+		ev.DeliveryID = h.Get(HeaderEventUUID)
+	}
+	if ev.Name == "" {
+		return ev, fmt.Errorf("gitlab: delivery %q has no %s header: %w", ev.DeliveryID, HeaderEvent, platforms.ErrMalformed)
+	}
+	var head struct {
+		ObjectKind string `json:"object_kind"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		return ev, fmt.Errorf("gitlab: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
+	}
+	if ev.Name != EventIssueHook {
+		ev.Kind = platforms.EventIgnored
+		return ev, nil
+	}
+	var p issueHook
+	if err := json.Unmarshal(body, &p); err != nil {
+		return ev, fmt.Errorf("gitlab: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
+	}
+	if p.ObjectKind != "issue" {
+		return ev, fmt.Errorf("gitlab: %s delivery %q: object_kind %q: %w", ev.Name, ev.DeliveryID, p.ObjectKind, platforms.ErrMalformed)
+	}
+	if p.Project == nil || CheckRepo(p.Project.PathWithNamespace) != nil {
+		return ev, fmt.Errorf("gitlab: %s delivery %q: project.path_with_namespace missing or invalid: %w", ev.Name, ev.DeliveryID, platforms.ErrMalformed)
+	}
+	ev.Locator = p.Project.PathWithNamespace
+	a := p.ObjectAttributes
+	if a == nil || a.IID <= 0 {
+		return ev, fmt.Errorf("gitlab: %s delivery %q: object_attributes.iid missing: %w", ev.Name, ev.DeliveryID, platforms.ErrMalformed)
+	}
+	ev.Action = a.Action
+	if !ticketActions[a.Action] {
+		ev.Kind = platforms.EventIgnored
+		return ev, nil
+	}
+	src := a.Labels
+	if src == nil {
+		src = p.Labels
+	}
+	labels := make([]string, 0, len(src))
+	for _, l := range src {
+		if l.Title != "" {
+			labels = append(labels, l.Title)
+		}
+	}
+	ev.Kind = platforms.EventTicket
+	ev.Ticket = issueTicket(ev.Locator, &issue{IID: a.IID, Title: a.Title, Description: a.Description,
+		State: a.State, WebURL: a.URL, Labels: labels})
+	return ev, nil
+}

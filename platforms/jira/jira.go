@@ -1,0 +1,523 @@
+// Package jira is the Jira implementation of platforms.Tracker and
+// platforms.WebhookDecoder, on go-jira. Jira has no conditional write: its
+// label update (PUT /rest/api/{v}/issue/{key} with "update.labels" add and
+// remove operations) is last-write-wins. Relabel therefore runs only while it
+// holds a short Redis lock (agentsmith:jira-label-lock:{ticket}, through
+// Options.Locker); a lock someone else holds is platforms.ErrPreconditionFailed.
+// Because the write names only the labels it adds and removes, labels other
+// writers set meanwhile survive it.
+//
+// Jira Cloud (REST v3, e-mail + API token as basic auth, comments in the
+// Atlassian Document Format) and Data Center (REST v2, personal access token
+// as a bearer token, plain-text comments) are both served; Options.Deployment
+// picks one. The go-jira SDK builds, authenticates and sends every request;
+// its typed services are not used because they are hard-wired to REST v2 and
+// to the /rest/api/2/search endpoint that Jira Cloud has removed.
+package jira
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	jirasdk "github.com/andygrunwald/go-jira"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Platform is the platform name in Refs and configuration.
+const Platform = "jira"
+
+// Deployments Options.Deployment accepts.
+const (
+	// DeploymentCloud is Jira Cloud: REST v3, ADF comment bodies, search
+	// through /rest/api/3/search/jql with nextPageToken.
+	DeploymentCloud = "cloud"
+	// DeploymentDataCenter is Jira Data Center (and Server): REST v2,
+	// plain-text comment bodies, search through /rest/api/2/search with
+	// startAt/maxResults/total.
+	DeploymentDataCenter = "datacenter"
+)
+
+const (
+	// DefaultTimeout bounds one HTTP exchange (including rate-limit waits)
+	// of the default client.
+	DefaultTimeout = 30 * time.Second
+	// DefaultLockTTL is the specification's TTL of the label lock: long
+	// enough for one PUT, short enough that a crashed writer blocks the
+	// ticket only briefly.
+	DefaultLockTTL = keys.JiraLabelLockTTL
+	// pageSize is the search page the tracker asks for. Jira Cloud may
+	// return fewer when many fields are requested; both endpoints say where
+	// to continue, so a short page is harmless.
+	pageSize = 100
+)
+
+// issueFields are the only fields the tracker reads; asking for them keeps
+// responses small (Jira returns every field by default on GET issue).
+const issueFields = "summary,description,labels,status,project"
+
+// Options configures a Tracker bound to one Jira project.
+type Options struct {
+	// BaseURL is the site root: https://your-site.atlassian.net/ for Cloud,
+	// the context path of a Data Center instance (https://jira.example.com/
+	// or https://example.com/jira/). Required: Jira has no shared host. The
+	// emulator's is its URL + "/jira/".
+	BaseURL string
+	// Repo is the Jira project key ("PROJ").
+	Repo string
+	// Project is the configured project name, copied into every Ref.
+	Project string
+	// Token is the Cloud API token (with Email) or the Data Center personal
+	// access token (without); never logged.
+	Token string
+	// Email is the Atlassian account of a Cloud API token, sent as basic
+	// auth. Empty means Token is a personal access token sent as Bearer.
+	Email string
+	// Deployment is DeploymentCloud (the default) or DeploymentDataCenter.
+	Deployment string
+	// HTTPClient defaults to a client over trackerhttp (rate limits, writer
+	// tag) with DefaultTimeout. Authentication is added on top of it.
+	HTTPClient *http.Client
+	// Logger defaults to zap.NewNop().
+	Logger *zap.Logger
+	// Writer is sent with each write for the emulator's write log.
+	Writer string
+	// Locker guards every label write; required, because Jira's write is
+	// unconditional.
+	Locker platforms.Locker
+	// LockTTL is how long one label write may hold the lock; 0 means
+	// DefaultLockTTL.
+	LockTTL time.Duration
+}
+
+// Tracker is one Jira project. It is safe for concurrent use.
+type Tracker struct {
+	client  *jirasdk.Client
+	site    string // BaseURL with a trailing slash, for browse links
+	api     string // "rest/api/3/" or "rest/api/2/"
+	cloud   bool
+	key     string
+	project string
+	locker  platforms.Locker
+	lockTTL time.Duration
+	log     *zap.Logger
+}
+
+var _ platforms.Tracker = (*Tracker)(nil)
+
+// projectKey is the shape of a Jira project key: Jira's default pattern is
+// an uppercase letter then uppercase letters, digits or underscores, and
+// administrators may widen it, so case is not enforced here.
+var projectKey = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+
+// CheckProjectKey validates a configured project key.
+func CheckProjectKey(key string) error {
+	if !projectKey.MatchString(key) {
+		return fmt.Errorf(`jira: project key %q: want a key such as "PROJ" (a letter, then letters, digits or "_")`, key)
+	}
+	return nil
+}
+
+// New validates opts and builds a Tracker. It makes no network call.
+func New(opts Options) (*Tracker, error) {
+	if err := CheckProjectKey(opts.Repo); err != nil {
+		return nil, err
+	}
+	if opts.Locker == nil {
+		return nil, errors.New("jira: a Locker is required: Jira label writes are unconditional and run only under agentsmith:jira-label-lock")
+	}
+	if opts.BaseURL == "" {
+		return nil, errors.New("jira: base URL is required (the site, such as https://your-site.atlassian.net/)")
+	}
+	deployment := opts.Deployment
+	if deployment == "" {
+		deployment = DeploymentCloud
+	}
+	var api string
+	switch deployment {
+	case DeploymentCloud:
+		api = "rest/api/3/"
+	case DeploymentDataCenter:
+		api = "rest/api/2/"
+	default:
+		return nil, fmt.Errorf("jira: deployment %q: want %q or %q", opts.Deployment, DeploymentCloud, DeploymentDataCenter)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{
+			Transport: trackerhttp.NewTransport(http.DefaultTransport, trackerhttp.Options{
+				Logger: log.Named("http"),
+				Writer: opts.Writer,
+			}),
+			Timeout: DefaultTimeout,
+		}
+	}
+	if opts.Token != "" {
+		// Authentication wraps the caller's transport so trackerhttp sees
+		// the credential and keeps rate-limit state per token.
+		authed := *hc
+		if opts.Email != "" {
+			authed.Transport = &jirasdk.BasicAuthTransport{Username: opts.Email, Password: opts.Token, Transport: hc.Transport}
+		} else {
+			authed.Transport = &jirasdk.BearerAuthTransport{Token: opts.Token, Transport: hc.Transport}
+		}
+		hc = &authed
+	}
+	site := opts.BaseURL
+	if !strings.HasSuffix(site, "/") {
+		site += "/"
+	}
+	u, err := url.Parse(site)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("jira: base URL: want an absolute http(s) URL")
+	}
+	client, err := jirasdk.NewClient(hc, site)
+	if err != nil {
+		return nil, fmt.Errorf("jira: client: %w", err)
+	}
+	ttl := opts.LockTTL
+	if ttl <= 0 {
+		ttl = DefaultLockTTL
+	}
+	return &Tracker{
+		client:  client,
+		site:    site,
+		api:     api,
+		cloud:   deployment == DeploymentCloud,
+		key:     opts.Repo,
+		project: opts.Project,
+		locker:  opts.Locker,
+		lockTTL: ttl,
+		log:     log.With(zap.String("platform", Platform), zap.String("repo", opts.Repo)),
+	}, nil
+}
+
+// Locator is the project key the tracker is bound to; webhook events carry
+// the same string (issue.fields.project.key) to route a delivery.
+func (t *Tracker) Locator() string { return t.key }
+
+// FormatID is the platform-unique ticket ID: the issue key, "PROJ-12".
+// Issue keys are unique within a Jira site.
+func FormatID(projectKey string, number int) string {
+	return projectKey + "-" + strconv.Itoa(number)
+}
+
+// ParseID is FormatID's inverse.
+func ParseID(id string) (projectKey string, number int, err error) {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 {
+		return "", 0, fmt.Errorf("jira: ticket id %q: want an issue key such as PROJ-12", id)
+	}
+	projectKey = id[:i]
+	if CheckProjectKey(projectKey) != nil {
+		return "", 0, fmt.Errorf("jira: ticket id %q: want an issue key such as PROJ-12", id)
+	}
+	number, err = strconv.Atoi(id[i+1:])
+	if err != nil || number <= 0 || id[i+1] == '+' {
+		return "", 0, fmt.Errorf("jira: ticket id %q: bad issue number", id)
+	}
+	return projectKey, number, nil
+}
+
+// issueKey resolves ref to an issue key of this tracker's project. A ref of
+// another project is refused: the token and the project belong to this one.
+func (t *Tracker) issueKey(ref platforms.Ref) (string, error) {
+	if ref.Platform != Platform {
+		return "", fmt.Errorf("jira: ref %s is not a %s ticket", ref, Platform)
+	}
+	key, _, err := ParseID(ref.ID)
+	if err != nil {
+		return "", err
+	}
+	if !strings.EqualFold(key, t.key) {
+		return "", fmt.Errorf("jira: ref %s belongs to project %s, tracker is bound to %s", ref, key, t.key)
+	}
+	return ref.ID, nil
+}
+
+// Get reads the issue. Jira has no version token, so Version stays empty.
+// Docs: GET /rest/api/3/issue/{issueIdOrKey} (Cloud),
+// GET /rest/api/2/issue/{issueIdOrKey} (Data Center).
+func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket, error) {
+	key, err := t.issueKey(ref)
+	if err != nil {
+		return nil, err
+	}
+	var is apiIssue
+	path := t.api + "issue/" + url.PathEscape(key) + "?fields=" + issueFields
+	if err := t.do(ctx, http.MethodGet, path, nil, &is); err != nil {
+		return nil, fmt.Errorf("jira: get %s: %w", key, err)
+	}
+	return t.ticket(&is), nil
+}
+
+// Relabel removes remove and adds add in one unconditional label update, run
+// only while this process holds the ticket's label lock. The update names
+// only those labels, so every other label, including ones a concurrent
+// writer added, survives. Jira answers 204 without a body; the returned
+// ticket is tk with the same edit applied, which is what Jira now holds for
+// the labels the write named.
+// Docs: PUT /rest/api/3/issue/{issueIdOrKey} with "update": {"labels":
+// [{"remove": …}, {"add": …}]}, 204 No Content.
+func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
+	key, err := t.issueKey(tk.Ref)
+	if err != nil {
+		return nil, err
+	}
+	if strings.ContainsFunc(add, unicode.IsSpace) {
+		return nil, fmt.Errorf("jira: relabel %s: label %q contains spaces, which Jira labels cannot", key, add)
+	}
+	var ops []map[string]string
+	for _, l := range remove {
+		if l != add && l != "" {
+			ops = append(ops, map[string]string{"remove": l})
+		}
+	}
+	if add != "" {
+		ops = append(ops, map[string]string{"add": add})
+	}
+	out := *tk
+	out.Labels = applyLabels(tk.Labels, remove, add)
+	if len(ops) == 0 {
+		return &out, nil
+	}
+
+	unlock, ok, err := t.locker.TryLock(ctx, keys.JiraLabelLock(tk.Ref.Key()), t.lockTTL)
+	if err != nil {
+		return nil, fmt.Errorf("jira: relabel %s: take label lock: %w", key, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("jira: relabel %s: label lock held by another writer: %w", key, platforms.ErrPreconditionFailed)
+	}
+	defer unlock()
+
+	body := map[string]any{"update": map[string]any{"labels": ops}}
+	if err := t.do(ctx, http.MethodPut, t.api+"issue/"+url.PathEscape(key), body, nil); err != nil {
+		return nil, fmt.Errorf("jira: relabel %s: %w", key, err)
+	}
+	t.log.Debug("relabelled", zap.String("ticket", key), zap.Strings("remove", remove), zap.String("add", add))
+	return &out, nil
+}
+
+// Comment posts body on the issue: an ADF document on Cloud (REST v3 takes
+// nothing else), wiki markup on Data Center (REST v2 renders the string as
+// wiki markup, so ``` fences become {code} blocks).
+// Docs: POST /rest/api/3/issue/{issueIdOrKey}/comment, 201 Created.
+func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) error {
+	key, err := t.issueKey(ref)
+	if err != nil {
+		return err
+	}
+	var payload any = map[string]any{"body": TextToWiki(body)}
+	if t.cloud {
+		payload = map[string]any{"body": TextToADF(body)}
+	}
+	if err := t.do(ctx, http.MethodPost, t.api+"issue/"+url.PathEscape(key)+"/comment", payload, nil); err != nil {
+		return fmt.Errorf("jira: comment on %s: %w", key, err)
+	}
+	return nil
+}
+
+// ListQuery is the JQL ListOpen sends for label in project; the emulator
+// parses exactly this shape. Ordering by key keeps offset pagination stable.
+func ListQuery(project, label string) string {
+	return fmt.Sprintf(`project = %s AND labels = %s AND statusCategory != Done ORDER BY key ASC`, jqlString(project), jqlString(label))
+}
+
+// jqlString quotes s as a JQL string literal.
+func jqlString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// ListOpen lists the project's issues carrying label whose status is not in
+// the Done category, all pages. The tickets have no Version; none has.
+//
+// Cloud uses GET /rest/api/3/search/jql with nextPageToken: Atlassian removed
+// GET /rest/api/{2,3}/search from Cloud (changelog CHANGE-2046; the removed
+// endpoint answers 410), which is what go-jira v1.16's IssueService.Search
+// calls. Data Center keeps GET /rest/api/2/search with startAt/maxResults/
+// total.
+func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Ticket, error) {
+	q := url.Values{}
+	q.Set("jql", ListQuery(t.key, label))
+	q.Set("fields", issueFields)
+	q.Set("maxResults", strconv.Itoa(pageSize))
+	var out []*platforms.Ticket
+	for page := 1; ; page++ {
+		var res searchResult
+		path := t.api + "search"
+		if t.cloud {
+			path += "/jql"
+		}
+		if err := t.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, &res); err != nil {
+			return nil, fmt.Errorf("jira: list open issues labelled %q in %s (page %d): %w", label, t.key, page, err)
+		}
+		for i := range res.Issues {
+			// JQL compares labels by its own rules; the lifecycle needs
+			// the exact label, so look-alikes are dropped here.
+			if tk := t.ticket(&res.Issues[i]); tk.HasLabel(label) {
+				out = append(out, tk)
+			}
+		}
+		if t.cloud {
+			if res.IsLast || res.NextPageToken == "" || len(res.Issues) == 0 {
+				return out, nil
+			}
+			q.Set("nextPageToken", res.NextPageToken)
+			continue
+		}
+		next := res.StartAt + len(res.Issues)
+		if len(res.Issues) == 0 || next >= res.Total {
+			return out, nil
+		}
+		q.Set("startAt", strconv.Itoa(next))
+	}
+}
+
+// do sends one request through the SDK and decodes a 2xx JSON answer into v
+// (when non-nil). Errors carry Jira's errorMessages and map onto the
+// platform sentinels.
+func (t *Tracker) do(ctx context.Context, method, path string, body, v any) error {
+	req, err := t.client.NewRequestWithContext(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := t.client.Do(req, nil)
+	if err != nil {
+		if resp == nil {
+			return err
+		}
+		return classify(resp, err)
+	}
+	defer resp.Body.Close()
+	if v == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("decode %s response: %w", resp.Request.URL.Path, err)
+	}
+	return nil
+}
+
+// classify turns a non-2xx answer into an error with Jira's messages,
+// wrapping the platform sentinel callers decide on.
+func classify(resp *jirasdk.Response, httpErr error) error {
+	code := resp.StatusCode
+	err := jirasdk.NewJiraError(resp, httpErr) // reads and closes the body
+	switch code {
+	case http.StatusNotFound, http.StatusGone:
+		return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
+	case http.StatusTooManyRequests:
+		return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
+	}
+	return err
+}
+
+// apiIssue is the part of an issue the tracker reads. description is a
+// string in REST v2 and an ADF document in REST v3.
+type apiIssue struct {
+	Key    string `json:"key"`
+	Self   string `json:"self"`
+	Fields struct {
+		Summary     string          `json:"summary"`
+		Description json.RawMessage `json:"description"`
+		Labels      []string        `json:"labels"`
+		Status      *struct {
+			StatusCategory *struct {
+				Key string `json:"key"`
+			} `json:"statusCategory"`
+		} `json:"status"`
+		Project *struct {
+			Key string `json:"key"`
+		} `json:"project"`
+	} `json:"fields"`
+}
+
+// searchResult covers both search endpoints: v2's offset page and the
+// Cloud search/jql token page.
+type searchResult struct {
+	Issues        []apiIssue `json:"issues"`
+	StartAt       int        `json:"startAt"`
+	MaxResults    int        `json:"maxResults"`
+	Total         int        `json:"total"`
+	NextPageToken string     `json:"nextPageToken"`
+	IsLast        bool       `json:"isLast"`
+}
+
+func (t *Tracker) ticket(is *apiIssue) *platforms.Ticket {
+	tk := issueTicket(t.site, is)
+	tk.Ref.Project = t.project
+	return tk
+}
+
+// issueTicket converts an issue; site is the browse root. Shared by the API
+// and webhook paths.
+func issueTicket(site string, is *apiIssue) *platforms.Ticket {
+	labels := is.Fields.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	open := true
+	if st := is.Fields.Status; st != nil && st.StatusCategory != nil {
+		open = st.StatusCategory.Key != "done"
+	}
+	tk := &platforms.Ticket{
+		Ref:    platforms.Ref{Platform: Platform, ID: is.Key},
+		Title:  is.Fields.Summary,
+		Body:   descriptionText(is.Fields.Description),
+		Open:   open,
+		Labels: labels,
+	}
+	if site != "" {
+		tk.URL = site + "browse/" + is.Key
+	}
+	return tk
+}
+
+// applyLabels is what Jira does to labels with the update Relabel sends:
+// remove each of remove, then add add unless present. Others keep their
+// order.
+func applyLabels(labels, remove []string, add string) []string {
+	out := slices.DeleteFunc(slices.Clone(labels), func(l string) bool { return l != add && slices.Contains(remove, l) })
+	if add != "" && !slices.Contains(out, add) {
+		out = append(out, add)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// descriptionText is the description as text, whichever REST version
+// returned it; an unreadable one is empty rather than an error, since the
+// labels, not the text, decide the lifecycle.
+func descriptionText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return ADFToText(raw)
+}

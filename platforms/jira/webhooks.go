@@ -1,0 +1,171 @@
+package jira
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Webhook header names Jira sends. Webhooks registered with a secret carry
+// X-Hub-Signature: "sha256=" + hex(HMAC-SHA256(secret, body)), on Cloud
+// (admin webhooks,
+// https://developer.atlassian.com/cloud/jira/platform/webhooks/#secure-admin-webhooks)
+// and Data Center
+// (https://confluence.atlassian.com/adminjiraserver/managing-webhooks-938846912.html).
+// X-Atlassian-Webhook-Identifier is the same on every retry of a delivery,
+// so it de-duplicates redeliveries.
+const (
+	HeaderSignature = "X-Hub-Signature"
+	HeaderDelivery  = "X-Atlassian-Webhook-Identifier"
+	signaturePrefix = "sha256="
+)
+
+// Webhook events the daemon handles (the "webhookEvent" body field).
+const (
+	EventIssueCreated = "jira:issue_created"
+	EventIssueUpdated = "jira:issue_updated"
+)
+
+// Webhooks authenticates and parses Jira deliveries. It holds no state: the
+// secrets come per call, so a receiver can rotate them without a restart.
+type Webhooks struct{}
+
+var _ platforms.WebhookDecoder = Webhooks{}
+
+// Verify checks X-Hub-Signature against every secret with hmac.Equal and
+// returns the index of the first that matches. Every secret is tried even
+// after a match, so timing says nothing about which one it was. A delivery
+// without a signature is refused: a Jira webhook the daemon trusts must be
+// registered with a secret.
+func (Webhooks) Verify(h http.Header, body []byte, secrets [][]byte) (int, error) {
+	sig, ok := strings.CutPrefix(h.Get(HeaderSignature), signaturePrefix)
+	if !ok {
+		return -1, fmt.Errorf("jira: %s missing or not sha256 (register the webhook with a secret): %w", HeaderSignature, platforms.ErrUnauthenticated)
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil || len(got) != sha256.Size {
+		return -1, fmt.Errorf("jira: %s is not a sha256 hex digest: %w", HeaderSignature, platforms.ErrUnauthenticated)
+	}
+	match := -1
+	for i, secret := range secrets {
+		if hmac.Equal(got, Sign(body, secret)) && match < 0 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return -1, fmt.Errorf("jira: signature matches no configured secret: %w", platforms.ErrUnauthenticated)
+	}
+	return match, nil
+}
+
+// Sign is the HMAC-SHA256 Jira computes over a delivery body.
+func Sign(body, secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// SignatureHeader is the X-Hub-Signature value for body, for senders (the
+// emulator, tests).
+func SignatureHeader(body, secret []byte) string {
+	return signaturePrefix + hex.EncodeToString(Sign(body, secret))
+}
+
+// webhookPayload is the part of an issue event the daemon reads
+// (https://developer.atlassian.com/cloud/jira/platform/webhooks/#example-callback-for-an-issue-related-event).
+type webhookPayload struct {
+	WebhookEvent       string    `json:"webhookEvent"`
+	IssueEventTypeName string    `json:"issue_event_type_name"`
+	Issue              *apiIssue `json:"issue"`
+	Changelog          *struct {
+		Items []struct {
+			Field      string `json:"field"`
+			FromString string `json:"fromString"`
+			ToString   string `json:"toString"`
+		} `json:"items"`
+	} `json:"changelog"`
+}
+
+// Parse decodes an authenticated delivery. jira:issue_created is
+// EventTicket; jira:issue_updated is EventTicket only when its changelog
+// adds a label (Jira writes label changes as one "labels" item whose
+// fromString and toString are the space-separated label sets), because only
+// a new label can make a ticket claimable; every other well-formed delivery
+// is EventIgnored. It never panics, whatever the input.
+func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
+	ev := platforms.WebhookEvent{DeliveryID: h.Get(HeaderDelivery)}
+	if ev.DeliveryID == "" {
+		// A sender without the identifier: a retry resends the same body
+		// (its timestamp included), so the body's digest de-duplicates.
+		sum := sha256.Sum256(body)
+		ev.DeliveryID = "sha256-" + hex.EncodeToString(sum[:16])
+	}
+	var p webhookPayload
+	if err := json.Unmarshal(body, &p); err != nil {
+		return ev, fmt.Errorf("jira: delivery %q: %w: %v", ev.DeliveryID, platforms.ErrMalformed, err)
+	}
+	ev.Name, ev.Action = p.WebhookEvent, p.IssueEventTypeName
+	if ev.Name == "" {
+		return ev, fmt.Errorf("jira: delivery %q has no webhookEvent: %w", ev.DeliveryID, platforms.ErrMalformed)
+	}
+	if ev.Name != EventIssueCreated && ev.Name != EventIssueUpdated {
+		ev.Kind = platforms.EventIgnored
+		return ev, nil
+	}
+	if p.Issue == nil {
+		return ev, fmt.Errorf("jira: %s delivery %q: issue missing: %w", ev.Name, ev.DeliveryID, platforms.ErrMalformed)
+	}
+	project, _, err := ParseID(p.Issue.Key)
+	if err != nil {
+		return ev, fmt.Errorf("jira: %s delivery %q: issue.key: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
+	}
+	if pr := p.Issue.Fields.Project; pr != nil && pr.Key != "" {
+		project = pr.Key
+	}
+	ev.Locator = project
+	if ev.Name == EventIssueUpdated && !addsLabel(&p) {
+		ev.Kind = platforms.EventIgnored
+		return ev, nil
+	}
+	ev.Kind = platforms.EventTicket
+	ev.Ticket = issueTicket(siteOf(p.Issue.Self), p.Issue)
+	return ev, nil
+}
+
+// addsLabel reports whether the changelog gives the issue a label it did
+// not have.
+func addsLabel(p *webhookPayload) bool {
+	if p.Changelog == nil {
+		return false
+	}
+	for _, it := range p.Changelog.Items {
+		if it.Field != "labels" {
+			continue
+		}
+		before := strings.Fields(it.FromString)
+		for _, l := range strings.Fields(it.ToString) {
+			if !slices.Contains(before, l) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// siteOf is the site root of an issue's REST self link
+// ("https://x.atlassian.net/rest/api/2/issue/10001" → "https://x.atlassian.net/"),
+// or "" when the link has no REST path.
+func siteOf(self string) string {
+	i := strings.Index(self, "/rest/api/")
+	if i < 0 {
+		return ""
+	}
+	return self[:i+1]
+}

@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// GitLab webhooks: the "Issue Hook" event (work item events,
+// https://docs.gitlab.com/user/project/integrations/webhook_events/#work-item-events)
+// with GitLab's delivery headers
+// (https://docs.gitlab.com/user/project/integrations/webhooks/#delivery-headers).
+// GitLab sends one delivery per write, whatever it changed: action is open,
+// close, reopen or update, and changes.labels carries the label sets before
+// and after. The secret token travels verbatim in X-Gitlab-Token; there is
+// no signature.
+
+type glHookUser struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Username  string `json:"username"`
+	AvatarURL string `json:"avatar_url"`
+	Email     string `json:"email"`
+}
+
+type glHookProject struct {
+	ID                int64   `json:"id"`
+	Name              string  `json:"name"`
+	Description       *string `json:"description"`
+	WebURL            string  `json:"web_url"`
+	AvatarURL         *string `json:"avatar_url"`
+	GitSSHURL         string  `json:"git_ssh_url"`
+	GitHTTPURL        string  `json:"git_http_url"`
+	Namespace         string  `json:"namespace"`
+	VisibilityLevel   int     `json:"visibility_level"`
+	PathWithNamespace string  `json:"path_with_namespace"`
+	DefaultBranch     string  `json:"default_branch"`
+	CIConfigPath      *string `json:"ci_config_path"`
+	Homepage          string  `json:"homepage"`
+	URL               string  `json:"url"`
+	SSHURL            string  `json:"ssh_url"`
+	HTTPURL           string  `json:"http_url"`
+}
+
+type glHookLabel struct {
+	ID          int64   `json:"id"`
+	Title       string  `json:"title"`
+	Color       string  `json:"color"`
+	ProjectID   int64   `json:"project_id"`
+	CreatedAt   string  `json:"created_at"`
+	UpdatedAt   string  `json:"updated_at"`
+	Template    bool    `json:"template"`
+	Description *string `json:"description"`
+	Type        string  `json:"type"`
+	GroupID     *int64  `json:"group_id"`
+}
+
+type glHookIssue struct {
+	ID                  int64         `json:"id"`
+	IID                 int           `json:"iid"`
+	Title               string        `json:"title"`
+	Description         string        `json:"description"`
+	State               string        `json:"state"`
+	StateID             int           `json:"state_id"`
+	Action              string        `json:"action"`
+	URL                 string        `json:"url"`
+	AuthorID            int64         `json:"author_id"`
+	ProjectID           int64         `json:"project_id"`
+	CreatedAt           string        `json:"created_at"`
+	UpdatedAt           string        `json:"updated_at"`
+	UpdatedByID         int64         `json:"updated_by_id"`
+	ClosedAt            *string       `json:"closed_at"`
+	Confidential        bool          `json:"confidential"`
+	AssigneeIDs         []int64       `json:"assignee_ids"`
+	MilestoneID         *int64        `json:"milestone_id"`
+	Type                string        `json:"type"`
+	Severity            string        `json:"severity"`
+	Labels              []glHookLabel `json:"labels"`
+	HumanTotalTimeSpent *string       `json:"human_total_time_spent"`
+}
+
+type glIssueHook struct {
+	ObjectKind       string         `json:"object_kind"`
+	EventType        string         `json:"event_type"`
+	User             glHookUser     `json:"user"`
+	Project          glHookProject  `json:"project"`
+	ObjectAttributes glHookIssue    `json:"object_attributes"`
+	Labels           []glHookLabel  `json:"labels"`
+	Changes          map[string]any `json:"changes"`
+	Repository       map[string]any `json:"repository"`
+	Assignees        []glHookUser   `json:"assignees"`
+}
+
+// glHookTime is the timestamp format of webhook payloads
+// ("2013-12-03 17:15:43 UTC").
+func glHookTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// gitlabDeliveries builds the one Issue Hook delivery GitLab sends to hook h
+// for a write. X-Gitlab-Event-UUID names the event (the same for every hook);
+// Idempotency-Key names this hook's delivery and stays the same on retries
+// (and on the sim's duplicates).
+func (s *Sim) gitlabDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing {
+	sn := evs[0].issue
+	base := s.base()
+	action := "update"
+	var added, removed []label
+	changes := map[string]any{}
+	for _, ev := range evs {
+		switch ev.action {
+		case "opened":
+			action = "open"
+		case "closed":
+			action = "close"
+		case "reopened":
+			action = "reopen"
+		case "labeled":
+			added = append(added, ev.label)
+		case "unlabeled":
+			removed = append(removed, ev.label)
+		case "edited":
+			if from, ok := ev.changes["title"]; ok {
+				changes["title"] = map[string]string{"previous": from, "current": sn.title}
+			}
+			if from, ok := ev.changes["body"]; ok {
+				changes["description"] = map[string]string{"previous": from, "current": sn.body}
+			}
+		}
+	}
+	current := glHookLabels(sn.repoID, sn.labels)
+	if action != "open" && (len(added) > 0 || len(removed) > 0) {
+		var prev []label
+		for _, l := range sn.labels {
+			if !slices.ContainsFunc(added, func(a label) bool { return a.name == l.name }) {
+				prev = append(prev, l)
+			}
+		}
+		prev = append(prev, removed...)
+		changes["labels"] = map[string]any{"previous": glHookLabels(sn.repoID, prev), "current": current}
+	}
+	if action != "open" {
+		changes["updated_at"] = map[string]string{"previous": glHookTime(sn.updatedAt), "current": glHookTime(sn.updatedAt)}
+	}
+	sender := evs[0].sender
+	ns := sn.repo
+	if i := strings.LastIndexByte(ns, '/'); i >= 0 {
+		ns = ns[:i]
+	}
+	webProject := base + "/gitlab/" + sn.repo
+	p := glIssueHook{ObjectKind: "issue", EventType: "issue",
+		User: glHookUser{ID: userID(sender), Name: sender, Username: sender,
+			AvatarURL: "https://www.gravatar.com/avatar/0?s=80&d=identicon", Email: "[REDACTED]"},
+		Project: glHookProject{ID: sn.repoID, Name: sn.repo[strings.LastIndexByte(sn.repo, '/')+1:], WebURL: webProject,
+			GitSSHURL: "git@sim:" + sn.repo + ".git", GitHTTPURL: webProject + ".git", Namespace: ns,
+			VisibilityLevel: 0, PathWithNamespace: sn.repo, DefaultBranch: "main", Homepage: webProject,
+			URL: "git@sim:" + sn.repo + ".git", SSHURL: "git@sim:" + sn.repo + ".git", HTTPURL: webProject + ".git"},
+		ObjectAttributes: glHookIssue{ID: sn.id, IID: sn.number, Title: sn.title, Description: sn.body,
+			State: "opened", StateID: 1, Action: action, URL: glWebURL(base, sn.repo, sn.number),
+			AuthorID: userID(sn.author), ProjectID: sn.repoID, CreatedAt: glHookTime(sn.createdAt),
+			UpdatedAt: glHookTime(sn.updatedAt), UpdatedByID: userID(sender), AssigneeIDs: []int64{},
+			Type: "Issue", Severity: "unknown", Labels: current},
+		Labels:     current,
+		Changes:    changes,
+		Repository: map[string]any{"name": sn.repo, "url": "git@sim:" + sn.repo + ".git", "description": nil, "homepage": webProject},
+		Assignees:  []glHookUser{},
+	}
+	if !sn.open {
+		p.ObjectAttributes.State, p.ObjectAttributes.StateID = "closed", 2
+		t := glHookTime(sn.closedAt)
+		p.ObjectAttributes.ClosedAt = &t
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		s.log.Error("marshal gitlab issue hook", zap.Error(err))
+		return nil
+	}
+	eventUUID := glUUID(fmt.Sprintf("event|%s|%p|%d|%d|%d", glSalt, s, sn.repoID, sn.id, sn.version))
+	key := glUUID(fmt.Sprintf("delivery|%s|%d", eventUUID, hookID))
+	hdr := http.Header{}
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("User-Agent", "GitLab/"+glVersion)
+	hdr.Set("X-Gitlab-Event", "Issue Hook")
+	hdr.Set("X-Gitlab-Event-UUID", eventUUID)
+	hdr.Set("X-Gitlab-Webhook-UUID", glUUID(fmt.Sprintf("hook|%d", hookID)))
+	hdr.Set("X-Gitlab-Instance", base+"/gitlab")
+	hdr.Set("Idempotency-Key", key)
+	if h.Secret != "" {
+		hdr.Set("X-Gitlab-Token", h.Secret)
+	}
+	return []outgoing{{event: "Issue Hook", guid: key, body: body, header: hdr}}
+}
+
+// glHookLabels is labels in the hook's label shape, sorted by title.
+func glHookLabels(projectID int64, ls []label) []glHookLabel {
+	out := make([]glHookLabel, 0, len(ls))
+	for _, l := range ls {
+		hl := glHookLabel{ID: l.id, Title: l.name, Color: "#" + l.color, ProjectID: projectID,
+			CreatedAt: glHookTime(time.Unix(0, 0)), UpdatedAt: glHookTime(time.Unix(0, 0)), Type: "ProjectLabel"}
+		if l.description != "" {
+			d := l.description
+			hl.Description = &d
+		}
+		out = append(out, hl)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Title < out[j].Title })
+	return out
+}
+
+// glSalt makes derived UUIDs differ between processes, so a restarted sim
+// (whose ids start again from 1) never repeats an earlier delivery's id.
+var glSalt = newGUID()
+
+// glUUID derives a version-4-shaped UUID from seed, so every hook sees the
+// same event UUID and a retry the same idempotency key.
+func glUUID(seed string) string {
+	b := sha256.Sum256([]byte(seed))
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,461 @@
+package sim
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"go.uber.org/zap"
+)
+
+// The Jira dialect: the REST endpoints platforms/jira sends through go-jira,
+// served under /jira/ so the client's base URL is "<sim>/jira/". Both REST
+// versions are served: v3 is Jira Cloud's (ADF rich text, search through
+// /search/jql with nextPageToken), v2 Data Center's (plain text, search with
+// startAt/maxResults/total). A Jira project is a store repository named by
+// its key ("PROJ"); issue n of it is "PROJ-n".
+//
+// Jira has no conditional write: a label update is last-write-wins, so the
+// daemon guards it with a Redis lock. The sim applies one request's label
+// operations atomically and in order, and that is all.
+
+// Jira's search page sizes. Data Center's default is 50 (and its cap 1000);
+// Cloud's search/jql returns at most 100 issues per page when fields are
+// requested. The sim caps both at 100 so tests page with few issues.
+const (
+	jiraDefaultMaxResults = 50
+	jiraMaxResults        = 100
+)
+
+const (
+	// jiraSearchRemoved is what Jira Cloud answers on the removed search
+	// endpoint (HTTP 410), https://developer.atlassian.com/changelog/#CHANGE-2046.
+	jiraSearchRemoved = "The requested API has been removed. Please migrate to the /rest/api/3/search/jql API. A full migration guideline is available at https://developer.atlassian.com/changelog/#CHANGE-2046"
+	jiraIssueMissing  = "Issue does not exist or you do not have permission to see it."
+)
+
+func init() {
+	registerDialect(dialect{
+		name:       "jira",
+		prefix:     "/jira/",
+		routes:     (*Sim).jiraRoutes,
+		deliveries: (*Sim).jiraDeliveries,
+	})
+}
+
+// jiraCall is the context of one authenticated Jira request.
+type jiraCall struct {
+	base    string // scheme://host
+	version string // "2" or "3"
+	by      actor
+}
+
+type jiraHandler func(w http.ResponseWriter, r *http.Request, c *jiraCall)
+
+func (s *Sim) jiraRoutes(mux *http.ServeMux) {
+	const issue = "/rest/api/{v}/issue/{key}"
+	s.jiraRoute(mux, "GET", issue, s.jiraGetIssue)
+	s.jiraRoute(mux, "PUT", issue, s.jiraEditIssue)
+	s.jiraRoute(mux, "POST", issue+"/comment", s.jiraAddComment)
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/search", s.jiraSearch)
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/search/jql", s.jiraSearchJQL)
+	mux.HandleFunc("/jira/", func(w http.ResponseWriter, _ *http.Request) {
+		jiraError(w, http.StatusNotFound, "null for uri: the trackersim's Jira dialect has no such endpoint")
+	})
+}
+
+// jiraRoute registers one endpoint; "METHOD /jira<tmpl>" is its Stats.Calls
+// key.
+func (s *Sim) jiraRoute(mux *http.ServeMux, method, tmpl string, h jiraHandler) {
+	key := method + " /jira" + tmpl
+	mux.HandleFunc(key, func(w http.ResponseWriter, r *http.Request) {
+		s.countCall(key)
+		fault, ok := s.applyFault(r)
+		if !ok {
+			return
+		}
+		switch {
+		case fault.rateLimit:
+			// Jira Cloud's rate limit answer
+			// (https://developer.atlassian.com/cloud/jira/platform/rate-limiting/).
+			w.Header().Set("Retry-After", strconv.Itoa(fault.retryAfter))
+			jiraError(w, http.StatusTooManyRequests, "Rate limit exceeded.")
+			return
+		case fault.badGateway:
+			jiraError(w, http.StatusBadGateway, "Bad Gateway")
+			return
+		}
+		if !s.jiraAuthenticate(r) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="protected-area"`)
+			jiraError(w, http.StatusUnauthorized, "You are not authenticated. Authentication required to perform this operation.")
+			return
+		}
+		v := r.PathValue("v")
+		switch v {
+		case "2", "3":
+		case "latest":
+			v = "2"
+		default:
+			jiraError(w, http.StatusNotFound, "null for uri: unknown REST API version "+v)
+			return
+		}
+		w.Header().Set("X-AREQUESTID", s.requestID())
+		h(w, r, &jiraCall{base: s.requestBase(r), version: v, by: actor{login: botLogin, writer: writerOf(r)}})
+	})
+}
+
+// jiraAuthenticate accepts Cloud's basic auth (e-mail and API token; the
+// token is checked) and Data Center's bearer personal access token.
+func (s *Sim) jiraAuthenticate(r *http.Request) bool {
+	token := ""
+	if _, pw, ok := r.BasicAuth(); ok {
+		token = pw
+	} else if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		token = strings.TrimSpace(t)
+	}
+	return len(s.tokens) == 0 || (token != "" && slices.Contains(s.tokens, token))
+}
+
+func jiraError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, jiraErrors{ErrorMessages: []string{msg}, Errors: map[string]string{}})
+}
+
+func jiraFieldError(w http.ResponseWriter, field, msg string) {
+	writeJSON(w, http.StatusBadRequest, jiraErrors{ErrorMessages: []string{}, Errors: map[string]string{field: msg}})
+}
+
+// jiraIssueRef resolves {key} ("PROJ-12") to the store's repository and
+// number; anything else is Jira's 404.
+func jiraIssueRef(w http.ResponseWriter, r *http.Request) (repo string, number int, ok bool) {
+	key := r.PathValue("key")
+	i := strings.LastIndexByte(key, '-')
+	if i > 0 {
+		if n, err := strconv.Atoi(key[i+1:]); err == nil && n > 0 {
+			return key[:i], n, true
+		}
+	}
+	jiraError(w, http.StatusNotFound, jiraIssueMissing)
+	return "", 0, false
+}
+
+func (s *Sim) jiraStoreError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		jiraError(w, http.StatusNotFound, jiraIssueMissing)
+	case errors.Is(err, errInvalid):
+		jiraFieldError(w, "summary", "You must specify a summary of the issue.")
+	default:
+		s.log.Error("jira api", zap.Error(err))
+		jiraError(w, http.StatusInternalServerError, "Internal server error")
+	}
+}
+
+// jiraGetIssue: GET /rest/api/{2|3}/issue/{issueIdOrKey}?fields=…
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get).
+func (s *Sim) jiraGetIssue(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	repo, n, ok := jiraIssueRef(w, r)
+	if !ok {
+		return
+	}
+	sn, err := s.store.get(repo, n)
+	if err != nil {
+		s.jiraStoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jiraIssueOf(c.base, c.version, sn, jiraFieldSet(r.URL.Query().Get("fields"))))
+}
+
+// jiraLabelOp is one element of update.labels: {"add": x}, {"remove": x} or
+// {"set": [x, …]}.
+type jiraLabelOp struct {
+	Add    *string   `json:"add"`
+	Remove *string   `json:"remove"`
+	Set    *[]string `json:"set"`
+}
+
+// jiraEditIssue: PUT /rest/api/{2|3}/issue/{issueIdOrKey}
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-put). Only labels are
+// editable here, through fields.labels (replace) or update.labels (add,
+// remove, set, applied in order; removing an absent label and adding a
+// present one are no-ops). 204 No Content; no conditional form exists.
+func (s *Sim) jiraEditIssue(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	repo, n, ok := jiraIssueRef(w, r)
+	if !ok {
+		return
+	}
+	var req struct {
+		Fields map[string]json.RawMessage `json:"fields"`
+		Update map[string]json.RawMessage `json:"update"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil {
+		jiraError(w, http.StatusBadRequest, "Unexpected character or end of input: the request body is not valid JSON")
+		return
+	}
+	for _, m := range []map[string]json.RawMessage{req.Fields, req.Update} {
+		for field := range m {
+			if field != "labels" {
+				jiraFieldError(w, field, fmt.Sprintf("Field '%s' cannot be set. It is not on the appropriate screen, or unknown.", field))
+				return
+			}
+		}
+	}
+	var ops []jiraLabelOp
+	if raw, ok := req.Fields["labels"]; ok {
+		var set []string
+		if err := json.Unmarshal(raw, &set); err != nil {
+			jiraFieldError(w, "labels", "Field 'labels' expects an array of strings.")
+			return
+		}
+		ops = append(ops, jiraLabelOp{Set: &set})
+	}
+	if raw, ok := req.Update["labels"]; ok {
+		var more []jiraLabelOp
+		if err := json.Unmarshal(raw, &more); err != nil {
+			jiraFieldError(w, "labels", "Operation value must be an array of operations such as {\"add\": \"label\"}.")
+			return
+		}
+		ops = append(ops, more...)
+	}
+	for _, op := range ops {
+		var names []string
+		switch {
+		case op.Add != nil:
+			names = []string{*op.Add}
+		case op.Remove != nil:
+			names = []string{*op.Remove}
+		case op.Set != nil:
+			names = *op.Set
+		default:
+			jiraFieldError(w, "labels", "Unsupported operation: want add, remove or set.")
+			return
+		}
+		for _, l := range names {
+			if msg := jiraLabelProblem(l); msg != "" {
+				jiraFieldError(w, "labels", msg)
+				return
+			}
+		}
+	}
+	// One request is atomic: read, apply the operations in order, write
+	// conditional on the version read, and start over if another write got
+	// in between.
+	for {
+		sn, err := s.store.get(repo, n)
+		if err != nil {
+			s.jiraStoreError(w, err)
+			return
+		}
+		labels := applyJiraLabelOps(sn.labelNames(), ops)
+		want := sn.version
+		_, _, err = s.store.apply(repo, n, func(v int64) bool { return v == want }, c.by, update{Labels: &labels})
+		if errors.Is(err, ErrPreconditionFailed) {
+			continue
+		}
+		if err != nil {
+			s.jiraStoreError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+}
+
+// jiraLabelProblem is Jira's complaint about a label, or "".
+func jiraLabelProblem(l string) string {
+	switch {
+	case l == "":
+		return "Label cannot be empty."
+	case strings.ContainsFunc(l, unicode.IsSpace):
+		return fmt.Sprintf("The label '%s' contains spaces which is invalid.", l)
+	case len([]rune(l)) > 255:
+		return "The label must not exceed 255 characters."
+	}
+	return ""
+}
+
+func applyJiraLabelOps(labels []string, ops []jiraLabelOp) []string {
+	out := slices.Clone(labels)
+	for _, op := range ops {
+		switch {
+		case op.Add != nil:
+			if !slices.Contains(out, *op.Add) {
+				out = append(out, *op.Add)
+			}
+		case op.Remove != nil:
+			out = slices.DeleteFunc(out, func(l string) bool { return l == *op.Remove })
+		case op.Set != nil:
+			out = dedupe(*op.Set)
+		}
+	}
+	return out
+}
+
+// jiraAddComment: POST /rest/api/{2|3}/issue/{issueIdOrKey}/comment
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-comments/#api-rest-api-3-issue-issueidorkey-comment-post). v3 takes the body as an ADF document,
+// v2 as a string; 201 with the comment.
+func (s *Sim) jiraAddComment(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	repo, n, ok := jiraIssueRef(w, r)
+	if !ok {
+		return
+	}
+	var req struct {
+		Body json.RawMessage `json:"body"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil {
+		jiraError(w, http.StatusBadRequest, "Unexpected character or end of input: the request body is not valid JSON")
+		return
+	}
+	var text string
+	if c.version == "3" {
+		var doc adfNode
+		if err := json.Unmarshal(req.Body, &doc); err != nil {
+			jiraFieldError(w, "comment", "Comment body is not valid! Operation value must be an Atlassian Document (see the Atlassian Document Format).")
+			return
+		}
+		t, valid := jiraADFText(doc)
+		if !valid {
+			jiraFieldError(w, "comment", "Comment body is not valid! INVALID_INPUT")
+			return
+		}
+		text = t
+	} else if err := json.Unmarshal(req.Body, &text); err != nil {
+		jiraFieldError(w, "comment", "Comment body is not valid! Expected a string.")
+		return
+	}
+	if strings.TrimSpace(text) == "" {
+		jiraFieldError(w, "comment", "Comment body can not be empty!")
+		return
+	}
+	sn, id, err := s.store.apply(repo, n, nil, c.by, update{Comment: &text})
+	if err != nil {
+		s.jiraStoreError(w, err)
+		return
+	}
+	ids := strconv.FormatInt(id, 10)
+	writeJSON(w, http.StatusCreated, jiraComment{
+		Self: c.base + "/jira/rest/api/" + c.version + "/issue/" + strconv.FormatInt(sn.id, 10) + "/comment/" + ids,
+		ID:   ids, Author: jiraUserOf(c.base, c.by.login), Body: req.Body,
+		Created: jiraTime(sn.updatedAt), Updated: jiraTime(sn.updatedAt),
+	})
+}
+
+// jiraQuery parses and runs the request's jql over its project. ok is false
+// when the answer (400) has been written.
+func (s *Sim) jiraQuery(w http.ResponseWriter, r *http.Request) (matches []snapshot, ok bool) {
+	jql := r.URL.Query().Get("jql")
+	q, err := parseJQL(jql)
+	if err != nil {
+		jiraError(w, http.StatusBadRequest, fmt.Sprintf("Error in the JQL Query: %v; %s.", err, jqlSupported))
+		return nil, false
+	}
+	all, err := s.store.list(q.project)
+	if err != nil {
+		jiraError(w, http.StatusBadRequest, fmt.Sprintf("The value '%s' does not exist for the field 'project'.", q.project))
+		return nil, false
+	}
+	for _, sn := range all {
+		if q.matches(sn) {
+			matches = append(matches, sn)
+		}
+	}
+	if q.descending {
+		slices.Reverse(matches)
+	}
+	return matches, true
+}
+
+// jiraPageSize reads maxResults (default jiraDefaultMaxResults, at most
+// jiraMaxResults).
+func jiraPageSize(w http.ResponseWriter, r *http.Request) (int, bool) {
+	size := jiraDefaultMaxResults
+	if v := r.URL.Query().Get("maxResults"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			jiraError(w, http.StatusBadRequest, fmt.Sprintf("The maxResults parameter %q is not a valid number.", v))
+			return 0, false
+		}
+		size = n
+	}
+	return min(size, jiraMaxResults), true
+}
+
+// jiraSearch: GET /rest/api/2/search, Data Center's offset-paged search
+// (https://docs.atlassian.com/software/jira/docs/api/REST/9.12.0/#api/2/search-search):
+// startAt, maxResults, total. Jira Cloud removed it (410 on v3 here).
+func (s *Sim) jiraSearch(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	if c.version == "3" {
+		jiraError(w, http.StatusGone, jiraSearchRemoved)
+		return
+	}
+	size, ok := jiraPageSize(w, r)
+	if !ok {
+		return
+	}
+	start := 0
+	if v := r.URL.Query().Get("startAt"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			jiraError(w, http.StatusBadRequest, fmt.Sprintf("The startAt parameter %q is not a valid number.", v))
+			return
+		}
+		start = n
+	}
+	matches, ok := s.jiraQuery(w, r)
+	if !ok {
+		return
+	}
+	lo, hi := min(start, len(matches)), min(start+size, len(matches))
+	writeJSON(w, http.StatusOK, map[string]any{
+		"expand": "schema,names", "startAt": start, "maxResults": size, "total": len(matches),
+		"issues": s.jiraIssues(c, r, matches[lo:hi]),
+	})
+}
+
+// jiraSearchJQL: GET /rest/api/3/search/jql, Cloud's token-paged search
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-search/#api-rest-api-3-search-jql-get): nextPageToken and isLast,
+// no total. The token is opaque to clients; here it encodes the offset.
+func (s *Sim) jiraSearchJQL(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	size, ok := jiraPageSize(w, r)
+	if !ok {
+		return
+	}
+	if size == 0 {
+		size = jiraDefaultMaxResults
+	}
+	start := 0
+	if tok := r.URL.Query().Get("nextPageToken"); tok != "" {
+		b, err := base64.RawURLEncoding.DecodeString(tok)
+		n, err2 := strconv.Atoi(strings.TrimPrefix(string(b), "offset:"))
+		if err != nil || err2 != nil || n < 0 || !strings.HasPrefix(string(b), "offset:") {
+			jiraError(w, http.StatusBadRequest, "The provided next page token is invalid or expired.")
+			return
+		}
+		start = n
+	}
+	matches, ok := s.jiraQuery(w, r)
+	if !ok {
+		return
+	}
+	lo, hi := min(start, len(matches)), min(start+size, len(matches))
+	out := map[string]any{"issues": s.jiraIssues(c, r, matches[lo:hi]), "isLast": hi >= len(matches)}
+	if hi < len(matches) {
+		out["nextPageToken"] = base64.RawURLEncoding.EncodeToString([]byte("offset:" + strconv.Itoa(hi)))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Sim) jiraIssues(c *jiraCall, r *http.Request, sns []snapshot) []jiraIssue {
+	want := jiraFieldSet(r.URL.Query().Get("fields"))
+	out := make([]jiraIssue, len(sns))
+	for i, sn := range sns {
+		out[i] = jiraIssueOf(c.base, c.version, sn, want)
+		out[i].Expand = ""
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// Jira webhooks: one callback per change of an issue, in the shape of
+// https://developer.atlassian.com/cloud/jira/platform/webhooks/#example-callback-for-an-issue-related-event:
+// jira:issue_created for a new issue (its labels in issue.fields), else
+// jira:issue_updated with a changelog item per changed field (labels as
+// space-separated sets before and after, "status" for closing and
+// reopening). The issue is rendered as REST v2 does (plain-text
+// description). Headers: X-Atlassian-Webhook-Identifier, the same on every
+// retry of one callback, and, for a hook with a secret, X-Hub-Signature
+// "sha256=<hex HMAC-SHA256 of the body>"
+// (https://developer.atlassian.com/cloud/jira/platform/webhooks/#secure-admin-webhooks).
+// Comments emit no store event, so no comment_created callback is sent.
+
+func (s *Sim) jiraDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing {
+	if len(evs) == 0 {
+		return nil
+	}
+	sn := evs[0].issue
+	base := s.base()
+	p := jiraWebhookEvent{
+		Timestamp:         s.clock().UnixMilli(),
+		User:              jiraUserOf(base, evs[0].sender),
+		Issue:             jiraIssueOf(base, "2", sn, nil),
+		MatchedWebhookIDs: []int64{hookID},
+	}
+	p.Issue.Expand = ""
+	if evs[0].action == "opened" {
+		p.WebhookEvent, p.IssueEventTypeName = "jira:issue_created", "issue_created"
+	} else {
+		p.WebhookEvent, p.IssueEventTypeName = "jira:issue_updated", "issue_updated"
+		p.Changelog = &jiraChangelog{ID: strconv.FormatInt(sn.version, 10), Items: jiraChangelogItems(evs, sn)}
+		for _, ev := range evs {
+			if ev.action == "closed" || ev.action == "reopened" {
+				p.IssueEventTypeName = "issue_generic" // a workflow transition
+			}
+		}
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		s.log.Error("marshal jira webhook", zap.Error(err))
+		return nil
+	}
+	guid := newGUID()
+	hdr := http.Header{}
+	hdr.Set("Content-Type", "application/json; charset=UTF-8")
+	hdr.Set("User-Agent", "Atlassian Webhook HTTP Client")
+	hdr.Set("X-Atlassian-Webhook-Identifier", guid)
+	if h.Secret != "" {
+		m := hmac.New(sha256.New, []byte(h.Secret))
+		m.Write(body)
+		hdr.Set("X-Hub-Signature", "sha256="+hex.EncodeToString(m.Sum(nil)))
+	}
+	return []outgoing{{event: p.WebhookEvent, guid: guid, body: body, header: hdr}}
+}
+
+// jiraChangelogItems describes one mutation's events as Jira's changelog.
+func jiraChangelogItems(evs []storeEvent, sn snapshot) []jiraChangelogItem {
+	str := func(s string) *string { return &s }
+	var items []jiraChangelogItem
+	var added, removed []string
+	for _, ev := range evs {
+		switch ev.action {
+		case "edited":
+			if from, ok := ev.changes["title"]; ok {
+				items = append(items, jiraChangelogItem{Field: "summary", FieldType: "jira", FieldID: "summary",
+					FromString: str(from), ToString: str(sn.title)})
+			}
+			if from, ok := ev.changes["body"]; ok {
+				items = append(items, jiraChangelogItem{Field: "description", FieldType: "jira", FieldID: "description",
+					FromString: str(from), ToString: str(sn.body)})
+			}
+		case "closed", "reopened":
+			from, to := jiraStatusOf(!sn.open), jiraStatusOf(sn.open)
+			items = append(items, jiraChangelogItem{Field: "status", FieldType: "jira", FieldID: "status",
+				From: str(from.ID), FromString: str(from.Name), To: str(to.ID), ToString: str(to.Name)})
+		case "labeled":
+			added = append(added, ev.label.name)
+		case "unlabeled":
+			removed = append(removed, ev.label.name)
+		}
+	}
+	if len(added)+len(removed) > 0 {
+		after := sn.labelNames()
+		before := slices.DeleteFunc(slices.Clone(after), func(l string) bool { return slices.Contains(added, l) })
+		before = append(before, removed...)
+		items = append(items, jiraChangelogItem{Field: "labels", FieldType: "jira", FieldID: "labels",
+			FromString: str(strings.Join(before, " ")), ToString: str(strings.Join(after, " "))})
+	}
+	return items
+}

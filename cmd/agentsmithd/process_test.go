@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"net/http/httptest"
 	"os"
@@ -52,6 +53,7 @@ echo "end $AGENTSMITH_TICKET_ID $AGENTSMITH_ATTEMPT" >> "$RUN_LOG"`
 
 type procWorld struct {
 	t      *testing.T
+	pc     e2ecases.Case
 	dir    string
 	sim    *sim.Sim
 	simURL string
@@ -67,16 +69,13 @@ redis: {addr: %q}
 %s
 projects:
   - name: app
-    platform: github
-    base_url: %s/github/
-    repo: acme/app
-    token: {env: GH_TOKEN}
+    %s
     polling: {enabled: true, interval: 1s}
     pipeline:
       command: ["sh", "-c", %q]
       env: {RUN_LOG: %q, GATE: %q}
       max_attempts: 3
-`, name, w.redis.Addr(), timings, w.simURL, holdPipeline, w.runLog, filepath.Join(w.dir, "gate"))
+`, name, w.redis.Addr(), timings, w.pc.Project(w.simURL, "GH_TOKEN", "    "), holdPipeline, w.runLog, filepath.Join(w.dir, "gate"))
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
@@ -119,22 +118,22 @@ func (w *procWorld) lines(prefix string) []string {
 	return out
 }
 
-func newProcWorld(t *testing.T) *procWorld {
+func newProcWorld(t *testing.T, pc e2ecases.Case) *procWorld {
 	dir := t.TempDir()
 	s := sim.New(sim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &procWorld{t: t, dir: dir, sim: s, simURL: srv.URL, redis: redistest.Start(t), runLog: filepath.Join(dir, "runs.log")}
+	return &procWorld{t: t, pc: pc, dir: dir, sim: s, simURL: srv.URL, redis: redistest.Start(t), runLog: filepath.Join(dir, "runs.log")}
 }
 
 // killAndRecover runs replica A until the ticket is in progress, kill -9s it,
 // starts replica B, and returns the time from the kill to attempt 2 starting.
-func killAndRecover(t *testing.T, timings string, timeout time.Duration) time.Duration {
-	w := newProcWorld(t)
+func killAndRecover(t *testing.T, pc e2ecases.Case, timings string, timeout time.Duration) time.Duration {
+	w := newProcWorld(t, pc)
 	a := w.start("replica-a", timings)
-	n := w.sim.CreateIssue("acme/app", "crash me", "", "agent-smith", "keep-me")
-	id := fmt.Sprintf("acme/app#%d", n)
+	n := w.sim.CreateIssue(pc.Repo, "crash me", "", "agent-smith", "keep-me")
+	id := pc.ID(n)
 	labels := lifecycle.Labels{Prefix: "agent-smith"}
 	eventually.Wait(t, 30*time.Second, "attempt 1 to start", func() bool { return len(w.lines("start "+id+" 1 ")) == 1 })
 	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
@@ -146,10 +145,10 @@ func killAndRecover(t *testing.T, timings string, timeout time.Duration) time.Du
 	eventually.Wait(t, timeout, "attempt 2 to start on replica B", func() bool { return len(w.lines("start "+id+" 2 ")) == 1 })
 	recovery := time.Since(killed)
 	eventually.Wait(t, 30*time.Second, "the ticket to reach done", func() bool {
-		is, _ := w.sim.Issue("acme/app", n)
+		is, _ := w.sim.Issue(pc.Repo, n)
 		return labels.StateOf(is.Labels) == lifecycle.Done
 	})
-	is, _ := w.sim.Issue("acme/app", n)
+	is, _ := w.sim.Issue(pc.Repo, n)
 	if want := []string{"agent-smith", "keep-me", "agent-smith:done"}; !slices.Equal(is.Labels, want) {
 		t.Errorf("labels = %q, want %q", is.Labels, want)
 	}
@@ -166,8 +165,12 @@ func TestKill9MidPipelineIsRerunByAnotherProcess(t *testing.T) {
 	timings := `consumer: {heartbeat_ttl: 3s, heartbeat_renew: 500ms}
 housekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s}
 poller: {lease_ttl: 2s}`
-	d := killAndRecover(t, timings, 30*time.Second)
-	t.Logf("recovery after kill -9 (test timings: instance_ttl 2s, lease_ttl 2s): %s", d.Round(10*time.Millisecond))
+	for _, pc := range e2ecases.All {
+		t.Run(pc.Name, func(t *testing.T) {
+			d := killAndRecover(t, pc, timings, 30*time.Second)
+			t.Logf("recovery after kill -9 (test timings: instance_ttl 2s, lease_ttl 2s): %s", d.Round(10*time.Millisecond))
+		})
+	}
 }
 
 // TestKill9RecoveryWithDefaults measures the recovery time with the shipped
@@ -177,6 +180,6 @@ func TestKill9RecoveryWithDefaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes ~30 s")
 	}
-	d := killAndRecover(t, "", 90*time.Second)
+	d := killAndRecover(t, e2ecases.GitHub, "", 90*time.Second)
 	t.Logf("recovery after kill -9 with default settings: %s", d.Round(10*time.Millisecond))
 }

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"io"
 	"net/http"
@@ -27,7 +28,7 @@ func TestWebhookToDoneLeavesOtherLabelsAlone(t *testing.T) {
 		is, _ := e.sim.Issue(e.repo, n)
 		want := []string{"bug", "日本語", "Agent-Smith:done", "other:enqueued", "agent-smith", "agent-smith:done"}
 		got := is.Labels
-		if e.pc.foldsCase {
+		if e.pc.FoldsCase {
 			// Azure DevOps keeps one tag per case-insensitive name:
 			// agent-smith:done takes the place of its case variant, so
 			// compare as sets.
@@ -233,4 +234,27 @@ func TestRedisDownAnswers503AndReadyzTurnsFalse(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitState(n, 20*time.Second, lifecycle.Done)
+}
+
+func TestOneDaemonServesFourPlatformsAtOnce(t *testing.T) {
+	e := newEnv(t)
+	e.startDaemon(e.config("replica-a", "", e2ecases.All...))
+	issues := map[string]int{}
+	for _, pc := range e2ecases.All {
+		issues[pc.Name] = e.sim.CreateIssue(pc.Repo, "four at once ("+pc.Name+")", "", "keep")
+		if err := e.sim.AddLabels(pc.Repo, issues[pc.Name], "agent-smith"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pc := range e2ecases.All {
+		n := issues[pc.Name]
+		eventually.Wait(t, 30*time.Second, pc.Name+" ticket to reach done", func() bool {
+			is, _ := e.sim.Issue(pc.Repo, n)
+			return labels.StateOf(is.Labels) == lifecycle.Done
+		})
+		is, _ := e.sim.Issue(pc.Repo, n)
+		if !slices.Contains(is.Labels, "keep") {
+			t.Errorf("%s: labels %q lost keep", pc.Name, is.Labels)
+		}
+	}
 }

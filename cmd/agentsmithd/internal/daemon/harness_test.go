@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"net/http/httptest"
 	"os"
@@ -26,82 +27,18 @@ import (
 const (
 	testToken  = "e2e-token-do-not-log"
 	testSecret = "e2e-webhook-secret-do-not-log"
-	repo       = "acme/app"
+	repo       = "acme/app" // e2ecases.GitHub.Repo, for the GitHub-only tests
 )
 
 var labels = lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 
-// platformCase binds the end-to-end tests to one tracker dialect of the sim.
-type platformCase struct {
-	name string
-	// repo is the project's locator, also the sim's store key.
-	repo string
-	// project returns the platform-specific lines of the project's config.
-	project func(simURL, repo string) string
-	// id formats issue n's Ref.ID.
-	id func(repo string, n int) string
-	// foldsCase: labels are case-insensitive (Azure DevOps tags).
-	foldsCase bool
-	// hook subscribes the receiver to the sim's deliveries.
-	hook func(url string) sim.Hook
-}
-
-var githubCase = platformCase{
-	name: "github",
-	repo: repo,
-	project: func(simURL, repo string) string {
-		return fmt.Sprintf("platform: github\n    base_url: %s/github/\n    repo: %s\n    token: {env: E2E_TOKEN}", simURL, repo)
-	},
-	id: func(repo string, n int) string { return fmt.Sprintf("%s#%d", repo, n) },
-	hook: func(url string) sim.Hook {
-		return sim.Hook{Repo: repo, URL: url + "/webhooks/github", Secret: testSecret}
-	},
-}
-
-var gitlabCase = platformCase{
-	name: "gitlab",
-	repo: "acme/sub/app",
-	project: func(simURL, repo string) string {
-		return fmt.Sprintf("platform: gitlab\n    base_url: %s/gitlab/api/v4/\n    repo: %s\n    token: {env: E2E_TOKEN}", simURL, repo)
-	},
-	id: func(repo string, n int) string { return fmt.Sprintf("%s#%d", repo, n) },
-	hook: func(url string) sim.Hook {
-		return sim.Hook{Repo: "acme/sub/app", URL: url + "/webhooks/gitlab", Secret: testSecret, Dialect: "gitlab"}
-	},
-}
-
-var adoCase = platformCase{
-	name:      "azuredevops",
-	repo:      "acmeorg/webapp",
-	foldsCase: true,
-	project: func(simURL, repo string) string {
-		return fmt.Sprintf("platform: azuredevops\n    base_url: %s/ado/\n    repo: %s\n    token: {env: E2E_TOKEN}", simURL, repo)
-	},
-	id: func(repo string, n int) string { return fmt.Sprintf("%s#%d", repo, n) },
-	hook: func(url string) sim.Hook {
-		return sim.Hook{Repo: "acmeorg/webapp", URL: url + "/webhooks/azuredevops", Secret: testSecret, Dialect: "ado"}
-	},
-}
-
-var jiraCase = platformCase{
-	name: "jira",
-	repo: "APP",
-	project: func(simURL, repo string) string {
-		return fmt.Sprintf("platform: jira\n    base_url: %s/jira/\n    repo: %s\n    token: {env: E2E_TOKEN}\n    jira: {email: bot@acme.example}", simURL, repo)
-	},
-	id: func(repo string, n int) string { return fmt.Sprintf("%s-%d", repo, n) },
-	hook: func(url string) sim.Hook {
-		return sim.Hook{Repo: "APP", URL: url + "/webhooks/jira", Secret: testSecret, Dialect: "jira"}
-	},
-}
-
 // platformCases lists every platform the end-to-end tests run on.
-var platformCases = []platformCase{githubCase, gitlabCase, adoCase, jiraCase}
+var platformCases = e2ecases.All
 
 // forEachPlatform runs f as a subtest per platform, each in its own world.
 func forEachPlatform(t *testing.T, f func(t *testing.T, e *env)) {
 	for _, pc := range platformCases {
-		t.Run(pc.name, func(t *testing.T) { f(t, newEnvFor(t, pc)) })
+		t.Run(pc.Name, func(t *testing.T) { f(t, newEnvFor(t, pc)) })
 	}
 }
 
@@ -109,7 +46,7 @@ func forEachPlatform(t *testing.T, f func(t *testing.T, e *env)) {
 // HTTP, and a run log the pipelines append to outside the daemon.
 type env struct {
 	t      *testing.T
-	pc     platformCase
+	pc     e2ecases.Case
 	repo   string
 	redis  *redistest.Server
 	sim    *sim.Sim
@@ -120,11 +57,11 @@ type env struct {
 }
 
 // newEnv is a GitHub world.
-func newEnv(t *testing.T) *env { return newEnvFor(t, githubCase) }
+func newEnv(t *testing.T) *env { return newEnvFor(t, e2ecases.GitHub) }
 
-func newEnvFor(t *testing.T, pc platformCase) *env {
+func newEnvFor(t *testing.T, pc e2ecases.Case) *env {
 	t.Helper()
-	e := &env{t: t, pc: pc, repo: pc.repo, redis: redistest.Start(t), sim: sim.New(sim.Options{}), dir: t.TempDir()}
+	e := &env{t: t, pc: pc, repo: pc.Repo, redis: redistest.Start(t), sim: sim.New(sim.Options{}), dir: t.TempDir()}
 	srv := httptest.NewServer(e.sim.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(e.sim.Close)
@@ -143,8 +80,27 @@ case "$AGENTSMITH_TITLE" in *fail*) echo "boom: the widget exploded"; exit 7 ;; 
 echo "end $AGENTSMITH_TICKET_ID $AGENTSMITH_ATTEMPT" >> "$RUN_LOG"`
 
 // configYAML is a config with every interval shortened so recovery paths run
-// in seconds.
-func (e *env) configYAML(instance string, extra string) string {
+// in seconds, with one project per case (the env's own case by default).
+func (e *env) configYAML(instance string, extra string, cases ...e2ecases.Case) string {
+	if len(cases) == 0 {
+		cases = []e2ecases.Case{e.pc}
+	}
+	var projects strings.Builder
+	for _, pc := range cases {
+		name := "app"
+		if len(cases) > 1 {
+			name = pc.Name
+		}
+		fmt.Fprintf(&projects, `  - name: %s
+    %s
+    webhook: {secrets: [{env: E2E_OLD_SECRET}, {env: E2E_SECRET}]}
+    pipeline:
+      command: ["sh", "-c", %q]
+      env: {RUN_LOG: %q, GATE: %q}
+      timeout: 30s
+      max_attempts: 3
+`, name, pc.Project(e.simURL, "E2E_TOKEN", "    "), pipelineScript, e.runLog, e.gate)
+	}
 	return fmt.Sprintf(`
 listen: 127.0.0.1:0
 instance_id: %s
@@ -153,15 +109,7 @@ consumer: {concurrency: 2, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_g
 housekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s}
 poller: {lease_ttl: 2s}
 projects:
-  - name: app
-    %s
-    webhook: {secrets: [{env: E2E_OLD_SECRET}, {env: E2E_SECRET}]}
-    pipeline:
-      command: ["sh", "-c", %q]
-      env: {RUN_LOG: %q, GATE: %q}
-      timeout: 30s
-      max_attempts: 3
-%s`, instance, e.redis.Addr(), filepath.Join(e.dir, "work"), e.pc.project(e.simURL, e.repo), pipelineScript, e.runLog, e.gate, extra)
+%s%s`, instance, e.redis.Addr(), filepath.Join(e.dir, "work"), projects.String(), extra)
 }
 
 func lookupEnv(k string) (string, bool) {
@@ -176,9 +124,9 @@ func lookupEnv(k string) (string, bool) {
 	return "", false
 }
 
-func (e *env) config(instance, extra string) *config.Config {
+func (e *env) config(instance, extra string, cases ...e2ecases.Case) *config.Config {
 	e.t.Helper()
-	cfg, err := config.Parse([]byte(e.configYAML(instance, extra)), lookupEnv)
+	cfg, err := config.Parse([]byte(e.configYAML(instance, extra, cases...)), lookupEnv)
 	if err != nil {
 		e.t.Fatalf("config: %v", err)
 	}
@@ -224,7 +172,13 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 		case err := <-done:
 			e.t.Fatalf("daemon exited: %v", err)
 		}
-		e.sim.AddHook(e.pc.hook("http://" + d.Addr()))
+		for _, p := range cfg.Projects {
+			for _, pc := range e2ecases.All {
+				if pc.Name == p.Platform && pc.Repo == p.Repo {
+					e.sim.AddHook(pc.Hook("http://"+d.Addr(), testSecret))
+				}
+			}
+		}
 	}
 	return d
 }
@@ -257,7 +211,7 @@ func (e *env) starts(n int) []string {
 	b, _ := os.ReadFile(e.runLog)
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "start "+e.pc.id(e.repo, n)+" ") {
+		if strings.HasPrefix(line, "start "+e.pc.ID(n)+" ") {
 			out = append(out, line)
 		}
 	}

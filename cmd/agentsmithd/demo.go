@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
+	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
@@ -32,28 +33,38 @@ case "$AGENTSMITH_TITLE" in
 esac
 echo "opened a pull request"`
 
-const demoConfig = `# The demo's config: the same format agentsmithd serve reads.
-listen: 127.0.0.1:0
+// demoHeader is the demo's config: the same format agentsmithd serve reads.
+const demoHeader = `listen: 127.0.0.1:0
 instance_id: demo-replica
 redis: {addr: "%s"}
-consumer: {concurrency: 2, work_dir: "%s"}
+consumer: {concurrency: 3, work_dir: "%s"}
 housekeeping: {fast_interval: 1s, slow_interval: 5s}
 projects:
-  - name: webshop
-    platform: github
-    base_url: %s
-    repo: demo/webshop
-    token: {env: DEMO_GITHUB_TOKEN}
-    webhook: {secrets: [{env: DEMO_WEBHOOK_SECRET}]}
-    pipeline: {command: ["sh", "-c", %q], timeout: 30s, max_attempts: 2}
-  - name: docs
-    platform: github
-    base_url: %s
-    repo: demo/docs
-    token: {env: DEMO_GITHUB_TOKEN}
-    polling: {enabled: true, interval: 2s}
-    pipeline: {command: ["sh", "-c", %q], timeout: 30s}
 `
+
+// demoProject is one project of the demo; webhook is the trigger unless
+// polling is on.
+const demoProject = `  - name: %s
+    %s
+    webhook: {secrets: [{env: DEMO_WEBHOOK_SECRET}]}
+    polling: {enabled: %t, interval: 2s}
+    pipeline: {command: ["sh", "-c", %q], timeout: 30s, max_attempts: 2}
+`
+
+// demoProjects: one project per platform, each on its own repository of the
+// sandbox; Jira's is found by polling, the others by signed webhooks.
+var demoProjects = []struct {
+	name string
+	pc   e2ecases.Case
+	poll bool
+	// tickets are the titles of the issues a human labels.
+	tickets []string
+}{
+	{"webshop", e2ecases.GitHub.WithRepo("demo/webshop"), false, []string{"Fix login redirect loop", "Checkout is flaky on Safari"}},
+	{"platform-api", e2ecases.GitLab.WithRepo("demo/platform/api"), false, []string{"Add rate limiting to /search"}},
+	{"mobile", e2ecases.AzureDevOps.WithRepo("demoorg/mobile"), false, []string{"Dark mode for settings screen"}},
+	{"ops", e2ecases.Jira.WithRepo("OPS"), true, []string{"Rotate the staging certificates"}},
+}
 
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -92,9 +103,13 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	simURL := "http://" + ln.Addr().String()
 
 	secret := "demo-secret-" + fmt.Sprint(time.Now().UnixNano())
-	env := map[string]string{"DEMO_GITHUB_TOKEN": "demo-token", "DEMO_WEBHOOK_SECRET": secret}
-	yaml := fmt.Sprintf(demoConfig, redisAddr, filepath.Join(tmp, "work"), simURL+"/github/", demoPipeline, simURL+"/github/", demoPipeline)
-	cfg, err := config.Parse([]byte(yaml), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	env := map[string]string{"DEMO_TOKEN": "demo-token", "DEMO_WEBHOOK_SECRET": secret}
+	var yaml strings.Builder
+	fmt.Fprintf(&yaml, demoHeader, redisAddr, filepath.Join(tmp, "work"))
+	for _, p := range demoProjects {
+		fmt.Fprintf(&yaml, demoProject, p.name, p.pc.Project(simURL, "DEMO_TOKEN", "    "), p.poll, demoPipeline)
+	}
+	cfg, err := config.Parse([]byte(yaml.String()), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		say("demo: config: %v", err)
 		return 1
@@ -118,28 +133,27 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		say("demo: daemon: %v", err)
 		return 1
 	}
-	s.AddHook(sim.Hook{Repo: "demo/webshop", URL: "http://" + d.Addr() + "/webhooks/github", Secret: secret})
+	for _, p := range demoProjects {
+		if !p.poll {
+			s.AddHook(p.pc.Hook("http://"+d.Addr(), secret))
+		}
+	}
 
 	say("")
 	say("  tracker sandbox (watch the labels change): %s/", simURL)
-	say("  webhook receiver:                         http://%s/webhooks/github", d.Addr())
+	say("  webhook receiver:                         http://%s/webhooks/{github,gitlab,azuredevops,jira}", d.Addr())
 	say("")
-	type tk struct{ repo, title string }
-	tickets := []tk{
-		{"demo/webshop", "Fix login redirect loop"},
-		{"demo/webshop", "Add dark mode toggle"},
-		{"demo/webshop", "Checkout is flaky on Safari"},
-		{"demo/docs", "Document the new API (found by polling)"},
-	}
-	s.CreateIssue("demo/webshop", "Refactor CSS (no trigger label: never touched)", "", "enhancement")
 	type key struct {
 		repo string
 		n    int
 	}
 	var watch []key
-	for _, t := range tickets {
-		n := s.CreateIssue(t.repo, t.title, "Created by agentsmithd demo.", "good first issue")
-		watch = append(watch, key{t.repo, n})
+	s.CreateIssue("demo/webshop", "Refactor CSS (no trigger label: never touched)", "", "enhancement")
+	for _, p := range demoProjects {
+		for _, title := range p.tickets {
+			n := s.CreateIssue(p.pc.Repo, title, "Created by agentsmithd demo.", "good-first-issue")
+			watch = append(watch, key{p.pc.Repo, n})
+		}
 	}
 	// A human adds the trigger label: GitHub sends issues/labeled.
 	for _, k := range watch {
@@ -148,7 +162,11 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	say("%-8s  %-20s  %-12s → %-12s  %s", "time", "ticket", "from", "to", "writer")
+	platformOf := map[string]string{}
+	for _, p := range demoProjects {
+		platformOf[p.pc.Repo] = p.pc.Name
+	}
+	say("%-8s  %-11s  %-22s  %-12s → %-12s  %s", "time", "platform", "ticket", "from", "to", "writer")
 	labels := lifecycle.Labels{Prefix: cfg.LabelPrefix}
 	deadline := time.After(*timeout)
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -161,7 +179,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if from == to && !(from == lifecycle.Pending && len(labels.Lifecycle(w.After)) > 0) {
 				continue
 			}
-			say("%-8s  %-20s  %-12s → %-12s  %s", w.At.Format("15:04:05"), fmt.Sprintf("%s#%d", w.Repo, w.Number), from, to, w.Writer)
+			say("%-8s  %-11s  %-22s  %-12s → %-12s  %s", w.At.Format("15:04:05"), platformOf[w.Repo], fmt.Sprintf("%s#%d", w.Repo, w.Number), from, to, w.Writer)
 		}
 		printed = len(writes)
 		settled := 0
@@ -185,7 +203,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("")
 	for _, k := range watch {
 		is, _ := s.Issue(k.repo, k.n)
-		say("  %s#%d  %-45q labels: %s", k.repo, k.n, is.Title, strings.Join(is.Labels, ", "))
+		say("  %-22s %-40q labels: %s", fmt.Sprintf("%s#%d", k.repo, k.n), is.Title, strings.Join(is.Labels, ", "))
 		for _, c := range is.Comments {
 			say("      comment: %s", strings.ReplaceAll(strings.TrimSpace(c.Body), "\n", "\n               "))
 		}

@@ -258,3 +258,37 @@ func TestOneDaemonServesFourPlatformsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestEveryPlatformRouteRefusesUnauthenticatedDeliveries(t *testing.T) {
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		d := e.startDaemon(e.config("replica-a", ""))
+		n := e.sim.CreateIssue(e.repo, "not triggered", "")
+		before := len(e.sim.Writes())
+		url := "http://" + d.Addr() + "/webhooks/" + e.pc.Name
+		for _, c := range []struct {
+			name string
+			hdr  map[string]string
+		}{
+			{"no credentials", nil},
+			{"wrong credentials", map[string]string{"X-Gitlab-Token": "wrong", "Authorization": "Basic d3Jvbmc6d3Jvbmc=",
+				"X-Hub-Signature": "sha256=00", "X-Hub-Signature-256": "sha256=00"}},
+		} {
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"object_kind":"issue"}`))
+			req.Header.Set("Content-Type", "application/json")
+			for k, v := range c.hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s: status %d, want 401", c.name, resp.StatusCode)
+			}
+		}
+		if got := len(e.sim.Writes()); got != before || e.state(n) != lifecycle.Pending {
+			t.Errorf("an unauthenticated delivery changed the tracker")
+		}
+	})
+}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentsmithd/agentsmithd/pkg/webhooksig"
+
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -74,14 +76,14 @@ func (w Webhooks) Verify(h http.Header, _ []byte, secrets [][]byte) (int, error)
 	idx := -1
 	if hasBasic {
 		userOK := w.Username == "" || subtle.ConstantTimeCompare([]byte(user), []byte(w.Username)) == 1
-		i := matchSecret([]byte(pass), secrets)
+		i := webhooksig.MatchToken([]byte(pass), secrets)
 		if i < 0 || !userOK {
 			return -1, fmt.Errorf("azuredevops: basic auth matches no configured secret: %w", platforms.ErrUnauthenticated)
 		}
 		idx = i
 	}
 	if hv != "" {
-		i := matchSecret([]byte(hv), secrets)
+		i := webhooksig.MatchToken([]byte(hv), secrets)
 		if i < 0 {
 			return -1, fmt.Errorf("azuredevops: %s matches no configured secret: %w", header, platforms.ErrUnauthenticated)
 		}
@@ -90,18 +92,6 @@ func (w Webhooks) Verify(h http.Header, _ []byte, secrets [][]byte) (int, error)
 		}
 	}
 	return idx, nil
-}
-
-// matchSecret is the index of the first non-empty secret equal to got, or
-// -1, comparing against all of them.
-func matchSecret(got []byte, secrets [][]byte) int {
-	match := -1
-	for i, s := range secrets {
-		if len(s) > 0 && subtle.ConstantTimeCompare(got, s) == 1 && match < 0 {
-			match = i
-		}
-	}
-	return match
 }
 
 // envelope is the part of every service hook payload Parse reads.

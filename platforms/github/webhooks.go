@@ -1,13 +1,11 @@
 package github
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/agentsmithd/agentsmithd/pkg/webhooksig"
 
 	gh "github.com/google/go-github/v60/github"
 
@@ -19,7 +17,6 @@ const (
 	HeaderEvent     = "X-GitHub-Event"
 	HeaderDelivery  = "X-GitHub-Delivery"
 	HeaderSignature = "X-Hub-Signature-256"
-	signaturePrefix = "sha256="
 )
 
 // Webhooks authenticates and parses GitHub deliveries. It holds no state:
@@ -32,39 +29,20 @@ var _ platforms.WebhookDecoder = Webhooks{}
 // and returns the index of the first that matches. Every secret is tried
 // even after a match, so timing says nothing about which one it was.
 func (Webhooks) Verify(h http.Header, body []byte, secrets [][]byte) (int, error) {
-	sig, ok := strings.CutPrefix(h.Get(HeaderSignature), signaturePrefix)
-	if !ok {
-		return -1, fmt.Errorf("github: %s missing or not sha256: %w", HeaderSignature, platforms.ErrUnauthenticated)
+	i, err := webhooksig.VerifyHMAC(h.Get(HeaderSignature), body, secrets)
+	if err != nil {
+		return -1, fmt.Errorf("github: %s %w: %w", HeaderSignature, err, platforms.ErrUnauthenticated)
 	}
-	got, err := hex.DecodeString(sig)
-	if err != nil || len(got) != sha256.Size {
-		return -1, fmt.Errorf("github: %s is not a sha256 hex digest: %w", HeaderSignature, platforms.ErrUnauthenticated)
-	}
-	match := -1
-	for i, secret := range secrets {
-		if hmac.Equal(got, Sign(body, secret)) && match < 0 {
-			match = i
-		}
-	}
-	if match < 0 {
-		return -1, fmt.Errorf("github: signature matches no configured secret: %w", platforms.ErrUnauthenticated)
-	}
-	return match, nil
+	return i, nil
 }
 
 // Sign is the HMAC-SHA256 GitHub computes over a delivery body; the
 // X-Hub-Signature-256 value is "sha256=" + hex(Sign(body, secret)).
-func Sign(body, secret []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return m.Sum(nil)
-}
+func Sign(body, secret []byte) []byte { return webhooksig.Sign(body, secret) }
 
 // SignatureHeader is the X-Hub-Signature-256 value for body, for senders
 // (the emulator, tests).
-func SignatureHeader(body, secret []byte) string {
-	return signaturePrefix + hex.EncodeToString(Sign(body, secret))
-}
+func SignatureHeader(body, secret []byte) string { return webhooksig.Header(body, secret) }
 
 // ticketActions are the issues actions after which a ticket may have become
 // claimable: it appeared, gained a label, came back, or changed text.

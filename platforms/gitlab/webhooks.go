@@ -1,10 +1,11 @@
 package gitlab
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/agentsmithd/agentsmithd/pkg/webhooksig"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -41,12 +42,7 @@ func (Webhooks) Verify(h http.Header, _ []byte, secrets [][]byte) (int, error) {
 	if len(token) == 0 {
 		return -1, fmt.Errorf("gitlab: %s missing: %w", HeaderToken, platforms.ErrUnauthenticated)
 	}
-	match := -1
-	for i, secret := range secrets {
-		if len(secret) > 0 && subtle.ConstantTimeCompare(token, secret) == 1 && match < 0 {
-			match = i
-		}
-	}
+	match := webhooksig.MatchToken(token, secrets)
 	if match < 0 {
 		return -1, fmt.Errorf("gitlab: %s matches no configured secret: %w", HeaderToken, platforms.ErrUnauthenticated)
 	}

@@ -1,7 +1,6 @@
 package jira
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/agentsmithd/agentsmithd/pkg/webhooksig"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -24,7 +25,6 @@ import (
 const (
 	HeaderSignature = "X-Hub-Signature"
 	HeaderDelivery  = "X-Atlassian-Webhook-Identifier"
-	signaturePrefix = "sha256="
 )
 
 // Webhook events the daemon handles (the "webhookEvent" body field).
@@ -45,38 +45,19 @@ var _ platforms.WebhookDecoder = Webhooks{}
 // without a signature is refused: a Jira webhook the daemon trusts must be
 // registered with a secret.
 func (Webhooks) Verify(h http.Header, body []byte, secrets [][]byte) (int, error) {
-	sig, ok := strings.CutPrefix(h.Get(HeaderSignature), signaturePrefix)
-	if !ok {
-		return -1, fmt.Errorf("jira: %s missing or not sha256 (register the webhook with a secret): %w", HeaderSignature, platforms.ErrUnauthenticated)
+	i, err := webhooksig.VerifyHMAC(h.Get(HeaderSignature), body, secrets)
+	if err != nil {
+		return -1, fmt.Errorf("jira: %s %w (register the webhook with a secret): %w", HeaderSignature, err, platforms.ErrUnauthenticated)
 	}
-	got, err := hex.DecodeString(sig)
-	if err != nil || len(got) != sha256.Size {
-		return -1, fmt.Errorf("jira: %s is not a sha256 hex digest: %w", HeaderSignature, platforms.ErrUnauthenticated)
-	}
-	match := -1
-	for i, secret := range secrets {
-		if hmac.Equal(got, Sign(body, secret)) && match < 0 {
-			match = i
-		}
-	}
-	if match < 0 {
-		return -1, fmt.Errorf("jira: signature matches no configured secret: %w", platforms.ErrUnauthenticated)
-	}
-	return match, nil
+	return i, nil
 }
 
 // Sign is the HMAC-SHA256 Jira computes over a delivery body.
-func Sign(body, secret []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return m.Sum(nil)
-}
+func Sign(body, secret []byte) []byte { return webhooksig.Sign(body, secret) }
 
 // SignatureHeader is the X-Hub-Signature value for body, for senders (the
 // emulator, tests).
-func SignatureHeader(body, secret []byte) string {
-	return signaturePrefix + hex.EncodeToString(Sign(body, secret))
-}
+func SignatureHeader(body, secret []byte) string { return webhooksig.Header(body, secret) }
 
 // webhookPayload is the part of an issue event the daemon reads
 // (https://developer.atlassian.com/cloud/jira/platform/webhooks/#example-callback-for-an-issue-related-event).

@@ -219,7 +219,7 @@ func FuzzVerify(f *testing.F) {
 		h.Set(HeaderSignature, sig)
 		i, err := (Webhooks{}).Verify(h, body, [][]byte{[]byte(secret)})
 		// hex digits may come in either case; the prefix is exact.
-		valid := strings.HasPrefix(sig, signaturePrefix) && strings.EqualFold(sig, SignatureHeader(body, []byte(secret)))
+		valid := strings.HasPrefix(sig, "sha256=") && strings.EqualFold(sig, SignatureHeader(body, []byte(secret)))
 		switch {
 		case err == nil && (i != 0 || !valid):
 			t.Fatalf("Verify accepted signature %q (index %d)", sig, i)

@@ -161,43 +161,23 @@ func (t *Tracker) Locator() string { return t.locator }
 
 // FormatID is the platform-unique ticket ID: "org/project#12", with repo as
 // Locator spells it.
-func FormatID(repo string, id int) string {
-	return repo + "#" + strconv.Itoa(id)
-}
+func FormatID(repo string, id int) string { return idForm.Format(repo, id) }
+
+// idForm is the form of Azure DevOps ticket ids.
+var idForm = platforms.NumberedID{Platform: Platform, Sep: '#', Want: "org/project#id", CheckLocator: func(repo string) error {
+	if _, _, ok := SplitRepo(repo); !ok {
+		return fmt.Errorf("want org/project")
+	}
+	return nil
+}}
 
 // ParseID is FormatID's inverse.
-func ParseID(id string) (repo string, workItem int, err error) {
-	i := strings.LastIndexByte(id, '#')
-	if i < 0 {
-		return "", 0, fmt.Errorf("azuredevops: ticket id %q: want org/project#id", id)
-	}
-	repo = id[:i]
-	if _, _, ok := SplitRepo(repo); !ok {
-		return "", 0, fmt.Errorf("azuredevops: ticket id %q: want org/project#id", id)
-	}
-	workItem, err = strconv.Atoi(id[i+1:])
-	if err != nil || workItem <= 0 {
-		return "", 0, fmt.Errorf("azuredevops: ticket id %q: bad work item id", id)
-	}
-	return repo, workItem, nil
-}
+func ParseID(id string) (repo string, workItem int, err error) { return idForm.Parse(id) }
 
 // workItemID resolves ref to a work item id in this tracker's project. A ref
 // for another project is refused: the token and the project belong to this
 // one.
-func (t *Tracker) workItemID(ref platforms.Ref) (int, error) {
-	if ref.Platform != Platform {
-		return 0, fmt.Errorf("azuredevops: ref %s is not a %s ticket", ref, Platform)
-	}
-	repo, id, err := ParseID(ref.ID)
-	if err != nil {
-		return 0, err
-	}
-	if !strings.EqualFold(repo, t.locator) {
-		return 0, fmt.Errorf("azuredevops: ref %s belongs to %s, tracker is bound to %s", ref, repo, t.locator)
-	}
-	return id, nil
-}
+func (t *Tracker) workItemID(ref platforms.Ref) (int, error) { return idForm.Resolve(ref, t.locator) }
 
 // Get reads the work item; Version is its revision number. Work item ids
 // are unique in the whole organization, so an id of another project's item

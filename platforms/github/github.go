@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -113,26 +112,20 @@ func New(opts Options) (*Tracker, error) {
 func (t *Tracker) Locator() string { return t.repo }
 
 // FormatID is the platform-unique ticket ID: "owner/repo#12".
-func FormatID(repo string, number int) string {
-	return repo + "#" + strconv.Itoa(number)
+func FormatID(repo string, number int) string { return idForm.Format(repo, number) }
+
+// idForm is the form of GitHub ticket ids.
+var idForm = platforms.NumberedID{Platform: Platform, Sep: '#', Want: "owner/repo#number", CheckLocator: checkRepoID}
+
+func checkRepoID(repo string) error {
+	if _, _, ok := splitRepo(repo); !ok {
+		return fmt.Errorf("want owner/repo")
+	}
+	return nil
 }
 
 // ParseID is FormatID's inverse.
-func ParseID(id string) (repo string, number int, err error) {
-	i := strings.LastIndexByte(id, '#')
-	if i < 0 {
-		return "", 0, fmt.Errorf("github: ticket id %q: want owner/repo#number", id)
-	}
-	repo = id[:i]
-	if _, _, ok := splitRepo(repo); !ok {
-		return "", 0, fmt.Errorf("github: ticket id %q: want owner/repo#number", id)
-	}
-	number, err = strconv.Atoi(id[i+1:])
-	if err != nil || number <= 0 {
-		return "", 0, fmt.Errorf("github: ticket id %q: bad issue number", id)
-	}
-	return repo, number, nil
-}
+func ParseID(id string) (repo string, number int, err error) { return idForm.Parse(id) }
 
 func splitRepo(repo string) (owner, name string, ok bool) {
 	owner, name, ok = strings.Cut(repo, "/")
@@ -142,21 +135,10 @@ func splitRepo(repo string) (owner, name string, ok bool) {
 	return owner, name, true
 }
 
-// number resolves ref to an issue number in this tracker's repository. A
-// ref for another repository is refused: the token and the project belong
-// to this one.
+// number resolves ref to its number in this tracker's project; a ref of
+// another project is refused.
 func (t *Tracker) number(ref platforms.Ref) (int, error) {
-	if ref.Platform != Platform {
-		return 0, fmt.Errorf("github: ref %s is not a %s ticket", ref, Platform)
-	}
-	repo, n, err := ParseID(ref.ID)
-	if err != nil {
-		return 0, err
-	}
-	if !strings.EqualFold(repo, t.repo) {
-		return 0, fmt.Errorf("github: ref %s belongs to %s, tracker is bound to %s", ref, repo, t.repo)
-	}
-	return n, nil
+	return idForm.Resolve(ref, t.repo)
 }
 
 // Get reads the issue; Version is its ETag. Pull requests share the issue

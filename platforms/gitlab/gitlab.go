@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -137,37 +136,18 @@ func CheckRepo(repo string) error {
 
 // FormatID is the platform-unique ticket ID: "group/sub/project#12", with
 // the issue's project-scoped iid.
-func FormatID(repo string, iid int) string { return repo + "#" + strconv.Itoa(iid) }
+func FormatID(repo string, iid int) string { return idForm.Format(repo, iid) }
+
+// idForm is the form of GitLab ticket ids.
+var idForm = platforms.NumberedID{Platform: Platform, Sep: '#', Want: "group/project#iid", CheckLocator: CheckRepo}
 
 // ParseID is FormatID's inverse.
-func ParseID(id string) (repo string, iid int, err error) {
-	i := strings.LastIndexByte(id, '#')
-	if i < 0 || CheckRepo(id[:i]) != nil {
-		return "", 0, fmt.Errorf("gitlab: ticket id %q: want group/project#iid", id)
-	}
-	iid, err = strconv.Atoi(id[i+1:])
-	if err != nil || iid <= 0 {
-		return "", 0, fmt.Errorf("gitlab: ticket id %q: bad issue iid", id)
-	}
-	return id[:i], iid, nil
-}
+func ParseID(id string) (repo string, iid int, err error) { return idForm.Parse(id) }
 
 // iid resolves ref to an issue iid in this tracker's project. GitLab paths
 // are case-insensitive, so is the comparison; a ref for another project is
 // refused: the token and the project belong to this one.
-func (t *Tracker) iid(ref platforms.Ref) (int, error) {
-	if ref.Platform != Platform {
-		return 0, fmt.Errorf("gitlab: ref %s is not a %s ticket", ref, Platform)
-	}
-	repo, n, err := ParseID(ref.ID)
-	if err != nil {
-		return 0, err
-	}
-	if !strings.EqualFold(repo, t.repo) {
-		return 0, fmt.Errorf("gitlab: ref %s belongs to %s, tracker is bound to %s", ref, repo, t.repo)
-	}
-	return n, nil
-}
+func (t *Tracker) iid(ref platforms.Ref) (int, error) { return idForm.Resolve(ref, t.repo) }
 
 // Get reads the issue. Version stays empty: GitLab has no version token for
 // issues.

@@ -216,39 +216,19 @@ func (t *Tracker) Locator() string { return t.key }
 
 // FormatID is the platform-unique ticket ID: the issue key, "PROJ-12".
 // Issue keys are unique within a Jira site.
-func FormatID(projectKey string, number int) string {
-	return projectKey + "-" + strconv.Itoa(number)
-}
+func FormatID(projectKey string, number int) string { return idForm.Format(projectKey, number) }
+
+// idForm is the form of Jira issue keys.
+var idForm = platforms.NumberedID{Platform: Platform, Sep: '-', Want: "an issue key such as PROJ-12", CheckLocator: CheckProjectKey}
 
 // ParseID is FormatID's inverse.
-func ParseID(id string) (projectKey string, number int, err error) {
-	i := strings.LastIndexByte(id, '-')
-	if i < 0 {
-		return "", 0, fmt.Errorf("jira: ticket id %q: want an issue key such as PROJ-12", id)
-	}
-	projectKey = id[:i]
-	if CheckProjectKey(projectKey) != nil {
-		return "", 0, fmt.Errorf("jira: ticket id %q: want an issue key such as PROJ-12", id)
-	}
-	number, err = strconv.Atoi(id[i+1:])
-	if err != nil || number <= 0 || id[i+1] == '+' {
-		return "", 0, fmt.Errorf("jira: ticket id %q: bad issue number", id)
-	}
-	return projectKey, number, nil
-}
+func ParseID(id string) (projectKey string, number int, err error) { return idForm.Parse(id) }
 
 // issueKey resolves ref to an issue key of this tracker's project. A ref of
 // another project is refused: the token and the project belong to this one.
 func (t *Tracker) issueKey(ref platforms.Ref) (string, error) {
-	if ref.Platform != Platform {
-		return "", fmt.Errorf("jira: ref %s is not a %s ticket", ref, Platform)
-	}
-	key, _, err := ParseID(ref.ID)
-	if err != nil {
+	if _, err := idForm.Resolve(ref, t.key); err != nil {
 		return "", err
-	}
-	if !strings.EqualFold(key, t.key) {
-		return "", fmt.Errorf("jira: ref %s belongs to project %s, tracker is bound to %s", ref, key, t.key)
 	}
 	return ref.ID, nil
 }

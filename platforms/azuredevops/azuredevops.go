@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/webapi"
 	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/workitemtracking"
@@ -31,9 +30,6 @@ const (
 	// DefaultBaseURL is Azure DevOps Services; an organization's URL is the
 	// base URL followed by the organization name.
 	DefaultBaseURL = "https://dev.azure.com/"
-	// DefaultTimeout bounds one HTTP exchange (including rate-limit waits)
-	// of the default client.
-	DefaultTimeout = 30 * time.Second
 	// batchSize is the most work items one workitemsbatch request returns;
 	// it is how Azure DevOps paginates a query's results.
 	batchSize = 200
@@ -75,7 +71,7 @@ type Options struct {
 	// never logged.
 	Token string
 	// HTTPClient defaults to a client over trackerhttp (rate limits, ETag
-	// cache, writer tag) with DefaultTimeout.
+	// cache, writer tag) with trackerhttp.ClientTimeout.
 	HTTPClient *http.Client
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
@@ -116,13 +112,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = &http.Client{
-			Transport: trackerhttp.NewTransport(http.DefaultTransport, trackerhttp.Options{
-				Logger: log.Named("http"),
-				Writer: opts.Writer,
-			}),
-			Timeout: DefaultTimeout,
-		}
+		hc = trackerhttp.NewClient(log, opts.Writer)
 	}
 	loc := Locator(org, project)
 	return &Tracker{

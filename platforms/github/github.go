@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	gh "github.com/google/go-github/v60/github"
 	"go.uber.org/zap"
@@ -24,9 +23,6 @@ import (
 const Platform = "github"
 
 const (
-	// DefaultTimeout bounds one HTTP exchange (including rate-limit waits)
-	// of the default client.
-	DefaultTimeout = 30 * time.Second
 	// perPage is the largest page GitHub serves, to list in few requests.
 	perPage = 100
 )
@@ -43,7 +39,7 @@ type Options struct {
 	// Token authenticates API calls; never logged.
 	Token string
 	// HTTPClient defaults to a client over trackerhttp (rate limits, ETag
-	// cache, writer tag) with DefaultTimeout.
+	// cache, writer tag) with trackerhttp.ClientTimeout.
 	HTTPClient *http.Client
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
@@ -74,13 +70,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = &http.Client{
-			Transport: trackerhttp.NewTransport(http.DefaultTransport, trackerhttp.Options{
-				Logger: log.Named("http"),
-				Writer: opts.Writer,
-			}),
-			Timeout: DefaultTimeout,
-		}
+		hc = trackerhttp.NewClient(log, opts.Writer)
 	}
 	client := gh.NewClient(hc)
 	if opts.Token != "" {

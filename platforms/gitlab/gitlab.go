@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -31,9 +30,6 @@ const Platform = "gitlab"
 const (
 	// DefaultBaseURL is GitLab.com's REST API root.
 	DefaultBaseURL = "https://gitlab.com/api/v4/"
-	// DefaultTimeout bounds one HTTP exchange (including rate-limit waits)
-	// of the default client.
-	DefaultTimeout = 30 * time.Second
 	// DefaultLabelPrefix is the lifecycle label prefix Relabel watches for
 	// foreign lifecycle writes ("agent-smith:…").
 	DefaultLabelPrefix = "agent-smith"
@@ -56,7 +52,7 @@ type Options struct {
 	// scope; never logged.
 	Token string
 	// HTTPClient defaults to a client over trackerhttp (rate limits, ETag
-	// cache, writer tag) with DefaultTimeout.
+	// cache, writer tag) with trackerhttp.ClientTimeout.
 	HTTPClient *http.Client
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
@@ -90,13 +86,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = &http.Client{
-			Transport: trackerhttp.NewTransport(http.DefaultTransport, trackerhttp.Options{
-				Logger: log.Named("http"),
-				Writer: opts.Writer,
-			}),
-			Timeout: DefaultTimeout,
-		}
+		hc = trackerhttp.NewClient(log, opts.Writer)
 	}
 	api, err := newSDK(opts.BaseURL, opts.Token, hc)
 	if err != nil {

@@ -53,9 +53,6 @@ const (
 )
 
 const (
-	// DefaultTimeout bounds one HTTP exchange (including rate-limit waits)
-	// of the default client.
-	DefaultTimeout = 30 * time.Second
 	// DefaultLockTTL is the specification's TTL of the label lock: long
 	// enough for one PUT, short enough that a crashed writer blocks the
 	// ticket only briefly.
@@ -162,13 +159,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = &http.Client{
-			Transport: trackerhttp.NewTransport(http.DefaultTransport, trackerhttp.Options{
-				Logger: log.Named("http"),
-				Writer: opts.Writer,
-			}),
-			Timeout: DefaultTimeout,
-		}
+		hc = trackerhttp.NewClient(log, opts.Writer)
 	}
 	if opts.Token != "" {
 		// Authentication wraps the caller's transport so trackerhttp sees

@@ -1,0 +1,24 @@
+package trackerhttp
+
+import (
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ClientTimeout bounds one tracker API call, waits for rate limits included.
+const ClientTimeout = 30 * time.Second
+
+// NewClient is the HTTP client every tracker uses unless one is injected:
+// this package's transport (rate-limit waits, conditional-GET cache, the
+// writer header) over http.DefaultTransport.
+func NewClient(log *zap.Logger, writer string) *http.Client {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &http.Client{
+		Transport: NewTransport(http.DefaultTransport, Options{Logger: log.Named("http"), Writer: writer}),
+		Timeout:   ClientTimeout,
+	}
+}

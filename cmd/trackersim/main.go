@@ -75,7 +75,10 @@ func run() error {
 
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Printf("trackersim page:        %s/\n", base)
-	fmt.Printf("GitHub API base URL:    %s/github/\n", base)
+	fmt.Printf("base_url for github:    %s/github/\n", base)
+	fmt.Printf("base_url for gitlab:    %s/gitlab/api/v4/\n", base)
+	fmt.Printf("base_url for azuredevops: %s/ado/\n", base)
+	fmt.Printf("base_url for jira:      %s/jira/\n", base)
 	fmt.Printf("control API:            %s/sim/\n", base)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

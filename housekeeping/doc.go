@@ -66,3 +66,6 @@ func kickNow(ch chan struct{}) {
 	default:
 	}
 }
+
+// noFence is the Fence of a service run outside a lease (tests, tools).
+func noFence(context.Context) error { return nil }

@@ -15,7 +15,10 @@ import (
 // EpochWatcherConfig configures an EpochWatcher.
 type EpochWatcherConfig struct {
 	Interval time.Duration // default FastIntervalDefault
-	Logger   *zap.Logger
+	// Fence must pass before a new epoch is written: a leader that lost its
+	// lease leaves the epoch missing, so the next leader sees the loss too.
+	Fence  func(context.Context) error
+	Logger *zap.Logger
 }
 
 // EpochWatcher detects that Redis lost its data: the epoch key is written
@@ -33,6 +36,9 @@ type EpochWatcher struct {
 func NewEpochWatcher(rdb redis.UniversalClient, cfg EpochWatcherConfig, onLoss ...func()) *EpochWatcher {
 	if cfg.Interval <= 0 {
 		cfg.Interval = FastIntervalDefault
+	}
+	if cfg.Fence == nil {
+		cfg.Fence = noFence
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -58,6 +64,16 @@ func (w *EpochWatcher) Run(ctx context.Context) error {
 
 // Check writes a new epoch if none exists and reports the loss.
 func (w *EpochWatcher) Check(ctx context.Context) error {
+	n, err := w.rdb.Exists(ctx, keys.Epoch()).Result()
+	if err != nil {
+		return fmt.Errorf("read epoch: %w", err)
+	}
+	if n == 1 {
+		return nil
+	}
+	if err := w.cfg.Fence(ctx); err != nil {
+		return fmt.Errorf("write epoch: %w", err)
+	}
 	created, err := w.rdb.SetNX(ctx, keys.Epoch(), redislock.NewToken(), 0).Result()
 	if err != nil {
 		return fmt.Errorf("write epoch: %w", err)

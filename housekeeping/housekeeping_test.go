@@ -1,6 +1,8 @@
 package housekeeping
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +179,46 @@ func TestEpochWatcherReportsDataLoss(t *testing.T) {
 	}
 	if losses != 2 {
 		t.Errorf("losses = %d after FLUSHALL, want 2", losses)
+	}
+}
+
+func TestLostLeaseFenceBlocksEveryWrite(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "dead", "", "agent-smith", "agent-smith:in-progress")
+	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan", "", "agent-smith", "agent-smith:enqueued")
+	deadRun(t, w, n, "ghost", 1)
+	lost := func(context.Context) error { return errors.New("lease lost") }
+	writes := len(w.Sim.Writes())
+	d := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{Fence: lost})
+	if err := d.FastCycle(t.Context()); err == nil {
+		t.Error("FastCycle reported no error although the fence refused the write")
+	}
+	r := NewEnqueuedReconciler(w.RDB, w.Queue, w.Claims, EnqueuedReconcilerConfig{Fence: lost})
+	_ = r.slowKicked(t.Context())
+	if got := len(w.Sim.Writes()); got != writes {
+		t.Errorf("%d label writes by a leader whose lease was lost", got-writes)
+	}
+	if s := w.State(t, n); s != lifecycle.InProgress {
+		t.Errorf("state %s, want untouched in-progress", s)
+	}
+	if len(w.Requests(t)) != 0 {
+		t.Errorf("orphan %d re-pushed by a leader whose lease was lost", orphan)
+	}
+}
+
+func TestEpochIsNotWrittenByAFencedOutLeader(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	losses := 0
+	fenced := NewEpochWatcher(w.RDB, EpochWatcherConfig{Fence: func(context.Context) error { return errors.New("lease lost") }},
+		func() { losses++ })
+	if err := fenced.Check(t.Context()); err == nil {
+		t.Error("a fenced-out check reported success")
+	}
+	if n, _ := w.RDB.Exists(t.Context(), keys.Epoch()).Result(); n != 0 || losses != 0 {
+		t.Fatalf("epoch written (%d) or loss reported (%d) without the lease", n, losses)
+	}
+	// The next leader still sees the loss.
+	if err := NewEpochWatcher(w.RDB, EpochWatcherConfig{}, func() { losses++ }).Check(t.Context()); err != nil || losses != 1 {
+		t.Errorf("next leader: err %v, losses %d, want the loss reported once", err, losses)
 	}
 }

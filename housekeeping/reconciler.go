@@ -23,7 +23,10 @@ type EnqueuedReconcilerConfig struct {
 	// Grace is how long a ticket must be seen orphaned before it is
 	// re-pushed, so a push in flight is never duplicated. Skipped right
 	// after Redis lost its data. Default EnqueuedGraceDefault.
-	Grace  time.Duration
+	Grace time.Duration
+	// Fence is called immediately before every re-push; see
+	// StaleJobDetectorConfig.Fence.
+	Fence  func(context.Context) error
 	Clock  func() time.Time
 	Logger *zap.Logger
 }
@@ -59,6 +62,9 @@ func NewEnqueuedReconciler(rdb redis.UniversalClient, q *queue.Queue, claims *li
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = EnqueuedGraceDefault
+	}
+	if cfg.Fence == nil {
+		cfg.Fence = noFence
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -129,6 +135,9 @@ func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
 		}
 	}
 	if len(candidates) == 0 {
+		if len(errs) == 0 {
+			r.urgent = false
+		}
 		return errors.Join(errs...)
 	}
 	// Order matters: the tickets were listed first, so any request pushed for
@@ -137,8 +146,10 @@ func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
+	// After a Redis loss the grace is skipped until a cycle completes
+	// cleanly, so a cycle the fence or an error cut short does not use up
+	// the urgency.
 	urgent := r.urgent
-	r.urgent = false
 	now := r.cfg.Clock()
 	seen := make(map[string]time.Time, len(candidates))
 	for _, t := range candidates {
@@ -160,6 +171,9 @@ func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
 		delete(seen, k)
 	}
 	r.orphanSince = seen
+	if len(errs) == 0 {
+		r.urgent = false
+	}
 	return errors.Join(errs...)
 }
 
@@ -217,6 +231,9 @@ func (r *EnqueuedReconciler) repush(ctx context.Context, ref platforms.Ref) erro
 		attempt, err := lifecycle.LastAttempt(ctx, r.rdb, ref)
 		if err != nil {
 			return err
+		}
+		if err := r.cfg.Fence(ctx); err != nil {
+			return fmt.Errorf("re-push %s: %w", ref, err)
 		}
 		req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: lifecycle.SourceReconcile,
 			Attempt: max(attempt, 1), EnqueuedAt: r.cfg.Clock().UTC()}

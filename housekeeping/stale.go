@@ -18,8 +18,12 @@ import (
 type StaleJobDetectorConfig struct {
 	FastInterval time.Duration // default FastIntervalDefault
 	SlowInterval time.Duration // default SlowIntervalDefault
-	Clock        func() time.Time
-	Logger       *zap.Logger
+	// Fence is called immediately before every write; an error skips the
+	// write. The daemon passes the housekeeping lease's Fence, so a leader
+	// paused past its lease never writes after another replica took over.
+	Fence  func(context.Context) error
+	Clock  func() time.Time
+	Logger *zap.Logger
 }
 
 // StaleJobDetector reverts InProgress tickets whose pipeline is presumed
@@ -40,6 +44,9 @@ func NewStaleJobDetector(rdb redis.UniversalClient, claims *lifecycle.ClaimServi
 	}
 	if cfg.SlowInterval <= 0 {
 		cfg.SlowInterval = SlowIntervalDefault
+	}
+	if cfg.Fence == nil {
+		cfg.Fence = noFence
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -166,6 +173,9 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 		if err := lifecycle.Check(lifecycle.InProgress, lifecycle.Pending, lifecycle.OwnerStaleJobDetector); err != nil {
 			return err
 		}
+		if err := d.cfg.Fence(ctx); err != nil {
+			return fmt.Errorf("revert %s: %w", ref, err)
+		}
 		t, err = p.Tracker.Relabel(ctx, t, labels.Lifecycle(t.Labels), labels.Label(lifecycle.Pending))
 		if err != nil {
 			return fmt.Errorf("revert %s: transition in-progress → pending: %w", ref, err)
@@ -175,6 +185,9 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 		next := max(attempt, 1) + 1
 		if limit := max(p.Pipeline.MaxAttempts, 1); next > limit {
 			return d.giveUp(ctx, p, t, attempt, limit, reason, log)
+		}
+		if err := d.cfg.Fence(ctx); err != nil {
+			return fmt.Errorf("reclaim %s: %w", ref, err)
 		}
 		res, err := d.claims.ClaimLocked(ctx, ref, lifecycle.SourceReclaim, next, t)
 		if err != nil {
@@ -194,6 +207,9 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 
 func (d *StaleJobDetector) giveUp(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, attempt, limit int, reason string, log *zap.Logger) error {
 	labels := d.claims.Labels()
+	if err := d.cfg.Fence(ctx); err != nil {
+		return fmt.Errorf("fail exhausted %s: %w", t.Ref, err)
+	}
 	body := fmt.Sprintf("**%s**: giving up after %d of %d attempts: the pipeline's consumer died (%s).", labels.Prefix, attempt, limit, reason)
 	if err := p.Tracker.Comment(ctx, t.Ref, body); err != nil {
 		log.Warn("comment on exhausted ticket", zap.Error(err))
@@ -206,6 +222,9 @@ func (d *StaleJobDetector) giveUp(ctx context.Context, p *lifecycle.Project, t *
 	}
 	if labels.StateOf(t.Labels) != lifecycle.Pending {
 		return nil
+	}
+	if err := d.cfg.Fence(ctx); err != nil {
+		return fmt.Errorf("fail exhausted %s: %w", ref, err)
 	}
 	if _, err := p.Tracker.Relabel(ctx, t, labels.Lifecycle(t.Labels), labels.Label(lifecycle.Failed)); err != nil {
 		return fmt.Errorf("fail exhausted %s: %w", t.Ref, err)

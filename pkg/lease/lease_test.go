@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"errors"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"sync"
 	"sync/atomic"
@@ -333,5 +334,36 @@ func mustBool(t *testing.T, what string, want bool) func(bool, error) {
 		if got != want {
 			t.Fatalf("%s = %v, want %v", what, got, want)
 		}
+	}
+}
+
+func TestFenceFailsOnceAnotherHolderTookOver(t *testing.T) {
+	r := redistest.Start(t)
+	rdb := r.Client(t)
+	ctx := context.Background()
+	a := lease.New(rdb, lease.Config{Key: "agentsmith:leader:fence", Instance: "a", TTL: time.Minute})
+	if err := a.Fence(ctx); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("fence before acquiring: %v, want lease.ErrNotHeld", err)
+	}
+	if ok, err := a.TryAcquire(ctx); err != nil || !ok {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	if err := a.Fence(ctx); err != nil {
+		t.Fatalf("fence while holding: %v", err)
+	}
+	// The key expired while a was paused, and b took over; a's local
+	// deadline has not passed yet (a long TTL), so only Redis can tell.
+	if err := rdb.Del(ctx, "agentsmith:leader:fence").Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := lease.New(rdb, lease.Config{Key: "agentsmith:leader:fence", Instance: "b", TTL: time.Minute})
+	if ok, err := b.TryAcquire(ctx); err != nil || !ok {
+		t.Fatalf("b acquire: %v %v", ok, err)
+	}
+	if err := a.Fence(ctx); !errors.Is(err, lease.ErrNotHeld) {
+		t.Errorf("fence after takeover: %v, want lease.ErrNotHeld", err)
+	}
+	if err := b.Fence(ctx); err != nil {
+		t.Errorf("new holder's fence: %v", err)
 	}
 }

@@ -227,14 +227,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	if cfg.HasRole(config.RoleHousekeeping) {
 		hk := cfg.Housekeeping
-		stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
-			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Logger: d.log})
-		recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
-			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Logger: d.log})
-		epoch := housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Logger: d.log},
-			stale.Kick, recon.Kick)
 		l := lease.New(d.rdb, lease.Config{Key: keys.Leader("housekeeping"), Instance: cfg.InstanceID,
 			TTL: hk.LeaseTTL, Logger: d.log.Named("lease.housekeeping")})
+		stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
+			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+		recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
+			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
+		epoch := housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Fence: l.Fence, Logger: d.log},
+			stale.Kick, recon.Kick)
 		wg.Go(func() {
 			_ = l.Run(ctx, func(lctx context.Context) {
 				d.log.Info("housekeeping leader")

@@ -21,6 +21,7 @@ type cache struct {
 	max  int
 
 	mu    sync.Mutex
+	seq   uint64
 	lru   *list.List // of *cacheEntry, most recent first
 	items map[string]*list.Element
 }
@@ -30,6 +31,7 @@ type cacheEntry struct {
 	etag   string
 	header http.Header
 	body   []byte
+	seq    uint64 // order of storing: the newer of two candidate entries wins
 }
 
 func newCache(next http.RoundTripper, max int) *cache {
@@ -37,6 +39,9 @@ func newCache(next http.RoundTripper, max int) *cache {
 }
 
 func (c *cache) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPatch {
+		return c.patch(req)
+	}
 	// A caller doing its own conditional or partial GET gets exactly what it asked for.
 	if req.Method != http.MethodGet || req.Header.Get("If-None-Match") != "" ||
 		req.Header.Get("If-Modified-Since") != "" || req.Header.Get("Range") != "" {
@@ -44,6 +49,14 @@ func (c *cache) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	key := req.URL.String() + "|" + req.Header.Get("Accept") + "|" + credentialKey(req)
 	cached := c.get(key)
+	if written := c.get(writtenKey(req)); written != nil && (cached == nil || written.seq > cached.seq) {
+		// The last PATCH of this URL is newer than any GET of it: offer
+		// its ETag. An SDK may ask for another media type on GET than on
+		// PATCH (go-github does); the server compares the tag with the
+		// representation it would send, so a 304 means the bodies agree and
+		// anything else is a plain 200.
+		cached = written
+	}
 	send := req
 	if cached != nil {
 		send = req.Clone(req.Context())
@@ -61,6 +74,34 @@ func (c *cache) RoundTrip(req *http.Request) (*http.Response, error) {
 	case resp.StatusCode == http.StatusOK && resp.Header.Get("ETag") != "":
 		return c.store(key, resp)
 	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		c.remove(key)
+	}
+	return resp, nil
+}
+
+// writtenKey is where patch keeps a PATCH answer: per URL and credentials,
+// for a GET of that URL with any Accept.
+func writtenKey(req *http.Request) string {
+	return req.URL.String() + "|PATCH|" + credentialKey(req)
+}
+
+// patch sends a PATCH and, when the answer is a 200 with an ETag, keeps its
+// body as the validator for the next GET of the same URL: a PATCH of a resource
+// answers with the resource as it now is (GitHub's issues do), so the next
+// read of it (the executor re-reading a ticket the claim just wrote) is a
+// conditional GET whose 304 costs no rate limit. If the tracker's GET
+// representation or ETag differs, that GET simply gets its 200. Any other
+// successful answer drops the entry, which can no longer be current.
+func (c *cache) patch(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	key := writtenKey(req)
+	switch {
+	case resp.StatusCode == http.StatusOK && resp.Header.Get("ETag") != "":
+		return c.store(key, resp)
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		c.remove(key)
 	}
 	return resp, nil
@@ -130,6 +171,8 @@ func (c *cache) get(key string) *cacheEntry {
 func (c *cache) put(e *cacheEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.seq++
+	e.seq = c.seq
 	if el, ok := c.items[e.key]; ok {
 		el.Value = e
 		c.lru.MoveToFront(el)

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+const (
+	trigger       = "agent-smith"
+	webhookSecret = "bench-secret"
+)
+
+// world is the daemon's composition driven piece by piece (the daemon
+// package is internal to the main module): a trackersim over HTTP, the real
+// GitHub tracker (go-github over pkg/trackerhttp) per repository, the queue,
+// the claim service and a webhook receiver on a real listener.
+type world struct {
+	sim      *sim.Sim
+	simSrv   *httptest.Server
+	rdb      *redis.Client
+	q        *queue.Queue
+	projects lifecycle.Projects
+	// consumer is the projects as a consumer on another replica sees
+	// them: the same repositories through other tracker clients (so no
+	// shared HTTP cache with the claim).
+	consumer lifecycle.Projects
+	claims   *lifecycle.ClaimService
+	labels   lifecycle.Labels
+	recv     *receiver.Receiver
+	recvSrv  *httptest.Server
+	workDir  string
+}
+
+type projectSpec struct {
+	name, repo string
+	command    []string
+	webhook    bool
+}
+
+func newWorld(rdb *redis.Client, specs ...projectSpec) (*world, error) {
+	s := sim.New(sim.Options{RateLimit: 1 << 30, PerPage: 100})
+	w := &world{sim: s, simSrv: httptest.NewServer(s.Handler()), rdb: rdb, q: queue.New(rdb, keys.Queue()),
+		projects: lifecycle.Projects{}, consumer: lifecycle.Projects{}, labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}}
+	var routes []receiver.ProjectRoute
+	for _, sp := range specs {
+		s.CreateRepo(sp.repo)
+		for _, ps := range []lifecycle.Projects{w.projects, w.consumer} {
+			tr, err := github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", Writer: "bench"})
+			if err != nil {
+				w.close()
+				return nil, fmt.Errorf("github tracker: %w", err)
+			}
+			ps[sp.name] = &lifecycle.Project{Name: sp.name, Platform: github.Platform, Tracker: tr, TriggerLabel: trigger,
+				Pipeline: lifecycle.Pipeline{Command: sp.command, MaxAttempts: 1}}
+		}
+		// One secret per project: a secret authenticates only its project.
+		routes = append(routes, receiver.ProjectRoute{Name: sp.name, Locator: sp.repo, Secrets: [][]byte{[]byte(webhookSecret + sp.name)}})
+	}
+	w.claims = lifecycle.NewClaimService(rdb, w.q, w.projects, lifecycle.ClaimConfig{Instance: "bench", Labels: w.labels})
+	w.recv = receiver.New(rdb, w.claims, []receiver.Route{{Platform: github.Platform, Decoder: github.Webhooks{}, Projects: routes}}, receiver.Config{})
+	w.recvSrv = httptest.NewServer(w.recv.Handler())
+	for _, sp := range specs {
+		if sp.webhook {
+			s.AddHook(sim.Hook{Repo: sp.repo, URL: w.recvSrv.URL + "/webhooks/github", Secret: webhookSecret + sp.name})
+		}
+	}
+	dir, err := os.MkdirTemp("", "agentsmithd-bench-work-")
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	w.workDir = dir
+	return w, nil
+}
+
+func (w *world) close() {
+	if w.recvSrv != nil {
+		w.recvSrv.Close()
+	}
+	w.sim.Close()
+	w.simSrv.Close()
+	if w.workDir != "" {
+		_ = os.RemoveAll(w.workDir)
+	}
+}
+
+// executor builds the consumer; split gives it its own tracker clients, as
+// on a replica that runs only the consumer role.
+func (w *world) executor(concurrency int, split bool) *lifecycle.Executor {
+	ps := w.projects
+	if split {
+		ps = w.consumer
+	}
+	return lifecycle.NewExecutor(w.rdb, w.q, ps, lifecycle.ExecutorConfig{Instance: "bench", Concurrency: concurrency,
+		WorkDir: w.workDir, Labels: w.labels})
+}
+
+func ref(project, repo string, n int) platforms.Ref {
+	return platforms.Ref{Platform: github.Platform, Project: project, ID: github.FormatID(repo, n)}
+}
+
+func (w *world) state(repo string, n int) lifecycle.State {
+	is, ok := w.sim.Issue(repo, n)
+	if !ok {
+		return lifecycle.State(0)
+	}
+	return w.labels.StateOf(is.Labels)
+}
+
+// apiStats is a snapshot of the sim's counters.
+type apiStats struct {
+	calls map[string]int
+	nm    int
+}
+
+func (w *world) apiSnap() apiStats {
+	st := w.sim.Stats()
+	c := make(map[string]int, len(st.Calls))
+	for k, v := range st.Calls {
+		c[k] = v
+	}
+	return apiStats{calls: c, nm: st.NotModified}
+}
+
+// apiDelta returns calls by kind since before, the total, and 304s.
+func (w *world) apiDelta(before apiStats) (map[string]int, int, int) {
+	now := w.apiSnap()
+	d := map[string]int{}
+	total := 0
+	for k, v := range now.calls {
+		if n := v - before.calls[k]; n > 0 {
+			d[k] = n
+			total += n
+		}
+	}
+	return d, total, now.nm - before.nm
+}
+
+// shortKind turns "PATCH /repos/{owner}/{repo}/issues/{number}" into
+// "PATCH issue".
+func shortKind(k string) string {
+	method, path, _ := strings.Cut(k, " ")
+	path = strings.TrimPrefix(path, "/repos/{owner}/{repo}")
+	switch path {
+	case "/issues/{number}":
+		path = "issue"
+	case "/issues":
+		path = "issues list"
+	case "/issues/{number}/comments":
+		path = "comments"
+	}
+	return method + " " + path
+}
+
+func kinds(d map[string]int, n float64) string {
+	var ks []string
+	for k := range d {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%s %.2f", shortKind(k), float64(d[k])/n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+var _ = http.StatusOK
+var _ = context.Background

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,16 +71,37 @@ func (d *StaleJobDetector) Kick() { kickNow(d.kick) }
 // its heartbeat has time left: this is what makes recovery take seconds.
 func (d *StaleJobDetector) FastCycle(ctx context.Context) error {
 	runs, err := lifecycle.InflightRuns(ctx, d.rdb)
-	if err != nil {
+	if err != nil || len(runs) == 0 {
 		return err
 	}
+	// Two pipelined round trips, whatever the number of runs: every
+	// heartbeat, then every distinct owner instance's liveness key.
+	fields := make([]string, 0, len(runs))
+	hbCmds := make(map[string]*redis.StringCmd, len(runs))
+	aliveCmds := map[string]*redis.IntCmd{}
+	if _, err := d.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for field := range runs {
+			fields = append(fields, field)
+			hbCmds[field] = p.Get(ctx, keys.Heartbeat(field))
+		}
+		for _, rec := range runs {
+			if _, ok := aliveCmds[rec.Instance]; !ok {
+				aliveCmds[rec.Instance] = p.Exists(ctx, keys.Instance(rec.Instance))
+			}
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("read heartbeats and liveness: %w", err)
+	}
+	sort.Strings(fields)
 	var errs []error
-	for field, rec := range runs {
+	for _, field := range fields {
+		rec := runs[field]
 		if rec.Token == "" || rec.Ref.ID == "" {
 			d.rdb.HDel(ctx, keys.Inflight(), field)
 			continue
 		}
-		hb, err := d.rdb.Get(ctx, keys.Heartbeat(field)).Result()
+		hb, err := hbCmds[field].Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("read heartbeat: %w", err)
 		}
@@ -88,7 +110,7 @@ func (d *StaleJobDetector) FastCycle(ctx context.Context) error {
 			_, _ = lifecycle.ReleaseRun(ctx, d.rdb, rec.Ref, rec.Token, false)
 			continue
 		}
-		alive, err := d.rdb.Exists(ctx, keys.Instance(rec.Instance)).Result()
+		alive, err := aliveCmds[rec.Instance].Result()
 		if err != nil {
 			return fmt.Errorf("read liveness of %s: %w", rec.Instance, err)
 		}

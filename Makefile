@@ -1,4 +1,4 @@
-.PHONY: demo test lint fuzz build
+.PHONY: demo test lint fuzz build chaos
 
 build:
 	go build -o bin/ ./cmd/...
@@ -14,6 +14,14 @@ lint:
 	go vet ./...
 	staticcheck ./...
 
+# Every Fuzz* target in the repository, one minute each (FUZZTIME=10s for less).
+FUZZTIME ?= 60s
 fuzz:
-	go test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./platforms/github
-	go test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./config
+	@grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u | while read -r d; do \
+		for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$d/*_test.go | cut -c6-); do \
+			echo "== $$d $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$d || exit 1; \
+		done; \
+	done
+
+chaos:
+	go run ./cmd/chaos

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+// Report is the figures of one chaos run.
+type Report struct {
+	Fed, Done, Failed, Lost int
+	// Overlapping counts pairs of runs of one ticket that worked at the same
+	// time: one logged a start, tick or end line while the other was between
+	// its first and last line. A frozen run (SIGSTOP) logs nothing, so it
+	// overlaps only if it works again while its successor runs.
+	Overlapping int
+	// BeyondAttempts counts runs past max_attempts, summed over tickets.
+	BeyondAttempts int
+	// StaleWrites lists label writes by an incarnation that did not own the
+	// ticket's run at that moment (see staleWrites).
+	StaleWrites []string
+	// Recovery: from a replica's kill -9 to each of its running tickets
+	// starting again elsewhere.
+	RecoveryWorst, RecoveryMedian time.Duration
+	RecoveryN, NotRerun           int
+	// Wipe: from Redis answering again (empty) to every Enqueued ticket
+	// queued again.
+	WipeEnqueued, WipeMissing int
+	WipeWorst                 time.Duration
+	Wiped                     bool
+	APICalls, Deliveries      int
+	Kills, Stops              int
+	Runs                      int
+	LostIDs                   []string
+	OverlapIDs                []string
+	Elapsed                   time.Duration
+}
+
+// OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
+func (r *Report) OK() bool { return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 }
+
+type run struct {
+	id         string
+	attempt    int
+	ppid, pid  int
+	start, end time.Time // end: the last line
+	// work is the time of every line written while the pipeline worked
+	// (start, tick, end): a "term" line is its SIGTERM handler running.
+	work []time.Time
+	// ended is the time of the "end" line: the pipeline finished by itself.
+	ended time.Time
+}
+
+// readRuns parses the pipelines' run log.
+func readRuns(path string) []*run {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	byPID := map[int]*run{}
+	var out []*run
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) != 6 {
+			continue
+		}
+		att, _ := strconv.Atoi(fs[2])
+		ppid, _ := strconv.Atoi(fs[3])
+		pid, _ := strconv.Atoi(fs[4])
+		sec, err := strconv.ParseFloat(fs[5], 64)
+		if err != nil {
+			continue
+		}
+		at := time.Unix(0, int64(sec*1e9))
+		r := byPID[pid]
+		if fs[0] == "start" || r == nil || r.id != fs[1] {
+			r = &run{id: fs[1], attempt: att, ppid: ppid, pid: pid, start: at}
+			byPID[pid] = r
+			out = append(out, r)
+		}
+		r.end = at
+		if fs[0] != "term" {
+			r.work = append(r.work, at)
+		}
+		if fs[0] == "end" {
+			r.ended = at
+		}
+	}
+	return out
+}
+
+// workedDuring reports whether a logged work while b was running.
+func workedDuring(a, b *run) bool {
+	for _, t := range a.work {
+		if t.After(b.start) && t.Before(b.end) {
+			return true
+		}
+	}
+	return false
+}
+
+func startsAfter(path string, t time.Time) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range readRuns(path) {
+		if r.start.After(t) {
+			out[r.id] = true
+		}
+	}
+	return out
+}
+
+func has(ls []string, state string) bool { return slices.Contains(ls, "agent-smith:"+state) }
+
+func analyse(w *world, tickets []*ticket, wipe wipeFigures) *Report {
+	rep := &Report{Fed: len(tickets), Wiped: wipe.happened,
+		WipeEnqueued: wipe.enqueued, WipeWorst: wipe.worst, WipeMissing: wipe.missing}
+	states := map[string][]string{}
+	for _, is := range w.sim.Issues() {
+		states[ticketID(is)] = is.Labels
+	}
+	for _, t := range tickets {
+		switch ls := states[t.id]; {
+		case has(ls, "done"):
+			rep.Done++
+		case has(ls, "failed"):
+			rep.Failed++
+		default:
+			rep.Lost++
+			rep.LostIDs = append(rep.LostIDs, fmt.Sprintf("%s(%s,%v)", t.id, t.source, ls))
+		}
+	}
+	runs := readRuns(w.runLog)
+	rep.Runs = len(runs)
+	byTicket := map[string][]*run{}
+	for _, r := range runs {
+		byTicket[r.id] = append(byTicket[r.id], r)
+	}
+	for id, rs := range byTicket {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].start.Before(rs[j].start) })
+		for i := 1; i < len(rs); i++ {
+			for j := 0; j < i; j++ {
+				if workedDuring(rs[i], rs[j]) || workedDuring(rs[j], rs[i]) {
+					rep.Overlapping++
+					rep.OverlapIDs = append(rep.OverlapIDs, fmt.Sprintf("%s a%d(pid %d %s..%s) a%d(pid %d from %s)", id,
+						rs[j].attempt, rs[j].ppid, rs[j].start.Format("15:04:05.000"), rs[j].end.Format("15:04:05.000"),
+						rs[i].attempt, rs[i].ppid, rs[i].start.Format("15:04:05.000")))
+				}
+			}
+		}
+		if len(rs) > maxAttempts {
+			rep.BeyondAttempts += len(rs) - maxAttempts
+		}
+	}
+	w.mu.Lock()
+	events := slices.Clone(w.events)
+	w.mu.Unlock()
+	incOf := map[int]string{}
+	for _, e := range events {
+		if e.Kind == "start" {
+			incOf[e.PID] = e.Inc
+		}
+	}
+	// Recovery after kill -9: the tickets the killed incarnation was running.
+	var recov []time.Duration
+	for _, e := range events {
+		if e.Kind != "kill" {
+			continue
+		}
+		rep.Kills++
+		for _, r := range runs {
+			// Its runs still working at the kill: started, not finished,
+			// and logging (a tick every 100 ms) until shortly before.
+			finished := !r.ended.IsZero() && r.ended.Before(e.At)
+			if r.ppid != e.PID || r.start.After(e.At) || finished || r.end.Before(e.At.Add(-500*time.Millisecond)) {
+				continue
+			}
+			var next time.Time
+			for _, o := range byTicket[r.id] {
+				if o.start.After(e.At) {
+					next = o.start
+					break
+				}
+			}
+			if next.IsZero() {
+				rep.NotRerun++
+				continue
+			}
+			recov = append(recov, next.Sub(e.At))
+		}
+	}
+	for _, e := range events {
+		if e.Kind == "stop" {
+			rep.Stops++
+		}
+	}
+	if len(recov) > 0 {
+		slices.Sort(recov)
+		rep.RecoveryN = len(recov)
+		rep.RecoveryWorst = recov[len(recov)-1]
+		rep.RecoveryMedian = recov[len(recov)/2]
+	}
+	rep.StaleWrites = staleWrites(w.sim.Writes(), events)
+	st := w.sim.Stats()
+	for _, n := range st.Calls {
+		rep.APICalls += n
+	}
+	rep.Deliveries = st.Deliveries
+	return rep
+}
+
+// staleWrites finds label writes made by an incarnation that no longer
+// owned the ticket's run. The sim records each write's writer (the
+// X-Agentsmith-Writer header: the instance_id, unique per incarnation here)
+// and time. The owner of a run is the incarnation whose write moved the
+// ticket into in-progress. A write is stale when
+//   - its writer had been killed more than inFlight before the sim applied
+//     it (a request sent just before the kill lands a little later, more
+//     so with injected latency; later than that means a replayed write), or
+//   - it ends a run (in-progress → done or enqueued, the executor's own
+//     transitions) and its writer is not the run's owner, or
+//   - its writer ends a run (→ done/failed) it owned after the ticket left
+//     in-progress without it (a revert or a newer run happened meanwhile).
+//
+// Housekeeping's reverts (in-progress → pending) and give-ups (→ failed)
+// by another incarnation are the repair, not stale writes.
+// inFlight bounds how long a write the sim applies may have been sent
+// before: the largest injected latency (300 ms) and some scheduling slack.
+const inFlight = time.Second
+
+func staleWrites(ws []sim.Write, events []event) []string {
+	killed := map[string]time.Time{}
+	for _, e := range events {
+		if e.Kind == "kill" {
+			killed[e.Inc] = e.At
+		}
+	}
+	owner := map[string]string{}   // ticket → incarnation that moved it into in-progress
+	ownerLost := map[string]bool{} // the owner's run was ended by someone else
+	var out []string
+	for _, wr := range ws {
+		key := fmt.Sprintf("%s#%d", wr.Repo, wr.Number)
+		desc := func(why string) string {
+			return fmt.Sprintf("%s %s by %s: %v → %v (%s)", wr.At.Format("15:04:05.000"), key, wr.Writer, lc(wr.Before), lc(wr.After), why)
+		}
+		if wr.Writer == "human" {
+			continue
+		}
+		if k, ok := killed[wr.Writer]; ok && wr.At.After(k.Add(inFlight)) {
+			out = append(out, desc("writer was killed at "+k.Format("15:04:05.000")))
+			continue
+		}
+		before, after := has(wr.Before, "in-progress"), has(wr.After, "in-progress")
+		switch {
+		case !before && after:
+			owner[key], ownerLost[key] = wr.Writer, false
+		case before && !after:
+			ends := has(wr.After, "done") || has(wr.After, "enqueued")
+			if wr.Writer != owner[key] {
+				if ends {
+					out = append(out, desc("run owned by "+owner[key]))
+				}
+				ownerLost[key] = true
+			}
+		case !before && !after && (has(wr.After, "done") || has(wr.After, "failed")) && wr.Writer == owner[key] && ownerLost[key]:
+			out = append(out, desc("its run was ended by another replica"))
+		}
+	}
+	return out
+}
+
+func lc(ls []string) []string {
+	var out []string
+	for _, l := range ls {
+		if strings.HasPrefix(l, "agent-smith:") {
+			out = append(out, strings.TrimPrefix(l, "agent-smith:"))
+		}
+	}
+	return out
+}
+
+// Print writes the table.
+func (r *Report) Print(w io.Writer) {
+	row := func(k string, v any) { fmt.Fprintf(w, "| %-58s | %-22v |\n", k, v) }
+	fmt.Fprintf(w, "| %-58s | %-22s |\n|%s|%s|\n", "figure", "value", strings.Repeat("-", 60), strings.Repeat("-", 24))
+	row("tickets fed", r.Fed)
+	row("reached Done", r.Done)
+	row("reached Failed", r.Failed)
+	row("lost (not terminal at the end)", r.Lost)
+	row("overlapping runs of one ticket", r.Overlapping)
+	row("runs beyond max_attempts (3)", r.BeyondAttempts)
+	row("stale writes", len(r.StaleWrites))
+	row("pipeline runs", r.Runs)
+	row("replica kills (kill -9) / leader SIGSTOPs", fmt.Sprintf("%d / %d", r.Kills, r.Stops))
+	row("replica death → its tickets running again: worst", r.RecoveryWorst.Round(10*time.Millisecond))
+	row("replica death → its tickets running again: median", r.RecoveryMedian.Round(10*time.Millisecond))
+	row("  (killed runs re-run / not re-run: attempts exhausted)", fmt.Sprintf("%d / %d", r.RecoveryN, r.NotRerun))
+	if r.Wiped {
+		row("Redis wipe → every Enqueued ticket queued again: worst", r.WipeWorst.Round(10*time.Millisecond))
+		row("  (Enqueued when Redis died / never queued again)", fmt.Sprintf("%d / %d", r.WipeEnqueued, r.WipeMissing))
+	} else {
+		row("Redis wipe → every Enqueued ticket queued again: worst", "no wipe")
+	}
+	if r.Fed > 0 {
+		row("tracker API calls per ticket", fmt.Sprintf("%.1f (%d calls)", float64(r.APICalls)/float64(r.Fed), r.APICalls))
+	}
+	row("webhook deliveries sent (duplicates included)", r.Deliveries)
+	row("elapsed", r.Elapsed.Round(time.Second))
+	for _, s := range r.LostIDs {
+		fmt.Fprintln(w, "lost:", s)
+	}
+	for _, s := range r.OverlapIDs {
+		fmt.Fprintln(w, "overlap:", s)
+	}
+	for _, s := range r.StaleWrites {
+		fmt.Fprintln(w, "stale write:", s)
+	}
+}

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+// Options are the knobs of one chaos run; every fault can be switched off.
+type Options struct {
+	Tickets  int
+	Duration time.Duration // faults and feeding; tickets are fed in the first 60 %
+	Settle   time.Duration // deadline for every ticket to end after the faults stop
+	Seed     uint64
+
+	KillEvery    time.Duration // kill -9 a random replica (0: off)
+	StopEvery    time.Duration // SIGSTOP the housekeeping leader past the lease TTL (0: off)
+	StopFor      time.Duration
+	RedisWipe    bool          // kill redis-server once, keep it down, restart it empty
+	RedisDown    time.Duration // how long Redis is unreachable
+	Duplicate    int           // extra copies of every webhook delivery
+	TrackerFault bool          // cycle latency, 502s and 429s
+	Hang         bool          // some pipelines hang past the timeout, some ignore SIGTERM
+
+	Dir     string // work directory ("" = a new temporary one)
+	Verbose bool
+	Log     io.Writer
+}
+
+// DefaultOptions is the full run `make chaos` does.
+func DefaultOptions() Options {
+	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
+		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
+		RedisWipe: true, RedisDown: 3 * time.Second, Duplicate: 2, TrackerFault: true, Hang: true}
+}
+
+type ticket struct {
+	p      project
+	n      int
+	id     string
+	fed    time.Time
+	source string
+}
+
+// Run performs one chaos run and returns its figures.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "agentsmith-chaos-")
+		if err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		dir = d
+	}
+	fmt.Fprintf(o.Log, "chaos: work dir %s (replica logs, configs, run log)\n", dir)
+	w, err := newWorld(ctx, dir, o.Log, o.Verbose)
+	if w != nil {
+		defer w.close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
+	baseFaults := sim.Faults{Duplicate: o.Duplicate, Seed: int64(o.Seed)}
+	w.sim.SetFaults(baseFaults)
+
+	start := time.Now()
+	fctx, stopFaults := context.WithTimeout(ctx, o.Duration)
+	defer stopFaults()
+	var wg sync.WaitGroup
+	var rmu sync.Mutex // guards rng
+	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
+
+	// Feed tickets over the first 60 % of the run.
+	var tickets []*ticket
+	var tmu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		gap := time.Duration(float64(o.Duration) * 0.6 / float64(max(o.Tickets, 1)))
+		for i := 0; i < o.Tickets && fctx.Err() == nil; i++ {
+			p := projects[i%len(projects)]
+			title := fmt.Sprintf("chaos ticket %d", i)
+			if o.Hang {
+				switch k := rnd(100); {
+				case k < 4:
+					title += " hang"
+				case k < 7:
+					title += " stubborn"
+				}
+			}
+			if rnd(100) < 8 {
+				title += " fail"
+			}
+			n := w.sim.CreateIssue(p.repo, title, "", "agent-smith")
+			src := "webhook"
+			if !p.webhook {
+				src = "poll"
+			} else if p.polling {
+				src = "webhook+poll"
+			}
+			tmu.Lock()
+			tickets = append(tickets, &ticket{p: p, n: n, id: p.id(n), fed: time.Now(), source: src})
+			tmu.Unlock()
+			sleepCtx(fctx, gap)
+		}
+	}()
+
+	if o.KillEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for sleepCtx(fctx, o.KillEvery) {
+				r := w.replicas[rnd(len(w.replicas))]
+				w.mu.Lock()
+				busy := r.stopped
+				w.mu.Unlock()
+				if busy {
+					continue
+				}
+				w.killPod(r)
+				sleepCtx(fctx, time.Second)
+				if err := w.startReplica(r); err != nil {
+					fmt.Fprintf(o.Log, "chaos: restart %d: %v\n", r.slot, err)
+				}
+			}
+		}()
+	}
+	if o.StopEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rdb := redis.NewClient(&redis.Options{Addr: w.redis.addr()})
+			defer rdb.Close()
+			for sleepCtx(fctx, o.StopEvery) {
+				v, err := rdb.Get(fctx, keys.Leader("housekeeping")).Result()
+				if err != nil {
+					continue
+				}
+				inc, _, _ := strings.Cut(v, "/")
+				var r *replica
+				w.mu.Lock()
+				for _, c := range w.replicas {
+					if c.inc == inc && c.alive {
+						r = c
+					}
+				}
+				w.mu.Unlock()
+				if r == nil {
+					continue
+				}
+				groups := w.freeze(r)
+				time.Sleep(o.StopFor) // the fault itself, not synchronisation
+				w.thaw(r, groups)
+			}
+		}()
+	}
+	var wipe wipeFigures
+	if o.RedisWipe {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !sleepCtx(fctx, o.Duration*45/100) {
+				return
+			}
+			// The Enqueued tickets whose queue entries die with Redis.
+			enq := enqueuedNow(w)
+			w.redis.kill()
+			w.record("redis-down", "", 0)
+			time.Sleep(o.RedisDown) // Redis unreachable: the fault itself
+			if err := w.redis.start(ctx); err != nil {
+				fmt.Fprintf(o.Log, "chaos: redis restart: %v\n", err)
+				return
+			}
+			w.record("redis-up", "", 0)
+			wipe = measureWipe(ctx, w, enq, time.Now())
+		}()
+	}
+	if o.TrackerFault {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			phases := []sim.Faults{
+				{Latency: 300 * time.Millisecond},
+				{ErrorRate: 0.2},
+				{RateLimitNext: 30, RetryAfter: 1},
+				{},
+			}
+			for i := 0; sleepCtx(fctx, 6*time.Second); i++ {
+				f := phases[i%len(phases)]
+				f.Duplicate, f.Seed = o.Duplicate, int64(o.Seed)+int64(i)
+				w.sim.SetFaults(f)
+				w.logf("tracker faults %+v", f)
+			}
+		}()
+	}
+	wg.Wait()
+	// Faults off: every replica running, Redis up, the tracker healthy.
+	w.sim.SetFaults(sim.Faults{Seed: int64(o.Seed)})
+	w.mu.Lock()
+	rs := append([]*replica(nil), w.replicas...)
+	w.mu.Unlock()
+	for _, r := range rs {
+		if !r.alive {
+			if err := w.startReplica(r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	fmt.Fprintf(o.Log, "chaos: faults stopped after %s; settling (deadline %s)\n", time.Since(start).Round(time.Second), o.Settle)
+	settleEnd := time.Now().Add(o.Settle)
+	for time.Now().Before(settleEnd) && ctx.Err() == nil {
+		if countLost(w, tickets) == 0 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond) // polling the tracker's state with a deadline
+	}
+	// Let the last runs' log lines land before reading the run log.
+	_ = w.sim.WaitIdle(ctx)
+	rep := analyse(w, tickets, wipe)
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// sleepCtx waits d or until ctx ends; false means ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+type wipeFigures struct {
+	happened bool
+	enqueued int
+	worst    time.Duration
+	missing  int
+}
+
+// enqueuedNow is the set of tickets the tracker shows Enqueued.
+func enqueuedNow(w *world) map[string]bool {
+	out := map[string]bool{}
+	for _, is := range w.sim.Issues() {
+		if has(is.Labels, "enqueued") && !has(is.Labels, "done") && !has(is.Labels, "failed") {
+			out[ticketID(is)] = true
+		}
+	}
+	return out
+}
+
+// measureWipe waits until every ticket that was Enqueued when Redis died
+// (pending) is queued again (in the queue or a processing list), started
+// again, or no longer Enqueued, counting from Redis answering again, empty.
+func measureWipe(ctx context.Context, w *world, pending map[string]bool, up time.Time) wipeFigures {
+	f := wipeFigures{happened: true, enqueued: len(pending)}
+	rdb := redis.NewClient(&redis.Options{Addr: w.redis.addr()})
+	defer rdb.Close()
+	deadline := up.Add(60 * time.Second)
+	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		var queued strings.Builder
+		for _, k := range append([]string{keys.Queue()}, scanKeys(ctx, rdb, keys.ProcessingPattern())...) {
+			vs, _ := rdb.LRange(ctx, k, 0, -1).Result()
+			for _, v := range vs {
+				queued.WriteString(v)
+			}
+		}
+		q := queued.String()
+		enq := enqueuedNow(w)
+		started := startsAfter(w.runLog, up)
+		for id := range pending {
+			if strings.Contains(q, `"id":"`+id+`"`) || !enq[id] || started[id] {
+				delete(pending, id)
+				f.worst = time.Since(up)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // polling Redis with a deadline
+	}
+	f.missing = len(pending)
+	return f
+}
+
+func scanKeys(ctx context.Context, rdb *redis.Client, pattern string) []string {
+	var out []string
+	iter := rdb.Scan(ctx, 0, pattern, 100).Iterator()
+	for iter.Next(ctx) {
+		out = append(out, iter.Val())
+	}
+	return out
+}
+
+// ticketID maps a sim issue back to its daemon ticket id.
+func ticketID(is sim.Issue) string {
+	for _, p := range projects {
+		if p.repo == is.Repo {
+			return p.id(is.Number)
+		}
+	}
+	return fmt.Sprintf("%s#%d", is.Repo, is.Number)
+}
+
+func countLost(w *world, tickets []*ticket) int {
+	terminal := map[string]bool{}
+	for _, is := range w.sim.Issues() {
+		for _, l := range is.Labels {
+			if l == "agent-smith:done" || l == "agent-smith:failed" {
+				terminal[ticketID(is)] = true
+			}
+		}
+	}
+	lost := 0
+	for _, t := range tickets {
+		if !terminal[t.id] {
+			lost++
+		}
+	}
+	return lost
+}

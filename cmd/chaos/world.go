@@ -1,0 +1,456 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+// project is one tracker project the fleet serves. The YAML lines are the
+// ones cmd/agentsmithd/internal/e2ecases uses (internal there, so copied).
+type project struct {
+	name, platform, repo, dialect string
+	// yaml formats the platform lines: simURL, repo.
+	yaml     string
+	idFormat string
+	webhook  bool
+	polling  bool
+}
+
+var projects = []project{
+	{name: "gh", platform: "github", repo: "acme/app", dialect: "github", idFormat: "%s#%d", webhook: true, polling: true,
+		yaml: "platform: github\n    base_url: %s/github/\n    repo: %s\n    token: {env: CHAOS_TOKEN}"},
+	{name: "gl", platform: "gitlab", repo: "acme/sub/app", dialect: "gitlab", idFormat: "%s#%d", webhook: true,
+		yaml: "platform: gitlab\n    base_url: %s/gitlab/api/v4/\n    repo: %s\n    token: {env: CHAOS_TOKEN}"},
+	{name: "ado", platform: "azuredevops", repo: "acmeorg/webapp", dialect: "ado", idFormat: "%s#%d", webhook: true,
+		yaml: "platform: azuredevops\n    base_url: %s/ado/\n    repo: %s\n    token: {env: CHAOS_TOKEN}"},
+	{name: "jira", platform: "jira", repo: "APP", dialect: "jira", idFormat: "%s-%d", polling: true,
+		yaml: "platform: jira\n    base_url: %s/jira/\n    repo: %s\n    token: {env: CHAOS_TOKEN}\n    jira: {email: bot@acme.example}"},
+}
+
+func (p project) id(n int) string { return fmt.Sprintf(p.idFormat, p.repo, n) }
+
+// pipelineScript is every project's pipeline. It logs start, a tick every
+// ~100 ms, term (SIGTERM seen) and end to RUN_LOG with the daemon's pid
+// ($PPID) and its own, so the run log tells runs, replicas and overlaps
+// apart without trusting the daemon. Titles choose the behaviour: "hang"
+// runs past the timeout, "stubborn" also ignores SIGTERM, "fail" exits 1.
+const pipelineScript = `L() { printf '%s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$PPID" "$$" "$EPOCHREALTIME" >> "$RUN_LOG"; }
+L start
+case "$AGENTSMITH_TITLE" in
+  *stubborn*) trap 'L term' TERM; n=100000;;
+  *hang*) trap 'L term; exit 143' TERM; n=100000;;
+  *) trap 'L term; exit 143' TERM; n=$((3 + RANDOM % 10));;
+esac
+i=0
+while [ "$i" -lt "$n" ]; do sleep 0.1; L tick; i=$((i+1)); done
+case "$AGENTSMITH_TITLE" in *fail*) L end; exit 1;; esac
+L end
+`
+
+const (
+	maxAttempts  = 3
+	chaosSecret  = "chaos-webhook-secret"
+	chaosToken   = "chaos-api-token"
+	timingsYAML  = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
+	pipelineTime = 3 * time.Second
+)
+
+// event is one fault the chaos loop caused, for the analysis.
+type event struct {
+	At   time.Time
+	Kind string // start, kill, stop, cont, redis-down, redis-up
+	Inc  string // replica incarnation ("r1.3"), "" for redis
+	PID  int
+}
+
+// world is everything the chaos run owns.
+type world struct {
+	dir     string
+	bin     string
+	sim     *sim.Sim
+	simURL  string
+	simSrv  *http.Server
+	lbURL   string
+	lbSrv   *http.Server
+	redis   *redisProc
+	runLog  string
+	logw    io.Writer
+	verbose bool
+
+	mu       sync.Mutex
+	replicas []*replica
+	events   []event
+	rr       int
+}
+
+func (w *world) logf(format string, args ...any) {
+	if w.verbose {
+		fmt.Fprintf(w.logw, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+	}
+}
+
+func (w *world) record(kind, inc string, pid int) {
+	w.mu.Lock()
+	w.events = append(w.events, event{At: time.Now(), Kind: kind, Inc: inc, PID: pid})
+	w.mu.Unlock()
+	w.logf("%s %s %d", kind, inc, pid)
+}
+
+// replica is one of the three slots; each (re)start is a new incarnation
+// with its own instance_id, so the sim's write log names the incarnation.
+type replica struct {
+	slot, gen int
+	port      int
+	inc       string
+	cmd       *exec.Cmd
+	done      chan struct{}
+	stopped   bool
+	alive     bool
+}
+
+// redisProc is a redis-server on a fixed port that can be killed and
+// restarted empty (redistest.Process cannot restart outside a test).
+type redisProc struct {
+	bin, dir string
+	port     int
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+}
+
+func (r *redisProc) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)) }
+
+func (r *redisProc) start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", r.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	r.cmd, r.done = cmd, done
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", r.addr(), time.Second); err == nil {
+			_, _ = c.Write([]byte("PING\r\n"))
+			buf := make([]byte, 7)
+			_ = c.SetReadDeadline(time.Now().Add(time.Second))
+			n, _ := io.ReadFull(c, buf)
+			c.Close()
+			if bytes.HasPrefix(buf[:n], []byte("+PONG")) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-done:
+			return errors.New("redis-server exited at start")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return errors.New("redis-server did not answer PING")
+}
+
+func (r *redisProc) kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	<-r.done
+	r.cmd = nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func serve(h http.Handler) (*http.Server, string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return srv, "http://" + l.Addr().String(), nil
+}
+
+// buildDaemon compiles agentsmithd from this module.
+func buildDaemon(dir string) (string, error) {
+	bin := filepath.Join(dir, "agentsmithd")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/agentsmithd/agentsmithd/cmd/agentsmithd").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build agentsmithd: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*world, error) {
+	w := &world{dir: dir, runLog: filepath.Join(dir, "runs.log"), logw: logw, verbose: verbose}
+	bin, err := buildDaemon(dir)
+	if err != nil {
+		return nil, err
+	}
+	w.bin = bin
+	rbin, err := redistest.FindBinary()
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	w.redis = &redisProc{bin: rbin, dir: dir, port: port}
+	if err := w.redis.start(ctx); err != nil {
+		return nil, err
+	}
+	w.sim = sim.New(sim.Options{})
+	if w.simSrv, w.simURL, err = serve(w.sim.Handler()); err != nil {
+		return nil, err
+	}
+	if w.lbSrv, w.lbURL, err = serve(http.HandlerFunc(w.forward)); err != nil {
+		return nil, err
+	}
+	for _, p := range projects {
+		w.sim.CreateRepo(p.repo)
+		if p.webhook {
+			w.sim.AddHook(sim.Hook{Repo: p.repo, URL: w.lbURL + "/webhooks/" + p.platform, Secret: chaosSecret, Dialect: p.dialect})
+		}
+	}
+	for slot := 1; slot <= 3; slot++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		r := &replica{slot: slot, port: port}
+		w.replicas = append(w.replicas, r)
+		if err := w.startReplica(r); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (w *world) config(r *replica) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\ninstance_id: %s\nredis: {addr: %q}\n%sprojects:\n", r.port, r.inc, w.redis.addr(), timingsYAML)
+	for _, p := range projects {
+		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, fmt.Sprintf(p.yaml, w.simURL, p.repo))
+		if p.webhook {
+			b.WriteString("    webhook: {secret_env: CHAOS_SECRET}\n")
+		}
+		if p.polling {
+			b.WriteString("    polling: {enabled: true, interval: 1s}\n")
+		}
+		fmt.Fprintf(&b, "    pipeline:\n      command: [\"bash\", \"-c\", %q]\n      env: {RUN_LOG: %q}\n      timeout: %s\n      max_attempts: %d\n",
+			pipelineScript, w.runLog, pipelineTime, maxAttempts)
+	}
+	return b.String()
+}
+
+// startReplica starts a new incarnation of slot r on its fixed port.
+func (w *world) startReplica(r *replica) error {
+	r.gen++
+	r.inc = fmt.Sprintf("r%d.%d", r.slot, r.gen)
+	cfg := filepath.Join(w.dir, r.inc+".yaml")
+	if err := os.WriteFile(cfg, []byte(w.config(r)), 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	logf, err := os.Create(filepath.Join(w.dir, r.inc+".log"))
+	if err != nil {
+		return fmt.Errorf("create log: %w", err)
+	}
+	cmd := exec.Command(w.bin, "serve", "-c", cfg)
+	cmd.Env = append(os.Environ(), "CHAOS_TOKEN="+chaosToken, "CHAOS_SECRET="+chaosSecret)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", r.inc, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
+	w.mu.Lock()
+	r.cmd, r.done, r.alive, r.stopped = cmd, done, true, false
+	w.mu.Unlock()
+	w.record("start", r.inc, cmd.Process.Pid)
+	return nil
+}
+
+// children returns the process groups of the pipelines pid started: a
+// pipeline is its own group leader whose parent is the daemon.
+func children(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		cpid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+			if pg, _ := strconv.Atoi(f[2]); pg == cpid {
+				out = append(out, pg)
+			}
+		}
+	}
+	return out
+}
+
+// killPod kill -9s a replica the way a node or container dies: the daemon
+// and its pipelines together. It freezes the daemon first so no pipeline is
+// started between finding its children and killing them.
+func (w *world) killPod(r *replica) {
+	w.mu.Lock()
+	cmd, alive := r.cmd, r.alive
+	r.alive = false
+	w.mu.Unlock()
+	if !alive {
+		return
+	}
+	pid := cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	for _, pg := range children(pid) {
+		_ = syscall.Kill(-pg, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	w.record("kill", r.inc, pid)
+	<-r.done
+}
+
+// freeze SIGSTOPs a replica and its pipelines (a paused VM or cgroup freeze).
+func (w *world) freeze(r *replica) []int {
+	pid := r.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	groups := children(pid)
+	for _, pg := range groups {
+		_ = syscall.Kill(-pg, syscall.SIGSTOP)
+	}
+	w.mu.Lock()
+	r.stopped = true
+	w.mu.Unlock()
+	w.record("stop", r.inc, pid)
+	return groups
+}
+
+func (w *world) thaw(r *replica, groups []int) {
+	pid := r.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	for _, pg := range groups {
+		_ = syscall.Kill(-pg, syscall.SIGCONT)
+	}
+	w.mu.Lock()
+	r.stopped = false
+	w.mu.Unlock()
+	w.record("cont", r.inc, pid)
+}
+
+// forward is the load balancer in front of the receivers: it tries the
+// live replicas in turn, as a Kubernetes Service would, and answers 503
+// when none took the delivery (the tracker's redelivery problem then).
+func (w *world) forward(rw http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, 4<<20))
+	if err != nil {
+		http.Error(rw, "read body", http.StatusBadRequest)
+		return
+	}
+	w.mu.Lock()
+	var ports []int
+	for i := range w.replicas {
+		r := w.replicas[(w.rr+i)%len(w.replicas)]
+		if r.alive && !r.stopped {
+			ports = append(ports, r.port)
+		}
+	}
+	w.rr++
+	w.mu.Unlock()
+	for _, port := range ports {
+		ctx, cancel := context.WithTimeout(req.Context(), 8*time.Second)
+		out, _ := http.NewRequestWithContext(ctx, req.Method, fmt.Sprintf("http://127.0.0.1:%d%s", port, req.URL.RequestURI()), bytes.NewReader(body))
+		out.Header = req.Header.Clone()
+		resp, err := http.DefaultClient.Do(out)
+		if err != nil {
+			cancel()
+			continue
+		}
+		for k, v := range resp.Header {
+			rw.Header()[k] = v
+		}
+		rw.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(rw, resp.Body)
+		resp.Body.Close()
+		cancel()
+		return
+	}
+	http.Error(rw, "no replica answered", http.StatusServiceUnavailable)
+}
+
+// close stops everything the world started.
+func (w *world) close() {
+	w.mu.Lock()
+	rs := append([]*replica(nil), w.replicas...)
+	w.mu.Unlock()
+	for _, r := range rs {
+		if r.cmd == nil {
+			continue
+		}
+		pid := r.cmd.Process.Pid
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+		for _, pg := range children(pid) {
+			_ = syscall.Kill(-pg, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-r.done
+	}
+	if w.lbSrv != nil {
+		_ = w.lbSrv.Close()
+	}
+	if w.sim != nil {
+		w.sim.Close()
+	}
+	if w.simSrv != nil {
+		_ = w.simSrv.Close()
+	}
+	if w.redis != nil {
+		w.redis.kill()
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -179,6 +180,7 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 	log := d.log.With(zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform), zap.String("project", ref.Project),
 		zap.Int("attempt", attempt), zap.String("reason", reason))
 	held, err := d.claims.WithLock(ctx, ref, lifecycle.SourceReclaim, func(ctx context.Context) error {
+		ctx = trackerhttp.WithFence(ctx, d.cfg.Fence)
 		if token != "" {
 			if _, err := lifecycle.ReleaseRun(ctx, d.rdb, ref, token, false); err != nil {
 				return err

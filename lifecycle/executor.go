@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -31,6 +33,7 @@ const (
 var (
 	errLostRun      = errors.New("run ownership lost")
 	errStateChanged = errors.New("ticket state changed")
+	errIllegal      = errors.New("illegal transition")
 )
 
 // Liveness is the replica's presence (pkg/presence): runs stop the moment
@@ -222,7 +225,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		e.ack(ctx, payload)
 		return false
 	}
-	fence := e.fence(req.Ref, token)
+	fence := e.fence(req.Ref, token, nil)
 	t, err = e.move(ctx, p, t, Enqueued, InProgress, fence, req)
 	if err != nil {
 		e.releaseRun(req.Ref, token, false, log)
@@ -245,16 +248,21 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, log *zap.Logger) {
 	workDir := WorkDir(e.cfg.WorkDir, req.Ref)
 	spec := pipelineSpec(p, t, req.Attempt, workDir)
+	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token)
 	spec.Grace = e.cfg.KillGrace
 	spec.TailBytes = e.cfg.TailBytes
+	// The heartbeat runs from before the pipeline starts until the outcome
+	// is written, so a slow or retried final write never outlives it.
+	hb := e.startHeartbeat(ctx, req.Ref, token, log)
+	defer hb.stop()
 	var res procrun.Result
-	var lost error
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
 	} else {
-		res, lost = e.runWithHeartbeat(ctx, spec, req.Ref, token, log)
+		spec.Kill = hb.kill
+		res = procrun.Run(ctx, spec)
 	}
-	if lost != nil {
+	if lost := hb.lostErr(); lost != nil {
 		log.Warn("run lost its ownership; pipeline killed, no label written", zap.Error(lost))
 		// Drops only this run's in-flight record: both deletes are CAS on
 		// the token, so the new owner's heartbeat is left alone.
@@ -264,31 +272,68 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	// The outcome must be written even while shutting down.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	fence := e.fence(req.Ref, token)
+	fence := e.fence(req.Ref, token, hb)
 	switch {
 	case res.Canceled:
 		e.handBack(wctx, p, t, req, token, fence, log)
 	case res.OK():
-		if _, err := e.move(wctx, p, t, InProgress, Done, fence, req); err != nil {
-			log.Error("transition to done", zap.Error(err))
-			return // the heartbeat expires and StaleJobDetector takes over
+		if _, err := e.moveRetrying(wctx, p, t, InProgress, Done, fence, req); err != nil {
+			log.Error("transition to done (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+			return
 		}
 		e.releaseRun(req.Ref, token, true, log)
 	default:
 		maxAttempts := max(p.Pipeline.MaxAttempts, 1)
-		if err := fence(wctx); err != nil {
-			log.Warn("run lost its ownership before the failure comment", zap.Error(err))
-			return
-		}
-		if err := p.Tracker.Comment(wctx, req.Ref, failureComment(e.cfg.Labels.Prefix, e.cfg.Instance, res, req.Attempt, maxAttempts)); err != nil {
+		body := failureComment(e.cfg.Labels.Prefix, e.cfg.Instance, res, req.Attempt, maxAttempts)
+		if err := retryTransient(wctx, func() error {
+			if err := fence(wctx); err != nil {
+				return err
+			}
+			return p.Tracker.Comment(trackerhttp.WithFence(wctx, fence), req.Ref, body)
+		}); err != nil {
+			if errors.Is(err, errLostRun) {
+				log.Warn("run lost its ownership before the failure comment", zap.Error(err))
+				return
+			}
 			log.Error("post failure comment", zap.Error(err))
 		}
 		// The comment changed the ticket's version; move re-reads it.
-		if _, err := e.move(wctx, p, nil, InProgress, Failed, fence, req); err != nil {
-			log.Error("transition to failed", zap.Error(err))
+		if _, err := e.moveRetrying(wctx, p, nil, InProgress, Failed, fence, req); err != nil {
+			log.Error("transition to failed (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 			return
 		}
 		e.releaseRun(req.Ref, token, true, log)
+	}
+}
+
+// moveRetrying is move with retries of transient tracker errors (5xx,
+// timeouts) until ctx ends: a pipeline's result is not thrown away for one
+// failed request. Every try is fenced again.
+func (e *Executor) moveRetrying(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest) (*platforms.Ticket, error) {
+	var out *platforms.Ticket
+	err := retryTransient(ctx, func() error {
+		// A transient failure leaves the ticket's version as it was, so the
+		// snapshot stays valid; move itself re-reads after a conflict.
+		var err error
+		out, err = e.move(ctx, p, t, from, to, fence, req)
+		return err
+	})
+	return out, err
+}
+
+// retryTransient calls f until it succeeds, fails permanently (lost run,
+// state changed, illegal transition) or ctx ends, backing off between tries.
+func retryTransient(ctx context.Context, f func() error) error {
+	backoff := 200 * time.Millisecond
+	for {
+		err := f()
+		if err == nil || errors.Is(err, errLostRun) || errors.Is(err, errStateChanged) || errors.Is(err, errIllegal) {
+			return err
+		}
+		if !sleepCtx(ctx, backoff) {
+			return err
+		}
+		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 
@@ -308,29 +353,52 @@ func (e *Executor) handBack(ctx context.Context, p *Project, t *platforms.Ticket
 	log.Info("handed the ticket back on shutdown", zap.String("newRequestId", next.ID))
 }
 
-// runWithHeartbeat runs the pipeline while renewing the heartbeat. If the
-// heartbeat is taken over, cannot be renewed before it would expire, or the
-// replica's liveness lapses, the pipeline is killed at once and lost is set:
+// runHeartbeat keeps one run's heartbeat alive. If the heartbeat is taken
+// over, cannot be renewed before it would expire, or the replica's liveness
+// lapses, kill is closed (the pipeline dies at once) and lostErr reports why:
 // someone else may already own the ticket.
-func (e *Executor) runWithHeartbeat(ctx context.Context, spec procrun.Spec, ref platforms.Ref, token string, log *zap.Logger) (procrun.Result, error) {
-	kill := make(chan struct{})
-	spec.Kill = kill
-	var lost error
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		lost = e.heartbeat(ctx, ref, token, done)
-		if lost != nil {
-			close(kill)
-		}
-	})
-	res := procrun.Run(ctx, spec)
-	close(done)
-	wg.Wait()
-	return res, lost
+type runHeartbeat struct {
+	kill       chan struct{}
+	done       chan struct{}
+	wg         sync.WaitGroup
+	lost       atomic.Pointer[error]
+	validUntil atomic.Int64 // unix nanos: the local deadline of the last renewal
+	stopOnce   sync.Once
 }
 
-func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token string, done <-chan struct{}) error {
+func (h *runHeartbeat) lostErr() error {
+	if p := h.lost.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (h *runHeartbeat) stop() {
+	h.stopOnce.Do(func() { close(h.done) })
+	h.wg.Wait()
+}
+
+// valid reports whether the heartbeat is still trusted locally.
+func (h *runHeartbeat) valid(now time.Time) bool {
+	return h.lostErr() == nil && now.UnixNano() < h.validUntil.Load()
+}
+
+func (e *Executor) startHeartbeat(ctx context.Context, ref platforms.Ref, token string, log *zap.Logger) *runHeartbeat {
+	h := &runHeartbeat{kill: make(chan struct{}), done: make(chan struct{})}
+	ttl := e.cfg.HeartbeatTTL
+	margin := ttl / 10
+	// TakeRun set the heartbeat just before: trust it from now.
+	h.validUntil.Store(e.cfg.Clock().Add(ttl - margin).UnixNano())
+	h.wg.Go(func() {
+		if err := e.heartbeat(ctx, ref, token, h); err != nil {
+			h.lost.Store(&err)
+			close(h.kill)
+		}
+	})
+	return h
+}
+
+func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token string, h *runHeartbeat) error {
 	key := keys.Heartbeat(ref.Key())
 	ttl, every := e.cfg.HeartbeatTTL, e.cfg.HeartbeatRenew
 	margin := ttl / 10
@@ -344,7 +412,7 @@ func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token strin
 	defer deadline.Stop()
 	for {
 		select {
-		case <-done:
+		case <-h.done:
 			return nil
 		case <-livenessLost:
 			return errors.New("replica liveness lapsed")
@@ -361,6 +429,7 @@ func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token strin
 			case !ok:
 				return errors.New("heartbeat taken over")
 			default:
+				h.validUntil.Store(start.Add(ttl - margin).UnixNano())
 				deadline.Reset(ttl - margin - e.cfg.Clock().Sub(start))
 			}
 		}
@@ -368,9 +437,18 @@ func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token strin
 }
 
 // fence returns the check made immediately before every label write of a
-// run: the heartbeat must still hold this run's token.
-func (e *Executor) fence(ref platforms.Ref, token string) func(context.Context) error {
+// run: the heartbeat must still be trusted locally (renewed recently, replica
+// live) and must still hold this run's token in Redis. Writes also carry it
+// in their context, so the tracker transport repeats it after any rate-limit
+// wait, right before the request goes out.
+func (e *Executor) fence(ref platforms.Ref, token string, hb *runHeartbeat) func(context.Context) error {
 	return func(ctx context.Context) error {
+		if hb != nil && !hb.valid(e.cfg.Clock()) {
+			return fmt.Errorf("%w: heartbeat no longer trusted locally", errLostRun)
+		}
+		if e.cfg.Liveness != nil && !e.cfg.Liveness.Valid() {
+			return fmt.Errorf("%w: replica liveness lapsed", errLostRun)
+		}
 		ok, err := redislock.Check(ctx, e.rdb, keys.Heartbeat(ref.Key()), token)
 		if err != nil {
 			return fmt.Errorf("fence: %w", err)
@@ -386,7 +464,7 @@ func (e *Executor) fence(ref platforms.Ref, token string) func(context.Context) 
 // re-read as long as the ticket is still in from.
 func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest) (*platforms.Ticket, error) {
 	if err := Check(from, to, OwnerExecutor); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errIllegal, err)
 	}
 	var err error
 	for try := 0; try < 4; try++ {
@@ -402,7 +480,7 @@ func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, fr
 			return nil, err
 		}
 		var nt *platforms.Ticket
-		nt, err = p.Tracker.Relabel(ctx, t, e.cfg.Labels.Lifecycle(t.Labels), e.cfg.Labels.Label(to))
+		nt, err = p.Tracker.Relabel(trackerhttp.WithFence(ctx, fence), t, e.cfg.Labels.Lifecycle(t.Labels), e.cfg.Labels.Label(to))
 		if err == nil {
 			logTransition(e.log, req.Ref, from, to, "ok", req.Attempt, OwnerExecutor)
 			return nt, nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ import (
 func startExecutor(t *testing.T, w *lifecycletest.World, dir string, shutdownGrace time.Duration) (stop func()) {
 	t.Helper()
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
-		`echo $$ > "$D/pid"; touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done; touch "$D/finished"`}
+		`echo $$ > "$D/pid"; echo run >> "$D/runs"; touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done; touch "$D/finished"`}
 	w.Projects[lifecycletest.Project].Pipeline.Env = map[string]string{"D": dir}
 	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
 		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
@@ -103,5 +105,26 @@ func TestShutdownHandsTheRunBack(t *testing.T) {
 	}
 	if n, _ := w.RDB.Exists(t.Context(), keys.Heartbeat(lifecycletest.Ref(n).Key())).Result(); n != 0 {
 		t.Error("heartbeat left behind after hand-back")
+	}
+}
+
+// A pipeline's result survives transient tracker errors on the final write:
+// the ticket reaches Done without the pipeline running again.
+func TestFlakyTrackerDoesNotDiscardTheResult(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "flaky tracker", "", "agent-smith")
+	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	w.Sim.SetFaults(sim.Faults{ErrorRate: 0.4, Seed: 7})
+	startExecutor(t, w, dir, time.Second)
+	eventually.Wait(t, 60*time.Second, "the ticket to reach done", func() bool { return w.State(t, n) == lifecycle.Done })
+	b, _ := os.ReadFile(filepath.Join(dir, "runs"))
+	if runs := strings.Count(string(b), "\n"); runs != 1 {
+		t.Errorf("pipeline ran %d times, want 1", runs)
 	}
 }

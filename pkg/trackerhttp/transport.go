@@ -76,14 +76,14 @@ func (o Options) withDefaults() Options {
 }
 
 // NewTransport wraps base (nil means http.DefaultTransport) with, from the
-// outside in: the writer tag, the conditional GET cache and the rate-limit
-// gate. The result is safe for concurrent use.
+// outside in: the writer tag, the conditional GET cache, the rate-limit
+// gate and the write fence (see WithFence). The result is safe for concurrent use.
 func NewTransport(base http.RoundTripper, opts Options) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	opts = opts.withDefaults()
-	var rt http.RoundTripper = newRateLimiter(base, opts)
+	var rt http.RoundTripper = newRateLimiter(fenceGate{next: base}, opts)
 	if opts.CacheEntries > 0 {
 		rt = newCache(rt, opts.CacheEntries)
 	}

@@ -202,6 +202,17 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 		c.logOutcome(ref, source, attempt, res)
 		return res, nil
 	}
+	// A ticket reverted after a dead run carries its attempt count in Redis:
+	// a claim from any source continues from it, so a late webhook cannot
+	// reset the count and run the ticket more than max_attempts times.
+	last, err := LastAttempt(ctx, c.rdb, ref)
+	if err != nil {
+		return res, fmt.Errorf("claim %s: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	attempt = max(attempt, last+1, 1)
+	if limit := max(p.Pipeline.MaxAttempts, 1); attempt > limit {
+		return c.failExhausted(ctx, p, t, attempt-1, limit, source)
+	}
 	if _, err := p.Tracker.Relabel(ctx, t, c.cfg.Labels.Lifecycle(t.Labels), c.cfg.Labels.Label(Enqueued)); err != nil {
 		if errors.Is(err, platforms.ErrPreconditionFailed) {
 			res.Outcome = PreconditionFailed
@@ -210,7 +221,7 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 		}
 		return res, fmt.Errorf("claim %s: transition pending → enqueued: %w", ref, err)
 	}
-	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: max(attempt, 1), EnqueuedAt: c.cfg.Clock().UTC()}
+	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: c.cfg.Clock().UTC()}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.
@@ -235,4 +246,32 @@ func (c *ClaimService) logOutcome(ref platforms.Ref, source string, attempt int,
 		fields = append(fields, zap.String("holder", res.Holder.Instance), zap.String("holderSource", res.Holder.Source), zap.Time("holderSince", res.Holder.Since))
 	}
 	c.log.Info("claim", fields...)
+}
+
+// failExhausted fails a Pending ticket whose attempts are used up instead of
+// claiming it again; the comment says why nothing ran.
+func (c *ClaimService) failExhausted(ctx context.Context, p *Project, t *platforms.Ticket, used, limit int, source string) (ClaimResult, error) {
+	res := ClaimResult{Ticket: t.Ref.String(), Outcome: NotEligible, Reason: fmt.Sprintf("attempts exhausted (%d of %d)", used, limit)}
+	if err := Check(Pending, Failed, OwnerClaimService); err != nil {
+		return res, err
+	}
+	body := fmt.Sprintf("**%s**: not running again: %d of %d attempts used. Remove `%s` and add the trigger label to start over.",
+		c.cfg.Labels.Prefix, used, limit, c.cfg.Labels.Label(Failed))
+	if err := p.Tracker.Comment(ctx, t.Ref, body); err != nil {
+		return res, fmt.Errorf("claim %s: comment on exhausted ticket: %w", t.Ref, err)
+	}
+	fresh, err := p.Tracker.Get(ctx, t.Ref) // the comment changed the version
+	if err != nil {
+		return res, fmt.Errorf("claim %s: re-read: %w", t.Ref, err)
+	}
+	if c.cfg.Labels.StateOf(fresh.Labels) != Pending {
+		return res, nil
+	}
+	if _, err := p.Tracker.Relabel(ctx, fresh, c.cfg.Labels.Lifecycle(fresh.Labels), c.cfg.Labels.Label(Failed)); err != nil {
+		return res, fmt.Errorf("claim %s: fail exhausted ticket: %w", t.Ref, err)
+	}
+	_ = c.rdb.HDel(ctx, keys.Attempts(), t.Ref.Key()).Err()
+	res.State = Failed.String()
+	logTransition(c.log.With(zap.String("source", source)), t.Ref, Pending, Failed, "attempts exhausted", used, OwnerClaimService)
+	return res, nil
 }

@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"sync"
 	"testing"
 
@@ -98,5 +99,35 @@ func TestAlreadyClaimedNamesTheHolder(t *testing.T) {
 	}
 	if res.Holder == nil || res.Holder.Instance != "test" || res.Holder.Source != lifecycle.SourcePoll || res.Holder.Since.IsZero() {
 		t.Errorf("holder = %+v, want instance test, source poll, a since time", res.Holder)
+	}
+}
+
+// A late webhook after a revert continues the attempt count instead of
+// starting over, and a ticket with its attempts used up fails instead of
+// running again.
+func TestClaimContinuesTheAttemptCount(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	n := w.Sim.CreateIssue("acme/app", "reverted", "", "agent-smith")
+	if err := w.RDB.HSet(ctx, keys.Attempts(), ref(n).Key(), 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Claims.Claim(ctx, ref(n), lifecycle.SourceWebhook, 1)
+	if err != nil || res.Outcome != lifecycle.Claimed || res.Request.Attempt != 3 {
+		t.Fatalf("claim = %+v, %v; want claimed as attempt 3", res, err)
+	}
+	m := w.Sim.CreateIssue("acme/app", "exhausted", "", "agent-smith")
+	if err := w.RDB.HSet(ctx, keys.Attempts(), ref(m).Key(), 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = w.Claims.Claim(ctx, ref(m), lifecycle.SourceWebhook, 1)
+	if err != nil || res.Outcome != lifecycle.NotEligible {
+		t.Fatalf("claim = %+v, %v; want not eligible", res, err)
+	}
+	if s := w.State(t, m); s != lifecycle.Failed {
+		t.Errorf("exhausted ticket is %s, want failed", s)
+	}
+	if l, _ := w.Queue.Len(ctx); l != 1 {
+		t.Errorf("queue length %d, want only the first ticket's request", l)
 	}
 }

@@ -32,6 +32,7 @@ var Transitions = []Transition{
 	{InProgress, Enqueued, OwnerExecutor, "graceful shutdown handed the ticket back"},
 	{InProgress, Pending, OwnerStaleJobDetector, "no heartbeat, or the owning instance is gone"},
 	{Pending, Failed, OwnerStaleJobDetector, "a reverted ticket has used its max attempts"},
+	{Pending, Failed, OwnerClaimService, "a claim finds the ticket's attempts used up"},
 	{Enqueued, Enqueued, OwnerEnqueuedReconciler, "Enqueued, but no queue entry and no in-flight owner"},
 }
 

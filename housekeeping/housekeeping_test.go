@@ -222,3 +222,27 @@ func TestEpochIsNotWrittenByAFencedOutLeader(t *testing.T) {
 		t.Errorf("next leader: err %v, losses %d, want the loss reported once", err, losses)
 	}
 }
+
+func TestSweeperClaimsTriggersNoWebhookBroughtIn(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	missed := w.Sim.CreateIssue(lifecycletest.Repo, "webhook refused with 503", "", "agent-smith")
+	done := w.Sim.CreateIssue(lifecycletest.Repo, "finished", "", "agent-smith", "agent-smith:done")
+	untriggered := w.Sim.CreateIssue(lifecycletest.Repo, "no trigger", "")
+	s := NewTriggerSweeper(w.Claims, TriggerSweeperConfig{Projects: []string{lifecycletest.Project}})
+	if err := s.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.State(t, missed); st != lifecycle.Enqueued {
+		t.Errorf("missed trigger is %s, want enqueued", st)
+	}
+	if st := w.State(t, done); st != lifecycle.Done {
+		t.Errorf("done ticket is %s, want untouched", st)
+	}
+	if st := w.State(t, untriggered); st != lifecycle.Pending {
+		t.Errorf("untriggered ticket is %s, want untouched", st)
+	}
+	reqs := w.Requests(t)
+	if len(reqs) != 1 || reqs[0].Source != lifecycle.SourceSweep {
+		t.Errorf("queue = %+v, want one sweep request", reqs)
+	}
+}

@@ -15,6 +15,7 @@ const (
 	SourceReclaim   = "reclaim"   // StaleJobDetector reverted a dead run
 	SourceReconcile = "reconcile" // EnqueuedReconciler re-pushed a lost request
 	SourceHandBack  = "handback"  // graceful shutdown handed a run back
+	SourceSweep     = "sweep"     // TriggerSweeper found a trigger no webhook brought in
 )
 
 // PipelineRequest is the queue entry. It is deliberately small: the consumer

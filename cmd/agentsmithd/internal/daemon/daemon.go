@@ -233,6 +233,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
 			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
+		var sweep []string
+		for _, p := range cfg.Projects {
+			if !p.Polling.Enabled {
+				sweep = append(sweep, p.Name)
+			}
+		}
+		sweeper := housekeeping.NewTriggerSweeper(d.claims, housekeeping.TriggerSweeperConfig{
+			Projects: sweep, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		epoch := housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Fence: l.Fence, Logger: d.log},
 			stale.Kick, recon.Kick)
 		wg.Go(func() {
@@ -242,6 +250,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				hw.Go(func() { _ = stale.Run(lctx) })
 				hw.Go(func() { _ = recon.Run(lctx) })
 				hw.Go(func() { _ = epoch.Run(lctx) })
+				hw.Go(func() { _ = sweeper.Run(lctx) })
 				hw.Wait()
 			})
 		})

@@ -1,0 +1,95 @@
+package housekeeping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+)
+
+// TriggerSweeperConfig configures a TriggerSweeper.
+type TriggerSweeperConfig struct {
+	// Projects are the projects to sweep: those that do not poll. A project
+	// that polls is already listed by the poller.
+	Projects []string
+	Interval time.Duration // default SlowIntervalDefault
+	// Fence is checked right before every claim's write; see
+	// StaleJobDetectorConfig.Fence.
+	Fence  func(context.Context) error
+	Logger *zap.Logger
+}
+
+// TriggerSweeper claims triggered Pending tickets that no webhook brought
+// in: deliveries refused while Redis or the tracker was down (platforms do
+// not redeliver on their own), and reverted tickets whose reclaim failed.
+// Without it a webhook-only project would keep such tickets Pending until a
+// human touched them. One list call per swept project per cycle.
+type TriggerSweeper struct {
+	cfg    TriggerSweeperConfig
+	claims *lifecycle.ClaimService
+	log    *zap.Logger
+}
+
+// NewTriggerSweeper wires a sweeper.
+func NewTriggerSweeper(claims *lifecycle.ClaimService, cfg TriggerSweeperConfig) *TriggerSweeper {
+	if cfg.Interval <= 0 {
+		cfg.Interval = SlowIntervalDefault
+	}
+	if cfg.Fence == nil {
+		cfg.Fence = noFence
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &TriggerSweeper{cfg: cfg, claims: claims, log: cfg.Logger.Named("TriggerSweeper")}
+}
+
+// Run sweeps every Interval until ctx is done.
+func (s *TriggerSweeper) Run(ctx context.Context) error {
+	if len(s.cfg.Projects) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	return loop(ctx, s.log, s.cfg.Interval, s.cfg.Interval, nil, nil, s.Sweep, s.Sweep)
+}
+
+// Sweep lists each project's open triggered tickets and claims those that
+// look Pending.
+func (s *TriggerSweeper) Sweep(ctx context.Context) error {
+	ctx = trackerhttp.WithFence(ctx, s.cfg.Fence)
+	var errs []error
+	for _, name := range s.cfg.Projects {
+		p, ok := s.claims.Projects()[name]
+		if !ok {
+			continue
+		}
+		tickets, err := p.Tracker.ListOpen(ctx, p.TriggerLabel)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep %s: list: %w", name, err))
+			continue
+		}
+		for _, t := range tickets {
+			if s.claims.PreCheck(p, t) != "" {
+				continue
+			}
+			if err := s.cfg.Fence(ctx); err != nil {
+				return fmt.Errorf("sweep %s: %w", name, err)
+			}
+			res, err := s.claims.Claim(ctx, t.Ref, lifecycle.SourceSweep, 1)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if res.Outcome == lifecycle.Claimed {
+				s.log.Info("claimed a triggered ticket no webhook brought in", zap.String("ticketId", t.Ref.ID),
+					zap.String("platform", t.Ref.Platform), zap.String("project", name), zap.Int("attempt", res.Request.Attempt))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 )
 
 const sh = "/bin/sh"
@@ -86,13 +89,7 @@ func pidGone(pid int) bool {
 
 func awaitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !pidGone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still running", pid)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
-	}
+	eventually.Wait(t, 5*time.Second, fmt.Sprintf("process %d to be gone", pid), func() bool { return pidGone(pid) })
 }
 
 // pidFromOutput reads the first line of the form "pid N".

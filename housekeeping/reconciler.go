@@ -111,7 +111,8 @@ func (r *EnqueuedReconciler) FastCycle(ctx context.Context) error {
 			return err
 		}
 		if moved > 0 {
-			r.log.Info("requeued requests of a dead instance", zap.String("instance", inst), zap.Int("count", moved))
+			r.claims.Emit(lifecycle.Event{Kind: lifecycle.EventRepair, Outcome: "requeued dead instance's requests",
+				Owner: lifecycle.OwnerEnqueuedReconciler, Reason: fmt.Sprintf("instance %s is gone; %d requests back on the queue", inst, moved)})
 		}
 	}
 	return nil
@@ -240,9 +241,9 @@ func (r *EnqueuedReconciler) repush(ctx context.Context, ref platforms.Ref) erro
 		if err := r.queue.Push(ctx, req.Encode()); err != nil {
 			return fmt.Errorf("re-push %s: %w", ref, err)
 		}
-		r.log.Info("re-enqueued orphan ticket", zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform),
-			zap.String("project", ref.Project), zap.String("from", "enqueued"), zap.String("to", "enqueued"),
-			zap.String("outcome", "re-pushed"), zap.Int("attempt", req.Attempt), zap.String("requestId", req.ID))
+		r.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Enqueued, To: lifecycle.Enqueued,
+			Outcome: "re-pushed", Attempt: req.Attempt, Owner: lifecycle.OwnerEnqueuedReconciler, Source: lifecycle.SourceReconcile,
+			RequestID: req.ID, Reason: "no queue entry and no in-flight owner"})
 		return nil
 	})
 	if err == nil && !held {

@@ -204,8 +204,8 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 		if err != nil {
 			return fmt.Errorf("revert %s: transition in-progress → pending: %w", ref, err)
 		}
-		log.Info("transition", zap.String("from", "in-progress"), zap.String("to", "pending"), zap.String("outcome", "reverted"),
-			zap.String("owner", string(lifecycle.OwnerStaleJobDetector)))
+		d.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.InProgress, To: lifecycle.Pending,
+			Outcome: "reverted", Attempt: attempt, Owner: lifecycle.OwnerStaleJobDetector, Source: lifecycle.SourceReclaim, Reason: reason})
 		next := max(attempt, 1) + 1
 		if limit := max(p.Pipeline.MaxAttempts, 1); next > limit {
 			return d.giveUp(ctx, p, t, attempt, limit, reason, log)
@@ -254,7 +254,7 @@ func (d *StaleJobDetector) giveUp(ctx context.Context, p *lifecycle.Project, t *
 		return fmt.Errorf("fail exhausted %s: %w", t.Ref, err)
 	}
 	_ = d.rdb.HDel(ctx, keys.Attempts(), t.Ref.Key()).Err()
-	log.Info("transition", zap.String("from", "pending"), zap.String("to", "failed"), zap.String("outcome", "attempts exhausted"),
-		zap.String("owner", string(lifecycle.OwnerStaleJobDetector)))
+	d.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Pending, To: lifecycle.Failed,
+		Outcome: "attempts exhausted", Attempt: attempt, Owner: lifecycle.OwnerStaleJobDetector, Reason: reason})
 	return nil
 }

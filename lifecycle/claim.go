@@ -74,6 +74,8 @@ type ClaimConfig struct {
 	Labels   Labels
 	Clock    func() time.Time
 	Logger   *zap.Logger
+	// Observer receives every claim outcome and transition (metrics, audit).
+	Observer Observer
 }
 
 // ClaimService moves Pending tickets to Enqueued and pushes exactly one
@@ -228,24 +230,28 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 		return res, fmt.Errorf("claim %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	res.Outcome, res.State, res.Request = Claimed, Enqueued.String(), &req
-	logTransition(c.log.With(zap.String("source", source), zap.String("requestId", req.ID)),
-		ref, Pending, Enqueued, string(Claimed), req.Attempt, OwnerClaimService)
+	c.Emit(Event{Kind: EventTransition, Ref: ref, From: Pending, To: Enqueued, Outcome: string(Claimed),
+		Attempt: req.Attempt, Owner: OwnerClaimService, Source: source, RequestID: req.ID})
 	return res, nil
 }
 
+// Emit reports ev through the claim service's logger and observer, stamped
+// with this instance. Housekeeping reports its repairs here too, so one
+// observer sees every change a replica makes.
+func (c *ClaimService) Emit(ev Event) {
+	if ev.At.IsZero() {
+		ev.At = c.cfg.Clock().UTC()
+	}
+	if ev.Instance == "" {
+		ev.Instance = c.cfg.Instance
+	}
+	Emit(c.log, c.cfg.Observer, ev)
+}
+
 func (c *ClaimService) logOutcome(ref platforms.Ref, source string, attempt int, res ClaimResult) {
-	fields := []zap.Field{
-		zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform), zap.String("project", ref.Project),
-		zap.String("from", res.State), zap.String("to", Enqueued.String()), zap.String("outcome", string(res.Outcome)),
-		zap.Int("attempt", attempt), zap.String("source", source),
-	}
-	if res.Reason != "" {
-		fields = append(fields, zap.String("reason", res.Reason))
-	}
-	if res.Holder != nil {
-		fields = append(fields, zap.String("holder", res.Holder.Instance), zap.String("holderSource", res.Holder.Source), zap.Time("holderSince", res.Holder.Since))
-	}
-	c.log.Info("claim", fields...)
+	from, _ := ParseState(res.State)
+	c.Emit(Event{Kind: EventClaim, Ref: ref, From: from, To: Enqueued, Outcome: string(res.Outcome), Attempt: attempt,
+		Owner: OwnerClaimService, Source: source, Reason: res.Reason, Holder: res.Holder})
 }
 
 // failExhausted fails a Pending ticket whose attempts are used up instead of
@@ -272,6 +278,7 @@ func (c *ClaimService) failExhausted(ctx context.Context, p *Project, t *platfor
 	}
 	_ = c.rdb.HDel(ctx, keys.Attempts(), t.Ref.Key()).Err()
 	res.State = Failed.String()
-	logTransition(c.log.With(zap.String("source", source)), t.Ref, Pending, Failed, "attempts exhausted", used, OwnerClaimService)
+	c.Emit(Event{Kind: EventTransition, Ref: t.Ref, From: Pending, To: Failed, Outcome: "attempts exhausted", Attempt: used,
+		Owner: OwnerClaimService, Source: source, Reason: res.Reason})
 	return res, nil
 }

@@ -58,6 +58,8 @@ type ExecutorConfig struct {
 	Liveness       Liveness // nil: always live (tests of the executor alone)
 	Clock          func() time.Time
 	Logger         *zap.Logger
+	// Observer receives every transition the executor makes.
+	Observer Observer
 }
 
 // Executor is the PipelineQueueConsumer and PipelineExecutor of the
@@ -226,7 +228,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return false
 	}
 	fence := e.fence(req.Ref, token, nil)
-	t, err = e.move(ctx, p, t, Enqueued, InProgress, fence, req)
+	t, err = e.move(ctx, p, t, Enqueued, InProgress, fence, req, time.Time{})
 	if err != nil {
 		e.releaseRun(req.Ref, token, false, log)
 		if errors.Is(err, errStateChanged) || errors.Is(err, errLostRun) {
@@ -239,13 +241,13 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return true
 	}
 	e.ack(ctx, payload)
-	e.execute(ctx, p, t, req, token, log)
+	e.execute(ctx, p, t, req, token, e.cfg.Clock(), log)
 	return false
 }
 
 // execute runs the pipeline and writes the outcome, unless the run lost its
 // ownership, in which case it writes nothing at all.
-func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, log *zap.Logger) {
+func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, started time.Time, log *zap.Logger) {
 	workDir := WorkDir(e.cfg.WorkDir, req.Ref)
 	spec := pipelineSpec(p, t, req.Attempt, workDir)
 	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token)
@@ -275,9 +277,9 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	fence := e.fence(req.Ref, token, hb)
 	switch {
 	case res.Canceled:
-		e.handBack(wctx, p, t, req, token, fence, log)
+		e.handBack(wctx, p, t, req, token, fence, started, log)
 	case res.OK():
-		if _, err := e.moveRetrying(wctx, p, t, InProgress, Done, fence, req); err != nil {
+		if _, err := e.moveRetrying(wctx, p, t, InProgress, Done, fence, req, started); err != nil {
 			log.Error("transition to done (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 			return
 		}
@@ -298,7 +300,7 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 			log.Error("post failure comment", zap.Error(err))
 		}
 		// The comment changed the ticket's version; move re-reads it.
-		if _, err := e.moveRetrying(wctx, p, nil, InProgress, Failed, fence, req); err != nil {
+		if _, err := e.moveRetrying(wctx, p, nil, InProgress, Failed, fence, req, started); err != nil {
 			log.Error("transition to failed (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 			return
 		}
@@ -309,13 +311,13 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 // moveRetrying is move with retries of transient tracker errors (5xx,
 // timeouts) until ctx ends: a pipeline's result is not thrown away for one
 // failed request. Every try is fenced again.
-func (e *Executor) moveRetrying(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest) (*platforms.Ticket, error) {
+func (e *Executor) moveRetrying(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time) (*platforms.Ticket, error) {
 	var out *platforms.Ticket
 	err := retryTransient(ctx, func() error {
 		// A transient failure leaves the ticket's version as it was, so the
 		// snapshot stays valid; move itself re-reads after a conflict.
 		var err error
-		out, err = e.move(ctx, p, t, from, to, fence, req)
+		out, err = e.move(ctx, p, t, from, to, fence, req, started)
 		return err
 	})
 	return out, err
@@ -339,8 +341,8 @@ func retryTransient(ctx context.Context, f func() error) error {
 
 // handBack returns a run stopped by shutdown to the queue: InProgress →
 // Enqueued, release the run, push a request with the same attempt.
-func (e *Executor) handBack(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, fence func(context.Context) error, log *zap.Logger) {
-	if _, err := e.move(ctx, p, t, InProgress, Enqueued, fence, req); err != nil {
+func (e *Executor) handBack(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, fence func(context.Context) error, started time.Time, log *zap.Logger) {
+	if _, err := e.move(ctx, p, t, InProgress, Enqueued, fence, req, started); err != nil {
 		log.Error("hand back: transition to enqueued", zap.Error(err))
 		return
 	}
@@ -460,9 +462,13 @@ func (e *Executor) fence(ref platforms.Ref, token string, hb *runHeartbeat) func
 	}
 }
 
+// executorOutcomes names what each of the executor's transitions means.
+var executorOutcomes = map[State]string{InProgress: "started", Done: "succeeded", Failed: "failed", Enqueued: "handed back"}
+
 // move writes from → to, fenced, retrying on a platform conflict after a
-// re-read as long as the ticket is still in from.
-func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest) (*platforms.Ticket, error) {
+// re-read as long as the ticket is still in from. started is when the
+// pipeline started (zero before it has).
+func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time) (*platforms.Ticket, error) {
 	if err := Check(from, to, OwnerExecutor); err != nil {
 		return nil, fmt.Errorf("%w: %w", errIllegal, err)
 	}
@@ -482,7 +488,16 @@ func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, fr
 		var nt *platforms.Ticket
 		nt, err = p.Tracker.Relabel(trackerhttp.WithFence(ctx, fence), t, e.cfg.Labels.Lifecycle(t.Labels), e.cfg.Labels.Label(to))
 		if err == nil {
-			logTransition(e.log, req.Ref, from, to, "ok", req.Attempt, OwnerExecutor)
+			ev := Event{Kind: EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
+				Outcome: executorOutcomes[to], Attempt: req.Attempt, Owner: OwnerExecutor, Instance: e.cfg.Instance,
+				Source: req.Source, RequestID: req.ID}
+			if to == InProgress && !req.EnqueuedAt.IsZero() {
+				ev.Wait = ev.At.Sub(req.EnqueuedAt)
+			}
+			if !started.IsZero() {
+				ev.Run = ev.At.Sub(started)
+			}
+			Emit(e.log, e.cfg.Observer, ev)
 			return nt, nil
 		}
 		if !errors.Is(err, platforms.ErrPreconditionFailed) {
@@ -519,13 +534,6 @@ func (e *Executor) giveBack(ctx context.Context, payload []byte) {
 		return
 	}
 	e.ack(gctx, payload)
-}
-
-func logTransition(log *zap.Logger, ref platforms.Ref, from, to State, outcome string, attempt int, owner Owner) {
-	log.Info("transition",
-		zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform), zap.String("project", ref.Project),
-		zap.String("from", from.String()), zap.String("to", to.String()), zap.String("outcome", outcome),
-		zap.Int("attempt", attempt), zap.String("owner", string(owner)))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

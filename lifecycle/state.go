@@ -32,6 +32,30 @@ func (s State) String() string {
 	return stateNames[s]
 }
 
+// ParseState is String's inverse.
+func ParseState(name string) (State, error) {
+	for i, n := range stateNames {
+		if n == name {
+			return State(i), nil
+		}
+	}
+	return 0, fmt.Errorf("lifecycle: unknown state %q", name)
+}
+
+// MarshalText writes the state's name, so JSON (audit stream, CLI output)
+// says "in-progress" rather than 2.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a state's name.
+func (s *State) UnmarshalText(b []byte) error {
+	v, err := ParseState(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
 // Terminal reports whether no further transition happens without a new
 // trigger.
 func (s State) Terminal() bool { return s == Done || s == Failed }

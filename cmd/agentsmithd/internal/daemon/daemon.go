@@ -38,6 +38,7 @@ type Daemon struct {
 	rdb      redis.UniversalClient
 	log      *zap.Logger
 	projects lifecycle.Projects
+	observer lifecycle.Observers
 	claims   *lifecycle.ClaimService
 	queue    *queue.Queue
 	presence *presence.Presence
@@ -53,6 +54,9 @@ type Options struct {
 	Logger *zap.Logger
 	// Redis, when set, is used instead of dialing cfg.Redis (embedded Redis).
 	Redis redis.UniversalClient
+	// Observer, when set, receives every lifecycle event besides the
+	// daemon's own observers (the demo prints them).
+	Observer lifecycle.Observer
 }
 
 // New builds a replica from cfg. It dials nothing yet.
@@ -75,6 +79,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		})
 	}
 	d := &Daemon{cfg: cfg, rdb: rdb, log: log, projects: lifecycle.Projects{}, listened: make(chan struct{})}
+	if opts.Observer != nil {
+		d.observer = append(d.observer, opts.Observer)
+	}
 	routes := map[string]*receiver.Route{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
@@ -104,6 +111,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.queue = queue.New(rdb, keys.Queue())
 	d.claims = lifecycle.NewClaimService(rdb, d.queue, d.projects, lifecycle.ClaimConfig{
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
+		Observer: d.observer,
 	})
 	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID), Value: cfg.InstanceID,
 		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
@@ -207,7 +215,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			HeartbeatTTL: cfg.Consumer.HeartbeatTTL, HeartbeatRenew: cfg.Consumer.HeartbeatRenew,
 			ShutdownGrace: cfg.Consumer.ShutdownGrace, KillGrace: cfg.Consumer.KillGrace,
 			WorkDir: cfg.Consumer.WorkDir, TailBytes: cfg.Consumer.TailBytes, Labels: d.labels(),
-			Liveness: d.presence, Logger: d.log.Named("executor"),
+			Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
 		})
 		wg.Go(func() { _ = exec.Run(ctx) })
 	}

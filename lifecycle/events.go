@@ -1,0 +1,107 @@
+package lifecycle
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// EventKind says what an Event records.
+type EventKind string
+
+const (
+	// EventTransition is a lifecycle label write (or, for the reconciler's
+	// Enqueued → Enqueued, a re-push standing in for one).
+	EventTransition EventKind = "transition"
+	// EventClaim is a claim that did not transition the ticket:
+	// AlreadyClaimed, NotEligible or PreconditionFailed. A successful claim
+	// is an EventTransition with outcome "claimed".
+	EventClaim EventKind = "claim"
+	// EventRepair is a housekeeping repair that is not itself a label write
+	// (requeueing a dead instance's processing list, a Redis-loss sweep).
+	EventRepair EventKind = "repair"
+)
+
+// Event is one thing that happened to a ticket. Every transition, claim
+// outcome and repair produces one, and the same record feeds the log line,
+// the metrics and the audit stream, so the three can never disagree.
+type Event struct {
+	Kind      EventKind     `json:"kind"`
+	At        time.Time     `json:"at"`
+	Ref       platforms.Ref `json:"ref"`
+	From      State         `json:"from"`
+	To        State         `json:"to"`
+	Outcome   string        `json:"outcome"`
+	Attempt   int           `json:"attempt,omitempty"`
+	Owner     Owner         `json:"owner,omitempty"`
+	Instance  string        `json:"instance,omitempty"`
+	Source    string        `json:"source,omitempty"`
+	RequestID string        `json:"request_id,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	Holder    *Holder       `json:"holder,omitempty"`
+	// Wait is how long the request sat in the queue (Enqueued → InProgress).
+	Wait time.Duration `json:"wait,omitempty"`
+	// Run is how long the pipeline ran (transitions out of InProgress).
+	Run time.Duration `json:"run,omitempty"`
+}
+
+// Observer receives events. Observe is called on the hot path of claims and
+// runs: it must not block (buffer, and drop with a counter, if it must).
+type Observer interface {
+	Observe(Event)
+}
+
+// Observers fans an event out to several observers.
+type Observers []Observer
+
+// Observe implements Observer.
+func (o Observers) Observe(ev Event) {
+	for _, x := range o {
+		if x != nil {
+			x.Observe(ev)
+		}
+	}
+}
+
+// Emit logs ev in the daemon's transition log format and hands it to obs
+// (which may be nil). Every component that changes a ticket reports through
+// here, so "every transition logs ticketId, platform, from, to, outcome"
+// holds by construction.
+func Emit(log *zap.Logger, obs Observer, ev Event) {
+	if ev.At.IsZero() {
+		ev.At = time.Now().UTC()
+	}
+	fields := []zap.Field{
+		zap.String("ticketId", ev.Ref.ID), zap.String("platform", ev.Ref.Platform), zap.String("project", ev.Ref.Project),
+		zap.String("from", ev.From.String()), zap.String("to", ev.To.String()), zap.String("outcome", ev.Outcome),
+		zap.Int("attempt", ev.Attempt),
+	}
+	if ev.Owner != "" {
+		fields = append(fields, zap.String("owner", string(ev.Owner)))
+	}
+	if ev.Source != "" {
+		fields = append(fields, zap.String("source", ev.Source))
+	}
+	if ev.RequestID != "" {
+		fields = append(fields, zap.String("requestId", ev.RequestID))
+	}
+	if ev.Reason != "" {
+		fields = append(fields, zap.String("reason", ev.Reason))
+	}
+	if ev.Holder != nil {
+		fields = append(fields, zap.String("holder", ev.Holder.Instance), zap.String("holderSource", ev.Holder.Source),
+			zap.Time("holderSince", ev.Holder.Since))
+	}
+	if ev.Wait > 0 {
+		fields = append(fields, zap.Duration("queueWait", ev.Wait))
+	}
+	if ev.Run > 0 {
+		fields = append(fields, zap.Duration("runTime", ev.Run))
+	}
+	log.Info(string(ev.Kind), fields...)
+	if obs != nil {
+		obs.Observe(ev)
+	}
+}

@@ -22,6 +22,9 @@ const (
 	// EventRepair is a housekeeping repair that is not itself a label write
 	// (requeueing a dead instance's processing list, a Redis-loss sweep).
 	EventRepair EventKind = "repair"
+	// EventStuck flags a ticket that has stayed Enqueued or InProgress
+	// longer than its project's threshold; it changes nothing by itself.
+	EventStuck EventKind = "stuck"
 )
 
 // Event is one thing that happened to a ticket. Every transition, claim

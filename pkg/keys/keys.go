@@ -61,3 +61,15 @@ func Delivery(platform, id string) string { return Prefix + "delivery:" + platfo
 
 // Attempts counts pipeline attempts per ticket across reverts.
 func Attempts() string { return Prefix + "attempts" }
+
+// Cancel asks the run of a ticket to stop (agentsmithctl cancel, or a
+// cancellation seen by the receiver); the value says why. Whoever owns the
+// ticket's run or request honours it.
+func Cancel(ticketKey string) string { return Prefix + "cancel:" + ticketKey }
+
+// Audit is the capped stream of every transition and repair.
+func Audit() string { return Prefix + "audit" }
+
+// Delayed is the sorted set of requests waiting out a retry backoff, scored
+// by the unix milliseconds at which they are due.
+func Delayed() string { return Prefix + "queue:delayed" }

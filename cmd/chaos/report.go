@@ -36,6 +36,11 @@ type Report struct {
 	WipeEnqueued, WipeMissing int
 	WipeWorst                 time.Duration
 	Wiped                     bool
+	// Rolling restart: every replica SIGTERMed and replaced in turn.
+	RollingRestarts     int
+	RollingExitWorst    time.Duration // SIGTERM → exited
+	HandBackWorst       time.Duration // a run stopped by shutdown → running again
+	HandBackN, HandLost int           // runs stopped by shutdown: re-run / never re-run
 	APICalls, Deliveries      int
 	Kills, Stops              int
 	Runs                      int
@@ -121,9 +126,10 @@ func startsAfter(path string, t time.Time) map[string]bool {
 
 func has(ls []string, state string) bool { return slices.Contains(ls, "agent-smith:"+state) }
 
-func analyse(w *world, tickets []*ticket, wipe wipeFigures) *Report {
+func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigures) *Report {
 	rep := &Report{Fed: len(tickets), Wiped: wipe.happened,
-		WipeEnqueued: wipe.enqueued, WipeWorst: wipe.worst, WipeMissing: wipe.missing}
+		WipeEnqueued: wipe.enqueued, WipeWorst: wipe.worst, WipeMissing: wipe.missing,
+		RollingRestarts: rolling.restarts, RollingExitWorst: rolling.exitWorst}
 	states := map[string][]string{}
 	for _, is := range w.sim.Issues() {
 		states[ticketID(is)] = is.Labels
@@ -196,6 +202,33 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures) *Report {
 				continue
 			}
 			recov = append(recov, next.Sub(e.At))
+		}
+	}
+	// Rolling restart: runs a SIGTERMed incarnation stopped (no "end" line)
+	// are handed back; each must start again elsewhere.
+	for _, e := range events {
+		if e.Kind != "term" {
+			continue
+		}
+		for _, r := range runs {
+			// Still working when SIGTERM came (a run that timed out before
+			// it also has no end line), and stopped without finishing.
+			if r.ppid != e.PID || r.end.Before(e.At) || !r.ended.IsZero() {
+				continue
+			}
+			var next time.Time
+			for _, o := range byTicket[r.id] {
+				if o.start.After(r.end) {
+					next = o.start
+					break
+				}
+			}
+			if next.IsZero() {
+				rep.HandLost++
+				continue
+			}
+			rep.HandBackN++
+			rep.HandBackWorst = max(rep.HandBackWorst, next.Sub(r.end))
 		}
 	}
 	for _, e := range events {
@@ -309,6 +342,12 @@ func (r *Report) Print(w io.Writer) {
 		row("  (Enqueued when Redis died / never queued again)", fmt.Sprintf("%d / %d", r.WipeEnqueued, r.WipeMissing))
 	} else {
 		row("Redis wipe → every Enqueued ticket queued again: worst", "no wipe")
+	}
+	if r.RollingRestarts > 0 {
+		row("rolling restart (SIGTERM, replace, next): replicas", r.RollingRestarts)
+		row("  SIGTERM → replica exited: worst", r.RollingExitWorst.Round(10*time.Millisecond))
+		row("  runs handed back → running again: worst", r.HandBackWorst.Round(10*time.Millisecond))
+		row("  (runs handed back: re-run / not re-run)", fmt.Sprintf("%d / %d", r.HandBackN, r.HandLost))
 	}
 	if r.Fed > 0 {
 		row("tracker API calls per ticket", fmt.Sprintf("%.1f (%d calls)", float64(r.APICalls)/float64(r.Fed), r.APICalls))

@@ -31,6 +31,13 @@ type Options struct {
 	Duplicate    int           // extra copies of every webhook delivery
 	TrackerFault bool          // cycle latency, 502s and 429s
 	Hang         bool          // some pipelines hang past the timeout, some ignore SIGTERM
+	// WipeBurst tickets are fed just before Redis is wiped, so some are
+	// Enqueued (their queue entries die with Redis) when it goes.
+	WipeBurst int
+	// Rolling restarts every replica in turn with SIGTERM after the faults,
+	// while RollingBurst fresh tickets run: no ticket may be lost.
+	Rolling      bool
+	RollingBurst int
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -41,7 +48,8 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
 		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
-		RedisWipe: true, RedisDown: 3 * time.Second, Duplicate: 2, TrackerFault: true, Hang: true}
+		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
+		Rolling: true, RollingBurst: 40}
 }
 
 type ticket struct {
@@ -87,34 +95,39 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// Feed tickets over the first 60 % of the run.
 	var tickets []*ticket
 	var tmu sync.Mutex
+	feed := func(p project, plain bool) {
+		tmu.Lock()
+		i := len(tickets)
+		tmu.Unlock()
+		title := fmt.Sprintf("chaos ticket %d", i)
+		if o.Hang && !plain {
+			switch k := rnd(100); {
+			case k < 4:
+				title += " hang"
+			case k < 7:
+				title += " stubborn"
+			}
+		}
+		if rnd(100) < 8 {
+			title += " fail"
+		}
+		n := w.sim.CreateIssue(p.repo, title, "", "agent-smith")
+		src := "webhook"
+		if !p.webhook {
+			src = "poll"
+		} else if p.polling {
+			src = "webhook+poll"
+		}
+		tmu.Lock()
+		tickets = append(tickets, &ticket{p: p, n: n, id: p.id(n), fed: time.Now(), source: src})
+		tmu.Unlock()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		gap := time.Duration(float64(o.Duration) * 0.6 / float64(max(o.Tickets, 1)))
 		for i := 0; i < o.Tickets && fctx.Err() == nil; i++ {
-			p := projects[i%len(projects)]
-			title := fmt.Sprintf("chaos ticket %d", i)
-			if o.Hang {
-				switch k := rnd(100); {
-				case k < 4:
-					title += " hang"
-				case k < 7:
-					title += " stubborn"
-				}
-			}
-			if rnd(100) < 8 {
-				title += " fail"
-			}
-			n := w.sim.CreateIssue(p.repo, title, "", "agent-smith")
-			src := "webhook"
-			if !p.webhook {
-				src = "poll"
-			} else if p.polling {
-				src = "webhook+poll"
-			}
-			tmu.Lock()
-			tickets = append(tickets, &ticket{p: p, n: n, id: p.id(n), fed: time.Now(), source: src})
-			tmu.Unlock()
+			feed(projects[i%len(projects)], false)
 			sleepCtx(fctx, gap)
 		}
 	}()
@@ -176,6 +189,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if !sleepCtx(fctx, o.Duration*45/100) {
 				return
 			}
+			// A burst the consumers cannot take at once leaves tickets
+			// Enqueued, so the wipe destroys real queue entries.
+			for i := range o.WipeBurst {
+				feed(webhookProjects()[i%len(webhookProjects())], true)
+			}
+			if o.WipeBurst > 0 {
+				want := max(o.WipeBurst/4, 1)
+				deadline := time.Now().Add(10 * time.Second)
+				for len(enqueuedNow(w)) < want && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond) // polling the tracker with a deadline
+				}
+			}
 			// The Enqueued tickets whose queue entries die with Redis.
 			enq := enqueuedNow(w)
 			w.redis.kill()
@@ -220,6 +245,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
+	var rolling rollingFigures
+	if o.Rolling {
+		for i := range o.RollingBurst {
+			feed(projects[i%len(projects)], true)
+		}
+		var err error
+		if rolling, err = w.rollingRestart(ctx); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(o.Log, "chaos: rolling restart of %d replicas done\n", rolling.restarts)
+	}
 	fmt.Fprintf(o.Log, "chaos: faults stopped after %s; settling (deadline %s)\n", time.Since(start).Round(time.Second), o.Settle)
 	settleEnd := time.Now().Add(o.Settle)
 	for time.Now().Before(settleEnd) && ctx.Err() == nil {
@@ -230,9 +266,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	// Let the last runs' log lines land before reading the run log.
 	_ = w.sim.WaitIdle(ctx)
-	rep := analyse(w, tickets, wipe)
+	rep := analyse(w, tickets, wipe, rolling)
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// webhookProjects are the projects a webhook reaches at once (a burst fed
+// to a polling-only project would arrive a poll interval later).
+func webhookProjects() []project {
+	var out []project
+	for _, p := range projects {
+		if p.webhook {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // sleepCtx waits d or until ctx ends; false means ctx ended.

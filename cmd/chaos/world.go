@@ -454,3 +454,69 @@ func (w *world) close() {
 		w.redis.kill()
 	}
 }
+
+// rollingFigures are the figures of one rolling restart.
+type rollingFigures struct {
+	restarts  int
+	exitWorst time.Duration // SIGTERM → the process exited
+}
+
+// rollingRestart replaces every replica in turn the way a Deployment's
+// rolling update does: the load balancer stops routing to it, SIGTERM, wait
+// for the exit (the daemon lets running pipelines finish within its grace,
+// hands the rest back and releases its leases), start the new incarnation,
+// wait until it reports ready, then the next one.
+func (w *world) rollingRestart(ctx context.Context) (rollingFigures, error) {
+	var f rollingFigures
+	w.mu.Lock()
+	rs := append([]*replica(nil), w.replicas...)
+	w.mu.Unlock()
+	for _, r := range rs {
+		w.mu.Lock()
+		r.alive = false
+		cmd, done := r.cmd, r.done
+		w.mu.Unlock()
+		pid := cmd.Process.Pid
+		sent := time.Now()
+		w.record("term", r.inc, pid)
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			return f, fmt.Errorf("rolling restart: %s did not exit within 60 s of SIGTERM", r.inc)
+		case <-ctx.Done():
+			return f, ctx.Err()
+		}
+		f.exitWorst = max(f.exitWorst, time.Since(sent))
+		if err := w.startReplica(r); err != nil {
+			return f, err
+		}
+		if err := waitReady(ctx, r.port, 30*time.Second); err != nil {
+			return f, fmt.Errorf("rolling restart: %s: %w", r.inc, err)
+		}
+		f.restarts++
+	}
+	return f, nil
+}
+
+// waitReady polls a replica's /readyz until it answers 200.
+func waitReady(ctx context.Context, port int, within time.Duration) error {
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) { // polling with a deadline
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("not ready within %s", within)
+}

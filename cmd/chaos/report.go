@@ -204,32 +204,33 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 			recov = append(recov, next.Sub(e.At))
 		}
 	}
-	// Rolling restart: runs a SIGTERMed incarnation stopped (no "end" line)
-	// are handed back; each must start again elsewhere.
+	// Rolling restart: a run a SIGTERMed incarnation could not finish in
+	// its grace is handed back (its in-progress → enqueued write, in the
+	// sim's log); each must start again elsewhere.
+	termed := map[string]bool{}
 	for _, e := range events {
-		if e.Kind != "term" {
+		if e.Kind == "term" {
+			termed[e.Inc] = true
+		}
+	}
+	for _, wr := range w.sim.Writes() {
+		if !termed[wr.Writer] || !has(wr.Before, "in-progress") || !has(wr.After, "enqueued") {
 			continue
 		}
-		for _, r := range runs {
-			// Still working when SIGTERM came (a run that timed out before
-			// it also has no end line), and stopped without finishing.
-			if r.ppid != e.PID || r.end.Before(e.At) || !r.ended.IsZero() {
-				continue
+		id := ticketID(sim.Issue{Repo: wr.Repo, Number: wr.Number})
+		var next time.Time
+		for _, o := range byTicket[id] {
+			if o.start.After(wr.At) {
+				next = o.start
+				break
 			}
-			var next time.Time
-			for _, o := range byTicket[r.id] {
-				if o.start.After(r.end) {
-					next = o.start
-					break
-				}
-			}
-			if next.IsZero() {
-				rep.HandLost++
-				continue
-			}
-			rep.HandBackN++
-			rep.HandBackWorst = max(rep.HandBackWorst, next.Sub(r.end))
 		}
+		if next.IsZero() {
+			rep.HandLost++
+			continue
+		}
+		rep.HandBackN++
+		rep.HandBackWorst = max(rep.HandBackWorst, next.Sub(wr.At))
 	}
 	for _, e := range events {
 		if e.Kind == "stop" {

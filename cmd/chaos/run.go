@@ -95,12 +95,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// Feed tickets over the first 60 % of the run.
 	var tickets []*ticket
 	var tmu sync.Mutex
-	feed := func(p project, plain bool) {
+	// feed creates one triggered ticket; tag ("" or "slow") picks its
+	// pipeline's behaviour, and only untagged tickets may hang or fail.
+	feed := func(p project, tag string) {
 		tmu.Lock()
 		i := len(tickets)
 		tmu.Unlock()
-		title := fmt.Sprintf("chaos ticket %d", i)
-		if o.Hang && !plain {
+		title := fmt.Sprintf("chaos ticket %d %s", i, tag)
+		if o.Hang && tag == "" {
 			switch k := rnd(100); {
 			case k < 4:
 				title += " hang"
@@ -108,7 +110,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				title += " stubborn"
 			}
 		}
-		if rnd(100) < 8 {
+		if tag == "" && rnd(100) < 8 {
 			title += " fail"
 		}
 		n := w.sim.CreateIssue(p.repo, title, "", "agent-smith")
@@ -127,7 +129,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		defer wg.Done()
 		gap := time.Duration(float64(o.Duration) * 0.6 / float64(max(o.Tickets, 1)))
 		for i := 0; i < o.Tickets && fctx.Err() == nil; i++ {
-			feed(projects[i%len(projects)], false)
+			feed(projects[i%len(projects)], "")
 			sleepCtx(fctx, gap)
 		}
 	}()
@@ -192,7 +194,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			// A burst the consumers cannot take at once leaves tickets
 			// Enqueued, so the wipe destroys real queue entries.
 			for i := range o.WipeBurst {
-				feed(webhookProjects()[i%len(webhookProjects())], true)
+				feed(webhookProjects()[i%len(webhookProjects())], "quick")
 			}
 			if o.WipeBurst > 0 {
 				want := max(o.WipeBurst/4, 1)
@@ -247,8 +249,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	var rolling rollingFigures
 	if o.Rolling {
+		// Slow runs outlast the shutdown grace, so SIGTERM hands them back.
 		for i := range o.RollingBurst {
-			feed(projects[i%len(projects)], true)
+			feed(webhookProjects()[i%len(webhookProjects())], "slow")
 		}
 		var err error
 		if rolling, err = w.rollingRestart(ctx); err != nil {

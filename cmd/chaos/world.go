@@ -49,12 +49,14 @@ func (p project) id(n int) string { return fmt.Sprintf(p.idFormat, p.repo, n) }
 // ~100 ms, term (SIGTERM seen) and end to RUN_LOG with the daemon's pid
 // ($PPID) and its own, so the run log tells runs, replicas and overlaps
 // apart without trusting the daemon. Titles choose the behaviour: "hang"
-// runs past the timeout, "stubborn" also ignores SIGTERM, "fail" exits 1.
+// runs past the timeout, "stubborn" also ignores SIGTERM, "fail" exits 1,
+// "slow" runs 3.5 s (past the shutdown grace, within the timeout).
 const pipelineScript = `L() { printf '%s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$PPID" "$$" "$EPOCHREALTIME" >> "$RUN_LOG"; }
 L start
 case "$AGENTSMITH_TITLE" in
   *stubborn*) trap 'L term' TERM; n=100000;;
   *hang*) trap 'L term; exit 143' TERM; n=100000;;
+  *slow*) trap 'L term; exit 143' TERM; n=35;;
   *) trap 'L term; exit 143' TERM; n=$((3 + RANDOM % 10));;
 esac
 i=0
@@ -68,7 +70,7 @@ const (
 	chaosSecret  = "chaos-webhook-secret"
 	chaosToken   = "chaos-api-token"
 	timingsYAML  = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
-	pipelineTime = 3 * time.Second
+	pipelineTime = 5 * time.Second
 )
 
 // event is one fault the chaos loop caused, for the analysis.

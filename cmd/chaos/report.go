@@ -37,16 +37,16 @@ type Report struct {
 	WipeWorst                 time.Duration
 	Wiped                     bool
 	// Rolling restart: every replica SIGTERMed and replaced in turn.
-	RollingRestarts     int
-	RollingExitWorst    time.Duration // SIGTERM → exited
-	HandBackWorst       time.Duration // a run stopped by shutdown → running again
-	HandBackN, HandLost int           // runs stopped by shutdown: re-run / never re-run
-	APICalls, Deliveries      int
-	Kills, Stops              int
-	Runs                      int
-	LostIDs                   []string
-	OverlapIDs                []string
-	Elapsed                   time.Duration
+	RollingRestarts      int
+	RollingExitWorst     time.Duration // SIGTERM → exited
+	HandBackWorst        time.Duration // a run stopped by shutdown → running again
+	HandBackN, HandLost  int           // runs stopped by shutdown: re-run / never re-run
+	APICalls, Deliveries int
+	Kills, Stops         int
+	Runs                 int
+	LostIDs              []string
+	OverlapIDs           []string
+	Elapsed              time.Duration
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,7 @@ type Results struct {
 	Receiver     []ReceiverResult   `json:"receiver"`
 	Housekeeping []HousekeepResult  `json:"housekeeping"`
 	Memory       *MemoryResult      `json:"memory,omitempty"`
+	Process      *ProcessResult     `json:"process,omitempty"`
 	Skipped      []string           `json:"skipped"`
 	Notes        map[string]string  `json:"notes,omitempty"`
 	Extra        map[string]float64 `json:"extra,omitempty"`
@@ -47,14 +49,28 @@ type Results struct {
 func main() {
 	out := flag.String("out", "results.json", "write the figures as JSON to this file")
 	jobs := flag.Int("jobs", 10000, "queue-core jobs per run (after warm-up)")
-	only := flag.String("only", "queue,lifecycle,claim,receiver,housekeeping,memory", "comma-separated sections to run")
+	only := flag.String("only", "queue,lifecycle,claim,receiver,housekeeping,memory,process", "comma-separated sections to run")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	maxHK := flag.Int("hk-max", 100000, "largest housekeeping size to try (100000 runs only if 10000 ran fast enough)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	if err := run(ctx, *out, *jobs, *only, *maxHK); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -99,6 +115,7 @@ func run(ctx context.Context, out string, jobs int, only string, maxHK int) erro
 		{"receiver", b.receiver},
 		{"housekeeping", func(ctx context.Context) error { return b.housekeeping(ctx, maxHK) }},
 		{"memory", b.memory},
+		{"process", b.processes},
 	}
 	for _, st := range steps {
 		if !want[st.name] {
@@ -112,7 +129,6 @@ func run(ctx context.Context, out string, jobs int, only string, maxHK int) erro
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
 	}
-	res.Skipped = append(res.Skipped, "recovery (kill -9, Redis wipe): measured by go test -run TestKill9 ./cmd/agentsmithd/, not by this bench")
 	fmt.Printf("## Skipped\n\n")
 	for _, s := range res.Skipped {
 		fmt.Printf("- %s\n", s)

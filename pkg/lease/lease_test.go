@@ -255,6 +255,32 @@ func TestRefusedRenewalCancelsLeader(t *testing.T) {
 	mustHolder(t, a, "intruder")
 }
 
+// After Redis loses its data the lease key is simply gone: the holder's
+// renewal is refused, and it must lead again at once (a new term, so its
+// services restart and see the loss), not after RetryEvery with nobody
+// leading meanwhile.
+func TestLeaderReacquiresAtOnceWhenTheKeyVanished(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ev := &events{}
+	var starts atomic.Int32
+	a := newLease(t, srv.Client(t), "a", lease.Config{TTL: time.Minute, RenewEvery: 10 * time.Millisecond, RetryEvery: time.Hour})
+	runLease(t, a, func(ctx context.Context) {
+		starts.Add(1)
+		leader(ev, "a")(ctx)
+	})
+	eventually.Wait(t, 5*time.Second, "a leads", ev.has("a:start"))
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Wait(t, 5*time.Second, "a leads a second term", func() bool { return starts.Load() >= 2 })
+	mustHolder(t, a, "a")
+	if !a.Valid() {
+		t.Error("the new term is not valid")
+	}
+}
+
 func TestShutdownReleasesForNextLeader(t *testing.T) {
 	srv := redistest.Start(t)
 	ev := &events{}

@@ -33,7 +33,14 @@ func (l *Lease) Run(ctx context.Context, fn func(ctx context.Context)) error {
 		case err != nil && ctx.Err() == nil:
 			l.log.Warn("lease acquire failed", zap.Error(err))
 		case ok:
-			l.term(ctx, fn)
+			if l.term(ctx, fn) == reasonRefused {
+				// The key no longer holds our term: taken by another
+				// replica, or gone with Redis's data. In the second case
+				// nobody leads until someone acquires, so try again at once
+				// instead of after RetryEvery; the first costs one SET NX.
+				retry.Reset(0)
+				continue
+			}
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -42,18 +49,22 @@ func (l *Lease) Run(ctx context.Context, fn func(ctx context.Context)) error {
 	}
 }
 
-// reasonExpired ends a term whose local validity deadline passed.
-const reasonExpired = "local validity deadline passed"
+// Why a term ended.
+const (
+	reasonExpired = "local validity deadline passed"
+	reasonRefused = "renewal refused"
+)
 
-// term runs one leadership term: fn under leaderCtx, renewals, then release.
-func (l *Lease) term(ctx context.Context, fn func(ctx context.Context)) {
+// term runs one leadership term: fn under leaderCtx, renewals, then
+// release. It returns why the term ended.
+func (l *Lease) term(ctx context.Context, fn func(ctx context.Context)) string {
 	if !l.Valid() { // the acquire call itself outlasted the trust window
 		rctx, rcancel := releaseCtx(ctx)
 		defer rcancel()
 		if err := l.Release(rctx); err != nil {
 			l.log.Warn("lease release failed", zap.Error(err))
 		}
-		return
+		return reasonExpired
 	}
 	l.log.Info("lease acquired")
 	leaderCtx, cancel := context.WithCancel(ctx)
@@ -98,7 +109,7 @@ loop:
 				continue
 			}
 			if !ok {
-				reason = "renewal refused"
+				reason = reasonRefused
 				break loop
 			}
 			validity.Reset(l.remaining())
@@ -113,4 +124,5 @@ loop:
 		l.log.Warn("lease release failed", zap.Error(err))
 	}
 	l.log.Info("lease term ended", zap.String("reason", reason))
+	return reason
 }

@@ -27,7 +27,7 @@ func TestChaosShort(t *testing.T) {
 	rep.Print(&table)
 	t.Logf("chaos figures:\n%s", table.String())
 	if !rep.OK() {
-		t.Errorf("lost %d, overlapping %d, stale writes %d: all must be 0\n%s", rep.Lost, rep.Overlapping, len(rep.StaleWrites), log.String())
+		t.Errorf("lost %d, overlapping %d, stale writes %d, leaked secrets %d: all must be 0\n%s", rep.Lost, rep.Overlapping, len(rep.StaleWrites), rep.SecretLeaks, log.String())
 	}
 	if rep.Kills == 0 {
 		t.Error("no replica was killed: the run proved nothing")

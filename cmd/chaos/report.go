@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -42,15 +43,38 @@ type Report struct {
 	HandBackWorst        time.Duration // a run stopped by shutdown → running again
 	HandBackN, HandLost  int           // runs stopped by shutdown: re-run / never re-run
 	APICalls, Deliveries int
-	Kills, Stops         int
-	Runs                 int
-	LostIDs              []string
-	OverlapIDs           []string
-	Elapsed              time.Duration
+	// SecretLeaks counts replica log lines that contain the configured
+	// token or webhook secret.
+	SecretLeaks  int
+	Kills, Stops int
+	Runs         int
+	LostIDs      []string
+	OverlapIDs   []string
+	Elapsed      time.Duration
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
-func (r *Report) OK() bool { return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 }
+func (r *Report) OK() bool {
+	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0
+}
+
+// secretLeaks scans every replica log in dir for the configured secrets.
+func secretLeaks(dir string) int {
+	logs, _ := filepath.Glob(filepath.Join(dir, "r*.log"))
+	n := 0
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, chaosSecret) || strings.Contains(line, chaosToken) {
+				n++
+			}
+		}
+	}
+	return n
+}
 
 type run struct {
 	id         string
@@ -249,6 +273,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		rep.APICalls += n
 	}
 	rep.Deliveries = st.Deliveries
+	rep.SecretLeaks = secretLeaks(w.dir)
 	return rep
 }
 
@@ -354,6 +379,7 @@ func (r *Report) Print(w io.Writer) {
 		row("tracker API calls per ticket", fmt.Sprintf("%.1f (%d calls)", float64(r.APICalls)/float64(r.Fed), r.APICalls))
 	}
 	row("webhook deliveries sent (duplicates included)", r.Deliveries)
+	row("replica log lines containing the token or webhook secret", r.SecretLeaks)
 	row("elapsed", r.Elapsed.Round(time.Second))
 	for _, s := range r.LostIDs {
 		fmt.Fprintln(w, "lost:", s)

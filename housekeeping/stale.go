@@ -253,7 +253,7 @@ func (d *StaleJobDetector) giveUp(ctx context.Context, p *lifecycle.Project, t *
 	if _, err := p.Tracker.Relabel(ctx, t, labels.Lifecycle(t.Labels), labels.Label(lifecycle.Failed)); err != nil {
 		return fmt.Errorf("fail exhausted %s: %w", t.Ref, err)
 	}
-	_ = d.rdb.HDel(ctx, keys.Attempts(), t.Ref.Key()).Err()
+	_ = lifecycle.MarkFinished(ctx, d.rdb, t.Ref)
 	d.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Pending, To: lifecycle.Failed,
 		Outcome: "attempts exhausted", Attempt: attempt, Owner: lifecycle.OwnerStaleJobDetector, Reason: reason})
 	return nil

@@ -207,7 +207,7 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 	// A ticket reverted after a dead run carries its attempt count in Redis:
 	// a claim from any source continues from it, so a late webhook cannot
 	// reset the count and run the ticket more than max_attempts times.
-	last, err := LastAttempt(ctx, c.rdb, ref)
+	last, finished, err := claimHistory(ctx, c.rdb, ref)
 	if err != nil {
 		return res, fmt.Errorf("claim %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
@@ -223,7 +223,8 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 		}
 		return res, fmt.Errorf("claim %s: transition pending → enqueued: %w", ref, err)
 	}
-	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: c.cfg.Clock().UTC()}
+	now := c.cfg.Clock().UTC()
+	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.
@@ -231,7 +232,10 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 	}
 	res.Outcome, res.State, res.Request = Claimed, Enqueued.String(), &req
 	c.Emit(Event{Kind: EventTransition, Ref: ref, From: Pending, To: Enqueued, Outcome: string(Claimed),
-		Attempt: req.Attempt, Owner: OwnerClaimService, Source: source, RequestID: req.ID})
+		Attempt: req.Attempt, Owner: OwnerClaimService, Source: source, RequestID: req.ID,
+		// A fresh attempt chain for a ticket that finished before: a human
+		// triggered it again (the flow metrics' re-trigger rate).
+		Retrigger: finished && last == 0})
 	return res, nil
 }
 
@@ -276,7 +280,7 @@ func (c *ClaimService) failExhausted(ctx context.Context, p *Project, t *platfor
 	if _, err := p.Tracker.Relabel(ctx, fresh, c.cfg.Labels.Lifecycle(fresh.Labels), c.cfg.Labels.Label(Failed)); err != nil {
 		return res, fmt.Errorf("claim %s: fail exhausted ticket: %w", t.Ref, err)
 	}
-	_ = c.rdb.HDel(ctx, keys.Attempts(), t.Ref.Key()).Err()
+	_ = MarkFinished(ctx, c.rdb, t.Ref)
 	res.State = Failed.String()
 	c.Emit(Event{Kind: EventTransition, Ref: t.Ref, From: Pending, To: Failed, Outcome: "attempts exhausted", Attempt: used,
 		Owner: OwnerClaimService, Source: source, Reason: res.Reason})

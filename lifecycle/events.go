@@ -48,6 +48,12 @@ type Event struct {
 	Wait time.Duration `json:"wait,omitempty"`
 	// Run is how long the pipeline ran (transitions out of InProgress).
 	Run time.Duration `json:"run,omitempty"`
+	// Lead is the time from the claim to this terminal transition (Done or
+	// Failed by the executor), when the request knew its claim time.
+	Lead time.Duration `json:"lead,omitempty"`
+	// Retrigger marks a claim of a ticket that had reached Done or Failed
+	// before (within keys.FinishedTTL): someone asked for another run.
+	Retrigger bool `json:"retrigger,omitempty"`
 }
 
 // Observer receives events. Observe is called on the hot path of claims and
@@ -102,6 +108,12 @@ func Emit(log *zap.Logger, obs Observer, ev Event) {
 	}
 	if ev.Run > 0 {
 		fields = append(fields, zap.Duration("runTime", ev.Run))
+	}
+	if ev.Lead > 0 {
+		fields = append(fields, zap.Duration("leadTime", ev.Lead))
+	}
+	if ev.Retrigger {
+		fields = append(fields, zap.Bool("retrigger", true))
 	}
 	log.Info(string(ev.Kind), fields...)
 	if obs != nil {

@@ -497,6 +497,9 @@ func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, fr
 			if !started.IsZero() {
 				ev.Run = ev.At.Sub(started)
 			}
+			if to.Terminal() && !req.ClaimedAt.IsZero() {
+				ev.Lead = ev.At.Sub(req.ClaimedAt)
+			}
 			Emit(e.log, e.cfg.Observer, ev)
 			return nt, nil
 		}

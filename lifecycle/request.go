@@ -26,6 +26,10 @@ type PipelineRequest struct {
 	Source     string        `json:"source"`
 	Attempt    int           `json:"attempt"`
 	EnqueuedAt time.Time     `json:"enqueued_at"`
+	// ClaimedAt is when the claim behind this request moved the ticket out
+	// of Pending: the start of its lead time. Zero for requests re-pushed by
+	// repairs, whose claim is not known any more.
+	ClaimedAt time.Time `json:"claimed_at,omitzero"`
 }
 
 // Encode marshals the request for the queue.

@@ -57,7 +57,10 @@ return 0
 //	KEYS[3] attempts hash
 //	ARGV[1] owner token
 //	ARGV[2] ticket key (hash field)
-//	ARGV[3] "1" to also forget the attempt count (the ticket reached a terminal state)
+//	KEYS[4] finished marker of the ticket
+//	ARGV[3] "1" when the ticket reached a terminal state: forget the attempt
+//	        count and set the finished marker
+//	ARGV[4] finished marker TTL in milliseconds
 //
 // Returns 1 when the heartbeat was ours, else 0.
 var releaseRunScript = redis.NewScript(`
@@ -75,6 +78,7 @@ if rec then
 end
 if ARGV[3] == '1' and mine == 1 then
   redis.call('HDEL', KEYS[3], ARGV[2])
+  redis.call('SET', KEYS[4], '1', 'PX', ARGV[4])
 end
 return mine
 `)
@@ -94,14 +98,16 @@ func TakeRun(ctx context.Context, rdb redis.Scripter, rec RunRecord, ttl time.Du
 	return n == 1, nil
 }
 
-// ReleaseRun ends the run owned by token; terminal forgets the attempt count.
+// ReleaseRun ends the run owned by token; terminal forgets the attempt count
+// and marks the ticket finished.
 func ReleaseRun(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, token string, terminal bool) (bool, error) {
 	k := ref.Key()
 	flag := "0"
 	if terminal {
 		flag = "1"
 	}
-	n, err := releaseRunScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts()}, token, k, flag).Int()
+	n, err := releaseRunScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts(), keys.Finished(k)},
+		token, k, flag, keys.FinishedTTL.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("release run %s: %w", k, err)
 	}
@@ -127,12 +133,46 @@ func InflightRuns(ctx context.Context, rdb redis.Cmdable) (map[string]RunRecord,
 // LastAttempt returns the attempt of the ticket's last run (0 if unknown,
 // e.g. after Redis lost its data).
 func LastAttempt(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (int, error) {
-	n, err := rdb.HGet(ctx, keys.Attempts(), ref.Key()).Int()
-	if err == redis.Nil {
-		return 0, nil
+	n, _, err := claimHistory(ctx, rdb, ref)
+	return n, err
+}
+
+// claimHistory reads, in one round trip, the attempt of the ticket's last
+// run and whether it reached a terminal state within keys.FinishedTTL.
+func claimHistory(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (last int, finished bool, err error) {
+	k := ref.Key()
+	var attempt *redis.StringCmd
+	var marker *redis.IntCmd
+	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		attempt = p.HGet(ctx, keys.Attempts(), k)
+		marker = p.Exists(ctx, keys.Finished(k))
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return 0, false, fmt.Errorf("read attempts of %s: %w", ref, err)
+	}
+	if last, err = attempt.Int(); err == redis.Nil {
+		last, err = 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read attempts of %s: %w", ref, err)
+		return 0, false, fmt.Errorf("read attempts of %s: %w", ref, err)
 	}
-	return n, nil
+	return last, marker.Val() == 1, nil
+}
+
+// MarkFinished records that a ticket reached a terminal state without a run
+// to release (attempts exhausted): its attempt count is forgotten and a new
+// claim of it counts as a re-trigger.
+func MarkFinished(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
+	k := ref.Key()
+	// Pipelined, not MULTI: the two keys may live on different cluster slots.
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HDel(ctx, keys.Attempts(), k)
+		p.Set(ctx, keys.Finished(k), "1", keys.FinishedTTL)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark %s finished: %w", ref, err)
+	}
+	return nil
 }

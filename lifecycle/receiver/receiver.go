@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/dedup"
+	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -48,7 +49,22 @@ type Config struct {
 	MaxBody     int64         // default DefaultMaxBody
 	DeliveryTTL time.Duration // default keys.DeliveryTTL
 	Logger      *zap.Logger
+	// Deliveries, when set, learns the answer to every webhook request
+	// (metrics).
+	Deliveries DeliveryObserver
 }
+
+// DeliveryObserver sees the status code the receiver answered a webhook
+// request with. platform is a configured platform or "unknown", so a
+// scanner probing random paths cannot create new label values. It runs on
+// the request path: it must not block.
+type DeliveryObserver interface {
+	ObserveDelivery(platform string, status int)
+}
+
+// UnknownPlatform stands for every /webhooks/{platform} path that names no
+// configured platform.
+const UnknownPlatform = "unknown"
 
 // Receiver serves POST /webhooks/{platform}, /healthz and /readyz.
 type Receiver struct {
@@ -80,23 +96,52 @@ func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Rou
 // Handler returns the HTTP handler.
 func (rc *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/webhooks/{platform}", rc.serveWebhook)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", rc.serveReady)
+	mux.HandleFunc("/webhooks/{platform}", rc.observe(rc.serveWebhook))
+	health.Register(mux, func(ctx context.Context) error { return rc.rdb.Ping(ctx).Err() })
 	return mux
 }
 
-func (rc *Receiver) serveReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-	defer cancel()
-	if err := rc.rdb.Ping(ctx).Err(); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "redis unreachable"})
-		return
+// observe reports the status of each webhook answer to cfg.Deliveries.
+func (rc *Receiver) observe(next http.HandlerFunc) http.HandlerFunc {
+	if rc.cfg.Deliveries == nil {
+		return next
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		next(sw, r)
+		platform := r.PathValue("platform")
+		if _, ok := rc.routes[platform]; !ok {
+			platform = UnknownPlatform
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		rc.cfg.Deliveries.ObserveDelivery(platform, sw.status)
+	}
 }
+
+// statusWriter remembers the status code a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // answer is the JSON body of every webhook response.
 type answer struct {

@@ -17,6 +17,9 @@ const (
 	HeartbeatRenew   = 30 * time.Second
 	JiraLabelLockTTL = 10 * time.Second // agentsmith:jira-label-lock:*
 	DeliveryTTL      = 24 * time.Hour   // agentsmith:delivery:*
+	// FinishedTTL is how long a ticket's terminal state is remembered, so
+	// that a claim within it counts as a re-trigger (flow metrics).
+	FinishedTTL = 30 * 24 * time.Hour // agentsmith:finished:*
 )
 
 // ClaimLock is the SET NX mutex around a claim's read → transition window.
@@ -73,3 +76,7 @@ func Audit() string { return Prefix + "audit" }
 // Delayed is the sorted set of requests waiting out a retry backoff, scored
 // by the unix milliseconds at which they are due.
 func Delayed() string { return Prefix + "queue:delayed" }
+
+// Finished marks a ticket whose last run reached Done or Failed; a new claim
+// of it is a re-trigger. It expires after FinishedTTL.
+func Finished(ticketKey string) string { return Prefix + "finished:" + ticketKey }

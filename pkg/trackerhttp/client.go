@@ -17,8 +17,11 @@ func NewClient(log *zap.Logger, writer string) *http.Client {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &http.Client{
-		Transport: NewTransport(http.DefaultTransport, Options{Logger: log.Named("http"), Writer: writer}),
-		Timeout:   ClientTimeout,
-	}
+	return NewClientWith(Options{Logger: log.Named("http"), Writer: writer})
+}
+
+// NewClientWith is NewClient with every transport option open, for callers
+// that inject more than a logger (the daemon's call metrics).
+func NewClientWith(opts Options) *http.Client {
+	return &http.Client{Transport: NewTransport(http.DefaultTransport, opts), Timeout: ClientTimeout}
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// Sleep waits d or until ctx ends; nil means a timer. Tests inject one
 	// that advances a fake Clock.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Observer, when set, sees every request that goes to the network
+	// (metrics); cache hits that needed no request are not calls.
+	Observer CallObserver
 }
 
 func (o Options) withDefaults() Options {
@@ -77,13 +80,18 @@ func (o Options) withDefaults() Options {
 
 // NewTransport wraps base (nil means http.DefaultTransport) with, from the
 // outside in: the writer tag, the conditional GET cache, the rate-limit
-// gate and the write fence (see WithFence). The result is safe for concurrent use.
+// gate, the call observer and the write fence (see WithFence). The result is
+// safe for concurrent use.
 func NewTransport(base http.RoundTripper, opts Options) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	opts = opts.withDefaults()
-	var rt http.RoundTripper = newRateLimiter(fenceGate{next: base}, opts)
+	var inner http.RoundTripper = fenceGate{next: base}
+	if opts.Observer != nil {
+		inner = observed{next: inner, obs: opts.Observer, clock: opts.Clock}
+	}
+	var rt http.RoundTripper = newRateLimiter(inner, opts)
 	if opts.CacheEntries > 0 {
 		rt = newCache(rt, opts.CacheEntries)
 	}

@@ -19,12 +19,15 @@ import (
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
@@ -39,6 +42,7 @@ type Daemon struct {
 	log      *zap.Logger
 	projects lifecycle.Projects
 	observer lifecycle.Observers
+	metrics  *metrics.Metrics
 	claims   *lifecycle.ClaimService
 	queue    *queue.Queue
 	presence *presence.Presence
@@ -79,13 +83,20 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		})
 	}
 	d := &Daemon{cfg: cfg, rdb: rdb, log: log, projects: lifecycle.Projects{}, listened: make(chan struct{})}
+	// One registry per replica: several daemons in one process (tests, the
+	// demo) never share series.
+	d.metrics = metrics.New(metrics.Config{Redis: rdb, Logger: log.Named("metrics")})
+	rdb.AddHook(d.metrics.RedisHook())
+	d.observer = append(d.observer, d.metrics)
 	if opts.Observer != nil {
 		d.observer = append(d.observer, opts.Observer)
 	}
 	routes := map[string]*receiver.Route{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
-		tr, dec, locator, err := buildTracker(pc, rdb, cfg.InstanceID, cfg.LabelPrefix, log)
+		hc := trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named(pc.Platform).Named("http"),
+			Writer: cfg.InstanceID, Observer: d.metrics.TrackerCalls(pc.Platform, pc.Name)})
+		tr, dec, locator, err := buildTracker(pc, rdb, hc, cfg.InstanceID, cfg.LabelPrefix, log)
 		if err != nil {
 			return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}
@@ -118,25 +129,25 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-func buildTracker(pc *config.Project, rdb redis.UniversalClient, instance, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
+func buildTracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, instance, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
 	switch pc.Platform {
 	case github.Platform:
 		tr, err := github.New(github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance})
+			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance, HTTPClient: hc})
 		if err != nil {
 			return nil, nil, "", err
 		}
 		return tr, github.Webhooks{}, tr.Locator(), nil
 	case gitlab.Platform:
 		tr, err := gitlab.New(gitlab.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: instance, LabelPrefix: prefix})
+			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: instance, LabelPrefix: prefix, HTTPClient: hc})
 		if err != nil {
 			return nil, nil, "", err
 		}
 		return tr, gitlab.Webhooks{}, tr.Locator(), nil
 	case azuredevops.Platform:
 		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: instance})
+			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: instance, HTTPClient: hc})
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -144,7 +155,7 @@ func buildTracker(pc *config.Project, rdb redis.UniversalClient, instance, prefi
 	case jira.Platform:
 		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Token: pc.Token.Value(),
 			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: instance,
-			Locker: redislock.Locker{RDB: rdb}})
+			Locker: redislock.Locker{RDB: rdb}, HTTPClient: hc})
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -168,6 +179,9 @@ func (d *Daemon) Addr() string {
 // Listening is closed once the HTTP listener is bound.
 func (d *Daemon) Listening() <-chan struct{} { return d.listened }
 
+// Metrics is the replica's instrumentation, served at /metrics.
+func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }
+
 // Run runs every configured role until ctx is done, then shuts down
 // gracefully: receivers stop, consumers hand back what they could not
 // finish, leases are released so another replica takes over at once.
@@ -184,31 +198,38 @@ func (d *Daemon) Run(ctx context.Context) error {
 	presDone := make(chan struct{})
 	go func() { defer close(presDone); _ = d.presence.Run(presCtx) }()
 
-	if cfg.HasRole(config.RoleReceiver) {
-		ln, err := net.Listen("tcp", cfg.Listen)
-		if err != nil {
-			return fmt.Errorf("listen %s: %w", cfg.Listen, err)
-		}
-		d.mu.Lock()
-		d.addr = ln.Addr().String()
-		d.mu.Unlock()
-		close(d.listened)
-		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
-			DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log})
-		srv := &http.Server{Handler: rc.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-			WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
-		d.log.Info("receiver listening", zap.String("addr", d.addr))
-		wg.Go(func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("receiver: %w", err)
-			}
-		})
-		context.AfterFunc(ctx, func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		})
+	// Every replica serves /metrics, /healthz and /readyz on its listener;
+	// only receivers add the webhook routes.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
+	d.mu.Lock()
+	d.addr = ln.Addr().String()
+	d.mu.Unlock()
+	close(d.listened)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", d.metrics.Handler())
+	if cfg.HasRole(config.RoleReceiver) {
+		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
+			DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
+		mux.Handle("/", rc.Handler())
+	} else {
+		health.Register(mux, func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() })
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
+	d.log.Info("listening", zap.String("addr", d.addr), zap.Bool("webhooks", cfg.HasRole(config.RoleReceiver)))
+	wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("http: %w", err)
+		}
+	})
+	context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	})
 	if cfg.HasRole(config.RoleConsumer) {
 		exec := lifecycle.NewExecutor(d.rdb, d.queue, d.projects, lifecycle.ExecutorConfig{
 			Instance: cfg.InstanceID, Concurrency: cfg.Consumer.Concurrency,
@@ -230,6 +251,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			poller := lifecycle.NewPoller(d.claims, intervals, d.log)
 			l := lease.New(d.rdb, lease.Config{Key: keys.Leader("poller"), Instance: cfg.InstanceID,
 				TTL: cfg.Poller.LeaseTTL, Logger: d.log.Named("lease.poller")})
+			d.metrics.WatchLease("poller", l.Valid)
 			wg.Go(func() { _ = l.Run(ctx, func(lctx context.Context) { _ = poller.Run(lctx) }) })
 		}
 	}
@@ -237,6 +259,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		hk := cfg.Housekeeping
 		l := lease.New(d.rdb, lease.Config{Key: keys.Leader("housekeeping"), Instance: cfg.InstanceID,
 			TTL: hk.LeaseTTL, Logger: d.log.Named("lease.housekeeping")})
+		d.metrics.WatchLease("housekeeping", l.Valid)
 		stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
 			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{

@@ -4,6 +4,7 @@
 //
 //	agentsmithd [serve] -c config.yaml [--roles receiver,consumer]
 //	agentsmithd validate -c config.yaml
+//	agentsmithd print-config -c config.yaml   (or serve --print-config)
 //	agentsmithd demo [--keep]
 package main
 
@@ -38,25 +39,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	switch cmd {
 	case "serve":
-		return serve(ctx, args, stderr)
+		return serve(ctx, args, stdout, stderr)
 	case "validate":
 		return validate(args, stdout, stderr)
+	case "print-config":
+		return printConfig(args, stdout, stderr)
 	case "demo":
 		return demo(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: agentsmithd [serve|validate|demo] [flags]; agentsmithd CMD -h for flags")
+		fmt.Fprintln(stdout, "usage: agentsmithd [serve|validate|print-config|demo] [flags]; agentsmithd CMD -h for flags")
 		return 0
 	}
-	fmt.Fprintf(stderr, "agentsmithd: unknown command %q (serve, validate, demo)\n", cmd)
+	fmt.Fprintf(stderr, "agentsmithd: unknown command %q (serve, validate, print-config, demo)\n", cmd)
 	return 2
 }
 
-func serve(ctx context.Context, args []string, stderr io.Writer) int {
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("c", "agentsmithd.yaml", "config file")
 	roles := fs.String("roles", "", "comma-separated roles to run (receiver,poller,consumer,housekeeping); default: config's roles")
 	logFormat := fs.String("log-format", "json", "json or console")
+	show := fs.Bool("print-config", false, "print the effective config (defaults applied, secrets named by source only) and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -67,6 +71,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	if *roles != "" {
 		cfg.Roles = strings.Split(*roles, ",")
+	}
+	if *show {
+		return writeConfig(cfg, stdout, stderr)
 	}
 	log := newLogger(*logFormat, stderr)
 	defer func() { _ = log.Sync() }()
@@ -99,6 +106,34 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d projects, roles %s)\n", *path, len(cfg.Projects), strings.Join(cfg.Roles, ","))
+	return 0
+}
+
+// printConfig prints the effective config: what serve would run with, every
+// default filled in, each secret shown as the env var or file it is read
+// from and never as its value.
+func printConfig(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("print-config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("c", "agentsmithd.yaml", "config file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		printConfigError(stderr, err)
+		return 1
+	}
+	return writeConfig(cfg, stdout, stderr)
+}
+
+func writeConfig(cfg *config.Config, stdout, stderr io.Writer) int {
+	out, err := config.Marshal(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	_, _ = stdout.Write(out)
 	return 0
 }
 

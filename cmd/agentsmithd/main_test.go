@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,5 +43,47 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 	t.Setenv("GH_WEBHOOK_SECRET", "y")
 	if code := run([]string{"validate", "-c", "../../testdata/config/minimal.yaml"}, &out, &errOut); code != 0 {
 		t.Errorf("validate minimal.yaml exited %d: %s", code, errOut.String())
+	}
+}
+
+// print-config and serve --print-config show the effective config with
+// every secret named by its source: values read from the environment or a
+// file never appear.
+func TestPrintConfigHidesSecrets(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "hook-secret")
+	if err := os.WriteFile(secretFile, []byte("hook-secret-from-file-5150\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte(`redis: {addr: "redis:6379", password_env: PC_REDIS_PW}
+projects:
+  - name: webshop
+    platform: github
+    repo: acme/webshop
+    token_env: PC_GITHUB_TOKEN
+    webhook: {secret_file: hook-secret}
+    pipeline: {command: [./run.sh]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PC_GITHUB_TOKEN", "ghp_env_token_8086")
+	t.Setenv("PC_REDIS_PW", "redis-password-6502")
+	for _, args := range [][]string{{"print-config", "-c", cfgFile}, {"serve", "--print-config", "-c", cfgFile}} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != 0 {
+			t.Fatalf("%v exited %d: %s", args, code, errOut.String())
+		}
+		s := out.String()
+		for _, secret := range []string{"ghp_env_token_8086", "redis-password-6502", "hook-secret-from-file-5150"} {
+			if strings.Contains(s+errOut.String(), secret) {
+				t.Errorf("%v printed a secret value:\n%s", args, s)
+			}
+		}
+		for _, want := range []string{"env: PC_GITHUB_TOKEN", "env: PC_REDIS_PW", "{file: hook-secret}", "heartbeat_ttl: 2m0s", "listen: :8080"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("%v output lacks %q:\n%s", args, want, s)
+			}
+		}
 	}
 }

@@ -1,0 +1,143 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MarshalYAML names the secret's source and nothing else, so no encoding of
+// a config — print-config, a debug dump — can carry the value.
+func (s Secret) MarshalYAML() (any, error) {
+	out := map[string]string{}
+	if s.Env != "" {
+		out["env"] = s.Env
+	}
+	if s.File != "" {
+		out["file"] = s.File
+	}
+	return out, nil
+}
+
+// Marshal renders the effective config (defaults applied) as YAML that Parse
+// accepts again: durations as "30s", secrets as the env var or file they
+// come from, never their values. Zero values are left out, as an operator
+// would write them.
+func Marshal(c *Config) ([]byte, error) {
+	n, err := encodeNode(reflect.ValueOf(*c), "")
+	if err != nil {
+		return nil, err
+	}
+	if n == nil {
+		n = &yaml.Node{Kind: yaml.MappingNode}
+	}
+	out, err := yaml.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("print config: %w", err)
+	}
+	return out, nil
+}
+
+// encodeNode builds the node for v, or nil when v is a zero value to leave
+// out. It walks the same exported, yaml-tagged fields the decoder reads.
+func encodeNode(v reflect.Value, path string) (*yaml.Node, error) {
+	if v.IsZero() {
+		return nil, nil
+	}
+	t := v.Type()
+	scalar := func(tag, s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: s} }
+	switch {
+	case t == secretType:
+		s := v.Interface().(Secret)
+		m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		if s.Env != "" {
+			m.Content = append(m.Content, scalar("!!str", "env"), scalar("!!str", s.Env))
+		}
+		if s.File != "" {
+			m.Content = append(m.Content, scalar("!!str", "file"), scalar("!!str", s.File))
+		}
+		if len(m.Content) == 0 {
+			return nil, nil
+		}
+		return m, nil
+	case t == durationType:
+		return scalar("!!str", time.Duration(v.Int()).String()), nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m := &yaml.Node{Kind: yaml.MappingNode}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name := yamlName(f)
+			if name == "" {
+				continue
+			}
+			child, err := encodeNode(v.Field(i), join(path, name))
+			if err != nil {
+				return nil, err
+			}
+			if child != nil {
+				m.Content = append(m.Content, scalar("!!str", name), child)
+			}
+		}
+		if len(m.Content) == 0 {
+			return nil, nil
+		}
+		return m, nil
+	case reflect.Slice:
+		seq := &yaml.Node{Kind: yaml.SequenceNode}
+		if t.Elem().Kind() == reflect.String {
+			seq.Style = yaml.FlowStyle
+		}
+		for i := range v.Len() {
+			child, err := encodeNode(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			if child == nil {
+				child = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+				if t.Elem().Kind() == reflect.String {
+					child = scalar("!!str", "")
+				}
+			}
+			seq.Content = append(seq.Content, child)
+		}
+		return seq, nil
+	case reflect.Map:
+		m := &yaml.Node{Kind: yaml.MappingNode}
+		ks := make([]string, 0, v.Len())
+		for _, k := range v.MapKeys() {
+			ks = append(ks, k.String())
+		}
+		sort.Strings(ks)
+		for _, k := range ks {
+			m.Content = append(m.Content, scalar("!!str", k), scalar("!!str", v.MapIndex(reflect.ValueOf(k)).String()))
+		}
+		return m, nil
+	case reflect.String:
+		return scalar("!!str", v.String()), nil
+	case reflect.Bool:
+		return scalar("!!bool", strconv.FormatBool(v.Bool())), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return scalar("!!int", strconv.FormatInt(v.Int(), 10)), nil
+	}
+	return nil, fmt.Errorf("print config: no encoding for %s at %s", t, path)
+}
+
+// yamlName is the key a field is written under; "" for fields the config
+// file cannot set.
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return ""
+	}
+	return name
+}

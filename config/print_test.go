@@ -1,0 +1,88 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The printed config names where each secret comes from and never holds a
+// value, whether the value came from the environment or a file; and it is a
+// config Parse accepts again, to the same effective settings.
+func TestMarshalRedactsSecretsAndRoundTrips(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "gitlab-token")
+	if err := os.WriteFile(tokenFile, []byte("glpat-from-file-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"GH_TOKEN": "ghp_from_env_4567", "GH_HOOK": "hook-secret-89ab", "REDIS_PW": "redis-pw-cdef"}
+	yml := `
+redis: {addr: "redis:6379", password_env: REDIS_PW}
+listen: ":9090"
+instance_id: r1
+housekeeping: {fast_interval: 2s}
+projects:
+  - name: webshop
+    platform: github
+    repo: acme/webshop
+    token_env: GH_TOKEN
+    webhook: {secret_env: GH_HOOK}
+    pipeline: {command: ["./run.sh", "--fast"], env: {STAGE: prod}}
+  - name: api
+    platform: gitlab
+    repo: acme/api
+    token_file: ` + tokenFile + `
+    polling: {enabled: true, interval: 30s}
+    pipeline: {command: [./api.sh]}
+`
+	c := mustParse(t, yml, vars)
+	out, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(out)
+	for _, secret := range []string{"ghp_from_env_4567", "hook-secret-89ab", "redis-pw-cdef", "glpat-from-file-0123"} {
+		if strings.Contains(text, secret) {
+			t.Errorf("printed config contains a secret value:\n%s", text)
+		}
+	}
+	for _, want := range []string{"env: GH_TOKEN", "file: " + tokenFile, "env: REDIS_PW", "env: GH_HOOK",
+		"claim_lock_ttl: 30s", "fast_interval: 2s", "slow_interval: 1m0s", "max_attempts: 3", "trigger_label: agent-smith",
+		"base_url: https://api.github.com/"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("printed config lacks %q:\n%s", want, text)
+		}
+	}
+	again, err := Parse(out, env(vars))
+	if err != nil {
+		t.Fatalf("printed config does not parse: %v\n%s", err, text)
+	}
+	// The same settings (the printed form covers every field a file can
+	// set) and the same secrets, resolved from the same sources.
+	if out2, _ := Marshal(again); string(out2) != text {
+		t.Errorf("round trip changed the config:\nbefore\n%s\nafter\n%s", text, out2)
+	}
+	for i := range c.Projects {
+		if again.Projects[i].Token.Value() != c.Projects[i].Token.Value() {
+			t.Errorf("projects[%d].token resolves differently after the round trip", i)
+		}
+	}
+	if again.Projects[0].Webhook.Secrets[0].Value() != vars["GH_HOOK"] || again.Redis.Password.Value() != vars["REDIS_PW"] {
+		t.Error("webhook secret or Redis password resolves differently after the round trip")
+	}
+}
+
+// yaml.Marshal of a Secret (or anything holding one) shows only its source.
+func TestSecretYAMLShowsSource(t *testing.T) {
+	s := NewSecret("TOKEN", "", "value-must-not-print")
+	out, err := yaml.Marshal(struct{ Token Secret }{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "value-must-not-print") || !strings.Contains(string(out), "env: TOKEN") {
+		t.Errorf("yaml.Marshal(Secret) = %q", out)
+	}
+}

@@ -66,6 +66,18 @@ var demoProjects = []struct {
 	{"ops", e2ecases.Jira.WithRepo("OPS"), true, []string{"Rotate the staging certificates"}},
 }
 
+// demoConfig is the demo's config, parsed like a config file, with the
+// token and webhook secret resolved from a private environment.
+func demoConfig(redisAddr, workDir, simURL, token, secret string) (*config.Config, error) {
+	env := map[string]string{"DEMO_TOKEN": token, "DEMO_WEBHOOK_SECRET": secret}
+	var yaml strings.Builder
+	fmt.Fprintf(&yaml, demoHeader, redisAddr, workDir)
+	for _, p := range demoProjects {
+		fmt.Fprintf(&yaml, demoProject, p.name, p.pc.Project(simURL, "DEMO_TOKEN", "    "), p.poll, demoPipeline)
+	}
+	return config.Parse([]byte(yaml.String()), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+}
+
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -103,13 +115,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	simURL := "http://" + ln.Addr().String()
 
 	secret := "demo-secret-" + fmt.Sprint(time.Now().UnixNano())
-	env := map[string]string{"DEMO_TOKEN": "demo-token", "DEMO_WEBHOOK_SECRET": secret}
-	var yaml strings.Builder
-	fmt.Fprintf(&yaml, demoHeader, redisAddr, filepath.Join(tmp, "work"))
-	for _, p := range demoProjects {
-		fmt.Fprintf(&yaml, demoProject, p.name, p.pc.Project(simURL, "DEMO_TOKEN", "    "), p.poll, demoPipeline)
-	}
-	cfg, err := config.Parse([]byte(yaml.String()), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := demoConfig(redisAddr, filepath.Join(tmp, "work"), simURL, "demo-token", secret)
 	if err != nil {
 		say("demo: config: %v", err)
 		return 1
@@ -142,6 +148,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("")
 	say("  tracker sandbox (watch the labels change): %s/", simURL)
 	say("  webhook receiver:                         http://%s/webhooks/{github,gitlab,azuredevops,jira}", d.Addr())
+	say("  metrics:                                  http://%s/metrics", d.Addr())
 	say("")
 	type key struct {
 		repo string

@@ -16,15 +16,16 @@ import (
 
 // TrackerCalls returns the observer for one project's tracker transport
 // (trackerhttp.Options.Observer). Each project has its own credentials and
-// so its own rate-limit window; calls are counted per platform.
+// so its own rate-limit window; calls are counted per platform. The quota
+// gauge appears only once the tracker has reported a quota: a tracker that
+// sends no rate-limit headers must not look like one with none left.
 func (m *Metrics) TrackerCalls(platform, project string) trackerhttp.CallObserver {
-	return trackerCalls{m: m, platform: platform, remaining: m.rateRemaining.WithLabelValues(platform, project)}
+	return trackerCalls{m: m, platform: platform, project: project}
 }
 
 type trackerCalls struct {
-	m         *Metrics
-	platform  string
-	remaining prometheus.Gauge
+	m                 *Metrics
+	platform, project string
 }
 
 func (t trackerCalls) ObserveCall(c trackerhttp.Call) {
@@ -35,7 +36,7 @@ func (t trackerCalls) ObserveCall(c trackerhttp.Call) {
 	t.m.trackerCalls.WithLabelValues(t.platform, c.Method, code).Inc()
 	t.m.trackerDuration.WithLabelValues(t.platform).Observe(c.Duration.Seconds())
 	if c.Remaining >= 0 {
-		t.remaining.Set(float64(c.Remaining))
+		t.m.rateRemaining.WithLabelValues(t.platform, t.project).Set(float64(c.Remaining))
 	}
 }
 

@@ -99,6 +99,8 @@ agentsmith_stuck_total{platform="gitlab",project="api",state="in-progress"} 1
 
 func TestTrackerCallsAndLeases(t *testing.T) {
 	m := metrics.New(metrics.Config{})
+	quiet := m.TrackerCalls("jira", "ops")
+	quiet.ObserveCall(trackerhttp.Call{Method: "GET", Status: 200, Remaining: -1})
 	obs := m.TrackerCalls("github", "webshop")
 	obs.ObserveCall(trackerhttp.Call{Method: "PATCH", Status: 200, Remaining: 4999})
 	obs.ObserveCall(trackerhttp.Call{Method: "GET", Status: 0, Remaining: -1}) // no answer: keeps the last quota
@@ -110,6 +112,7 @@ func TestTrackerCallsAndLeases(t *testing.T) {
 # TYPE agentsmith_tracker_requests_total counter
 agentsmith_tracker_requests_total{code="200",method="PATCH",platform="github"} 1
 agentsmith_tracker_requests_total{code="error",method="GET",platform="github"} 1
+agentsmith_tracker_requests_total{code="200",method="GET",platform="jira"} 1
 # HELP agentsmith_tracker_rate_limit_remaining Requests the tracker last reported left in the current rate-limit window for a project's credentials.
 # TYPE agentsmith_tracker_rate_limit_remaining gauge
 agentsmith_tracker_rate_limit_remaining{platform="github",project="webshop"} 4999

@@ -94,18 +94,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func validate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("c", "agentsmithd.yaml", "config file")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	cfg, path, code := loadOnly("validate", args, stderr)
+	if cfg == nil {
+		return code
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		printConfigError(stderr, err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "%s: ok (%d projects, roles %s)\n", *path, len(cfg.Projects), strings.Join(cfg.Roles, ","))
+	fmt.Fprintf(stdout, "%s: ok (%d projects, roles %s)\n", path, len(cfg.Projects), strings.Join(cfg.Roles, ","))
 	return 0
 }
 
@@ -113,18 +106,28 @@ func validate(args []string, stdout, stderr io.Writer) int {
 // default filled in, each secret shown as the env var or file it is read
 // from and never as its value.
 func printConfig(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("print-config", flag.ContinueOnError)
+	cfg, _, code := loadOnly("print-config", args, stderr)
+	if cfg == nil {
+		return code
+	}
+	return writeConfig(cfg, stdout, stderr)
+}
+
+// loadOnly parses the -c flag of a command that only reads the config and
+// loads it; on failure it returns a nil config and the exit code.
+func loadOnly(cmd string, args []string, stderr io.Writer) (*config.Config, string, int) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("c", "agentsmithd.yaml", "config file")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return nil, "", 2
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
 		printConfigError(stderr, err)
-		return 1
+		return nil, "", 1
 	}
-	return writeConfig(cfg, stdout, stderr)
+	return cfg, *path, 0
 }
 
 func writeConfig(cfg *config.Config, stdout, stderr io.Writer) int {

@@ -57,6 +57,8 @@ type Daemon struct {
 type Options struct {
 	Logger *zap.Logger
 	// Redis, when set, is used instead of dialing cfg.Redis (embedded Redis).
+	// The daemon adds its error-counting hook to it: give each daemon its
+	// own client, or their agentsmith_redis_errors_total count each other's.
 	Redis redis.UniversalClient
 	// Observer, when set, receives every lifecycle event besides the
 	// daemon's own observers (the demo prints them).

@@ -251,7 +251,11 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*w
 			return nil, err
 		}
 		r := &replica{slot: slot, port: port}
+		// forward reads the list under w.mu, and the sim's ping to the
+		// load balancer can arrive while replicas are still being added.
+		w.mu.Lock()
 		w.replicas = append(w.replicas, r)
+		w.mu.Unlock()
 		if err := w.startReplica(r); err != nil {
 			return nil, err
 		}

@@ -56,7 +56,11 @@ func TestObserverSeesEveryTransitionOfARun(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = ex.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	eventually.Wait(t, 10*time.Second, "ticket done", func() bool { return w.State(t, n) == lifecycle.Done })
+	// The executor emits right after the tracker accepted the write, so the
+	// tracker can show Done a moment before the event is recorded.
+	eventually.Wait(t, 10*time.Second, "ticket done and its event recorded", func() bool {
+		return w.State(t, n) == lifecycle.Done && len(rec.snapshot()) >= 4
+	})
 
 	type row struct {
 		kind            lifecycle.EventKind

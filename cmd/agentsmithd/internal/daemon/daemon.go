@@ -18,18 +18,15 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/housekeeping"
+	"github.com/agentsmithd/agentsmithd/internal/projects"
+	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redislock"
-	"github.com/agentsmithd/agentsmithd/platforms"
-	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/jira"
 )
 
 // Daemon is one replica.
@@ -39,6 +36,7 @@ type Daemon struct {
 	log      *zap.Logger
 	projects lifecycle.Projects
 	observer lifecycle.Observers
+	audit    *audit.Writer // nil when audit.enabled is false
 	claims   *lifecycle.ClaimService
 	queue    *queue.Queue
 	presence *presence.Presence
@@ -82,18 +80,18 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.Observer != nil {
 		d.observer = append(d.observer, opts.Observer)
 	}
+	if cfg.Audit.On() {
+		d.audit = audit.NewWriter(rdb, audit.WriterConfig{MaxLen: cfg.Audit.MaxLen, Logger: log})
+		d.observer = append(d.observer, d.audit)
+	}
 	routes := map[string]*receiver.Route{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
-		tr, dec, locator, err := buildTracker(pc, rdb, cfg.InstanceID, cfg.LabelPrefix, log)
+		tr, dec, locator, err := projects.Tracker(pc, rdb, cfg.InstanceID, cfg.LabelPrefix, log)
 		if err != nil {
 			return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}
-		d.projects[pc.Name] = &lifecycle.Project{
-			Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel,
-			Pipeline: lifecycle.Pipeline{Command: pc.Pipeline.Command, Env: pc.Pipeline.Env,
-				Timeout: pc.Pipeline.Timeout, MaxAttempts: pc.Pipeline.MaxAttempts},
-		}
+		d.projects[pc.Name] = projects.Lifecycle(pc, tr)
 		r := routes[pc.Platform]
 		if r == nil {
 			r = &receiver.Route{Platform: pc.Platform, Decoder: dec}
@@ -116,41 +114,6 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID), Value: cfg.InstanceID,
 		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
 	return d, nil
-}
-
-func buildTracker(pc *config.Project, rdb redis.UniversalClient, instance, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
-	switch pc.Platform {
-	case github.Platform:
-		tr, err := github.New(github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, github.Webhooks{}, tr.Locator(), nil
-	case gitlab.Platform:
-		tr, err := gitlab.New(gitlab.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: instance, LabelPrefix: prefix})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, gitlab.Webhooks{}, tr.Locator(), nil
-	case azuredevops.Platform:
-		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: instance})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, azuredevops.Webhooks{}, tr.Locator(), nil
-	case jira.Platform:
-		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Token: pc.Token.Value(),
-			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: instance,
-			Locker: redislock.Locker{RDB: rdb}})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, jira.Webhooks{}, tr.Locator(), nil
-	}
-	return nil, nil, "", fmt.Errorf("platform %q is not supported", pc.Platform)
 }
 
 func (d *Daemon) labels() lifecycle.Labels { return lifecycle.Labels{Prefix: d.cfg.LabelPrefix} }
@@ -183,6 +146,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer stopPresence()
 	presDone := make(chan struct{})
 	go func() { defer close(presDone); _ = d.presence.Run(presCtx) }()
+	// The audit writer outlives the roles so the events of the shutdown
+	// itself (hand-backs) are flushed to the stream.
+	auditCtx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAudit()
+	auditDone := make(chan struct{})
+	go func() {
+		defer close(auditDone)
+		if d.audit != nil {
+			_ = d.audit.Run(auditCtx)
+		}
+	}()
 
 	if cfg.HasRole(config.RoleReceiver) {
 		ln, err := net.Listen("tcp", cfg.Listen)
@@ -195,7 +169,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		close(d.listened)
 		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
 			DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log})
-		srv := &http.Server{Handler: rc.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		mux := http.NewServeMux()
+		mux.Handle("/", rc.Handler())
+		status := statuspage.New(statuspage.Config{RDB: d.rdb, Projects: d.projects, Instance: cfg.InstanceID,
+			HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log})
+		mux.Handle("GET /status", status)
+		mux.Handle("GET /status.json", status)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
 		d.log.Info("receiver listening", zap.String("addr", d.addr))
 		wg.Go(func() {
@@ -270,6 +250,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		cancel()
 	}
 	wg.Wait()
+	stopAudit()
+	<-auditDone
 	// Presence goes last: its key must outlive every run this replica owns.
 	stopPresence()
 	<-presDone

@@ -21,8 +21,11 @@ import (
 
 // Tracker builds the tracker of one configured project with the platform's
 // webhook decoder and the project's locator on the platform (what webhook
-// payloads name it by). It makes no network call.
+// payloads name it by). It makes no network call. log may be nil.
 func Tracker(pc *config.Project, rdb redis.UniversalClient, instance, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
 	switch pc.Platform {
 	case github.Platform:
 		tr, err := github.New(github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,

@@ -212,4 +212,3 @@ func TestFollow(t *testing.T) {
 		t.Errorf("Follow: %v", err)
 	}
 }
-

@@ -145,10 +145,14 @@ func (w *Writer) Run(ctx context.Context) error {
 		case <-tick.C:
 			report()
 		case ev := <-w.ch:
+			// Not bound to ctx: a batch taken as shutdown begins is still
+			// written, within FlushTimeout.
 			batch = w.fill(append(batch[:0], ev))
-			if err := w.write(ctx, batch); err != nil {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.FlushTimeout)
+			if err := w.write(wctx, batch); err != nil {
 				lastErr = err
 			}
+			cancel()
 		}
 	}
 }

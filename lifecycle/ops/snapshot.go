@@ -51,11 +51,11 @@ type Queue struct {
 type Run struct {
 	Ticket    string        `json:"ticket"`
 	Ref       platforms.Ref `json:"ref"`
-	Project   string    `json:"project"`
-	Instance  string    `json:"instance"`
-	Attempt   int       `json:"attempt"`
-	RequestID string    `json:"request_id"`
-	Started   time.Time `json:"started"`
+	Project   string        `json:"project"`
+	Instance  string        `json:"instance"`
+	Attempt   int           `json:"attempt"`
+	RequestID string        `json:"request_id"`
+	Started   time.Time     `json:"started"`
 	// HeartbeatAgeMS is the time since the heartbeat was last renewed
 	// (its TTL minus what is left), -1 when the heartbeat is gone.
 	HeartbeatAgeMS int64 `json:"heartbeat_age_ms"`

@@ -51,13 +51,15 @@ func human(d time.Duration) string {
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // transition renders an event's state change ("enqueued → in-progress"),
-// or its kind for events that are not one.
+// or, for events that changed no label, the state the ticket was in.
 func transition(ev lifecycle.Event) string {
 	switch ev.Kind {
-	case lifecycle.EventTransition, lifecycle.EventClaim, lifecycle.EventStuck:
+	case lifecycle.EventTransition:
 		return ev.From.String() + " → " + ev.To.String()
+	case lifecycle.EventClaim, lifecycle.EventStuck:
+		return "(" + ev.From.String() + ")" // a claim that changed nothing, or a flag
 	}
-	return string(ev.Kind)
+	return ""
 }
 
 func eventHeader(w io.Writer) {

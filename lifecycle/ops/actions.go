@@ -11,6 +11,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -68,7 +69,7 @@ func Release(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) 
 		key string
 		dst *string
 	}{{keys.ClaimLock(ref.Platform, ref.ID), &res.ClaimLock}, {keys.Heartbeat(ref.Key()), &res.Heartbeat}} {
-		v, _, err := holder(ctx, rdb, k.key)
+		v, _, err := redislock.Holder(ctx, rdb, k.key)
 		if err != nil {
 			return res, fmt.Errorf("release %s: %w", ref, err)
 		}

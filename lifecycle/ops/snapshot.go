@@ -17,7 +17,6 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -207,9 +206,4 @@ func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// holder reads a lock-like key's value and remaining TTL.
-func holder(ctx context.Context, rdb redis.Cmdable, key string) (string, time.Duration, error) {
-	return redislock.Holder(ctx, rdb, key)
 }

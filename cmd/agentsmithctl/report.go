@@ -110,11 +110,14 @@ func buildReport(project string, since, until time.Time, entries []audit.Entry) 
 	return r
 }
 
+// maxSinceDays keeps a day count within time.Duration (~292 years).
+const maxSinceDays = 100 * 365
+
 // parseSince reads a Go duration or a number of days ("7d").
 func parseSince(s string) (time.Duration, error) {
 	if d, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(d)
-		if err != nil || n <= 0 {
+		if err != nil || n <= 0 || n > maxSinceDays {
 			return 0, fmt.Errorf("--since %q: want a duration such as 24h or 7d", s)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil

@@ -142,6 +142,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("")
 	say("  tracker sandbox (watch the labels change): %s/", simURL)
 	say("  webhook receiver:                         http://%s/webhooks/{github,gitlab,azuredevops,jira}", d.Addr())
+	say("  status page (queue, runs, audit events):  http://%s/status", d.Addr())
 	say("")
 	type key struct {
 		repo string
@@ -211,7 +212,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("")
 	say("every ticket settled; other labels untouched.")
 	if *keep {
-		say("serving until Ctrl-C: %s/", simURL)
+		say("serving until Ctrl-C: %s/ and http://%s/status", simURL, d.Addr())
 		<-ctx.Done()
 	}
 	return 0

@@ -230,6 +230,21 @@ func TestExitCodes(t *testing.T) {
 	if code := run(context.Background(), []string{"-c", filepath.Join(t.TempDir(), "missing.yaml"), "status"}, &out, &errOut); code != 1 {
 		t.Errorf("missing config: exit %d, want 1 (%s)", code, errOut.String())
 	}
+	// Redis unreachable: an error, not a hang.
+	data, err := os.ReadFile(w.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(t.TempDir(), "dead.yaml")
+	yml := strings.Replace(string(data), w.cfg.Redis.Addr, "127.0.0.1:1", 1)
+	if err := os.WriteFile(dead, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"-c", dead, "history", "github:acme/app#1"}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), "connect") {
+		t.Errorf("Redis unreachable: exit %d, want 1 (%s)", code, errOut.String())
+	}
 }
 
 func TestRequeueReleaseCancel(t *testing.T) {

@@ -63,8 +63,10 @@ func TestStatusPageInChromium(t *testing.T) {
 	ctx := browser(t)
 	e := newEnv(t)
 	d := e.startDaemon(e.config("replica-a", "status: {token_env: E2E_STATUS_TOKEN}\n"))
-	n := e.sim.CreateIssue(repo, "Show me on the status page", "", "agent-smith")
-	e.waitState(n, 20*time.Second, lifecycle.Done)
+	// The pipeline holds "hold" tickets until the gate opens, so the page
+	// can be caught with the run in flight.
+	n := e.sim.CreateIssue(repo, "hold: show me on the status page", "", "agent-smith")
+	e.waitState(n, 20*time.Second, lifecycle.InProgress)
 	base := "http://" + d.Addr()
 	ticket := fmt.Sprintf("github:%s#%d", repo, n)
 
@@ -99,21 +101,23 @@ func TestStatusPageInChromium(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/status?access_token="+testStatusToken)); err != nil {
 		t.Fatalf("chromium: navigate: %v", err)
 	}
-	// Live: the page's script fills the tables from /status.json.
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`(() => { const t = document.body.innerText;
-		return t.includes(%q) && t.includes("done") && t.includes("replica-a") && !t.includes("updated never"); })()`, ticket),
-		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-		t.Fatalf("chromium: waiting for the ticket on the page: %v", err)
+	// Live: the page's script fills the tables from /status.json. First the
+	// run in flight, with its owner and heartbeat age.
+	waitPage := func(what, js string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatalf("chromium: waiting for %s: %v", what, err)
+		}
 	}
-	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	waitPage("the run in flight", fmt.Sprintf(`(() => { const t = document.querySelector("#runs").innerText;
+		return t.includes(%q) && t.includes("replica-a") && / s\b/.test(t); })()`, ticket))
+	runs, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#runs")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	attr, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#events a"), "href"))
-	if err != nil {
-		t.Fatal(err)
+	if !strings.Contains(runs, ticket+"\treplica-a\t1\t") {
+		t.Errorf("runs table lacks ticket, owner and attempt:\n%s", runs)
 	}
-	href := attr.Value
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 means PNG
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +127,21 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("status page screenshot: %s", shot)
+
+	// Then, without a reload, the transition to done.
+	e.openGate()
+	e.waitState(n, 20*time.Second, lifecycle.Done)
+	waitPage("the transition to done", fmt.Sprintf(`(() => { const t = document.querySelector("#events").innerText;
+		return t.includes(%q) && t.includes("succeeded") && document.querySelector("#runs").innerText.includes("nothing running"); })()`, ticket))
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#events a"), "href"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	href := attr.Value
 	for _, want := range []string{"served by replica-a", ticket, "in-progress", "done", "Live instances", "housekeeping\treplica-a"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("page text lacks %q:\n%s", want, text)
@@ -142,7 +161,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(simText, "Show me on the status page") {
+	if !strings.Contains(simText, "hold: show me on the status page") {
 		t.Errorf("ticket link did not lead to the ticket:\n%s", simText)
 	}
 }

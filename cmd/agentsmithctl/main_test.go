@@ -117,9 +117,12 @@ func (w *world) runTicket(n int) {
 	claims := lifecycle.NewClaimService(w.rdb, q, ps, lifecycle.ClaimConfig{Instance: "replica-a", Labels: w.labels, Observer: aw})
 	exec := lifecycle.NewExecutor(w.rdb, q, ps, lifecycle.ExecutorConfig{Instance: "replica-a", Labels: w.labels,
 		WorkDir: w.t.TempDir(), HeartbeatTTL: 5 * time.Second, HeartbeatRenew: time.Second, Observer: aw})
+	// As in the daemon, the audit writer stops after the executor, so the
+	// executor's last event (emitted after the tracker shows Done) is kept.
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = aw.Run(ctx) })
+	actx, stopAudit := context.WithCancel(context.Background())
+	var wg, awg sync.WaitGroup
+	awg.Go(func() { _ = aw.Run(actx) })
 	wg.Go(func() { _ = exec.Run(ctx) })
 	ref := ps["app"]
 	res, err := claims.Claim(ctx, refOf(ref.Name, n), lifecycle.SourcePoll, 0)
@@ -132,6 +135,8 @@ func (w *world) runTicket(n int) {
 	})
 	cancel()
 	wg.Wait()
+	stopAudit()
+	awg.Wait()
 }
 
 func TestStatusTicketsHistoryReport(t *testing.T) {

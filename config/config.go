@@ -52,6 +52,8 @@ const (
 	MinPollInterval        = time.Second
 	DefaultPipelineTimeout = 30 * time.Minute
 	DefaultMaxAttempts     = 3
+	DefaultAuditMaxLen     = 100_000 // = audit.DefaultMaxLen
+	MinAuditMaxLen         = 100     // below one stream node, MAXLEN ~ cannot trim
 )
 
 // Config is the whole daemon configuration. Zero values mean "default".
@@ -66,7 +68,30 @@ type Config struct {
 	Housekeeping Housekeeping  `yaml:"housekeeping"`
 	Poller       Poller        `yaml:"poller"`
 	Webhook      Webhook       `yaml:"webhook"`
+	Audit        Audit         `yaml:"audit"`
+	Status       Status        `yaml:"status"`
 	Projects     []Project     `yaml:"projects"`
+}
+
+// Audit configures the audit stream (keys.Audit()): every transition,
+// claim outcome and repair, capped at about MaxLen entries.
+type Audit struct {
+	// Enabled defaults to true; false stops this replica appending.
+	Enabled *bool `yaml:"enabled"`
+	MaxLen  int64 `yaml:"max_len"`
+}
+
+// On reports whether the replica appends to the audit stream.
+func (a Audit) On() bool { return a.Enabled == nil || *a.Enabled }
+
+// Status protects the read-only status page (/status, /status.json). With
+// no token the page is open to whoever reaches the listener; with one, a
+// request needs "Authorization: Bearer <token>" (shorthand keys token_env /
+// token_file).
+type Status struct {
+	Token Secret `yaml:"token"`
+
+	tokenEnv, tokenFile Secret
 }
 
 // Redis says where the shared state lives. An empty Addr starts an embedded
@@ -273,6 +298,7 @@ func (c *Config) applyDefaults(baseDir string) {
 	setDefault(&c.Poller.LeaseTTL, DefaultLeaseTTL)
 	setDefault(&c.Webhook.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&c.Webhook.DeliveryTTL, DefaultDeliveryTTL)
+	setDefault(&c.Audit.MaxLen, DefaultAuditMaxLen)
 	for i := range c.Projects {
 		p := &c.Projects[i]
 		if rules, ok := KnownPlatforms[p.Platform]; ok {

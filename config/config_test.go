@@ -75,6 +75,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Poller:  Poller{LeaseTTL: 15 * time.Second},
 		Webhook: Webhook{MaxBodyBytes: 1 << 20, DeliveryTTL: 24 * time.Hour},
+		Audit:   Audit{MaxLen: 100_000},
 	}
 	got := *c
 	got.Projects = nil

@@ -49,6 +49,16 @@ func (w *ProjectWebhook) shorthand(key string) *Secret {
 	return nil
 }
 
+func (s *Status) shorthand(key string) *Secret {
+	switch key {
+	case "token_env":
+		return &s.tokenEnv
+	case "token_file":
+		return &s.tokenFile
+	}
+	return nil
+}
+
 func (r *Redis) shorthand(key string) *Secret {
 	switch key {
 	case "password_env":
@@ -125,6 +135,11 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	switch {
+	case v.Kind() == reflect.Pointer:
+		// Optional scalars (*bool): present in the YAML means set.
+		p := reflect.New(v.Type().Elem())
+		d.value(n, p.Elem(), path)
+		v.Set(p)
 	case v.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			msg := "expected a mapping"

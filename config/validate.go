@@ -73,6 +73,12 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 		errs.add("webhook.max_body_bytes", "must be at least 1")
 	}
 	positive(errs, "webhook.delivery_ttl", c.Webhook.DeliveryTTL)
+	if c.Audit.MaxLen < MinAuditMaxLen {
+		errs.add("audit.max_len", fmt.Sprintf("must be at least %d", MinAuditMaxLen))
+	}
+	st := &c.Status
+	oneOf(&st.Token, "status.token", errs, st.Token, st.tokenEnv, st.tokenFile)
+	secret(&st.Token, "status.token")
 
 	if len(c.Projects) == 0 {
 		errs.add("projects", "at least one project is required")

@@ -12,7 +12,6 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -143,7 +142,7 @@ func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
 	}
 	// Order matters: the tickets were listed first, so any request pushed for
 	// them since is in this snapshot, or its push holds the claim lock.
-	queued, err := r.queuedTickets(ctx)
+	queued, err := lifecycle.QueuedTickets(ctx, r.queue)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
@@ -178,73 +177,10 @@ func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// queuedTickets returns the ticket keys with a request in the queue or in any
-// processing list.
-func (r *EnqueuedReconciler) queuedTickets(ctx context.Context) (map[string]bool, error) {
-	lists, err := r.queue.ProcessingKeys(ctx, keys.ProcessingPattern())
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool)
-	add := func(entries [][]byte) {
-		for _, e := range entries {
-			if req, err := lifecycle.DecodeRequest(e); err == nil {
-				out[req.Ref.Key()] = true
-			}
-		}
-	}
-	entries, err := r.queue.Entries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	add(entries)
-	for _, l := range lists {
-		entries, err := r.queue.ProcessingEntries(ctx, l)
-		if err != nil {
-			return nil, err
-		}
-		add(entries)
-	}
-	return out, nil
-}
-
 func (r *EnqueuedReconciler) repush(ctx context.Context, ref platforms.Ref) error {
-	p, ok := r.claims.Projects().Lookup(ref)
-	if !ok {
-		return nil
-	}
-	hb, err := r.rdb.Exists(ctx, keys.Heartbeat(ref.Key())).Result()
-	if err != nil {
-		return fmt.Errorf("read heartbeat: %w", err)
-	}
-	if hb == 1 {
-		return nil // a run owns it; the executor is between take and in-progress
-	}
-	labels := r.claims.Labels()
 	held, err := r.claims.WithLock(ctx, ref, lifecycle.SourceReconcile, func(ctx context.Context) error {
-		t, err := p.Tracker.Get(ctx, ref)
-		if err != nil {
-			return fmt.Errorf("re-push %s: read: %w", ref, err)
-		}
-		if labels.StateOf(t.Labels) != lifecycle.Enqueued || !t.Open {
-			return nil
-		}
-		attempt, err := lifecycle.LastAttempt(ctx, r.rdb, ref)
-		if err != nil {
-			return err
-		}
-		if err := r.cfg.Fence(ctx); err != nil {
-			return fmt.Errorf("re-push %s: %w", ref, err)
-		}
-		req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: lifecycle.SourceReconcile,
-			Attempt: max(attempt, 1), EnqueuedAt: r.cfg.Clock().UTC()}
-		if err := r.queue.Push(ctx, req.Encode()); err != nil {
-			return fmt.Errorf("re-push %s: %w", ref, err)
-		}
-		r.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Enqueued, To: lifecycle.Enqueued,
-			Outcome: "re-pushed", Attempt: req.Attempt, Owner: lifecycle.OwnerEnqueuedReconciler, Source: lifecycle.SourceReconcile,
-			RequestID: req.ID, Reason: "no queue entry and no in-flight owner"})
-		return nil
+		_, _, err := r.claims.RequeueLocked(ctx, ref, lifecycle.SourceReconcile, r.cfg.Fence)
+		return err
 	})
 	if err == nil && !held {
 		r.log.Debug("claim lock held; skipping orphan check", zap.String("ticketId", ref.ID))

@@ -129,3 +129,10 @@ type Locker interface {
 	// TryLock takes key for ttl. ok is false when someone else holds it.
 	TryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(), ok bool, err error)
 }
+
+// WebLinker is implemented by trackers that can name a ticket's page in the
+// platform's web UI from its ref alone, without an API call (status pages
+// link every ticket they show; reading each one would spend rate limit).
+type WebLinker interface {
+	WebURL(ref Ref) (string, error)
+}

@@ -149,6 +149,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("  tracker sandbox (watch the labels change): %s/", simURL)
 	say("  webhook receiver:                         http://%s/webhooks/{github,gitlab,azuredevops,jira}", d.Addr())
 	say("  metrics:                                  http://%s/metrics", d.Addr())
+	say("  status page (queue, runs, audit events):  http://%s/status", d.Addr())
 	say("")
 	type key struct {
 		repo string
@@ -218,7 +219,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("")
 	say("every ticket settled; other labels untouched.")
 	if *keep {
-		say("serving until Ctrl-C: %s/", simURL)
+		say("serving until Ctrl-C: %s/ and http://%s/status", simURL, d.Addr())
 		<-ctx.Done()
 	}
 	return 0

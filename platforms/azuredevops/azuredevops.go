@@ -364,3 +364,12 @@ func stringField(f map[string]any, name string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// WebURL is the work item's edit page (EditURL).
+func (t *Tracker) WebURL(ref platforms.Ref) (string, error) {
+	n, err := idForm.Resolve(ref, t.locator)
+	if err != nil {
+		return "", err
+	}
+	return EditURL(t.orgURL, t.project, n), nil
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	gh "github.com/google/go-github/v60/github"
@@ -294,4 +295,23 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
 	}
 	return err
+}
+
+// WebURL is the issue's page: https://github.com/{owner}/{repo}/issues/{n}
+// for api.github.com, {host}/{owner}/{repo}/issues/{n} for GitHub Enterprise
+// Server (API root {host}/api/v3/), and the API root itself as web root for
+// any other base URL (the sim).
+func (t *Tracker) WebURL(ref platforms.Ref) (string, error) {
+	n, err := idForm.Resolve(ref, t.repo)
+	if err != nil {
+		return "", err
+	}
+	u := *t.client.BaseURL
+	switch {
+	case u.Host == "api.github.com":
+		u.Host, u.Path = "github.com", "/"
+	case strings.HasSuffix(u.Path, "/api/v3/"):
+		u.Path = strings.TrimSuffix(u.Path, "api/v3/")
+	}
+	return u.String() + t.repo + "/issues/" + strconv.Itoa(n), nil
 }

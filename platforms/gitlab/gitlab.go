@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -282,4 +283,15 @@ func issueTicket(repo string, is *issue) *platforms.Ticket {
 		Open:   is.State == "opened",
 		Labels: labels,
 	}
+}
+
+// WebURL is the issue's page, {instance}/{group/project}/-/issues/{iid},
+// with the instance being the API root without "api/v4/".
+func (t *Tracker) WebURL(ref platforms.Ref) (string, error) {
+	n, err := idForm.Resolve(ref, t.repo)
+	if err != nil {
+		return "", err
+	}
+	root := strings.TrimSuffix(t.api.baseURL(), "api/v4/")
+	return root + t.repo + "/-/issues/" + strconv.Itoa(n), nil
 }

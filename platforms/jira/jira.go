@@ -492,3 +492,11 @@ func descriptionText(raw json.RawMessage) string {
 	}
 	return ADFToText(raw)
 }
+
+// WebURL is the page, {site}/browse/{KEY-n}.
+func (t *Tracker) WebURL(ref platforms.Ref) (string, error) {
+	if _, err := idForm.Resolve(ref, t.key); err != nil {
+		return "", err
+	}
+	return t.site + "browse/" + ref.ID, nil
+}

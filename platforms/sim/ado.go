@@ -89,6 +89,9 @@ func (s *Sim) adoRoutes(mux *http.ServeMux) {
 	s.adoRoute(mux, "POST", proj+"/wiql", true, s.adoQueryByWiql)
 	s.adoRoute(mux, "POST", proj+"/workItems/{id}/comments", true, s.adoAddComment)
 	mux.HandleFunc(adoPrefix, func(w http.ResponseWriter, r *http.Request) {
+		if s.redirectWeb(w, r) {
+			return
+		}
 		adoError(w, http.StatusNotFound, "NotFoundException",
 			fmt.Sprintf("The controller for path '%s' was not found or does not implement IController.", r.URL.Path))
 	})

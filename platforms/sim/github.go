@@ -45,7 +45,10 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 		func(w http.ResponseWriter, _ *http.Request, c *ghCall) {
 			writeJSON(w, http.StatusOK, s.ghUser(c.base, botLogin))
 		})
-	mux.HandleFunc("/github/", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/github/", func(w http.ResponseWriter, r *http.Request) {
+		if s.redirectWeb(w, r) {
+			return
+		}
 		writeGHError(w, http.StatusNotFound, "Not Found", docsREST)
 	})
 }

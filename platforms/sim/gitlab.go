@@ -65,7 +65,10 @@ func (s *Sim) gitlabRoutes(mux *http.ServeMux) {
 	s.glRoute(mux, "GET", issue+"/notes", s.glListNotes)
 	s.glRoute(mux, "POST", issue+"/notes", s.glCreateNote)
 	// Unknown API paths: Grape's catch-all answer.
-	mux.HandleFunc(glPrefix, func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(glPrefix, func(w http.ResponseWriter, r *http.Request) {
+		if s.redirectWeb(w, r) {
+			return
+		}
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": glNotFoundBody})
 	})
 }

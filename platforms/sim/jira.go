@@ -65,7 +65,10 @@ func (s *Sim) jiraRoutes(mux *http.ServeMux) {
 	s.jiraRoute(mux, "POST", issue+"/comment", s.jiraAddComment)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search", s.jiraSearch)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search/jql", s.jiraSearchJQL)
-	mux.HandleFunc("/jira/", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/jira/", func(w http.ResponseWriter, r *http.Request) {
+		if s.redirectWeb(w, r) {
+			return
+		}
 		jiraError(w, http.StatusNotFound, "null for uri: the trackersim's Jira dialect has no such endpoint")
 	})
 }

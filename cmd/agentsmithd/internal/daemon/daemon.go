@@ -18,7 +18,10 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/housekeeping"
+	"github.com/agentsmithd/agentsmithd/internal/projects"
+	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/health"
@@ -26,13 +29,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
-	"github.com/agentsmithd/agentsmithd/platforms"
-	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/jira"
 )
 
 // Daemon is one replica.
@@ -43,6 +40,7 @@ type Daemon struct {
 	projects lifecycle.Projects
 	observer lifecycle.Observers
 	metrics  *metrics.Metrics
+	audit    *audit.Writer // nil when audit.enabled is false
 	claims   *lifecycle.ClaimService
 	queue    *queue.Queue
 	presence *presence.Presence
@@ -93,20 +91,20 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.Observer != nil {
 		d.observer = append(d.observer, opts.Observer)
 	}
+	if cfg.Audit.On() {
+		d.audit = audit.NewWriter(rdb, audit.WriterConfig{MaxLen: cfg.Audit.MaxLen, Logger: log})
+		d.observer = append(d.observer, d.audit)
+	}
 	routes := map[string]*receiver.Route{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
 		hc := trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named(pc.Platform).Named("http"),
 			Writer: cfg.InstanceID, Observer: d.metrics.TrackerCalls(pc.Platform, pc.Name)})
-		tr, dec, locator, err := buildTracker(pc, rdb, hc, cfg.InstanceID, cfg.LabelPrefix, log)
+		tr, dec, locator, err := projects.Tracker(pc, rdb, hc, cfg.InstanceID, cfg.LabelPrefix, log)
 		if err != nil {
 			return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}
-		d.projects[pc.Name] = &lifecycle.Project{
-			Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel,
-			Pipeline: lifecycle.Pipeline{Command: pc.Pipeline.Command, Env: pc.Pipeline.Env,
-				Timeout: pc.Pipeline.Timeout, MaxAttempts: pc.Pipeline.MaxAttempts},
-		}
+		d.projects[pc.Name] = projects.Lifecycle(pc, tr)
 		r := routes[pc.Platform]
 		if r == nil {
 			r = &receiver.Route{Platform: pc.Platform, Decoder: dec}
@@ -129,41 +127,6 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID), Value: cfg.InstanceID,
 		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
 	return d, nil
-}
-
-func buildTracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, instance, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
-	switch pc.Platform {
-	case github.Platform:
-		tr, err := github.New(github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance, HTTPClient: hc})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, github.Webhooks{}, tr.Locator(), nil
-	case gitlab.Platform:
-		tr, err := gitlab.New(gitlab.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: instance, LabelPrefix: prefix, HTTPClient: hc})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, gitlab.Webhooks{}, tr.Locator(), nil
-	case azuredevops.Platform:
-		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: instance, HTTPClient: hc})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, azuredevops.Webhooks{}, tr.Locator(), nil
-	case jira.Platform:
-		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Token: pc.Token.Value(),
-			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: instance,
-			Locker: redislock.Locker{RDB: rdb}, HTTPClient: hc})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, jira.Webhooks{}, tr.Locator(), nil
-	}
-	return nil, nil, "", fmt.Errorf("platform %q is not supported", pc.Platform)
 }
 
 func (d *Daemon) labels() lifecycle.Labels { return lifecycle.Labels{Prefix: d.cfg.LabelPrefix} }
@@ -199,6 +162,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer stopPresence()
 	presDone := make(chan struct{})
 	go func() { defer close(presDone); _ = d.presence.Run(presCtx) }()
+	// The audit writer outlives the roles so the events of the shutdown
+	// itself (hand-backs) are flushed to the stream.
+	auditCtx, stopAudit := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAudit()
+	auditDone := make(chan struct{})
+	go func() {
+		defer close(auditDone)
+		if d.audit != nil {
+			_ = d.audit.Run(auditCtx)
+		}
+	}()
 
 	// Every replica serves /metrics, /healthz and /readyz on its listener;
 	// only receivers add the webhook routes.
@@ -212,6 +186,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	close(d.listened)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
+	status := statuspage.New(statuspage.Config{RDB: d.rdb, Projects: d.projects, Instance: cfg.InstanceID,
+		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log})
+	mux.Handle("GET /status", status)
+	mux.Handle("GET /status.json", status)
 	if cfg.HasRole(config.RoleReceiver) {
 		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
 			DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
@@ -295,6 +273,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		cancel()
 	}
 	wg.Wait()
+	stopAudit()
+	<-auditDone
 	// Presence goes last: its key must outlive every run this replica owns.
 	stopPresence()
 	<-presDone

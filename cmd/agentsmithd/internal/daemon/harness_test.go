@@ -27,7 +27,9 @@ import (
 const (
 	testToken  = "e2e-token-do-not-log"
 	testSecret = "e2e-webhook-secret-do-not-log"
-	repo       = "acme/app" // e2ecases.GitHub.Repo, for the GitHub-only tests
+	// testStatusToken guards the status page in the tests that set it.
+	testStatusToken = "e2e-status-token-do-not-log"
+	repo            = "acme/app" // e2ecases.GitHub.Repo, for the GitHub-only tests
 )
 
 var labels = lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
@@ -118,6 +120,8 @@ func lookupEnv(k string) (string, bool) {
 		return testToken, true
 	case "E2E_SECRET":
 		return testSecret, true
+	case "E2E_STATUS_TOKEN":
+		return testStatusToken, true
 	case "E2E_OLD_SECRET":
 		return "rotated-out-secret", true
 	}
@@ -144,7 +148,7 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 	e.t.Cleanup(func() {
 		for _, entry := range logs.All() {
 			line := entry.Message + " " + fmt.Sprint(entry.ContextMap())
-			for _, secret := range []string{testToken, testSecret} {
+			for _, secret := range []string{testToken, testSecret, testStatusToken} {
 				if strings.Contains(line, secret) {
 					e.t.Errorf("a secret reached the log: %q", line)
 				}

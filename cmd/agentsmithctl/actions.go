@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+)
+
+var timeZero time.Time
+
+// claims builds a claim service that records what it does in the audit
+// stream like a replica would; flush writes those events before exit.
+func (a *app) claims(ctx context.Context) (*lifecycle.ClaimService, *queue.Queue, func()) {
+	q := queue.New(a.rdb, keys.Queue())
+	var obs lifecycle.Observer
+	flush := func() {}
+	if a.cfg.Audit.On() {
+		w := audit.NewWriter(a.rdb, audit.WriterConfig{MaxLen: a.cfg.Audit.MaxLen})
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); _ = w.Run(wctx) }()
+		obs, flush = w, func() { cancel(); <-done }
+	}
+	return lifecycle.NewClaimService(a.rdb, q, a.projects, lifecycle.ClaimConfig{Instance: a.instance(),
+		LockTTL: a.cfg.ClaimLockTTL, Labels: a.labels(), Observer: obs}), q, flush
+}
+
+func requeueCmd(a *app) *cobra.Command {
+	var project string
+	cmd := &cobra.Command{
+		Use:   "requeue TICKET",
+		Short: "Push a new request for an Enqueued ticket that has none (under its claim lock)",
+		Long: `Does what the EnqueuedReconciler does for an orphaned Enqueued ticket, now: under the
+ticket's claim lock it checks that no request is queued or taken, that no run holds its
+heartbeat and that the tracker shows it Enqueued, then pushes a PipelineRequest that continues
+the ticket's attempt count. Otherwise it changes nothing and says why (exit 0).`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := a.load(); err != nil {
+				return err
+			}
+			ref, err := a.ticket(argv[0], project)
+			if err != nil {
+				return err
+			}
+			claims, q, flush := a.claims(cmd.Context())
+			res, err := ops.Requeue(cmd.Context(), claims, q, ref)
+			flush()
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) {
+				if res.Pushed != nil {
+					fmt.Fprintf(w, "requeued %s: request %s, attempt %d\n", res.Ticket, res.Pushed.ID, res.Pushed.Attempt)
+				} else {
+					fmt.Fprintf(w, "not requeued %s: %s\n", res.Ticket, res.Skipped)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&project, "project", "", "project of the ticket (default: inferred from the config)")
+	return cmd
+}
+
+func releaseCmd(a *app) *cobra.Command {
+	var project string
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "release TICKET --yes",
+		Short: "Delete a ticket's stuck claim lock and heartbeat",
+		Long: `Deletes the ticket's claim lock and heartbeat (each only if it still holds the value read).
+A live run whose heartbeat is deleted is fenced out: it stops its pipeline at its next renewal
+and writes nothing more, and the StaleJobDetector reverts and reclaims the ticket on its next
+fast cycle. Without --yes it only shows what it would delete (exit 2).`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := a.load(); err != nil {
+				return err
+			}
+			ref, err := a.ticket(argv[0], project)
+			if err != nil {
+				return err
+			}
+			lock, _ := a.rdb.Get(cmd.Context(), keys.ClaimLock(ref.Platform, ref.ID)).Result()
+			hb, _ := a.rdb.Get(cmd.Context(), keys.Heartbeat(ref.Key())).Result()
+			if lock == "" && hb == "" {
+				return notFound("%s holds no claim lock and no heartbeat", ref)
+			}
+			if !yes {
+				fmt.Fprintf(a.errOut, "would delete for %s: claim lock %q, heartbeat %q\n", ref, lock, hb)
+				return usageErr("release deletes locks: re-run with --yes")
+			}
+			res, err := ops.Release(cmd.Context(), a.rdb, ref)
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) {
+				fmt.Fprintf(w, "released %s: claim lock %q, heartbeat %q\n", res.Ticket, res.ClaimLock, res.Heartbeat)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&project, "project", "", "project of the ticket (default: inferred from the config)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "really delete")
+	return cmd
+}
+
+func cancelCmd(a *app) *cobra.Command {
+	var project, reason string
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "cancel TICKET",
+		Short: "Ask the fleet to stop a ticket's request or run and fail it",
+		Long: `Sets agentsmith:cancel:{platform}:{id} to "cancelled by agentsmithctl: <reason>" for --ttl.
+The consumer holding the ticket's run (or taking its request) reads the key, stops the pipeline
+and fails the ticket, quoting the reason; this command only asks and returns at once.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := a.load(); err != nil {
+				return err
+			}
+			ref, err := a.ticket(argv[0], project)
+			if err != nil {
+				return err
+			}
+			if err := ops.Cancel(cmd.Context(), a.rdb, ref, reason, ttl); err != nil {
+				return err
+			}
+			out := struct {
+				Ticket string `json:"ticket"`
+				Key    string `json:"key"`
+				Cause  string `json:"cause"`
+			}{ref.String(), keys.Cancel(ref.Key()), ops.CancelCause(reason)}
+			return a.emit(out, func(w io.Writer) {
+				fmt.Fprintf(w, "cancel requested for %s (%s = %q)\n", out.Ticket, out.Key, out.Cause)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&project, "project", "", "project of the ticket (default: inferred from the config)")
+	cmd.Flags().StringVar(&reason, "reason", "operator request", "why; quoted in the comment on the failed ticket")
+	cmd.Flags().DurationVar(&ttl, "ttl", ops.CancelTTL, "how long the request waits to be honoured")
+	return cmd
+}

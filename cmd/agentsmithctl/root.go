@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/projects"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitUsage    = 2
+	exitNotFound = 3
+)
+
+// exitError carries an exit code other than 1.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &codedError{exitUsage, fmt.Errorf(format, a...)}
+}
+
+func notFound(format string, a ...any) error {
+	return &codedError{exitNotFound, fmt.Errorf(format, a...)}
+}
+
+// app is what every command shares: the loaded config and clients, built on
+// first use so `completion` and `help` need no config.
+type app struct {
+	cfgPath string
+	output  string
+	out     io.Writer
+	errOut  io.Writer
+	clock   func() time.Time
+
+	cfg      *config.Config
+	rdb      redis.UniversalClient
+	projects lifecycle.Projects
+}
+
+func (a *app) load() error {
+	if a.cfg != nil {
+		return nil
+	}
+	if a.output != "table" && a.output != "json" {
+		return usageErr("-o %q: want table or json", a.output)
+	}
+	if a.cfgPath == "" {
+		return usageErr("-c/--config is required (the daemon's config file), or set AGENTSMITH_CONFIG")
+	}
+	cfg, err := config.Load(a.cfgPath)
+	if err != nil {
+		return err
+	}
+	if cfg.Redis.Addr == "" {
+		return fmt.Errorf("config: redis.addr is empty (an embedded Redis lives only inside its daemon)")
+	}
+	a.cfg = cfg
+	a.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, Password: cfg.Redis.Password.Value(), DB: cfg.Redis.DB,
+		DialTimeout: 3 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	a.projects = lifecycle.Projects{}
+	for i := range cfg.Projects {
+		pc := &cfg.Projects[i]
+		tr, _, _, err := projects.Tracker(pc, a.rdb, nil, a.instance(), cfg.LabelPrefix, zap.NewNop())
+		if err != nil {
+			return fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
+		}
+		a.projects[pc.Name] = projects.Lifecycle(pc, tr)
+	}
+	return nil
+}
+
+// instance names this CLI in lock values and audit entries.
+func (a *app) instance() string {
+	host, _ := os.Hostname()
+	return "agentsmithctl@" + host
+}
+
+func (a *app) labels() lifecycle.Labels { return lifecycle.Labels{Prefix: a.cfg.LabelPrefix} }
+
+func (a *app) close() {
+	if a.rdb != nil {
+		_ = a.rdb.Close()
+	}
+}
+
+// project returns the named project, or the only one configured.
+func (a *app) project(name string) (*lifecycle.Project, error) {
+	if name == "" {
+		if len(a.projects) == 1 {
+			for _, p := range a.projects {
+				return p, nil
+			}
+		}
+		return nil, usageErr("--project is required: the config has %d projects", len(a.projects))
+	}
+	p, ok := a.projects[name]
+	if !ok {
+		return nil, notFound("project %q is not in %s", name, a.cfgPath)
+	}
+	return p, nil
+}
+
+// ticket parses "platform:id" (github:acme/app#12, jira:PROJ-7) and binds it
+// to --project, or to the configured project of that platform whose
+// repository the id names.
+func (a *app) ticket(arg, project string) (platforms.Ref, error) {
+	platform, id, ok := strings.Cut(arg, ":")
+	if !ok || platform == "" || id == "" {
+		return platforms.Ref{}, usageErr("ticket %q: want platform:id, such as github:acme/app#12 or jira:PROJ-7", arg)
+	}
+	ref := platforms.Ref{Platform: platform, ID: id}
+	if project != "" {
+		p, err := a.project(project)
+		if err != nil {
+			return ref, err
+		}
+		if p.Platform != platform {
+			return ref, usageErr("ticket %s is on %s, project %s on %s", arg, platform, p.Name, p.Platform)
+		}
+		ref.Project = p.Name
+		return ref, nil
+	}
+	for i := range a.cfg.Projects {
+		pc := &a.cfg.Projects[i]
+		if pc.Platform == platform && belongs(id, pc.Repo) {
+			ref.Project = pc.Name
+			return ref, nil
+		}
+	}
+	return ref, notFound("ticket %s: no configured %s project has repository %q (use --project)", arg, platform, locatorOf(id))
+}
+
+// belongs reports whether id is "<repo><sep><number>" with sep '#' or '-'
+// (Jira keys), comparing the repository case-insensitively as the
+// platforms do.
+func belongs(id, repo string) bool {
+	loc := locatorOf(id)
+	return loc != "" && strings.EqualFold(loc, repo)
+}
+
+func locatorOf(id string) string {
+	i := strings.LastIndexAny(id, "#-")
+	if i <= 0 || strings.Trim(id[i+1:], "0123456789") != "" || i == len(id)-1 {
+		return ""
+	}
+	return id[:i]
+}
+
+func newRoot(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentsmithctl",
+		Short: "Operate an agentsmithd fleet: status, tickets, history, requeue, release, cancel, reports",
+		Long: `agentsmithctl reads the daemon's config file (-c) to reach its Redis and trackers.
+
+Tickets are written platform:id, e.g. github:acme/app#12, gitlab:group/app#3,
+azuredevops:org/project#1234, jira:PROJ-7; the project is inferred from the
+config unless --project is given.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 not found.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(a.out)
+	root.SetErr(a.errOut)
+	root.PersistentFlags().StringVarP(&a.cfgPath, "config", "c", os.Getenv("AGENTSMITH_CONFIG"), "the daemon's config file (default $AGENTSMITH_CONFIG)")
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{exitUsage, err} })
+	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), eventsCmd(a), requeueCmd(a), releaseCmd(a),
+		cancelCmd(a), reportCmd(a))
+	return root
+}
+
+// args wraps a cobra argument check so its failure is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return &codedError{exitUsage, err}
+		}
+		return nil
+	}
+}
+
+// run executes one command line and returns its exit code.
+func run(ctx context.Context, argv []string, out, errOut io.Writer) int {
+	a := &app{out: out, errOut: errOut, clock: time.Now}
+	defer a.close()
+	root := newRoot(a)
+	root.SetArgs(argv)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(errOut, "agentsmithctl:", err)
+	var ce *codedError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.Is(err, platforms.ErrNotFound):
+		return exitNotFound
+	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "unknown flag"):
+		return exitUsage
+	}
+	return exitError
+}

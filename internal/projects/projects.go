@@ -1,0 +1,73 @@
+// Package projects turns configured projects into trackers and lifecycle
+// projects. The daemon and agentsmithctl both build them here, so the CLI
+// talks to a tracker exactly as the daemon does.
+package projects
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
+	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
+	"github.com/agentsmithd/agentsmithd/platforms/jira"
+)
+
+// Tracker builds the tracker of one configured project with the platform's
+// webhook decoder and the project's locator on the platform (what webhook
+// payloads name it by). It makes no network call. log may be nil.
+// hc, when not nil, is the HTTP client every tracker request goes through
+// (the daemon's instrumented one); nil builds the platform's default.
+func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, instance, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	switch pc.Platform {
+	case github.Platform:
+		tr, err := github.New(github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
+			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance, HTTPClient: hc})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return tr, github.Webhooks{}, tr.Locator(), nil
+	case gitlab.Platform:
+		tr, err := gitlab.New(gitlab.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
+			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: instance, LabelPrefix: prefix, HTTPClient: hc})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return tr, gitlab.Webhooks{}, tr.Locator(), nil
+	case azuredevops.Platform:
+		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
+			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: instance, HTTPClient: hc})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return tr, azuredevops.Webhooks{}, tr.Locator(), nil
+	case jira.Platform:
+		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Token: pc.Token.Value(),
+			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: instance,
+			Locker: redislock.Locker{RDB: rdb}, HTTPClient: hc})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return tr, jira.Webhooks{}, tr.Locator(), nil
+	}
+	return nil, nil, "", fmt.Errorf("platform %q is not supported", pc.Platform)
+}
+
+// Lifecycle is the lifecycle's view of pc, served by tr.
+func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
+	return &lifecycle.Project{
+		Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel,
+		Pipeline: lifecycle.Pipeline{Command: pc.Pipeline.Command, Env: pc.Pipeline.Env,
+			Timeout: pc.Pipeline.Timeout, MaxAttempts: pc.Pipeline.MaxAttempts},
+	}
+}

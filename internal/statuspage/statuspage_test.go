@@ -1,0 +1,88 @@
+package statuspage
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+func get(t *testing.T, h http.Handler, target, auth string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestTokenAndDocument(t *testing.T) {
+	r := redistest.Start(t)
+	rdb := r.Client(t)
+	ctx := t.Context()
+	rdb.Set(ctx, keys.Instance("replica-b"), "replica-b", time.Minute)
+	rdb.Set(ctx, keys.Leader("housekeeping"), "replica-b/term", time.Minute)
+	req := lifecycle.PipelineRequest{ID: "r1", Ref: refFor("acme/app#4"), Attempt: 1, EnqueuedAt: time.Now().Add(-90 * time.Second)}
+	rdb.RPush(ctx, keys.Queue(), req.Encode())
+	rdb.ZAdd(ctx, keys.Delayed(), redisZ("x"))
+
+	h := New(Config{RDB: rdb, Instance: "replica-a", Token: "s3cret"})
+	for _, c := range []struct {
+		target, auth string
+		code         int
+	}{
+		{"/status", "", 401}, {"/status.json", "", 401}, {"/status.json", "Bearer wrong", 401},
+		{"/status.json?access_token=wrong", "", 401}, {"/status.json", "Basic s3cret", 401},
+		{"/status", "Bearer s3cret", 200}, {"/status?access_token=s3cret", "", 200}, {"/status.json", "Bearer s3cret", 200},
+	} {
+		rec := get(t, h, c.target, c.auth)
+		if rec.Code != c.code {
+			t.Errorf("GET %s (%q) = %d, want %d", c.target, c.auth, rec.Code, c.code)
+		}
+		if rec.Code == 401 && (rec.Header().Get("WWW-Authenticate") == "" || strings.Contains(rec.Body.String(), "s3cret")) {
+			t.Errorf("401 for %s: header %q body %q", c.target, rec.Header().Get("WWW-Authenticate"), rec.Body.String())
+		}
+	}
+	page := get(t, h, "/status", "Bearer s3cret")
+	if !strings.Contains(page.Header().Get("Content-Security-Policy"), "default-src 'none'") ||
+		!strings.Contains(page.Body.String(), "status.json") || strings.Contains(page.Body.String(), "http://") {
+		t.Errorf("page: CSP %q; it must poll status.json and load nothing from elsewhere", page.Header().Get("Content-Security-Policy"))
+	}
+	var st Status
+	if err := json.Unmarshal(get(t, h, "/status.json", "Bearer s3cret").Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.ServedBy != "replica-a" || st.Queue.Depth != 1 || st.Queue.Delayed != 1 || st.Queue.OldestAgeMS < 89_000 ||
+		st.Queue.Oldest != "github:acme/app#4" || len(st.Instances) != 1 || st.Instances[0].ID != "replica-b" {
+		t.Errorf("status = %+v", st)
+	}
+	if st.Leases[1].Role != "housekeeping" || st.Leases[1].Holder != "replica-b" || st.Leases[0].Holder != "" {
+		t.Errorf("leases = %+v", st.Leases)
+	}
+
+	open := New(Config{RDB: rdb})
+	if rec := get(t, open, "/status.json", ""); rec.Code != 200 {
+		t.Errorf("without a token configured: %d", rec.Code)
+	}
+	r.Kill()
+	if rec := get(t, open, "/status.json", ""); rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("Redis down: %d, want 503", rec.Code)
+	}
+}
+
+func refFor(id string) platforms.Ref {
+	return platforms.Ref{Platform: "github", Project: "app", ID: id}
+}
+
+func redisZ(member string) redis.Z { return redis.Z{Score: 1, Member: member} }

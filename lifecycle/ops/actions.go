@@ -1,0 +1,124 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// ErrBusy means someone else holds the ticket's claim lock right now.
+var ErrBusy = errors.New("claim lock held by someone else")
+
+// RequeueResult says what Requeue did.
+type RequeueResult struct {
+	Ticket  string                     `json:"ticket"`
+	Pushed  *lifecycle.PipelineRequest `json:"pushed,omitempty"`
+	Skipped string                     `json:"skipped,omitempty"`
+}
+
+// Requeue pushes a PipelineRequest for an Enqueued ticket that has none,
+// under the ticket's claim lock, exactly as the EnqueuedReconciler would but
+// without waiting for its grace. A ticket already queued, running, or not
+// Enqueued is left alone and the reason returned in Skipped.
+func Requeue(ctx context.Context, claims *lifecycle.ClaimService, q *queue.Queue, ref platforms.Ref) (RequeueResult, error) {
+	res := RequeueResult{Ticket: ref.String()}
+	held, err := claims.WithLock(ctx, ref, lifecycle.SourceOperator, func(ctx context.Context) error {
+		queued, err := lifecycle.QueuedTickets(ctx, q)
+		if err != nil {
+			return err
+		}
+		if queued[ref.Key()] {
+			res.Skipped = "already queued"
+			return nil
+		}
+		res.Pushed, res.Skipped, err = claims.RequeueLocked(ctx, ref, lifecycle.SourceOperator, nil)
+		return err
+	})
+	if err == nil && !held {
+		err = fmt.Errorf("requeue %s: %w", ref, ErrBusy)
+	}
+	return res, err
+}
+
+// ReleaseResult names what Release deleted.
+type ReleaseResult struct {
+	Ticket string `json:"ticket"`
+	// ClaimLock and Heartbeat are the values deleted ("" when absent).
+	ClaimLock string `json:"claim_lock,omitempty"`
+	Heartbeat string `json:"heartbeat,omitempty"`
+}
+
+// Release deletes a ticket's claim lock and heartbeat, for a lock left
+// behind by something that will not release it. Deleting a live run's
+// heartbeat fences that run out (its next renewal fails and it kills its
+// pipeline) and the StaleJobDetector reverts and reclaims the ticket on its
+// next fast cycle. Each key is deleted only if it still holds the value
+// read, so a lock taken in between is not freed.
+func Release(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) (ReleaseResult, error) {
+	res := ReleaseResult{Ticket: ref.String()}
+	for _, k := range []struct {
+		key string
+		dst *string
+	}{{keys.ClaimLock(ref.Platform, ref.ID), &res.ClaimLock}, {keys.Heartbeat(ref.Key()), &res.Heartbeat}} {
+		v, _, err := redislock.Holder(ctx, rdb, k.key)
+		if err != nil {
+			return res, fmt.Errorf("release %s: %w", ref, err)
+		}
+		if v == "" {
+			continue
+		}
+		n, err := delIfScript.Run(ctx, rdb, []string{k.key}, v).Int()
+		if err != nil {
+			return res, fmt.Errorf("release %s: %w", ref, err)
+		}
+		if n == 1 {
+			*k.dst = v
+		}
+	}
+	return res, nil
+}
+
+// delIfScript deletes a key only if it holds the value given.
+//
+//	KEYS[1] the key
+//	ARGV[1] the value read before
+//
+// Returns 1 when deleted.
+var delIfScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// CancelTTL is how long a cancellation request waits to be honoured: longer
+// than any queue wait worth cancelling, short enough that a request for a
+// ticket nobody runs any more does not linger.
+const CancelTTL = time.Hour
+
+// CancelCause is the value agentsmithctl writes for an operator's reason;
+// the executor quotes it in the comment on the Failed ticket.
+func CancelCause(reason string) string { return "cancelled by agentsmithctl: " + reason }
+
+// Cancel asks whoever owns the ticket's request or run to stop it: it sets
+// keys.Cancel(ticket) to CancelCause(reason) for ttl (CancelTTL when ≤ 0).
+// The consumer that holds the run (or takes the request) reads the key,
+// stops the pipeline and fails the ticket; this call only asks.
+func Cancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, reason string, ttl time.Duration) error {
+	if ttl <= 0 {
+		ttl = CancelTTL
+	}
+	if err := rdb.Set(ctx, keys.Cancel(ref.Key()), CancelCause(reason), ttl).Err(); err != nil {
+		return fmt.Errorf("cancel %s: %w", ref, err)
+	}
+	return nil
+}

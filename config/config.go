@@ -69,15 +69,51 @@ type Config struct {
 	Projects     []Project     `yaml:"projects"`
 }
 
-// Redis says where the shared state lives. An empty Addr starts an embedded
+// Redis says where the shared state lives and how to reach it (see
+// redis.go for the modes). An empty address list starts an embedded
 // in-process Redis, fit only for single-replica demos.
 type Redis struct {
+	// Mode is standalone (default), sentinel or cluster.
+	Mode string `yaml:"mode"`
+	// Addr is one address, kept for configs written before Addrs; Parse
+	// copies it into Addrs. Set only one of the two.
 	Addr string `yaml:"addr"`
+	// Addrs are the server (standalone), the sentinels (sentinel) or seed
+	// nodes (cluster), each host:port.
+	Addrs []string `yaml:"addrs"`
+	// MasterName is the sentinel-monitored master (sentinel mode only).
+	MasterName string `yaml:"master_name"`
+	// Username is the ACL user; empty means "default".
+	Username string `yaml:"username"`
 	// Password is optional; shorthand keys password_env / password_file.
 	Password Secret `yaml:"password"`
-	DB       int    `yaml:"db"`
+	// SentinelPassword authenticates to the sentinels themselves (their
+	// requirepass), which may differ from the data nodes'; shorthand keys
+	// sentinel_password_env / sentinel_password_file.
+	SentinelPassword Secret `yaml:"sentinel_password"`
+	// DB is the database number; cluster mode has only 0.
+	DB  int      `yaml:"db"`
+	TLS RedisTLS `yaml:"tls"`
 
-	passwordEnv, passwordFile Secret
+	passwordEnv, passwordFile                 Secret
+	sentinelPasswordEnv, sentinelPasswordFile Secret
+}
+
+// RedisTLS turns on TLS to every Redis node (and sentinel). Relative file
+// paths are taken relative to the config file.
+type RedisTLS struct {
+	Enabled bool `yaml:"enabled"`
+	// CAFile verifies the servers; empty means the system roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a client certificate, for servers with
+	// tls-auth-clients yes; set both or neither.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName overrides the name checked against the certificates
+	// (default: each node's host).
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify accepts any server certificate: tests only.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 }
 
 // Consumer tunes pipeline execution on this replica.
@@ -239,6 +275,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string) (
 }
 
 func (c *Config) applyDefaults(baseDir string) {
+	setDefault(&c.Redis.Mode, RedisStandalone)
 	setDefault(&c.Listen, DefaultListen)
 	setDefault(&c.LabelPrefix, DefaultLabelPrefix)
 	if c.InstanceID == "" {

@@ -55,6 +55,10 @@ func (r *Redis) shorthand(key string) *Secret {
 		return &r.passwordEnv
 	case "password_file":
 		return &r.passwordFile
+	case "sentinel_password_env":
+		return &r.sentinelPasswordEnv
+	case "sentinel_password_file":
+		return &r.sentinelPasswordFile
 	}
 	return nil
 }

@@ -24,12 +24,9 @@ var (
 func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), baseDir string) {
 	secret := func(s *Secret, path string) { s.resolve(path, lookupEnv, baseDir, errs) }
 
-	r := &c.Redis
-	if r.DB < 0 {
-		errs.add("redis.db", "must not be negative")
-	}
-	oneOf(&r.Password, "redis.password", errs, r.Password, r.passwordEnv, r.passwordFile)
-	secret(&r.Password, "redis.password")
+	c.Redis.validate(errs, baseDir)
+	secret(&c.Redis.Password, "redis.password")
+	secret(&c.Redis.SentinelPassword, "redis.sentinel_password")
 
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs.add("listen", `expected host:port such as ":8080"`)

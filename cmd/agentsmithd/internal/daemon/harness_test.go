@@ -27,7 +27,10 @@ import (
 const (
 	testToken  = "e2e-token-do-not-log"
 	testSecret = "e2e-webhook-secret-do-not-log"
-	repo       = "acme/app" // e2ecases.GitHub.Repo, for the GitHub-only tests
+	// Redis credentials of the Redis-mode tests.
+	testRedisPassword    = "e2e-redis-password-do-not-log"
+	testSentinelPassword = "e2e-sentinel-password-do-not-log"
+	repo                 = "acme/app" // e2ecases.GitHub.Repo, for the GitHub-only tests
 )
 
 var labels = lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
@@ -54,6 +57,9 @@ type env struct {
 	dir    string
 	runLog string
 	gate   string
+	// redisYAML, when set, replaces the config's redis block (another
+	// Redis mode); the default is {addr: <redis>}.
+	redisYAML string
 }
 
 // newEnv is a GitHub world.
@@ -101,15 +107,19 @@ func (e *env) configYAML(instance string, extra string, cases ...e2ecases.Case) 
       max_attempts: 3
 `, name, pc.Project(e.simURL, "E2E_TOKEN", "    "), pipelineScript, e.runLog, e.gate)
 	}
+	redisYAML := e.redisYAML
+	if redisYAML == "" {
+		redisYAML = fmt.Sprintf("{addr: %q}", e.redis.Addr())
+	}
 	return fmt.Sprintf(`
 listen: 127.0.0.1:0
 instance_id: %s
-redis: {addr: %q}
+redis: %s
 consumer: {concurrency: 2, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, work_dir: %q}
 housekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s}
 poller: {lease_ttl: 2s}
 projects:
-%s%s`, instance, e.redis.Addr(), filepath.Join(e.dir, "work"), projects.String(), extra)
+%s%s`, instance, redisYAML, filepath.Join(e.dir, "work"), projects.String(), extra)
 }
 
 func lookupEnv(k string) (string, bool) {
@@ -120,6 +130,10 @@ func lookupEnv(k string) (string, bool) {
 		return testSecret, true
 	case "E2E_OLD_SECRET":
 		return "rotated-out-secret", true
+	case "E2E_REDIS_PASSWORD":
+		return testRedisPassword, true
+	case "E2E_SENTINEL_PASSWORD":
+		return testSentinelPassword, true
 	}
 	return "", false
 }
@@ -144,7 +158,7 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 	e.t.Cleanup(func() {
 		for _, entry := range logs.All() {
 			line := entry.Message + " " + fmt.Sprint(entry.ContextMap())
-			for _, secret := range []string{testToken, testSecret} {
+			for _, secret := range []string{testToken, testSecret, testRedisPassword, testSentinelPassword} {
 				if strings.Contains(line, secret) {
 					e.t.Errorf("a secret reached the log: %q", line)
 				}

@@ -162,6 +162,10 @@ type Project struct {
 	Pipeline     Pipeline       `yaml:"pipeline"`
 	// Jira holds what only Jira projects need.
 	Jira Jira `yaml:"jira"`
+	// Reactions adds an "eyes" reaction to every ticket this replica
+	// claims, so people see it was picked up. Opt-in: it costs one tracker
+	// API call per claim. GitHub and GitLab only.
+	Reactions bool `yaml:"reactions"`
 
 	tokenEnv, tokenFile Secret
 }
@@ -206,13 +210,15 @@ type PlatformRules struct {
 	// CheckRepo validates the repo field; nil accepts any non-empty value.
 	// Its error text is shown to the operator after "repo: ".
 	CheckRepo func(repo string) error
+	// Reactions: the platform has issue reactions (projects[].reactions).
+	Reactions bool
 }
 
 // KnownPlatforms lists the platforms a project may name. Platform packages
 // add their entry (in this package, one file per platform).
 var KnownPlatforms = map[string]PlatformRules{
-	"github":      {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo},
-	"gitlab":      {DefaultBaseURL: "https://gitlab.com/api/v4/", CheckRepo: checkGitLabProject},
+	"github":      {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo, Reactions: true},
+	"gitlab":      {DefaultBaseURL: "https://gitlab.com/api/v4/", CheckRepo: checkGitLabProject, Reactions: true},
 	"jira":        {CheckRepo: checkJiraProjectKey}, // no default: every Jira site has its own URL
 	"azuredevops": {DefaultBaseURL: "https://dev.azure.com/", CheckRepo: checkAzureDevOpsRepo},
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -84,5 +85,19 @@ func TestRedisTLSFilesRelativeToConfig(t *testing.T) {
 	}
 	if c.Redis.TLS.CAFile != filepath.Join(dir, "ca.pem") || c.Redis.TLS.KeyFile != filepath.Join(dir, "k.pem") {
 		t.Errorf("tls: %+v", c.Redis.TLS)
+	}
+}
+
+func TestReactionsOnlyWherePlatformsHaveThem(t *testing.T) {
+	vars := map[string]string{"T": "t"}
+	c := mustParse(t, oneProject+"    token_env: T\n    reactions: true\n", vars)
+	if !c.Projects[0].Reactions {
+		t.Error("reactions: true not read")
+	}
+	jira := strings.Replace(oneProject, "platform: github", "platform: jira", 1)
+	jira = strings.Replace(jira, "repo: o/r", "repo: PROJ\n    base_url: https://jira.example/\n    jira: {email: a@b.c}", 1)
+	got := parseErrs(t, jira+"    token_env: T\n    reactions: true\n", vars)
+	if !slices.Contains(got, "projects[0].reactions: only for platforms with issue reactions (github, gitlab)") {
+		t.Errorf("jira with reactions: %q", got)
 	}
 }

@@ -110,6 +110,9 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		} else if msg := checkBaseURL(p.BaseURL); msg != "" {
 			errs.add(path+".base_url", msg)
 		}
+		if p.Reactions && !rules.Reactions {
+			errs.add(path+".reactions", "only for platforms with issue reactions (github, gitlab)")
+		}
 		if p.Repo == "" {
 			errs.add(path+".repo", "required")
 		} else if rules.CheckRepo != nil {

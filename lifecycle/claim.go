@@ -232,7 +232,27 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 	res.Outcome, res.State, res.Request = Claimed, Enqueued.String(), &req
 	c.Emit(Event{Kind: EventTransition, Ref: ref, From: Pending, To: Enqueued, Outcome: string(Claimed),
 		Attempt: req.Attempt, Owner: OwnerClaimService, Source: source, RequestID: req.ID})
+	c.react(ctx, p, ref)
 	return res, nil
+}
+
+// reactTimeout bounds the best-effort reaction so a slow tracker delays a
+// claim's answer by little.
+const reactTimeout = 5 * time.Second
+
+// react marks a claimed ticket with platforms.ReactionEyes where the
+// project asks for it. Best effort, after the request is queued: a failure
+// is logged and never fails the claim (the label already says Enqueued).
+func (c *ClaimService) react(ctx context.Context, p *Project, ref platforms.Ref) {
+	r, ok := p.Tracker.(platforms.Reactor)
+	if !p.React || !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, reactTimeout)
+	defer cancel()
+	if err := r.React(ctx, ref, platforms.ReactionEyes); err != nil {
+		c.log.Warn("reaction on claimed ticket failed (the claim stands)", zap.String("ticket", ref.String()), zap.Error(err))
+	}
 }
 
 // Emit reports ev through the claim service's logger and observer, stamped

@@ -129,3 +129,16 @@ type Locker interface {
 	// TryLock takes key for ttl. ok is false when someone else holds it.
 	TryLock(ctx context.Context, key string, ttl time.Duration) (unlock func(), ok bool, err error)
 }
+
+// ReactionEyes is the reaction a claim adds: "eyes" on GitHub and GitLab
+// alike, the conventional "someone is looking at this".
+const ReactionEyes = "eyes"
+
+// Reactor is implemented by trackers that can put a reaction (emoji) on a
+// ticket. It is optional: the claim service reacts only where a project
+// asks for it and its tracker has reactions.
+type Reactor interface {
+	// React adds the bot's reaction name to the ticket. Reacting again with
+	// the same name is not an error.
+	React(ctx context.Context, ref Ref, name string) error
+}

@@ -56,7 +56,10 @@ type Tracker struct {
 	log         *zap.Logger
 }
 
-var _ platforms.Tracker = (*Tracker)(nil)
+var (
+	_ platforms.Tracker = (*Tracker)(nil)
+	_ platforms.Reactor = (*Tracker)(nil)
+)
 
 // New validates opts and builds a Tracker. It makes no network call.
 func New(opts Options) (*Tracker, error) {
@@ -220,6 +223,20 @@ func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) e
 	}
 	if _, _, err := t.client.Issues.CreateComment(ctx, t.owner, t.name, n, &gh.IssueComment{Body: &body}); err != nil {
 		return fmt.Errorf("github: comment on %s: %w", ref.ID, classify(err))
+	}
+	return nil
+}
+
+// React adds the reaction name (a GitHub reaction content such as "eyes")
+// to the issue: POST /repos/{o}/{r}/issues/{n}/reactions, which answers 200
+// instead of 201 when the bot already reacted so.
+func (t *Tracker) React(ctx context.Context, ref platforms.Ref, name string) error {
+	n, err := t.number(ref)
+	if err != nil {
+		return err
+	}
+	if _, _, err := t.client.Reactions.CreateIssueReaction(ctx, t.owner, t.name, n, name); err != nil {
+		return fmt.Errorf("github: react %s on %s: %w", name, ref.ID, classify(err))
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}
 		d.projects[pc.Name] = &lifecycle.Project{
-			Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel,
+			Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel, React: pc.Reactions,
 			Pipeline: lifecycle.Pipeline{Command: pc.Pipeline.Command, Env: pc.Pipeline.Env,
 				Timeout: pc.Pipeline.Timeout, MaxAttempts: pc.Pipeline.MaxAttempts},
 		}

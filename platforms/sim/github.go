@@ -46,6 +46,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 		func(w http.ResponseWriter, _ *http.Request, c *ghCall) {
 			writeJSON(w, http.StatusOK, s.ghUser(c.base, botLogin))
 		})
+	s.githubAppRoutes(mux)
 	mux.HandleFunc("/github/", func(w http.ResponseWriter, _ *http.Request) {
 		writeGHError(w, http.StatusNotFound, "Not Found", docsREST)
 	})

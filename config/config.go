@@ -155,7 +155,10 @@ type Project struct {
 	BaseURL  string `yaml:"base_url"`
 	Repo     string `yaml:"repo"`
 	// Token authenticates to the tracker; shorthand keys token_env / token_file.
-	Token        Secret         `yaml:"token"`
+	Token Secret `yaml:"token"`
+	// GitHubApp authenticates a github project as an App installation
+	// instead of with Token.
+	GitHubApp    GitHubApp      `yaml:"github_app"`
 	TriggerLabel string         `yaml:"trigger_label"`
 	Webhook      ProjectWebhook `yaml:"webhook"`
 	Polling      Polling        `yaml:"polling"`
@@ -168,6 +171,23 @@ type Project struct {
 	Reactions bool `yaml:"reactions"`
 
 	tokenEnv, tokenFile Secret
+}
+
+// GitHubApp is a GitHub App installation: the daemon signs a JWT with the
+// app's private key and trades it for hour-long installation tokens, so no
+// long-lived token exists. Shorthand keys private_key_env /
+// private_key_file.
+type GitHubApp struct {
+	AppID          int64  `yaml:"app_id"`
+	InstallationID int64  `yaml:"installation_id"`
+	PrivateKey     Secret `yaml:"private_key"`
+
+	privateKeyEnv, privateKeyFile Secret
+}
+
+// IsSet reports whether the project configures an app.
+func (a *GitHubApp) IsSet() bool {
+	return a.AppID != 0 || a.InstallationID != 0 || a.PrivateKey.IsSet() || a.privateKeyEnv.IsSet() || a.privateKeyFile.IsSet()
 }
 
 // Jira says which Jira a project talks to. Cloud authenticates with an

@@ -49,6 +49,16 @@ func (w *ProjectWebhook) shorthand(key string) *Secret {
 	return nil
 }
 
+func (a *GitHubApp) shorthand(key string) *Secret {
+	switch key {
+	case "private_key_env":
+		return &a.privateKeyEnv
+	case "private_key_file":
+		return &a.privateKeyFile
+	}
+	return nil
+}
+
 func (r *Redis) shorthand(key string) *Secret {
 	switch key {
 	case "password_env":

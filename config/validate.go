@@ -82,6 +82,10 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 			errs.add(path+".name", fmt.Sprintf("duplicate of projects[%d]", j))
 		}
 		secret(&p.Token, path+".token")
+		if p.GitHubApp.PrivateKey.IsSet() {
+			secret(&p.GitHubApp.PrivateKey, path+".github_app.private_key")
+			checkRSAKey(errs, path+".github_app.private_key", p.GitHubApp.PrivateKey)
+		}
 		for k := range p.Webhook.Secrets {
 			secret(&p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
 		}
@@ -123,7 +127,15 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	}
 
 	oneOf(&p.Token, path+".token", errs, p.Token, p.tokenEnv, p.tokenFile)
-	if !p.Token.IsSet() && !errs.has(path+".token") {
+	app := p.GitHubApp.IsSet()
+	switch {
+	case app && p.Platform != "github":
+		errs.add(path+".github_app", "only for platform github")
+	case app && p.Token.IsSet():
+		errs.add(path+".token", "set either token or github_app, not both")
+	case app:
+		p.GitHubApp.validate(errs, path+".github_app")
+	case !p.Token.IsSet() && !errs.has(path+".token"):
 		errs.add(path+".token", "required: {env: NAME} or {file: PATH}, or token_env / token_file")
 	}
 

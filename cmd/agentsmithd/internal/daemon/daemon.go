@@ -138,8 +138,12 @@ func dialRedis(r config.Redis) (redis.UniversalClient, error) {
 func buildTracker(pc *config.Project, rdb redis.UniversalClient, instance, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
 	switch pc.Platform {
 	case github.Platform:
-		tr, err := github.New(github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance})
+		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
+			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance}
+		if a := pc.GitHubApp; a.IsSet() {
+			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
+		}
+		tr, err := github.New(opts)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -67,7 +67,13 @@ func newEnv(t *testing.T) *env { return newEnvFor(t, e2ecases.GitHub) }
 
 func newEnvFor(t *testing.T, pc e2ecases.Case) *env {
 	t.Helper()
-	e := &env{t: t, pc: pc, repo: pc.Repo, redis: redistest.Start(t), sim: sim.New(sim.Options{}), dir: t.TempDir()}
+	return newEnvWithSim(t, pc, sim.Options{})
+}
+
+// newEnvWithSim is newEnvFor with a sim configured by opts (tokens, apps).
+func newEnvWithSim(t *testing.T, pc e2ecases.Case, opts sim.Options) *env {
+	t.Helper()
+	e := &env{t: t, pc: pc, repo: pc.Repo, redis: redistest.Start(t), sim: sim.New(opts), dir: t.TempDir()}
 	srv := httptest.NewServer(e.sim.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(e.sim.Close)

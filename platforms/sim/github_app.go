@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -75,9 +74,9 @@ func (s *Sim) ghCreateInstallationToken(w http.ResponseWriter, r *http.Request) 
 		writeGHError(w, http.StatusUnauthorized, "A JSON web token could not be decoded", docsAppJWT)
 		return
 	}
-	app, err := s.verifyAppJWT(strings.TrimSpace(jwt), now)
-	if err != nil {
-		writeGHError(w, http.StatusUnauthorized, err.Error(), docsAppJWT)
+	app, refusal := s.verifyAppJWT(strings.TrimSpace(jwt), now)
+	if refusal != "" {
+		writeGHError(w, http.StatusUnauthorized, refusal, docsAppJWT)
 		return
 	}
 	id, err := strconv.ParseInt(r.PathValue("installation_id"), 10, 64)
@@ -99,10 +98,10 @@ func (s *Sim) ghCreateInstallationToken(w http.ResponseWriter, r *http.Request) 
 	})
 }
 
-// verifyAppJWT checks an app JWT and returns the app that signed it. Its
-// messages are GitHub's.
-func (s *Sim) verifyAppJWT(token string, now time.Time) (App, error) {
-	undecodable := errors.New("A JSON web token could not be decoded")
+// verifyAppJWT checks an app JWT and returns the app that signed it, or
+// GitHub's message refusing it.
+func (s *Sim) verifyAppJWT(token string, now time.Time) (App, string) {
+	const undecodable = "A JSON web token could not be decoded"
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return App{}, undecodable
@@ -126,7 +125,7 @@ func (s *Sim) verifyAppJWT(token string, now time.Time) (App, error) {
 	iss := strings.Trim(string(claims.Iss), `"`)
 	appID, err := strconv.ParseInt(iss, 10, 64)
 	if err != nil {
-		return App{}, errors.New("'Issuer' claim ('iss') must be an Integer")
+		return App{}, "'Issuer' claim ('iss') must be an Integer"
 	}
 	var app App
 	found := false
@@ -136,20 +135,20 @@ func (s *Sim) verifyAppJWT(token string, now time.Time) (App, error) {
 		}
 	}
 	if !found {
-		return App{}, errors.New("Integration not found")
+		return App{}, "Integration not found"
 	}
 	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
 	if rsa.VerifyPKCS1v15(app.PublicKey, crypto.SHA256, digest[:], sig) != nil {
 		return App{}, undecodable
 	}
 	if claims.Iat == nil || time.Unix(*claims.Iat, 0).After(now.Add(jwtClockDrift)) {
-		return App{}, errors.New("'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued")
+		return App{}, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued"
 	}
 	if claims.Exp == nil || !time.Unix(*claims.Exp, 0).After(now.Add(-jwtClockDrift)) ||
 		time.Unix(*claims.Exp, 0).After(now.Add(maxJWTLifetime+jwtClockDrift)) {
-		return App{}, errors.New("'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
+		return App{}, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires"
 	}
-	return app, nil
+	return app, ""
 }
 
 func decodeSegment(seg string, v any) error {

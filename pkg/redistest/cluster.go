@@ -22,7 +22,7 @@ type Cluster struct {
 
 // StartCluster starts masters (at least 3, the least redis-cli accepts and
 // the least that spreads slots meaningfully) nodes, splits the 16384 slots
-// among them (CLUSTER ADDSLOTSRANGE), joins them (CLUSTER MEET), and returns
+// among them (CLUSTER ADDSLOTS), joins them (CLUSTER MEET), and returns
 // once every node reports cluster_state:ok. Nodes stop at cleanup.
 func StartCluster(t testing.TB, masters int) *Cluster {
 	t.Helper()
@@ -57,8 +57,14 @@ func (c *Cluster) form(ctx context.Context) error {
 		if i == len(clients)-1 {
 			hi = clusterSlots - 1
 		}
-		if err := rdb.Do(ctx, "cluster", "addslotsrange", lo, hi).Err(); err != nil {
-			return fmt.Errorf("addslotsrange on %s: %w", c.Nodes[i].Addr(), err)
+		// CLUSTER ADDSLOTS with every slot rather than ADDSLOTSRANGE,
+		// which needs Redis 7.0.
+		slots := make([]int, 0, hi-lo+1)
+		for s := lo; s <= hi; s++ {
+			slots = append(slots, s)
+		}
+		if err := rdb.ClusterAddSlots(ctx, slots...).Err(); err != nil {
+			return fmt.Errorf("addslots on %s: %w", c.Nodes[i].Addr(), err)
 		}
 		if i > 0 {
 			host, port, _ := strings.Cut(c.Nodes[0].Addr(), ":")

@@ -3,6 +3,7 @@ package redistest_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -20,18 +21,18 @@ func TestClusterServesEverySlot(t *testing.T) {
 			t.Fatalf("set k%d: %v", i, err)
 		}
 	}
-	masters := 0
+	var masters atomic.Int32 // ForEachMaster calls back concurrently
 	if err := rdb.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		if size, err := n.DBSize(ctx).Result(); err != nil || size == 0 {
 			return fmt.Errorf("node %s: dbsize %d, %v", n.Options().Addr, size, err)
 		}
-		masters++
+		masters.Add(1)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if masters != 3 {
-		t.Errorf("%d masters, want 3", masters)
+	if n := masters.Load(); n != 3 {
+		t.Errorf("%d masters, want 3", n)
 	}
 }
 

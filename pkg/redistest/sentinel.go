@@ -83,3 +83,18 @@ func waitLinkUp(ctx context.Context, replica *Server) error {
 
 // Addrs is the sentinel address list of a failover client.
 func (s *Sentinel) Addrs() []string { return []string{s.Sentinel.Addr()} }
+
+// MasterAddr asks the sentinel which address it names as master now
+// (SENTINEL GET-MASTER-ADDR-BY-NAME); after a failover it is the replica's.
+func (s *Sentinel) MasterAddr(t testing.TB, sentinelPassword string) string {
+	t.Helper()
+	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinel.Addr(), Password: sentinelPassword})
+	defer sc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	addr, err := sc.GetMasterAddrByName(ctx, SentinelMaster).Result()
+	if err != nil || len(addr) != 2 {
+		return ""
+	}
+	return addr[0] + ":" + addr[1]
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
@@ -67,4 +68,25 @@ func TestRedisACLUserOverTLSWebhookToDone(t *testing.T) {
 	e.redisYAML = fmt.Sprintf("{addr: %q, username: agentsmith, password_env: E2E_REDIS_PASSWORD, tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}}",
 		s.Addr(), files.CA, files.ClientCert, files.ClientKey)
 	webhookToDone(t, e)
+}
+
+// After the master dies the sentinel promotes the replica; the daemon
+// follows it without a restart and the next ticket runs to Done.
+func TestRedisSentinelFailover(t *testing.T) {
+	e := newEnv(t)
+	s := redistest.StartSentinel(t, redistest.SentinelOptions{})
+	e.redisYAML = fmt.Sprintf("{mode: sentinel, addrs: [%q], master_name: %s}", s.Sentinel.Addr(), redistest.SentinelMaster)
+	e.startDaemon(e.config("replica-a", ""))
+	first := e.sim.CreateIssue(e.repo, "first ticket", "", "agent-smith")
+	e.waitState(first, 20*time.Second, lifecycle.Done)
+
+	s.Master.Kill()
+	eventually.Wait(t, 30*time.Second, "sentinel to promote the replica", func() bool {
+		return s.MasterAddr(t, "") == s.Replica.Addr()
+	})
+	second := e.sim.CreateIssue(e.repo, "second ticket", "", "agent-smith")
+	e.waitState(second, 30*time.Second, lifecycle.Done)
+	if got := e.starts(second); len(got) != 1 {
+		t.Errorf("pipeline started %d times, want 1: %q", len(got), got)
+	}
 }

@@ -94,15 +94,51 @@ type Status struct {
 	tokenEnv, tokenFile Secret
 }
 
-// Redis says where the shared state lives. An empty Addr starts an embedded
+// Redis says where the shared state lives and how to reach it (see
+// redis.go for the modes). An empty address list starts an embedded
 // in-process Redis, fit only for single-replica demos.
 type Redis struct {
+	// Mode is standalone (default), sentinel or cluster.
+	Mode string `yaml:"mode"`
+	// Addr is one address, kept for configs written before Addrs; Parse
+	// copies it into Addrs. Set only one of the two.
 	Addr string `yaml:"addr"`
+	// Addrs are the server (standalone), the sentinels (sentinel) or seed
+	// nodes (cluster), each host:port.
+	Addrs []string `yaml:"addrs"`
+	// MasterName is the sentinel-monitored master (sentinel mode only).
+	MasterName string `yaml:"master_name"`
+	// Username is the ACL user; empty means "default".
+	Username string `yaml:"username"`
 	// Password is optional; shorthand keys password_env / password_file.
 	Password Secret `yaml:"password"`
-	DB       int    `yaml:"db"`
+	// SentinelPassword authenticates to the sentinels themselves (their
+	// requirepass), which may differ from the data nodes'; shorthand keys
+	// sentinel_password_env / sentinel_password_file.
+	SentinelPassword Secret `yaml:"sentinel_password"`
+	// DB is the database number; cluster mode has only 0.
+	DB  int      `yaml:"db"`
+	TLS RedisTLS `yaml:"tls"`
 
-	passwordEnv, passwordFile Secret
+	passwordEnv, passwordFile                 Secret
+	sentinelPasswordEnv, sentinelPasswordFile Secret
+}
+
+// RedisTLS turns on TLS to every Redis node (and sentinel). Relative file
+// paths are taken relative to the config file.
+type RedisTLS struct {
+	Enabled bool `yaml:"enabled"`
+	// CAFile verifies the servers; empty means the system roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a client certificate, for servers with
+	// tls-auth-clients yes; set both or neither.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName overrides the name checked against the certificates
+	// (default: each node's host).
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify accepts any server certificate: tests only.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 }
 
 // Consumer tunes pipeline execution on this replica.
@@ -144,15 +180,39 @@ type Project struct {
 	BaseURL  string `yaml:"base_url"`
 	Repo     string `yaml:"repo"`
 	// Token authenticates to the tracker; shorthand keys token_env / token_file.
-	Token        Secret         `yaml:"token"`
+	Token Secret `yaml:"token"`
+	// GitHubApp authenticates a github project as an App installation
+	// instead of with Token.
+	GitHubApp    GitHubApp      `yaml:"github_app"`
 	TriggerLabel string         `yaml:"trigger_label"`
 	Webhook      ProjectWebhook `yaml:"webhook"`
 	Polling      Polling        `yaml:"polling"`
 	Pipeline     Pipeline       `yaml:"pipeline"`
 	// Jira holds what only Jira projects need.
 	Jira Jira `yaml:"jira"`
+	// Reactions adds an "eyes" reaction to every ticket this replica
+	// claims, so people see it was picked up. Opt-in: it costs one tracker
+	// API call per claim. GitHub and GitLab only.
+	Reactions bool `yaml:"reactions"`
 
 	tokenEnv, tokenFile Secret
+}
+
+// GitHubApp is a GitHub App installation: the daemon signs a JWT with the
+// app's private key and trades it for hour-long installation tokens, so no
+// long-lived token exists. Shorthand keys private_key_env /
+// private_key_file.
+type GitHubApp struct {
+	AppID          int64  `yaml:"app_id"`
+	InstallationID int64  `yaml:"installation_id"`
+	PrivateKey     Secret `yaml:"private_key"`
+
+	privateKeyEnv, privateKeyFile Secret
+}
+
+// IsSet reports whether the project configures an app.
+func (a *GitHubApp) IsSet() bool {
+	return a.AppID != 0 || a.InstallationID != 0 || a.PrivateKey.IsSet() || a.privateKeyEnv.IsSet() || a.privateKeyFile.IsSet()
 }
 
 // Jira says which Jira a project talks to. Cloud authenticates with an
@@ -195,13 +255,15 @@ type PlatformRules struct {
 	// CheckRepo validates the repo field; nil accepts any non-empty value.
 	// Its error text is shown to the operator after "repo: ".
 	CheckRepo func(repo string) error
+	// Reactions: the platform has issue reactions (projects[].reactions).
+	Reactions bool
 }
 
 // KnownPlatforms lists the platforms a project may name. Platform packages
 // add their entry (in this package, one file per platform).
 var KnownPlatforms = map[string]PlatformRules{
-	"github":      {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo},
-	"gitlab":      {DefaultBaseURL: "https://gitlab.com/api/v4/", CheckRepo: checkGitLabProject},
+	"github":      {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo, Reactions: true},
+	"gitlab":      {DefaultBaseURL: "https://gitlab.com/api/v4/", CheckRepo: checkGitLabProject, Reactions: true},
 	"jira":        {CheckRepo: checkJiraProjectKey}, // no default: every Jira site has its own URL
 	"azuredevops": {DefaultBaseURL: "https://dev.azure.com/", CheckRepo: checkAzureDevOpsRepo},
 }
@@ -264,6 +326,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string) (
 }
 
 func (c *Config) applyDefaults(baseDir string) {
+	setDefault(&c.Redis.Mode, RedisStandalone)
 	setDefault(&c.Listen, DefaultListen)
 	setDefault(&c.LabelPrefix, DefaultLabelPrefix)
 	if c.InstanceID == "" {

@@ -59,6 +59,7 @@ func TestDefaults(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	want := Config{
+		Redis:       Redis{Mode: RedisStandalone},
 		Listen:      ":8080",
 		LabelPrefix: "agent-smith",
 		InstanceID:  fmt.Sprintf("%s-%d", host, os.Getpid()),

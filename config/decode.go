@@ -59,12 +59,26 @@ func (s *Status) shorthand(key string) *Secret {
 	return nil
 }
 
+func (a *GitHubApp) shorthand(key string) *Secret {
+	switch key {
+	case "private_key_env":
+		return &a.privateKeyEnv
+	case "private_key_file":
+		return &a.privateKeyFile
+	}
+	return nil
+}
+
 func (r *Redis) shorthand(key string) *Secret {
 	switch key {
 	case "password_env":
 		return &r.passwordEnv
 	case "password_file":
 		return &r.passwordFile
+	case "sentinel_password_env":
+		return &r.sentinelPasswordEnv
+	case "sentinel_password_file":
+		return &r.sentinelPasswordFile
 	}
 	return nil
 }

@@ -24,12 +24,9 @@ var (
 func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), baseDir string) {
 	secret := func(s *Secret, path string) { s.resolve(path, lookupEnv, baseDir, errs) }
 
-	r := &c.Redis
-	if r.DB < 0 {
-		errs.add("redis.db", "must not be negative")
-	}
-	oneOf(&r.Password, "redis.password", errs, r.Password, r.passwordEnv, r.passwordFile)
-	secret(&r.Password, "redis.password")
+	c.Redis.validate(errs, baseDir)
+	secret(&c.Redis.Password, "redis.password")
+	secret(&c.Redis.SentinelPassword, "redis.sentinel_password")
 
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs.add("listen", `expected host:port such as ":8080"`)
@@ -91,6 +88,10 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 			errs.add(path+".name", fmt.Sprintf("duplicate of projects[%d]", j))
 		}
 		secret(&p.Token, path+".token")
+		if p.GitHubApp.PrivateKey.IsSet() {
+			secret(&p.GitHubApp.PrivateKey, path+".github_app.private_key")
+			checkRSAKey(errs, path+".github_app.private_key", p.GitHubApp.PrivateKey)
+		}
 		for k := range p.Webhook.Secrets {
 			secret(&p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
 		}
@@ -119,6 +120,9 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		} else if msg := checkBaseURL(p.BaseURL); msg != "" {
 			errs.add(path+".base_url", msg)
 		}
+		if p.Reactions && !rules.Reactions {
+			errs.add(path+".reactions", "only for platforms with issue reactions (github, gitlab)")
+		}
 		if p.Repo == "" {
 			errs.add(path+".repo", "required")
 		} else if rules.CheckRepo != nil {
@@ -129,7 +133,15 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	}
 
 	oneOf(&p.Token, path+".token", errs, p.Token, p.tokenEnv, p.tokenFile)
-	if !p.Token.IsSet() && !errs.has(path+".token") {
+	app := p.GitHubApp.IsSet()
+	switch {
+	case app && p.Platform != "github":
+		errs.add(path+".github_app", "only for platform github")
+	case app && p.Token.IsSet():
+		errs.add(path+".token", "set either token or github_app, not both")
+	case app:
+		p.GitHubApp.validate(errs, path+".github_app")
+	case !p.Token.IsSet() && !errs.has(path+".token"):
 		errs.add(path+".token", "required: {env: NAME} or {file: PATH}, or token_env / token_file")
 	}
 

@@ -236,7 +236,27 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 		// A fresh attempt chain for a ticket that finished before: a human
 		// triggered it again (the flow metrics' re-trigger rate).
 		Retrigger: finished && last == 0})
+	c.react(ctx, p, ref)
 	return res, nil
+}
+
+// reactTimeout bounds the best-effort reaction so a slow tracker delays a
+// claim's answer by little.
+const reactTimeout = 5 * time.Second
+
+// react marks a claimed ticket with platforms.ReactionEyes where the
+// project asks for it. Best effort, after the request is queued: a failure
+// is logged and never fails the claim (the label already says Enqueued).
+func (c *ClaimService) react(ctx context.Context, p *Project, ref platforms.Ref) {
+	r, ok := p.Tracker.(platforms.Reactor)
+	if !p.React || !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, reactTimeout)
+	defer cancel()
+	if err := r.React(ctx, ref, platforms.ReactionEyes); err != nil {
+		c.log.Warn("reaction on claimed ticket failed (the claim stands)", zap.String("ticket", ref.String()), zap.Error(err))
+	}
 }
 
 // Emit reports ev through the claim service's logger and observer, stamped

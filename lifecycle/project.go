@@ -14,6 +14,9 @@ type Project struct {
 	Tracker      platforms.Tracker
 	TriggerLabel string
 	Pipeline     Pipeline
+	// React puts platforms.ReactionEyes on every ticket claimed, when the
+	// tracker is a platforms.Reactor (projects[].reactions).
+	React bool
 }
 
 // Pipeline is the command run for every claimed ticket of a project.

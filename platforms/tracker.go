@@ -136,3 +136,16 @@ type Locker interface {
 type WebLinker interface {
 	WebURL(ref Ref) (string, error)
 }
+
+// ReactionEyes is the reaction a claim adds: "eyes" on GitHub and GitLab
+// alike, the conventional "someone is looking at this".
+const ReactionEyes = "eyes"
+
+// Reactor is implemented by trackers that can put a reaction (emoji) on a
+// ticket. It is optional: the claim service reacts only where a project
+// asks for it and its tracker has reactions.
+type Reactor interface {
+	// React adds the bot's reaction name to the ticket. Reacting again with
+	// the same name is not an error.
+	React(ctx context.Context, ref Ref, name string) error
+}

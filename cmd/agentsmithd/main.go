@@ -77,8 +77,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(*logFormat, stderr)
 	defer func() { _ = log.Sync() }()
-	if cfg.Redis.Addr == "" {
-		fmt.Fprintln(stderr, "agentsmithd: redis.addr is empty: serve needs a Redis server (the embedded one is for `agentsmithd demo` only)")
+	if len(cfg.Redis.Addrs) == 0 {
+		fmt.Fprintln(stderr, "agentsmithd: redis.addr (or redis.addrs) is empty: serve needs a Redis server (the embedded one is for `agentsmithd demo` only)")
 		return 1
 	}
 	d, err := daemon.New(cfg, daemon.Options{Logger: log})

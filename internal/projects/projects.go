@@ -31,8 +31,12 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, ins
 	}
 	switch pc.Platform {
 	case github.Platform:
-		tr, err := github.New(github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance, HTTPClient: hc})
+		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
+			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance, HTTPClient: hc}
+		if a := pc.GitHubApp; a.IsSet() {
+			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
+		}
+		tr, err := github.New(opts)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -66,7 +70,7 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, ins
 // Lifecycle is the lifecycle's view of pc, served by tr.
 func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 	return &lifecycle.Project{
-		Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel,
+		Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel, React: pc.Reactions,
 		Pipeline: lifecycle.Pipeline{Command: pc.Pipeline.Command, Env: pc.Pipeline.Env,
 			Timeout: pc.Pipeline.Timeout, MaxAttempts: pc.Pipeline.MaxAttempts},
 	}

@@ -3,12 +3,78 @@
 // place. The names and TTL defaults are the specification's; where the
 // specification says {ticketId} this package takes the ticket key
 // "{platform}:{id}" because ticket ids are only unique within a platform.
+//
+// # Redis Cluster
+//
+// On a Redis Cluster every multi-key operation (the run lock's Lua scripts,
+// BLMOVE from the queue into a processing list, the requeue script) must
+// touch keys of one hash slot. Rather than reason about each operation, the
+// daemon puts all of its keys into one slot, as BullMQ does: UseHashTag(true)
+// makes the prefix "{agentsmith}:", a hash tag, so every key hashes like
+// "agentsmith". The daemon's keyspace is small (a few keys per ticket in
+// flight), so one shard holds it easily.
+//
+// The mode is process-wide and fixed at the first key built: the daemon sets
+// it once at start-up from its config, before anything runs. A package
+// variable, not a value threaded through every caller, because a process
+// talks to exactly one Redis deployment; freezing it on first use turns a
+// late or conflicting switch into an error instead of keys that silently
+// change name under running loops. Tests of cluster mode therefore live in
+// their own test binary (package), which sets it in TestMain.
 package keys
 
-import "time"
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+)
 
-// Prefix starts every key.
+// Prefix starts every key outside cluster mode: the specification's names.
 const Prefix = "agentsmith:"
+
+// TaggedPrefix starts every key in cluster mode: the hash tag {agentsmith}
+// puts all keys into one hash slot.
+const TaggedPrefix = "{agentsmith}:"
+
+// Prefix modes; the zero value means "not decided yet".
+const (
+	modeUnset int32 = iota
+	modePlain
+	modeTagged
+)
+
+var mode atomic.Int32
+
+// ErrModeFixed is returned by UseHashTag once keys were built in the other
+// mode.
+var ErrModeFixed = errors.New("keys: hash tag mode already fixed by an earlier call or the first key built")
+
+// UseHashTag selects the cluster-mode prefix (on) or the specification's
+// (off) for the whole process. It may be called any number of times with
+// the same value; the first key built, or the first call, fixes the mode and
+// a different value afterwards is ErrModeFixed.
+func UseHashTag(on bool) error {
+	want := modePlain
+	if on {
+		want = modeTagged
+	}
+	if mode.CompareAndSwap(modeUnset, want) || mode.Load() == want {
+		return nil
+	}
+	return ErrModeFixed
+}
+
+// HashTagged reports whether keys carry the cluster hash tag.
+func HashTagged() bool { return prefix() == TaggedPrefix }
+
+// prefix returns the prefix in force, fixing the mode on first use.
+func prefix() string {
+	mode.CompareAndSwap(modeUnset, modePlain)
+	if mode.Load() == modeTagged {
+		return TaggedPrefix
+	}
+	return Prefix
+}
 
 // Specification defaults for the TTLs attached to the keys below.
 const (
@@ -23,60 +89,60 @@ const (
 )
 
 // ClaimLock is the SET NX mutex around a claim's read → transition window.
-func ClaimLock(platform, id string) string { return Prefix + "claim-lock:" + platform + ":" + id }
+func ClaimLock(platform, id string) string { return prefix() + "claim-lock:" + platform + ":" + id }
 
 // Heartbeat is the liveness (and run ownership) key of a running pipeline.
-func Heartbeat(ticketKey string) string { return Prefix + "heartbeat:" + ticketKey }
+func Heartbeat(ticketKey string) string { return prefix() + "heartbeat:" + ticketKey }
 
 // JiraLabelLock wraps Jira's unconditional label PUT.
-func JiraLabelLock(ticketKey string) string { return Prefix + "jira-label-lock:" + ticketKey }
+func JiraLabelLock(ticketKey string) string { return prefix() + "jira-label-lock:" + ticketKey }
 
 // Queue is the job list: RPUSH in, FIFO out.
-func Queue() string { return Prefix + "queue:jobs" }
+func Queue() string { return prefix() + "queue:jobs" }
 
 // Processing is one instance's list of taken, not yet started requests.
-func Processing(instance string) string { return Prefix + "queue:processing:" + instance }
+func Processing(instance string) string { return prefix() + "queue:processing:" + instance }
 
 // ProcessingPattern matches every instance's processing list (for SCAN).
-func ProcessingPattern() string { return Prefix + "queue:processing:*" }
+func ProcessingPattern() string { return prefix() + "queue:processing:*" }
 
 // ProcessingInstance extracts the instance id from a Processing key.
-func ProcessingInstance(key string) string { return key[len(Prefix+"queue:processing:"):] }
+func ProcessingInstance(key string) string { return key[len(prefix()+"queue:processing:"):] }
 
 // Leader is a leader lease: "poller" or "housekeeping".
-func Leader(role string) string { return Prefix + "leader:" + role }
+func Leader(role string) string { return prefix() + "leader:" + role }
 
 // Inflight is the hash ticket key → run owner record of running pipelines.
-func Inflight() string { return Prefix + "inflight" }
+func Inflight() string { return prefix() + "inflight" }
 
 // Instance is a replica's liveness key (short TTL, renewed continuously).
-func Instance(id string) string { return Prefix + "instance:" + id }
+func Instance(id string) string { return prefix() + "instance:" + id }
 
 // InstancePattern matches every instance liveness key (for SCAN).
-func InstancePattern() string { return Prefix + "instance:*" }
+func InstancePattern() string { return prefix() + "instance:*" }
 
 // Epoch marks a Redis dataset; its absence after a reconnect means Redis
 // lost its data and the trackers must be reconciled at once.
-func Epoch() string { return Prefix + "epoch" }
+func Epoch() string { return prefix() + "epoch" }
 
 // Delivery remembers a webhook delivery id for de-duplication.
-func Delivery(platform, id string) string { return Prefix + "delivery:" + platform + ":" + id }
+func Delivery(platform, id string) string { return prefix() + "delivery:" + platform + ":" + id }
 
 // Attempts counts pipeline attempts per ticket across reverts.
-func Attempts() string { return Prefix + "attempts" }
+func Attempts() string { return prefix() + "attempts" }
 
 // Cancel asks the run of a ticket to stop (agentsmithctl cancel, or a
 // cancellation seen by the receiver); the value says why. Whoever owns the
 // ticket's run or request honours it.
-func Cancel(ticketKey string) string { return Prefix + "cancel:" + ticketKey }
+func Cancel(ticketKey string) string { return prefix() + "cancel:" + ticketKey }
 
 // Audit is the capped stream of every transition and repair.
-func Audit() string { return Prefix + "audit" }
+func Audit() string { return prefix() + "audit" }
 
 // Delayed is the sorted set of requests waiting out a retry backoff, scored
 // by the unix milliseconds at which they are due.
-func Delayed() string { return Prefix + "queue:delayed" }
+func Delayed() string { return prefix() + "queue:delayed" }
 
 // Finished marks a ticket whose last run reached Done or Failed; a new claim
 // of it is a re-trigger. It expires after FinishedTTL.
-func Finished(ticketKey string) string { return Prefix + "finished:" + ticketKey }
+func Finished(ticketKey string) string { return prefix() + "finished:" + ticketKey }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
 
 // takeSlice bounds one blocking BLMOVE inside Take, so a cancelled context
@@ -140,21 +142,13 @@ func (q *Queue) Entries(ctx context.Context) ([][]byte, error) {
 
 // ProcessingKeys returns the processing lists matching pattern
 // (keys.ProcessingPattern()), found with SCAN so a large keyspace is not
-// blocked. On a cluster client it sees only the node SCAN reaches.
+// blocked; on a cluster every master is scanned.
 func (q *Queue) ProcessingKeys(ctx context.Context, pattern string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{} // SCAN may return a key more than once
-	iter := q.rdb.Scan(ctx, 0, pattern, 100).Iterator()
-	for iter.Next(ctx) {
-		if k := iter.Val(); !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
+	ks, err := redisconn.ScanKeys(ctx, q.rdb, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
 	}
-	if err := iter.Err(); err != nil {
-		return nil, fmt.Errorf("queue scan %s: %w", pattern, err)
-	}
-	return out, nil
+	return ks, nil
 }
 
 // ProcessingEntries returns the entries of processingKey, oldest take first.

@@ -9,6 +9,7 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -57,6 +58,8 @@ type Process struct {
 	ownsDir bool // dir was created by StartProcess and is removed by Stop
 	port    int
 
+	spec Spec
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
@@ -68,13 +71,35 @@ type Process struct {
 // dir is ""), and returns once the server answers PING. ctx bounds the
 // start-up only (at most StartTimeout); the server then runs until Stop.
 func StartProcess(ctx context.Context, bin, dir string) (*Process, error) {
+	return StartProcessSpec(ctx, bin, dir, Spec{})
+}
+
+// Spec is what a server needs beyond the defaults: extra arguments, TLS,
+// credentials, or sentinel mode.
+type Spec struct {
+	// Args are appended to the redis-server arguments ("--requirepass", "x").
+	Args []string
+	// TLS, when set, makes the server listen with TLS only (its port is the
+	// tls-port; Args must name --tls-cert-file, --tls-key-file and
+	// --tls-ca-cert-file) and is how the harness pings it.
+	TLS *tls.Config
+	// Username and Password are what the harness pings with.
+	Username, Password string
+	// SentinelConf, when set, runs a sentinel instead of a data server: it
+	// is written to sentinel.conf (port and bind are added) and the server
+	// is started with --sentinel. Sentinel rewrites the file as it learns.
+	SentinelConf string
+}
+
+// StartProcessSpec is StartProcess for a server described by spec.
+func StartProcessSpec(ctx context.Context, bin, dir string, spec Spec) (*Process, error) {
 	if bin == "" {
 		var err error
 		if bin, err = FindBinary(); err != nil {
 			return nil, fmt.Errorf("redistest: %w", err)
 		}
 	}
-	p := &Process{bin: bin, dir: dir}
+	p := &Process{bin: bin, dir: dir, spec: spec}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "redistest-")
 		if err != nil {
@@ -133,14 +158,11 @@ func (p *Process) start(ctx context.Context) error {
 		return fmt.Errorf("redistest: remove old snapshot: %w", err)
 	}
 	out := &syncBuffer{}
-	cmd := exec.Command(p.bin,
-		"--port", strconv.Itoa(p.port),
-		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "no",
-		"--dir", p.dir,
-		"--dbfilename", "redistest.rdb",
-	)
+	args, err := p.args()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.bin, args...)
 	cmd.Dir = p.dir
 	cmd.Stdout = out
 	cmd.Stderr = out
@@ -153,13 +175,42 @@ func (p *Process) start(ctx context.Context) error {
 		_ = cmd.Wait()
 		close(done)
 	}()
-	if err := waitPing(ctx, p.Addr(), done); err != nil {
+	if err := waitPing(ctx, p.pingOptions(), done); err != nil {
 		_ = cmd.Process.Kill()
 		<-done
 		return fmt.Errorf("redistest: %s on %s: %w; server output:\n%s", p.bin, p.Addr(), err, out.String())
 	}
 	p.cmd, p.done, p.out = cmd, done, out
 	return nil
+}
+
+// args is the command line for p.spec.
+func (p *Process) args() ([]string, error) {
+	port := strconv.Itoa(p.port)
+	if p.spec.SentinelConf != "" {
+		conf := filepath.Join(p.dir, "sentinel.conf")
+		body := "port " + port + "\nbind 127.0.0.1\ndir " + p.dir + "\n" + p.spec.SentinelConf
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			return nil, fmt.Errorf("redistest: write sentinel config: %w", err)
+		}
+		return []string{conf, "--sentinel"}, nil
+	}
+	ports := []string{"--port", port}
+	if p.spec.TLS != nil {
+		ports = []string{"--port", "0", "--tls-port", port}
+	}
+	return append(append(ports,
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", p.dir,
+		"--dbfilename", "redistest.rdb",
+	), p.spec.Args...), nil
+}
+
+// pingOptions is how the harness reaches the server.
+func (p *Process) pingOptions() *redis.Options {
+	return &redis.Options{Addr: p.Addr(), TLSConfig: p.spec.TLS, Username: p.spec.Username, Password: p.spec.Password}
 }
 
 // kill sends SIGKILL and waits for the exit.
@@ -179,17 +230,13 @@ func (p *Process) kill() error {
 }
 
 // waitPing polls PING until it succeeds, the process exits, or the deadline.
-func waitPing(ctx context.Context, addr string, exited <-chan struct{}) error {
+func waitPing(ctx context.Context, opts *redis.Options, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
 	defer cancel()
-	rdb := redis.NewClient(&redis.Options{
-		Addr:         addr,
-		DialTimeout:  200 * time.Millisecond,
-		ReadTimeout:  500 * time.Millisecond,
-		WriteTimeout: 500 * time.Millisecond,
-		MaxRetries:   -1,
-		PoolSize:     1,
-	})
+	o := *opts
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 200*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	o.MaxRetries, o.PoolSize = -1, 1
+	rdb := redis.NewClient(&o)
 	defer rdb.Close()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()

@@ -21,11 +21,18 @@ type Server struct {
 // silently skips its Redis tests proves nothing.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartSpec(t, Spec{})
+}
+
+// StartSpec is Start for a server described by spec (TLS, credentials,
+// extra arguments, sentinel mode).
+func StartSpec(t testing.TB, spec Spec) *Server {
+	t.Helper()
 	bin, err := FindBinary()
 	if err != nil {
 		t.Fatalf("redistest: %v: install Redis (e.g. apt-get install redis-server) to run this test", err)
 	}
-	p, err := StartProcess(context.Background(), bin, t.TempDir())
+	p, err := StartProcessSpec(context.Background(), bin, t.TempDir(), spec)
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
@@ -45,7 +52,7 @@ func (s *Server) Addr() string { return s.p.Addr() }
 // reconnects by itself after Kill and Restart.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	rdb := redis.NewClient(s.p.pingOptions())
 	t.Cleanup(func() {
 		if err := rdb.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 			t.Errorf("redistest: close client: %v", err)
@@ -75,7 +82,7 @@ func (s *Server) Restart() {
 // Flush deletes every key (FLUSHALL), e.g. between sub-tests.
 func (s *Server) Flush() {
 	s.t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	rdb := redis.NewClient(s.p.pingOptions())
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -84,6 +84,14 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Reactions: func(t *testing.T, ref platforms.Ref) []string {
+			repo, n, _ := github.ParseID(ref.ID)
+			var out []string
+			for _, r := range s.Reactions(repo, n) {
+				out = append(out, r.Content)
+			}
+			return out
+		},
 		Webhooks: github.Webhooks{},
 		Sign: func(body []byte, secret string) http.Header {
 			h := http.Header{}

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v60/github"
 	"go.uber.org/zap"
 
@@ -37,8 +39,11 @@ type Options struct {
 	Repo string
 	// Project is the configured project name, copied into every Ref.
 	Project string
-	// Token authenticates API calls; never logged.
+	// Token authenticates API calls; never logged. Ignored when App is set.
 	Token string
+	// App, when set, authenticates as a GitHub App installation instead of
+	// with Token.
+	App *App
 	// HTTPClient defaults to a client over trackerhttp (rate limits, ETag
 	// cache, writer tag) with trackerhttp.ClientTimeout.
 	HTTPClient *http.Client
@@ -46,6 +51,17 @@ type Options struct {
 	Logger *zap.Logger
 	// Writer is sent with each write for the emulator's write log.
 	Writer string
+}
+
+// App is a GitHub App installation's credentials. The tracker signs a JWT
+// with PrivateKey, trades it for an installation access token at
+// POST {base}/app/installations/{id}/access_tokens, and renews the token a
+// minute before its hour is up (ghinstallation), so no long-lived token
+// exists anywhere.
+type App struct {
+	AppID, InstallationID int64
+	// PrivateKey is the app's PEM-encoded RSA key; never logged.
+	PrivateKey []byte
 }
 
 // Tracker is one GitHub repository. It is safe for concurrent use.
@@ -57,7 +73,10 @@ type Tracker struct {
 	log         *zap.Logger
 }
 
-var _ platforms.Tracker = (*Tracker)(nil)
+var (
+	_ platforms.Tracker = (*Tracker)(nil)
+	_ platforms.Reactor = (*Tracker)(nil)
+)
 
 // New validates opts and builds a Tracker. It makes no network call.
 func New(opts Options) (*Tracker, error) {
@@ -73,21 +92,31 @@ func New(opts Options) (*Tracker, error) {
 	if hc == nil {
 		hc = trackerhttp.NewClient(log, opts.Writer)
 	}
-	client := gh.NewClient(hc)
-	if opts.Token != "" {
-		client = client.WithAuthToken(opts.Token)
-	}
+	base := defaultBaseURL
 	if opts.BaseURL != "" {
-		base := opts.BaseURL
+		base = opts.BaseURL
 		if !strings.HasSuffix(base, "/") {
 			base += "/"
 		}
-		u, err := client.BaseURL.Parse(base)
-		if err != nil {
-			return nil, fmt.Errorf("github: base URL %q: %w", opts.BaseURL, err)
-		}
-		client.BaseURL = u
 	}
+	baseURL, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("github: base URL %q: %w", opts.BaseURL, err)
+	}
+	var client *gh.Client
+	switch {
+	case opts.App != nil:
+		if hc, err = appClient(hc, *opts.App, base); err != nil {
+			return nil, err
+		}
+		client = gh.NewClient(hc)
+	default:
+		client = gh.NewClient(hc)
+		if opts.Token != "" {
+			client = client.WithAuthToken(opts.Token)
+		}
+	}
+	client.BaseURL = baseURL
 	return &Tracker{
 		client:  client,
 		owner:   owner,
@@ -96,6 +125,28 @@ func New(opts Options) (*Tracker, error) {
 		project: opts.Project,
 		log:     log.With(zap.String("platform", Platform), zap.String("repo", owner+"/"+name)),
 	}, nil
+}
+
+// defaultBaseURL is GitHub.com's REST API root.
+const defaultBaseURL = "https://api.github.com/"
+
+// appClient wraps hc's transport in an installation-token transport whose
+// token requests go to base (GitHub Enterprise's or the sim's API root),
+// over the same transport stack (rate limits, writer tag, fences).
+func appClient(hc *http.Client, app App, base string) (*http.Client, error) {
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	itr, err := ghinstallation.New(rt, app.AppID, app.InstallationID, app.PrivateKey)
+	if err != nil {
+		// The error names the parse failure, never the key.
+		return nil, fmt.Errorf("github: app %d: private key: %w", app.AppID, err)
+	}
+	itr.BaseURL = strings.TrimSuffix(base, "/")
+	out := *hc
+	out.Transport = itr
+	return &out, nil
 }
 
 // Locator is the repository the tracker is bound to, "owner/repo"; webhook
@@ -221,6 +272,20 @@ func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) e
 	}
 	if _, _, err := t.client.Issues.CreateComment(ctx, t.owner, t.name, n, &gh.IssueComment{Body: &body}); err != nil {
 		return fmt.Errorf("github: comment on %s: %w", ref.ID, classify(err))
+	}
+	return nil
+}
+
+// React adds the reaction name (a GitHub reaction content such as "eyes")
+// to the issue: POST /repos/{o}/{r}/issues/{n}/reactions, which answers 200
+// instead of 201 when the bot already reacted so.
+func (t *Tracker) React(ctx context.Context, ref platforms.Ref, name string) error {
+	n, err := t.number(ref)
+	if err != nil {
+		return err
+	}
+	if _, _, err := t.client.Reactions.CreateIssueReaction(ctx, t.owner, t.name, n, name); err != nil {
+		return fmt.Errorf("github: react %s on %s: %w", name, ref.ID, classify(err))
 	}
 	return nil
 }

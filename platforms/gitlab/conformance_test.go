@@ -83,6 +83,14 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Reactions: func(t *testing.T, ref platforms.Ref) []string {
+			repo, n, _ := gitlab.ParseID(ref.ID)
+			var out []string
+			for _, r := range s.Reactions(repo, n) {
+				out = append(out, r.Content)
+			}
+			return out
+		},
 		Webhooks: gitlab.Webhooks{},
 		Sign: func(_ []byte, secret string) http.Header {
 			h := http.Header{}

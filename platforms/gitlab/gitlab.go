@@ -13,6 +13,7 @@ package gitlab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -74,7 +75,10 @@ type Tracker struct {
 	log     *zap.Logger
 }
 
-var _ platforms.Tracker = (*Tracker)(nil)
+var (
+	_ platforms.Tracker = (*Tracker)(nil)
+	_ platforms.Reactor = (*Tracker)(nil)
+)
 
 // New validates opts and builds a Tracker. It makes no network call.
 func New(opts Options) (*Tracker, error) {
@@ -241,6 +245,22 @@ func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) e
 	}
 	if err := t.api.createNote(ctx, t.repo, n, body); err != nil {
 		return fmt.Errorf("gitlab: comment on %s: %w", ref.ID, err)
+	}
+	return nil
+}
+
+// React awards the emoji name ("eyes") to the issue. GitLab refuses a
+// second award of the same emoji by the same user with a 404 ("has already
+// been taken"), which go-gitlab cannot tell from a missing issue; React is
+// called right after the issue was read, so a 404 is taken as "already
+// awarded" and not reported.
+func (t *Tracker) React(ctx context.Context, ref platforms.Ref, name string) error {
+	n, err := t.iid(ref)
+	if err != nil {
+		return err
+	}
+	if err := t.api.awardEmoji(ctx, t.repo, n, name); err != nil && !errors.Is(err, platforms.ErrNotFound) {
+		return fmt.Errorf("gitlab: award %s on %s: %w", name, ref.ID, err)
 	}
 	return nil
 }

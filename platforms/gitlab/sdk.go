@@ -92,6 +92,12 @@ func (s *sdk) createNote(ctx context.Context, project string, iid int, body stri
 	return classify(err)
 }
 
+// awardEmoji is POST /projects/:id/issues/:iid/award_emoji.
+func (s *sdk) awardEmoji(ctx context.Context, project string, iid int, name string) error {
+	_, _, err := s.c.AwardEmoji.CreateIssueAwardEmoji(project, iid, &gl.CreateAwardEmojiOptions{Name: name}, gl.WithContext(ctx))
+	return classify(err)
+}
+
 // listOpenPage is one page of GET /projects/:id/issues?state=opened&labels=…;
 // next is 0 on the last page (X-Next-Page, which go-gitlab reads along with
 // the Link header).

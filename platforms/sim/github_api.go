@@ -145,7 +145,7 @@ func (s *Sim) authenticate(r *http.Request) (string, bool) {
 	if len(s.tokens) == 0 {
 		return token, true
 	}
-	return token, token != "" && slices.Contains(s.tokens, token)
+	return token, token != "" && (slices.Contains(s.tokens, token) || s.apps.valid(token, s.clock()))
 }
 
 // rateWriter sets the rate limit headers just before the status line,

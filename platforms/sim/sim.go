@@ -56,6 +56,10 @@ type Options struct {
 	PerPage int
 	// RateLimit is the primary rate limit per token and hour (default 5000).
 	RateLimit int
+	// Apps are the GitHub Apps whose JWTs the GitHub dialect accepts at
+	// POST /app/installations/{id}/access_tokens; the installation tokens
+	// it issues are accepted like Tokens until they expire.
+	Apps []App
 	// BaseURL is the sim's public URL ("http://127.0.0.1:8686") used in
 	// webhook payloads' html_url/url fields. Empty: the last request's host.
 	BaseURL string
@@ -107,6 +111,7 @@ type Sim struct {
 	lastBase  atomic.Value // string
 
 	store   *store
+	apps    appTokens
 	faults  faultState
 	rate    rateLimiter
 	hooks   hookSet
@@ -135,6 +140,7 @@ func New(opts Options) *Sim {
 		s.rateLimit = DefaultRateLimit
 	}
 	s.stats.Calls = map[string]int{}
+	s.apps = appTokens{apps: slices.Clone(opts.Apps), issued: map[string]time.Time{}}
 	s.faults.set(Faults{})
 	s.rate.buckets = map[string]*bucket{}
 	s.hooks.init(s)

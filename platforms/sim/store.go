@@ -76,6 +76,7 @@ type issue struct {
 	stateReason string
 	labels      []string
 	comments    []comment
+	reactions   []reaction
 	author      string
 	createdAt   time.Time
 	updatedAt   time.Time

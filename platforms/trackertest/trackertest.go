@@ -39,6 +39,9 @@ type Harness struct {
 	ForeignWrite func(t *testing.T, ref platforms.Ref)
 	// Close closes the ticket on the emulator.
 	Close func(t *testing.T, ref platforms.Ref)
+	// Reactions reads the emulator's reactions on a ticket ("eyes"); nil
+	// for platforms whose tracker is not a platforms.Reactor.
+	Reactions func(t *testing.T, ref platforms.Ref) []string
 	// Webhooks is the platform's decoder.
 	Webhooks platforms.WebhookDecoder
 	// Sign returns the headers of a delivery of body correctly authenticated
@@ -146,12 +149,38 @@ func Run(t *testing.T, h Harness) {
 		{"RelabelStaleVersion", testRelabelStale},
 		{"RelabelRace", testRelabelRace},
 		{"Comment", testComment},
+		{"React", testReact},
 		{"ListOpen", testListOpen},
 		{"WebhookVerify", testWebhookVerify},
 		{"WebhookParseFixtures", testWebhookParse},
 		{"WebhookParseNeverPanics", testWebhookNoPanic},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
+	}
+}
+
+// testReact: reacting twice leaves one reaction and is no error either
+// time (a reclaimed ticket is reacted to again).
+func testReact(t *testing.T, h Harness) {
+	tr := h.New(t)
+	r, ok := tr.(platforms.Reactor)
+	if !ok || h.Reactions == nil {
+		if ok != (h.Reactions != nil) {
+			t.Fatalf("tracker is a Reactor: %v, but harness Reactions set: %v", ok, h.Reactions != nil)
+		}
+		t.Skip("platform has no reactions")
+	}
+	ref := h.Create(t, "React to me", pending)
+	for i := range 2 {
+		if err := r.React(ctx(t), ref, platforms.ReactionEyes); err != nil {
+			t.Fatalf("React #%d: %v", i+1, err)
+		}
+	}
+	if got := h.Reactions(t, ref); len(got) != 1 || got[0] != platforms.ReactionEyes {
+		t.Errorf("reactions = %q, want one %q", got, platforms.ReactionEyes)
+	}
+	if got := h.Labels(t, ref); len(got) != 1 || got[0] != pending {
+		t.Errorf("labels changed to %q", got)
 	}
 }
 

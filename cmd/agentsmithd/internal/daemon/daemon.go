@@ -6,6 +6,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -29,6 +30,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 )
 
@@ -70,17 +72,16 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		log = zap.NewNop()
 	}
 	log = log.With(zap.String("instance", cfg.InstanceID))
+	// Keys are built for the mode before anything runs (pkg/keys).
+	if err := keys.UseHashTag(cfg.Redis.Mode == config.RedisCluster); err != nil {
+		return nil, fmt.Errorf("redis.mode %s: %w", cfg.Redis.Mode, err)
+	}
 	rdb := opts.Redis
 	if rdb == nil {
-		rdb = redis.NewClient(&redis.Options{
-			Addr:     cfg.Redis.Addr,
-			Password: cfg.Redis.Password.Value(),
-			DB:       cfg.Redis.DB,
-			// Short timeouts so a dead Redis is noticed quickly (every loop
-			// retries on its own); go-redis's default 3 retries with backoff
-			// ride out the dead pooled connections a Redis restart leaves.
-			DialTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second,
-		})
+		var err error
+		if rdb, err = dialRedis(cfg.Redis); err != nil {
+			return nil, err
+		}
 	}
 	d := &Daemon{cfg: cfg, rdb: rdb, log: log, projects: lifecycle.Projects{}, listened: make(chan struct{})}
 	// One registry per replica: several daemons in one process (tests, the
@@ -127,6 +128,22 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID), Value: cfg.InstanceID,
 		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
 	return d, nil
+}
+
+// dialRedis builds the client for the configured Redis mode.
+func dialRedis(r config.Redis) (redis.UniversalClient, error) {
+	var tlsCfg *tls.Config
+	if r.TLS.Enabled {
+		var err error
+		tlsCfg, err = redisconn.TLSConfig(redisconn.TLSFiles{CAFile: r.TLS.CAFile, CertFile: r.TLS.CertFile,
+			KeyFile: r.TLS.KeyFile, ServerName: r.TLS.ServerName, InsecureSkipVerify: r.TLS.InsecureSkipVerify})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return redisconn.New(redisconn.Options{Mode: r.Mode, Addrs: r.Addrs, MasterName: r.MasterName,
+		Username: r.Username, Password: r.Password.Value(), SentinelPassword: r.SentinelPassword.Value(),
+		DB: r.DB, TLS: tlsCfg})
 }
 
 func (d *Daemon) labels() lifecycle.Labels { return lifecycle.Labels{Prefix: d.cfg.LabelPrefix} }

@@ -29,7 +29,10 @@ const (
 	testSecret = "e2e-webhook-secret-do-not-log"
 	// testStatusToken guards the status page in the tests that set it.
 	testStatusToken = "e2e-status-token-do-not-log"
-	repo            = "acme/app" // e2ecases.GitHub.Repo, for the GitHub-only tests
+	// Redis credentials of the Redis-mode tests.
+	testRedisPassword    = "e2e-redis-password-do-not-log"
+	testSentinelPassword = "e2e-sentinel-password-do-not-log"
+	repo                 = "acme/app" // e2ecases.GitHub.Repo, for the GitHub-only tests
 )
 
 var labels = lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
@@ -56,6 +59,9 @@ type env struct {
 	dir    string
 	runLog string
 	gate   string
+	// redisYAML, when set, replaces the config's redis block (another
+	// Redis mode); the default is {addr: <redis>}.
+	redisYAML string
 }
 
 // newEnv is a GitHub world.
@@ -63,7 +69,13 @@ func newEnv(t *testing.T) *env { return newEnvFor(t, e2ecases.GitHub) }
 
 func newEnvFor(t *testing.T, pc e2ecases.Case) *env {
 	t.Helper()
-	e := &env{t: t, pc: pc, repo: pc.Repo, redis: redistest.Start(t), sim: sim.New(sim.Options{}), dir: t.TempDir()}
+	return newEnvWithSim(t, pc, sim.Options{})
+}
+
+// newEnvWithSim is newEnvFor with a sim configured by opts (tokens, apps).
+func newEnvWithSim(t *testing.T, pc e2ecases.Case, opts sim.Options) *env {
+	t.Helper()
+	e := &env{t: t, pc: pc, repo: pc.Repo, redis: redistest.Start(t), sim: sim.New(opts), dir: t.TempDir()}
 	srv := httptest.NewServer(e.sim.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(e.sim.Close)
@@ -103,15 +115,19 @@ func (e *env) configYAML(instance string, extra string, cases ...e2ecases.Case) 
       max_attempts: 3
 `, name, pc.Project(e.simURL, "E2E_TOKEN", "    "), pipelineScript, e.runLog, e.gate)
 	}
+	redisYAML := e.redisYAML
+	if redisYAML == "" {
+		redisYAML = fmt.Sprintf("{addr: %q}", e.redis.Addr())
+	}
 	return fmt.Sprintf(`
 listen: 127.0.0.1:0
 instance_id: %s
-redis: {addr: %q}
+redis: %s
 consumer: {concurrency: 2, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, work_dir: %q}
 housekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s}
 poller: {lease_ttl: 2s}
 projects:
-%s%s`, instance, e.redis.Addr(), filepath.Join(e.dir, "work"), projects.String(), extra)
+%s%s`, instance, redisYAML, filepath.Join(e.dir, "work"), projects.String(), extra)
 }
 
 func lookupEnv(k string) (string, bool) {
@@ -124,6 +140,10 @@ func lookupEnv(k string) (string, bool) {
 		return testStatusToken, true
 	case "E2E_OLD_SECRET":
 		return "rotated-out-secret", true
+	case "E2E_REDIS_PASSWORD":
+		return testRedisPassword, true
+	case "E2E_SENTINEL_PASSWORD":
+		return testSentinelPassword, true
 	}
 	return "", false
 }
@@ -148,7 +168,7 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 	e.t.Cleanup(func() {
 		for _, entry := range logs.All() {
 			line := entry.Message + " " + fmt.Sprint(entry.ContextMap())
-			for _, secret := range []string{testToken, testSecret, testStatusToken} {
+			for _, secret := range []string{testToken, testSecret, testStatusToken, testRedisPassword, testSentinelPassword} {
 				if strings.Contains(line, secret) {
 					e.t.Errorf("a secret reached the log: %q", line)
 				}

@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// GitHub App authentication: an app signs a short-lived JWT with its
+// private key and trades it for an installation access token, which then
+// authenticates API calls like any token.
+// https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app
+// https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-an-installation-access-token-for-a-github-app
+
+const (
+	docsAppJWT       = "https://docs.github.com/apps/building-github-apps/authenticating-with-github-apps#authenticating-as-a-github-app"
+	docsAccessTokens = "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app"
+	// installationTokenTTL: installation access tokens expire after one hour.
+	installationTokenTTL = time.Hour
+	// maxJWTLifetime: GitHub refuses a JWT whose exp is more than 10
+	// minutes into the future.
+	maxJWTLifetime = 10 * time.Minute
+	// jwtClockDrift is the leeway GitHub's docs recommend for iat (set it
+	// 60 seconds in the past); the sim accepts that much skew either way.
+	jwtClockDrift = 60 * time.Second
+)
+
+// App is a GitHub App the sim knows: its id, the public half of its private
+// key, and the installations it may mint tokens for.
+type App struct {
+	ID            int64
+	PublicKey     *rsa.PublicKey
+	Installations []int64
+}
+
+// appTokens holds the installation tokens issued, with their expiry.
+type appTokens struct {
+	mu     sync.Mutex
+	apps   []App
+	issued map[string]time.Time
+}
+
+func (a *appTokens) valid(token string, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	exp, ok := a.issued[token]
+	return ok && now.Before(exp)
+}
+
+func (s *Sim) githubAppRoutes(mux *http.ServeMux) {
+	const tmpl = "/app/installations/{installation_id}/access_tokens"
+	mux.HandleFunc("POST /github"+tmpl, func(w http.ResponseWriter, r *http.Request) {
+		s.countCall("POST " + tmpl)
+		s.ghCreateInstallationToken(w, r)
+	})
+}
+
+// ghCreateInstallationToken verifies the app's JWT (RS256, iss = app id,
+// iat/exp within bounds) and answers 201 with a token valid for an hour. A
+// bad JWT is 401, an installation the app does not have 404.
+func (s *Sim) ghCreateInstallationToken(w http.ResponseWriter, r *http.Request) {
+	now := s.clock()
+	jwt, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		writeGHError(w, http.StatusUnauthorized, "A JSON web token could not be decoded", docsAppJWT)
+		return
+	}
+	app, refusal := s.verifyAppJWT(strings.TrimSpace(jwt), now)
+	if refusal != "" {
+		writeGHError(w, http.StatusUnauthorized, refusal, docsAppJWT)
+		return
+	}
+	id, err := strconv.ParseInt(r.PathValue("installation_id"), 10, 64)
+	if err != nil || !containsID(app.Installations, id) {
+		writeGHError(w, http.StatusNotFound, "Not Found", docsAccessTokens)
+		return
+	}
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	token := "ghs_" + hex.EncodeToString(b[:])
+	exp := now.Add(installationTokenTTL).UTC().Truncate(time.Second)
+	s.apps.mu.Lock()
+	s.apps.issued[token] = exp
+	s.apps.mu.Unlock()
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"token": token, "expires_at": exp.Format(time.RFC3339),
+		"permissions":          map[string]string{"issues": "write", "metadata": "read"},
+		"repository_selection": "all",
+	})
+}
+
+// verifyAppJWT checks an app JWT and returns the app that signed it, or
+// GitHub's message refusing it.
+func (s *Sim) verifyAppJWT(token string, now time.Time) (App, string) {
+	const undecodable = "A JSON web token could not be decoded"
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return App{}, undecodable
+	}
+	var header struct {
+		Alg string `json:"alg"`
+	}
+	var claims struct {
+		Iss json.RawMessage `json:"iss"`
+		Iat *int64          `json:"iat"`
+		Exp *int64          `json:"exp"`
+	}
+	if decodeSegment(parts[0], &header) != nil || decodeSegment(parts[1], &claims) != nil || header.Alg != "RS256" {
+		return App{}, undecodable
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return App{}, undecodable
+	}
+	// GitHub takes the app id as a number or a string (or the client id).
+	iss := strings.Trim(string(claims.Iss), `"`)
+	appID, err := strconv.ParseInt(iss, 10, 64)
+	if err != nil {
+		return App{}, "'Issuer' claim ('iss') must be an Integer"
+	}
+	var app App
+	found := false
+	for _, a := range s.apps.apps {
+		if a.ID == appID {
+			app, found = a, true
+		}
+	}
+	if !found {
+		return App{}, "Integration not found"
+	}
+	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if rsa.VerifyPKCS1v15(app.PublicKey, crypto.SHA256, digest[:], sig) != nil {
+		return App{}, undecodable
+	}
+	if claims.Iat == nil || time.Unix(*claims.Iat, 0).After(now.Add(jwtClockDrift)) {
+		return App{}, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued"
+	}
+	if claims.Exp == nil || !time.Unix(*claims.Exp, 0).After(now.Add(-jwtClockDrift)) ||
+		time.Unix(*claims.Exp, 0).After(now.Add(maxJWTLifetime+jwtClockDrift)) {
+		return App{}, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires"
+	}
+	return app, ""
+}
+
+func decodeSegment(seg string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+func containsID(ids []int64, id int64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

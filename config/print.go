@@ -29,7 +29,13 @@ func (s Secret) MarshalYAML() (any, error) {
 // come from, never their values. Zero values are left out, as an operator
 // would write them.
 func Marshal(c *Config) ([]byte, error) {
-	n, err := encodeNode(reflect.ValueOf(*c), "")
+	cc := *c
+	if len(cc.Redis.Addrs) > 0 {
+		// Defaults copy addr into addrs; print the effective list only, so
+		// the output parses back.
+		cc.Redis.Addr = ""
+	}
+	n, err := encodeNode(reflect.ValueOf(cc), "")
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,10 @@
 // "{platform}:{id}" because ticket ids are only unique within a platform.
 package keys
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Prefix starts every key.
 const Prefix = "agentsmith:"
@@ -30,6 +33,11 @@ func JiraLabelLock(ticketKey string) string { return Prefix + "jira-label-lock:"
 
 // Queue is the job list: RPUSH in, FIFO out.
 func Queue() string { return Prefix + "queue:jobs" }
+
+// QueueLevel is the job list of one priority level other than the default
+// (lower numbers are served first). The default level stays Queue(), so a
+// deployment without priorities keeps the specification's key.
+func QueueLevel(priority int) string { return Prefix + "queue:jobs:priority:" + strconv.Itoa(priority) }
 
 // Processing is one instance's list of taken, not yet started requests.
 func Processing(instance string) string { return Prefix + "queue:processing:" + instance }
@@ -73,3 +81,11 @@ func Audit() string { return Prefix + "audit" }
 // Delayed is the sorted set of requests waiting out a retry backoff, scored
 // by the unix milliseconds at which they are due.
 func Delayed() string { return Prefix + "queue:delayed" }
+
+// ProjectSlots is the concurrency semaphore of one project: a sorted set of
+// run tokens scored by the unix milliseconds at which they expire.
+func ProjectSlots(project string) string { return Prefix + "slots:project:" + project }
+
+// TokenSlots is the concurrency semaphore shared by every project using one
+// tracker token. tokenID is a digest of the token, never the token itself.
+func TokenSlots(tokenID string) string { return Prefix + "slots:token:" + tokenID }

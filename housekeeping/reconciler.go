@@ -34,8 +34,8 @@ type EnqueuedReconcilerConfig struct {
 // EnqueuedReconciler re-pushes Enqueued tickets the queue lost (Enqueued →
 // Enqueued). Fast: requests sitting in the processing list of an instance
 // that is gone go back to the queue. Slow: every Enqueued ticket on the
-// trackers with no queue entry, no claim lock and no in-flight owner gets a
-// new request.
+// trackers with no entry on any queue level, in the delayed set or in a
+// processing list, no claim lock and no in-flight owner gets a new request.
 type EnqueuedReconciler struct {
 	cfg    EnqueuedReconcilerConfig
 	rdb    redis.UniversalClient
@@ -178,8 +178,9 @@ func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// queuedTickets returns the ticket keys with a request in the queue or in any
-// processing list.
+// queuedTickets returns the ticket keys with a request on any queue level,
+// in the delayed set (a retry waiting out its backoff, or a request given
+// back at a concurrency limit) or in any processing list.
 func (r *EnqueuedReconciler) queuedTickets(ctx context.Context) (map[string]bool, error) {
 	lists, err := r.queue.ProcessingKeys(ctx, keys.ProcessingPattern())
 	if err != nil {
@@ -198,6 +199,13 @@ func (r *EnqueuedReconciler) queuedTickets(ctx context.Context) (map[string]bool
 		return nil, err
 	}
 	add(entries)
+	delayed, err := r.queue.DelayedEntries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range delayed {
+		add([][]byte{d.Payload})
+	}
 	for _, l := range lists {
 		entries, err := r.queue.ProcessingEntries(ctx, l)
 		if err != nil {
@@ -229,6 +237,16 @@ func (r *EnqueuedReconciler) repush(ctx context.Context, ref platforms.Ref) erro
 		if labels.StateOf(t.Labels) != lifecycle.Enqueued || !t.Open {
 			return nil
 		}
+		// The cycle's snapshot may predate a request pushed or delayed
+		// since (a retry's request joins the delayed set just after its
+		// Enqueued label): look again now that the claim lock is held.
+		queued, err := r.queuedTickets(ctx)
+		if err != nil {
+			return err
+		}
+		if queued[ref.Key()] {
+			return nil
+		}
 		attempt, err := lifecycle.LastAttempt(ctx, r.rdb, ref)
 		if err != nil {
 			return err
@@ -237,7 +255,7 @@ func (r *EnqueuedReconciler) repush(ctx context.Context, ref platforms.Ref) erro
 			return fmt.Errorf("re-push %s: %w", ref, err)
 		}
 		req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: lifecycle.SourceReconcile,
-			Attempt: max(attempt, 1), EnqueuedAt: r.cfg.Clock().UTC()}
+			Attempt: max(attempt, 1), EnqueuedAt: r.cfg.Clock().UTC(), Priority: p.Priority.Of(t.Labels)}
 		if err := r.queue.Push(ctx, req.Encode()); err != nil {
 			return fmt.Errorf("re-push %s: %w", ref, err)
 		}

@@ -14,6 +14,8 @@ type Project struct {
 	Tracker      platforms.Tracker
 	TriggerLabel string
 	Pipeline     Pipeline
+	Priority     PriorityPolicy
+	Limits       Limits
 }
 
 // Pipeline is the command run for every claimed ticket of a project.
@@ -22,6 +24,12 @@ type Pipeline struct {
 	Env         map[string]string
 	Timeout     time.Duration
 	MaxAttempts int
+	Retry       RetryPolicy
+	Escalate    EscalatePolicy
+	// PersistCommand runs in the work dir after a failed attempt, before
+	// the retry or the Failed label; bounded by PersistTimeout.
+	PersistCommand []string
+	PersistTimeout time.Duration
 }
 
 // Projects indexes projects by name.

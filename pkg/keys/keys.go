@@ -39,6 +39,10 @@ func Queue() string { return Prefix + "queue:jobs" }
 // deployment without priorities keeps the specification's key.
 func QueueLevel(priority int) string { return Prefix + "queue:jobs:priority:" + strconv.Itoa(priority) }
 
+// QueueLevelPattern matches every non-default level's list (for SCAN, by
+// tools that do not know the configured levels).
+func QueueLevelPattern() string { return Prefix + "queue:jobs:priority:*" }
+
 // Processing is one instance's list of taken, not yet started requests.
 func Processing(instance string) string { return Prefix + "queue:processing:" + instance }
 

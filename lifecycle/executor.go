@@ -230,7 +230,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	}
 	token := ownerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
 	rec := RunRecord{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
-	took, limited, err := e.takeRun(ctx, p, rec)
+	took, limited, err := e.takeRun(ctx, p, rec, log)
 	if err != nil {
 		log.Warn("take run; giving the request back", zap.Error(err))
 		e.giveBack(ctx, payload)

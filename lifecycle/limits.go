@@ -41,8 +41,13 @@ func (e *Executor) atLimit(ctx context.Context, p *Project) (string, bool) {
 
 // takeRun takes the run and a place in each of p's semaphores; limited
 // names the full semaphore when the project (or its token) is at its limit.
-func (e *Executor) takeRun(ctx context.Context, p *Project, rec RunRecord) (took bool, limited string, err error) {
+// A stale request (its ticket already ran a later attempt) is reported as
+// not taken, like one whose ticket another run owns: both are dropped.
+func (e *Executor) takeRun(ctx context.Context, p *Project, rec RunRecord, log *zap.Logger) (took bool, limited string, err error) {
 	res, full, err := TakeRunLimited(ctx, e.rdb, rec, e.cfg.HeartbeatTTL, e.cfg.Clock(), p.slots())
+	if res == RunStale {
+		log.Info("request is stale: the ticket already ran a later attempt")
+	}
 	return res == RunTaken, full, err
 }
 

@@ -126,3 +126,31 @@ func TestConcurrencySlots(t *testing.T) {
 		t.Fatalf("run 3 renewed its place; want the token full, got %v", res)
 	}
 }
+
+// A request whose attempt is below the ticket's last one is stale (an old
+// retry that outlived a re-trigger) and takes nothing; the same attempt
+// (a hand-back, a re-push) and later ones run.
+func TestStaleRequestTakesNoRun(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	ctx := t.Context()
+	ref := platforms.Ref{Platform: "github", Project: "x", ID: "9"}
+	if err := w.RDB.HSet(ctx, keys.Attempts(), ref.Key(), 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	take := func(attempt int) lifecycle.TakeResult {
+		res, _, err := lifecycle.TakeRunLimited(ctx, w.RDB, lifecycle.RunRecord{Ref: ref, Token: fmt.Sprint("t", attempt), Attempt: attempt}, time.Minute, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := take(1); res != lifecycle.RunStale {
+		t.Fatalf("attempt 1 after attempt 2: %v, want stale", res)
+	}
+	if n, _ := w.RDB.Exists(ctx, keys.Heartbeat(ref.Key())).Result(); n != 0 {
+		t.Fatal("a stale request set the heartbeat")
+	}
+	if res := take(2); res != lifecycle.RunTaken {
+		t.Fatalf("attempt 2 again (hand-back): %v", res)
+	}
+}

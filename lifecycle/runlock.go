@@ -46,11 +46,16 @@ type RunRecord struct {
 //	ARGV[6] now in unix milliseconds
 //	ARGV[6+i] the limit of KEYS[3+i]
 //
-// Returns 1 when taken, 0 when another run holds the heartbeat, -i when
-// semaphore KEYS[3+i] is full.
+// Returns 1 when taken, 0 when another run holds the heartbeat, 2 when the
+// ticket already ran a later attempt (the request is stale: say an old
+// retry outlived a re-trigger), -i when semaphore KEYS[3+i] is full.
 var takeRunScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
+end
+local last = tonumber(redis.call('HGET', KEYS[3], ARGV[3]) or '0') or 0
+if tonumber(ARGV[5]) < last then
+  return 2
 end
 local now = tonumber(ARGV[6])
 for i = 4, #KEYS do
@@ -122,6 +127,7 @@ const (
 	RunTaken   TakeResult = iota
 	RunHeld               // another run owns the ticket
 	RunLimited            // a semaphore is full; nothing was taken
+	RunStale              // the ticket already ran a later attempt than the request's
 )
 
 // TakeRunLimited records rec as the owner of its ticket's run and takes a
@@ -151,6 +157,8 @@ func TakeRunLimited(ctx context.Context, rdb redis.Scripter, rec RunRecord, ttl 
 		return RunTaken, "", nil
 	case n == 0:
 		return RunHeld, "", nil
+	case n == 2:
+		return RunStale, "", nil
 	case -n <= len(slots):
 		return RunLimited, slots[-n-1].Key, nil
 	}

@@ -68,10 +68,11 @@ func (pl *Pipeline) validateOutcomes(errs *Errors, path, trigger, labelPrefix st
 	if b.Max < b.Initial {
 		errs.add(path+".retry.backoff.max", fmt.Sprintf("must be at least retry.backoff.initial (%s)", b.Initial))
 	}
-	if b.Multiplier < 1 {
-		errs.add(path+".retry.backoff.multiplier", "must be at least 1")
+	// Written as negations so NaN (".nan" in YAML) fails too.
+	if !(b.Multiplier >= 1 && b.Multiplier <= 1000) {
+		errs.add(path+".retry.backoff.multiplier", "must be from 1 to 1000")
 	}
-	if b.Jitter < 0 || b.Jitter > 1 {
+	if !(b.Jitter >= 0 && b.Jitter <= 1) {
 		errs.add(path+".retry.backoff.jitter", "must be between 0 and 1")
 	}
 

@@ -74,7 +74,7 @@ func TestRetryEscalatePriorityErrors(t *testing.T) {
 	for from, want := range map[string][]string{
 		"exit_codes: [75, 3]":   {"projects[0].pipeline.retry.exit_codes[0]: must be an exit status from 1 to 255", "projects[0].pipeline.retry.exit_codes[2]: duplicate 3"},
 		"exit_codes: [42]":      {"projects[0].pipeline.escalate.exit_codes[0]: 75 is also in projects[0].pipeline.retry.exit_codes: a code either retries or escalates"},
-		"multiplier: 3":         {"projects[0].pipeline.retry.backoff.multiplier: must be at least 1"},
+		"multiplier: 3":         {"projects[0].pipeline.retry.backoff.multiplier: must be from 1 to 1000"},
 		"jitter: 0.25":          {"projects[0].pipeline.retry.backoff.jitter: must be between 0 and 1"},
 		"max: 1m":               {"projects[0].pipeline.retry.backoff.max: must be at least retry.backoff.initial (2s)"},
 		"label: needs-human":    {`projects[0].pipeline.escalate.label: "agent-smith:x" is in the lifecycle namespace agent-smith:*`},
@@ -108,6 +108,13 @@ func TestRetryEscalatePriorityErrors(t *testing.T) {
 		}
 		if got := parseErrs(t, yml, vars); !slices.Equal(got, want) {
 			t.Errorf("%s → %s\n got %q\nwant %q", from, to, got, want)
+		}
+	}
+	for _, bad := range []string{"multiplier: .nan", "multiplier: .inf", "jitter: .nan"} {
+		field := strings.Split(bad, ":")[0]
+		got := parseErrs(t, strings.Replace(outcomes, field+": "+map[string]string{"multiplier": "3", "jitter": "0.25"}[field], bad, 1), vars)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "projects[0].pipeline.retry.backoff."+field+": must be") {
+			t.Errorf("%s: %q", bad, got)
 		}
 	}
 	got := parseErrs(t, strings.Replace(outcomes, "jitter: 0.25", "jitter: lots", 1), vars)

@@ -36,12 +36,23 @@ type Backoff struct {
 // minus a random fraction (at most Jitter) of itself, so tickets that
 // failed together spread out instead of retrying in lockstep.
 func (b Backoff) Delay(retry int, r float64) time.Duration {
-	d := float64(b.Initial) * math.Pow(max(b.Multiplier, 1), float64(max(retry, 1)-1))
-	if b.Max > 0 && (d > float64(b.Max) || math.IsInf(d, 0) || math.IsNaN(d)) {
+	// Comparisons are written so that NaN falls back to the safe side.
+	m := b.Multiplier
+	if !(m >= 1) {
+		m = 1
+	}
+	d := float64(b.Initial) * math.Pow(m, float64(max(retry, 1)-1))
+	if b.Max > 0 && !(d <= float64(b.Max)) {
 		d = float64(b.Max)
 	}
-	d -= d * min(max(b.Jitter, 0), 1) * min(max(r, 0), 1)
-	return time.Duration(d)
+	j, x := b.Jitter, r
+	if !(j >= 0 && j <= 1) {
+		j = 0
+	}
+	if !(x >= 0 && x <= 1) {
+		x = 0
+	}
+	return time.Duration(d - d*j*x)
 }
 
 // EscalatePolicy names the failures that need a person.

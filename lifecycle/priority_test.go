@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,5 +49,30 @@ func TestPriorityLabelsOrderRuns(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "order"))
 	if got := strings.Fields(string(b)); !slices.Equal(got, []string{"high", "normal", "low"}) {
 		t.Errorf("run order %q, want high, normal, low", got)
+	}
+}
+
+func TestBackoffDelay(t *testing.T) {
+	b := lifecycle.Backoff{Initial: time.Second, Max: 10 * time.Second, Multiplier: 3, Jitter: 0.2}
+	for _, c := range []struct {
+		retry int
+		r     float64
+		want  time.Duration
+	}{
+		{1, 0, time.Second},
+		{2, 0, 3 * time.Second},
+		{3, 0, 9 * time.Second},
+		{4, 0, 10 * time.Second},   // capped
+		{500, 0, 10 * time.Second}, // no overflow
+		{2, 1, 2400 * time.Millisecond},
+		{2, 0.5, 2700 * time.Millisecond},
+	} {
+		if got := b.Delay(c.retry, c.r); got != c.want {
+			t.Errorf("Delay(%d, %v) = %s, want %s", c.retry, c.r, got, c.want)
+		}
+	}
+	nan := lifecycle.Backoff{Initial: time.Second, Max: time.Minute, Multiplier: math.NaN(), Jitter: math.NaN()}
+	if got := nan.Delay(3, 0.5); got != time.Second {
+		t.Errorf("NaN policy: %s, want the initial delay", got)
 	}
 }

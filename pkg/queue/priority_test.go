@@ -259,3 +259,30 @@ func BenchmarkTakeWithPriorities(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "takes/s")
 }
+
+// BenchmarkTakeSingleLevel is BenchmarkTakeWithPriorities's baseline: the
+// same take + ack on a queue with one level (BLMOVE).
+func BenchmarkTakeSingleLevel(b *testing.B) {
+	ctx := context.Background()
+	q, rdb := newQueue(b)
+	proc := keys.Processing("bench")
+	pipe := rdb.Pipeline()
+	for i := range b.N {
+		pipe.RPush(ctx, keys.Queue(), entry(fmt.Sprint(i), 5))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		got, err := q.Take(ctx, proc, time.Second)
+		if err != nil || got == nil {
+			b.Fatalf("Take = %q, %v", got, err)
+		}
+		if err := q.Ack(ctx, proc, got); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "takes/s")
+}

@@ -78,7 +78,9 @@ func (e *Executor) renewSlots(ctx context.Context, p *Project, token string, unt
 	for i, s := range slots {
 		keys[i] = s.Key
 	}
-	if err := RenewSlots(ctx, e.rdb, keys, token, until); err != nil {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatRenew)
+	defer cancel()
+	if err := RenewSlots(rctx, e.rdb, keys, token, until); err != nil {
 		e.log.Warn("renew concurrency slots (they expire with the heartbeat TTL)", zap.Error(err))
 	}
 }

@@ -54,6 +54,14 @@ const (
 	DefaultMaxAttempts     = 3
 	DefaultAuditMaxLen     = 100_000 // = audit.DefaultMaxLen
 	MinAuditMaxLen         = 100     // below one stream node, MAXLEN ~ cannot trim
+	DefaultPersistTimeout  = 2 * time.Minute
+	DefaultPriority        = 5 // = lifecycle.DefaultPriority: the level of agentsmith:queue:jobs
+	DefaultLowerEvery      = 10
+	DefaultLimitDelay      = 2 * time.Second
+	DefaultDelayedInterval = time.Second
+	DefaultBackoffInitial  = 30 * time.Second
+	DefaultBackoffMax      = 10 * time.Minute
+	DefaultBackoffFactor   = 2.0
 )
 
 // Config is the whole daemon configuration. Zero values mean "default".
@@ -150,6 +158,12 @@ type Consumer struct {
 	KillGrace      time.Duration `yaml:"kill_grace"`      // SIGTERM → SIGKILL
 	WorkDir        string        `yaml:"work_dir"`        // default $TMPDIR/agentsmithd/work
 	TailBytes      int           `yaml:"tail_bytes"`      // output kept for the failure comment
+	// LowerPriorityEvery: every N-th take serves a lower priority level
+	// first, so a flood of urgent tickets cannot starve the rest.
+	LowerPriorityEvery int `yaml:"lower_priority_every"`
+	// LimitDelay is how long a request whose project (or token) is at its
+	// concurrency limit waits in the delayed set before it is tried again.
+	LimitDelay time.Duration `yaml:"limit_delay"`
 }
 
 // Housekeeping times the StaleJobDetector and EnqueuedReconciler.
@@ -159,6 +173,9 @@ type Housekeeping struct {
 	InstanceTTL   time.Duration `yaml:"instance_ttl"`
 	EnqueuedGrace time.Duration `yaml:"enqueued_grace"`
 	LeaseTTL      time.Duration `yaml:"lease_ttl"`
+	// DelayedInterval is how often due retries move from the delayed set to
+	// the queue.
+	DelayedInterval time.Duration `yaml:"delayed_interval"`
 }
 
 // Poller times the poller's leader lease.
@@ -188,6 +205,10 @@ type Project struct {
 	Webhook      ProjectWebhook `yaml:"webhook"`
 	Polling      Polling        `yaml:"polling"`
 	Pipeline     Pipeline       `yaml:"pipeline"`
+	Priority     Priority       `yaml:"priority"`
+	// TokenConcurrency caps the runs at once, across all replicas, of every
+	// project that uses this project's tracker token (0: no cap).
+	TokenConcurrency int `yaml:"token_concurrency"`
 	// Jira holds what only Jira projects need.
 	Jira Jira `yaml:"jira"`
 	// Reactions adds an "eyes" reaction to every ticket this replica
@@ -245,6 +266,15 @@ type Pipeline struct {
 	Env         map[string]string `yaml:"env"`
 	Timeout     time.Duration     `yaml:"timeout"`
 	MaxAttempts int               `yaml:"max_attempts"`
+	Retry       Retry             `yaml:"retry"`
+	Escalate    Escalate          `yaml:"escalate"`
+	// Concurrency caps this project's runs at once across all replicas
+	// (0: no cap).
+	Concurrency int `yaml:"concurrency"`
+	// PersistCommand runs in the ticket's work dir after a failed attempt,
+	// before the ticket is retried or failed (e.g. push a WIP branch).
+	PersistCommand []string      `yaml:"persist_command"`
+	PersistTimeout time.Duration `yaml:"persist_timeout"`
 }
 
 // PlatformRules is what config needs to know about one tracker platform.
@@ -346,6 +376,8 @@ func (c *Config) applyDefaults(baseDir string) {
 	setDefault(&cs.ShutdownGrace, DefaultShutdownGrace)
 	setDefault(&cs.KillGrace, DefaultKillGrace)
 	setDefault(&cs.TailBytes, DefaultTailBytes)
+	setDefault(&cs.LowerPriorityEvery, DefaultLowerEvery)
+	setDefault(&cs.LimitDelay, DefaultLimitDelay)
 	if cs.WorkDir == "" {
 		cs.WorkDir = filepath.Join(os.TempDir(), "agentsmithd", "work")
 	} else if baseDir != "" && !filepath.IsAbs(cs.WorkDir) {
@@ -358,6 +390,7 @@ func (c *Config) applyDefaults(baseDir string) {
 	setDefault(&hk.InstanceTTL, DefaultInstanceTTL)
 	setDefault(&hk.EnqueuedGrace, DefaultEnqueuedGrace)
 	setDefault(&hk.LeaseTTL, DefaultLeaseTTL)
+	setDefault(&hk.DelayedInterval, DefaultDelayedInterval)
 	setDefault(&c.Poller.LeaseTTL, DefaultLeaseTTL)
 	setDefault(&c.Webhook.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&c.Webhook.DeliveryTTL, DefaultDeliveryTTL)
@@ -371,6 +404,8 @@ func (c *Config) applyDefaults(baseDir string) {
 		setDefault(&p.Polling.Interval, DefaultPollInterval)
 		setDefault(&p.Pipeline.Timeout, DefaultPipelineTimeout)
 		setDefault(&p.Pipeline.MaxAttempts, DefaultMaxAttempts)
+		p.Pipeline.applyDefaults()
+		setDefault(&p.Priority.Default, DefaultPriority)
 	}
 }
 

@@ -68,11 +68,12 @@ func TestDefaults(t *testing.T) {
 			Concurrency: 4, HeartbeatTTL: 2 * time.Minute, HeartbeatRenew: 30 * time.Second,
 			ShutdownGrace: 10 * time.Second, KillGrace: 10 * time.Second,
 			WorkDir: filepath.Join(os.TempDir(), "agentsmithd", "work"), TailBytes: 4096,
+			LowerPriorityEvery: 10, LimitDelay: 2 * time.Second,
 		},
 		ClaimLockTTL: 30 * time.Second,
 		Housekeeping: Housekeeping{
 			FastInterval: 5 * time.Second, SlowInterval: 60 * time.Second, InstanceTTL: 15 * time.Second,
-			EnqueuedGrace: 30 * time.Second, LeaseTTL: 15 * time.Second,
+			EnqueuedGrace: 30 * time.Second, LeaseTTL: 15 * time.Second, DelayedInterval: time.Second,
 		},
 		Poller:  Poller{LeaseTTL: 15 * time.Second},
 		Webhook: Webhook{MaxBodyBytes: 1 << 20, DeliveryTTL: 24 * time.Hour},

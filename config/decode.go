@@ -296,10 +296,16 @@ func (d *decoder) leaf(n *yaml.Node, v reflect.Value, path string) {
 		want, kind = "expected true or false", yaml.ScalarNode
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
 		want, kind = "expected an integer", yaml.ScalarNode
+	case t.Kind() == reflect.Float64:
+		want, kind = "expected a number", yaml.ScalarNode
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		want, kind = "expected a list of strings", yaml.SequenceNode
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Int:
+		want, kind = "expected a list of integers", yaml.SequenceNode
 	case t.Kind() == reflect.Map && t.Elem().Kind() == reflect.String:
 		want, kind = "expected a mapping of strings", yaml.MappingNode
+	case t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Int:
+		want, kind = "expected a mapping of integers", yaml.MappingNode
 	default:
 		panic(fmt.Sprintf("config: no decoder for %s at %s", t, path))
 	}
@@ -311,7 +317,7 @@ func (d *decoder) leaf(n *yaml.Node, v reflect.Value, path string) {
 	case yaml.SequenceNode:
 		for i, item := range n.Content {
 			if item = resolveAlias(item); item == nil || item.Kind != yaml.ScalarNode || isNull(item) {
-				d.fail(fmt.Sprintf("%s[%d]", path, i), n.Content[i], "expected a string")
+				d.fail(fmt.Sprintf("%s[%d]", path, i), n.Content[i], "expected a "+elemName(t))
 				return
 			}
 		}
@@ -329,7 +335,7 @@ func (d *decoder) leaf(n *yaml.Node, v reflect.Value, path string) {
 			}
 			seen[k.Value] = k.Line
 			if val == nil || val.Kind != yaml.ScalarNode {
-				d.fail(join(path, k.Value), n.Content[i+1], "expected a string")
+				d.fail(join(path, k.Value), n.Content[i+1], "expected a "+elemName(t))
 				return
 			}
 		}
@@ -340,6 +346,14 @@ func (d *decoder) leaf(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	v.Set(tmp.Elem())
+}
+
+// elemName names the element type of a list or mapping leaf.
+func elemName(t reflect.Type) string {
+	if t.Elem().Kind() == reflect.Int {
+		return "integer"
+	}
+	return "string"
 }
 
 // yamlFields maps yaml keys to exported field indexes.

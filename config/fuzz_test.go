@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("a: &a [*a, *a]\nb: &b [*a, *a]\nprojects: [*b, *b]\n"))
 	f.Add([]byte("projects:\n  - <<: [{name: x}, *y]\n"))
+	f.Add([]byte("projects:\n  - pipeline: {retry: {exit_codes: [a, {b: 1}, 1e3], backoff: {jitter: [1], multiplier: .nan}}}\n    priority: {labels: {x: y, z: [1]}, default: -1}\n"))
 	const secret = "fuzz-s3cret-value"
 	lookup := func(string) (string, bool) { return secret, true }
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -57,6 +57,8 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 	positive(errs, "consumer.shutdown_grace", cs.ShutdownGrace)
 	positive(errs, "consumer.kill_grace", cs.KillGrace)
 	atLeast(errs, "consumer.tail_bytes", cs.TailBytes, 1)
+	atLeast(errs, "consumer.lower_priority_every", cs.LowerPriorityEvery, 1)
+	positive(errs, "consumer.limit_delay", cs.LimitDelay)
 
 	positive(errs, "claim_lock_ttl", c.ClaimLockTTL)
 	hk := &c.Housekeeping
@@ -65,6 +67,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 	positive(errs, "housekeeping.instance_ttl", hk.InstanceTTL)
 	positive(errs, "housekeeping.enqueued_grace", hk.EnqueuedGrace)
 	positive(errs, "housekeeping.lease_ttl", hk.LeaseTTL)
+	positive(errs, "housekeeping.delayed_interval", hk.DelayedInterval)
 	positive(errs, "poller.lease_ttl", c.Poller.LeaseTTL)
 	if c.Webhook.MaxBodyBytes < 1 {
 		errs.add("webhook.max_body_bytes", "must be at least 1")
@@ -198,6 +201,9 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	}
 	positive(errs, path+".pipeline.timeout", pl.Timeout)
 	atLeast(errs, path+".pipeline.max_attempts", pl.MaxAttempts, 1)
+	pl.validateOutcomes(errs, path+".pipeline", p.TriggerLabel, labelPrefix, p.Platform == "jira")
+	p.Priority.validate(errs, path+".priority", labelPrefix)
+	atLeast(errs, path+".token_concurrency", p.TokenConcurrency, 0)
 }
 
 // checkBaseURL returns a complaint or "". The URL itself is not repeated:

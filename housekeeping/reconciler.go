@@ -33,8 +33,8 @@ type EnqueuedReconcilerConfig struct {
 // EnqueuedReconciler re-pushes Enqueued tickets the queue lost (Enqueued →
 // Enqueued). Fast: requests sitting in the processing list of an instance
 // that is gone go back to the queue. Slow: every Enqueued ticket on the
-// trackers with no queue entry, no claim lock and no in-flight owner gets a
-// new request.
+// trackers with no entry on any queue level, in the delayed set or in a
+// processing list, no claim lock and no in-flight owner gets a new request.
 type EnqueuedReconciler struct {
 	cfg    EnqueuedReconcilerConfig
 	rdb    redis.UniversalClient

@@ -224,7 +224,8 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 		return res, fmt.Errorf("claim %s: transition pending → enqueued: %w", ref, err)
 	}
 	now := c.cfg.Clock().UTC()
-	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now}
+	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now,
+		Priority: p.Priority.Of(t.Labels)}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,11 @@ type ExecutorConfig struct {
 	Logger         *zap.Logger
 	// Observer receives every transition the executor makes.
 	Observer Observer
+	// LimitDelay: see DefaultLimitDelay.
+	LimitDelay time.Duration
+	// Rand returns a uniform number in [0, 1) for the retry backoff's
+	// jitter; default math/rand/v2.Float64.
+	Rand func() float64
 }
 
 // Executor is the PipelineQueueConsumer and PipelineExecutor of the
@@ -108,6 +114,12 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects Projects, c
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.LimitDelay <= 0 {
+		cfg.LimitDelay = DefaultLimitDelay
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
 	}
 	return &Executor{cfg: cfg, rdb: rdb, queue: q, projects: projects, log: cfg.Logger,
 		processing: keys.Processing(cfg.Instance)}
@@ -197,6 +209,9 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		e.ack(ctx, payload)
 		return false
 	}
+	if slot, full := e.atLimit(ctx, p); full {
+		return e.delayLimited(ctx, payload, slot, log)
+	}
 	t, err := p.Tracker.Get(ctx, req.Ref)
 	if err != nil {
 		if errors.Is(err, platforms.ErrNotFound) {
@@ -215,11 +230,14 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	}
 	token := ownerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
 	rec := RunRecord{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
-	took, err := TakeRun(ctx, e.rdb, rec, e.cfg.HeartbeatTTL)
+	took, limited, err := e.takeRun(ctx, p, rec, log)
 	if err != nil {
 		log.Warn("take run; giving the request back", zap.Error(err))
 		e.giveBack(ctx, payload)
 		return true
+	}
+	if limited != "" {
+		return e.delayLimited(ctx, payload, limited, log)
 	}
 	if !took {
 		holder, _, _ := redislock.Holder(ctx, e.rdb, keys.Heartbeat(req.Ref.Key()))
@@ -285,26 +303,7 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 		}
 		e.releaseRun(req.Ref, token, true, log)
 	default:
-		maxAttempts := max(p.Pipeline.MaxAttempts, 1)
-		body := failureComment(e.cfg.Labels.Prefix, e.cfg.Instance, res, req.Attempt, maxAttempts)
-		if err := retryTransient(wctx, func() error {
-			if err := fence(wctx); err != nil {
-				return err
-			}
-			return p.Tracker.Comment(trackerhttp.WithFence(wctx, fence), req.Ref, body)
-		}); err != nil {
-			if errors.Is(err, errLostRun) {
-				log.Warn("run lost its ownership before the failure comment", zap.Error(err))
-				return
-			}
-			log.Error("post failure comment", zap.Error(err))
-		}
-		// The comment changed the ticket's version; move re-reads it.
-		if _, err := e.moveRetrying(wctx, p, nil, InProgress, Failed, fence, req, started); err != nil {
-			log.Error("transition to failed (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
-			return
-		}
-		e.releaseRun(req.Ref, token, true, log)
+		e.failed(ctx, p, t, req, token, fence, hb, res, started, log)
 	}
 }
 
@@ -347,7 +346,8 @@ func (e *Executor) handBack(ctx context.Context, p *Project, t *platforms.Ticket
 		return
 	}
 	e.releaseRun(req.Ref, token, false, log)
-	next := PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: SourceHandBack, Attempt: req.Attempt, EnqueuedAt: e.cfg.Clock().UTC()}
+	next := PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: SourceHandBack, Attempt: req.Attempt,
+		EnqueuedAt: e.cfg.Clock().UTC(), Priority: req.Priority}
 	if err := e.queue.Push(ctx, next.Encode()); err != nil {
 		log.Error("hand back: push request (EnqueuedReconciler will re-push)", zap.Error(err))
 		return
@@ -431,6 +431,9 @@ func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token strin
 			case !ok:
 				return errors.New("heartbeat taken over")
 			default:
+				if p, ok := e.projects.Lookup(ref); ok {
+					e.renewSlots(ctx, p, token, start.Add(ttl))
+				}
 				h.validUntil.Store(start.Add(ttl - margin).UnixNano())
 				deadline.Reset(ttl - margin - e.cfg.Clock().Sub(start))
 			}
@@ -469,6 +472,11 @@ var executorOutcomes = map[State]string{InProgress: "started", Done: "succeeded"
 // re-read as long as the ticket is still in from. started is when the
 // pipeline started (zero before it has).
 func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time) (*platforms.Ticket, error) {
+	return e.moveAs(ctx, p, t, from, to, fence, req, started, executorOutcomes[to], "")
+}
+
+// moveAs is move reporting the transition with outcome and reason.
+func (e *Executor) moveAs(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time, outcome, reason string) (*platforms.Ticket, error) {
 	if err := Check(from, to, OwnerExecutor); err != nil {
 		return nil, fmt.Errorf("%w: %w", errIllegal, err)
 	}
@@ -489,7 +497,7 @@ func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, fr
 		nt, err = p.Tracker.Relabel(trackerhttp.WithFence(ctx, fence), t, e.cfg.Labels.Lifecycle(t.Labels), e.cfg.Labels.Label(to))
 		if err == nil {
 			ev := Event{Kind: EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
-				Outcome: executorOutcomes[to], Attempt: req.Attempt, Owner: OwnerExecutor, Instance: e.cfg.Instance,
+				Outcome: outcome, Reason: reason, Attempt: req.Attempt, Owner: OwnerExecutor, Instance: e.cfg.Instance,
 				Source: req.Source, RequestID: req.ID}
 			if to == InProgress && !req.EnqueuedAt.IsZero() {
 				ev.Wait = ev.At.Sub(req.EnqueuedAt)

@@ -79,15 +79,19 @@ func pipelineSpec(p *Project, t *platforms.Ticket, attempt int, workDir string) 
 	}
 }
 
-// failureComment is the error comment posted before a ticket goes Failed.
-// The output tail sits in a code fence longer than any backtick run inside
-// it, so pipeline output can never break out of the block.
-func failureComment(prefix, instance string, res procrun.Result, attempt, maxAttempts int) string {
+// outcomeComment is a failed attempt's comment: headline, result, duration,
+// instance, notes, and the output's tail. The tail sits in a code fence
+// longer than any backtick run inside it, so pipeline output can never
+// break out of the block.
+func outcomeComment(headline, instance string, res procrun.Result, notes []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s**: pipeline failed (attempt %d of %d)\n\n", prefix, attempt, maxAttempts)
+	b.WriteString(headline + "\n\n")
 	fmt.Fprintf(&b, "- result: %s\n", res.Describe())
 	fmt.Fprintf(&b, "- duration: %s\n", res.Duration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "- instance: %s\n", instance)
+	for _, n := range notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
 	tail := strings.ToValidUTF8(string(res.Tail), "\uFFFD")
 	if tail == "" {
 		b.WriteString("\n(no output)\n")

@@ -17,6 +17,8 @@ type Project struct {
 	// React puts platforms.ReactionEyes on every ticket claimed, when the
 	// tracker is a platforms.Reactor (projects[].reactions).
 	React bool
+	Priority     PriorityPolicy
+	Limits       Limits
 }
 
 // Pipeline is the command run for every claimed ticket of a project.
@@ -25,6 +27,12 @@ type Pipeline struct {
 	Env         map[string]string
 	Timeout     time.Duration
 	MaxAttempts int
+	Retry       RetryPolicy
+	Escalate    EscalatePolicy
+	// PersistCommand runs in the work dir after a failed attempt, before
+	// the retry or the Failed label; bounded by PersistTimeout.
+	PersistCommand []string
+	PersistTimeout time.Duration
 }
 
 // Projects indexes projects by name.

@@ -16,6 +16,7 @@ const (
 	SourceReconcile = "reconcile" // EnqueuedReconciler re-pushed a lost request
 	SourceHandBack  = "handback"  // graceful shutdown handed a run back
 	SourceSweep     = "sweep"     // TriggerSweeper found a trigger no webhook brought in
+	SourceRetry     = "retry"     // the executor retried a failed attempt after its backoff
 )
 
 // PipelineRequest is the queue entry. It is deliberately small: the consumer
@@ -30,6 +31,10 @@ type PipelineRequest struct {
 	// of Pending: the start of its lead time. Zero for requests re-pushed by
 	// repairs, whose claim is not known any more.
 	ClaimedAt time.Time `json:"claimed_at,omitzero"`
+	// Priority is the queue level, read from the ticket's labels at claim
+	// time (lower is served first); 0 (a request from an older version)
+	// means the default level. pkg/queue places entries by this field.
+	Priority int `json:"priority,omitempty"`
 }
 
 // Encode marshals the request for the queue.

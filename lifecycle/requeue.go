@@ -41,6 +41,16 @@ func (c *ClaimService) RequeueLocked(ctx context.Context, ref platforms.Ref, sou
 		}
 		return nil, "state is " + s.String(), nil
 	}
+	// The caller's snapshot may predate a request pushed or delayed since
+	// (a retry's request joins the delayed set just after its Enqueued
+	// label): look again now that the claim lock is held.
+	queued, err := QueuedTickets(ctx, c.queue)
+	if err != nil {
+		return nil, "", fmt.Errorf("requeue %s: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	if queued[ref.Key()] {
+		return nil, "already queued", nil
+	}
 	attempt, err := LastAttempt(ctx, c.rdb, ref)
 	if err != nil {
 		return nil, "", err
@@ -50,7 +60,8 @@ func (c *ClaimService) RequeueLocked(ctx context.Context, ref platforms.Ref, sou
 			return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
 		}
 	}
-	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: max(attempt, 1), EnqueuedAt: c.cfg.Clock().UTC()}
+	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: max(attempt, 1), EnqueuedAt: c.cfg.Clock().UTC(),
+		Priority: p.Priority.Of(t.Labels)}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
 	}
@@ -59,8 +70,9 @@ func (c *ClaimService) RequeueLocked(ctx context.Context, ref platforms.Ref, sou
 	return &req, "", nil
 }
 
-// QueuedTickets returns the ticket keys with a request in the queue or in
-// any consumer's processing list.
+// QueuedTickets returns the ticket keys with a request on any queue level,
+// in the delayed set (a retry waiting out its backoff, or a request given
+// back at a concurrency limit) or in any consumer's processing list.
 func QueuedTickets(ctx context.Context, q *queue.Queue) (map[string]bool, error) {
 	lists, err := q.ProcessingKeys(ctx, keys.ProcessingPattern())
 	if err != nil {
@@ -79,6 +91,13 @@ func QueuedTickets(ctx context.Context, q *queue.Queue) (map[string]bool, error)
 		return nil, err
 	}
 	add(entries)
+	delayed, err := q.DelayedEntries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range delayed {
+		add([][]byte{d.Payload})
+	}
 	for _, l := range lists {
 		entries, err := q.ProcessingEntries(ctx, l)
 		if err != nil {

@@ -22,7 +22,7 @@ type Transition struct {
 }
 
 // Transitions is the specification's table, plus the executor's hand-back
-// (InProgress → Enqueued) used on graceful shutdown and the attempt limit
+// (InProgress → Enqueued) used on graceful shutdown and for a retry, and the attempt limit
 // (Pending → Failed) used when a reverted ticket has no attempts left.
 var Transitions = []Transition{
 	{Pending, Enqueued, OwnerClaimService, "webhook or poll; pre-checks pass; claim lock acquired"},
@@ -30,6 +30,7 @@ var Transitions = []Transition{
 	{InProgress, Done, OwnerExecutor, "the pipeline succeeded"},
 	{InProgress, Failed, OwnerExecutor, "the pipeline failed; error comment posted first"},
 	{InProgress, Enqueued, OwnerExecutor, "graceful shutdown handed the ticket back"},
+	{InProgress, Enqueued, OwnerExecutor, "a retryable failure with attempts left: the next attempt waits out its backoff in the delayed set"},
 	{InProgress, Pending, OwnerStaleJobDetector, "no heartbeat, or the owning instance is gone"},
 	{Pending, Failed, OwnerStaleJobDetector, "a reverted ticket has used its max attempts"},
 	{Pending, Failed, OwnerClaimService, "a claim finds the ticket's attempts used up"},

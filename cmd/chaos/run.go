@@ -317,7 +317,7 @@ func enqueuedNow(w *world) map[string]bool {
 }
 
 // measureWipe waits until every ticket that was Enqueued when Redis died
-// (pending) is queued again (in the queue or a processing list), started
+// (pending) is queued again (on a queue level, in the delayed set or in a processing list), started
 // again, or no longer Enqueued, counting from Redis answering again, empty.
 func measureWipe(ctx context.Context, w *world, pending map[string]bool, up time.Time) wipeFigures {
 	f := wipeFigures{happened: true, enqueued: len(pending)}
@@ -326,11 +326,16 @@ func measureWipe(ctx context.Context, w *world, pending map[string]bool, up time
 	deadline := up.Add(60 * time.Second)
 	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		var queued strings.Builder
-		for _, k := range append([]string{keys.Queue()}, scanKeys(ctx, rdb, keys.ProcessingPattern())...) {
+		lists := append([]string{keys.Queue()}, scanKeys(ctx, rdb, keys.QueueLevelPattern())...)
+		for _, k := range append(lists, scanKeys(ctx, rdb, keys.ProcessingPattern())...) {
 			vs, _ := rdb.LRange(ctx, k, 0, -1).Result()
 			for _, v := range vs {
 				queued.WriteString(v)
 			}
+		}
+		delayed, _ := rdb.ZRange(ctx, keys.Delayed(), 0, -1).Result()
+		for _, v := range delayed {
+			queued.WriteString(v)
 		}
 		q := queued.String()
 		enq := enqueuedNow(w)

@@ -69,9 +69,21 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, ins
 
 // Lifecycle is the lifecycle's view of pc, served by tr.
 func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
-	return &lifecycle.Project{
+	pl := pc.Pipeline
+	b := pl.Retry.Backoff
+	p := &lifecycle.Project{
 		Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel, React: pc.Reactions,
-		Pipeline: lifecycle.Pipeline{Command: pc.Pipeline.Command, Env: pc.Pipeline.Env,
-			Timeout: pc.Pipeline.Timeout, MaxAttempts: pc.Pipeline.MaxAttempts},
+		Pipeline: lifecycle.Pipeline{Command: pl.Command, Env: pl.Env, Timeout: pl.Timeout, MaxAttempts: pl.MaxAttempts,
+			Retry: lifecycle.RetryPolicy{ExitCodes: pl.Retry.ExitCodes, OnTimeout: pl.Retry.OnTimeout,
+				Backoff: lifecycle.Backoff{Initial: b.Initial, Max: b.Max, Multiplier: b.Multiplier, Jitter: b.Jitter}},
+			Escalate:       lifecycle.EscalatePolicy{ExitCodes: pl.Escalate.ExitCodes, Label: pl.Escalate.Label, Mention: pl.Escalate.Mention},
+			PersistCommand: pl.PersistCommand, PersistTimeout: pl.PersistTimeout,
+		},
+		Priority: lifecycle.PriorityPolicy{Labels: pc.Priority.Labels, Default: pc.Priority.Default},
+		Limits:   lifecycle.Limits{Concurrency: pl.Concurrency, TokenConcurrency: pc.TokenConcurrency},
 	}
+	if pc.TokenConcurrency > 0 {
+		p.Limits.TokenID = lifecycle.TokenID(pc.Token.Value())
+	}
+	return p
 }

@@ -25,6 +25,13 @@ const (
 	Project = "app"
 )
 
+// The world's queue has these levels besides lifecycle.DefaultPriority,
+// and its project maps the labels "priority:high" and "priority:low" to them.
+const (
+	HighPriority = 1
+	LowPriority  = 10
+)
+
 // World is one test's Redis, sim and lifecycle services.
 type World struct {
 	Redis    *redistest.Server
@@ -49,9 +56,11 @@ func New(t testing.TB, maxAttempts int) *World {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := queue.New(rdb, keys.Queue())
+	q := queue.NewWith(rdb, keys.Queue(), queue.Options{DefaultPriority: lifecycle.DefaultPriority, DelayedKey: keys.Delayed(),
+		Levels: []queue.Level{{Priority: HighPriority, Key: keys.QueueLevel(HighPriority)}, {Priority: LowPriority, Key: keys.QueueLevel(LowPriority)}}})
 	projects := lifecycle.Projects{Project: {Name: Project, Platform: github.Platform, Tracker: tr, TriggerLabel: "agent-smith",
-		Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: maxAttempts}}}
+		Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: maxAttempts},
+		Priority: lifecycle.PriorityPolicy{Labels: map[string]int{"priority:high": HighPriority, "priority:low": LowPriority}}}}
 	labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 	claims := lifecycle.NewClaimService(rdb, q, projects, lifecycle.ClaimConfig{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
 	return &World{Redis: r, RDB: rdb, Sim: s, Queue: q, Claims: claims, Projects: projects, Labels: labels}
@@ -70,6 +79,24 @@ func (w *World) State(t testing.TB, n int) lifecycle.State {
 		t.Fatalf("issue %d missing", n)
 	}
 	return w.Labels.StateOf(is.Labels)
+}
+
+// Delayed decodes the delayed set's entries, earliest due first.
+func (w *World) Delayed(t testing.TB) []lifecycle.PipelineRequest {
+	t.Helper()
+	entries, err := w.Queue.DelayedEntries(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []lifecycle.PipelineRequest
+	for _, e := range entries {
+		r, err := lifecycle.DecodeRequest(e.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Requests decodes the queue's entries.

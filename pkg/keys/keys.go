@@ -26,6 +26,7 @@ package keys
 import (
 	"errors"
 	"sync/atomic"
+	"strconv"
 	"time"
 )
 
@@ -100,6 +101,15 @@ func JiraLabelLock(ticketKey string) string { return prefix() + "jira-label-lock
 // Queue is the job list: RPUSH in, FIFO out.
 func Queue() string { return prefix() + "queue:jobs" }
 
+// QueueLevel is the job list of one priority level other than the default
+// (lower numbers are served first). The default level stays Queue(), so a
+// deployment without priorities keeps the specification's key.
+func QueueLevel(priority int) string { return Prefix + "queue:jobs:priority:" + strconv.Itoa(priority) }
+
+// QueueLevelPattern matches every non-default level's list (for SCAN, by
+// tools that do not know the configured levels).
+func QueueLevelPattern() string { return Prefix + "queue:jobs:priority:*" }
+
 // Processing is one instance's list of taken, not yet started requests.
 func Processing(instance string) string { return prefix() + "queue:processing:" + instance }
 
@@ -146,3 +156,11 @@ func Delayed() string { return prefix() + "queue:delayed" }
 // Finished marks a ticket whose last run reached Done or Failed; a new claim
 // of it is a re-trigger. It expires after FinishedTTL.
 func Finished(ticketKey string) string { return prefix() + "finished:" + ticketKey }
+
+// ProjectSlots is the concurrency semaphore of one project: a sorted set of
+// run tokens scored by the unix milliseconds at which they expire.
+func ProjectSlots(project string) string { return prefix() + "slots:project:" + project }
+
+// TokenSlots is the concurrency semaphore shared by every project using one
+// tracker token. tokenID is a digest of the token, never the token itself.
+func TokenSlots(tokenID string) string { return prefix() + "slots:token:" + tokenID }

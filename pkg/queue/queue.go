@@ -5,15 +5,30 @@
 // between take and ack loses nothing: Requeue moves its processing list back
 // to the head of the queue.
 //
-// The queue knows nothing of what the payloads mean; payloads are compared
-// byte for byte by Ack, so each should be unique (carry a request id).
+// A queue may have several priority levels, one list each (lower numbers
+// are served first; see Take for how lower levels are kept from starving),
+// and a delayed set of entries that wait for a due time before they join
+// their level (Delay, PromoteDue).
+//
+// The queue knows nothing of what the payloads mean, with one exception:
+// a payload that is a JSON object with a numeric "priority" field belongs to
+// that level (a priority with no level, or none, means the default level).
+// Push, Requeue and PromoteDue all place entries by that rule, so an entry
+// keeps its level across a crash or a delay. Payloads are compared byte for
+// byte by Ack, so each should be unique (carry a request id).
+//
+// Every key of one queue is touched by multi-key Lua scripts: on Redis
+// Cluster they must share a hash slot.
 package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,81 +43,292 @@ import (
 // (go-redis default 3s).
 const takeSlice = 250 * time.Millisecond
 
-// requeueScript moves every entry of a processing list back to the head of
-// the queue, keeping their order: the oldest taken entry ends up first.
+// levelSlice is takeSlice for a queue with several levels: the blocking
+// wait watches the default level only, so an entry pushed to another level
+// of an idle queue waits at most this long.
+const levelSlice = 100 * time.Millisecond
+
+// DefaultLowerEvery is Options.LowerEvery's default: every 10th take serves
+// a lower priority level first, so lower levels get at least a tenth of the
+// takes while a higher one is flooded.
+const DefaultLowerEvery = 10
+
+// destination is the Lua shared by the scripts that place entries: it maps
+// a payload to its level's list by its JSON "priority" field.
 //
-// KEYS[1] -> the processing list
-// KEYS[2] -> the queue
+//	KEYS[2] the default level's list; KEYS[3..] the other levels' lists
+//	ARGV[base+i] the priority of KEYS[2+i]
+const destination = `
+local levels = {}
+for i = 3, #KEYS do
+  levels[tonumber(ARGV[base + i - 2])] = KEYS[i]
+end
+local function destination(v)
+  local ok, d = pcall(cjson.decode, v)
+  if ok and type(d) == 'table' and type(d['priority']) == 'number' and levels[d['priority']] then
+    return levels[d['priority']]
+  end
+  return KEYS[2]
+end
+`
+
+// requeueScript moves every entry of a processing list back to the head of
+// its level, keeping their order: the oldest taken entry ends up first.
+//
+//	KEYS[1] the processing list
+//	KEYS[2] the default level; KEYS[3..] the other levels
+//	ARGV[i] the priority of KEYS[2+i]
 //
 // Returns the number of entries moved.
-var requeueScript = redis.NewScript(`
+var requeueScript = redis.NewScript(`local base = 0` + destination + `
 local n = 0
-while redis.call("LMOVE", KEYS[1], KEYS[2], "RIGHT", "LEFT") do
-	n = n + 1
+while true do
+  local v = redis.call('LINDEX', KEYS[1], -1)
+  if not v then break end
+  redis.call('LMOVE', KEYS[1], destination(v), 'RIGHT', 'LEFT')
+  n = n + 1
 end
 return n
 `)
 
-// Queue is a handle on one Redis list queue. It holds no state of its own;
-// any number of Queues on the same key may be used concurrently.
+// promoteScript moves due entries of the delayed set to the tail of their
+// level, oldest due first.
+//
+//	KEYS[1] the delayed set (score: due time in unix ms)
+//	KEYS[2] the default level; KEYS[3..] the other levels
+//	ARGV[1] now in unix ms; ARGV[2] at most this many entries
+//	ARGV[2+i] the priority of KEYS[2+i]
+//
+// Returns the number of entries moved.
+var promoteScript = redis.NewScript(`local base = 2` + destination + `
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+for _, v in ipairs(due) do
+  redis.call('RPUSH', destination(v), v)
+  redis.call('ZREM', KEYS[1], v)
+end
+return #due
+`)
+
+// takeFirstScript moves the head of the first non-empty list to the
+// processing list: one round trip whatever the number of levels.
+//
+//	KEYS[1] the processing list; KEYS[2..] the lists in the order to try
+//
+// Returns {index of the list (1-based, of KEYS[2..]), entry} or nil.
+var takeFirstScript = redis.NewScript(`
+for i = 2, #KEYS do
+  local v = redis.call('LMOVE', KEYS[i], KEYS[1], 'LEFT', 'RIGHT')
+  if v then return {i - 1, v} end
+end
+return false
+`)
+
+// Level is one priority level's list.
+type Level struct {
+	Priority int
+	Key      string
+}
+
+// Options configures a queue with priority levels and a delayed set.
+type Options struct {
+	// DefaultPriority is the level of Queue's own key, and of every entry
+	// whose priority has no level.
+	DefaultPriority int
+	// Levels are the other levels, in any order; a level with
+	// DefaultPriority is ignored (the default key serves it).
+	Levels []Level
+	// DelayedKey is the delayed set (keys.Delayed()); "" disables Delay.
+	DelayedKey string
+	// LowerEvery: every LowerEvery-th take tries a lower level before the
+	// highest one, rotating through the lower levels. Default
+	// DefaultLowerEvery; 1 would serve lower levels first all the time.
+	LowerEvery int
+}
+
+// Queue is a handle on one Redis list queue. Its only state is the take
+// counter behind the anti-starvation rotation; any number of Queues on the
+// same keys may be used concurrently.
 type Queue struct {
-	rdb redis.UniversalClient
-	key string
+	rdb        redis.UniversalClient
+	key        string
+	levels     []Level // sorted, highest priority (lowest number) first
+	delayed    string
+	lowerEvery uint64
+	takes      atomic.Uint64
+	placeKeys  []string // default key, then the other levels' keys
+	placeArgs  []any    // their priorities, for the placing scripts
 }
 
-// New returns the queue stored at key (keys.Queue()).
+// New returns the single-level queue stored at key (keys.Queue()).
 func New(rdb redis.UniversalClient, key string) *Queue {
-	return &Queue{rdb: rdb, key: key}
+	return NewWith(rdb, key, Options{})
 }
 
-// Push appends payload to the tail of the queue.
+// NewWith returns the queue whose default level is stored at key.
+func NewWith(rdb redis.UniversalClient, key string, o Options) *Queue {
+	q := &Queue{rdb: rdb, key: key, delayed: o.DelayedKey, lowerEvery: DefaultLowerEvery}
+	if o.LowerEvery > 0 {
+		q.lowerEvery = uint64(o.LowerEvery)
+	}
+	q.levels = []Level{{Priority: o.DefaultPriority, Key: key}}
+	q.placeKeys = []string{key}
+	for _, l := range o.Levels {
+		if l.Priority == o.DefaultPriority || slices.ContainsFunc(q.levels, func(x Level) bool { return x.Priority == l.Priority }) {
+			continue
+		}
+		q.levels = append(q.levels, l)
+		q.placeKeys = append(q.placeKeys, l.Key)
+		q.placeArgs = append(q.placeArgs, l.Priority)
+	}
+	slices.SortFunc(q.levels, func(a, b Level) int { return a.Priority - b.Priority })
+	return q
+}
+
+// Levels returns the priority levels, highest priority first.
+func (q *Queue) Levels() []Level { return slices.Clone(q.levels) }
+
+// Lists returns every level's list key, highest priority first: what a
+// reader of the whole queue (reconciler, operator tools) must look at.
+func (q *Queue) Lists() []string {
+	out := make([]string, len(q.levels))
+	for i, l := range q.levels {
+		out[i] = l.Key
+	}
+	return out
+}
+
+// DelayedKey is the delayed set's key ("" when the queue has none).
+func (q *Queue) DelayedKey() string { return q.delayed }
+
+// levelKey is the list an entry belongs to.
+func (q *Queue) levelKey(payload []byte) string {
+	if len(q.levels) == 1 {
+		return q.key
+	}
+	var p struct {
+		Priority *int `json:"priority"`
+	}
+	if json.Unmarshal(payload, &p) == nil && p.Priority != nil {
+		for _, l := range q.levels {
+			if l.Priority == *p.Priority {
+				return l.Key
+			}
+		}
+	}
+	return q.key
+}
+
+// Push appends payload to the tail of its level.
 func (q *Queue) Push(ctx context.Context, payload []byte) error {
-	if err := q.rdb.RPush(ctx, q.key, payload).Err(); err != nil {
-		return fmt.Errorf("queue push %s: %w", q.key, err)
+	key := q.levelKey(payload)
+	if err := q.rdb.RPush(ctx, key, payload).Err(); err != nil {
+		return fmt.Errorf("queue push %s: %w", key, err)
 	}
 	return nil
 }
 
 // Take atomically moves the head of the queue to the tail of processingKey
-// (BLMOVE key processingKey LEFT RIGHT) and returns it, blocking up to wait
-// for an entry; wait <= 0 does not block. It returns (nil, nil) when no
-// entry came within wait, and ctx.Err() within a fraction of a second of
-// ctx being cancelled. An entry taken in the same instant the context ends
-// is still returned (with a nil error): it is in processingKey and the
-// caller owns it.
+// and returns it, blocking up to wait for an entry; wait <= 0 does not
+// block. It returns (nil, nil) when no entry came within wait, and ctx.Err()
+// within a fraction of a second of ctx being cancelled. An entry taken in
+// the same instant the context ends is still returned (with a nil error):
+// it is in processingKey and the caller owns it.
+//
+// With one level this is BLMOVE key processingKey LEFT RIGHT. With several,
+// each try is one script that LMOVEs from the first non-empty level in
+// priority order, and, when all are empty, a BLMOVE on the default level
+// waits up to levelSlice before the next try. The trade-off: BLMPOP could
+// wait on every level at once but only pops (a crash after it would lose
+// the entry), so an idle queue notices an entry pushed to a non-default
+// level up to levelSlice late. Every LowerEvery-th take starts with a lower
+// level instead (rotating through them), so a flooded high level cannot
+// starve the others: the head of a lower level is taken within
+// LowerEvery × (levels − 1) takes of this Queue.
 func (q *Queue) Take(ctx context.Context, processingKey string, wait time.Duration) ([]byte, error) {
+	if len(q.levels) > 1 {
+		return q.takeLevels(ctx, processingKey, wait)
+	}
 	deadline := time.Now().Add(wait)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		left := time.Until(deadline)
-		var cmd *redis.Cmd
-		if ms := min(left, takeSlice).Milliseconds(); ms < 1 {
-			// Never BLMOVE with timeout 0: that blocks forever.
-			cmd = q.rdb.Do(ctx, "lmove", q.key, processingKey, "LEFT", "RIGHT")
-		} else {
-			// BLMOVE takes fractional seconds; go-redis's BLMove would
-			// round sub-second timeouts up to 1s.
-			cmd = q.rdb.Do(ctx, "blmove", q.key, processingKey, "LEFT", "RIGHT",
-				strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64))
-		}
-		s, err := cmd.Text()
+		b, err := q.blmove(ctx, q.key, processingKey, min(left, takeSlice))
 		switch {
-		case err == nil:
-			return []byte(s), nil
-		case !errors.Is(err, redis.Nil):
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("queue take %s: %w", q.key, err)
+		case err != nil || b != nil:
+			return b, err
 		case left <= takeSlice:
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, nil
+			return nil, ctx.Err()
 		}
 	}
+}
+
+func (q *Queue) takeLevels(ctx context.Context, processingKey string, wait time.Duration) ([]byte, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		order := q.order(q.takes.Load() + 1)
+		res, err := takeFirstScript.Run(ctx, q.rdb, append([]string{processingKey}, order...)).Slice()
+		switch {
+		case err == nil && len(res) == 2:
+			q.takes.Add(1)
+			s, _ := res[1].(string)
+			return []byte(s), nil
+		case err != nil && !errors.Is(err, redis.Nil):
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("queue take: %w", err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, ctx.Err()
+		}
+		b, err := q.blmove(ctx, q.key, processingKey, min(left, levelSlice))
+		if err != nil || b != nil {
+			if b != nil {
+				q.takes.Add(1)
+			}
+			return b, err
+		}
+	}
+}
+
+// order is the order in which take number n tries the levels.
+func (q *Queue) order(n uint64) []string {
+	keys := q.Lists()
+	if n%q.lowerEvery != 0 {
+		return keys
+	}
+	start := 1 + int((n/q.lowerEvery-1)%uint64(len(keys)-1))
+	return append(keys[start:], keys[:start]...)
+}
+
+// blmove is one (B)LMOVE from src to dst waiting up to d; (nil, nil) when
+// src stayed empty.
+func (q *Queue) blmove(ctx context.Context, src, dst string, d time.Duration) ([]byte, error) {
+	var cmd *redis.Cmd
+	if ms := d.Milliseconds(); ms < 1 {
+		// Never BLMOVE with timeout 0: that blocks forever.
+		cmd = q.rdb.Do(ctx, "lmove", src, dst, "LEFT", "RIGHT")
+	} else {
+		// BLMOVE takes fractional seconds; go-redis's BLMove would round
+		// sub-second timeouts up to 1s.
+		cmd = q.rdb.Do(ctx, "blmove", src, dst, "LEFT", "RIGHT", strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64))
+	}
+	s, err := cmd.Text()
+	switch {
+	case err == nil:
+		return []byte(s), nil
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return nil, fmt.Errorf("queue take %s: %w", src, err)
 }
 
 // Ack removes payload from processingKey once it has been handled. Acking an
@@ -114,30 +340,49 @@ func (q *Queue) Ack(ctx context.Context, processingKey string, payload []byte) e
 	return nil
 }
 
-// Requeue moves every entry of processingKey back to the head of the queue
+// Requeue moves every entry of processingKey back to the head of its level
 // in one atomic step, preserving their order, and returns how many it moved.
 // It is how a restarted consumer, or the repair of a dead one, gets taken
 // but unacknowledged entries processed again.
 func (q *Queue) Requeue(ctx context.Context, processingKey string) (int, error) {
-	n, err := requeueScript.Run(ctx, q.rdb, []string{processingKey, q.key}).Int()
+	n, err := requeueScript.Run(ctx, q.rdb, append([]string{processingKey}, q.placeKeys...), q.placeArgs...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("queue requeue %s: %w", processingKey, err)
 	}
 	return n, nil
 }
 
-// Len is the number of entries waiting in the queue (not those taken).
+// Len is the number of entries waiting on every level (not those taken or
+// delayed).
 func (q *Queue) Len(ctx context.Context) (int64, error) {
-	n, err := q.rdb.LLen(ctx, q.key).Result()
-	if err != nil {
-		return 0, fmt.Errorf("queue len %s: %w", q.key, err)
+	cmds := make([]*redis.IntCmd, len(q.levels))
+	if _, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, l := range q.levels {
+			cmds[i] = p.LLen(ctx, l.Key)
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("queue len: %w", err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
 	}
 	return n, nil
 }
 
-// Entries returns the waiting entries, head first.
+// Entries returns the waiting entries of every level, highest priority
+// level first, each level head first.
 func (q *Queue) Entries(ctx context.Context) ([][]byte, error) {
-	return q.lrange(ctx, q.key)
+	var out [][]byte
+	for _, l := range q.levels {
+		e, err := q.lrange(ctx, l.Key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e...)
+	}
+	return out, nil
 }
 
 // ProcessingKeys returns the processing lists matching pattern

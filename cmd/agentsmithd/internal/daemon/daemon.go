@@ -120,7 +120,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	for _, r := range routes {
 		d.routes = append(d.routes, *r)
 	}
-	d.queue = queue.New(rdb, keys.Queue())
+	d.queue = newQueue(rdb, cfg)
 	d.claims = lifecycle.NewClaimService(rdb, d.queue, d.projects, lifecycle.ClaimConfig{
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
 		Observer: d.observer,
@@ -234,6 +234,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			ShutdownGrace: cfg.Consumer.ShutdownGrace, KillGrace: cfg.Consumer.KillGrace,
 			WorkDir: cfg.Consumer.WorkDir, TailBytes: cfg.Consumer.TailBytes, Labels: d.labels(),
 			Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
+			LimitDelay: cfg.Consumer.LimitDelay,
 		})
 		wg.Go(func() { _ = exec.Run(ctx) })
 	}
@@ -269,6 +270,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		sweeper := housekeeping.NewTriggerSweeper(d.claims, housekeeping.TriggerSweeperConfig{
 			Projects: sweep, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+		promoter := housekeeping.NewDelayedPromoter(d.queue, housekeeping.DelayedPromoterConfig{
+			Interval: hk.DelayedInterval, Fence: l.Fence, Logger: d.log})
 		epoch := housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Fence: l.Fence, Logger: d.log},
 			stale.Kick, recon.Kick)
 		wg.Go(func() {
@@ -279,6 +282,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				hw.Go(func() { _ = recon.Run(lctx) })
 				hw.Go(func() { _ = epoch.Run(lctx) })
 				hw.Go(func() { _ = sweeper.Run(lctx) })
+				hw.Go(func() { _ = promoter.Run(lctx) })
 				hw.Wait()
 			})
 		})

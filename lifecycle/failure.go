@@ -1,0 +1,149 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/procrun"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// failed handles a failed attempt while the run still owns the ticket: it
+// runs the project's persist command, posts the failure comment, then
+// retries the ticket after its backoff (InProgress → Enqueued, the next
+// attempt in the delayed set), escalates it (Failed, plus the escalation
+// label and mentions), or fails it.
+func (e *Executor) failed(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string,
+	fence func(context.Context) error, hb *runHeartbeat, res procrun.Result, started time.Time, log *zap.Logger) {
+	kind, retryable := p.Pipeline.classify(res, req.Attempt)
+	var delay time.Duration
+	if kind == failRetry {
+		delay = p.Pipeline.Retry.Backoff.Delay(req.Attempt, e.cfg.Rand())
+	}
+	notes := e.persist(ctx, p, t, req, token, kind, hb, log)
+	if lost := hb.lostErr(); lost != nil {
+		log.Warn("run lost its ownership while persisting; no label written", zap.Error(lost))
+		e.releaseRun(req.Ref, token, false, log)
+		return
+	}
+	// The outcome must be written even while shutting down.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	body := outcomeComment(failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), e.cfg.Instance, res, notes)
+	if err := retryTransient(wctx, func() error {
+		if err := fence(wctx); err != nil {
+			return err
+		}
+		return p.Tracker.Comment(trackerhttp.WithFence(wctx, fence), req.Ref, body)
+	}); err != nil {
+		if errors.Is(err, errLostRun) {
+			log.Warn("run lost its ownership before the failure comment", zap.Error(err))
+			return
+		}
+		log.Error("post failure comment", zap.Error(err))
+	}
+	if kind == failEscalate && p.Pipeline.Escalate.Label != "" {
+		if err := e.addLabel(wctx, p, req.Ref, p.Pipeline.Escalate.Label, fence); err != nil {
+			log.Error("add escalation label", zap.String("label", p.Pipeline.Escalate.Label), zap.Error(err))
+		}
+	}
+	reason := res.Describe()
+	if kind == failRetry {
+		e.retryLater(wctx, p, req, token, fence, started, delay, reason, log)
+		return
+	}
+	// The comment changed the ticket's version; moveAs re-reads it.
+	if err := retryTransient(wctx, func() error {
+		_, err := e.moveAs(wctx, p, nil, InProgress, Failed, fence, req, started, kind.outcome(), reason)
+		return err
+	}); err != nil {
+		log.Error("transition to failed (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		return
+	}
+	e.releaseRun(req.Ref, token, true, log)
+}
+
+// retryLater hands the ticket back for its next attempt: InProgress →
+// Enqueued, the run released (its attempt count kept), and the next
+// request put in the delayed set, due after the backoff. Were the daemon to
+// die between the transition and the delay, the ticket is Enqueued without a
+// request and EnqueuedReconciler re-pushes it.
+func (e *Executor) retryLater(ctx context.Context, p *Project, req PipelineRequest, token string, fence func(context.Context) error,
+	started time.Time, delay time.Duration, reason string, log *zap.Logger) {
+	next := req.Attempt + 1
+	why := fmt.Sprintf("%s; attempt %d in %s", reason, next, delay)
+	if err := retryTransient(ctx, func() error {
+		_, err := e.moveAs(ctx, p, nil, InProgress, Enqueued, fence, req, started, failRetry.outcome(), why)
+		return err
+	}); err != nil {
+		log.Error("transition to enqueued for a retry (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		return
+	}
+	e.releaseRun(req.Ref, token, false, log)
+	due := e.cfg.Clock().Add(delay)
+	nreq := PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: SourceRetry, Attempt: next,
+		EnqueuedAt: due.UTC(), Priority: req.Priority}
+	if err := e.queue.Delay(ctx, nreq.Encode(), due); err != nil {
+		log.Error("delay the retry (EnqueuedReconciler will re-push)", zap.Error(err))
+		return
+	}
+	log.Info("retry scheduled", zap.Int("nextAttempt", next), zap.Duration("backoff", delay), zap.String("newRequestId", nreq.ID))
+}
+
+// addLabel adds label, a non-lifecycle label, to the ticket, fenced and
+// re-read after a conflict.
+func (e *Executor) addLabel(ctx context.Context, p *Project, ref platforms.Ref, label string, fence func(context.Context) error) error {
+	return retryTransient(ctx, func() error {
+		var err error
+		for try := 0; try < 4; try++ {
+			var t *platforms.Ticket
+			if t, err = p.Tracker.Get(ctx, ref); err != nil {
+				return fmt.Errorf("re-read: %w", err)
+			}
+			if t.HasLabel(label) {
+				return nil
+			}
+			if err = fence(ctx); err != nil {
+				return err
+			}
+			if _, err = p.Tracker.Relabel(trackerhttp.WithFence(ctx, fence), t, nil, label); !errors.Is(err, platforms.ErrPreconditionFailed) {
+				return err
+			}
+		}
+		return err
+	})
+}
+
+// failureHeadline is the first line of the failure comment: what happened
+// and what happens next.
+func failureHeadline(prefix string, p *Project, kind failureKind, retryable bool, attempt int, delay time.Duration) string {
+	h := fmt.Sprintf("**%s**: pipeline failed (attempt %d of %d)", prefix, attempt, max(p.Pipeline.MaxAttempts, 1))
+	switch {
+	case kind == failRetry:
+		return h + ", retrying in " + roundDelay(delay)
+	case kind == failEscalate:
+		h += " and needs a person"
+		if m := p.Pipeline.Escalate.Mention; len(m) > 0 {
+			h += ": " + strings.Join(m, " ")
+		}
+		return h
+	case retryable:
+		return h + "; no attempts left"
+	}
+	return h
+}
+
+// roundDelay prints a backoff the way a person reads it.
+func roundDelay(d time.Duration) string {
+	if d >= 10*time.Second {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}

@@ -1,0 +1,320 @@
+package lifecycle_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agentsmithd/agentsmithd/housekeeping"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+)
+
+// outcomes lists the outcomes of the transitions out of InProgress.
+func outcomes(r *recorder) []string {
+	var out []string
+	for _, ev := range r.snapshot() {
+		if ev.Kind == lifecycle.EventTransition && ev.From == lifecycle.InProgress {
+			out = append(out, ev.Outcome)
+		}
+	}
+	return out
+}
+
+func findEvent(r *recorder, outcome string) (lifecycle.Event, bool) {
+	for _, ev := range r.snapshot() {
+		if ev.Outcome == outcome {
+			return ev, true
+		}
+	}
+	return lifecycle.Event{}, false
+}
+
+// runWorld runs an executor (concurrency n) and the delayed set's promoter
+// on w until the test ends. The pipeline gets D=dir.
+func runWorld(t *testing.T, w *lifecycletest.World, dir string, n int) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	p := w.Projects[lifecycletest.Project]
+	p.Pipeline.Env = map[string]string{"D": dir}
+	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+		Instance: "exec-1", Concurrency: n, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
+		ShutdownGrace: time.Second, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"),
+		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t), Observer: rec, LimitDelay: 100 * time.Millisecond,
+		Rand: func() float64 { return 0.5 },
+	})
+	promoter := housekeeping.NewDelayedPromoter(w.Queue, housekeeping.DelayedPromoterConfig{Interval: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = ex.Run(ctx) })
+	wg.Go(func() { _ = promoter.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return rec
+}
+
+// countingPipeline counts its runs in $D/runs, records each attempt, and
+// exits with the n-th word of codes on its n-th run (0 past the end).
+func countingPipeline(codes string) []string {
+	return []string{"sh", "-c", `echo "$AGENTSMITH_ATTEMPT" >> "$D/runs"; n=$(wc -l < "$D/runs"); set -- ` + codes + `; shift $((n-1)) 2>/dev/null || exit 0; exit ${1:-0}`}
+}
+
+func claim(t *testing.T, w *lifecycletest.World, title string, labels ...string) int {
+	t.Helper()
+	n := w.Sim.CreateIssue(lifecycletest.Repo, title, "", append([]string{"agent-smith"}, labels...)...)
+	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	return n
+}
+
+func runs(t *testing.T, dir string) []string {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(dir, "runs"))
+	return strings.Fields(string(b))
+}
+
+func comments(t *testing.T, w *lifecycletest.World, n int) []string {
+	t.Helper()
+	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+	var out []string
+	for _, c := range is.Comments {
+		out = append(out, c.Body)
+	}
+	return out
+}
+
+// waitOutcome waits for ticket n to reach state with its final event.
+func waitOutcome(t *testing.T, w *lifecycletest.World, rec *recorder, n int, state lifecycle.State, outcome string) {
+	t.Helper()
+	eventually.Wait(t, 20*time.Second, "the ticket to reach "+state.String(), func() bool {
+		_, ok := findEvent(rec, outcome)
+		return ok && w.State(t, n) == state
+	})
+}
+
+func retryOn(p *lifecycle.Project, codes ...int) {
+	p.Pipeline.Retry = lifecycle.RetryPolicy{ExitCodes: codes,
+		Backoff: lifecycle.Backoff{Initial: 400 * time.Millisecond, Max: time.Second, Multiplier: 2, Jitter: 0.5}}
+}
+
+func TestRetryableFailureWaitsOutItsBackoffThenRunsTheNextAttempt(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	p := w.Projects[lifecycletest.Project]
+	retryOn(p, 75)
+	p.Pipeline.Command = countingPipeline("75 0")
+	rec := runWorld(t, w, dir, 1)
+	n := claim(t, w, "flaky", "priority:high")
+	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+
+	if got := runs(t, dir); !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("attempts run %q, want 1 then 2", got)
+	}
+	if got := outcomes(rec); !slices.Equal(got, []string{"retrying", "succeeded"}) {
+		t.Errorf("outcomes %q", got)
+	}
+	ev, _ := findEvent(rec, "retrying")
+	if ev.To != lifecycle.Enqueued || ev.Attempt != 1 || !strings.Contains(ev.Reason, "exit status 75; attempt 2 in 300ms") {
+		t.Errorf("retrying event %+v", ev)
+	}
+	// Backoff 400ms; jitter 0.5 takes up to half of it, r = 0.5 a quarter.
+	cs := comments(t, w, n)
+	if len(cs) != 1 || !strings.Contains(cs[0], "pipeline failed (attempt 1 of 3), retrying in 300ms") {
+		t.Errorf("comments %q", cs)
+	}
+	if err := lifecycle.Check(lifecycle.InProgress, lifecycle.Enqueued, lifecycle.OwnerExecutor); err != nil {
+		t.Error(err)
+	}
+}
+
+// Between attempts the ticket is Enqueued, its run released, and the next
+// attempt's request waits in the delayed set with the ticket's priority,
+// due after the backoff.
+func TestRetryWaitsInTheDelayedSet(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	p := w.Projects[lifecycletest.Project]
+	retryOn(p, 75)
+	p.Pipeline.Retry.Backoff = lifecycle.Backoff{Initial: time.Hour, Max: 2 * time.Hour, Multiplier: 2, Jitter: 0.5}
+	p.Pipeline.Command = countingPipeline("75")
+	rec := runWorld(t, w, dir, 1)
+	before := time.Now()
+	n := claim(t, w, "flaky", "priority:high")
+	waitOutcome(t, w, rec, n, lifecycle.Enqueued, "retrying")
+
+	entries, err := w.Queue.DelayedEntries(t.Context())
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("delayed set %v, %v; want one request", entries, err)
+	}
+	req, err := lifecycle.DecodeRequest(entries[0].Payload)
+	if err != nil || req.Attempt != 2 || req.Priority != lifecycletest.HighPriority || req.Source != lifecycle.SourceRetry {
+		t.Errorf("delayed request %+v, %v; want attempt 2 at high priority", req, err)
+	}
+	// Backoff 1h; jitter 0.5 at r = 0.5 takes a quarter: due in 45 min.
+	if due := entries[0].Due; due.Before(before.Add(45*time.Minute)) || due.After(time.Now().Add(45*time.Minute)) {
+		t.Errorf("due %s, want 45 min after the failure", due)
+	}
+	if len(w.Requests(t)) != 0 {
+		t.Error("the retry is on the queue before its backoff ended")
+	}
+	ref := lifecycletest.Ref(n)
+	if hb, _ := w.RDB.Exists(t.Context(), keys.Heartbeat(ref.Key())).Result(); hb != 0 {
+		t.Error("heartbeat kept between attempts")
+	}
+	if last, _ := lifecycle.LastAttempt(t.Context(), w.RDB, ref); last != 1 {
+		t.Errorf("last attempt %d, want 1 kept for the retry", last)
+	}
+}
+
+func TestRetriesRunOutThenTheTicketFails(t *testing.T) {
+	w := lifecycletest.New(t, 2)
+	dir := t.TempDir()
+	p := w.Projects[lifecycletest.Project]
+	retryOn(p, 75)
+	p.Pipeline.Command = countingPipeline("75 75 75")
+	rec := runWorld(t, w, dir, 1)
+	n := claim(t, w, "always flaky")
+	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	if got := runs(t, dir); !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("attempts run %q, want 1 and 2 of max 2", got)
+	}
+	if got := outcomes(rec); !slices.Equal(got, []string{"retrying", "failed"}) {
+		t.Errorf("outcomes %q", got)
+	}
+	cs := comments(t, w, n)
+	if len(cs) != 2 || !strings.Contains(cs[0], "(attempt 1 of 2), retrying in") || !strings.Contains(cs[1], "(attempt 2 of 2); no attempts left") {
+		t.Errorf("comments %q", cs)
+	}
+	if d := w.Delayed(t); len(d) != 0 {
+		t.Errorf("delayed set %+v after the last attempt", d)
+	}
+}
+
+func TestNonRetryableFailureFailsAtOnce(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	p := w.Projects[lifecycletest.Project]
+	retryOn(p, 75)
+	p.Pipeline.Command = countingPipeline("1")
+	rec := runWorld(t, w, dir, 1)
+	n := claim(t, w, "broken")
+	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	if got := runs(t, dir); len(got) != 1 {
+		t.Errorf("ran %d times, want once", len(got))
+	}
+	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "pipeline failed (attempt 1 of 3)\n") {
+		t.Errorf("comments %q", cs)
+	}
+	if d := w.Delayed(t); len(d) != 0 {
+		t.Errorf("delayed set %+v for a non-retryable failure", d)
+	}
+}
+
+func TestEscalationFailsLabelsAndMentions(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	p := w.Projects[lifecycletest.Project]
+	retryOn(p, 75)
+	p.Pipeline.Escalate = lifecycle.EscalatePolicy{ExitCodes: []int{42}, Label: "needs-human", Mention: []string{"@alice", "@bob"}}
+	p.Pipeline.Command = countingPipeline("42")
+	rec := runWorld(t, w, dir, 1)
+	n := claim(t, w, "needs a person", "bug")
+	waitOutcome(t, w, rec, n, lifecycle.Failed, "escalated")
+	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+	for _, l := range []string{"agent-smith", "bug", "needs-human", "agent-smith:failed"} {
+		if !slices.Contains(is.Labels, l) {
+			t.Errorf("labels %q lack %q", is.Labels, l)
+		}
+	}
+	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "(attempt 1 of 3) and needs a person: @alice @bob") {
+		t.Errorf("comments %q", cs)
+	}
+	if got := outcomes(rec); !slices.Equal(got, []string{"escalated"}) {
+		t.Errorf("outcomes %q", got)
+	}
+	if got := runs(t, dir); len(got) != 1 {
+		t.Errorf("ran %d times, want once", len(got))
+	}
+}
+
+// pipeline.timeout stops a run; with on_timeout the next attempt runs,
+// without it the ticket fails with the timeout in its comment.
+func TestTimeoutIsHonouredAndRetriedOnlyWhenAsked(t *testing.T) {
+	for _, onTimeout := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on_timeout", false: "no_retry"}[onTimeout], func(t *testing.T) {
+			w := lifecycletest.New(t, 3)
+			dir := t.TempDir()
+			p := w.Projects[lifecycletest.Project]
+			retryOn(p, 75)
+			p.Pipeline.Retry.OnTimeout = onTimeout
+			p.Pipeline.Timeout = 300 * time.Millisecond
+			// The first attempt hangs; later ones succeed.
+			p.Pipeline.Command = []string{"sh", "-c", `echo "$AGENTSMITH_ATTEMPT" >> "$D/runs"; [ "$AGENTSMITH_ATTEMPT" = 1 ] && exec sleep 60; exit 0`}
+			rec := runWorld(t, w, dir, 1)
+			n := claim(t, w, "slow")
+			if onTimeout {
+				waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+				if got := outcomes(rec); !slices.Equal(got, []string{"retrying", "succeeded"}) {
+					t.Errorf("outcomes %q", got)
+				}
+				return
+			}
+			waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+			if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "after timeout 300ms") {
+				t.Errorf("comments %q", cs)
+			}
+			if got := runs(t, dir); len(got) != 1 {
+				t.Errorf("ran %d times, want once", len(got))
+			}
+		})
+	}
+}
+
+// The persist command runs in the ticket's work dir before the retry; the
+// next attempt finds what it saved there.
+func TestPersistCommandSavesWorkForTheNextAttempt(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	p := w.Projects[lifecycletest.Project]
+	retryOn(p, 75)
+	p.Pipeline.PersistCommand = []string{"sh", "-c", `echo "$AGENTSMITH_OUTCOME after attempt $AGENTSMITH_ATTEMPT" > persisted`}
+	p.Pipeline.PersistTimeout = 5 * time.Second
+	// Attempt 1 fails; attempt 2 succeeds only if it sees attempt 1's file.
+	p.Pipeline.Command = []string{"sh", "-c", `echo "$AGENTSMITH_ATTEMPT" >> "$D/runs"; [ "$AGENTSMITH_ATTEMPT" = 1 ] && exit 75; cp persisted "$D/seen"`}
+	rec := runWorld(t, w, dir, 1)
+	n := claim(t, w, "persist")
+	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	b, err := os.ReadFile(filepath.Join(dir, "seen"))
+	if err != nil || string(b) != "retrying after attempt 1\n" {
+		t.Errorf("attempt 2 saw %q, %v; want attempt 1's persisted file", b, err)
+	}
+	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "- persist command: succeeded") {
+		t.Errorf("comments %q", cs)
+	}
+}
+
+// A failing (or hanging) persist command is reported but never blocks the
+// transition.
+func TestFailingPersistCommandDoesNotBlockTheTransition(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	p := w.Projects[lifecycletest.Project]
+	p.Pipeline.PersistCommand = []string{"sh", "-c", "sleep 60"}
+	p.Pipeline.PersistTimeout = 200 * time.Millisecond
+	p.Pipeline.Command = countingPipeline("1")
+	rec := runWorld(t, w, dir, 1)
+	n := claim(t, w, "persist fails")
+	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "- persist command: **failed** (killed by signal terminated after timeout 200ms)") {
+		t.Errorf("comments %q", cs)
+	}
+}

@@ -16,9 +16,9 @@ type Project struct {
 	Pipeline     Pipeline
 	// React puts platforms.ReactionEyes on every ticket claimed, when the
 	// tracker is a platforms.Reactor (projects[].reactions).
-	React bool
-	Priority     PriorityPolicy
-	Limits       Limits
+	React    bool
+	Priority PriorityPolicy
+	Limits   Limits
 }
 
 // Pipeline is the command run for every claimed ticket of a project.

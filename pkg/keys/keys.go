@@ -25,8 +25,8 @@ package keys
 
 import (
 	"errors"
-	"sync/atomic"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 

@@ -122,7 +122,18 @@ func encodeNode(v reflect.Value, path string) (*yaml.Node, error) {
 		}
 		sort.Strings(ks)
 		for _, k := range ks {
-			m.Content = append(m.Content, scalar("!!str", k), scalar("!!str", v.MapIndex(reflect.ValueOf(k)).String()))
+			val := v.MapIndex(reflect.ValueOf(k).Convert(t.Key()))
+			child, err := encodeNode(val, join(path, k))
+			if err != nil {
+				return nil, err
+			}
+			if child == nil { // a zero value is still a value in a map
+				child = scalar("!!str", "")
+				if val.Kind() != reflect.String {
+					child = scalar("", fmt.Sprint(val.Interface()))
+				}
+			}
+			m.Content = append(m.Content, scalar("!!str", k), child)
 		}
 		return m, nil
 	case reflect.String:
@@ -131,6 +142,16 @@ func encodeNode(v reflect.Value, path string) (*yaml.Node, error) {
 		return scalar("!!bool", strconv.FormatBool(v.Bool())), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return scalar("!!int", strconv.FormatInt(v.Int(), 10)), nil
+	case reflect.Float32, reflect.Float64:
+		return scalar("!!float", strconv.FormatFloat(v.Float(), 'g', -1, 64)), nil
+	case reflect.Pointer:
+		// A set pointer is printed even when it points at a zero value:
+		// audit.enabled: false differs from leaving it out.
+		n, err := encodeNode(v.Elem(), path)
+		if n == nil && err == nil && v.Elem().Kind() == reflect.Bool {
+			n = scalar("!!bool", "false")
+		}
+		return n, err
 	}
 	return nil, fmt.Errorf("print config: no encoding for %s at %s", t, path)
 }

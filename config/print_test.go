@@ -86,3 +86,37 @@ func TestSecretYAMLShowsSource(t *testing.T) {
 		t.Errorf("yaml.Marshal(Secret) = %q", out)
 	}
 }
+
+// Values only the newer sections have (floats, int maps, a bool pointer set
+// to false) print and parse back unchanged.
+func TestMarshalNewerSections(t *testing.T) {
+	in := `redis: {addr: "127.0.0.1:6379"}
+audit: {enabled: false}
+projects:
+  - name: app
+    platform: github
+    repo: acme/app
+    token: {env: GH}
+    polling: {enabled: true}
+    priority: {labels: {"priority:high": 1}, default: 5}
+    pipeline:
+      command: [make]
+      retry: {exit_codes: [75], backoff: {multiplier: 1.5}}
+`
+	env := func(string) (string, bool) { return "x", true }
+	c, err := Parse([]byte(in), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(out, env)
+	if err != nil {
+		t.Fatalf("printed config does not parse: %v\n%s", err, out)
+	}
+	if back.Audit.On() || back.Projects[0].Pipeline.Retry.Backoff.Multiplier != 1.5 || back.Projects[0].Priority.Labels["priority:high"] != 1 {
+		t.Errorf("round trip lost a value:\n%s", out)
+	}
+}

@@ -200,6 +200,17 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 	}
 	res.State = c.cfg.Labels.StateOf(t.Labels).String()
 	if reason := c.PreCheck(p, t); reason != "" {
+		if p.RequireNoOpenBlockers {
+			c.forgetBlocked(ctx, ref) // it no longer waits for a claim
+		}
+		res.Outcome, res.Reason = NotEligible, reason
+		c.logOutcome(ref, source, attempt, res)
+		return res, nil
+	}
+	if reason, err := c.checkBlockers(ctx, p, ref); err != nil || reason != "" {
+		if err != nil {
+			return res, err
+		}
 		res.Outcome, res.Reason = NotEligible, reason
 		c.logOutcome(ref, source, attempt, res)
 		return res, nil
@@ -214,6 +225,14 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 	attempt = max(attempt, last+1, 1)
 	if limit := max(p.Pipeline.MaxAttempts, 1); attempt > limit {
 		return c.failExhausted(ctx, p, t, attempt-1, limit, source)
+	}
+	if source != SourceReclaim {
+		// A fresh trigger starts a new run: a cancel request left over from
+		// an earlier one (a late webhook, an operator's) must not stop it.
+		// A reclaim continues the cancelled run, so its request stands.
+		if err := c.rdb.Del(ctx, keys.Cancel(ref.Key())).Err(); err != nil {
+			c.log.Warn("clear stale cancel request", zap.String("ticketId", ref.ID), zap.Error(err))
+		}
 	}
 	if _, err := p.Tracker.Relabel(ctx, t, c.cfg.Labels.Lifecycle(t.Labels), c.cfg.Labels.Label(Enqueued)); err != nil {
 		if errors.Is(err, platforms.ErrPreconditionFailed) {

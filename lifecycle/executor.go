@@ -54,10 +54,13 @@ type ExecutorConfig struct {
 	WorkDir        string
 	TailBytes      int
 	TakeWait       time.Duration
-	Labels         Labels
-	Liveness       Liveness // nil: always live (tests of the executor alone)
-	Clock          func() time.Time
-	Logger         *zap.Logger
+	// CancelCheck is how often a running pipeline's cancel request is read
+	// (default DefaultCancelCheck).
+	CancelCheck time.Duration
+	Labels      Labels
+	Liveness    Liveness // nil: always live (tests of the executor alone)
+	Clock       func() time.Time
+	Logger      *zap.Logger
 	// Observer receives every transition the executor makes.
 	Observer Observer
 }
@@ -99,6 +102,9 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects Projects, c
 	}
 	if cfg.TakeWait <= 0 {
 		cfg.TakeWait = DefaultTakeWait
+	}
+	if cfg.CancelCheck <= 0 {
+		cfg.CancelCheck = DefaultCancelCheck
 	}
 	if cfg.Labels.Prefix == "" {
 		cfg.Labels.Prefix = DefaultLabelPrefix
@@ -222,8 +228,11 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return true
 	}
 	if !took {
-		holder, _, _ := redislock.Holder(ctx, e.rdb, keys.Heartbeat(req.Ref.Key()))
-		log.Info("dropping request: another run owns the ticket", zap.String("holder", parseOwnerToken(holder).Instance))
+		e.dropContended(ctx, req)
+		e.ack(ctx, payload)
+		return false
+	}
+	if e.cancelQueued(ctx, p, t, req, token, log) {
 		e.ack(ctx, payload)
 		return false
 	}
@@ -257,13 +266,18 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	// is written, so a slow or retried final write never outlives it.
 	hb := e.startHeartbeat(ctx, req.Ref, token, log)
 	defer hb.stop()
+	cw := e.watchCancel(ctx, p, req.Ref, log)
+	defer cw.stop()
 	var res procrun.Result
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
 	} else {
-		spec.Kill = hb.kill
+		ran := make(chan struct{})
+		spec.Kill = eitherClosed(hb.kill, cw.kill, ran)
 		res = procrun.Run(ctx, spec)
+		close(ran)
 	}
+	cw.stop()
 	if lost := hb.lostErr(); lost != nil {
 		log.Warn("run lost its ownership; pipeline killed, no label written", zap.Error(lost))
 		// Drops only this run's in-flight record: both deletes are CAS on
@@ -275,6 +289,10 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	fence := e.fence(req.Ref, token, hb)
+	if cause := cw.causeOf(); cause != "" && !res.OK() {
+		e.failCancelled(wctx, p, req, token, InProgress, cause, fence, started, log)
+		return
+	}
 	switch {
 	case res.Canceled:
 		e.handBack(wctx, p, t, req, token, fence, started, log)
@@ -469,6 +487,12 @@ var executorOutcomes = map[State]string{InProgress: "started", Done: "succeeded"
 // re-read as long as the ticket is still in from. started is when the
 // pipeline started (zero before it has).
 func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time) (*platforms.Ticket, error) {
+	return e.moveOutcome(ctx, p, t, from, to, executorOutcomes[to], "", fence, req, started)
+}
+
+// moveOutcome is move with the outcome and reason its Event reports.
+func (e *Executor) moveOutcome(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, outcome, reason string,
+	fence func(context.Context) error, req PipelineRequest, started time.Time) (*platforms.Ticket, error) {
 	if err := Check(from, to, OwnerExecutor); err != nil {
 		return nil, fmt.Errorf("%w: %w", errIllegal, err)
 	}
@@ -489,7 +513,7 @@ func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, fr
 		nt, err = p.Tracker.Relabel(trackerhttp.WithFence(ctx, fence), t, e.cfg.Labels.Lifecycle(t.Labels), e.cfg.Labels.Label(to))
 		if err == nil {
 			ev := Event{Kind: EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
-				Outcome: executorOutcomes[to], Attempt: req.Attempt, Owner: OwnerExecutor, Instance: e.cfg.Instance,
+				Outcome: outcome, Reason: reason, Attempt: req.Attempt, Owner: OwnerExecutor, Instance: e.cfg.Instance,
 				Source: req.Source, RequestID: req.ID}
 			if to == InProgress && !req.EnqueuedAt.IsZero() {
 				ev.Wait = ev.At.Sub(req.EnqueuedAt)

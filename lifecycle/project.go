@@ -14,6 +14,9 @@ type Project struct {
 	Tracker      platforms.Tracker
 	TriggerLabel string
 	Pipeline     Pipeline
+	// RequireNoOpenBlockers makes a claim read the ticket's blockers (one
+	// more tracker call per claim) and refuse it while any is open.
+	RequireNoOpenBlockers bool
 }
 
 // Pipeline is the command run for every claimed ticket of a project.

@@ -55,9 +55,11 @@ return 0
 //	KEYS[1] heartbeat key
 //	KEYS[2] in-flight index
 //	KEYS[3] attempts hash
+//	KEYS[4] cancel request of the ticket
 //	ARGV[1] owner token
 //	ARGV[2] ticket key (hash field)
-//	ARGV[3] "1" to also forget the attempt count (the ticket reached a terminal state)
+//	ARGV[3] "1" to also forget the attempt count and any cancel request (the
+//	        ticket reached a terminal state)
 //
 // Returns 1 when the heartbeat was ours, else 0.
 var releaseRunScript = redis.NewScript(`
@@ -75,6 +77,7 @@ if rec then
 end
 if ARGV[3] == '1' and mine == 1 then
   redis.call('HDEL', KEYS[3], ARGV[2])
+  redis.call('DEL', KEYS[4])
 end
 return mine
 `)
@@ -94,14 +97,16 @@ func TakeRun(ctx context.Context, rdb redis.Scripter, rec RunRecord, ttl time.Du
 	return n == 1, nil
 }
 
-// ReleaseRun ends the run owned by token; terminal forgets the attempt count.
+// ReleaseRun ends the run owned by token; terminal forgets the attempt count
+// and any cancel request.
 func ReleaseRun(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, token string, terminal bool) (bool, error) {
 	k := ref.Key()
 	flag := "0"
 	if terminal {
 		flag = "1"
 	}
-	n, err := releaseRunScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts()}, token, k, flag).Int()
+	n, err := releaseRunScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts(), keys.Cancel(k)},
+		token, k, flag).Int()
 	if err != nil {
 		return false, fmt.Errorf("release run %s: %w", k, err)
 	}

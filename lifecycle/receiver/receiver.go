@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,6 +48,7 @@ type Route struct {
 type Config struct {
 	MaxBody     int64         // default DefaultMaxBody
 	DeliveryTTL time.Duration // default keys.DeliveryTTL
+	CancelTTL   time.Duration // default keys.CancelTTL
 	Logger      *zap.Logger
 }
 
@@ -57,6 +59,7 @@ type Receiver struct {
 	claims *lifecycle.ClaimService
 	routes map[string]Route
 	log    *zap.Logger
+	bg     sync.WaitGroup
 }
 
 // New builds a Receiver.
@@ -104,6 +107,8 @@ type answer struct {
 	Error   string                 `json:"error,omitempty"`
 	Project string                 `json:"project,omitempty"`
 	Claim   *lifecycle.ClaimResult `json:"claim,omitempty"`
+	// Cancel is the cause of a cancellation this delivery requested.
+	Cancel string `json:"cancel,omitempty"`
 }
 
 func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
@@ -182,6 +187,22 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	t := ev.Ticket
 	t.Ref.Project = project
 	p := rc.claims.Projects()[project]
+	if !t.Open {
+		rc.retryBlocked(project, t.Ref.ID, log)
+	}
+	if cause, err := rc.requestCancel(ctx, p, t); cause != "" || err != nil {
+		if err != nil {
+			if dkey != "" {
+				_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkey)
+			}
+			log.Warn("cancel request failed", zap.Error(err))
+			writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Project: project, Error: "redis unreachable"})
+			return
+		}
+		log.Info("cancel requested", zap.String("ticketId", t.Ref.ID), zap.String("cause", cause))
+		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeCancelRequested, Project: project, Cancel: cause})
+		return
+	}
 	if reason := rc.claims.PreCheck(p, t); reason != "" {
 		// Decided from the payload alone: no tracker call spent.
 		writeJSON(w, http.StatusAccepted, answer{Outcome: string(lifecycle.NotEligible), Project: project,

@@ -84,7 +84,6 @@ func TestParseIgnoredAndMalformed(t *testing.T) {
 	for _, c := range []struct {
 		event, fixture string
 	}{
-		{EventIssueHook, "issue.close"},
 		{"Confidential Issue Hook", "confidential_issue.open"},
 		{"Note Hook", "note.create"},
 		{"Merge Request Hook", "merge_request.open"},

@@ -39,6 +39,9 @@ type Harness struct {
 	ForeignWrite func(t *testing.T, ref platforms.Ref)
 	// Close closes the ticket on the emulator.
 	Close func(t *testing.T, ref platforms.Ref)
+	// Block links blocked as blocked by blocker on the emulator (both in
+	// t's project).
+	Block func(t *testing.T, blocked, blocker platforms.Ref)
 	// Webhooks is the platform's decoder.
 	Webhooks platforms.WebhookDecoder
 	// Sign returns the headers of a delivery of body correctly authenticated
@@ -154,12 +157,46 @@ func Run(t *testing.T, h Harness) {
 		{"RelabelRace", testRelabelRace},
 		{"Comment", testComment},
 		{"ListOpen", testListOpen},
+		{"OpenBlockers", testOpenBlockers},
 		{"WebhookVerify", testWebhookVerify},
 		{"WebhookParseFixtures", testWebhookParse},
 		{"WebhookParseNeverPanics", testWebhookNoPanic},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
 	}
+}
+
+// testOpenBlockers: the readiness capability lists exactly the open
+// blockers, by their ticket ids, and forgets each as it closes.
+func testOpenBlockers(t *testing.T, h Harness) {
+	tr := h.New(t)
+	br, ok := tr.(platforms.BlockerReader)
+	if !ok {
+		t.Fatalf("%T does not implement platforms.BlockerReader", tr)
+	}
+	blocked := h.Create(t, "blocked")
+	a, b := h.Create(t, "blocker a"), h.Create(t, "blocker b")
+	free := h.Create(t, "free")
+	h.Block(t, blocked, a)
+	h.Block(t, blocked, b)
+	check := func(ref platforms.Ref, want ...string) {
+		t.Helper()
+		got, err := br.OpenBlockers(ctx(t), ref)
+		if err != nil {
+			t.Fatalf("OpenBlockers(%s): %v", ref.ID, err)
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) && (len(got) != 0 || len(want) != 0) {
+			t.Fatalf("OpenBlockers(%s) = %q, want %q", ref.ID, got, want)
+		}
+	}
+	check(blocked, a.ID, b.ID)
+	check(free)
+	check(a) // the link has a direction
+	h.Close(t, a)
+	check(blocked, b.ID)
+	h.Close(t, b)
+	check(blocked)
 }
 
 func ctx(t *testing.T) context.Context {

@@ -52,6 +52,8 @@ const (
 	MinPollInterval        = time.Second
 	DefaultPipelineTimeout = 30 * time.Minute
 	DefaultMaxAttempts     = 3
+	DefaultStuckEnqueued   = 30 * time.Minute // seed 004: BLOCKING_THRESHOLD default 30 min
+	DefaultStuckInProgress = 2 * time.Hour
 )
 
 // Config is the whole daemon configuration. Zero values mean "default".
@@ -124,6 +126,8 @@ type Project struct {
 	Webhook      ProjectWebhook `yaml:"webhook"`
 	Polling      Polling        `yaml:"polling"`
 	Pipeline     Pipeline       `yaml:"pipeline"`
+	Readiness    Readiness      `yaml:"readiness"`
+	Stuck        Stuck          `yaml:"stuck"`
 	// Jira holds what only Jira projects need.
 	Jira Jira `yaml:"jira"`
 
@@ -160,6 +164,24 @@ type Pipeline struct {
 	Env         map[string]string `yaml:"env"`
 	Timeout     time.Duration     `yaml:"timeout"`
 	MaxAttempts int               `yaml:"max_attempts"`
+}
+
+// Readiness adds conditions a triggered ticket must meet to be claimed.
+type Readiness struct {
+	// RequireNoOpenBlockers refuses a claim while a ticket blocking this one
+	// (the platform's dependency link) is open; costs one more tracker call
+	// per claim (two on Azure DevOps).
+	RequireNoOpenBlockers bool `yaml:"require_no_open_blockers"`
+}
+
+// Stuck sets when the housekeeping leader flags a ticket as stuck: longer
+// than the threshold in Enqueued or InProgress (time in state).
+type Stuck struct {
+	EnqueuedAfter   time.Duration `yaml:"enqueued_after"`
+	InProgressAfter time.Duration `yaml:"in_progress_after"`
+	// Comment posts one comment on the ticket per stuck state, besides the
+	// log line and the Event.
+	Comment bool `yaml:"comment"`
 }
 
 // PlatformRules is what config needs to know about one tracker platform.
@@ -282,6 +304,8 @@ func (c *Config) applyDefaults(baseDir string) {
 		setDefault(&p.Polling.Interval, DefaultPollInterval)
 		setDefault(&p.Pipeline.Timeout, DefaultPipelineTimeout)
 		setDefault(&p.Pipeline.MaxAttempts, DefaultMaxAttempts)
+		setDefault(&p.Stuck.EnqueuedAfter, DefaultStuckEnqueued)
+		setDefault(&p.Stuck.InProgressAfter, DefaultStuckInProgress)
 	}
 }
 

@@ -93,6 +93,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel,
 			Pipeline: lifecycle.Pipeline{Command: pc.Pipeline.Command, Env: pc.Pipeline.Env,
 				Timeout: pc.Pipeline.Timeout, MaxAttempts: pc.Pipeline.MaxAttempts},
+			RequireNoOpenBlockers: pc.Readiness.RequireNoOpenBlockers,
 		}
 		r := routes[pc.Platform]
 		if r == nil {
@@ -241,14 +242,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
 			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
-		var sweep []string
+		var sweep, blocked []string
+		stuck := map[string]housekeeping.StuckThresholds{}
 		for _, p := range cfg.Projects {
 			if !p.Polling.Enabled {
 				sweep = append(sweep, p.Name)
 			}
+			if p.Readiness.RequireNoOpenBlockers {
+				blocked = append(blocked, p.Name)
+			}
+			stuck[p.Name] = housekeeping.StuckThresholds{EnqueuedAfter: p.Stuck.EnqueuedAfter,
+				InProgressAfter: p.Stuck.InProgressAfter, Comment: p.Stuck.Comment}
 		}
 		sweeper := housekeeping.NewTriggerSweeper(d.claims, housekeeping.TriggerSweeperConfig{
-			Projects: sweep, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+			Projects: sweep, Blocked: blocked, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+		cancels := housekeeping.NewCancelDetector(d.rdb, d.claims, housekeeping.CancelDetectorConfig{
+			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+		stuckDetector := housekeeping.NewStuckDetector(d.rdb, d.queue, d.claims, housekeeping.StuckDetectorConfig{
+			Projects: stuck, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		epoch := housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Fence: l.Fence, Logger: d.log},
 			stale.Kick, recon.Kick)
 		wg.Go(func() {
@@ -259,6 +270,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 				hw.Go(func() { _ = recon.Run(lctx) })
 				hw.Go(func() { _ = epoch.Run(lctx) })
 				hw.Go(func() { _ = sweeper.Run(lctx) })
+				hw.Go(func() { _ = cancels.Run(lctx) })
+				hw.Go(func() { _ = stuckDetector.Run(lctx) })
 				hw.Wait()
 			})
 		})

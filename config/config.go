@@ -52,6 +52,7 @@ const (
 	MinPollInterval        = time.Second
 	DefaultPipelineTimeout = 30 * time.Minute
 	DefaultMaxAttempts     = 3
+	DefaultCancelCheck     = 5 * time.Second  // = lifecycle.DefaultCancelCheck
 	DefaultStuckEnqueued   = 30 * time.Minute // seed 004: BLOCKING_THRESHOLD default 30 min
 	DefaultStuckInProgress = 2 * time.Hour
 )
@@ -91,6 +92,7 @@ type Consumer struct {
 	KillGrace      time.Duration `yaml:"kill_grace"`      // SIGTERM → SIGKILL
 	WorkDir        string        `yaml:"work_dir"`        // default $TMPDIR/agentsmithd/work
 	TailBytes      int           `yaml:"tail_bytes"`      // output kept for the failure comment
+	CancelCheck    time.Duration `yaml:"cancel_check"`    // how often a running pipeline's cancel request is read
 }
 
 // Housekeeping times the StaleJobDetector and EnqueuedReconciler.
@@ -275,6 +277,7 @@ func (c *Config) applyDefaults(baseDir string) {
 	}
 	cs := &c.Consumer
 	setDefault(&cs.Concurrency, DefaultConcurrency)
+	setDefault(&cs.CancelCheck, DefaultCancelCheck)
 	setDefault(&cs.HeartbeatTTL, DefaultHeartbeatTTL)
 	setDefault(&cs.HeartbeatRenew, DefaultHeartbeatRenew)
 	setDefault(&cs.ShutdownGrace, DefaultShutdownGrace)

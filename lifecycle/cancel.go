@@ -107,6 +107,33 @@ func clearCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, caus
 	}
 }
 
+// lastAttempt reads the ticket's attempt count for a claim. A claim from a
+// fresh trigger also clears a cancel request left over from an earlier run
+// (a late webhook's, an operator's), in the same round trip, so it cannot
+// stop the new run; a reclaim continues a run, whose request stands.
+func (c *ClaimService) lastAttempt(ctx context.Context, ref platforms.Ref, source string) (int, error) {
+	if source == SourceReclaim {
+		return LastAttempt(ctx, c.rdb, ref)
+	}
+	var get *redis.StringCmd
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.HGet(ctx, keys.Attempts(), ref.Key())
+		p.Del(ctx, keys.Cancel(ref.Key()))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("read attempts of %s: %w", ref, err)
+	}
+	n, err := get.Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read attempts of %s: %w", ref, err)
+	}
+	return n, nil
+}
+
 // cancelQueued runs after the consumer took the run of a request and before
 // anything starts: a ticket found closed or untriggered, or with an
 // operator's cancel request, goes Enqueued → Failed with a comment instead

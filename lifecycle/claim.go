@@ -218,21 +218,13 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 	// A ticket reverted after a dead run carries its attempt count in Redis:
 	// a claim from any source continues from it, so a late webhook cannot
 	// reset the count and run the ticket more than max_attempts times.
-	last, err := LastAttempt(ctx, c.rdb, ref)
+	last, err := c.lastAttempt(ctx, ref, source)
 	if err != nil {
 		return res, fmt.Errorf("claim %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	attempt = max(attempt, last+1, 1)
 	if limit := max(p.Pipeline.MaxAttempts, 1); attempt > limit {
 		return c.failExhausted(ctx, p, t, attempt-1, limit, source)
-	}
-	if source != SourceReclaim {
-		// A fresh trigger starts a new run: a cancel request left over from
-		// an earlier one (a late webhook, an operator's) must not stop it.
-		// A reclaim continues the cancelled run, so its request stands.
-		if err := c.rdb.Del(ctx, keys.Cancel(ref.Key())).Err(); err != nil {
-			c.log.Warn("clear stale cancel request", zap.String("ticketId", ref.ID), zap.Error(err))
-		}
 	}
 	if _, err := p.Tracker.Relabel(ctx, t, c.cfg.Labels.Lifecycle(t.Labels), c.cfg.Labels.Label(Enqueued)); err != nil {
 		if errors.Is(err, platforms.ErrPreconditionFailed) {

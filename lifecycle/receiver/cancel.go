@@ -41,7 +41,7 @@ func (rc *Receiver) requestCancel(ctx context.Context, p *lifecycle.Project, t *
 // the TriggerSweeper's next cycle.
 func (rc *Receiver) retryBlocked(project, closedID string, log *zap.Logger) {
 	rc.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), retryTimeout)
+		ctx, cancel := context.WithTimeout(rc.bgCtx, retryTimeout)
 		defer cancel()
 		n, err := rc.claims.RetryBlocked(ctx, project, closedID, lifecycle.SourceWebhook)
 		if err != nil {
@@ -53,6 +53,13 @@ func (rc *Receiver) retryBlocked(project, closedID string, log *zap.Logger) {
 	})
 }
 
-// Wait waits for the background re-claims started by close events (tests,
-// graceful shutdown).
+// Wait waits for the background re-claims started by close events.
 func (rc *Receiver) Wait() { rc.bg.Wait() }
+
+// Close stops the background re-claims and waits for them (after the HTTP
+// server has shut down). A re-claim cut short is repaired by the
+// TriggerSweeper.
+func (rc *Receiver) Close() {
+	rc.bgCancel()
+	rc.bg.Wait()
+}

@@ -59,7 +59,10 @@ type Receiver struct {
 	claims *lifecycle.ClaimService
 	routes map[string]Route
 	log    *zap.Logger
-	bg     sync.WaitGroup
+	// bg runs the re-claims close events start; bgCtx ends them on Close.
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 }
 
 // New builds a Receiver.
@@ -77,7 +80,9 @@ func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Rou
 	for _, r := range routes {
 		rm[r.Platform] = r
 	}
-	return &Receiver{cfg: cfg, rdb: rdb, claims: claims, routes: rm, log: cfg.Logger.Named("receiver")}
+	rc := &Receiver{cfg: cfg, rdb: rdb, claims: claims, routes: rm, log: cfg.Logger.Named("receiver")}
+	rc.bgCtx, rc.bgCancel = context.WithCancel(context.Background())
+	return rc
 }
 
 // Handler returns the HTTP handler.

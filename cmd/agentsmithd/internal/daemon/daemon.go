@@ -208,6 +208,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_ = srv.Shutdown(sctx)
+			rc.Close()
 		})
 	}
 	if cfg.HasRole(config.RoleConsumer) {

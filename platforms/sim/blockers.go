@@ -61,6 +61,10 @@ func (st *store) blockers(repoName string, number int) ([]snapshot, error) {
 // (https://docs.github.com/en/rest/issues/issue-dependencies): the blocking
 // issues, open and closed, as issue objects. One page holds them all here.
 func (s *Sim) ghBlockedBy(w http.ResponseWriter, r *http.Request, c *ghCall) {
+	if s.noGHDeps {
+		writeGHError(w, http.StatusNotFound, "Not Found", c.doc)
+		return
+	}
 	n, ok := issueNumber(w, r, c)
 	if !ok {
 		return

@@ -39,7 +39,11 @@ func (rc *Receiver) requestCancel(ctx context.Context, p *lifecycle.Project, t *
 // blocked by the ticket that just closed ("claimed when its last blocker
 // closes"). The delivery is answered at once; a failure here is repaired by
 // the TriggerSweeper's next cycle.
-func (rc *Receiver) retryBlocked(project, closedID string, log *zap.Logger) {
+func (rc *Receiver) retryBlocked(p *lifecycle.Project, closedID string, log *zap.Logger) {
+	if !p.RequireNoOpenBlockers {
+		return
+	}
+	project := p.Name
 	rc.bg.Go(func() {
 		ctx, cancel := context.WithTimeout(rc.bgCtx, retryTimeout)
 		defer cancel()

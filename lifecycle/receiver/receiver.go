@@ -193,7 +193,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	t.Ref.Project = project
 	p := rc.claims.Projects()[project]
 	if !t.Open {
-		rc.retryBlocked(project, t.Ref.ID, log)
+		rc.retryBlocked(p, t.Ref.ID, log)
 	}
 	if cause, err := rc.requestCancel(ctx, p, t); cause != "" || err != nil {
 		if err != nil {

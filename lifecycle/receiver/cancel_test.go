@@ -188,3 +188,38 @@ func TestHeldClaimLockIsNamedInTheResponse(t *testing.T) {
 		t.Fatalf("answer %s: want already_claimed naming replica-b, poll, %s", rec.Body, since)
 	}
 }
+
+// A close delivery of a blocker claims, at once, the tickets it was the
+// last open blocker of (no sweeper runs here).
+func TestCloseDeliveryClaimsTheTicketsItBlocked(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	w.Projects[lifecycletest.Project].RequireNoOpenBlockers = true
+	blocker := w.Sim.CreateIssue(lifecycletest.Repo, "blocker", "")
+	blocked := w.Sim.CreateIssue(lifecycletest.Repo, "blocked", "", "agent-smith")
+	if err := w.Sim.AddBlocker(lifecycletest.Repo, blocked, blocker); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(blocked), lifecycle.SourceWebhook, 1); err != nil || !lifecycle.IsBlockedReason(res.Reason) {
+		t.Fatalf("claim = %+v, %v; want blocked", res, err)
+	}
+	if err := w.Sim.SetOpen(lifecycletest.Repo, blocker, false); err != nil {
+		t.Fatal(err)
+	}
+	rc := receiver.New(w.RDB, w.Claims, []receiver.Route{{Platform: github.Platform, Decoder: github.Webhooks{},
+		Projects: []receiver.ProjectRoute{{Name: lifecycletest.Project, Locator: lifecycletest.Repo, Secrets: [][]byte{[]byte(cancelSecret)}}}}},
+		receiver.Config{Logger: zaptest.NewLogger(t)})
+	body, _ := json.Marshal(map[string]any{"action": "closed", "repository": map[string]string{"full_name": lifecycletest.Repo},
+		"issue": map[string]any{"number": blocker, "title": "blocker", "state": "closed", "labels": []any{}}})
+	req := httptest.NewRequest(http.MethodPost, "/webhooks/github", bytes.NewReader(body))
+	req.Header = githubHeader(body)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	rc.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	rc.Wait() // the background re-claim
+	if s := w.State(t, blocked); s != lifecycle.Enqueued {
+		t.Fatalf("blocked ticket is %s after its blocker's close delivery, want enqueued", s)
+	}
+}

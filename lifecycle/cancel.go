@@ -181,18 +181,21 @@ func (e *Executor) failCancelled(ctx context.Context, p *Project, req PipelineRe
 		_, err := e.moveOutcome(ctx, p, nil, from, Failed, "cancelled", cause, fence, req, started)
 		return err
 	})
-	if err != nil {
-		if errors.Is(err, errStateChanged) {
-			log.Info("cancelled ticket changed state meanwhile; leaving it", zap.Error(err))
-		} else {
-			log.Error("transition to failed after cancellation", zap.Error(err))
-			if from == InProgress {
-				return // the heartbeat expires and StaleJobDetector takes over
-			}
-		}
+	terminal := true
+	switch {
+	case errors.Is(err, errStateChanged):
+		log.Info("cancelled ticket changed state meanwhile; leaving it", zap.Error(err))
+	case err != nil && from == InProgress:
+		log.Error("transition to failed after cancellation (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		return
+	case err != nil:
+		// Still Enqueued, without a request: EnqueuedReconciler re-pushes
+		// it, and the cancel request, kept, is honoured again then.
+		log.Error("transition to failed after cancellation (EnqueuedReconciler will re-push it)", zap.Error(err))
+		terminal = false
 	}
 	// Terminal: forgets the attempt count and the cancel request too.
-	e.releaseRun(req.Ref, token, true, log)
+	e.releaseRun(req.Ref, token, terminal, log)
 }
 
 func cancelComment(labels Labels, trigger, cause string, from State, attempt int, started, now time.Time) string {

@@ -62,6 +62,9 @@ const (
 	DefaultBackoffInitial  = 30 * time.Second
 	DefaultBackoffMax      = 10 * time.Minute
 	DefaultBackoffFactor   = 2.0
+	DefaultCancelCheck     = 5 * time.Second  // = lifecycle.DefaultCancelCheck
+	DefaultStuckEnqueued   = 30 * time.Minute // seed 004: BLOCKING_THRESHOLD default 30 min
+	DefaultStuckInProgress = 2 * time.Hour
 )
 
 // Config is the whole daemon configuration. Zero values mean "default".
@@ -164,6 +167,7 @@ type Consumer struct {
 	// LimitDelay is how long a request whose project (or token) is at its
 	// concurrency limit waits in the delayed set before it is tried again.
 	LimitDelay time.Duration `yaml:"limit_delay"`
+	CancelCheck    time.Duration `yaml:"cancel_check"`    // how often a running pipeline's cancel request is read
 }
 
 // Housekeeping times the StaleJobDetector and EnqueuedReconciler.
@@ -209,6 +213,8 @@ type Project struct {
 	// TokenConcurrency caps the runs at once, across all replicas, of every
 	// project that uses this project's tracker token (0: no cap).
 	TokenConcurrency int `yaml:"token_concurrency"`
+	Readiness    Readiness      `yaml:"readiness"`
+	Stuck        Stuck          `yaml:"stuck"`
 	// Jira holds what only Jira projects need.
 	Jira Jira `yaml:"jira"`
 	// Reactions adds an "eyes" reaction to every ticket this replica
@@ -275,6 +281,24 @@ type Pipeline struct {
 	// before the ticket is retried or failed (e.g. push a WIP branch).
 	PersistCommand []string      `yaml:"persist_command"`
 	PersistTimeout time.Duration `yaml:"persist_timeout"`
+}
+
+// Readiness adds conditions a triggered ticket must meet to be claimed.
+type Readiness struct {
+	// RequireNoOpenBlockers refuses a claim while a ticket blocking this one
+	// (the platform's dependency link) is open; costs one more tracker call
+	// per claim (two on Azure DevOps).
+	RequireNoOpenBlockers bool `yaml:"require_no_open_blockers"`
+}
+
+// Stuck sets when the housekeeping leader flags a ticket as stuck: longer
+// than the threshold in Enqueued or InProgress (time in state).
+type Stuck struct {
+	EnqueuedAfter   time.Duration `yaml:"enqueued_after"`
+	InProgressAfter time.Duration `yaml:"in_progress_after"`
+	// Comment posts one comment on the ticket per stuck state, besides the
+	// log line and the Event.
+	Comment bool `yaml:"comment"`
 }
 
 // PlatformRules is what config needs to know about one tracker platform.
@@ -371,6 +395,7 @@ func (c *Config) applyDefaults(baseDir string) {
 	}
 	cs := &c.Consumer
 	setDefault(&cs.Concurrency, DefaultConcurrency)
+	setDefault(&cs.CancelCheck, DefaultCancelCheck)
 	setDefault(&cs.HeartbeatTTL, DefaultHeartbeatTTL)
 	setDefault(&cs.HeartbeatRenew, DefaultHeartbeatRenew)
 	setDefault(&cs.ShutdownGrace, DefaultShutdownGrace)
@@ -406,6 +431,8 @@ func (c *Config) applyDefaults(baseDir string) {
 		setDefault(&p.Pipeline.MaxAttempts, DefaultMaxAttempts)
 		p.Pipeline.applyDefaults()
 		setDefault(&p.Priority.Default, DefaultPriority)
+		setDefault(&p.Stuck.EnqueuedAfter, DefaultStuckEnqueued)
+		setDefault(&p.Stuck.InProgressAfter, DefaultStuckInProgress)
 	}
 }
 

@@ -68,7 +68,7 @@ func TestDefaults(t *testing.T) {
 			Concurrency: 4, HeartbeatTTL: 2 * time.Minute, HeartbeatRenew: 30 * time.Second,
 			ShutdownGrace: 10 * time.Second, KillGrace: 10 * time.Second,
 			WorkDir: filepath.Join(os.TempDir(), "agentsmithd", "work"), TailBytes: 4096,
-			LowerPriorityEvery: 10, LimitDelay: 2 * time.Second,
+			LowerPriorityEvery: 10, LimitDelay: 2 * time.Second, CancelCheck: 5 * time.Second,
 		},
 		ClaimLockTTL: 30 * time.Second,
 		Housekeeping: Housekeeping{
@@ -90,7 +90,8 @@ func TestDefaults(t *testing.T) {
 	p := c.Projects[0]
 	if p.BaseURL != "https://api.github.com/" || p.TriggerLabel != "agent-smith" ||
 		p.Polling.Interval != time.Minute || !p.Polling.Enabled || p.Pipeline.Timeout != 30*time.Minute ||
-		p.Pipeline.MaxAttempts != 3 || !slices.Equal(p.Pipeline.Command, []string{"./run.sh"}) {
+		p.Pipeline.MaxAttempts != 3 || !slices.Equal(p.Pipeline.Command, []string{"./run.sh"}) ||
+		p.Readiness.RequireNoOpenBlockers || p.Stuck != (Stuck{EnqueuedAfter: 30 * time.Minute, InProgressAfter: 2 * time.Hour}) {
 		t.Errorf("project defaults: %+v", p)
 	}
 	if p.Token.Value() != "ghp_minimal" || p.Token.String() != "env:GITHUB_TOKEN" {
@@ -341,6 +342,30 @@ func TestSecretStrings(t *testing.T) {
 	}
 	if (Secret{File: "/x"}).String() != "file:/x" || (Secret{}).String() != "<unset>" {
 		t.Error("String")
+	}
+}
+
+func TestReadinessAndStuck(t *testing.T) {
+	base := "projects:\n  - name: a\n    platform: github\n    repo: o/a\n    token_env: T\n    polling: {enabled: true}\n    pipeline: {command: [run]}\n"
+	c, err := Parse([]byte(base+"    readiness: {require_no_open_blockers: true}\n    stuck: {enqueued_after: 5m, comment: true}\n"),
+		env(map[string]string{"T": "t"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Projects[0]
+	if !p.Readiness.RequireNoOpenBlockers || p.Stuck != (Stuck{EnqueuedAfter: 5 * time.Minute, InProgressAfter: 2 * time.Hour, Comment: true}) {
+		t.Errorf("readiness %+v stuck %+v", p.Readiness, p.Stuck)
+	}
+	got := parseErrs(t, base+"    readiness: {require_no_open_blockers: 1}\n",
+		map[string]string{"T": "t"})
+	want := []string{"projects[0].readiness.require_no_open_blockers: expected true or false (line 8)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	got = parseErrs(t, base+"    stuck: {enqueued_after: -1m, in_progress_after: -2h}\n", map[string]string{"T": "t"})
+	want = []string{"projects[0].stuck.enqueued_after: must not be negative", "projects[0].stuck.in_progress_after: must not be negative"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

@@ -179,6 +179,12 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	}
 	w.Secrets = secrets
 
+	if p.Stuck.EnqueuedAfter < 0 {
+		errs.add(path+".stuck.enqueued_after", "must not be negative")
+	}
+	if p.Stuck.InProgressAfter < 0 {
+		errs.add(path+".stuck.in_progress_after", "must not be negative")
+	}
 	if p.Polling.Interval < MinPollInterval {
 		errs.add(path+".polling.interval", "must be at least "+MinPollInterval.String())
 	}

@@ -17,6 +17,10 @@ type TriggerSweeperConfig struct {
 	// Projects are the projects to sweep: those that do not poll. A project
 	// that polls is already listed by the poller.
 	Projects []string
+	// Blocked are the projects requiring readiness: their tickets recorded
+	// as blocked are claimed again every cycle (a blocker in another
+	// repository or project sends no close event here).
+	Blocked  []string
 	Interval time.Duration // default SlowIntervalDefault
 	// Fence is checked right before every claim's write; see
 	// StaleJobDetectorConfig.Fence.
@@ -51,7 +55,7 @@ func NewTriggerSweeper(claims *lifecycle.ClaimService, cfg TriggerSweeperConfig)
 
 // Run sweeps every Interval until ctx is done.
 func (s *TriggerSweeper) Run(ctx context.Context) error {
-	if len(s.cfg.Projects) == 0 {
+	if len(s.cfg.Projects) == 0 && len(s.cfg.Blocked) == 0 {
 		<-ctx.Done()
 		return nil
 	}
@@ -59,7 +63,7 @@ func (s *TriggerSweeper) Run(ctx context.Context) error {
 }
 
 // Sweep lists each project's open triggered tickets and claims those that
-// look Pending.
+// look Pending, then retries the tickets recorded as blocked.
 func (s *TriggerSweeper) Sweep(ctx context.Context) error {
 	ctx = trackerhttp.WithFence(ctx, s.cfg.Fence)
 	var errs []error
@@ -89,6 +93,18 @@ func (s *TriggerSweeper) Sweep(ctx context.Context) error {
 				s.log.Info("claimed a triggered ticket no webhook brought in", zap.String("ticketId", t.Ref.ID),
 					zap.String("platform", t.Ref.Platform), zap.String("project", name), zap.Int("attempt", res.Request.Attempt))
 			}
+		}
+	}
+	for _, name := range s.cfg.Blocked {
+		if err := s.cfg.Fence(ctx); err != nil {
+			return fmt.Errorf("sweep blocked tickets of %s: %w", name, err)
+		}
+		n, err := s.claims.RetryBlocked(ctx, name, "", lifecycle.SourceSweep)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if n > 0 {
+			s.log.Info("claimed tickets whose blockers closed", zap.String("project", name), zap.Int("claimed", n))
 		}
 	}
 	return errors.Join(errs...)

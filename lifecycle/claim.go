@@ -200,6 +200,17 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 	}
 	res.State = c.cfg.Labels.StateOf(t.Labels).String()
 	if reason := c.PreCheck(p, t); reason != "" {
+		if p.RequireNoOpenBlockers {
+			c.forgetBlocked(ctx, ref) // it no longer waits for a claim
+		}
+		res.Outcome, res.Reason = NotEligible, reason
+		c.logOutcome(ref, source, attempt, res)
+		return res, nil
+	}
+	if reason, err := c.checkBlockers(ctx, p, ref); err != nil || reason != "" {
+		if err != nil {
+			return res, err
+		}
 		res.Outcome, res.Reason = NotEligible, reason
 		c.logOutcome(ref, source, attempt, res)
 		return res, nil
@@ -207,7 +218,7 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 	// A ticket reverted after a dead run carries its attempt count in Redis:
 	// a claim from any source continues from it, so a late webhook cannot
 	// reset the count and run the ticket more than max_attempts times.
-	last, finished, err := claimHistory(ctx, c.rdb, ref)
+	last, finished, err := claimHistory(ctx, c.rdb, ref, source != SourceReclaim)
 	if err != nil {
 		return res, fmt.Errorf("claim %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}

@@ -55,10 +55,13 @@ type ExecutorConfig struct {
 	WorkDir        string
 	TailBytes      int
 	TakeWait       time.Duration
-	Labels         Labels
-	Liveness       Liveness // nil: always live (tests of the executor alone)
-	Clock          func() time.Time
-	Logger         *zap.Logger
+	// CancelCheck is how often a running pipeline's cancel request is read
+	// (default DefaultCancelCheck).
+	CancelCheck time.Duration
+	Labels      Labels
+	Liveness    Liveness // nil: always live (tests of the executor alone)
+	Clock       func() time.Time
+	Logger      *zap.Logger
 	// Observer receives every transition the executor makes.
 	Observer Observer
 	// LimitDelay: see DefaultLimitDelay.
@@ -105,6 +108,9 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects Projects, c
 	}
 	if cfg.TakeWait <= 0 {
 		cfg.TakeWait = DefaultTakeWait
+	}
+	if cfg.CancelCheck <= 0 {
+		cfg.CancelCheck = DefaultCancelCheck
 	}
 	if cfg.Labels.Prefix == "" {
 		cfg.Labels.Prefix = DefaultLabelPrefix
@@ -240,8 +246,11 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return e.delayLimited(ctx, payload, limited, log)
 	}
 	if !took {
-		holder, _, _ := redislock.Holder(ctx, e.rdb, keys.Heartbeat(req.Ref.Key()))
-		log.Info("dropping request: another run owns the ticket", zap.String("holder", parseOwnerToken(holder).Instance))
+		e.dropContended(ctx, req)
+		e.ack(ctx, payload)
+		return false
+	}
+	if e.cancelQueued(ctx, p, t, req, token, log) {
 		e.ack(ctx, payload)
 		return false
 	}
@@ -275,13 +284,18 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	// is written, so a slow or retried final write never outlives it.
 	hb := e.startHeartbeat(ctx, req.Ref, token, log)
 	defer hb.stop()
+	cw := e.watchCancel(ctx, p, req.Ref, log)
+	defer cw.stop()
 	var res procrun.Result
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
 	} else {
-		spec.Kill = hb.kill
+		ran := make(chan struct{})
+		spec.Kill = eitherClosed(hb.kill, cw.kill, ran)
 		res = procrun.Run(ctx, spec)
+		close(ran)
 	}
+	cw.stop()
 	if lost := hb.lostErr(); lost != nil {
 		log.Warn("run lost its ownership; pipeline killed, no label written", zap.Error(lost))
 		// Drops only this run's in-flight record: both deletes are CAS on
@@ -293,6 +307,10 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	fence := e.fence(req.Ref, token, hb)
+	if cause := cw.causeOf(); cause != "" && !res.OK() {
+		e.failCancelled(wctx, p, req, token, InProgress, cause, fence, started, log)
+		return
+	}
 	switch {
 	case res.Canceled:
 		e.handBack(wctx, p, t, req, token, fence, started, log)

@@ -23,14 +23,24 @@ import (
 // then waits for the file "gate".
 func startExecutor(t *testing.T, w *lifecycletest.World, dir string, shutdownGrace time.Duration) (stop func()) {
 	t.Helper()
+	return startExecutorWith(t, w, dir, shutdownGrace, nil)
+}
+
+// startExecutorWith is startExecutor with a hook to adjust the config.
+func startExecutorWith(t *testing.T, w *lifecycletest.World, dir string, shutdownGrace time.Duration, adjust func(*lifecycle.ExecutorConfig)) (stop func()) {
+	t.Helper()
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
 		`echo $$ > "$D/pid"; echo run >> "$D/runs"; touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done; touch "$D/finished"`}
 	w.Projects[lifecycletest.Project].Pipeline.Env = map[string]string{"D": dir}
-	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+	cfg := lifecycle.ExecutorConfig{
 		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 		ShutdownGrace: shutdownGrace, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"),
 		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t),
-	})
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = ex.Run(ctx) }()

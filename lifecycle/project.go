@@ -19,6 +19,9 @@ type Project struct {
 	React    bool
 	Priority PriorityPolicy
 	Limits   Limits
+	// RequireNoOpenBlockers makes a claim read the ticket's blockers (one
+	// more tracker call per claim) and refuse it while any is open.
+	RequireNoOpenBlockers bool
 }
 
 // Pipeline is the command run for every claimed ticket of a project.

@@ -80,13 +80,15 @@ return 1
 //	KEYS[1] heartbeat key
 //	KEYS[2] in-flight index
 //	KEYS[3] attempts hash
+//	KEYS[4] cancel request of the ticket
 //	ARGV[1] owner token
 //	ARGV[2] ticket key (hash field)
 //	KEYS[4] finished marker of the ticket
+//	KEYS[5] cancel request of the ticket
 //	ARGV[3] "1" when the ticket reached a terminal state: forget the attempt
-//	        count and set the finished marker
+//	        count and any cancel request, and set the finished marker
 //	ARGV[4] finished marker TTL in milliseconds
-//	KEYS[5..] the run's concurrency semaphores, if any
+//	KEYS[6..] the run's concurrency semaphores, if any
 //
 // Returns 1 when the heartbeat was ours, else 0.
 var releaseRunScript = redis.NewScript(`
@@ -105,8 +107,9 @@ end
 if ARGV[3] == '1' and mine == 1 then
   redis.call('HDEL', KEYS[3], ARGV[2])
   redis.call('SET', KEYS[4], '1', 'PX', ARGV[4])
+  redis.call('DEL', KEYS[5])
 end
-for i = 5, #KEYS do
+for i = 6, #KEYS do
   redis.call('ZREM', KEYS[i], ARGV[1])
 end
 return mine
@@ -190,7 +193,7 @@ func RenewSlots(ctx context.Context, rdb redis.Cmdable, slots []string, token st
 }
 
 // ReleaseRun ends the run owned by token; terminal forgets the attempt
-// count and marks the ticket finished. The run's concurrency slots, named by its in-flight record, are
+// count and any cancel request, and marks the ticket finished. The run's concurrency slots, named by its in-flight record, are
 // freed too.
 func ReleaseRun(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref, token string, terminal bool) (bool, error) {
 	k := ref.Key()
@@ -198,7 +201,7 @@ func ReleaseRun(ctx context.Context, rdb redis.UniversalClient, ref platforms.Re
 	if terminal {
 		flag = "1"
 	}
-	keyList := []string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts(), keys.Finished(k)}
+	keyList := []string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts(), keys.Finished(k), keys.Cancel(k)}
 	if raw, err := rdb.HGet(ctx, keys.Inflight(), k).Result(); err == nil {
 		var rec RunRecord
 		if json.Unmarshal([]byte(raw), &rec) == nil && rec.Token == token {
@@ -231,19 +234,26 @@ func InflightRuns(ctx context.Context, rdb redis.Cmdable) (map[string]RunRecord,
 // LastAttempt returns the attempt of the ticket's last run (0 if unknown,
 // e.g. after Redis lost its data).
 func LastAttempt(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (int, error) {
-	n, _, err := claimHistory(ctx, rdb, ref)
+	n, _, err := claimHistory(ctx, rdb, ref, false)
 	return n, err
 }
 
 // claimHistory reads, in one round trip, the attempt of the ticket's last
 // run and whether it reached a terminal state within keys.FinishedTTL.
-func claimHistory(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (last int, finished bool, err error) {
+//
+// clearCancel also deletes a cancel request left over from the ticket's
+// previous run in the same round trip: a fresh trigger must not be
+// cancelled by it (a reclaim keeps it, so a cancel stays honoured).
+func claimHistory(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, clearCancel bool) (last int, finished bool, err error) {
 	k := ref.Key()
 	var attempt *redis.StringCmd
 	var marker *redis.IntCmd
 	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		attempt = p.HGet(ctx, keys.Attempts(), k)
 		marker = p.Exists(ctx, keys.Finished(k))
+		if clearCancel {
+			p.Del(ctx, keys.Cancel(k))
+		}
 		return nil
 	})
 	if err != nil && err != redis.Nil {

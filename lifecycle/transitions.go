@@ -22,13 +22,16 @@ type Transition struct {
 }
 
 // Transitions is the specification's table, plus the executor's hand-back
-// (InProgress → Enqueued) used on graceful shutdown and for a retry, and the attempt limit
-// (Pending → Failed) used when a reverted ticket has no attempts left.
+// (InProgress → Enqueued) used on graceful shutdown and for a retry, the
+// attempt limit (Pending → Failed) used when a reverted ticket has no
+// attempts left, and cancellation of a request before its pipeline started
+// (Enqueued → Failed).
 var Transitions = []Transition{
 	{Pending, Enqueued, OwnerClaimService, "webhook or poll; pre-checks pass; claim lock acquired"},
 	{Enqueued, InProgress, OwnerExecutor, "consumer took the request, before the pipeline starts"},
 	{InProgress, Done, OwnerExecutor, "the pipeline succeeded"},
-	{InProgress, Failed, OwnerExecutor, "the pipeline failed; error comment posted first"},
+	{InProgress, Failed, OwnerExecutor, "the pipeline failed, or was cancelled; comment posted first"},
+	{Enqueued, Failed, OwnerExecutor, "cancelled before it ran; comment posted first"},
 	{InProgress, Enqueued, OwnerExecutor, "graceful shutdown handed the ticket back"},
 	{InProgress, Enqueued, OwnerExecutor, "a retryable failure with attempts left: the next attempt waits out its backoff in the delayed set"},
 	{InProgress, Pending, OwnerStaleJobDetector, "no heartbeat, or the owning instance is gone"},

@@ -80,6 +80,18 @@ type Tracker interface {
 	ListOpen(ctx context.Context, label string) ([]*Ticket, error)
 }
 
+// BlockerReader is the optional capability behind a project's readiness
+// rule (readiness.require_no_open_blockers): a ticket is not claimed while a
+// ticket that blocks it is open. What counts as a blocker is the platform's
+// own dependency link (GitHub issue dependencies, GitLab "is blocked by"
+// links, Azure DevOps predecessors, Jira "is blocked by" links).
+type BlockerReader interface {
+	// OpenBlockers returns the ids of the open tickets blocking ref, in the
+	// form of Ref.ID where the blocker belongs to a configured project's
+	// platform (so a close event of that ticket can be matched), sorted.
+	OpenBlockers(ctx context.Context, ref Ref) ([]string, error)
+}
+
 // EventKind classifies a webhook delivery.
 type EventKind int
 

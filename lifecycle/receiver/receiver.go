@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,6 +49,7 @@ type Route struct {
 type Config struct {
 	MaxBody     int64         // default DefaultMaxBody
 	DeliveryTTL time.Duration // default keys.DeliveryTTL
+	CancelTTL   time.Duration // default keys.CancelTTL
 	Logger      *zap.Logger
 	// Deliveries, when set, learns the answer to every webhook request
 	// (metrics).
@@ -73,6 +75,10 @@ type Receiver struct {
 	claims *lifecycle.ClaimService
 	routes map[string]Route
 	log    *zap.Logger
+	// bg runs the re-claims close events start; bgCtx ends them on Close.
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 }
 
 // New builds a Receiver.
@@ -90,7 +96,9 @@ func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Rou
 	for _, r := range routes {
 		rm[r.Platform] = r
 	}
-	return &Receiver{cfg: cfg, rdb: rdb, claims: claims, routes: rm, log: cfg.Logger.Named("receiver")}
+	rc := &Receiver{cfg: cfg, rdb: rdb, claims: claims, routes: rm, log: cfg.Logger.Named("receiver")}
+	rc.bgCtx, rc.bgCancel = context.WithCancel(context.Background())
+	return rc
 }
 
 // Handler returns the HTTP handler.
@@ -149,6 +157,8 @@ type answer struct {
 	Error   string                 `json:"error,omitempty"`
 	Project string                 `json:"project,omitempty"`
 	Claim   *lifecycle.ClaimResult `json:"claim,omitempty"`
+	// Cancel is the cause of a cancellation this delivery requested.
+	Cancel string `json:"cancel,omitempty"`
 }
 
 func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
@@ -227,6 +237,22 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	t := ev.Ticket
 	t.Ref.Project = project
 	p := rc.claims.Projects()[project]
+	if !t.Open {
+		rc.retryBlocked(p, t.Ref.ID, log)
+	}
+	if cause, err := rc.requestCancel(ctx, p, t); cause != "" || err != nil {
+		if err != nil {
+			if dkey != "" {
+				_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkey)
+			}
+			log.Warn("cancel request failed", zap.Error(err))
+			writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Project: project, Error: "redis unreachable"})
+			return
+		}
+		log.Info("cancel requested", zap.String("ticketId", t.Ref.ID), zap.String("cause", cause))
+		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeCancelRequested, Project: project, Cancel: cause})
+		return
+	}
 	if reason := rc.claims.PreCheck(p, t); reason != "" {
 		// Decided from the payload alone: no tracker call spent.
 		writeJSON(w, http.StatusAccepted, answer{Outcome: string(lifecycle.NotEligible), Project: project,

@@ -87,6 +87,8 @@ const (
 	// FinishedTTL is how long a ticket's terminal state is remembered, so
 	// that a claim within it counts as a re-trigger (flow metrics).
 	FinishedTTL = 30 * 24 * time.Hour // agentsmith:finished:*
+	CancelTTL        = time.Hour        // agentsmith:cancel:*: outlives any queue wait worth honouring
+	StuckFlagTTL     = 7 * 24 * time.Hour
 )
 
 // ClaimLock is the SET NX mutex around a claim's read → transition window.
@@ -145,6 +147,16 @@ func Attempts() string { return prefix() + "attempts" }
 // cancellation seen by the receiver); the value says why. Whoever owns the
 // ticket's run or request honours it.
 func Cancel(ticketKey string) string { return prefix() + "cancel:" + ticketKey }
+
+// Blocked is the set of ticket keys of one project whose last claim found
+// open blockers; a close event or a slow housekeeping cycle claims them
+// again, so a ticket is claimed when its last blocker closes.
+func Blocked(project string) string { return Prefix + "blocked:" + project }
+
+// StuckFlag remembers that a ticket was flagged stuck in one state (value:
+// the run or request it was flagged for), so it is commented on at most once
+// per state.
+func StuckFlag(ticketKey, state string) string { return Prefix + "stuck:" + state + ":" + ticketKey }
 
 // Audit is the capped stream of every transition and repair.
 func Audit() string { return prefix() + "audit" }

@@ -86,6 +86,11 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Block: func(t *testing.T, ref, blocker platforms.Ref) {
+			if err := s.AddBlocker(repoOf(t), number(t, ref), number(t, blocker)); err != nil {
+				t.Fatal(err)
+			}
+		},
 		Close: func(t *testing.T, ref platforms.Ref) {
 			if err := s.SetOpen(repoOf(t), number(t, ref), false); err != nil {
 				t.Fatal(err)

@@ -78,6 +78,13 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Block: func(t *testing.T, ref, blocker platforms.Ref) {
+			repo, n, _ := github.ParseID(ref.ID)
+			_, m, _ := github.ParseID(blocker.ID)
+			if err := s.AddBlocker(repo, n, m); err != nil {
+				t.Fatal(err)
+			}
+		},
 		Close: func(t *testing.T, ref platforms.Ref) {
 			repo, n, _ := github.ParseID(ref.ID)
 			if err := s.SetOpen(repo, n, false); err != nil {

@@ -43,8 +43,10 @@ func Sign(body, secret []byte) []byte { return webhooksig.Sign(body, secret) }
 func SignatureHeader(body, secret []byte) string { return webhooksig.Header(body, secret) }
 
 // ticketActions are the issues actions after which a ticket may have become
-// claimable: it appeared, gained a label, came back, or changed text.
-var ticketActions = map[string]bool{"opened": true, "labeled": true, "reopened": true, "edited": true}
+// claimable (it appeared, gained a label, came back, or changed text) or a
+// running one must be cancelled (closed, lost its trigger label).
+var ticketActions = map[string]bool{"opened": true, "labeled": true, "reopened": true, "edited": true,
+	"closed": true, "unlabeled": true}
 
 // Parse decodes an authenticated delivery. Pings are EventPing; issues
 // events with a ticketAction are EventTicket; every other well-formed

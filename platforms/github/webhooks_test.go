@@ -83,8 +83,8 @@ func TestParseKinds(t *testing.T) {
 		{"ping", "ping.json", platforms.EventPing},
 		{"issues", "issues.opened.json", platforms.EventTicket},
 		{"issues", "issues.reopened.json", platforms.EventTicket},
-		{"issues", "issues.closed.json", platforms.EventIgnored},
-		{"issues", "issues.unlabeled.json", platforms.EventIgnored},
+		{"issues", "issues.closed.json", platforms.EventTicket},
+		{"issues", "issues.unlabeled.json", platforms.EventTicket},
 		{"pull_request", "pull_request.opened.json", platforms.EventIgnored},
 		{"issue_comment", "issue_comment.created.json", platforms.EventIgnored},
 	} {

@@ -69,7 +69,7 @@ func TestSimWebhooksDecode(t *testing.T) {
 	if len(events) != 3 {
 		t.Fatalf("got %d events, want 3", len(events))
 	}
-	kinds := []platforms.EventKind{platforms.EventTicket, platforms.EventTicket, platforms.EventIgnored}
+	kinds := []platforms.EventKind{platforms.EventTicket, platforms.EventTicket, platforms.EventTicket}
 	actions := []string{"open", "update", "close"}
 	ids := map[string]bool{}
 	for i, ev := range events {

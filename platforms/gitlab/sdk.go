@@ -98,6 +98,38 @@ func (s *sdk) awardEmoji(ctx context.Context, project string, iid int, name stri
 	return classify(err)
 }
 
+// blocker is an issue linked to another as blocking it.
+type blocker struct {
+	Ref  string // references.full, "group/project#iid"
+	Open bool
+}
+
+// blockedBy is GET /projects/:id/issues/:iid/links
+// (https://docs.gitlab.com/api/issue_links/#list-issue-relations), keeping
+// the links of type "is_blocked_by" (the blocked issue's side of "blocks").
+// The endpoint is not paginated.
+func (s *sdk) blockedBy(ctx context.Context, project string, iid int) ([]blocker, error) {
+	rels, _, err := s.c.IssueLinks.ListIssueRelations(project, iid, gl.WithContext(ctx))
+	if err != nil {
+		return nil, classify(err)
+	}
+	var out []blocker
+	for _, r := range rels {
+		if r == nil || r.LinkType != "is_blocked_by" {
+			continue
+		}
+		b := blocker{Open: r.State == "opened"}
+		if r.References != nil {
+			b.Ref = r.References.Full
+		}
+		if b.Ref == "" {
+			b.Ref = fmt.Sprintf("%s#%d", project, r.IID)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
 // listOpenPage is one page of GET /projects/:id/issues?state=opened&labels=…;
 // next is 0 on the last page (X-Next-Page, which go-gitlab reads along with
 // the Link header).

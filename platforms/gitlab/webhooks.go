@@ -50,9 +50,9 @@ func (Webhooks) Verify(h http.Header, _ []byte, secrets [][]byte) (int, error) {
 }
 
 // ticketActions are the issue actions after which a ticket may have become
-// claimable: it was opened, reopened, or updated (a label change is an
-// update).
-var ticketActions = map[string]bool{"open": true, "reopen": true, "update": true}
+// claimable (opened, reopened, or updated: a label change is an update) or a
+// running one must be cancelled (closed, or updated without its trigger).
+var ticketActions = map[string]bool{"open": true, "reopen": true, "update": true, "close": true}
 
 // hookLabel is a label in a webhook payload.
 type hookLabel struct {
@@ -79,8 +79,8 @@ type issueHook struct {
 }
 
 // Parse decodes an authenticated delivery. Issue Hook deliveries with
-// action open, reopen or update are EventTicket; every other well-formed
-// delivery (close, notes, merge requests, pushes, confidential issues, …) is
+// action open, reopen, update or close are EventTicket; every other
+// well-formed delivery (notes, merge requests, pushes, confidential issues, …) is
 // EventIgnored. It never panics, whatever the input.
 func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
 	ev := platforms.WebhookEvent{Name: h.Get(HeaderEvent), DeliveryID: h.Get(HeaderIdempotencyKey)}

@@ -84,7 +84,6 @@ func TestParseIgnoredAndMalformed(t *testing.T) {
 	for _, c := range []struct {
 		event, fixture string
 	}{
-		{EventIssueHook, "issue.close"},
 		{"Confidential Issue Hook", "confidential_issue.open"},
 		{"Note Hook", "note.create"},
 		{"Merge Request Hook", "merge_request.open"},
@@ -123,7 +122,7 @@ func TestParseTopLevelLabelsFallback(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"issue.open", "issue.update", "issue.reopen", "issue.close", "note.create", "push"} {
+	for _, name := range []string{"issue.open", "issue.update", "issue.reopen", "issue.close", "issue.close.enqueued", "issue.update.untriggered", "note.create", "push"} {
 		f.Add(EventIssueHook, fixture(f, name))
 	}
 	f.Add("Note Hook", []byte(`{"object_kind":"note"}`))

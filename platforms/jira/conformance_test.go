@@ -121,6 +121,13 @@ func TestConformance(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
+				Block: func(t *testing.T, ref, blocker platforms.Ref) {
+					key, n, _ := jira.ParseID(ref.ID)
+					_, m, _ := jira.ParseID(blocker.ID)
+					if err := s.AddBlocker(key, n, m); err != nil {
+						t.Fatal(err)
+					}
+				},
 				Close: func(t *testing.T, ref platforms.Ref) {
 					key, n, _ := jira.ParseID(ref.ID)
 					if err := s.SetOpen(key, n, false); err != nil {

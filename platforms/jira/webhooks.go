@@ -76,10 +76,8 @@ type webhookPayload struct {
 
 // Parse decodes an authenticated delivery. jira:issue_created is
 // EventTicket; jira:issue_updated is EventTicket only when its changelog
-// adds a label (Jira writes label changes as one "labels" item whose
-// fromString and toString are the space-separated label sets), because only
-// a new label can make a ticket claimable; every other well-formed delivery
-// is EventIgnored. It never panics, whatever the input.
+// changes the labels or the status (see ticketFields); every other
+// well-formed delivery is EventIgnored. It never panics, whatever the input.
 func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
 	ev := platforms.WebhookEvent{DeliveryID: h.Get(HeaderDelivery)}
 	if ev.DeliveryID == "" {
@@ -111,7 +109,7 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 		project = pr.Key
 	}
 	ev.Locator = project
-	if ev.Name == EventIssueUpdated && !addsLabel(&p) {
+	if ev.Name == EventIssueUpdated && !changesTicketFields(&p) {
 		ev.Kind = platforms.EventIgnored
 		return ev, nil
 	}
@@ -120,21 +118,32 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	return ev, nil
 }
 
-// addsLabel reports whether the changelog gives the issue a label it did
-// not have.
-func addsLabel(p *webhookPayload) bool {
+// ticketFields are the changelog fields after which an issue may have
+// become claimable (a label added, reopened) or a running one must be
+// cancelled (closed, its trigger label removed). Jira writes a label change
+// as one "labels" item whose fromString and toString are the space-separated
+// label sets, and a workflow transition as a "status" item (with a
+// "resolution" item when it resolves the issue).
+var ticketFields = map[string]bool{"labels": true, "status": true, "resolution": true}
+
+// changesTicketFields reports whether the changelog touches ticketFields.
+func changesTicketFields(p *webhookPayload) bool {
 	if p.Changelog == nil {
 		return false
 	}
 	for _, it := range p.Changelog.Items {
-		if it.Field != "labels" {
+		if !ticketFields[it.Field] {
 			continue
 		}
-		before := strings.Fields(it.FromString)
-		for _, l := range strings.Fields(it.ToString) {
-			if !slices.Contains(before, l) {
-				return true
-			}
+		if it.Field != "labels" {
+			return it.FromString != it.ToString
+		}
+		// Labels are a set: a reordering is no change.
+		before, after := strings.Fields(it.FromString), strings.Fields(it.ToString)
+		slices.Sort(before)
+		slices.Sort(after)
+		if !slices.Equal(slices.Compact(before), slices.Compact(after)) {
+			return true
 		}
 	}
 	return false

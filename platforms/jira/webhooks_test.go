@@ -81,8 +81,8 @@ func TestParseUpdated(t *testing.T) {
 		want platforms.EventKind
 	}{
 		{"issue_updated.labeled.json", platforms.EventTicket},
-		{"issue_updated.unlabeled.json", platforms.EventIgnored},
-		{"issue_updated.transitioned.json", platforms.EventIgnored},
+		{"issue_updated.unlabeled.json", platforms.EventTicket},
+		{"issue_updated.transitioned.json", platforms.EventTicket},
 		{"issue_updated.edited.json", platforms.EventIgnored},
 		{"issue_deleted.json", platforms.EventIgnored},
 		{"comment_created.json", platforms.EventIgnored},
@@ -103,8 +103,8 @@ func TestParseUpdated(t *testing.T) {
 		t.Errorf("labeled ticket %+v locator %q", ev.Ticket, ev.Locator)
 	}
 	ev, _ = (Webhooks{}).Parse(delivery(), readFixture(t, "issue_updated.transitioned.json"))
-	if ev.Locator != "OPS" || ev.Ticket != nil {
-		t.Errorf("ignored update: %+v", ev)
+	if ev.Locator != "OPS" || ev.Ticket == nil || ev.Ticket.Open {
+		t.Errorf("transition to Done: %+v", ev)
 	}
 }
 
@@ -123,6 +123,9 @@ func TestParseEdgeCases(t *testing.T) {
 		{"label set grows", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"labels","fromString":"x","toString":"x agent-smith"}]}}`, platforms.EventTicket, false, "A"},
 		{"label set from nothing", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"labels","fromString":null,"toString":"agent-smith"}]}}`, platforms.EventTicket, false, "A"},
 		{"label set reordered", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"labels","fromString":"a b","toString":"b a"}]}}`, platforms.EventIgnored, false, "A"},
+		{"label removed", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"labels","fromString":"x agent-smith","toString":"x"}]}}`, platforms.EventTicket, false, "A"},
+		{"status changed", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"status","fromString":"To Do","toString":"Done"}]}}`, platforms.EventTicket, false, "A"},
+		{"assignee changed", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"assignee","fromString":"a","toString":"b"}]}}`, platforms.EventIgnored, false, "A"},
 		{"no changelog", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"}}`, platforms.EventIgnored, false, "A"},
 		{"other event", `{"webhookEvent":"sprint_started","sprint":{}}`, platforms.EventIgnored, false, ""},
 	} {

@@ -308,7 +308,11 @@ func (s *Sim) adoGetWorkItem(w http.ResponseWriter, r *http.Request, c *adoCall)
 		adoError(w, http.StatusBadRequest, "ConflictingParametersException", "The expand parameter can not be used with the fields parameter.")
 		return
 	}
-	writeJSON(w, http.StatusOK, adoWorkItemJSON(c.base, sn, fields, fields == nil || expand == "links" || expand == "all"))
+	wi := adoWorkItemJSON(c.base, sn, fields, fields == nil || expand == "links" || expand == "all")
+	if expand == "relations" || expand == "all" {
+		wi.Relations = s.adoRelations(c.base, c.repo, sn.number)
+	}
+	writeJSON(w, http.StatusOK, wi)
 }
 
 // adoPatchOp is one JSON Patch operation (RFC 6902) as Work Items - Update

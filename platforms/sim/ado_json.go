@@ -39,6 +39,8 @@ type adoWorkItem struct {
 	Fields map[string]any     `json:"fields"`
 	Links  map[string]adoHref `json:"_links,omitempty"`
 	URL    string             `json:"url"`
+	// Relations are set with $expand=relations or all.
+	Relations []adoRelation `json:"relations,omitempty"`
 }
 
 // adoState is the Basic process state of an issue.

@@ -31,6 +31,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	s.ghRoute(mux, "GET", issue+"/comments", docsComments+"#list-issue-comments", false, s.ghListComments)
 	s.ghRoute(mux, "POST", issue+"/comments", docsComments+"#create-an-issue-comment", false, s.ghCreateComment)
 	s.ghRoute(mux, "POST", issue+"/reactions", docsReactions, false, s.ghCreateReaction)
+	s.ghRoute(mux, "GET", issue+"/dependencies/blocked_by", "https://docs.github.com/rest/issues/issue-dependencies", false, s.ghBlockedBy)
 	s.ghRoute(mux, "GET", issue+"/labels", docsLabels+"#list-labels-for-an-issue", false, s.ghListIssueLabels)
 	s.ghRoute(mux, "POST", issue+"/labels", docsLabels+"#add-labels-to-an-issue", false, s.ghAddLabels)
 	s.ghRoute(mux, "PUT", issue+"/labels", docsLabels+"#set-labels-for-an-issue", false, s.ghSetLabels)

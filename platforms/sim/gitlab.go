@@ -63,6 +63,7 @@ func (s *Sim) gitlabRoutes(mux *http.ServeMux) {
 	s.glRoute(mux, "GET", issue, s.glGetIssue)
 	s.glRoute(mux, "PUT", issue, s.glUpdateIssue)
 	s.glRoute(mux, "GET", issue+"/notes", s.glListNotes)
+	s.glRoute(mux, "GET", issue+"/links", s.glLinks)
 	s.glRoute(mux, "POST", issue+"/notes", s.glCreateNote)
 	s.glRoute(mux, "POST", issue+"/award_emoji", s.glAwardEmoji)
 	// Unknown API paths: Grape's catch-all answer.

@@ -171,7 +171,12 @@ func (s *Sim) jiraGetIssue(w http.ResponseWriter, r *http.Request, c *jiraCall) 
 		s.jiraStoreError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jiraIssueOf(c.base, c.version, sn, jiraFieldSet(r.URL.Query().Get("fields"))))
+	want := jiraFieldSet(r.URL.Query().Get("fields"))
+	is := jiraIssueOf(c.base, c.version, sn, want)
+	if want == nil || want["issuelinks"] {
+		is.Fields["issuelinks"] = s.jiraIssueLinks(c.base, c.version, repo, n)
+	}
+	writeJSON(w, http.StatusOK, is)
 }
 
 // jiraLabelOp is one element of update.labels: {"add": x}, {"remove": x} or

@@ -382,8 +382,8 @@ func TestJiraWebhooks(t *testing.T) {
 	}{
 		{"jira:issue_created", platforms.EventTicket, []string{"infra"}, true},
 		{"jira:issue_updated", platforms.EventTicket, []string{"infra", "agent-smith"}, true},
-		{"jira:issue_updated", platforms.EventIgnored, nil, true},
-		{"jira:issue_updated", platforms.EventIgnored, nil, false},
+		{"jira:issue_updated", platforms.EventTicket, []string{"agent-smith"}, true},
+		{"jira:issue_updated", platforms.EventTicket, []string{"agent-smith"}, false},
 	}
 	ids := map[string]bool{}
 	for i, d := range signed {

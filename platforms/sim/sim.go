@@ -63,6 +63,9 @@ type Options struct {
 	// BaseURL is the sim's public URL ("http://127.0.0.1:8686") used in
 	// webhook payloads' html_url/url fields. Empty: the last request's host.
 	BaseURL string
+	// NoGitHubIssueDependencies makes the GitHub dialect answer 404 for the
+	// issue dependencies API, as a GitHub Enterprise Server without it does.
+	NoGitHubIssueDependencies bool
 }
 
 // Issue is a deep copy of one issue as the Go API returns it.
@@ -109,6 +112,7 @@ type Sim struct {
 	rateLimit int
 	baseURL   string
 	lastBase  atomic.Value // string
+	noGHDeps  bool
 
 	store   *store
 	apps    appTokens
@@ -125,7 +129,8 @@ type Sim struct {
 // New returns a running Sim; call Close to stop its webhook workers.
 func New(opts Options) *Sim {
 	s := &Sim{log: opts.Logger, clock: opts.Clock, tokens: slices.Clone(opts.Tokens),
-		perPage: opts.PerPage, rateLimit: opts.RateLimit, baseURL: strings.TrimSuffix(opts.BaseURL, "/")}
+		perPage: opts.PerPage, rateLimit: opts.RateLimit, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
+		noGHDeps: opts.NoGitHubIssueDependencies}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -88,6 +88,9 @@ type issue struct {
 	// rev counts the issue's revisions from 1, +1 with every version: Azure
 	// DevOps' per-work-item "rev".
 	rev int
+	// blockedBy are the numbers of the issues of the same repository this
+	// one is blocked by (blockers.go).
+	blockedBy []int
 }
 
 type repository struct {

@@ -42,6 +42,9 @@ type Harness struct {
 	// Reactions reads the emulator's reactions on a ticket ("eyes"); nil
 	// for platforms whose tracker is not a platforms.Reactor.
 	Reactions func(t *testing.T, ref platforms.Ref) []string
+	// Block links blocked as blocked by blocker on the emulator (both in
+	// t's project).
+	Block func(t *testing.T, blocked, blocker platforms.Ref)
 	// Webhooks is the platform's decoder.
 	Webhooks platforms.WebhookDecoder
 	// Sign returns the headers of a delivery of body correctly authenticated
@@ -84,39 +87,46 @@ func (h Harness) sameLabels(got, want []string) bool {
 // fixture cannot go untested.
 var fixtureKinds = map[string]map[string]platforms.EventKind{
 	"github": {
-		"ping":                  platforms.EventPing,
-		"issues.opened":         platforms.EventTicket,
-		"issues.labeled":        platforms.EventTicket,
-		"issues.reopened":       platforms.EventTicket,
-		"issues.edited":         platforms.EventTicket,
-		"issues.unlabeled":      platforms.EventIgnored,
-		"issues.closed":         platforms.EventIgnored,
-		"pull_request.opened":   platforms.EventIgnored,
-		"issue_comment.created": platforms.EventIgnored,
+		"ping":                      platforms.EventPing,
+		"issues.opened":             platforms.EventTicket,
+		"issues.labeled":            platforms.EventTicket,
+		"issues.reopened":           platforms.EventTicket,
+		"issues.edited":             platforms.EventTicket,
+		"issues.unlabeled":          platforms.EventTicket, // a removed trigger cancels
+		"issues.closed":             platforms.EventTicket, // a close cancels, and unblocks
+		"issues.closed.in-progress": platforms.EventTicket,
+		"issues.unlabeled.trigger-while-enqueued": platforms.EventTicket,
+		"pull_request.opened":                     platforms.EventIgnored,
+		"issue_comment.created":                   platforms.EventIgnored,
 	},
 	"jira": {
-		"issue_created":              platforms.EventTicket,
-		"issue_updated.labeled":      platforms.EventTicket,
-		"issue_updated.unlabeled":    platforms.EventIgnored,
-		"issue_updated.transitioned": platforms.EventIgnored,
-		"issue_updated.edited":       platforms.EventIgnored,
-		"issue_deleted":              platforms.EventIgnored,
-		"comment_created":            platforms.EventIgnored,
+		"issue_created":                      platforms.EventTicket,
+		"issue_updated.labeled":              platforms.EventTicket,
+		"issue_updated.unlabeled":            platforms.EventTicket,
+		"issue_updated.transitioned":         platforms.EventTicket,
+		"issue_updated.closed-in-progress":   platforms.EventTicket,
+		"issue_updated.untriggered-enqueued": platforms.EventTicket,
+		"issue_updated.edited":               platforms.EventIgnored,
+		"issue_deleted":                      platforms.EventIgnored,
+		"comment_created":                    platforms.EventIgnored,
 	},
 	"gitlab": {
-		"issue.open":              platforms.EventTicket,
-		"issue.reopen":            platforms.EventTicket,
-		"issue.update":            platforms.EventTicket,
-		"issue.close":             platforms.EventIgnored,
-		"confidential_issue.open": platforms.EventIgnored,
-		"note.create":             platforms.EventIgnored,
-		"merge_request.open":      platforms.EventIgnored,
-		"push":                    platforms.EventIgnored,
+		"issue.open":               platforms.EventTicket,
+		"issue.reopen":             platforms.EventTicket,
+		"issue.update":             platforms.EventTicket,
+		"issue.close":              platforms.EventTicket,
+		"issue.close.enqueued":     platforms.EventTicket,
+		"issue.update.untriggered": platforms.EventTicket,
+		"confidential_issue.open":  platforms.EventIgnored,
+		"note.create":              platforms.EventIgnored,
+		"merge_request.open":       platforms.EventIgnored,
+		"push":                     platforms.EventIgnored,
 	},
 	"azuredevops": {
 		"workitem.created":          platforms.EventTicket,
 		"workitem.updated":          platforms.EventTicket,
 		"workitem.updated.state":    platforms.EventTicket,
+		"workitem.updated.closed":   platforms.EventTicket,
 		"workitem.updated.assigned": platforms.EventIgnored,
 		"workitem.commented":        platforms.EventIgnored,
 		"workitem.deleted":          platforms.EventIgnored,
@@ -151,6 +161,7 @@ func Run(t *testing.T, h Harness) {
 		{"Comment", testComment},
 		{"React", testReact},
 		{"ListOpen", testListOpen},
+		{"OpenBlockers", testOpenBlockers},
 		{"WebhookVerify", testWebhookVerify},
 		{"WebhookParseFixtures", testWebhookParse},
 		{"WebhookParseNeverPanics", testWebhookNoPanic},
@@ -182,6 +193,39 @@ func testReact(t *testing.T, h Harness) {
 	if got := h.Labels(t, ref); len(got) != 1 || got[0] != pending {
 		t.Errorf("labels changed to %q", got)
 	}
+}
+
+// testOpenBlockers: the readiness capability lists exactly the open
+// blockers, by their ticket ids, and forgets each as it closes.
+func testOpenBlockers(t *testing.T, h Harness) {
+	tr := h.New(t)
+	br, ok := tr.(platforms.BlockerReader)
+	if !ok {
+		t.Fatalf("%T does not implement platforms.BlockerReader", tr)
+	}
+	blocked := h.Create(t, "blocked")
+	a, b := h.Create(t, "blocker a"), h.Create(t, "blocker b")
+	free := h.Create(t, "free")
+	h.Block(t, blocked, a)
+	h.Block(t, blocked, b)
+	check := func(ref platforms.Ref, want ...string) {
+		t.Helper()
+		got, err := br.OpenBlockers(ctx(t), ref)
+		if err != nil {
+			t.Fatalf("OpenBlockers(%s): %v", ref.ID, err)
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) && (len(got) != 0 || len(want) != 0) {
+			t.Fatalf("OpenBlockers(%s) = %q, want %q", ref.ID, got, want)
+		}
+	}
+	check(blocked, a.ID, b.ID)
+	check(free)
+	check(a) // the link has a direction
+	h.Close(t, a)
+	check(blocked, b.ID)
+	h.Close(t, b)
+	check(blocked)
 }
 
 func ctx(t *testing.T) context.Context {

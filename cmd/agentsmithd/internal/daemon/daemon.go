@@ -211,6 +211,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
 			DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
 		mux.Handle("/", rc.Handler())
+		// After the server drained: wait for the re-claims deliveries started.
+		defer rc.Close()
 	} else {
 		health.Register(mux, func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() })
 	}
@@ -232,7 +234,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			Instance: cfg.InstanceID, Concurrency: cfg.Consumer.Concurrency,
 			HeartbeatTTL: cfg.Consumer.HeartbeatTTL, HeartbeatRenew: cfg.Consumer.HeartbeatRenew,
 			ShutdownGrace: cfg.Consumer.ShutdownGrace, KillGrace: cfg.Consumer.KillGrace,
-			WorkDir: cfg.Consumer.WorkDir, TailBytes: cfg.Consumer.TailBytes, Labels: d.labels(),
+			WorkDir: cfg.Consumer.WorkDir, TailBytes: cfg.Consumer.TailBytes, CancelCheck: cfg.Consumer.CancelCheck, Labels: d.labels(),
 			Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
 			LimitDelay: cfg.Consumer.LimitDelay,
 		})
@@ -262,16 +264,26 @@ func (d *Daemon) Run(ctx context.Context) error {
 			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
 			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
-		var sweep []string
+		var sweep, blocked []string
+		stuck := map[string]housekeeping.StuckThresholds{}
 		for _, p := range cfg.Projects {
 			if !p.Polling.Enabled {
 				sweep = append(sweep, p.Name)
 			}
+			if p.Readiness.RequireNoOpenBlockers {
+				blocked = append(blocked, p.Name)
+			}
+			stuck[p.Name] = housekeeping.StuckThresholds{EnqueuedAfter: p.Stuck.EnqueuedAfter,
+				InProgressAfter: p.Stuck.InProgressAfter, Comment: p.Stuck.Comment}
 		}
 		sweeper := housekeeping.NewTriggerSweeper(d.claims, housekeeping.TriggerSweeperConfig{
-			Projects: sweep, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+			Projects: sweep, Blocked: blocked, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		promoter := housekeeping.NewDelayedPromoter(d.queue, housekeeping.DelayedPromoterConfig{
 			Interval: hk.DelayedInterval, Fence: l.Fence, Logger: d.log})
+		cancels := housekeeping.NewCancelDetector(d.rdb, d.claims, housekeeping.CancelDetectorConfig{
+			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+		stuckDetector := housekeeping.NewStuckDetector(d.rdb, d.queue, d.claims, housekeeping.StuckDetectorConfig{
+			Projects: stuck, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		epoch := housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Fence: l.Fence, Logger: d.log},
 			stale.Kick, recon.Kick)
 		wg.Go(func() {
@@ -283,6 +295,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 				hw.Go(func() { _ = epoch.Run(lctx) })
 				hw.Go(func() { _ = sweeper.Run(lctx) })
 				hw.Go(func() { _ = promoter.Run(lctx) })
+				hw.Go(func() { _ = cancels.Run(lctx) })
+				hw.Go(func() { _ = stuckDetector.Run(lctx) })
 				hw.Wait()
 			})
 		})

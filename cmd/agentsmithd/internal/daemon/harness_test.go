@@ -62,6 +62,9 @@ type env struct {
 	// redisYAML, when set, replaces the config's redis block (another
 	// Redis mode); the default is {addr: <redis>}.
 	redisYAML string
+	// projectExtra is appended to every project's YAML block (lines
+	// indented by four spaces).
+	projectExtra string
 }
 
 // newEnv is a GitHub world.
@@ -113,7 +116,7 @@ func (e *env) configYAML(instance string, extra string, cases ...e2ecases.Case) 
       env: {RUN_LOG: %q, GATE: %q}
       timeout: 30s
       max_attempts: 3
-`, name, pc.Project(e.simURL, "E2E_TOKEN", "    "), pipelineScript, e.runLog, e.gate)
+%s`, name, pc.Project(e.simURL, "E2E_TOKEN", "    "), pipelineScript, e.runLog, e.gate, e.projectExtra)
 	}
 	redisYAML := e.redisYAML
 	if redisYAML == "" {
@@ -123,7 +126,7 @@ func (e *env) configYAML(instance string, extra string, cases ...e2ecases.Case) 
 listen: 127.0.0.1:0
 instance_id: %s
 redis: %s
-consumer: {concurrency: 2, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, work_dir: %q}
+consumer: {concurrency: 2, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, cancel_check: 200ms, work_dir: %q}
 housekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s}
 poller: {lease_ttl: 2s}
 projects:
@@ -246,4 +249,9 @@ func (e *env) openGate() {
 	if err := os.WriteFile(e.gate, nil, 0o644); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+func (e *env) readRunLog() (string, error) {
+	b, err := os.ReadFile(e.runLog)
+	return string(b), err
 }

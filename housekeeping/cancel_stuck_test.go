@@ -1,0 +1,121 @@
+package housekeeping
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+)
+
+type events struct {
+	mu  sync.Mutex
+	evs []lifecycle.Event
+}
+
+func (e *events) Observe(ev lifecycle.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, ev)
+}
+
+func (e *events) stuck() []lifecycle.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []lifecycle.Event
+	for _, ev := range e.evs {
+		if ev.Kind == lifecycle.EventStuck {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	obs := &events{}
+	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "hk", Labels: w.Labels,
+		Logger: zaptest.NewLogger(t), Observer: obs})
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	running := w.Sim.CreateIssue(lifecycletest.Repo, "long run", "", "agent-smith", "agent-smith:in-progress")
+	waiting := w.Sim.CreateIssue(lifecycletest.Repo, "long wait", "", "agent-smith", "agent-smith:enqueued")
+	fresh := w.Sim.CreateIssue(lifecycletest.Repo, "just queued", "", "agent-smith", "agent-smith:enqueued")
+	rec := lifecycle.RunRecord{Ref: lifecycletest.Ref(running), Instance: "r", Token: "r|webhook|0|tok", Attempt: 1, Started: now.Add(-10 * time.Minute)}
+	if ok, err := lifecycle.TakeRun(t.Context(), w.RDB, rec, time.Minute); err != nil || !ok {
+		t.Fatalf("take run: %v %v", ok, err)
+	}
+	for n, at := range map[int]time.Time{waiting: now.Add(-2 * time.Minute), fresh: now.Add(-10 * time.Second)} {
+		req := lifecycle.PipelineRequest{ID: "req-" + lifecycletest.Ref(n).ID, Ref: lifecycletest.Ref(n), Source: "webhook", Attempt: 1, EnqueuedAt: at}
+		if err := w.Queue.Push(t.Context(), req.Encode()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := NewStuckDetector(w.RDB, w.Queue, claims, StuckDetectorConfig{Clock: func() time.Time { return now },
+		Projects: map[string]StuckThresholds{lifecycletest.Project: {EnqueuedAfter: time.Minute, InProgressAfter: 5 * time.Minute, Comment: true}}})
+	for range 2 { // the second cycle must add nothing
+		if err := d.Check(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := obs.stuck()
+	if len(got) != 2 {
+		t.Fatalf("stuck events %+v, want 2 (one per stuck ticket, once)", got)
+	}
+	want := map[string]lifecycle.State{lifecycletest.Ref(running).ID: lifecycle.InProgress, lifecycletest.Ref(waiting).ID: lifecycle.Enqueued}
+	for _, ev := range got {
+		if s, ok := want[ev.Ref.ID]; !ok || ev.From != s || !strings.Contains(ev.Reason, "longer than") {
+			t.Errorf("event %+v", ev)
+		}
+	}
+	for n, wantComments := range map[int]int{running: 1, waiting: 1, fresh: 0} {
+		is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+		if len(is.Comments) != wantComments {
+			t.Errorf("issue %d has %d comments, want %d", n, len(is.Comments), wantComments)
+		}
+	}
+	// A new run of the same ticket that sticks again is flagged again.
+	if _, err := lifecycle.ReleaseRun(t.Context(), w.RDB, rec.Ref, rec.Token, false); err != nil {
+		t.Fatal(err)
+	}
+	rec.Token = "r|reclaim|0|tok2"
+	if ok, err := lifecycle.TakeRun(t.Context(), w.RDB, rec, time.Minute); err != nil || !ok {
+		t.Fatalf("take run: %v %v", ok, err)
+	}
+	if err := d.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(obs.stuck()); n != 3 {
+		t.Fatalf("%d stuck events after a new stuck run, want 3", n)
+	}
+}
+
+func TestCancelDetectorRequestsCancelOfClosedOrUntriggeredRuns(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	keep := w.Sim.CreateIssue(lifecycletest.Repo, "keep running", "", "agent-smith", "agent-smith:in-progress")
+	untrig := w.Sim.CreateIssue(lifecycletest.Repo, "trigger gone", "", "agent-smith:in-progress")
+	closed := w.Sim.CreateIssue(lifecycletest.Repo, "closed", "", "agent-smith", "agent-smith:in-progress")
+	if err := w.Sim.SetOpen(lifecycletest.Repo, closed, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{keep, untrig, closed} {
+		deadRun(t, w, n, "live", 1)
+	}
+	d := NewCancelDetector(w.RDB, w.Claims, CancelDetectorConfig{Logger: zaptest.NewLogger(t)})
+	if err := d.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]string{keep: "", untrig: lifecycle.CauseUntriggered, closed: lifecycle.CauseClosed} {
+		got, err := lifecycle.RequestedCancel(t.Context(), w.RDB, lifecycletest.Ref(n))
+		if err != nil || got != want {
+			t.Errorf("issue %d: cancel request %q, %v; want %q", n, got, err, want)
+		}
+		if ttl := w.RDB.TTL(t.Context(), keys.Cancel(lifecycletest.Ref(n).Key())).Val(); want != "" && ttl <= 0 {
+			t.Errorf("issue %d: cancel request without TTL", n)
+		}
+	}
+}

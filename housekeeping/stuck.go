@@ -1,0 +1,214 @@
+package housekeeping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+)
+
+// Stuck thresholds' defaults (seed 004: a ticket in the same state longer
+// than 30 minutes is blocked).
+const (
+	StuckEnqueuedDefault   = 30 * time.Minute
+	StuckInProgressDefault = 2 * time.Hour
+)
+
+// StuckThresholds are one project's limits on time in state.
+type StuckThresholds struct {
+	EnqueuedAfter   time.Duration // default StuckEnqueuedDefault
+	InProgressAfter time.Duration // default StuckInProgressDefault
+	// Comment posts one comment per stuck state on the ticket.
+	Comment bool
+}
+
+// StuckDetectorConfig configures a StuckDetector.
+type StuckDetectorConfig struct {
+	// Projects maps project names to their thresholds; a project missing
+	// here gets the defaults, without comments.
+	Projects map[string]StuckThresholds
+	Interval time.Duration // default SlowIntervalDefault
+	// FlagTTL is how long a flag is remembered (default keys.StuckFlagTTL).
+	FlagTTL time.Duration
+	// Fence is checked before every comment; see StaleJobDetectorConfig.Fence.
+	Fence  func(context.Context) error
+	Clock  func() time.Time
+	Logger *zap.Logger
+}
+
+// StuckDetector flags tickets that stay Enqueued or InProgress longer than
+// their project's threshold: a log line and an Event of kind
+// lifecycle.EventStuck (metrics count it), and optionally one comment. It
+// changes no state: a stuck run may be a slow one. Time in state comes from
+// Redis alone, no tracker call: InProgress from the in-flight run record's
+// Started, Enqueued from the EnqueuedAt of the ticket's oldest request in the
+// queue or a processing list. Each run or request is flagged once
+// (keys.StuckFlag remembers which), so a ticket triggered again later is
+// flagged again if it sticks again.
+type StuckDetector struct {
+	cfg    StuckDetectorConfig
+	rdb    redis.UniversalClient
+	queue  *queue.Queue
+	claims *lifecycle.ClaimService
+	log    *zap.Logger
+}
+
+// NewStuckDetector wires a detector.
+func NewStuckDetector(rdb redis.UniversalClient, q *queue.Queue, claims *lifecycle.ClaimService, cfg StuckDetectorConfig) *StuckDetector {
+	if cfg.Interval <= 0 {
+		cfg.Interval = SlowIntervalDefault
+	}
+	if cfg.FlagTTL <= 0 {
+		cfg.FlagTTL = keys.StuckFlagTTL
+	}
+	if cfg.Fence == nil {
+		cfg.Fence = noFence
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &StuckDetector{cfg: cfg, rdb: rdb, queue: q, claims: claims, log: cfg.Logger.Named("StuckDetector")}
+}
+
+// Run checks every Interval until ctx is done.
+func (d *StuckDetector) Run(ctx context.Context) error {
+	return loop(ctx, d.log, d.cfg.Interval, d.cfg.Interval, nil, nil, d.Check, d.Check)
+}
+
+func (d *StuckDetector) thresholds(project string) StuckThresholds {
+	th := d.cfg.Projects[project]
+	if th.EnqueuedAfter <= 0 {
+		th.EnqueuedAfter = StuckEnqueuedDefault
+	}
+	if th.InProgressAfter <= 0 {
+		th.InProgressAfter = StuckInProgressDefault
+	}
+	return th
+}
+
+// stay is one ticket's time in a state. req carries the ticket, attempt and
+// request id; id is what a flag remembers (the run's token or the request's
+// id).
+type stay struct {
+	req   lifecycle.PipelineRequest
+	state lifecycle.State
+	since time.Time
+	id    string
+}
+
+// Check flags every ticket past its threshold that was not flagged yet.
+func (d *StuckDetector) Check(ctx context.Context) error {
+	stays, err := d.stays(ctx)
+	if err != nil {
+		return err
+	}
+	now := d.cfg.Clock()
+	var errs []error
+	for _, s := range stays {
+		th := d.thresholds(s.req.Ref.Project)
+		limit := th.EnqueuedAfter
+		if s.state == lifecycle.InProgress {
+			limit = th.InProgressAfter
+		}
+		if in := now.Sub(s.since); in > limit {
+			if err := d.flag(ctx, s, in, limit, th.Comment); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stays reads every in-flight run and every queued request (the oldest per
+// ticket) from Redis.
+func (d *StuckDetector) stays(ctx context.Context) ([]stay, error) {
+	runs, err := lifecycle.InflightRuns(ctx, d.rdb)
+	if err != nil {
+		return nil, err
+	}
+	var out []stay
+	running := map[string]bool{}
+	for _, rec := range runs {
+		if rec.Ref.ID == "" || rec.Started.IsZero() {
+			continue
+		}
+		running[rec.Ref.Key()] = true
+		out = append(out, stay{req: lifecycle.PipelineRequest{Ref: rec.Ref, Attempt: rec.Attempt, ID: rec.RequestID},
+			state: lifecycle.InProgress, since: rec.Started, id: rec.Token})
+	}
+	entries, err := d.queue.Entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lists, err := d.queue.ProcessingKeys(ctx, keys.ProcessingPattern())
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lists {
+		more, err := d.queue.ProcessingEntries(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, more...)
+	}
+	oldest := map[string]lifecycle.PipelineRequest{}
+	for _, e := range entries {
+		req, err := lifecycle.DecodeRequest(e)
+		if err != nil || req.EnqueuedAt.IsZero() || running[req.Ref.Key()] {
+			continue
+		}
+		if o, ok := oldest[req.Ref.Key()]; !ok || req.EnqueuedAt.Before(o.EnqueuedAt) {
+			oldest[req.Ref.Key()] = req
+		}
+	}
+	for _, req := range oldest {
+		out = append(out, stay{req: req, state: lifecycle.Enqueued, since: req.EnqueuedAt, id: req.ID})
+	}
+	return out, nil
+}
+
+// flag reports one stuck ticket unless this run or request was flagged
+// before.
+func (d *StuckDetector) flag(ctx context.Context, s stay, in, limit time.Duration, comment bool) error {
+	ref := s.req.Ref
+	key := keys.StuckFlag(ref.Key(), s.state.String())
+	prev, err := d.rdb.SetArgs(ctx, key, s.id, redis.SetArgs{TTL: d.cfg.FlagTTL, Get: true}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("stuck flag of %s: %w", ref, err)
+	}
+	if prev == s.id {
+		return nil
+	}
+	reason := fmt.Sprintf("%s for %s, longer than the project's %s", s.state, in.Round(time.Second), limit)
+	d.claims.Emit(lifecycle.Event{Kind: lifecycle.EventStuck, Ref: ref, From: s.state, To: s.state, Outcome: "stuck",
+		Attempt: s.req.Attempt, RequestID: s.req.ID, Reason: reason})
+	if !comment {
+		return nil
+	}
+	p, ok := d.claims.Projects().Lookup(ref)
+	if !ok {
+		return nil
+	}
+	if err := d.cfg.Fence(ctx); err != nil {
+		return fmt.Errorf("stuck comment on %s: %w", ref, err)
+	}
+	body := fmt.Sprintf("**%s**: this ticket has been %s; it may be stuck. agentsmithd changes nothing on its own here.",
+		d.claims.Labels().Prefix, reason)
+	if err := p.Tracker.Comment(trackerhttp.WithFence(ctx, d.cfg.Fence), ref, body); err != nil {
+		// Forget the flag so the next cycle tries the comment again.
+		_ = d.rdb.Del(context.WithoutCancel(ctx), key).Err()
+		return fmt.Errorf("stuck comment on %s: %w", ref, err)
+	}
+	return nil
+}

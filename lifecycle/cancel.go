@@ -1,0 +1,275 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Cancellation causes. The cause is the value of keys.Cancel(ticketKey) and
+// is quoted in the comment on the Failed ticket.
+const (
+	// CauseClosed: the ticket was closed while Enqueued or InProgress.
+	CauseClosed = "closed by the tracker"
+	// CauseUntriggered: the trigger label was removed while Enqueued or
+	// InProgress.
+	CauseUntriggered = "trigger label removed"
+	ctlCausePrefix   = "cancelled by agentsmithctl: "
+)
+
+// DefaultCancelCheck is how often a running pipeline's cancel key is read:
+// one GET per running pipeline, so a cancellation stops it within seconds.
+const DefaultCancelCheck = 5 * time.Second
+
+// CtlCause is the cause agentsmithctl writes for an operator's reason.
+func CtlCause(reason string) string { return ctlCausePrefix + reason }
+
+// RequestCancel asks whoever owns the ticket's request or run to stop it and
+// fail the ticket with cause. The key expires after ttl (keys.CancelTTL when
+// ttl ≤ 0), so a request for a ticket nobody runs any more does not linger.
+// A cause derived from the tracker (CauseClosed, CauseUntriggered) is a hint:
+// the executor confirms it on a fresh read before it stops anything, so a
+// stale webhook cannot cancel a later run. Any other cause (an operator's) is
+// honoured as it is.
+func RequestCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, cause string, ttl time.Duration) error {
+	if ttl <= 0 {
+		ttl = keys.CancelTTL
+	}
+	if err := rdb.Set(ctx, keys.Cancel(ref.Key()), cause, ttl).Err(); err != nil {
+		return fmt.Errorf("request cancel of %s: %w", ref, err)
+	}
+	return nil
+}
+
+// RequestedCancel returns the cause asked for the ticket, "" when none.
+func RequestedCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (string, error) {
+	v, err := rdb.Get(ctx, keys.Cancel(ref.Key())).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read cancel request of %s: %w", ref, err)
+	}
+	return v, nil
+}
+
+// TrackerCause is the cancellation cause a ticket snapshot shows by itself:
+// closed, or its trigger label gone. "" when it may keep running.
+func TrackerCause(t *platforms.Ticket, trigger string) string {
+	switch {
+	case !t.Open:
+		return CauseClosed
+	case !t.HasLabel(trigger):
+		return CauseUntriggered
+	}
+	return ""
+}
+
+func isTrackerCause(cause string) bool { return cause == CauseClosed || cause == CauseUntriggered }
+
+// cancelCause decides whether t's request or run must stop, given the cause
+// requested through the cancel key ("" for none). The ticket's own state wins;
+// a tracker-derived request the fresh snapshot does not confirm is void.
+func cancelCause(t *platforms.Ticket, trigger, requested string) string {
+	if c := TrackerCause(t, trigger); c != "" {
+		return c
+	}
+	if requested != "" && !isTrackerCause(requested) {
+		return requested
+	}
+	return ""
+}
+
+// clearCancel deletes the ticket's cancel key if it still says cause (""
+// deletes whatever it says), so a newer request is never lost.
+func clearCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, cause string, log *zap.Logger) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var err error
+	if cause == "" {
+		err = rdb.Del(cctx, keys.Cancel(ref.Key())).Err()
+	} else {
+		_, err = redislock.Release(cctx, rdb, keys.Cancel(ref.Key()), cause)
+	}
+	if err != nil {
+		log.Warn("clear cancel request (it expires on its own)", zap.Error(err))
+	}
+}
+
+// cancelQueued runs after the consumer took the run of a request and before
+// anything starts: a ticket found closed or untriggered, or with an
+// operator's cancel request, goes Enqueued → Failed with a comment instead
+// of running. It reports whether it handled (and acked) the request.
+func (e *Executor) cancelQueued(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, log *zap.Logger) bool {
+	requested, err := RequestedCancel(ctx, e.rdb, req.Ref)
+	if err != nil {
+		log.Warn("read cancel request; running the request", zap.Error(err))
+	}
+	cause := cancelCause(t, p.TriggerLabel, requested)
+	if cause == "" {
+		if requested != "" {
+			log.Info("cancel request not confirmed by the ticket; running it", zap.String("requested", requested))
+			clearCancel(ctx, e.rdb, req.Ref, requested, log)
+		}
+		return false
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	e.failCancelled(wctx, p, req, token, Enqueued, cause, e.fence(req.Ref, token, nil), time.Time{}, log)
+	return true
+}
+
+// failCancelled posts the cancellation comment and moves the ticket from →
+// Failed, every write fenced by the run's heartbeat, then ends the run and
+// forgets the ticket's attempt count and cancel request: nothing runs again
+// until the ticket is triggered again.
+func (e *Executor) failCancelled(ctx context.Context, p *Project, req PipelineRequest, token string,
+	from State, cause string, fence func(context.Context) error, started time.Time, log *zap.Logger) {
+	body := cancelComment(e.cfg.Labels, p.TriggerLabel, cause, from, req.Attempt, started, e.cfg.Clock())
+	if err := retryTransient(ctx, func() error {
+		if err := fence(ctx); err != nil {
+			return err
+		}
+		return p.Tracker.Comment(trackerhttp.WithFence(ctx, fence), req.Ref, body)
+	}); err != nil {
+		if errors.Is(err, errLostRun) {
+			log.Warn("run lost its ownership before the cancellation comment", zap.Error(err))
+			return
+		}
+		log.Error("post cancellation comment", zap.Error(err))
+	}
+	// The comment changed the ticket's version: move re-reads it.
+	err := retryTransient(ctx, func() error {
+		_, err := e.moveAs(ctx, p, nil, from, Failed, fence, req, started, "cancelled", cause)
+		return err
+	})
+	terminal := true
+	switch {
+	case errors.Is(err, errStateChanged):
+		log.Info("cancelled ticket changed state meanwhile; leaving it", zap.Error(err))
+	case err != nil && from == InProgress:
+		log.Error("transition to failed after cancellation (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		return
+	case err != nil:
+		// Still Enqueued, without a request: EnqueuedReconciler re-pushes
+		// it, and the cancel request, kept, is honoured again then.
+		log.Error("transition to failed after cancellation (EnqueuedReconciler will re-push it)", zap.Error(err))
+		terminal = false
+	}
+	// Terminal: forgets the attempt count and the cancel request too.
+	e.releaseRun(req.Ref, token, terminal, log)
+}
+
+func cancelComment(labels Labels, trigger, cause string, from State, attempt int, started, now time.Time) string {
+	what := "not run"
+	if from == InProgress {
+		what = "pipeline stopped"
+		if !started.IsZero() {
+			what += " after " + now.Sub(started).Round(time.Second).String()
+		}
+	}
+	return fmt.Sprintf("**%s**: cancelled (%s): %s, attempt %d. Remove `%s` and add `%s` to run it again.",
+		labels.Prefix, cause, what, attempt, labels.Label(Failed), trigger)
+}
+
+// cancelWatch reads a running pipeline's cancel key every CancelCheck. A
+// request is confirmed before it acts (a tracker cause on a fresh read of the
+// ticket); then kill is closed, which SIGKILLs the pipeline's group, and
+// cause says why.
+type cancelWatch struct {
+	kill     chan struct{}
+	done     chan struct{}
+	wg       sync.WaitGroup
+	cause    atomic.Pointer[string]
+	stopOnce sync.Once
+}
+
+func (w *cancelWatch) stop() {
+	w.stopOnce.Do(func() { close(w.done) })
+	w.wg.Wait()
+}
+
+// causeOf is the confirmed cancellation cause, "" when not cancelled.
+func (w *cancelWatch) causeOf() string {
+	if p := w.cause.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func (e *Executor) watchCancel(ctx context.Context, p *Project, ref platforms.Ref, log *zap.Logger) *cancelWatch {
+	w := &cancelWatch{kill: make(chan struct{}), done: make(chan struct{})}
+	w.wg.Go(func() {
+		t := time.NewTicker(e.cfg.CancelCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if cause := e.confirmCancel(ctx, p, ref, log); cause != "" {
+				w.cause.Store(&cause)
+				close(w.kill)
+				log.Info("cancelling the running pipeline", zap.String("cause", cause))
+				return
+			}
+		}
+	})
+	return w
+}
+
+// confirmCancel returns the cause to stop a running pipeline for, "" when
+// none is requested or the request is not confirmed. Only a request costs a
+// tracker call.
+func (e *Executor) confirmCancel(ctx context.Context, p *Project, ref platforms.Ref, log *zap.Logger) string {
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.CancelCheck)
+	defer cancel()
+	requested, err := RequestedCancel(rctx, e.rdb, ref)
+	if err != nil || requested == "" {
+		return ""
+	}
+	if !isTrackerCause(requested) {
+		return requested
+	}
+	t, err := p.Tracker.Get(rctx, ref)
+	if err != nil {
+		log.Warn("read ticket to confirm cancel request; trying again", zap.Error(err))
+		return ""
+	}
+	cause := cancelCause(t, p.TriggerLabel, requested)
+	if cause == "" {
+		log.Info("cancel request not confirmed by the ticket; ignoring it", zap.String("requested", requested))
+		clearCancel(ctx, e.rdb, ref, requested, log)
+	}
+	return cause
+}
+
+// eitherClosed returns a channel closed when a or b is closed; done releases
+// its goroutine.
+func eitherClosed(a, b, done <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		select {
+		case <-a:
+			close(out)
+		case <-b:
+			close(out)
+		case <-done:
+		}
+	}()
+	return out
+}

@@ -166,8 +166,8 @@ type Consumer struct {
 	LowerPriorityEvery int `yaml:"lower_priority_every"`
 	// LimitDelay is how long a request whose project (or token) is at its
 	// concurrency limit waits in the delayed set before it is tried again.
-	LimitDelay time.Duration `yaml:"limit_delay"`
-	CancelCheck    time.Duration `yaml:"cancel_check"`    // how often a running pipeline's cancel request is read
+	LimitDelay  time.Duration `yaml:"limit_delay"`
+	CancelCheck time.Duration `yaml:"cancel_check"` // how often a running pipeline's cancel request is read
 }
 
 // Housekeeping times the StaleJobDetector and EnqueuedReconciler.
@@ -212,9 +212,9 @@ type Project struct {
 	Priority     Priority       `yaml:"priority"`
 	// TokenConcurrency caps the runs at once, across all replicas, of every
 	// project that uses this project's tracker token (0: no cap).
-	TokenConcurrency int `yaml:"token_concurrency"`
-	Readiness    Readiness      `yaml:"readiness"`
-	Stuck        Stuck          `yaml:"stuck"`
+	TokenConcurrency int       `yaml:"token_concurrency"`
+	Readiness        Readiness `yaml:"readiness"`
+	Stuck            Stuck     `yaml:"stuck"`
 	// Jira holds what only Jira projects need.
 	Jira Jira `yaml:"jira"`
 	// Reactions adds an "eyes" reaction to every ticket this replica

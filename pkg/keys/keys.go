@@ -86,9 +86,9 @@ const (
 	DeliveryTTL      = 24 * time.Hour   // agentsmith:delivery:*
 	// FinishedTTL is how long a ticket's terminal state is remembered, so
 	// that a claim within it counts as a re-trigger (flow metrics).
-	FinishedTTL = 30 * 24 * time.Hour // agentsmith:finished:*
-	CancelTTL        = time.Hour        // agentsmith:cancel:*: outlives any queue wait worth honouring
-	StuckFlagTTL     = 7 * 24 * time.Hour
+	FinishedTTL  = 30 * 24 * time.Hour // agentsmith:finished:*
+	CancelTTL    = time.Hour           // agentsmith:cancel:*: outlives any queue wait worth honouring
+	StuckFlagTTL = 7 * 24 * time.Hour
 )
 
 // ClaimLock is the SET NX mutex around a claim's read → transition window.

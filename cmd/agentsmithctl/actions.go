@@ -138,7 +138,7 @@ and fails the ticket, quoting the reason; this command only asks and returns at 
 				Ticket string `json:"ticket"`
 				Key    string `json:"key"`
 				Cause  string `json:"cause"`
-			}{ref.String(), keys.Cancel(ref.Key()), ops.CancelCause(reason)}
+			}{ref.String(), keys.Cancel(ref.Key()), lifecycle.CtlCause(reason)}
 			return a.emit(out, func(w io.Writer) {
 				fmt.Fprintf(w, "cancel requested for %s (%s = %q)\n", out.Ticket, out.Key, out.Cause)
 			})
@@ -146,6 +146,6 @@ and fails the ticket, quoting the reason; this command only asks and returns at 
 	}
 	cmd.Flags().StringVar(&project, "project", "", "project of the ticket (default: inferred from the config)")
 	cmd.Flags().StringVar(&reason, "reason", "operator request", "why; quoted in the comment on the failed ticket")
-	cmd.Flags().DurationVar(&ttl, "ttl", ops.CancelTTL, "how long the request waits to be honoured")
+	cmd.Flags().DurationVar(&ttl, "ttl", keys.CancelTTL, "how long the request waits to be honoured")
 	return cmd
 }

@@ -100,25 +100,10 @@ end
 return 0
 `)
 
-// CancelTTL is how long a cancellation request waits to be honoured: longer
-// than any queue wait worth cancelling, short enough that a request for a
-// ticket nobody runs any more does not linger.
-const CancelTTL = time.Hour
-
-// CancelCause is the value agentsmithctl writes for an operator's reason;
-// the executor quotes it in the comment on the Failed ticket.
-func CancelCause(reason string) string { return "cancelled by agentsmithctl: " + reason }
-
-// Cancel asks whoever owns the ticket's request or run to stop it: it sets
-// keys.Cancel(ticket) to CancelCause(reason) for ttl (CancelTTL when ≤ 0).
+// Cancel asks whoever owns the ticket's request or run to stop it, with the
+// operator's reason (lifecycle.RequestCancel; keys.CancelTTL when ttl ≤ 0).
 // The consumer that holds the run (or takes the request) reads the key,
 // stops the pipeline and fails the ticket; this call only asks.
 func Cancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, reason string, ttl time.Duration) error {
-	if ttl <= 0 {
-		ttl = CancelTTL
-	}
-	if err := rdb.Set(ctx, keys.Cancel(ref.Key()), CancelCause(reason), ttl).Err(); err != nil {
-		return fmt.Errorf("cancel %s: %w", ref, err)
-	}
-	return nil
+	return lifecycle.RequestCancel(ctx, rdb, ref, lifecycle.CtlCause(reason), ttl)
 }

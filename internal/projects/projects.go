@@ -73,6 +73,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 	b := pl.Retry.Backoff
 	p := &lifecycle.Project{
 		Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel, React: pc.Reactions,
+		RequireNoOpenBlockers: pc.Readiness.RequireNoOpenBlockers,
 		Pipeline: lifecycle.Pipeline{Command: pl.Command, Env: pl.Env, Timeout: pl.Timeout, MaxAttempts: pl.MaxAttempts,
 			Retry: lifecycle.RetryPolicy{ExitCodes: pl.Retry.ExitCodes, OnTimeout: pl.Retry.OnTimeout,
 				Backoff: lifecycle.Backoff{Initial: b.Initial, Max: b.Max, Multiplier: b.Multiplier, Jitter: b.Jitter}},

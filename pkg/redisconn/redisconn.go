@@ -53,6 +53,11 @@ type Options struct {
 	DB int
 	// TLS, when non-nil, is used for every connection (sentinels included).
 	TLS *tls.Config
+	// PoolSize is the connections per node; 0 keeps go-redis's default
+	// (10 per CPU). Every consumer worker holds one connection while it
+	// blocks on the queue, so the pool must be larger than the consumer
+	// concurrency or claims, heartbeats and /readyz queue up behind them.
+	PoolSize int
 }
 
 // New returns a client for opts. It dials nothing: go-redis connects on
@@ -68,7 +73,7 @@ func New(opts Options) (redis.UniversalClient, error) {
 		}
 		return redis.NewClient(&redis.Options{
 			Addr: opts.Addrs[0], Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLS,
-			DialTimeout: DialTimeout, ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout,
+			DialTimeout: DialTimeout, ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout, PoolSize: opts.PoolSize,
 		}), nil
 	case Sentinel:
 		if opts.MasterName == "" {
@@ -77,7 +82,7 @@ func New(opts Options) (redis.UniversalClient, error) {
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: opts.MasterName, SentinelAddrs: opts.Addrs, SentinelPassword: opts.SentinelPassword,
 			Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLS,
-			DialTimeout: DialTimeout, ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout,
+			DialTimeout: DialTimeout, ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout, PoolSize: opts.PoolSize,
 		}), nil
 	case Cluster:
 		if opts.DB != 0 {
@@ -85,7 +90,7 @@ func New(opts Options) (redis.UniversalClient, error) {
 		}
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: opts.Addrs, Username: opts.Username, Password: opts.Password, TLSConfig: opts.TLS,
-			DialTimeout: DialTimeout, ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout,
+			DialTimeout: DialTimeout, ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout, PoolSize: opts.PoolSize,
 		}), nil
 	}
 	return nil, fmt.Errorf("redisconn: unknown mode %q", opts.Mode)

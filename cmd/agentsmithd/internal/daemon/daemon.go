@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -79,7 +80,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	rdb := opts.Redis
 	if rdb == nil {
 		var err error
-		if rdb, err = dialRedis(cfg.Redis); err != nil {
+		if rdb, err = dialRedis(cfg.Redis, poolSize(cfg)); err != nil {
 			return nil, err
 		}
 	}
@@ -131,7 +132,19 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 }
 
 // dialRedis builds the client for the configured Redis mode.
-func dialRedis(r config.Redis) (redis.UniversalClient, error) {
+// poolSize leaves room beside the consumer workers, each of which holds a
+// connection while it blocks on the queue: with go-redis's default pool (10
+// per CPU) a concurrency of 100 left claims and /readyz waiting seconds for
+// a free connection (found by the bench's 100-running-pipelines step).
+func poolSize(cfg *config.Config) int {
+	n := 10 * runtime.GOMAXPROCS(0)
+	if cfg.HasRole(config.RoleConsumer) {
+		n = max(n, cfg.Consumer.Concurrency+n)
+	}
+	return n
+}
+
+func dialRedis(r config.Redis, pool int) (redis.UniversalClient, error) {
 	var tlsCfg *tls.Config
 	if r.TLS.Enabled {
 		var err error
@@ -143,7 +156,7 @@ func dialRedis(r config.Redis) (redis.UniversalClient, error) {
 	}
 	return redisconn.New(redisconn.Options{Mode: r.Mode, Addrs: r.Addrs, MasterName: r.MasterName,
 		Username: r.Username, Password: r.Password.Value(), SentinelPassword: r.SentinelPassword.Value(),
-		DB: r.DB, TLS: tlsCfg})
+		DB: r.DB, TLS: tlsCfg, PoolSize: pool})
 }
 
 func (d *Daemon) labels() lifecycle.Labels { return lifecycle.Labels{Prefix: d.cfg.LabelPrefix} }

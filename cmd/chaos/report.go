@@ -20,8 +20,10 @@ type Report struct {
 	Fed, Done, Failed, Lost int
 	// Overlapping counts pairs of runs of one ticket that worked at the same
 	// time: one logged a start, tick or end line while the other was between
-	// its first and last line. A frozen run (SIGSTOP) logs nothing, so it
-	// overlaps only if it works again while its successor runs.
+	// its first and last such line. A frozen run (SIGSTOP) logs nothing, so
+	// it overlaps only if it works again while its successor runs; the
+	// "term" line of its SIGTERM handler, when its replica kills it on
+	// waking, is not work.
 	Overlapping int
 	// BeyondAttempts counts runs past max_attempts, summed over tickets.
 	BeyondAttempts int
@@ -128,10 +130,17 @@ func readRuns(path string) []*run {
 	return out
 }
 
-// workedDuring reports whether a logged work while b was running.
+// workedDuring reports whether a logged work while b was working: between
+// b's start and its last work line. A run frozen with its replica and
+// killed when it wakes logs only "term" after the freeze, so the time it
+// sat suspended while its successor ran is not counted as working.
 func workedDuring(a, b *run) bool {
+	if len(b.work) == 0 {
+		return false
+	}
+	last := b.work[len(b.work)-1]
 	for _, t := range a.work {
-		if t.After(b.start) && t.Before(b.end) {
+		if t.After(b.start) && t.Before(last) {
 			return true
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/proctree"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
@@ -136,7 +137,7 @@ func (d *daemonProc) stop() {
 func (d *daemonProc) kill() {
 	pid := d.cmd.Process.Pid
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	for _, pg := range childGroups(pid) {
+	for _, pg := range proctree.ChildGroups(pid) {
 		_ = syscall.Kill(-pg, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -198,38 +199,6 @@ func freeTCPPort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// childGroups returns the process groups led by children of pid: the
-// daemon starts each pipeline as its own group leader.
-func childGroups(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		cpid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
-			if pg, _ := strconv.Atoi(f[2]); pg == cpid {
-				out = append(out, pg)
-			}
-		}
-	}
-	return out
 }
 
 // processes measures the daemon binary: RSS idle, with 10k Enqueued tickets
@@ -381,7 +350,7 @@ func (b *bench) kill9Recovery(ctx context.Context, w *procWorld, r *ProcessResul
 		return fmt.Errorf("ticket not re-run after kill -9: %w", err)
 	}
 	r.Kill9RecoveryS = time.Since(killed).Seconds()
-	for _, pg := range childGroups(survivor.cmd.Process.Pid) {
+	for _, pg := range proctree.ChildGroups(survivor.cmd.Process.Pid) {
 		_ = syscall.Kill(-pg, syscall.SIGKILL)
 	}
 	return nil

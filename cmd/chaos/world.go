@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/pkg/proctree"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
@@ -309,39 +310,6 @@ func (w *world) startReplica(r *replica) error {
 	return nil
 }
 
-// children returns the process groups of the pipelines pid started: a
-// pipeline is its own group leader whose parent is the daemon.
-func children(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		cpid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
-			if pg, _ := strconv.Atoi(f[2]); pg == cpid {
-				out = append(out, pg)
-			}
-		}
-	}
-	return out
-}
-
 // killPod kill -9s a replica the way a node or container dies: the daemon
 // and its pipelines together. It freezes the daemon first so no pipeline is
 // started between finding its children and killing them.
@@ -355,7 +323,7 @@ func (w *world) killPod(r *replica) {
 	}
 	pid := cmd.Process.Pid
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	for _, pg := range children(pid) {
+	for _, pg := range proctree.ChildGroups(pid) {
 		_ = syscall.Kill(-pg, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -367,7 +335,7 @@ func (w *world) killPod(r *replica) {
 func (w *world) freeze(r *replica) []int {
 	pid := r.cmd.Process.Pid
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	groups := children(pid)
+	groups := proctree.ChildGroups(pid)
 	for _, pg := range groups {
 		_ = syscall.Kill(-pg, syscall.SIGSTOP)
 	}
@@ -441,7 +409,7 @@ func (w *world) close() {
 		}
 		pid := r.cmd.Process.Pid
 		_ = syscall.Kill(pid, syscall.SIGCONT)
-		for _, pg := range children(pid) {
+		for _, pg := range proctree.ChildGroups(pid) {
 			_ = syscall.Kill(-pg, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -129,6 +129,7 @@ redis: %s
 consumer: {concurrency: 2, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, cancel_check: 200ms, work_dir: %q}
 housekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s}
 poller: {lease_ttl: 2s}
+claim_lock_ttl: 5s
 projects:
 %s%s`, instance, redisYAML, filepath.Join(e.dir, "work"), projects.String(), extra)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 )
 
 // outcomes lists the outcomes of the transitions out of InProgress.
@@ -151,10 +152,14 @@ func TestRetryWaitsInTheDelayedSet(t *testing.T) {
 	n := claim(t, w, "flaky", "priority:high")
 	waitOutcome(t, w, rec, n, lifecycle.Enqueued, "retrying")
 
-	entries, err := w.Queue.DelayedEntries(t.Context())
-	if err != nil || len(entries) != 1 {
-		t.Fatalf("delayed set %v, %v; want one request", entries, err)
-	}
+	// The "retrying" event is emitted on the label write; the request joins
+	// the delayed set right after it.
+	var entries []queue.DelayedEntry
+	eventually.Wait(t, 5*time.Second, "one request in the delayed set", func() bool {
+		var err error
+		entries, err = w.Queue.DelayedEntries(t.Context())
+		return err == nil && len(entries) == 1
+	})
 	req, err := lifecycle.DecodeRequest(entries[0].Payload)
 	if err != nil || req.Attempt != 2 || req.Priority != lifecycletest.HighPriority || req.Source != lifecycle.SourceRetry {
 		t.Errorf("delayed request %+v, %v; want attempt 2 at high priority", req, err)

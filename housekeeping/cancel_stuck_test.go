@@ -2,7 +2,6 @@ package housekeeping
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,32 +12,9 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
-type events struct {
-	mu  sync.Mutex
-	evs []lifecycle.Event
-}
-
-func (e *events) Observe(ev lifecycle.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.evs = append(e.evs, ev)
-}
-
-func (e *events) stuck() []lifecycle.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []lifecycle.Event
-	for _, ev := range e.evs {
-		if ev.Kind == lifecycle.EventStuck {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
 func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	obs := &events{}
+	obs := &lifecycletest.Recorder{}
 	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "hk", Labels: w.Labels,
 		Logger: zaptest.NewLogger(t), Observer: obs})
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -62,7 +38,7 @@ func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := obs.stuck()
+	got := obs.Kind(lifecycle.EventStuck)
 	if len(got) != 2 {
 		t.Fatalf("stuck events %+v, want 2 (one per stuck ticket, once)", got)
 	}
@@ -89,7 +65,7 @@ func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 	if err := d.Check(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(obs.stuck()); n != 3 {
+	if n := len(obs.Kind(lifecycle.EventStuck)); n != 3 {
 		t.Fatalf("%d stuck events after a new stuck run, want 3", n)
 	}
 }

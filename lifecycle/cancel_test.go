@@ -17,9 +17,9 @@ import (
 
 // startCancellable runs the gated executor with a fast cancel check and an
 // event recorder.
-func startCancellable(t *testing.T, w *lifecycletest.World, dir string) *recorder {
+func startCancellable(t *testing.T, w *lifecycletest.World, dir string) *lifecycletest.Recorder {
 	t.Helper()
-	rec := &recorder{}
+	rec := &lifecycletest.Recorder{}
 	startExecutorWith(t, w, dir, time.Second, func(c *lifecycle.ExecutorConfig) {
 		c.CancelCheck = 50 * time.Millisecond
 		c.Observer = rec
@@ -40,7 +40,7 @@ func claimAndStart(t *testing.T, w *lifecycletest.World, dir, title string) int 
 // assertCancelled checks the end state of a cancelled ticket: Failed with
 // one comment naming the cause, no cancel request or attempt count left, and
 // a transition Event with outcome "cancelled".
-func assertCancelled(t *testing.T, w *lifecycletest.World, rec *recorder, n int, from lifecycle.State, cause string) {
+func assertCancelled(t *testing.T, w *lifecycletest.World, rec *lifecycletest.Recorder, n int, from lifecycle.State, cause string) {
 	t.Helper()
 	ref := lifecycletest.Ref(n)
 	eventually.Wait(t, 10*time.Second, "the ticket to fail", func() bool { return w.State(t, n) == lifecycle.Failed })
@@ -54,13 +54,13 @@ func assertCancelled(t *testing.T, w *lifecycletest.World, rec *recorder, n int,
 		return n == 0 && att == 0
 	})
 	found := false
-	for _, ev := range rec.snapshot() {
+	for _, ev := range rec.Events() {
 		if ev.Kind == lifecycle.EventTransition && ev.Ref == ref && ev.From == from && ev.To == lifecycle.Failed {
 			found = ev.Outcome == "cancelled" && ev.Reason == cause
 		}
 	}
 	if !found {
-		t.Errorf("no %s → failed event with outcome cancelled and reason %q in %+v", from, cause, rec.snapshot())
+		t.Errorf("no %s → failed event with outcome cancelled and reason %q in %+v", from, cause, rec.Events())
 	}
 }
 
@@ -199,7 +199,7 @@ func TestDroppedDuplicateNamesTheRunHolder(t *testing.T) {
 	}
 	rec := startCancellable(t, w, dir)
 	eventually.Wait(t, 10*time.Second, "the duplicate to be dropped", func() bool {
-		for _, ev := range rec.snapshot() {
+		for _, ev := range rec.Events() {
 			if ev.Outcome == lifecycle.OutcomeRunHeld && ev.Ref == ref {
 				if ev.Holder == nil || ev.Holder.Instance != "replica-b" || ev.Holder.Source != "poll" || !ev.Holder.Since.Equal(since) {
 					t.Fatalf("holder %+v", ev.Holder)

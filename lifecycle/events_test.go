@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,28 +15,11 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 )
 
-type recorder struct {
-	mu     sync.Mutex
-	events []lifecycle.Event
-}
-
-func (r *recorder) Observe(ev lifecycle.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, ev)
-}
-
-func (r *recorder) snapshot() []lifecycle.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
-
 // Every change a claim and a run make reaches the observer, in order, with
 // the fields metrics and the audit stream depend on.
 func TestObserverSeesEveryTransitionOfARun(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	rec := &recorder{}
+	rec := &lifecycletest.Recorder{}
 	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{
 		Instance: "claimer", Labels: w.Labels, Logger: zaptest.NewLogger(t), Observer: rec})
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "observe me", "", "agent-smith")
@@ -59,7 +41,7 @@ func TestObserverSeesEveryTransitionOfARun(t *testing.T) {
 	// The executor emits right after the tracker accepted the write, so the
 	// tracker can show Done a moment before the event is recorded.
 	eventually.Wait(t, 10*time.Second, "ticket done and its event recorded", func() bool {
-		return w.State(t, n) == lifecycle.Done && len(rec.snapshot()) >= 4
+		return w.State(t, n) == lifecycle.Done && len(rec.Events()) >= 4
 	})
 
 	type row struct {
@@ -69,7 +51,7 @@ func TestObserverSeesEveryTransitionOfARun(t *testing.T) {
 		instance        string
 	}
 	var got []row
-	evs := rec.snapshot()
+	evs := rec.Events()
 	for _, ev := range evs {
 		got = append(got, row{ev.Kind, ev.From, ev.To, ev.Outcome, ev.Source, ev.Instance})
 	}

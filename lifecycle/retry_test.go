@@ -21,9 +21,9 @@ import (
 )
 
 // outcomes lists the outcomes of the transitions out of InProgress.
-func outcomes(r *recorder) []string {
+func outcomes(r *lifecycletest.Recorder) []string {
 	var out []string
-	for _, ev := range r.snapshot() {
+	for _, ev := range r.Events() {
 		if ev.Kind == lifecycle.EventTransition && ev.From == lifecycle.InProgress {
 			out = append(out, ev.Outcome)
 		}
@@ -31,8 +31,8 @@ func outcomes(r *recorder) []string {
 	return out
 }
 
-func findEvent(r *recorder, outcome string) (lifecycle.Event, bool) {
-	for _, ev := range r.snapshot() {
+func findEvent(r *lifecycletest.Recorder, outcome string) (lifecycle.Event, bool) {
+	for _, ev := range r.Events() {
 		if ev.Outcome == outcome {
 			return ev, true
 		}
@@ -42,9 +42,9 @@ func findEvent(r *recorder, outcome string) (lifecycle.Event, bool) {
 
 // runWorld runs an executor (concurrency n) and the delayed set's promoter
 // on w until the test ends. The pipeline gets D=dir.
-func runWorld(t *testing.T, w *lifecycletest.World, dir string, n int) *recorder {
+func runWorld(t *testing.T, w *lifecycletest.World, dir string, n int) *lifecycletest.Recorder {
 	t.Helper()
-	rec := &recorder{}
+	rec := &lifecycletest.Recorder{}
 	p := w.Projects[lifecycletest.Project]
 	p.Pipeline.Env = map[string]string{"D": dir}
 	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
@@ -94,7 +94,7 @@ func comments(t *testing.T, w *lifecycletest.World, n int) []string {
 }
 
 // waitOutcome waits for ticket n to reach state with its final event.
-func waitOutcome(t *testing.T, w *lifecycletest.World, rec *recorder, n int, state lifecycle.State, outcome string) {
+func waitOutcome(t *testing.T, w *lifecycletest.World, rec *lifecycletest.Recorder, n int, state lifecycle.State, outcome string) {
 	t.Helper()
 	eventually.Wait(t, 20*time.Second, "the ticket to reach "+state.String(), func() bool {
 		_, ok := findEvent(rec, outcome)

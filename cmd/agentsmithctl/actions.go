@@ -45,10 +45,7 @@ heartbeat and that the tracker shows it Enqueued, then pushes a PipelineRequest 
 the ticket's attempt count. Otherwise it changes nothing and says why (exit 0).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := a.load(); err != nil {
-				return err
-			}
-			ref, err := a.ticket(argv[0], project)
+			ref, err := a.loadTicket(argv[0], project)
 			if err != nil {
 				return err
 			}
@@ -83,10 +80,7 @@ and writes nothing more, and the StaleJobDetector reverts and reclaims the ticke
 fast cycle. Without --yes it only shows what it would delete (exit 2).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := a.load(); err != nil {
-				return err
-			}
-			ref, err := a.ticket(argv[0], project)
+			ref, err := a.loadTicket(argv[0], project)
 			if err != nil {
 				return err
 			}
@@ -124,10 +118,7 @@ The consumer holding the ticket's run (or taking its request) reads the key, sto
 and fails the ticket, quoting the reason; this command only asks and returns at once.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := a.load(); err != nil {
-				return err
-			}
-			ref, err := a.ticket(argv[0], project)
+			ref, err := a.loadTicket(argv[0], project)
 			if err != nil {
 				return err
 			}

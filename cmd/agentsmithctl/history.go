@@ -20,10 +20,7 @@ func historyCmd(a *app) *cobra.Command {
 XREVRANGE per 500 entries, so up to 200 round trips at the default cap of 100,000 entries.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := a.load(); err != nil {
-				return err
-			}
-			ref, err := a.ticket(argv[0], project)
+			ref, err := a.loadTicket(argv[0], project)
 			if err != nil {
 				return err
 			}

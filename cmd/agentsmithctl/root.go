@@ -121,6 +121,15 @@ func (a *app) project(name string) (*lifecycle.Project, error) {
 	return p, nil
 }
 
+// loadTicket loads the config and parses the command's ticket argument: the
+// first step of every command that acts on one ticket.
+func (a *app) loadTicket(arg, project string) (platforms.Ref, error) {
+	if err := a.load(); err != nil {
+		return platforms.Ref{}, err
+	}
+	return a.ticket(arg, project)
+}
+
 // ticket parses "platform:id" (github:acme/app#12, jira:PROJ-7) and binds it
 // to --project, or to the configured project of that platform whose
 // repository the id names.

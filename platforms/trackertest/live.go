@@ -406,7 +406,7 @@ func (l *liveTicket) waitFor(cond func() (bool, error)) bool {
 }
 
 func (l *liveTicket) report() {
-	l.t.Logf("%s: %d transitions, %d human edits around them, %d writes refused for a stale version and retried",
+	l.t.Logf("%s: %d transitions, %d human edits around them, %d writes that lost a race (ErrPreconditionFailed) re-read and retried",
 		l.ref.ID, l.writes, l.edits, l.conflicts)
 }
 

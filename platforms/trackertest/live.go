@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
 // This file is the live contract suite: the lifecycle's label writes run
@@ -419,4 +420,24 @@ func lifecycleOf(labels []string) []string {
 		}
 	}
 	return out
+}
+
+// RunLiveOnSim runs RunLive with h bound to trackersim s, as each
+// platform's TestSimContract does to prove its live binding without
+// credentials, and checks what a live run leaves behind: exactly the two
+// scratch tickets, both closed. The sim reads its own writes, so reads are
+// polled fast and need not wait long.
+func RunLiveOnSim(t *testing.T, s *sim.Sim, h LiveHarness) {
+	t.Helper()
+	h.Poll, h.Settle = 10*time.Millisecond, 5*time.Second
+	RunLive(t, h)
+	issues := s.Issues()
+	if len(issues) != 2 {
+		t.Errorf("the suite made %d tickets, want 2", len(issues))
+	}
+	for _, is := range issues {
+		if is.Open {
+			t.Errorf("scratch ticket %s#%d left open", is.Repo, is.Number)
+		}
+	}
 }

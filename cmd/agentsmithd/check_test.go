@@ -42,19 +42,27 @@ func newCheckWorld(t *testing.T) *checkWorld {
 	// Deliveries go nowhere reachable; check only reads the hook list.
 	s.AddHook(sim.Hook{Repo: "acme/app", URL: checkRecv + "/webhooks/github", Secret: checkSecret})
 	s.CreateIssue("acme/app", "first", "", "agent-smith")
+	s.AddHook(sim.Hook{Repo: "grp/app", URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"})
+	s.CreateIssue("grp/app", "first", "", "agent-smith")
 	return w
 }
 
-// project is one YAML project entry; extra lines are appended indented.
+// githubProject is one YAML project entry.
 func (w *checkWorld) githubProject(name, repo, tokenEnv string) string {
+	return w.project(name, "github", "/github/", repo, tokenEnv, "")
+}
+
+// project is one YAML project entry on the sim; extra is YAML appended
+// under the project (indented by four spaces).
+func (w *checkWorld) project(name, platform, apiPath, repo, tokenEnv, extra string) string {
 	return fmt.Sprintf(`  - name: %s
-    platform: github
-    base_url: %s/github/
+    platform: %s
+    base_url: %s%s
     repo: %s
     token_env: %s
     webhook: {secret_env: CHECK_SECRET}
     pipeline: {command: ["true"]}
-`, name, w.url, repo, tokenEnv)
+%s`, name, platform, w.url, apiPath, repo, tokenEnv, extra)
 }
 
 // run writes a config with projects and runs check; it returns the exit
@@ -176,5 +184,39 @@ func TestCheckTable(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("table lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+func (w *checkWorld) gitlabProject(name, repo string) string {
+	return w.project(name, "gitlab", "/gitlab/api/v4/", repo, "CHECK_TOKEN", "")
+}
+
+func TestCheckGitLab(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	w.sim.CreateRepo("grp/bare")
+	code, rep, out := w.run(t, w.gitlabProject("ok", "grp/app"), w.gitlabProject("missing", "grp/gone"),
+		w.gitlabProject("bare", "grp/bare"),
+		w.project("badtoken", "gitlab", "/gitlab/api/v4/", "grp/app", "CHECK_BAD_TOKEN", ""))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	wantStatuses(t, rep, "ok", map[string]string{"auth": "ok", "repository": "ok", "permissions": "ok",
+		"trigger label": "ok", "webhook": "ok"})
+	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
+	wantStatuses(t, rep, "bare", map[string]string{"trigger label": "fail", "webhook": "fail"})
+	wantStatuses(t, rep, "badtoken", map[string]string{"auth": "fail"})
+
+	// A Guest may comment but not label: fail. It cannot list hooks
+	// (Maintainer only, 403): warn.
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleRead})
+	_, rep, _ = w.run(t, w.gitlabProject("guest", "grp/app"))
+	wantStatuses(t, rep, "guest", map[string]string{"permissions": "fail", "webhook": "warn"})
+	// A Reporter may label.
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleTriage})
+	code, rep, out = w.run(t, w.gitlabProject("reporter", "grp/app"))
+	wantStatuses(t, rep, "reporter", map[string]string{"permissions": "ok", "webhook": "warn"})
+	if code != 0 {
+		t.Errorf("exit %d, want 0\n%s", code, out)
 	}
 }

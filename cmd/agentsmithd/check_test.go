@@ -44,6 +44,8 @@ func newCheckWorld(t *testing.T) *checkWorld {
 	s.CreateIssue("acme/app", "first", "", "agent-smith")
 	s.AddHook(sim.Hook{Repo: "grp/app", URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"})
 	s.CreateIssue("grp/app", "first", "", "agent-smith")
+	s.AddHook(sim.Hook{Repo: "PROJ", URL: checkRecv + "/webhooks/jira", Secret: checkSecret, Dialect: "jira"})
+	s.CreateIssue("PROJ", "first", "", "agent-smith")
 	return w
 }
 
@@ -117,12 +119,16 @@ func TestCheckGitHub(t *testing.T) {
 	w := newCheckWorld(t)
 	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo"}})
 	w.sim.CreateRepo("acme/nolabel")
+	// A hook to the receiver without the Issues event is no use.
+	w.sim.AddHook(sim.Hook{Repo: "acme/push", URL: checkRecv + "/webhooks/github", Events: []string{"push"}})
+	w.sim.CreateIssue("acme/push", "first", "", "agent-smith")
 
 	code, rep, out := w.run(t,
 		w.githubProject("ok", "acme/app", "CHECK_TOKEN"),
 		w.githubProject("badtoken", "acme/app", "CHECK_BAD_TOKEN"),
 		w.githubProject("missing", "acme/gone", "CHECK_TOKEN"),
 		w.githubProject("nohook", "acme/nolabel", "CHECK_TOKEN"),
+		w.githubProject("pushonly", "acme/push", "CHECK_TOKEN"),
 	)
 	if code != 1 {
 		t.Errorf("exit %d, want 1 (some projects fail)\n%s", code, out)
@@ -132,6 +138,10 @@ func TestCheckGitHub(t *testing.T) {
 	wantStatuses(t, rep, "badtoken", map[string]string{"redis": "ok", "auth": "fail"})
 	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
 	wantStatuses(t, rep, "nohook", map[string]string{"trigger label": "fail", "webhook": "fail"})
+	wantStatuses(t, rep, "pushonly", map[string]string{"trigger label": "ok", "webhook": "fail"})
+	if !strings.Contains(out, "lacks issues") {
+		t.Errorf("the webhook failure does not name the missing event:\n%s", out)
+	}
 	if !strings.Contains(out, "agentsmith-bot") {
 		t.Errorf("auth does not name the user:\n%s", out)
 	}
@@ -219,4 +229,39 @@ func TestCheckGitLab(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit %d, want 0\n%s", code, out)
 	}
+}
+
+func (w *checkWorld) jiraProject(name, key, deployment string) string {
+	extra := "    jira: {email: bot@example.com}\n"
+	if deployment == "datacenter" {
+		extra = "    jira: {deployment: datacenter}\n"
+	}
+	return w.project(name, "jira", "/jira/", key, "CHECK_TOKEN", extra)
+}
+
+func TestCheckJira(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	code, rep, out := w.run(t, w.jiraProject("ok", "PROJ", "cloud"), w.jiraProject("missing", "GONE", "cloud"),
+		w.jiraProject("dc", "PROJ", "datacenter"),
+		w.project("badtoken", "jira", "/jira/", "PROJ", "CHECK_BAD_TOKEN", "    jira: {email: bot@example.com}\n"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	wantStatuses(t, rep, "ok", map[string]string{"auth": "ok", "deployment": "ok", "repository": "ok",
+		"permissions": "ok", "webhook": "ok"})
+	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
+	wantStatuses(t, rep, "dc", map[string]string{"deployment": "fail"})
+	wantStatuses(t, rep, "badtoken", map[string]string{"auth": "fail"})
+
+	// A Data Center site checked as Data Center; a commenter who may not
+	// edit fails; a non-administrator cannot list webhooks: warn.
+	w.sim.SetJiraDeployment("datacenter")
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleTriage})
+	_, rep, out = w.run(t, w.jiraProject("dc", "PROJ", "datacenter"))
+	wantStatuses(t, rep, "dc", map[string]string{"deployment": "ok", "permissions": "fail", "webhook": "warn"})
+	if !strings.Contains(out, "EDIT_ISSUES") {
+		t.Errorf("the failure does not name the missing permission:\n%s", out)
+	}
+
 }

@@ -46,6 +46,8 @@ func newCheckWorld(t *testing.T) *checkWorld {
 	s.CreateIssue("grp/app", "first", "", "agent-smith")
 	s.AddHook(sim.Hook{Repo: "PROJ", URL: checkRecv + "/webhooks/jira", Secret: checkSecret, Dialect: "jira"})
 	s.CreateIssue("PROJ", "first", "", "agent-smith")
+	s.AddHook(sim.Hook{Repo: "org1/proj", URL: checkRecv + "/webhooks/azuredevops", Secret: checkSecret, Dialect: "ado"})
+	s.CreateIssue("org1/proj", "first", "", "agent-smith")
 	return w
 }
 
@@ -264,4 +266,30 @@ func TestCheckJira(t *testing.T) {
 		t.Errorf("the failure does not name the missing permission:\n%s", out)
 	}
 
+}
+
+func TestCheckAzureDevOps(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Login: "ado-bot", Role: sim.RoleAdmin})
+	w.sim.CreateRepo("org1/empty")
+	ado := func(name, repo, tokenEnv string) string { return w.project(name, "azuredevops", "/ado/", repo, tokenEnv, "") }
+	code, rep, out := w.run(t, ado("ok", "org1/proj", "CHECK_TOKEN"), ado("missing", "org1/gone", "CHECK_TOKEN"),
+		ado("nohook", "org1/empty", "CHECK_TOKEN"), ado("badtoken", "org1/proj", "CHECK_BAD_TOKEN"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	// Write permission is not readable without writing: always a warning.
+	wantStatuses(t, rep, "ok", map[string]string{"auth": "ok", "repository": "ok", "permissions": "warn", "webhook": "ok"})
+	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
+	wantStatuses(t, rep, "nohook", map[string]string{"repository": "ok", "webhook": "fail"})
+	wantStatuses(t, rep, "badtoken", map[string]string{"auth": "fail"})
+	if !strings.Contains(out, "ado-bot") {
+		t.Errorf("auth does not name the user:\n%s", out)
+	}
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleWrite})
+	code, rep, out = w.run(t, ado("ok", "org1/proj", "CHECK_TOKEN"))
+	wantStatuses(t, rep, "ok", map[string]string{"webhook": "warn"})
+	if code != 0 {
+		t.Errorf("exit %d, want 0\n%s", code, out)
+	}
 }

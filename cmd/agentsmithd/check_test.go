@@ -272,7 +272,9 @@ func TestCheckAzureDevOps(t *testing.T) {
 	w := newCheckWorld(t)
 	w.sim.SetAccess(checkToken, sim.Access{Login: "ado-bot", Role: sim.RoleAdmin})
 	w.sim.CreateRepo("org1/empty")
-	ado := func(name, repo, tokenEnv string) string { return w.project(name, "azuredevops", "/ado/", repo, tokenEnv, "") }
+	ado := func(name, repo, tokenEnv string) string {
+		return w.project(name, "azuredevops", "/ado/", repo, tokenEnv, "")
+	}
 	code, rep, out := w.run(t, ado("ok", "org1/proj", "CHECK_TOKEN"), ado("missing", "org1/gone", "CHECK_TOKEN"),
 		ado("nohook", "org1/empty", "CHECK_TOKEN"), ado("badtoken", "org1/proj", "CHECK_BAD_TOKEN"))
 	if code != 1 {

@@ -4,6 +4,7 @@
 //
 //	agentsmithd [serve] -c config.yaml [--roles receiver,consumer]
 //	agentsmithd validate -c config.yaml
+//	agentsmithd check -c config.yaml [-o json] [--receiver-url URL]
 //	agentsmithd print-config -c config.yaml   (or serve --print-config)
 //	agentsmithd demo [--keep]
 package main
@@ -42,15 +43,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args, stdout, stderr)
 	case "validate":
 		return validate(args, stdout, stderr)
+	case "check":
+		return check(ctx, args, stdout, stderr)
 	case "print-config":
 		return printConfig(args, stdout, stderr)
 	case "demo":
 		return demo(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: agentsmithd [serve|validate|print-config|demo] [flags]; agentsmithd CMD -h for flags")
+		fmt.Fprintln(stdout, "usage: agentsmithd [serve|validate|check|print-config|demo] [flags]; agentsmithd CMD -h for flags")
 		return 0
 	}
-	fmt.Fprintf(stderr, "agentsmithd: unknown command %q (serve, validate, print-config, demo)\n", cmd)
+	fmt.Fprintf(stderr, "agentsmithd: unknown command %q (serve, validate, check, print-config, demo)\n", cmd)
 	return 2
 }
 
@@ -113,12 +116,16 @@ func printConfig(args []string, stdout, stderr io.Writer) int {
 	return writeConfig(cfg, stdout, stderr)
 }
 
-// loadOnly parses the -c flag of a command that only reads the config and
-// loads it; on failure it returns a nil config and the exit code.
-func loadOnly(cmd string, args []string, stderr io.Writer) (*config.Config, string, int) {
+// loadOnly parses the -c flag (and any flags a command adds with extra)
+// of a command that only reads the config and loads it; on failure it
+// returns a nil config and the exit code.
+func loadOnly(cmd string, args []string, stderr io.Writer, extra ...func(*flag.FlagSet)) (*config.Config, string, int) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("c", "agentsmithd.yaml", "config file")
+	for _, f := range extra {
+		f(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, "", 2
 	}

@@ -43,10 +43,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	// GET /rate_limit does not count against the limit
 	// (https://docs.github.com/rest/rate-limit/rate-limit#get-rate-limit-status-for-the-authenticated-user).
 	s.ghRoute(mux, "GET", "/rate_limit", "https://docs.github.com/rest/rate-limit/rate-limit", true, s.ghRateLimit)
-	s.ghRoute(mux, "GET", "/user", "https://docs.github.com/rest/users/users#get-the-authenticated-user", false,
-		func(w http.ResponseWriter, _ *http.Request, c *ghCall) {
-			writeJSON(w, http.StatusOK, s.ghUser(c.base, botLogin))
-		})
+	s.githubCheckRoutes(mux)
 	s.githubAppRoutes(mux)
 	mux.HandleFunc("/github/", func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) {
@@ -63,6 +60,7 @@ func (s *Sim) ghGetRepo(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		return
 	}
 	out := s.ghRepo(c.base, c.repo, id, created)
+	out.Permissions = s.ghPermissions(w, r)
 	if issues, err := s.store.list(c.repo); err == nil {
 		for _, is := range issues {
 			if is.open {

@@ -95,6 +95,9 @@ type ghRepo struct {
 	HasIssues       bool   `json:"has_issues"`
 	OpenIssuesCount int    `json:"open_issues_count"`
 	CreatedAt       string `json:"created_at,omitempty"`
+	// Permissions is the authenticated user's role on the repository
+	// (admin, maintain, push, triage, pull), present on GET /repos/{o}/{r}.
+	Permissions map[string]bool `json:"permissions,omitempty"`
 }
 
 type ghError struct {

@@ -21,6 +21,11 @@ type Hook struct {
 	URL     string `json:"url"`
 	Secret  string `json:"secret"`
 	Dialect string `json:"dialect,omitempty"`
+	// Events is what the hook's list endpoint reports it subscribed to, in
+	// the dialect's own names (GitHub "issues", GitLab "issues_events", Azure
+	// DevOps "workitem.updated", Jira "jira:issue_updated"); nil reports the
+	// events the README asks for. Deliveries are not filtered by it.
+	Events []string `json:"events,omitempty"`
 }
 
 // outgoing is one delivery, ready to send except for the per-hook headers.

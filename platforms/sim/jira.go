@@ -65,6 +65,7 @@ func (s *Sim) jiraRoutes(mux *http.ServeMux) {
 	s.jiraRoute(mux, "POST", issue+"/comment", s.jiraAddComment)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search", s.jiraSearch)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search/jql", s.jiraSearchJQL)
+	s.jiraCheckRoutes(mux)
 	mux.HandleFunc("/jira/", func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) {
 			return

@@ -119,6 +119,7 @@ type Sim struct {
 	faults  faultState
 	rate    rateLimiter
 	hooks   hookSet
+	check   checkState // what `agentsmithd check` reads: access, Jira deployment
 	reqSeq  atomic.Int64
 	handler http.Handler
 

@@ -6,7 +6,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -31,7 +30,6 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 )
 
@@ -80,7 +78,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	rdb := opts.Redis
 	if rdb == nil {
 		var err error
-		if rdb, err = dialRedis(cfg.Redis, poolSize(cfg)); err != nil {
+		if rdb, err = projects.Redis(cfg.Redis, poolSize(cfg)); err != nil {
 			return nil, err
 		}
 	}
@@ -131,7 +129,6 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-// dialRedis builds the client for the configured Redis mode.
 // poolSize leaves room beside the consumer workers, each of which holds a
 // connection while it blocks on the queue: with go-redis's default pool (10
 // per CPU) a concurrency of 100 left claims and /readyz waiting seconds for
@@ -142,21 +139,6 @@ func poolSize(cfg *config.Config) int {
 		n = max(n, cfg.Consumer.Concurrency+n)
 	}
 	return n
-}
-
-func dialRedis(r config.Redis, pool int) (redis.UniversalClient, error) {
-	var tlsCfg *tls.Config
-	if r.TLS.Enabled {
-		var err error
-		tlsCfg, err = redisconn.TLSConfig(redisconn.TLSFiles{CAFile: r.TLS.CAFile, CertFile: r.TLS.CertFile,
-			KeyFile: r.TLS.KeyFile, ServerName: r.TLS.ServerName, InsecureSkipVerify: r.TLS.InsecureSkipVerify})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return redisconn.New(redisconn.Options{Mode: r.Mode, Addrs: r.Addrs, MasterName: r.MasterName,
-		Username: r.Username, Password: r.Password.Value(), SentinelPassword: r.SentinelPassword.Value(),
-		DB: r.DB, TLS: tlsCfg, PoolSize: pool})
 }
 
 func (d *Daemon) labels() lifecycle.Labels { return lifecycle.Labels{Prefix: d.cfg.LabelPrefix} }

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+// checkWorld is a trackersim with one repository per platform, each with
+// the trigger label and a webhook to the receiver, and a real Redis.
+type checkWorld struct {
+	sim   *sim.Sim
+	url   string
+	redis *redistest.Server
+	dir   string
+}
+
+const (
+	checkToken  = "tok-check-2718"
+	checkSecret = "hook-secret-3141"
+	checkRecv   = "https://agentsmith.example.com"
+)
+
+func newCheckWorld(t *testing.T) *checkWorld {
+	t.Helper()
+	s := sim.New(sim.Options{Tokens: []string{checkToken}, BaseURL: "http://sim.invalid"})
+	t.Cleanup(s.Close)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	w := &checkWorld{sim: s, url: srv.URL, redis: redistest.Start(t), dir: t.TempDir()}
+	t.Setenv("CHECK_TOKEN", checkToken)
+	t.Setenv("CHECK_SECRET", checkSecret)
+	t.Setenv("CHECK_BAD_TOKEN", "not-a-token")
+	// Deliveries go nowhere reachable; check only reads the hook list.
+	s.AddHook(sim.Hook{Repo: "acme/app", URL: checkRecv + "/webhooks/github", Secret: checkSecret})
+	s.CreateIssue("acme/app", "first", "", "agent-smith")
+	s.AddHook(sim.Hook{Repo: "grp/app", URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"})
+	s.CreateIssue("grp/app", "first", "", "agent-smith")
+	s.AddHook(sim.Hook{Repo: "PROJ", URL: checkRecv + "/webhooks/jira", Secret: checkSecret, Dialect: "jira"})
+	s.CreateIssue("PROJ", "first", "", "agent-smith")
+	s.AddHook(sim.Hook{Repo: "org1/proj", URL: checkRecv + "/webhooks/azuredevops", Secret: checkSecret, Dialect: "ado"})
+	s.CreateIssue("org1/proj", "first", "", "agent-smith")
+	return w
+}
+
+// githubProject is one YAML project entry.
+func (w *checkWorld) githubProject(name, repo, tokenEnv string) string {
+	return w.project(name, "github", "/github/", repo, tokenEnv, "")
+}
+
+// project is one YAML project entry on the sim; extra is YAML appended
+// under the project (indented by four spaces).
+func (w *checkWorld) project(name, platform, apiPath, repo, tokenEnv, extra string) string {
+	return fmt.Sprintf(`  - name: %s
+    platform: %s
+    base_url: %s%s
+    repo: %s
+    token_env: %s
+    webhook: {secret_env: CHECK_SECRET}
+    pipeline: {command: ["true"]}
+%s`, name, platform, w.url, apiPath, repo, tokenEnv, extra)
+}
+
+// run writes a config with projects and runs check; it returns the exit
+// code and the JSON report.
+func (w *checkWorld) run(t *testing.T, projects ...string) (int, checkReport, string) {
+	t.Helper()
+	cfg := fmt.Sprintf("redis: {addr: %q}\nprojects:\n%s", w.redis.Addr(), strings.Join(projects, ""))
+	path := filepath.Join(w.dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := run([]string{"check", "-c", path, "-o", "json", "--timeout", "10s", "--receiver-url", checkRecv}, &out, &errOut)
+	var rep checkReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("check printed no JSON (exit %d): %v\n%s\n%s", code, err, out.String(), errOut.String())
+	}
+	all := out.String() + errOut.String()
+	for _, secret := range []string{checkToken, checkSecret} {
+		if strings.Contains(all, secret) {
+			t.Errorf("check printed a secret:\n%s", all)
+		}
+	}
+	return code, rep, all
+}
+
+// status returns the named check's status in project p, "" if absent.
+func (r checkReport) status(p, check string) string {
+	for _, pr := range r.Projects {
+		if pr.Name != p {
+			continue
+		}
+		for _, c := range pr.Checks {
+			if c.Name == check {
+				return string(c.Status)
+			}
+		}
+	}
+	return ""
+}
+
+func wantStatuses(t *testing.T, rep checkReport, project string, want map[string]string) {
+	t.Helper()
+	for name, st := range want {
+		if got := rep.status(project, name); got != st {
+			t.Errorf("%s %s: status %q, want %q\n%+v", project, name, got, st, rep)
+		}
+	}
+}
+
+func TestCheckGitHub(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo"}})
+	w.sim.CreateRepo("acme/nolabel")
+	// A hook to the receiver without the Issues event is no use.
+	w.sim.AddHook(sim.Hook{Repo: "acme/push", URL: checkRecv + "/webhooks/github", Events: []string{"push"}})
+	w.sim.CreateIssue("acme/push", "first", "", "agent-smith")
+
+	code, rep, out := w.run(t,
+		w.githubProject("ok", "acme/app", "CHECK_TOKEN"),
+		w.githubProject("badtoken", "acme/app", "CHECK_BAD_TOKEN"),
+		w.githubProject("missing", "acme/gone", "CHECK_TOKEN"),
+		w.githubProject("nohook", "acme/nolabel", "CHECK_TOKEN"),
+		w.githubProject("pushonly", "acme/push", "CHECK_TOKEN"),
+	)
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (some projects fail)\n%s", code, out)
+	}
+	wantStatuses(t, rep, "ok", map[string]string{"redis": "ok", "auth": "ok", "repository": "ok",
+		"permissions": "ok", "trigger label": "ok", "webhook": "ok"})
+	wantStatuses(t, rep, "badtoken", map[string]string{"redis": "ok", "auth": "fail"})
+	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
+	wantStatuses(t, rep, "nohook", map[string]string{"trigger label": "fail", "webhook": "fail"})
+	wantStatuses(t, rep, "pushonly", map[string]string{"trigger label": "ok", "webhook": "fail"})
+	if !strings.Contains(out, "lacks issues") {
+		t.Errorf("the webhook failure does not name the missing event:\n%s", out)
+	}
+	if !strings.Contains(out, "agentsmith-bot") {
+		t.Errorf("auth does not name the user:\n%s", out)
+	}
+}
+
+func TestCheckGitHubReadOnlyAndHiddenHooks(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Login: "reader", Role: sim.RoleRead})
+	code, rep, out := w.run(t, w.githubProject("ro", "acme/app", "CHECK_TOKEN"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	// A reader may not set labels; it may not list hooks either (GitHub
+	// answers 404), which is a warning, not a failure.
+	wantStatuses(t, rep, "ro", map[string]string{"auth": "ok", "permissions": "fail", "webhook": "warn"})
+
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleWrite})
+	code, rep, out = w.run(t, w.githubProject("rw", "acme/app", "CHECK_TOKEN"))
+	if code != 0 {
+		t.Errorf("exit %d, want 0 (a warning is not a failure)\n%s", code, out)
+	}
+	wantStatuses(t, rep, "rw", map[string]string{"permissions": "ok", "webhook": "warn"})
+}
+
+func TestCheckRedisDown(t *testing.T) {
+	w := newCheckWorld(t)
+	w.redis.Kill()
+	code, rep, out := w.run(t, w.githubProject("ok", "acme/app", "CHECK_TOKEN"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	// Redis down fails every project, and the tracker checks still run.
+	wantStatuses(t, rep, "ok", map[string]string{"redis": "fail", "auth": "ok", "trigger label": "ok"})
+}
+
+// The table is what a user reads: one per project, a fix on each failure.
+func TestCheckTable(t *testing.T) {
+	w := newCheckWorld(t)
+	cfg := fmt.Sprintf("redis: {addr: %q}\nprojects:\n%s", w.redis.Addr(), w.githubProject("ok", "acme/app", "CHECK_BAD_TOKEN"))
+	path := filepath.Join(w.dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"check", "-c", path}, &out, &errOut); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	s := out.String()
+	for _, want := range []string{"ok (github acme/app)", "CHECK", "STATUS", "auth", "fail", "token_env/token_file", "FAILED"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func (w *checkWorld) gitlabProject(name, repo string) string {
+	return w.project(name, "gitlab", "/gitlab/api/v4/", repo, "CHECK_TOKEN", "")
+}
+
+func TestCheckGitLab(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	w.sim.CreateRepo("grp/bare")
+	code, rep, out := w.run(t, w.gitlabProject("ok", "grp/app"), w.gitlabProject("missing", "grp/gone"),
+		w.gitlabProject("bare", "grp/bare"),
+		w.project("badtoken", "gitlab", "/gitlab/api/v4/", "grp/app", "CHECK_BAD_TOKEN", ""))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	wantStatuses(t, rep, "ok", map[string]string{"auth": "ok", "repository": "ok", "permissions": "ok",
+		"trigger label": "ok", "webhook": "ok"})
+	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
+	wantStatuses(t, rep, "bare", map[string]string{"trigger label": "fail", "webhook": "fail"})
+	wantStatuses(t, rep, "badtoken", map[string]string{"auth": "fail"})
+
+	// A Guest may comment but not label: fail. It cannot list hooks
+	// (Maintainer only, 403): warn.
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleRead})
+	_, rep, _ = w.run(t, w.gitlabProject("guest", "grp/app"))
+	wantStatuses(t, rep, "guest", map[string]string{"permissions": "fail", "webhook": "warn"})
+	// A Reporter may label.
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleTriage})
+	code, rep, out = w.run(t, w.gitlabProject("reporter", "grp/app"))
+	wantStatuses(t, rep, "reporter", map[string]string{"permissions": "ok", "webhook": "warn"})
+	if code != 0 {
+		t.Errorf("exit %d, want 0\n%s", code, out)
+	}
+}
+
+func (w *checkWorld) jiraProject(name, key, deployment string) string {
+	extra := "    jira: {email: bot@example.com}\n"
+	if deployment == "datacenter" {
+		extra = "    jira: {deployment: datacenter}\n"
+	}
+	return w.project(name, "jira", "/jira/", key, "CHECK_TOKEN", extra)
+}
+
+func TestCheckJira(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	code, rep, out := w.run(t, w.jiraProject("ok", "PROJ", "cloud"), w.jiraProject("missing", "GONE", "cloud"),
+		w.jiraProject("dc", "PROJ", "datacenter"),
+		w.project("badtoken", "jira", "/jira/", "PROJ", "CHECK_BAD_TOKEN", "    jira: {email: bot@example.com}\n"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	wantStatuses(t, rep, "ok", map[string]string{"auth": "ok", "deployment": "ok", "repository": "ok",
+		"permissions": "ok", "webhook": "ok"})
+	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
+	wantStatuses(t, rep, "dc", map[string]string{"deployment": "fail"})
+	wantStatuses(t, rep, "badtoken", map[string]string{"auth": "fail"})
+
+	// A Data Center site checked as Data Center; a commenter who may not
+	// edit fails; a non-administrator cannot list webhooks: warn.
+	w.sim.SetJiraDeployment("datacenter")
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleTriage})
+	_, rep, out = w.run(t, w.jiraProject("dc", "PROJ", "datacenter"))
+	wantStatuses(t, rep, "dc", map[string]string{"deployment": "ok", "permissions": "fail", "webhook": "warn"})
+	if !strings.Contains(out, "EDIT_ISSUES") {
+		t.Errorf("the failure does not name the missing permission:\n%s", out)
+	}
+
+}
+
+func TestCheckAzureDevOps(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Login: "ado-bot", Role: sim.RoleAdmin})
+	w.sim.CreateRepo("org1/empty")
+	ado := func(name, repo, tokenEnv string) string {
+		return w.project(name, "azuredevops", "/ado/", repo, tokenEnv, "")
+	}
+	code, rep, out := w.run(t, ado("ok", "org1/proj", "CHECK_TOKEN"), ado("missing", "org1/gone", "CHECK_TOKEN"),
+		ado("nohook", "org1/empty", "CHECK_TOKEN"), ado("badtoken", "org1/proj", "CHECK_BAD_TOKEN"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	// Write permission is not readable without writing: always a warning.
+	wantStatuses(t, rep, "ok", map[string]string{"auth": "ok", "repository": "ok", "permissions": "warn", "webhook": "ok"})
+	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
+	wantStatuses(t, rep, "nohook", map[string]string{"repository": "ok", "webhook": "fail"})
+	wantStatuses(t, rep, "badtoken", map[string]string{"auth": "fail"})
+	if !strings.Contains(out, "ado-bot") {
+		t.Errorf("auth does not name the user:\n%s", out)
+	}
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleWrite})
+	code, rep, out = w.run(t, ado("ok", "org1/proj", "CHECK_TOKEN"))
+	wantStatuses(t, rep, "ok", map[string]string{"webhook": "warn"})
+	if code != 0 {
+		t.Errorf("exit %d, want 0\n%s", code, out)
+	}
+}

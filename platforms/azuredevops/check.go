@@ -1,0 +1,143 @@
+package azuredevops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+var _ platforms.Checker = (*Tracker)(nil)
+
+const hooksWhere = "Project settings → Service hooks (Web Hooks)"
+
+// Check verifies, with GETs only, what it can: who the PAT is
+// (connectionData), that the project exists, and, where the PAT may see
+// them, that service hook subscriptions send work item created and
+// updated here. The three organisation-level resources are read with plain
+// GETs on the tracker's client and the PAT's header: the SDK would first
+// discover each one's area through OPTIONS and ResourceAreas.
+//
+// Work item write permission is not checked: Azure DevOps reports it only
+// through the Security namespaces API per area path ("Edit work items in
+// this node"), and a PAT's scopes (Work Items: Read & write) through no
+// API a PAT with that scope may call; only a write would prove it.
+func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []platforms.CheckResult {
+	var out []platforms.CheckResult
+	// GET _apis/connectionData, what the SDK's location.GetConnectionData calls
+	// (api-version 7.1-preview.1, azure-devops-go-api location/client.go).
+	var cd struct {
+		AuthenticatedUser struct {
+			ProviderDisplayName string `json:"providerDisplayName"`
+			Properties          struct {
+				Account struct {
+					Value string `json:"$value"`
+				} `json:"Account"`
+			} `json:"properties"`
+		} `json:"authenticatedUser"`
+	}
+	if code, err := t.getJSON(ctx, "_apis/connectionData?api-version=7.1-preview.1", &cd); err != nil {
+		return append(out, platforms.HTTPFailure("auth", code, err, platforms.Fixes{
+			Unauthorized: "the PAT is wrong, expired or revoked, or not valid for this organization: create one and update token_env/token_file",
+			NotFound:     "base_url or the organization in repo is wrong"}))
+	}
+	u := cd.AuthenticatedUser
+	out = append(out, platforms.OK("auth", "user %s (%s)", u.ProviderDisplayName, u.Properties.Account.Value))
+	// https://learn.microsoft.com/rest/api/azure/devops/core/projects/get
+	var proj struct {
+		ID    string `json:"id"`
+		Name  string `json:"name"`
+		State string `json:"state"`
+	}
+	if code, err := t.getJSON(ctx, "_apis/projects/"+url.PathEscape(t.project)+"?api-version=7.1", &proj); err != nil {
+		return append(out, platforms.HTTPFailure("repository", code, err, platforms.Fixes{
+			NotFound: "project " + t.project + " does not exist in " + t.org + " or the PAT's user is not a member"}))
+	}
+	out = append(out, platforms.OK("repository", "%s (%s)", proj.Name, proj.State))
+	out = append(out, platforms.Warn("permissions", "work item write permission cannot be read without writing",
+		"give the PAT the Work Items (Read & write) scope; its user needs Edit work items on the project's area path"))
+	out = append(out, platforms.OK("trigger label", "%q: tags need not exist beforehand", opts.TriggerLabel))
+	if !opts.Webhooks {
+		return append(out, platforms.PollingOnly())
+	}
+	return append(out, t.checkSubscriptions(ctx, proj.ID, opts))
+}
+
+// checkSubscriptions lists service hook subscriptions
+// (https://learn.microsoft.com/rest/api/azure/devops/hooks/subscriptions/list),
+// keeps the Web Hooks ones of this project, and folds those pointing at one
+// URL into one hook whose events are their event types.
+func (t *Tracker) checkSubscriptions(ctx context.Context, projectID string, opts platforms.CheckOptions) platforms.CheckResult {
+	var subs struct {
+		Value []struct {
+			EventType       string            `json:"eventType"`
+			ConsumerID      string            `json:"consumerId"`
+			Status          string            `json:"status"`
+			PublisherInputs map[string]string `json:"publisherInputs"`
+			ConsumerInputs  map[string]string `json:"consumerInputs"`
+		} `json:"value"`
+	}
+	code, err := t.getJSON(ctx, "_apis/hooks/subscriptions?api-version=7.1", &subs)
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return platforms.HooksHidden(Platform, hooksWhere)
+	case err != nil:
+		return platforms.HTTPFailure("webhook", code, err, platforms.Fixes{})
+	}
+	byURL := map[string]*platforms.Hook{}
+	var order []string
+	for _, s := range subs.Value {
+		if s.ConsumerID != "webHooks" || (s.PublisherInputs["projectId"] != "" && s.PublisherInputs["projectId"] != projectID) {
+			continue
+		}
+		u := s.ConsumerInputs["url"]
+		h := byURL[u]
+		if h == nil {
+			h = &platforms.Hook{URL: u, Active: true}
+			byURL[u] = h
+			order = append(order, u)
+		}
+		if s.Status != "enabled" && s.Status != "onProbation" {
+			continue // a disabled subscription sends nothing
+		}
+		if !slices.Contains(h.Events, s.EventType) {
+			h.Events = append(h.Events, s.EventType)
+		}
+	}
+	hooks := make([]platforms.Hook, 0, len(order))
+	for _, u := range order {
+		hooks = append(hooks, *byURL[u])
+	}
+	return platforms.CheckHooks(hooks, Platform, opts, []string{"workitem.created", "workitem.updated"}, hooksWhere)
+}
+
+// getJSON GETs {organization URL}/path with the PAT into v and returns the
+// answer's status (0 when none came).
+func (t *Tracker) getJSON(ctx context.Context, path string, v any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.orgURL+"/"+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if a := t.sdk.conn.AuthorizationString; a != "" {
+		req.Header.Set("Authorization", a)
+	}
+	resp, err := t.sdk.hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		return resp.StatusCode, fmt.Errorf("GET %s: %s", req.URL.Path, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(v); err != nil {
+		return resp.StatusCode, fmt.Errorf("decode %s: %w", req.URL.Path, err)
+	}
+	return resp.StatusCode, nil
+}

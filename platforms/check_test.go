@@ -1,0 +1,49 @@
+package platforms
+
+import "testing"
+
+func TestHookTarget(t *testing.T) {
+	for _, c := range []struct {
+		url, recv string
+		want      bool
+	}{
+		{"https://a.example/webhooks/github", "", true},
+		{"https://a.example/prefix/webhooks/github/", "", true},
+		{"https://a.example/webhooks/gitlab", "", false},
+		{"https://a.example/webhooks/github", "https://A.example", true},
+		{"https://b.example/webhooks/github", "https://a.example", false},
+		{"http://a.example/webhooks/github", "https://a.example", false},
+		{"://bad", "", false},
+	} {
+		if got := HookTarget(c.url, "github", c.recv); got != c.want {
+			t.Errorf("HookTarget(%q, %q) = %v, want %v", c.url, c.recv, got, c.want)
+		}
+	}
+}
+
+func TestCheckHooks(t *testing.T) {
+	opts := CheckOptions{Webhooks: true}
+	want := []string{"issues"}
+	on := Hook{URL: "https://a/webhooks/github", Active: true, Events: []string{"issues"}}
+	off := Hook{URL: "https://a/webhooks/github", Events: []string{"issues"}}
+	star := Hook{URL: "https://a/webhooks/github", Active: true, Events: []string{"*"}}
+	push := Hook{URL: "https://a/webhooks/github", Active: true, Events: []string{"push"}}
+	other := Hook{URL: "https://a/elsewhere", Active: true, Events: []string{"issues"}}
+	for name, c := range map[string]struct {
+		hooks []Hook
+		want  CheckStatus
+	}{
+		"active with the event": {[]Hook{other, on}, CheckOK},
+		"wildcard":              {[]Hook{star}, CheckOK},
+		"disabled":              {[]Hook{off}, CheckFail},
+		"wrong events":          {[]Hook{push}, CheckFail},
+		"none here":             {[]Hook{other}, CheckFail},
+		"no hooks":              {nil, CheckFail},
+		"one good among bad":    {[]Hook{off, push, on}, CheckOK},
+	} {
+		r := CheckHooks(c.hooks, "github", opts, want, "settings")
+		if r.Status != c.want || (r.Status == CheckFail && r.Fix == "") {
+			t.Errorf("%s: %+v, want %s with a fix on failure", name, r, c.want)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package gitlab
+
+import (
+	"context"
+	"errors"
+
+	gl "github.com/xanzy/go-gitlab"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// The SDK calls `agentsmithd check` makes (all GETs), kept beside sdk.go so
+// the SDK stays behind this package's two sdk files.
+
+// currentUser is GET /user (https://docs.gitlab.com/api/users/#get-the-current-user).
+func (s *sdk) currentUser(ctx context.Context) (string, error) {
+	u, _, err := s.c.Users.CurrentUser(gl.WithContext(ctx))
+	if err != nil {
+		return "", err
+	}
+	return u.Username, nil
+}
+
+// accessLevel is the token user's effective access level on the project:
+// the higher of its project and group membership
+// (GET /projects/:id, "permissions", https://docs.gitlab.com/api/projects/#get-a-single-project).
+func (s *sdk) accessLevel(ctx context.Context, project string) (level int, path string, err error) {
+	p, _, err := s.c.Projects.GetProject(project, nil, gl.WithContext(ctx))
+	if err != nil {
+		return 0, "", err
+	}
+	if p.Permissions != nil {
+		if a := p.Permissions.ProjectAccess; a != nil {
+			level = int(a.AccessLevel)
+		}
+		if a := p.Permissions.GroupAccess; a != nil && int(a.AccessLevel) > level {
+			level = int(a.AccessLevel)
+		}
+	}
+	return level, p.PathWithNamespace, nil
+}
+
+// label is GET /projects/:id/labels/:label_id, which takes the name too
+// (https://docs.gitlab.com/api/labels/#get-a-single-project-label).
+func (s *sdk) label(ctx context.Context, project, name string) error {
+	_, _, err := s.c.Labels.GetLabel(project, name, gl.WithContext(ctx))
+	return err
+}
+
+// projectHooks is GET /projects/:id/hooks, every page; Maintainer only
+// (https://docs.gitlab.com/api/project_webhooks/#list-webhooks-for-a-project).
+// A hook GitLab disabled after failing deliveries has alert_status
+// "disabled" or "temporarily_disabled" (gitlab-org/gitlab!166329).
+func (s *sdk) projectHooks(ctx context.Context, project string) ([]platforms.Hook, error) {
+	var out []platforms.Hook
+	opt := &gl.ListProjectHooksOptions{PerPage: 100, Page: 1}
+	for {
+		hooks, resp, err := s.c.Projects.ListProjectHooks(project, opt, gl.WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hooks {
+			var events []string
+			if h.IssuesEvents {
+				events = append(events, "issues_events")
+			}
+			if h.ConfidentialIssuesEvents {
+				events = append(events, "confidential_issues_events")
+			}
+			active := h.AlertStatus == "" || h.AlertStatus == "executable"
+			out = append(out, platforms.Hook{URL: h.URL, Active: active, Events: events})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
+	}
+}
+
+// statusOf is the HTTP status of a go-gitlab error (go-gitlab turns a 404
+// into ErrNotFound without the response); 0 when no answer came.
+func statusOf(err error) int {
+	if errors.Is(err, gl.ErrNotFound) {
+		return 404
+	}
+	var er *gl.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.StatusCode
+	}
+	return 0
+}

@@ -1,0 +1,150 @@
+package jira
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+var _ platforms.Checker = (*Tracker)(nil)
+
+// checkPermissions are the project permissions the daemon uses: read the
+// issue, edit its labels, comment
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-permissions/#api-rest-api-3-mypermissions-get).
+var checkPermissions = []string{"BROWSE_PROJECTS", "EDIT_ISSUES", "ADD_COMMENTS"}
+
+const hooksWhere = "Jira Settings → System → WebHooks (an administrator)"
+
+// Check verifies, with GETs only, that the token can run this project's
+// tickets: who it is (/myself), that the site is the configured deployment
+// (serverInfo deploymentType: always "Cloud" on Cloud), that the project
+// exists and the token has checkPermissions in it (mypermissions), and,
+// where the token may list them (Jira administrators only), that a webhook
+// sends issue events here. Jira labels are not objects: there is no label
+// to check.
+func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []platforms.CheckResult {
+	var out []platforms.CheckResult
+	var me struct {
+		AccountID   string `json:"accountId"` // Cloud
+		Name        string `json:"name"`      // Data Center
+		DisplayName string `json:"displayName"`
+	}
+	if code, err := t.get(ctx, t.api+"myself", &me); err != nil {
+		return append(out, platforms.HTTPFailure("auth", code, err, platforms.Fixes{
+			Unauthorized: "the token (and, on Cloud, jira.email) was refused: create a new API token / personal access token and update token_env/token_file",
+			NotFound:     "base_url is not a Jira site's root (https://your-site.atlassian.net/ or your Data Center URL)"}))
+	}
+	who := me.Name
+	if who == "" {
+		who = me.AccountID
+	}
+	out = append(out, platforms.OK("auth", "user %s (%s)", me.DisplayName, who))
+	var info struct {
+		DeploymentType string `json:"deploymentType"`
+		Version        string `json:"version"`
+	}
+	if code, err := t.get(ctx, t.api+"serverInfo", &info); err != nil {
+		return append(out, platforms.HTTPFailure("deployment", code, err, platforms.Fixes{}))
+	}
+	isCloud := strings.EqualFold(info.DeploymentType, "Cloud")
+	switch {
+	case isCloud == t.cloud:
+		out = append(out, platforms.OK("deployment", "%s %s", info.DeploymentType, info.Version))
+	case isCloud:
+		out = append(out, platforms.Fail("deployment", "the site is Jira Cloud; the config says datacenter",
+			"set jira.deployment: cloud and jira.email (the API token's account)"))
+	default:
+		out = append(out, platforms.Fail("deployment", fmt.Sprintf("the site is %s %s; the config says cloud", info.DeploymentType, info.Version),
+			"set jira.deployment: datacenter and use a personal access token"))
+	}
+	var project struct {
+		Key  string `json:"key"`
+		Name string `json:"name"`
+	}
+	if code, err := t.get(ctx, t.api+"project/"+url.PathEscape(t.key), &project); err != nil {
+		return append(out, platforms.HTTPFailure("repository", code, err, platforms.Fixes{
+			NotFound: "project " + t.key + " does not exist or the token's user may not browse it: check repo and the project's permission scheme"}))
+	}
+	out = append(out, platforms.OK("repository", "%s (%s)", project.Key, project.Name))
+	out = append(out, t.checkMyPermissions(ctx))
+	out = append(out, platforms.OK("trigger label", "%q: Jira labels need not exist beforehand", opts.TriggerLabel))
+	return append(out, t.checkWebhooks(ctx, opts))
+}
+
+func (t *Tracker) checkMyPermissions(ctx context.Context) platforms.CheckResult {
+	const name = "permissions"
+	var mp struct {
+		Permissions map[string]struct {
+			HavePermission bool `json:"havePermission"`
+		} `json:"permissions"`
+	}
+	q := url.Values{"projectKey": {t.key}, "permissions": {strings.Join(checkPermissions, ",")}}
+	if code, err := t.get(ctx, t.api+"mypermissions?"+q.Encode(), &mp); err != nil {
+		return platforms.HTTPFailure(name, code, err, platforms.Fixes{})
+	}
+	var missing []string
+	for _, p := range checkPermissions {
+		if !mp.Permissions[p].HavePermission {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return platforms.Fail(name, "missing "+strings.Join(missing, ", "),
+			"grant the token's user "+strings.Join(missing, ", ")+" in project "+t.key+"'s permission scheme")
+	}
+	return platforms.OK(name, "%s", strings.Join(checkPermissions, ", "))
+}
+
+// checkWebhooks lists the site's webhooks (GET /rest/webhooks/1.0/webhook,
+// https://developer.atlassian.com/server/jira/platform/webhooks/), which
+// needs the Administer Jira permission.
+func (t *Tracker) checkWebhooks(ctx context.Context, opts platforms.CheckOptions) platforms.CheckResult {
+	if !opts.Webhooks {
+		return platforms.PollingOnly()
+	}
+	var hooks []struct {
+		URL     string   `json:"url"`
+		Events  []string `json:"events"`
+		Enabled *bool    `json:"enabled"`
+	}
+	code, err := t.get(ctx, "rest/webhooks/1.0/webhook", &hooks)
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return platforms.HooksHidden(Platform, hooksWhere)
+	case err != nil:
+		return platforms.HTTPFailure("webhook", code, err, platforms.Fixes{})
+	}
+	list := make([]platforms.Hook, 0, len(hooks))
+	for _, h := range hooks {
+		list = append(list, platforms.Hook{URL: h.URL, Active: h.Enabled == nil || *h.Enabled, Events: h.Events})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].URL < list[j].URL })
+	return platforms.CheckHooks(list, Platform, opts, []string{"jira:issue_created", "jira:issue_updated"}, hooksWhere)
+}
+
+// get GETs path into v and returns the answer's status (0 when none came).
+func (t *Tracker) get(ctx context.Context, path string, v any) (int, error) {
+	req, err := t.client.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := t.client.Do(req, nil)
+	if err != nil {
+		if resp == nil {
+			return 0, err
+		}
+		return resp.StatusCode, classify(resp, err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return resp.StatusCode, fmt.Errorf("decode %s: %w", path, err)
+	}
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// The Jira endpoints `agentsmithd check` reads: serverInfo, myself, one
+// project, mypermissions, and the site's webhooks.
+
+// jiraRolePermissions is what each sim role holds in every project's
+// permission scheme.
+var jiraRolePermissions = map[string][]string{
+	RoleRead:   {"BROWSE_PROJECTS"},
+	RoleTriage: {"BROWSE_PROJECTS", "ADD_COMMENTS"},
+	RoleWrite:  {"BROWSE_PROJECTS", "ADD_COMMENTS", "EDIT_ISSUES"},
+	RoleAdmin:  {"BROWSE_PROJECTS", "ADD_COMMENTS", "EDIT_ISSUES", "ADMINISTER_PROJECTS", "ADMINISTER"},
+}
+
+func (s *Sim) jiraCheckRoutes(mux *http.ServeMux) {
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/serverInfo", s.jiraServerInfo)
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/myself", s.jiraMyself)
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/project/{key}", s.jiraGetProject)
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/mypermissions", s.jiraMyPermissions)
+	// Not under /rest/api/{v}: registered directly, authenticated as the rest.
+	const hooks = "GET /jira/rest/webhooks/1.0/webhook"
+	mux.HandleFunc(hooks, func(w http.ResponseWriter, r *http.Request) {
+		s.countCall(hooks)
+		if !s.jiraAuthenticate(r) {
+			jiraError(w, http.StatusUnauthorized, "You are not authenticated. Authentication required to perform this operation.")
+			return
+		}
+		s.jiraListWebhooks(w, r)
+	})
+}
+
+// jiraServerInfo: GET /rest/api/{2|3}/serverInfo. Cloud's deploymentType
+// is "always returned as Cloud" (the v3 reference,
+// https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-server-info/);
+// self-managed Jira answers "Server" (the constants jira-client libraries
+// match, e.g. net.rcarz.jiraclient ServerInfo.SERVER). Whether Data Center
+// 9 answers "DataCenter" instead is not documented; the sim says "Server"
+// and the check treats anything but "Cloud" as self-managed. The docs
+// allow anonymous access; with bad credentials the sim answers 401 like
+// every route (no evidence either way).
+func (s *Sim) jiraServerInfo(w http.ResponseWriter, _ *http.Request, c *jiraCall) {
+	kind, version := "Cloud", "1001.0.0-SNAPSHOT"
+	if s.jiraDataCenter() {
+		kind, version = "Server", "9.12.0"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"baseUrl": c.base + "/jira", "version": version,
+		"deploymentType": kind, "serverTitle": "trackersim"})
+}
+
+// jiraMyself: GET /rest/api/{2|3}/myself. Cloud names users by accountId,
+// Data Center by name (key).
+func (s *Sim) jiraMyself(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	a := s.requestAccess(r)
+	out := map[string]any{"displayName": a.Login, "active": true, "self": c.base + "/jira/rest/api/" + c.version + "/myself"}
+	if s.jiraDataCenter() {
+		out["name"], out["key"] = a.Login, a.Login
+	} else {
+		out["accountId"] = "5b10ac8d82e05b22cc7d0000"
+		out["accountType"] = "atlassian"
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// jiraGetProject: GET /rest/api/{2|3}/project/{key}; 404 "No project could
+// be found with key" for an unknown key.
+func (s *Sim) jiraGetProject(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	key := r.PathValue("key")
+	id, _, ok := s.store.repoInfo(key)
+	if !ok {
+		jiraError(w, http.StatusNotFound, "No project could be found with key '"+key+"'.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": strconv.FormatInt(id, 10), "key": key, "name": key,
+		"self": c.base + "/jira/rest/api/" + c.version + "/project/" + strconv.FormatInt(id, 10), "projectTypeKey": "software"})
+}
+
+// jiraMyPermissions: GET /rest/api/{2|3}/mypermissions?projectKey=&permissions=
+// (Cloud requires permissions; unknown project key: 404).
+func (s *Sim) jiraMyPermissions(w http.ResponseWriter, r *http.Request, _ *jiraCall) {
+	q := r.URL.Query()
+	if key := q.Get("projectKey"); key != "" {
+		if _, _, ok := s.store.repoInfo(key); !ok {
+			jiraError(w, http.StatusNotFound, "No project could be found with key '"+key+"'.")
+			return
+		}
+	}
+	want := strings.Split(q.Get("permissions"), ",")
+	if q.Get("permissions") == "" && !s.jiraDataCenter() {
+		jiraError(w, http.StatusBadRequest, "The 'permissions' query parameter is required.")
+		return
+	}
+	held := map[string]bool{}
+	for _, p := range jiraRolePermissions[s.requestAccess(r).Role] {
+		held[p] = true
+	}
+	perms := map[string]any{}
+	for _, p := range want {
+		if p = strings.TrimSpace(p); p != "" {
+			perms[p] = map[string]any{"key": p, "name": p, "type": "PROJECT", "havePermission": held[p]}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"permissions": perms})
+}
+
+// jiraListWebhooks: GET /rest/webhooks/1.0/webhook, Jira administrators
+// only (https://developer.atlassian.com/server/jira/platform/webhooks/);
+// others get 403. Events default to issue created and updated.
+func (s *Sim) jiraListWebhooks(w http.ResponseWriter, r *http.Request) {
+	if !atLeast(s.requestAccess(r).Role, RoleAdmin) {
+		jiraError(w, http.StatusForbidden, "You do not have permission to access webhooks.")
+		return
+	}
+	out := []map[string]any{}
+	for _, h := range s.hooksOf("", "jira") {
+		f := ""
+		if h.hook.Repo != "" {
+			f = "project = " + h.hook.Repo
+		}
+		out = append(out, map[string]any{"name": "hook " + strconv.FormatInt(h.id, 10), "url": h.hook.URL, "enabled": true,
+			"events":  h.hook.events("jira:issue_created", "jira:issue_updated"),
+			"filters": map[string]string{"issue-related-events-section": f}, "excludeBody": false,
+			"self": s.requestBase(r) + "/jira/rest/webhooks/1.0/webhook/" + strconv.FormatInt(h.id, 10)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}

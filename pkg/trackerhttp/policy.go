@@ -202,15 +202,22 @@ func (p RateLimits) paceOf(h http.Header) time.Duration {
 	return min(max(d, p.Pace.Min), p.Pace.Max)
 }
 
-// iso8601Layouts are the forms of X-RateLimit-Reset accepted: Jira Cloud's
-// documented minute form, with and without a numeric zone, then RFC 3339.
-var iso8601Layouts = []string{"2006-01-02T15:04Z07:00", "2006-01-02T15:04Z0700", time.RFC3339Nano}
+// iso8601Minute are the minute forms of X-RateLimit-Reset: Jira Cloud's
+// documented "yyyy-MM-ddTHH:mmZ", and with a numeric zone.
+var iso8601Minute = []string{"2006-01-02T15:04Z07:00", "2006-01-02T15:04Z0700"}
 
+// parseISO8601 reads an ISO 8601 reset. A minute form names a reset
+// somewhere in that minute (Jira computes request time + Retry-After and
+// drops the seconds), so it is read as the minute's end: waiting for its
+// start would come back early and be refused again.
 func parseISO8601(v string) (time.Time, bool) {
-	for _, l := range iso8601Layouts {
+	for _, l := range iso8601Minute {
 		if t, err := time.Parse(l, v); err == nil {
-			return t, true
+			return t.Add(time.Minute), true
 		}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, true
 	}
 	return time.Time{}, false
 }

@@ -241,7 +241,7 @@ func TestAzureDevOpsPaceIsBounded(t *testing.T) {
 func TestJiraResetAnd503(t *testing.T) {
 	ft := newFakeTime() // 2023-11-14T22:13:20Z
 	s, srv := newScript(t, ft,
-		answer{status: 429, header: map[string]string{"X-RateLimit-Reset": "2023-11-14T22:14Z"}},
+		answer{status: 429, header: map[string]string{"X-RateLimit-Reset": "2023-11-14T22:13Z"}},
 		answer{status: 503, header: map[string]string{"Retry-After": "3"}},
 		answer{status: 200},
 		answer{status: 503},
@@ -272,8 +272,8 @@ func TestJiraResetAnd503(t *testing.T) {
 
 func TestParseISO8601(t *testing.T) {
 	for v, want := range map[string]string{
-		"2024-05-06T12:35Z":         "2024-05-06T12:35:00Z",
-		"2024-05-06T12:35+0200":     "2024-05-06T10:35:00Z",
+		"2024-05-06T12:35Z":         "2024-05-06T12:36:00Z", // the minute's end
+		"2024-05-06T12:35+0200":     "2024-05-06T10:36:00Z",
 		"2024-05-06T12:35:07.5Z":    "2024-05-06T12:35:07Z",
 		"2024-05-06T12:35:07+02:00": "2024-05-06T10:35:07Z",
 	} {

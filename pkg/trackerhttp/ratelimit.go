@@ -284,8 +284,10 @@ func (r *rateLimiter) namedWait(h http.Header, remaining string, now time.Time) 
 		}
 	}
 	if remaining == "" || remaining == "0" {
-		if reset, ok := r.pol.reset(h); ok {
-			return max(reset.Sub(now), 0), true
+		// A reset already past explains nothing: retrying at once would be
+		// refused again.
+		if reset, ok := r.pol.reset(h); ok && reset.After(now) {
+			return reset.Sub(now), true
 		}
 	}
 	return 0, false

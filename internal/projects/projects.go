@@ -13,6 +13,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
@@ -65,6 +66,24 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, ins
 		return tr, jira.Webhooks{}, tr.Locator(), nil
 	}
 	return nil, nil, "", fmt.Errorf("platform %q is not supported", pc.Platform)
+}
+
+// RateLimits is how platform's tracker signals rate limits, for an HTTP
+// client the caller builds itself (the daemon's instrumented one); a
+// platform's own default client already uses it. Unknown platforms get the
+// zero policy (GitHub-style X-RateLimit-* headers).
+func RateLimits(platform string) trackerhttp.RateLimits {
+	switch platform {
+	case github.Platform:
+		return trackerhttp.GitHubRateLimits
+	case gitlab.Platform:
+		return trackerhttp.GitLabRateLimits
+	case azuredevops.Platform:
+		return trackerhttp.AzureDevOpsRateLimits
+	case jira.Platform:
+		return trackerhttp.JiraRateLimits
+	}
+	return trackerhttp.RateLimits{}
 }
 
 // Lifecycle is the lifecycle's view of pc, served by tr.

@@ -57,6 +57,10 @@ type Options struct {
 	// Observer, when set, sees every request that goes to the network
 	// (metrics); cache hits that needed no request are not calls.
 	Observer CallObserver
+	// RateLimits is how the tracker signals its rate limits; each platform
+	// package sets its own (GitHubRateLimits, …). The zero value reads
+	// X-RateLimit-* like GitHub's primary limit.
+	RateLimits RateLimits
 }
 
 func (o Options) withDefaults() Options {

@@ -112,7 +112,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = trackerhttp.NewClient(log, opts.Writer)
+		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.AzureDevOpsRateLimits})
 	}
 	loc := Locator(org, project)
 	return &Tracker{

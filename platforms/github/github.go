@@ -90,7 +90,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = trackerhttp.NewClient(log, opts.Writer)
+		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.GitHubRateLimits})
 	}
 	base := defaultBaseURL
 	if opts.BaseURL != "" {
@@ -353,10 +353,18 @@ func classify(err error) error {
 			return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
 		}
 	}
-	var rl *gh.RateLimitError
-	if errors.As(err, &rl) && !errors.Is(err, trackerhttp.ErrRateLimited) {
-		// go-github refuses requests by itself while it believes the limit is
-		// exhausted; give callers the one sentinel for both.
+	if errors.Is(err, trackerhttp.ErrRateLimited) {
+		return err
+	}
+	// go-github reports the primary limit as RateLimitError and a 403
+	// secondary limit as AbuseRateLimitError, and refuses requests by itself
+	// while it believes either lasts; a 429 secondary limit stays a plain
+	// ErrorResponse. Callers get the one sentinel for all of them.
+	var (
+		rl    *gh.RateLimitError
+		abuse *gh.AbuseRateLimitError
+	)
+	if errors.As(err, &rl) || errors.As(err, &abuse) || (errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusTooManyRequests) {
 		return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
 	}
 	return err

@@ -91,7 +91,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = trackerhttp.NewClient(log, opts.Writer)
+		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.GitLabRateLimits})
 	}
 	api, err := newSDK(opts.BaseURL, opts.Token, hc)
 	if err != nil {

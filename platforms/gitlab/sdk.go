@@ -10,6 +10,7 @@ import (
 
 	gl "github.com/xanzy/go-gitlab"
 
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -159,8 +160,15 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
 	}
 	var er *gl.ErrorResponse
-	if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusGone {
-		return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
+	if errors.As(err, &er) && er.Response != nil {
+		switch er.Response.StatusCode {
+		case http.StatusGone:
+			return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
+		case http.StatusTooManyRequests:
+			if !errors.Is(err, trackerhttp.ErrRateLimited) {
+				return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
+			}
+		}
 	}
 	return err
 }

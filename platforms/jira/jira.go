@@ -159,7 +159,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = trackerhttp.NewClient(log, opts.Writer)
+		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.JiraRateLimits})
 	}
 	if opts.Token != "" {
 		// Authentication wraps the caller's transport so trackerhttp sees

@@ -136,6 +136,17 @@ type adoErrorBody struct {
 	EventID        int     `json:"eventId"`
 }
 
+// adoRateHeaders writes Azure DevOps' rate-limit headers for a request
+// delayed by delay whose TSTU usage drains by reset
+// (https://learn.microsoft.com/azure/devops/integrate/concepts/rate-limits#api-client-experience).
+func adoRateHeaders(h http.Header, delay time.Duration, reset time.Time) {
+	h.Set("X-RateLimit-Resource", "ATCPU")
+	h.Set("X-RateLimit-Delay", strconv.FormatFloat(delay.Seconds(), 'f', 3, 64))
+	h.Set("X-RateLimit-Limit", "200")
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+}
+
 func adoError(w http.ResponseWriter, code int, typeKey, msg string) {
 	writeJSON(w, code, adoErrorBody{ID: "1", Message: msg, TypeKey: typeKey, EventID: 3000,
 		TypeName: "Microsoft.TeamFoundation.WorkItemTracking.Server." + typeKey + ", Microsoft.TeamFoundation.WorkItemTracking.Server"})
@@ -153,17 +164,30 @@ func (s *Sim) serveADO(w http.ResponseWriter, r *http.Request, project bool, h a
 		return
 	}
 	if fault.rateLimit {
-		// https://learn.microsoft.com/azure/devops/integrate/concepts/rate-limits#api-client-experience
-		h := w.Header()
-		h.Set("Retry-After", strconv.Itoa(fault.retryAfter))
-		h.Set("X-RateLimit-Resource", "ATCPU")
-		h.Set("X-RateLimit-Delay", "0")
-		h.Set("X-RateLimit-Limit", "200")
-		h.Set("X-RateLimit-Remaining", "0")
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(s.clock().Add(time.Duration(fault.retryAfter)*time.Second).Unix(), 10))
+		// Blocked: 429 with Retry-After
+		// (https://learn.microsoft.com/azure/devops/integrate/concepts/rate-limits#api-client-experience).
+		w.Header().Set("Retry-After", strconv.Itoa(fault.retryAfter))
+		adoRateHeaders(w.Header(), 0, s.clock().Add(time.Duration(fault.retryAfter)*time.Second))
 		adoError(w, http.StatusTooManyRequests, "RequestBlockedException",
 			"TF400733: The request has been blocked: the user has exceeded the usage limit.")
 		return
+	}
+	if fault.throttle {
+		// Delayed, not blocked: over its TSTU budget Azure DevOps holds the
+		// request ("from a few milliseconds per request up to 30 seconds")
+		// and then serves it, 200, with X-RateLimit-Remaining 0 and the
+		// delay in X-RateLimit-Delay; the usage returns to 0 within five
+		// minutes of stopping (same page, "Global consumption limit").
+		if fault.throttleDelay > 0 {
+			t := time.NewTimer(fault.throttleDelay)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		adoRateHeaders(w.Header(), fault.throttleDelay, s.clock().Add(5*time.Minute))
 	}
 	if fault.badGateway {
 		w.Header().Set("Content-Type", "text/html")

@@ -22,6 +22,20 @@ type Faults struct {
 	RateLimitNext int
 	// RetryAfter is the Retry-After of those 429s in seconds (default 1).
 	RetryAfter int
+	// RateLimitShape, when set, answers the RateLimitNext requests the way
+	// one tracker answers a limit that the default 429 does not show (see
+	// the RateLimit* shape constants). A dialect answers a shape of another
+	// tracker with its default 429.
+	RateLimitShape string
+	// ThrottleNext answers the next N API requests (after RateLimitNext)
+	// normally but as over budget: Azure DevOps delays each by
+	// ThrottleDelay and sends X-RateLimit-Remaining 0 on the 200; GitLab
+	// sends its RateLimit-* headers with RateLimit-Remaining 0 and a reset
+	// RetryAfter seconds away. Other dialects ignore it.
+	ThrottleNext int
+	// ThrottleDelay is how long Azure DevOps holds a throttled request (a Go
+	// duration string or nanoseconds in JSON).
+	ThrottleDelay time.Duration
 	// DropRate is the fraction of webhook deliveries not sent.
 	DropRate float64
 	// Duplicate sends each delivery this many extra times, with the same
@@ -30,36 +44,65 @@ type Faults struct {
 	Seed      int64
 }
 
-// UnmarshalJSON accepts Latency as a Go duration string ("250ms") or as
-// nanoseconds, so the control API is usable with curl.
+// Shapes of an injected rate limit (Faults.RateLimitShape). Each is how the
+// real service was documented or reported to answer; the comments at the
+// dialects' fault branches cite the sources.
+const (
+	// RateLimitGitHubSecondary403 is GitHub's secondary limit as a 403:
+	// "You have exceeded a secondary rate limit", no Retry-After, quota
+	// left in X-RateLimit-Remaining.
+	RateLimitGitHubSecondary403 = "github-secondary-403"
+	// RateLimitGitHubSecondary429 is the same as a 429.
+	RateLimitGitHubSecondary429 = "github-secondary-429"
+	// RateLimitGitLabBare is gitlab.com's 429 with neither RateLimit-*
+	// headers nor Retry-After, and a plain-text body.
+	RateLimitGitLabBare = "gitlab-bare-429"
+	// RateLimitJiraReset is Jira Cloud's 429 that names its reset only in
+	// X-RateLimit-Reset, as an ISO 8601 minute ("2024-05-06T12:35Z").
+	RateLimitJiraReset = "jira-429-iso-reset"
+	// RateLimitJira503 is Jira Cloud's 503 with Retry-After for a resource
+	// limit.
+	RateLimitJira503 = "jira-503-retry-after"
+)
+
+// UnmarshalJSON accepts Latency and ThrottleDelay as Go duration strings
+// ("250ms") or as nanoseconds, so the control API is usable with curl.
 func (f *Faults) UnmarshalJSON(b []byte) error {
 	type plain Faults
 	var aux struct {
 		plain
-		Latency json.RawMessage
+		Latency       json.RawMessage
+		ThrottleDelay json.RawMessage
 	}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
 	}
 	*f = Faults(aux.plain)
-	if len(aux.Latency) == 0 || string(aux.Latency) == "null" {
-		return nil
-	}
-	var str string
-	if json.Unmarshal(aux.Latency, &str) == nil {
-		d, err := time.ParseDuration(str)
-		if err != nil {
-			return fmt.Errorf("faults: latency: %w", err)
-		}
-		f.Latency = d
-		return nil
-	}
-	var ns int64
-	if err := json.Unmarshal(aux.Latency, &ns); err != nil {
+	var err error
+	if f.Latency, err = jsonDuration(aux.Latency); err != nil {
 		return fmt.Errorf("faults: latency: %w", err)
 	}
-	f.Latency = time.Duration(ns)
+	if f.ThrottleDelay, err = jsonDuration(aux.ThrottleDelay); err != nil {
+		return fmt.Errorf("faults: throttle delay: %w", err)
+	}
 	return nil
+}
+
+// jsonDuration reads a duration written as a Go duration string or as
+// nanoseconds; absent or null is 0.
+func jsonDuration(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return time.ParseDuration(str)
+	}
+	var ns int64
+	if err := json.Unmarshal(raw, &ns); err != nil {
+		return 0, err
+	}
+	return time.Duration(ns), nil
 }
 
 // SetFaults replaces the fault configuration and reseeds its generator.
@@ -91,8 +134,13 @@ func (fs *faultState) get() Faults {
 type apiFault struct {
 	latency    time.Duration
 	rateLimit  bool
+	shape      string // Faults.RateLimitShape of a rateLimit
 	retryAfter int
 	badGateway bool
+	// throttle answers normally but over budget (Faults.ThrottleNext),
+	// after throttleDelay in the Azure DevOps dialect.
+	throttle      bool
+	throttleDelay time.Duration
 }
 
 func (fs *faultState) api() apiFault {
@@ -102,7 +150,10 @@ func (fs *faultState) api() apiFault {
 	switch {
 	case fs.f.RateLimitNext > 0:
 		fs.f.RateLimitNext--
-		out.rateLimit = true
+		out.rateLimit, out.shape = true, fs.f.RateLimitShape
+	case fs.f.ThrottleNext > 0:
+		fs.f.ThrottleNext--
+		out.throttle, out.throttleDelay = true, fs.f.ThrottleDelay
 	case fs.f.ErrorRate > 0 && fs.rng.Float64() < fs.f.ErrorRate:
 		out.badGateway = true
 	}

@@ -21,7 +21,11 @@ import (
 const (
 	docsRateLimit = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
 	docsREST      = "https://docs.github.com/rest"
-	maxBodyBytes  = 1 << 20
+	// docsSecondaryRateLimit is the documentation_url of a secondary limit
+	// answer; go-github v60 recognises one by its "secondary-rate-limits"
+	// suffix and returns AbuseRateLimitError.
+	docsSecondaryRateLimit = "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+	maxBodyBytes           = 1 << 20
 )
 
 // ghCall is the context of one authenticated API request.
@@ -72,6 +76,23 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 			msg = "Requires authentication"
 		}
 		writeGHError(w, http.StatusUnauthorized, msg, docsREST)
+		return
+	}
+	if fault.rateLimit && (fault.shape == RateLimitGitHubSecondary403 || fault.shape == RateLimitGitHubSecondary429) {
+		// A secondary limit: 403 or 429 "You have exceeded a secondary rate
+		// limit", the primary quota's headers as on any answer (quota left,
+		// the hour window's reset) and no Retry-After, which GitHub sends
+		// only sometimes
+		// (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-secondary-rate-limit,
+		// hub4j/github-api#1805). The request is not counted against the
+		// primary limit: no source says either way.
+		code := http.StatusForbidden
+		if fault.shape == RateLimitGitHubSecondary429 {
+			code = http.StatusTooManyRequests
+		}
+		s.rate.headers(hdr, b, s.rateLimit)
+		writeGHError(w, code, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "+
+			"If you reach out to GitHub Support for help, please include the request ID "+hdr.Get("X-GitHub-Request-Id")+".", docsSecondaryRateLimit)
 		return
 	}
 	if fault.rateLimit {

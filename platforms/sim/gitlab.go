@@ -86,6 +86,18 @@ func (s *Sim) glRoute(mux *http.ServeMux, method, tmpl string, h glHandler) {
 	})
 }
 
+// glRateHeaders writes GitLab's rate-limit headers for a spent quota that
+// comes back at reset
+// (https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/#response-headers).
+func glRateHeaders(h http.Header, reset time.Time) {
+	h.Set("RateLimit-Name", "throttle_authenticated_api")
+	h.Set("RateLimit-Limit", "2000")
+	h.Set("RateLimit-Observed", "2001")
+	h.Set("RateLimit-Remaining", "0")
+	h.Set("RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	h.Set("RateLimit-ResetTime", reset.UTC().Format(http.TimeFormat))
+}
+
 func glMessage(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"message": msg})
 }
@@ -102,20 +114,26 @@ func (s *Sim) serveGitLab(w http.ResponseWriter, r *http.Request, h glHandler) {
 		return
 	}
 	if fault.rateLimit {
-		// https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/#response-headers
-		reset := s.clock().Add(time.Duration(fault.retryAfter) * time.Second)
 		h := w.Header()
-		h.Set("Retry-After", strconv.Itoa(fault.retryAfter))
-		h.Set("RateLimit-Name", "throttle_authenticated_api")
-		h.Set("RateLimit-Limit", "2000")
-		h.Set("RateLimit-Observed", "2001")
-		h.Set("RateLimit-Remaining", "0")
-		h.Set("RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
-		h.Set("RateLimit-ResetTime", reset.UTC().Format(http.TimeFormat))
+		if fault.shape != RateLimitGitLabBare {
+			// https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/#response-headers
+			h.Set("Retry-After", strconv.Itoa(fault.retryAfter))
+			glRateHeaders(h, s.clock().Add(time.Duration(fault.retryAfter)*time.Second))
+		}
+		// RateLimitGitLabBare: gitlab.com answers some 429s with none of
+		// the RateLimit-* headers and no Retry-After
+		// (gitlab-org/gitlab#365728, the GraphQL API's
+		// gitlab-org/gitlab#352409).
 		h.Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = w.Write([]byte("Retry later\n"))
 		return
+	}
+	if fault.throttle {
+		// The quota spent on a normal answer: RateLimit-* are sent on
+		// answers that were not refused too (python-gitlab/python-gitlab#1889
+		// shows them on a 200 from gitlab.com's /users/:id).
+		glRateHeaders(w.Header(), s.clock().Add(time.Duration(fault.retryAfter)*time.Second))
 	}
 	if fault.badGateway {
 		h := w.Header()

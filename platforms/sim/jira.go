@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"go.uber.org/zap"
@@ -86,9 +87,26 @@ func (s *Sim) jiraRoute(mux *http.ServeMux, method, tmpl string, h jiraHandler) 
 		}
 		switch {
 		case fault.rateLimit:
-			// Jira Cloud's rate limit answer
-			// (https://developer.atlassian.com/cloud/jira/platform/rate-limiting/).
-			w.Header().Set("Retry-After", strconv.Itoa(fault.retryAfter))
+			// Jira Cloud's rate limit answers
+			// (https://developer.atlassian.com/cloud/jira/platform/rate-limiting/,
+			// quoted in JRACLOUD-69262): a 429 "may be accompanied by
+			// Retry-After and X-RateLimit-Reset", the latter an ISO 8601
+			// timestamp "yyyy-MM-ddTHH:mmZ" (request time + Retry-After); "a
+			// 503 response may be returned when a resource limit has been
+			// reached", with Retry-After.
+			reset := s.clock().Add(time.Duration(fault.retryAfter) * time.Second)
+			switch fault.shape {
+			case RateLimitJira503:
+				w.Header().Set("Retry-After", strconv.Itoa(fault.retryAfter))
+				jiraError(w, http.StatusServiceUnavailable, "Service Unavailable")
+				return
+			case RateLimitJiraReset:
+				// The minute form truncates the seconds.
+				w.Header().Set("X-RateLimit-Reset", reset.UTC().Format("2006-01-02T15:04Z"))
+				w.Header().Set("RateLimit-Reason", "jira-burst-based")
+			default:
+				w.Header().Set("Retry-After", strconv.Itoa(fault.retryAfter))
+			}
 			jiraError(w, http.StatusTooManyRequests, "Rate limit exceeded.")
 			return
 		case fault.badGateway:

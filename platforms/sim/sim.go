@@ -228,6 +228,16 @@ func (s *Sim) Issues() []Issue {
 // Writes returns every label change so far, oldest first.
 func (s *Sim) Writes() []Write { return s.store.writeLog() }
 
+// Requests is the number of API requests the sim received, faulted ones
+// included: what a tracker would count against the caller.
+func (st Stats) Requests() int {
+	n := 0
+	for _, c := range st.Calls {
+		n += c
+	}
+	return n
+}
+
 // Stats returns a copy of the counters.
 func (s *Sim) Stats() Stats {
 	s.statsMu.Lock()

@@ -1,0 +1,223 @@
+package trackerhttp
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RateLimits is how one tracker says "slow down" and how the transport
+// answers it. The trackers differ in header names, in time formats, in
+// whether a 403 can be a rate limit, and in what "none remaining" means (stop
+// until the reset, or: you are being delayed, space your requests), so each
+// platform package gives its client its own (Options.RateLimits). The zero
+// value is the behaviour every tracker got before the policies existed:
+// X-RateLimit-Remaining / X-RateLimit-Reset in Unix seconds, a 403 is a rate
+// limit only with Retry-After or none remaining, a 429 that names no time is
+// retried after DefaultBackoff.
+type RateLimits struct {
+	// Name labels log lines ("github").
+	Name string
+	// Remaining names the header with the quota left; "" means
+	// X-RateLimit-Remaining.
+	Remaining string
+	// Resets lists the headers that say when the quota comes back, first
+	// one present wins; nil means X-RateLimit-Reset in Unix seconds. A reset
+	// is waited for only when the quota is reported exhausted or not
+	// reported at all: GitHub sends its primary window's reset on secondary
+	// limit answers too, and waiting for that would be up to an hour.
+	Resets []ResetHeader
+	// ForbiddenMarkers are texts (any case) whose presence in a 403's body
+	// makes it a rate-limit answer although quota remains: GitHub's
+	// secondary limits. Without them a 403 is a rate limit only with
+	// Retry-After or none remaining.
+	ForbiddenMarkers []string
+	// Unexplained is the wait after a rate-limit answer that names no time
+	// (no Retry-After, no usable reset): Initial, doubled for each such
+	// answer in a row up to Max, and requests for the same credentials are
+	// held (not sent) meanwhile. Zero means DefaultBackoff and no hold.
+	Unexplained Backoff
+	// Pace, when Pace.Max > 0, reads "none remaining" on an answer that is
+	// not a rate limit as "the tracker is delaying you" (Azure DevOps): the
+	// transport spaces further requests instead of holding them until the
+	// reset, which may be minutes away while requests still succeed.
+	Pace Pace
+	// RetryUnavailable makes a 503 that carries Retry-After an answer to
+	// wait out and retry (Jira Cloud: "a 503 response may be returned when
+	// a resource limit has been reached").
+	RetryUnavailable bool
+}
+
+// ResetFormat is how a reset header writes its time.
+type ResetFormat int
+
+const (
+	// ResetUnix is seconds since the epoch ("1700000000").
+	ResetUnix ResetFormat = iota
+	// ResetHTTPDate is an HTTP date ("Tue, 05 Jan 2021 11:00:00 GMT").
+	ResetHTTPDate
+	// ResetISO8601 is an ISO 8601 timestamp; Jira Cloud writes
+	// "yyyy-MM-ddTHH:mmZ" (minutes, no seconds), RFC 3339 is accepted too.
+	ResetISO8601
+)
+
+// ResetHeader is one header that says when a rate limit resets.
+type ResetHeader struct {
+	Name   string
+	Format ResetFormat
+}
+
+// Backoff is an exponential wait: Initial, doubled on each repeat, at most
+// Max.
+type Backoff struct {
+	Initial, Max time.Duration
+}
+
+// after is the wait for the n-th answer in a row (0-based).
+func (b Backoff) after(n int) time.Duration {
+	d := b.Initial
+	for i := 0; i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	return min(d, max(b.Max, b.Initial))
+}
+
+// Pace spaces requests while a tracker delays them.
+type Pace struct {
+	// Header holds the delay the tracker imposed, in (decimal) seconds.
+	Header string
+	// Min and Max bound the space between two requests.
+	Min, Max time.Duration
+	// Window is how long pacing lasts after the last "none remaining"
+	// answer when the tracker's reset is later or absent.
+	Window time.Duration
+}
+
+// Policies of the four trackers. Each value's comment names its sources.
+var (
+	// GitHubRateLimits: primary limit exhausted → 403/429 with
+	// x-ratelimit-remaining 0, wait until x-ratelimit-reset; secondary
+	// limits → 403 or 429 "You have exceeded a secondary rate limit",
+	// Retry-After only sometimes (hub4j/github-api#1805); without it "wait
+	// for at least one minute before retrying", exponentially longer on
+	// repeats
+	// (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit,
+	// https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately).
+	// The bound of the doubling is ours (GitHub names none).
+	GitHubRateLimits = RateLimits{
+		Name:             "github",
+		ForbiddenMarkers: []string{"secondary rate limit", "secondary-rate-limits", "abuse"},
+		Unexplained:      Backoff{Initial: time.Minute, Max: 16 * time.Minute},
+	}
+	// GitLabRateLimits: RateLimit-Limit, -Observed, -Remaining, -Reset
+	// (Unix), -ResetTime (HTTP date), without "X-", and Retry-After on a
+	// throttled answer
+	// (https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/#response-headers);
+	// gitlab.com answers some 429s with none of them
+	// (gitlab-org/gitlab#365728, gitlab-org/gitlab#352409, and no
+	// Retry-After on gitlab-org/gitlab#199738). The throttles count per
+	// period, one minute by default, so a bare 429 holds for a minute,
+	// doubling up to ten (some windows are ten minutes,
+	// python-gitlab/python-gitlab#1889).
+	GitLabRateLimits = RateLimits{
+		Name:      "gitlab",
+		Remaining: "RateLimit-Remaining",
+		Resets: []ResetHeader{
+			{Name: "RateLimit-Reset", Format: ResetUnix},
+			{Name: "RateLimit-ResetTime", Format: ResetHTTPDate},
+		},
+		Unexplained: Backoff{Initial: time.Minute, Max: 10 * time.Minute},
+	}
+	// AzureDevOpsRateLimits: over its TSTU budget Azure DevOps delays
+	// requests ("from a few milliseconds per request up to 30 seconds") and
+	// answers them 200 with X-RateLimit-Remaining 0, X-RateLimit-Delay (the
+	// delay, decimal seconds) and X-RateLimit-Reset (when usage would be
+	// back to 0 if it stopped now, up to five minutes); it blocks with 429
+	// and Retry-After only beyond that
+	// (https://learn.microsoft.com/azure/devops/integrate/concepts/rate-limits).
+	// So remaining 0 on a 200 spaces our requests by the delay Azure DevOps
+	// imposed, between 250 ms and 5 s (our bounds: Microsoft names no
+	// client pace), and never stops them for minutes. A 429 without
+	// Retry-After is not documented; no evidence says how long to wait, so
+	// it gets a short doubling hold rather than the one-second retry.
+	AzureDevOpsRateLimits = RateLimits{
+		Name:        "azuredevops",
+		Unexplained: Backoff{Initial: 5 * time.Second, Max: time.Minute},
+		Pace:        Pace{Header: "X-RateLimit-Delay", Min: 250 * time.Millisecond, Max: 5 * time.Second, Window: 5 * time.Minute},
+	}
+	// JiraRateLimits: 429 with Retry-After (seconds) and X-RateLimit-Reset
+	// as an ISO 8601 timestamp "yyyy-MM-ddTHH:mmZ"; some 503s carry
+	// Retry-After and "can be handled with similar logic"; a 429 with
+	// neither: min(2 × last delay, 30 s) starting from 5 s
+	// (https://developer.atlassian.com/cloud/jira/platform/rate-limiting/,
+	// JRACLOUD-69262).
+	JiraRateLimits = RateLimits{
+		Name:             "jira",
+		Resets:           []ResetHeader{{Name: "X-RateLimit-Reset", Format: ResetISO8601}},
+		Unexplained:      Backoff{Initial: 10 * time.Second, Max: 30 * time.Second},
+		RetryUnavailable: true,
+	}
+)
+
+func (p RateLimits) withDefaults() RateLimits {
+	if p.Remaining == "" {
+		p.Remaining = headerRemaining
+	}
+	if p.Resets == nil {
+		p.Resets = []ResetHeader{{Name: headerReset, Format: ResetUnix}}
+	}
+	if p.Pace.Max > 0 && p.Pace.Window <= 0 {
+		p.Pace.Window = 5 * time.Minute
+	}
+	return p
+}
+
+// reset reads the first reset header present in h.
+func (p RateLimits) reset(h http.Header) (time.Time, bool) {
+	for _, r := range p.Resets {
+		v := strings.TrimSpace(h.Get(r.Name))
+		if v == "" {
+			continue
+		}
+		switch r.Format {
+		case ResetUnix:
+			return parseUnix(v)
+		case ResetHTTPDate:
+			t, err := http.ParseTime(v)
+			return t, err == nil
+		case ResetISO8601:
+			return parseISO8601(v)
+		}
+	}
+	return time.Time{}, false
+}
+
+// paceOf is the space between requests a delayed answer asks for.
+func (p RateLimits) paceOf(h http.Header) time.Duration {
+	d := p.Pace.Min
+	if secs, err := strconv.ParseFloat(strings.TrimSpace(h.Get(p.Pace.Header)), 64); err == nil && secs > 0 && secs < 1e6 {
+		d = time.Duration(secs * float64(time.Second))
+	}
+	return min(max(d, p.Pace.Min), p.Pace.Max)
+}
+
+// iso8601Minute are the minute forms of X-RateLimit-Reset: Jira Cloud's
+// documented "yyyy-MM-ddTHH:mmZ", and with a numeric zone.
+var iso8601Minute = []string{"2006-01-02T15:04Z07:00", "2006-01-02T15:04Z0700"}
+
+// parseISO8601 reads an ISO 8601 reset. A minute form names a reset
+// somewhere in that minute (Jira computes request time + Retry-After and
+// drops the seconds), so it is read as the minute's end: waiting for its
+// start would come back early and be refused again.
+func parseISO8601(v string) (time.Time, bool) {
+	for _, l := range iso8601Minute {
+		if t, err := time.Parse(l, v); err == nil {
+			return t.Add(time.Minute), true
+		}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
+}

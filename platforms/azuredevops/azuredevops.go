@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -194,10 +195,19 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 
 // Relabel writes System.Tags computed from tk.Labels in one JSON Patch that
 // first tests /rev against tk.Version: Azure DevOps applies all operations
-// or none, and refuses the document with 412 when the revision moved on. A
-// ticket without a version is refused rather than written unconditionally.
-// Tags in remove are removed in every spelling, since Azure DevOps tags are
-// case-insensitive.
+// or none, and refuses the document with 412 when the revision moved on, so
+// a human's tag edit between our read and our write is never overwritten
+// (the caller re-reads and writes again). Tags in remove are removed in
+// every spelling, since Azure DevOps tags are case-insensitive. A ticket
+// without a version is refused rather than written unconditionally.
+//
+// The tags are written with "replace" and the whole computed list: on
+// Azure DevOps "add /fields/System.Tags" merges into the existing tags and
+// can never remove one (see writeOp). The answer's tags are checked against
+// the list written; a difference means the service did not apply our list
+// as sent (another writer's change merged in), which is reported as
+// platforms.ErrPreconditionFailed so the caller re-reads. The returned
+// ticket is the answer's: its Version is the new revision.
 func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
 	id, err := t.workItemID(tk.Ref)
 	if err != nil {
@@ -212,10 +222,17 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 			return nil, err
 		}
 	}
-	tags := joinTags(relabel(tk.Labels, remove, add))
+	want := relabel(tk.Labels, remove, add)
+	if slices.Equal(want, tk.Labels) {
+		// Nothing to write. Sending the same tags would create no revision
+		// to return, and the transition it stands for is already there.
+		out := *tk
+		out.Labels = slices.Clone(tk.Labels)
+		return &out, nil
+	}
 	doc := []webapi.JsonPatchOperation{
 		{Op: ptr(webapi.OperationValues.Test), Path: ptr("/rev"), Value: rev},
-		{Op: ptr(webapi.OperationValues.Add), Path: ptr("/fields/" + fieldTags), Value: tags},
+		{Op: ptr(writeOp(tk.Labels)), Path: ptr("/fields/" + fieldTags), Value: joinTags(want)},
 	}
 	c, err := t.sdk.client(ctx)
 	if err != nil {
@@ -229,8 +246,45 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	if err != nil {
 		return nil, fmt.Errorf("azuredevops: relabel %s: %w", tk.Ref.ID, err)
 	}
+	if err := checkAnswer(rev, want, out); err != nil {
+		return nil, fmt.Errorf("azuredevops: relabel %s at rev %d: %w", tk.Ref.ID, rev, err)
+	}
 	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.String("add", add), zap.String("rev", out.Version))
 	return out, nil
+}
+
+// writeOp is the JSON Patch operation that sets System.Tags to the computed
+// list, given the tags the work item had at the tested revision.
+//
+// "replace" sets the whole list; "add" merges into the existing tags and
+// removes nothing (bluebasher/WorkItemUpdater#87 and #92; Microsoft's CLI
+// adds a tag with "add" and removes one with "replace",
+// Azure/azure-devops-cli-extension work_item_tags.py). But "replace" of a
+// work item without tags fails (Tiberriver256/mcp-server-azure-devops#301,
+// RFC 6902 §4.3). So a work item without tags gets "add": the "test /rev"
+// in the same document proves it still has none when the write applies,
+// and a merge into nothing is the list itself. Everywhere else "replace".
+func writeOp(had []string) webapi.Operation {
+	if len(had) == 0 {
+		return webapi.OperationValues.Add
+	}
+	return webapi.OperationValues.Replace
+}
+
+// checkAnswer verifies that the service applied the document as sent: the
+// answer is a newer revision than the one tested and carries exactly the
+// tags written (compared case-insensitively: the project's tag catalogue
+// decides a tag's spelling). Anything else is ErrPreconditionFailed, so the
+// caller re-reads the ticket and decides again from what is really there.
+func checkAnswer(rev int, want []string, got *platforms.Ticket) error {
+	n, _ := strconv.Atoi(got.Version)
+	if n <= rev {
+		return fmt.Errorf("%w: the answer is revision %s, not newer than the tested %d", platforms.ErrPreconditionFailed, got.Version, rev)
+	}
+	if !sameTags(want, got.Labels) {
+		return fmt.Errorf("%w: the answer's tags %q are not the tags written %q (another writer's change was merged)", platforms.ErrPreconditionFailed, got.Labels, want)
+	}
+	return nil
 }
 
 // Comment posts body on the work item as Markdown, through the work item

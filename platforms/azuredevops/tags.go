@@ -72,3 +72,19 @@ func containsFold(list []string, s string) bool {
 	}
 	return false
 }
+
+// sameTags reports whether a and b hold the same tags, as Azure DevOps
+// compares them: case-insensitively and regardless of order.
+func sameTags(a, b []string) bool {
+	for _, t := range a {
+		if !containsFold(b, t) {
+			return false
+		}
+	}
+	for _, t := range b {
+		if !containsFold(a, t) {
+			return false
+		}
+	}
+	return true
+}

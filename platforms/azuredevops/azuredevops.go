@@ -2,9 +2,14 @@
 // platforms.Tracker and platforms.WebhookDecoder, on azure-devops-go-api v7.
 // A ticket is a work item; its labels are the work item's tags. Lifecycle
 // writes are conditional: Relabel sends a JSON Patch whose first operation
-// is "test /rev" against the revision the ticket was read at, so a write
-// that raced another writer is refused (platforms.ErrPreconditionFailed)
-// instead of silently dropping the other writer's tags.
+// is "test /rev" against the revision the ticket was read at, then
+// "replace /fields/System.Tags" with the whole computed tag list. A write
+// that raced another writer (a human editing tags between our read and our
+// write) is refused with 412 (platforms.ErrPreconditionFailed): the caller
+// re-reads and writes again, and the human's edit stays. "add" is not used
+// to move a lifecycle tag because Azure DevOps merges an added tag list
+// into the existing tags and never removes one; the answer's tags are
+// checked against the list written.
 package azuredevops
 
 import (

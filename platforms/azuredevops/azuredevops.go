@@ -83,6 +83,14 @@ type Options struct {
 	Logger *zap.Logger
 	// Writer is sent with each write for the emulator's write log.
 	Writer string
+	// Spellings are the tags the daemon writes, as it spells them (the
+	// lifecycle labels and the trigger label). A project keeps the spelling
+	// a tag was first used in and a write in another case does not change
+	// it (MicrosoftDocs/azure-devops-docs#5055), so a work item can carry
+	// our tag as "Agent-Smith:done" even right after we wrote
+	// "agent-smith:done". On Azure DevOps that is our tag: the tracker reads
+	// it in our spelling, or the daemon would not see the state it wrote.
+	Spellings []string
 }
 
 // Tracker is one Azure DevOps project. It is safe for concurrent use.
@@ -92,6 +100,7 @@ type Tracker struct {
 	orgURL       string
 	locator      string // canonical "org/project", see Locator
 	name         string // configured project name
+	spellings    []string
 	log          *zap.Logger
 }
 
@@ -122,13 +131,14 @@ func New(opts Options) (*Tracker, error) {
 	}
 	loc := Locator(org, project)
 	return &Tracker{
-		sdk:     newSDKClient(orgURL, opts.Token, hc),
-		org:     org,
-		project: project,
-		orgURL:  orgURL,
-		locator: loc,
-		name:    opts.Project,
-		log:     log.With(zap.String("platform", Platform), zap.String("repo", loc)),
+		sdk:       newSDKClient(orgURL, opts.Token, hc),
+		org:       org,
+		project:   project,
+		orgURL:    orgURL,
+		locator:   loc,
+		name:      opts.Project,
+		spellings: slices.Clone(opts.Spellings),
+		log:       log.With(zap.String("platform", Platform), zap.String("repo", loc)),
 	}, nil
 }
 
@@ -407,7 +417,7 @@ func (t *Tracker) ticket(wi *workitemtracking.WorkItem) (*platforms.Ticket, erro
 		Body:    stringField(f, fieldDescription),
 		URL:     EditURL(t.orgURL, t.project, *wi.Id),
 		Open:    isOpen(stringField(f, fieldState)),
-		Labels:  splitTags(stringField(f, fieldTags)),
+		Labels:  respell(splitTags(stringField(f, fieldTags)), t.spellings),
 		Version: strconv.Itoa(*wi.Rev),
 	}, nil
 }

@@ -293,3 +293,39 @@ func TestAgainstServer(t *testing.T) {
 		}
 	}
 }
+
+// TestSpellings: a tag of ours in the project's other spelling is read as
+// ours, in a Get and in Relabel's answer (the catalogue keeps the first
+// spelling, so a write of ours can come back as "Agent-Smith:Done").
+func TestSpellings(t *testing.T) {
+	f, srv := newFake(t)
+	tr, err := New(Options{BaseURL: srv.URL + "/tfs/", Repo: "C/Shop", Token: "pat",
+		Spellings: []string{"agent-smith", "agent-smith:in-progress", "agent-smith:done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := New(Options{BaseURL: srv.URL + "/tfs/", Repo: "C/Shop", Token: "pat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ref := platforms.Ref{Platform: Platform, ID: "c/shop#7"}
+	f.set(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPatch {
+			writeJSON(w, http.StatusOK, map[string]any{"id": 7, "rev": 5, "fields": map[string]any{"System.Tags": "Agent-Smith; bug; agent-smith:in-progress-x; Agent-Smith:Done"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": 7, "rev": 4, "fields": map[string]any{"System.Tags": "Agent-Smith; bug; AGENT-SMITH:IN-PROGRESS; agent-smith:in-progress-x"}})
+	})
+	tk, err := tr.Get(ctx, ref)
+	if err != nil || !slices.Equal(tk.Labels, []string{"agent-smith", "bug", "agent-smith:in-progress", "agent-smith:in-progress-x"}) {
+		t.Fatalf("Get = %+v, %v", tk, err)
+	}
+	if raw, err := plain.Get(ctx, ref); err != nil || !slices.Equal(raw.Labels, []string{"Agent-Smith", "bug", "AGENT-SMITH:IN-PROGRESS", "agent-smith:in-progress-x"}) {
+		t.Fatalf("Get without spellings = %+v, %v", raw, err)
+	}
+	done, err := tr.Relabel(ctx, tk, []string{"agent-smith:in-progress"}, "agent-smith:done")
+	if err != nil || done.Version != "5" || !slices.Equal(done.Labels, []string{"agent-smith", "bug", "agent-smith:in-progress-x", "agent-smith:done"}) {
+		t.Fatalf("Relabel = %+v, %v", done, err)
+	}
+}

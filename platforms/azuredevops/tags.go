@@ -88,3 +88,17 @@ func sameTags(a, b []string) bool {
 	}
 	return true
 }
+
+// respell rewrites each tag that equals one of spellings but for case to
+// that spelling (see Options.Spellings); other tags stay byte for byte.
+func respell(tags, spellings []string) []string {
+	for i, t := range tags {
+		for _, sp := range spellings {
+			if t != sp && strings.EqualFold(t, sp) {
+				tags[i] = sp
+				break
+			}
+		}
+	}
+	return tags
+}

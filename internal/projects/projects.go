@@ -50,8 +50,12 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, ins
 		}
 		return tr, gitlab.Webhooks{}, tr.Locator(), nil
 	case azuredevops.Platform:
+		spellings := []string{pc.TriggerLabel}
+		for _, s := range lifecycle.AllStates {
+			spellings = append(spellings, lifecycle.Labels{Prefix: prefix}.Label(s))
+		}
 		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: instance, HTTPClient: hc})
+			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: instance, HTTPClient: hc, Spellings: spellings})
 		if err != nil {
 			return nil, nil, "", err
 		}

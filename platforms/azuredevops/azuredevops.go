@@ -2,9 +2,14 @@
 // platforms.Tracker and platforms.WebhookDecoder, on azure-devops-go-api v7.
 // A ticket is a work item; its labels are the work item's tags. Lifecycle
 // writes are conditional: Relabel sends a JSON Patch whose first operation
-// is "test /rev" against the revision the ticket was read at, so a write
-// that raced another writer is refused (platforms.ErrPreconditionFailed)
-// instead of silently dropping the other writer's tags.
+// is "test /rev" against the revision the ticket was read at, then
+// "replace /fields/System.Tags" with the whole computed tag list. A write
+// that raced another writer (a human editing tags between our read and our
+// write) is refused with 412 (platforms.ErrPreconditionFailed): the caller
+// re-reads and writes again, and the human's edit stays. "add" is not used
+// to move a lifecycle tag because Azure DevOps merges an added tag list
+// into the existing tags and never removes one; the answer's tags are
+// checked against the list written.
 package azuredevops
 
 import (
@@ -12,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -77,6 +83,14 @@ type Options struct {
 	Logger *zap.Logger
 	// Writer is sent with each write for the emulator's write log.
 	Writer string
+	// Spellings are the tags the daemon writes, as it spells them (the
+	// lifecycle labels and the trigger label). A project keeps the spelling
+	// a tag was first used in and a write in another case does not change
+	// it (MicrosoftDocs/azure-devops-docs#5055), so a work item can carry
+	// our tag as "Agent-Smith:done" even right after we wrote
+	// "agent-smith:done". On Azure DevOps that is our tag: the tracker reads
+	// it in our spelling, or the daemon would not see the state it wrote.
+	Spellings []string
 }
 
 // Tracker is one Azure DevOps project. It is safe for concurrent use.
@@ -86,6 +100,7 @@ type Tracker struct {
 	orgURL       string
 	locator      string // canonical "org/project", see Locator
 	name         string // configured project name
+	spellings    []string
 	log          *zap.Logger
 }
 
@@ -116,13 +131,14 @@ func New(opts Options) (*Tracker, error) {
 	}
 	loc := Locator(org, project)
 	return &Tracker{
-		sdk:     newSDKClient(orgURL, opts.Token, hc),
-		org:     org,
-		project: project,
-		orgURL:  orgURL,
-		locator: loc,
-		name:    opts.Project,
-		log:     log.With(zap.String("platform", Platform), zap.String("repo", loc)),
+		sdk:       newSDKClient(orgURL, opts.Token, hc),
+		org:       org,
+		project:   project,
+		orgURL:    orgURL,
+		locator:   loc,
+		name:      opts.Project,
+		spellings: slices.Clone(opts.Spellings),
+		log:       log.With(zap.String("platform", Platform), zap.String("repo", loc)),
 	}, nil
 }
 
@@ -194,10 +210,19 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 
 // Relabel writes System.Tags computed from tk.Labels in one JSON Patch that
 // first tests /rev against tk.Version: Azure DevOps applies all operations
-// or none, and refuses the document with 412 when the revision moved on. A
-// ticket without a version is refused rather than written unconditionally.
-// Tags in remove are removed in every spelling, since Azure DevOps tags are
-// case-insensitive.
+// or none, and refuses the document with 412 when the revision moved on, so
+// a human's tag edit between our read and our write is never overwritten
+// (the caller re-reads and writes again). Tags in remove are removed in
+// every spelling, since Azure DevOps tags are case-insensitive. A ticket
+// without a version is refused rather than written unconditionally.
+//
+// The tags are written with "replace" and the whole computed list: on
+// Azure DevOps "add /fields/System.Tags" merges into the existing tags and
+// can never remove one (see writeOp). The answer's tags are checked against
+// the list written; a difference means the service did not apply our list
+// as sent (another writer's change merged in), which is reported as
+// platforms.ErrPreconditionFailed so the caller re-reads. The returned
+// ticket is the answer's: its Version is the new revision.
 func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
 	id, err := t.workItemID(tk.Ref)
 	if err != nil {
@@ -212,10 +237,17 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 			return nil, err
 		}
 	}
-	tags := joinTags(relabel(tk.Labels, remove, add))
+	want := relabel(tk.Labels, remove, add)
+	if slices.Equal(want, tk.Labels) {
+		// Nothing to write. Sending the same tags would create no revision
+		// to return, and the transition it stands for is already there.
+		out := *tk
+		out.Labels = slices.Clone(tk.Labels)
+		return &out, nil
+	}
 	doc := []webapi.JsonPatchOperation{
 		{Op: ptr(webapi.OperationValues.Test), Path: ptr("/rev"), Value: rev},
-		{Op: ptr(webapi.OperationValues.Add), Path: ptr("/fields/" + fieldTags), Value: tags},
+		{Op: ptr(writeOp(tk.Labels)), Path: ptr("/fields/" + fieldTags), Value: joinTags(want)},
 	}
 	c, err := t.sdk.client(ctx)
 	if err != nil {
@@ -229,8 +261,45 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	if err != nil {
 		return nil, fmt.Errorf("azuredevops: relabel %s: %w", tk.Ref.ID, err)
 	}
+	if err := checkAnswer(rev, want, out); err != nil {
+		return nil, fmt.Errorf("azuredevops: relabel %s at rev %d: %w", tk.Ref.ID, rev, err)
+	}
 	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.String("add", add), zap.String("rev", out.Version))
 	return out, nil
+}
+
+// writeOp is the JSON Patch operation that sets System.Tags to the computed
+// list, given the tags the work item had at the tested revision.
+//
+// "replace" sets the whole list; "add" merges into the existing tags and
+// removes nothing (bluebasher/WorkItemUpdater#87 and #92; Microsoft's CLI
+// adds a tag with "add" and removes one with "replace",
+// Azure/azure-devops-cli-extension work_item_tags.py). But "replace" of a
+// work item without tags fails (Tiberriver256/mcp-server-azure-devops#301,
+// RFC 6902 §4.3). So a work item without tags gets "add": the "test /rev"
+// in the same document proves it still has none when the write applies,
+// and a merge into nothing is the list itself. Everywhere else "replace".
+func writeOp(had []string) webapi.Operation {
+	if len(had) == 0 {
+		return webapi.OperationValues.Add
+	}
+	return webapi.OperationValues.Replace
+}
+
+// checkAnswer verifies that the service applied the document as sent: the
+// answer is a newer revision than the one tested and carries exactly the
+// tags written (compared case-insensitively: the project's tag catalogue
+// decides a tag's spelling). Anything else is ErrPreconditionFailed, so the
+// caller re-reads the ticket and decides again from what is really there.
+func checkAnswer(rev int, want []string, got *platforms.Ticket) error {
+	n, _ := strconv.Atoi(got.Version)
+	if n <= rev {
+		return fmt.Errorf("%w: the answer is revision %s, not newer than the tested %d", platforms.ErrPreconditionFailed, got.Version, rev)
+	}
+	if !sameTags(want, got.Labels) {
+		return fmt.Errorf("%w: the answer's tags %q are not the tags written %q (another writer's change was merged)", platforms.ErrPreconditionFailed, got.Labels, want)
+	}
+	return nil
 }
 
 // Comment posts body on the work item as Markdown, through the work item
@@ -348,7 +417,7 @@ func (t *Tracker) ticket(wi *workitemtracking.WorkItem) (*platforms.Ticket, erro
 		Body:    stringField(f, fieldDescription),
 		URL:     EditURL(t.orgURL, t.project, *wi.Id),
 		Open:    isOpen(stringField(f, fieldState)),
-		Labels:  splitTags(stringField(f, fieldTags)),
+		Labels:  respell(splitTags(stringField(f, fieldTags)), t.spellings),
 		Version: strconv.Itoa(*wi.Rev),
 	}, nil
 }

@@ -181,7 +181,8 @@ func TestAgainstServer(t *testing.T) {
 		t.Errorf("Get of another project's item: %v, want ErrNotFound", err)
 	}
 
-	// The patch document tests /rev first, then sets the tags.
+	// The patch document tests /rev first, then replaces the tags with the
+	// whole computed list ("add" would merge and keep A).
 	var doc []map[string]any
 	var ctype string
 	f.set(func(w http.ResponseWriter, r *http.Request) {
@@ -196,8 +197,54 @@ func TestAgainstServer(t *testing.T) {
 	}
 	if out.Version != "5" || !strings.HasPrefix(ctype, "application/json-patch+json") || len(doc) != 2 ||
 		doc[0]["op"] != "test" || doc[0]["path"] != "/rev" || doc[0]["value"] != float64(4) ||
-		doc[1]["op"] != "add" || doc[1]["path"] != "/fields/System.Tags" || doc[1]["value"] != "b; agent-smith:done" {
+		doc[1]["op"] != "replace" || doc[1]["path"] != "/fields/System.Tags" || doc[1]["value"] != "b; agent-smith:done" {
 		t.Fatalf("Relabel sent %s %v, returned %+v", ctype, doc, out)
+	}
+
+	// A work item without tags gets "add": "replace" of an empty field
+	// fails on the service, and the tested rev proves there is nothing to
+	// merge with.
+	f.set(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewDecoder(r.Body).Decode(&doc)
+		writeJSON(w, http.StatusOK, map[string]any{"id": 7, "rev": 5, "fields": map[string]any{"System.Tags": "agent-smith:pending"}})
+	})
+	bare := *tk
+	bare.Labels = []string{}
+	if _, err := tr.Relabel(ctx, &bare, nil, "agent-smith:pending"); err != nil || len(doc) != 2 || doc[1]["op"] != "add" || doc[1]["value"] != "agent-smith:pending" {
+		t.Fatalf("Relabel of an untagged item sent %v: %v", doc, err)
+	}
+
+	// The answer is checked: tags other than those written (the service
+	// merged instead of replacing, or merged another writer's change) or a
+	// revision that is not newer is a conflict to re-read after.
+	for _, answer := range []map[string]any{
+		{"id": 7, "rev": 5, "fields": map[string]any{"System.Tags": "b; A; agent-smith:done"}},
+		{"id": 7, "rev": 5, "fields": map[string]any{"System.Tags": "b"}},
+		{"id": 7, "rev": 4, "fields": map[string]any{"System.Tags": "b; agent-smith:done"}},
+	} {
+		f.set(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, answer) })
+		if out, err := tr.Relabel(ctx, tk, []string{"A"}, "agent-smith:done"); !errors.Is(err, platforms.ErrPreconditionFailed) {
+			t.Errorf("answer %v: Relabel = %+v, %v, want ErrPreconditionFailed", answer, out, err)
+		}
+	}
+	// The catalogue's spelling of a tag is the tag.
+	f.set(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"id": 7, "rev": 5, "fields": map[string]any{"System.Tags": "B; Agent-Smith:Done"}})
+	})
+	if _, err := tr.Relabel(ctx, tk, []string{"A"}, "agent-smith:done"); err != nil {
+		t.Errorf("answer in the catalogue's spelling: %v", err)
+	}
+
+	// Nothing to change: no request, the ticket as it is.
+	f.mu.Lock()
+	sent := len(f.methods)
+	f.mu.Unlock()
+	same, err := tr.Relabel(ctx, tk, []string{"agent-smith:failed"}, "b")
+	f.mu.Lock()
+	after := len(f.methods)
+	f.mu.Unlock()
+	if err != nil || after != sent || same.Version != tk.Version || !slices.Equal(same.Labels, tk.Labels) {
+		t.Errorf("no-op Relabel: %+v, %v, requests %d → %d", same, err, sent, after)
 	}
 
 	// Status codes: 412 and 409 are a lost race, 404 not found, and a
@@ -244,5 +291,41 @@ func TestAgainstServer(t *testing.T) {
 		if _, err := tr.Get(ctx, bad); err == nil {
 			t.Errorf("Get(%+v) accepted", bad)
 		}
+	}
+}
+
+// TestSpellings: a tag of ours in the project's other spelling is read as
+// ours, in a Get and in Relabel's answer (the catalogue keeps the first
+// spelling, so a write of ours can come back as "Agent-Smith:Done").
+func TestSpellings(t *testing.T) {
+	f, srv := newFake(t)
+	tr, err := New(Options{BaseURL: srv.URL + "/tfs/", Repo: "C/Shop", Token: "pat",
+		Spellings: []string{"agent-smith", "agent-smith:in-progress", "agent-smith:done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := New(Options{BaseURL: srv.URL + "/tfs/", Repo: "C/Shop", Token: "pat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ref := platforms.Ref{Platform: Platform, ID: "c/shop#7"}
+	f.set(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPatch {
+			writeJSON(w, http.StatusOK, map[string]any{"id": 7, "rev": 5, "fields": map[string]any{"System.Tags": "Agent-Smith; bug; agent-smith:in-progress-x; Agent-Smith:Done"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": 7, "rev": 4, "fields": map[string]any{"System.Tags": "Agent-Smith; bug; AGENT-SMITH:IN-PROGRESS; agent-smith:in-progress-x"}})
+	})
+	tk, err := tr.Get(ctx, ref)
+	if err != nil || !slices.Equal(tk.Labels, []string{"agent-smith", "bug", "agent-smith:in-progress", "agent-smith:in-progress-x"}) {
+		t.Fatalf("Get = %+v, %v", tk, err)
+	}
+	if raw, err := plain.Get(ctx, ref); err != nil || !slices.Equal(raw.Labels, []string{"Agent-Smith", "bug", "AGENT-SMITH:IN-PROGRESS", "agent-smith:in-progress-x"}) {
+		t.Fatalf("Get without spellings = %+v, %v", raw, err)
+	}
+	done, err := tr.Relabel(ctx, tk, []string{"agent-smith:in-progress"}, "agent-smith:done")
+	if err != nil || done.Version != "5" || !slices.Equal(done.Labels, []string{"agent-smith", "bug", "agent-smith:in-progress-x", "agent-smith:done"}) {
+		t.Fatalf("Relabel = %+v, %v", done, err)
 	}
 }

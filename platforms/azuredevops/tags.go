@@ -72,3 +72,33 @@ func containsFold(list []string, s string) bool {
 	}
 	return false
 }
+
+// sameTags reports whether a and b hold the same tags, as Azure DevOps
+// compares them: case-insensitively and regardless of order.
+func sameTags(a, b []string) bool {
+	for _, t := range a {
+		if !containsFold(b, t) {
+			return false
+		}
+	}
+	for _, t := range b {
+		if !containsFold(a, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// respell rewrites each tag that equals one of spellings but for case to
+// that spelling (see Options.Spellings); other tags stay byte for byte.
+func respell(tags, spellings []string) []string {
+	for i, t := range tags {
+		for _, sp := range spellings {
+			if t != sp && strings.EqualFold(t, sp) {
+				tags[i] = sp
+				break
+			}
+		}
+	}
+	return tags
+}

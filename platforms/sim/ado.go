@@ -29,10 +29,11 @@ import (
 //
 // Conditional writes: a JSON Patch document whose "test /rev" operation
 // does not match the work item's current rev is refused as a whole with 412
-// Precondition Failed (the status observed on the live service, see
-// microsoft/azure-devops-mcp#1526; the specification accepts 409 as well).
+// Precondition Failed and VS403351 (the status observed on the live
+// service, see microsoft/azure-devops-mcp#1526; details in ado_tags.go).
 // Every change of a work item (tags, state, title, description, comment)
-// increments its rev by one.
+// increments its rev by one. System.Tags follows the service's JSON Patch
+// semantics, not RFC 6902's: "add" merges (ado_tags.go).
 //
 // Docs: https://learn.microsoft.com/rest/api/azure/devops/wit/ (Work Items
 // - Get Work Item, Update, Get Work Items Batch; Wiql - Query By Wiql;
@@ -297,18 +298,16 @@ func (s *Sim) adoStoreError(w http.ResponseWriter, id int, err error) {
 		adoError(w, http.StatusNotFound, "WorkItemUnauthorizedAccessException",
 			fmt.Sprintf("TF401232: Work item %d does not exist, or you do not have permissions to read it.", id))
 	case errors.Is(err, ErrPreconditionFailed):
-		adoRevMismatch(w)
+		// The work item API maps WorkItemRevisionMismatchException (TF26071)
+		// to 409; a failed "test /rev" is 412 instead (adoTestFailed).
+		adoError(w, http.StatusConflict, "WorkItemRevisionMismatchException",
+			"TF26071: This work item has been changed by someone else since you opened it. You will need to refresh it and discard your changes.")
 	case errors.Is(err, errInvalid):
 		adoError(w, http.StatusBadRequest, "RuleValidationException", "TF401320: Rule Error for field Title. Error code: Required, InvalidEmpty.")
 	default:
 		s.log.Error("ado api", zap.Error(err))
 		adoError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error")
 	}
-}
-
-func adoRevMismatch(w http.ResponseWriter) {
-	adoError(w, http.StatusPreconditionFailed, "WorkItemRevisionMismatchException",
-		"TF26071: This work item has been changed by someone else since you opened it. You will need to refresh it and discard your changes.")
 }
 
 // adoGetWorkItem is "Work Items - Get Work Item": fields (comma-separated)
@@ -353,6 +352,7 @@ type adoPatchOp struct {
 // (Content-Type application/json-patch+json) applied all or nothing. The
 // sim supports "test /rev" and add/replace/remove of System.Tags,
 // System.Title, System.Description and System.State; anything else is 400.
+// Tags follow the service's own semantics (ado_tags.go): "add" merges.
 func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCall) {
 	id, ok := adoWorkItemID(w, r)
 	if !ok {
@@ -369,7 +369,8 @@ func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCa
 		return
 	}
 	var (
-		u       update
+		fields  update // every field but the tags, which depend on the current ones
+		tagOps  []adoTagOp
 		wantRev *int
 	)
 	for _, op := range ops {
@@ -390,7 +391,9 @@ func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCa
 					return
 				}
 			}
-			if !adoSetField(&u, field, v) {
+			if strings.EqualFold(field, "System.Tags") {
+				tagOps = append(tagOps, adoTagOp{op: op.Op, value: v})
+			} else if !adoSetField(&fields, field, v) {
 				adoError(w, http.StatusBadRequest, "WorkItemFieldInvalidException", fmt.Sprintf(
 					"TF51535: Cannot find field %s. (The sim supports System.Tags, System.Title, System.Description and System.State.)", field))
 				return
@@ -401,36 +404,57 @@ func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCa
 			return
 		}
 	}
-	// The store conditions on its version; rev and version change together,
-	// so "rev is still wanted" is "version is still the one read with it".
-	var cond precondition
-	if wantRev != nil {
+	// The document is applied to the work item as it is when the service
+	// reads it: the tags are computed from the current ones and written only
+	// if the item did not change meanwhile (rev and version change
+	// together). Without "test /rev" a write that lost that race is simply
+	// recomputed, as the service serialises saves of one work item itself.
+	for try := 0; ; try++ {
 		cur, err := s.store.get(c.repo, id)
 		if err != nil {
 			s.adoStoreError(w, id, err)
 			return
 		}
-		if cur.rev != *wantRev {
-			adoRevMismatch(w)
+		if wantRev != nil && cur.rev != *wantRev {
+			adoTestFailed(w, cur.rev, *wantRev)
 			return
 		}
-		cond = func(v int64) bool { return v == cur.version }
-	}
-	sn, _, err := s.store.apply(c.repo, id, cond, c.by, u)
-	if err != nil {
-		s.adoStoreError(w, id, err)
+		u := fields
+		if len(tagOps) > 0 {
+			tags, msg := adoApplyTagOps(cur.labelNames(), tagOps)
+			if msg != "" {
+				adoPatchFailed(w, msg)
+				return
+			}
+			tags = adoKeepSpelling(cur.labelNames(), tags)
+			u.Labels = &tags
+		}
+		version := cur.version
+		sn, _, err := s.store.apply(c.repo, id, func(v int64) bool { return v == version }, c.by, u)
+		if errors.Is(err, ErrPreconditionFailed) && wantRev == nil && try < adoApplyTries {
+			continue
+		}
+		if errors.Is(err, ErrPreconditionFailed) && wantRev != nil {
+			adoTestFailed(w, cur.rev+1, *wantRev) // another writer saved after the test was read
+			return
+		}
+		if err != nil {
+			s.adoStoreError(w, id, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, adoWorkItemJSON(c.base, sn, nil, true))
 		return
 	}
-	writeJSON(w, http.StatusOK, adoWorkItemJSON(c.base, sn, nil, true))
 }
 
-// adoSetField records a field write in u; false for a field the sim does
-// not model.
+// adoApplyTries bounds how often an unconditional update is recomputed
+// because another writer saved the work item in between.
+const adoApplyTries = 100
+
+// adoSetField records a write of a field other than System.Tags in u; false
+// for a field the sim does not model.
 func adoSetField(u *update, field, v string) bool {
 	switch field {
-	case "System.Tags":
-		tags := adoSplitTags(v)
-		u.Labels = &tags
 	case "System.Title":
 		u.Title = &v
 	case "System.Description":
@@ -446,20 +470,6 @@ func adoSetField(u *update, field, v string) bool {
 
 func adoIsClosedState(state string) bool {
 	return slices.ContainsFunc(adoClosedStates, func(c string) bool { return strings.EqualFold(c, state) })
-}
-
-// adoSplitTags parses System.Tags ("a; b"). Tags are case-insensitive: of
-// two spellings of one tag the first is kept, as the project's tag catalogue
-// keeps one spelling.
-func adoSplitTags(s string) []string {
-	out := []string{}
-	for _, t := range strings.Split(s, ";") {
-		t = strings.Trim(t, " ")
-		if t != "" && !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, t) }) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // adoInt reads a JSON number or numeric string.

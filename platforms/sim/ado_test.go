@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,15 +69,18 @@ func TestADOWorkItemRevAndPatch(t *testing.T) {
 	}
 	resp, wi = adoDo(t, "PATCH", item, "application/json-patch+json", patch)
 	f, _ = wi["fields"].(map[string]any)
-	if resp.StatusCode != 200 || wi["rev"] != float64(2) || f["System.Tags"] != "a; B; x" {
+	// "add" merges: only x is new; "B" is b, spelled as the item spells it.
+	if resp.StatusCode != 200 || wi["rev"] != float64(2) || f["System.Tags"] != "b; a; x" {
 		t.Fatalf("PATCH = %d %v", resp.StatusCode, wi)
 	}
-	// The same document again tests a stale rev: 412, nothing written.
+	// The same document again tests a stale rev: 412 with the service's
+	// body, nothing written.
 	resp, e := adoDo(t, "PATCH", item, "application/json-patch+json", patch)
-	if resp.StatusCode != http.StatusPreconditionFailed || !strings.HasPrefix(e["message"].(string), "TF26071") {
+	if resp.StatusCode != http.StatusPreconditionFailed || e["typeKey"] != "TestPatchOperationFailedException" ||
+		e["message"] != "VS403351: Test Operation for path /rev failed, value 2 was not equal to test value 1." {
 		t.Fatalf("stale PATCH = %d %v", resp.StatusCode, e)
 	}
-	if is, _ := s.Issue("Org/Proj", 1); !slices.Equal(is.Labels, []string{"a", "B", "x"}) {
+	if is, _ := s.Issue("Org/Proj", 1); !slices.Equal(is.Labels, []string{"b", "a", "x"}) {
 		t.Errorf("labels after refused write = %q", is.Labels)
 	}
 	// Closing through System.State, then a comment: each is one rev.
@@ -248,5 +252,76 @@ func TestADOServiceHooks(t *testing.T) {
 		if ev.DeliveryID == "" {
 			t.Errorf("no delivery id")
 		}
+	}
+}
+
+// TestADOTagOperations pins each JSON Patch operation on System.Tags to what
+// the service does (ado_tags.go has the sources).
+func TestADOTagOperations(t *testing.T) {
+	cases := []struct {
+		name  string
+		start []string
+		doc   string
+		code  int
+		want  []string // tags afterwards; nil: unchanged
+	}{
+		{"add merges", []string{"agent-smith:pending", "bug"}, `[{"op":"add","path":"/fields/System.Tags","value":"agent-smith:enqueued"}]`,
+			200, []string{"agent-smith:pending", "bug", "agent-smith:enqueued"}},
+		{"add of the whole list keeps what it omits", []string{"agent-smith:enqueued", "bug"}, `[{"op":"add","path":"/fields/System.Tags","value":"bug; agent-smith:in-progress"}]`,
+			200, []string{"agent-smith:enqueued", "bug", "agent-smith:in-progress"}},
+		{"add folds case and keeps the item's spelling", []string{"Bug"}, `[{"op":"add","path":"/fields/System.Tags","value":"bug; BUG; new"}]`,
+			200, []string{"Bug", "new"}},
+		{"add of nothing changes nothing", []string{"a"}, `[{"op":"add","path":"/fields/System.Tags","value":""}]`,
+			200, []string{"a"}},
+		{"add to an item without tags sets them", nil, `[{"op":"add","path":"/fields/System.Tags","value":" a ;b;; "}]`,
+			200, []string{"a", "b"}},
+		{"replace sets the whole list", []string{"agent-smith:enqueued", "bug"}, `[{"op":"replace","path":"/fields/System.Tags","value":"bug; agent-smith:in-progress"}]`,
+			200, []string{"bug", "agent-smith:in-progress"}},
+		{"replace keeps the item's spelling", []string{"Bug", "x"}, `[{"op":"replace","path":"/fields/System.Tags","value":"bug"}]`,
+			200, []string{"Bug"}},
+		{"replace with nothing clears", []string{"a", "b"}, `[{"op":"replace","path":"/fields/System.Tags","value":""}]`,
+			200, []string{}},
+		{"replace of an item without tags fails", nil, `[{"op":"replace","path":"/fields/System.Tags","value":"a"}]`,
+			400, nil},
+		{"remove clears", []string{"a", "b"}, `[{"op":"remove","path":"/fields/System.Tags"}]`,
+			200, []string{}},
+		{"remove of an item without tags fails", nil, `[{"op":"remove","path":"/fields/System.Tags"}]`,
+			400, nil},
+		{"operations apply in order", []string{"a"}, `[{"op":"replace","path":"/fields/System.Tags","value":"b"},{"op":"add","path":"/fields/System.Tags","value":"c"}]`,
+			200, []string{"b", "c"}},
+		{"a failed operation writes nothing of the document", []string{"a"}, `[{"op":"replace","path":"/fields/System.Title","value":"changed"},{"op":"remove","path":"/fields/System.Tags"},{"op":"replace","path":"/fields/System.Tags","value":"b"}]`,
+			400, nil},
+	}
+	s, srv := newADOSim(t)
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := s.CreateIssue("o/tags", "item", "", c.start...)
+			if n != i+1 {
+				t.Fatalf("CreateIssue = %d", n)
+			}
+			before, _ := s.Issue("o/tags", n)
+			resp, body := adoDo(t, "PATCH", srv.URL+"/ado/o/tags/_apis/wit/workItems/"+strconv.Itoa(n), "application/json-patch+json", c.doc)
+			after, _ := s.Issue("o/tags", n)
+			if resp.StatusCode != c.code {
+				t.Fatalf("PATCH = %d %v, want %d", resp.StatusCode, body, c.code)
+			}
+			if c.want == nil {
+				if !slices.Equal(after.Labels, before.Labels) || after.Title != before.Title || after.ETag != before.ETag {
+					t.Fatalf("refused document changed the item: %+v, was %+v", after, before)
+				}
+				if body["typeKey"] != "PatchOperationFailedException" {
+					t.Errorf("error body %v", body)
+				}
+				return
+			}
+			if !slices.Equal(after.Labels, c.want) {
+				t.Fatalf("tags = %q, want %q", after.Labels, c.want)
+			}
+			// The answer echoes the new tags, joined by "; ".
+			f, _ := body["fields"].(map[string]any)
+			if got, _ := f["System.Tags"].(string); got != strings.Join(c.want, "; ") {
+				t.Errorf("answer System.Tags = %q, want %q", got, strings.Join(c.want, "; "))
+			}
+		})
 	}
 }

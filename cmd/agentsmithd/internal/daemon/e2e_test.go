@@ -20,21 +20,21 @@ import (
 func TestWebhookToDoneLeavesOtherLabelsAlone(t *testing.T) {
 	forEachPlatform(t, func(t *testing.T, e *env) {
 		e.startDaemon(e.config("replica-a", ""))
-		n := e.sim.CreateIssue(e.repo, "Fix the login page", "body", "bug", "日本語", "Agent-Smith:done", "other:enqueued")
+		theirs := []string{"bug", "日本語", "Agent-Smith:done", "other:enqueued"}
+		if e.pc.FoldsCase {
+			// On Azure DevOps "Agent-Smith:done" is not a look-alike but
+			// our own done tag in another spelling (tags fold case): the
+			// ticket would be done already. azuredevops' tests cover that.
+			theirs = slices.DeleteFunc(theirs, func(l string) bool { return l == "Agent-Smith:done" })
+		}
+		n := e.sim.CreateIssue(e.repo, "Fix the login page", "body", theirs...)
 		if err := e.sim.AddLabels(e.repo, n, "agent-smith"); err != nil {
 			t.Fatal(err)
 		}
 		e.waitState(n, 20*time.Second, lifecycle.Done)
 		is, _ := e.sim.Issue(e.repo, n)
-		want := []string{"bug", "日本語", "Agent-Smith:done", "other:enqueued", "agent-smith", "agent-smith:done"}
+		want := append(slices.Clone(theirs), "agent-smith", "agent-smith:done")
 		got := is.Labels
-		if e.pc.FoldsCase {
-			// Azure DevOps keeps one tag per case-insensitive name:
-			// agent-smith:done takes the place of its case variant, so
-			// compare as sets.
-			want = slices.DeleteFunc(want, func(l string) bool { return l == "Agent-Smith:done" })
-			got, want = slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))
-		}
 		if !slices.Equal(got, want) {
 			t.Errorf("labels = %q, want %q", is.Labels, want)
 		}

@@ -109,6 +109,8 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		"issue_updated.edited":               platforms.EventIgnored,
 		"issue_deleted":                      platforms.EventIgnored,
 		"comment_created":                    platforms.EventIgnored,
+		// An event without an issue (the worklog names only its issueId).
+		"worklog_created": platforms.EventIgnored,
 	},
 	"gitlab": {
 		"issue.open":               platforms.EventTicket,
@@ -118,9 +120,15 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		"issue.close.enqueued":     platforms.EventTicket,
 		"issue.update.untriggered": platforms.EventTicket,
 		"confidential_issue.open":  platforms.EventIgnored,
-		"note.create":              platforms.EventIgnored,
-		"merge_request.open":       platforms.EventIgnored,
-		"push":                     platforms.EventIgnored,
+		// Tasks and epics come as Issue Hook with object_kind work_item
+		// (gitlab-org/gitlab#535890): ignored, answered 2xx; an issue sent
+		// that way (gitlab-org/gitlab#517947) is still an issue.
+		"issue.work_item.task.open":   platforms.EventIgnored,
+		"issue.work_item.epic.update": platforms.EventIgnored,
+		"issue.work_item.issue.open":  platforms.EventTicket,
+		"note.create":                 platforms.EventIgnored,
+		"merge_request.open":          platforms.EventIgnored,
+		"push":                        platforms.EventIgnored,
 	},
 	"azuredevops": {
 		"workitem.created":          platforms.EventTicket,
@@ -128,9 +136,14 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		"workitem.updated.state":    platforms.EventTicket,
 		"workitem.updated.closed":   platforms.EventTicket,
 		"workitem.updated.assigned": platforms.EventIgnored,
-		"workitem.commented":        platforms.EventIgnored,
-		"workitem.deleted":          platforms.EventIgnored,
-		"git.push":                  platforms.EventIgnored,
+		// A subscription whose "Resource details to send" is Minimal: the
+		// update without its revision. The exact shape is not documented
+		// (the sample payloads are all "All"); this one keeps the
+		// envelope and the resource's identifying members.
+		"workitem.updated.minimal": platforms.EventIgnored,
+		"workitem.commented":       platforms.EventIgnored,
+		"workitem.deleted":         platforms.EventIgnored,
+		"git.push":                 platforms.EventIgnored,
 	},
 }
 

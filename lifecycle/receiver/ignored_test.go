@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
@@ -21,6 +23,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
 const ignoredSecret = "ignored-test-secret"
@@ -171,5 +174,41 @@ func TestGitLabWorkItemsIgnored(t *testing.T) {
 	}
 	if status, _ := post(t, h, gitlab.Platform, "issue", []byte(`{"object_kind":`)); status != http.StatusBadRequest {
 		t.Errorf("truncated body: %d, want 400", status)
+	}
+}
+
+// TestGitLabNeverDisablesOurHook is the end-to-end form of the rule: the
+// sim's GitLab dialect, which disables a hook after four consecutive
+// failures as GitLab does (gitlab-org/gitlab!166329), delivers more tasks
+// and epics than that to the real receiver, authenticated; every delivery is
+// answered 202 and the hook stays enabled with no failure counted.
+func TestGitLabNeverDisablesOurHook(t *testing.T) {
+	const repo = "acme/platform/payments-api"
+	h, _ := ignoredReceiver(t, func(p string) string {
+		if p == gitlab.Platform {
+			return repo
+		}
+		return "elsewhere/unrelated"
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s := sim.New(sim.Options{})
+	t.Cleanup(s.Close)
+	s.AddHook(sim.Hook{Repo: repo, URL: srv.URL + "/webhooks/gitlab", Secret: ignoredSecret, Dialect: "gitlab"})
+	for i := range 3 {
+		s.SendGitLabWorkItem(repo, "Task", fmt.Sprintf("task %d", i), "agent-smith")
+		s.SendGitLabWorkItem(repo, "Epic", fmt.Sprintf("epic %d", i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := s.HookStates()
+	if len(st) != 1 || st[0].Failures != 0 || st[0].Disabled || !st[0].DisabledUntil.IsZero() || st[0].LastStatus != http.StatusAccepted {
+		t.Fatalf("hook state %+v; want enabled, no failures, last answer 202", st)
+	}
+	if got := s.Stats().Deliveries; got != 6 {
+		t.Fatalf("deliveries = %d, want 6", got)
 	}
 }

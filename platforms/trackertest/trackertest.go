@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -71,6 +72,11 @@ type Harness struct {
 	// FoldsCase says labels are case-insensitive (Azure DevOps tags): a case
 	// variant of a removed lifecycle label is the same tag and goes with it.
 	FoldsCase bool
+	// SearchLag says the emulator's list (search) lags writes made behind
+	// the tracker's back by up to this long, as Jira Cloud's search/jql
+	// does: list assertions wait for it, with a deadline, instead of
+	// expecting the list to be current at once.
+	SearchLag time.Duration
 }
 
 // sameLabels compares labels a tracker returned with want: in order, or as
@@ -442,19 +448,33 @@ func testListOpen(t *testing.T, h Harness) {
 		h.Close(t, h.Create(t, fmt.Sprintf("Closed %d", i), pending))
 	}
 
-	got, err := tr.ListOpen(ctx(t), pending)
-	if err != nil {
-		t.Fatalf("ListOpen: %v", err)
-	}
+	sort.Strings(want)
+	var got []*platforms.Ticket
 	var ids []string
+	list := func() bool {
+		var err error
+		got, err = tr.ListOpen(ctx(t), pending)
+		if err != nil {
+			t.Fatalf("ListOpen: %v", err)
+		}
+		ids = ids[:0]
+		for _, tk := range got {
+			ids = append(ids, tk.Ref.ID)
+		}
+		sort.Strings(ids)
+		return slices.Equal(ids, want)
+	}
+	if h.SearchLag > 0 {
+		// A lagging search converges on the truth.
+		eventually.Wait(t, h.SearchLag+10*time.Second, "the list to show every labelled ticket", list)
+	} else {
+		list() // anything else must be right the first time
+	}
 	for _, tk := range got {
-		ids = append(ids, tk.Ref.ID)
 		if tk.Ref.Platform != h.Platform || !tk.Open || !tk.HasLabel(pending) {
 			t.Errorf("listed %+v: want an open %s ticket labelled %s", tk, h.Platform, pending)
 		}
 	}
-	sort.Strings(ids)
-	sort.Strings(want)
 	if !slices.Equal(ids, want) {
 		t.Errorf("ListOpen returned %d tickets, want the %d open labelled ones\n got %q\nwant %q", len(ids), len(want), ids, want)
 	}

@@ -172,8 +172,8 @@ func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.DeliveryID = deliveryID(p, body)
 	ev.Name, ev.Action, _ = strings.Cut(p.EventType, ".")
 	var wi *workItem
-	if isWorkItemEvent := p.EventType == EventWorkItemCreated || p.EventType == EventWorkItemUpdated; isWorkItemEvent &&
-		head.Has("resource") && head.Object("resource") == nil {
+	workItemEvent := p.EventType == EventWorkItemCreated || p.EventType == EventWorkItemUpdated
+	if workItemEvent && head.Has("resource") && head.Object("resource") == nil {
 		return ev, malformed(ev, "resource is not an object", nil)
 	}
 	switch p.EventType {

@@ -29,7 +29,9 @@ type CancelDetectorConfig struct {
 // project) and asks their executor to cancel them (keys.Cancel). Per slow
 // cycle and project with running pipelines: one list call of its open
 // InProgress tickets, plus one read per running ticket missing from that
-// list (closed, or relabelled). A request still Enqueued needs nothing
+// list (closed, or relabelled) or listed without its trigger label: a
+// cancel is asked for only from a fresh read, because a search may be
+// stale (Jira Cloud's is eventually consistent). A request still Enqueued needs nothing
 // here: the consumer re-reads the ticket when it takes the request and fails
 // it instead of running it.
 type CancelDetector struct {
@@ -88,17 +90,22 @@ func (d *CancelDetector) Check(ctx context.Context) error {
 			open[t.Ref.Key()] = t
 		}
 		for _, ref := range refs {
-			t, ok := open[ref.Key()]
-			if !ok {
-				if t, err = p.Tracker.Get(ctx, ref); err != nil {
-					if !errors.Is(err, platforms.ErrNotFound) {
-						errs = append(errs, fmt.Errorf("read %s: %w", ref, err))
-					}
-					continue
+			// A listed ticket that looks fine needs no read; one missing
+			// from the list, or listed with a cause, is read afresh: a
+			// search may be stale (Jira Cloud's search/jql is eventually
+			// consistent), and only a fresh read may start a cancel.
+			if t, ok := open[ref.Key()]; ok && lifecycle.TrackerCause(t, p.TriggerLabel) == "" {
+				continue
+			}
+			t, err := p.Tracker.Get(ctx, ref)
+			if err != nil {
+				if !errors.Is(err, platforms.ErrNotFound) {
+					errs = append(errs, fmt.Errorf("read %s: %w", ref, err))
 				}
-				if labels.StateOf(t.Labels) != lifecycle.InProgress {
-					continue // finishing, or reverted: not a run to cancel
-				}
+				continue
+			}
+			if labels.StateOf(t.Labels) != lifecycle.InProgress {
+				continue // finishing, or reverted: not a run to cancel
 			}
 			cause := lifecycle.TrackerCause(t, p.TriggerLabel)
 			if cause == "" {

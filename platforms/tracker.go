@@ -116,6 +116,10 @@ type WebhookEvent struct {
 	Locator string
 	// Ticket is the ticket as the payload described it; Ref.Project is unset.
 	Ticket *Ticket
+	// Reason, on an EventIgnored delivery, says why when the cause is
+	// something the user can fix (a subscription sending too little); the
+	// receiver logs it and puts it in its answer.
+	Reason string
 }
 
 // WebhookDecoder authenticates and parses one platform's deliveries.

@@ -196,7 +196,7 @@ func TestHostileRequests(t *testing.T) {
 		{name: "forged: not hex", d: delivery{body: good, sign: "sha256=zz"}, status: 401, outcome: "rejected"},
 		{name: "forged: empty", d: delivery{body: good, sign: "sha256="}, status: 401, outcome: "rejected"},
 		{name: "another project's secret", d: delivery{body: good, sign: github.SignatureHeader(good, []byte(otherSecret))}, status: 401, outcome: "rejected"},
-		{name: "unconfigured repository", d: delivery{body: issuePayload("labeled", "evil/repo", 1, "agent-smith")}, status: 404, outcome: "rejected"},
+		{name: "unconfigured repository", d: delivery{body: issuePayload("labeled", "evil/repo", 1, "agent-smith")}, status: 202, outcome: "ignored"},
 		{name: "body over the limit", d: delivery{body: over}, status: 413, outcome: "rejected"},
 		{name: "body over the limit, unsigned", d: delivery{body: over, sign: "none"}, status: 413, outcome: "rejected"},
 		{name: "truncated JSON", d: delivery{body: good[:len(good)/2]}, status: 400, outcome: "rejected"},

@@ -159,7 +159,16 @@ type answer struct {
 	Claim   *lifecycle.ClaimResult `json:"claim,omitempty"`
 	// Cancel is the cause of a cancellation this delivery requested.
 	Cancel string `json:"cancel,omitempty"`
+	// Reason says why an authenticated delivery was ignored, where it is
+	// worth telling (an unconfigured project, a subscription sending too
+	// little), so the tracker's delivery log shows it.
+	Reason string `json:"reason,omitempty"`
 }
+
+// OutcomeIgnored answers (202) an authenticated, well-formed delivery the
+// daemon does not act on. Never a 4xx: trackers count failed deliveries
+// and GitLab disables a hook after four in a row (gitlab-org/gitlab!166329).
+const OutcomeIgnored = "ignored"
 
 func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	platform := r.PathValue("platform")
@@ -208,12 +217,26 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, answer{Outcome: "pong"})
 		return
 	case platforms.EventIgnored:
-		writeJSON(w, http.StatusAccepted, answer{Outcome: "ignored"})
+		if ev.Reason != "" {
+			log.Warn("webhook ignored", zap.String("event", ev.Name+"/"+ev.Action), zap.String("reason", ev.Reason))
+		}
+		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeIgnored, Reason: ev.Reason})
 		return
 	}
 	project, status := resolve(route.Projects, owners[idx], ev.Locator)
-	if status != http.StatusOK {
-		log.Warn("webhook for an unconfigured or mismatched project", zap.String("locator", ev.Locator), zap.Int("status", status))
+	switch status {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		// Authenticated, but for a project this daemon does not serve: a
+		// group or organisation hook (GitLab group, GitHub organisation,
+		// Jira admin webhook without a JQL filter) sends every project's
+		// events. An event we do not act on must never count towards the
+		// tracker disabling the hook (gitlab-org/gitlab!166329).
+		log.Info("webhook for an unconfigured project ignored", zap.String("locator", ev.Locator))
+		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeIgnored, Reason: "no project configured for " + ev.Locator})
+		return
+	default:
+		log.Warn("webhook for a project another project's secret authenticated", zap.String("locator", ev.Locator), zap.Int("status", status))
 		writeJSON(w, status, answer{Outcome: "rejected", Error: "no project configured for " + ev.Locator + " with this secret"})
 		return
 	}

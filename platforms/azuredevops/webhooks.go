@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -147,47 +148,64 @@ const nilGUID = "00000000-0000-0000-0000-000000000000"
 
 // Parse decodes an authenticated delivery. workitem.created and
 // workitem.updated events that touch ticketFields are EventTicket; every
-// other well-formed delivery is EventIgnored. Azure DevOps has no ping
-// event: the portal's "Test" button sends a sample of the subscribed event.
-// It never panics, whatever the input.
+// other well-formed delivery is EventIgnored, answered 2xx, so a
+// subscription is never put on probation for an event the daemon does not
+// act on: other event types, updates of other fields, and work item events
+// sent without the work item (a subscription whose "Resource details to
+// send" is Minimal or None; Reason says so). Only a body that is not a
+// JSON object, or a work item event the daemon acts on whose fields are
+// not what Azure DevOps documents, is ErrMalformed. Azure DevOps has no
+// ping event: the portal's "Test" button sends a sample of the subscribed
+// event. It never panics, whatever the input.
 func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error) {
 	var ev platforms.WebhookEvent
+	head, err := platforms.ParseWebhookBody(body)
+	if err != nil {
+		return ev, fmt.Errorf("azuredevops: delivery: %w", err)
+	}
 	var p envelope
 	if err := json.Unmarshal(body, &p); err != nil {
-		return ev, fmt.Errorf("azuredevops: delivery: %w: %v", platforms.ErrMalformed, err)
+		// An envelope member of another type: identify the delivery by
+		// its digest and read on from the members that did parse.
+		p = envelope{EventType: head.String("eventType"), Resource: head["resource"]}
 	}
 	ev.DeliveryID = deliveryID(p, body)
 	ev.Name, ev.Action, _ = strings.Cut(p.EventType, ".")
-	if p.EventType == "" {
-		return ev, fmt.Errorf("azuredevops: delivery %q has no eventType: %w", ev.DeliveryID, platforms.ErrMalformed)
-	}
 	var wi *workItem
-	changed := true
+	workItemEvent := p.EventType == EventWorkItemCreated || p.EventType == EventWorkItemUpdated
+	if workItemEvent && head.Has("resource") && head.Object("resource") == nil {
+		return ev, malformed(ev, "resource is not an object", nil)
+	}
 	switch p.EventType {
 	case EventWorkItemCreated:
-		if err := json.Unmarshal(p.Resource, &wi); err != nil || wi == nil {
-			return ev, malformed(ev, "resource is not a work item", err)
-		}
-	case EventWorkItemUpdated:
-		var u *update
-		if err := json.Unmarshal(p.Resource, &u); err != nil || u == nil || u.Revision == nil {
-			return ev, malformed(ev, "resource is not a work item update with a revision", err)
-		}
-		wi = u.Revision
-		if wi.ID == 0 {
-			wi.ID = u.WorkItemID
-		}
-		changed = false
-		for _, f := range ticketFields {
-			if _, ok := u.Fields[f]; ok {
-				changed = true
+		if head.Object("resource").Has("fields") {
+			if err := json.Unmarshal(p.Resource, &wi); err != nil || wi == nil {
+				return ev, malformed(ev, "resource is not a work item", err)
 			}
 		}
+	case EventWorkItemUpdated:
+		u := head.Object("resource")
+		if !u.Has("revision") {
+			break
+		}
+		if !slices.ContainsFunc(ticketFields, u.Object("fields").Has) {
+			ev.Reason = "no change to tags, state, title or description"
+			return ev, nil // EventIgnored
+		}
+		var up *update
+		if err := json.Unmarshal(p.Resource, &up); err != nil || up == nil || up.Revision == nil {
+			return ev, malformed(ev, "resource is not a work item update with a revision", err)
+		}
+		wi = up.Revision
+		if wi.ID == 0 {
+			wi.ID = up.WorkItemID
+		}
 	default:
-		return ev, nil
+		return ev, nil // EventIgnored
 	}
-	if wi.ID <= 0 {
-		return ev, malformed(ev, "work item id missing", nil)
+	if wi == nil {
+		ev.Reason = "the delivery carries no work item: set the subscription's resource details to send to All"
+		return ev, nil // EventIgnored
 	}
 	f := map[string]string{}
 	for _, name := range []string{fieldTitle, fieldDescription, fieldState, fieldTags, fieldProject} {
@@ -207,9 +225,6 @@ func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 		return ev, malformed(ev, fmt.Sprintf("cannot tell the organization/project (%q/%q)", org, project), nil)
 	}
 	ev.Locator = Locator(org, project)
-	if !changed {
-		return ev, nil
-	}
 	ev.Kind = platforms.EventTicket
 	ev.Ticket = &platforms.Ticket{
 		Ref:    platforms.Ref{Platform: Platform, ID: FormatID(ev.Locator, wi.ID)},

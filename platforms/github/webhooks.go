@@ -50,7 +50,13 @@ var ticketActions = map[string]bool{"opened": true, "labeled": true, "reopened":
 
 // Parse decodes an authenticated delivery. Pings are EventPing; issues
 // events with a ticketAction are EventTicket; every other well-formed
-// delivery is EventIgnored. It never panics, whatever the input.
+// delivery (other events, other actions, pull requests) is EventIgnored and
+// is read no further than needed to tell, so a field the daemon does not
+// use can never make it fail: GitHub disables nothing, but its delivery log
+// and any proxy in front should see a 2xx for an event we do not act on.
+// Only a body that is not a JSON object, or an issues delivery the daemon
+// acts on without a repository or issue number, is ErrMalformed. It never
+// panics, whatever the input.
 func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
 	ev := platforms.WebhookEvent{
 		Name:       h.Get(HeaderEvent),
@@ -59,22 +65,29 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	if ev.Name == "" {
 		return ev, fmt.Errorf("github: delivery %q has no %s header: %w", ev.DeliveryID, HeaderEvent, platforms.ErrMalformed)
 	}
+	head, err := platforms.ParseWebhookBody(body)
+	if err != nil {
+		return ev, fmt.Errorf("github: %s delivery %q: %w", ev.Name, ev.DeliveryID, err)
+	}
+	ev.Action = head.String("action")
+	switch ev.Name {
+	case "ping":
+		ev.Kind = platforms.EventPing
+		return ev, nil
+	case "issues":
+		if ticketActions[ev.Action] {
+			break
+		}
+		fallthrough
+	default:
+		return ev, nil // EventIgnored
+	}
 	// One pass into only the fields the lifecycle reads: decoding the whole
 	// go-github IssuesEvent (hundreds of fields, most behind pointers) was a
 	// third of the receiver's CPU in the bench's profile.
 	var p issuesPayload
 	if err := json.Unmarshal(body, &p); err != nil {
 		return ev, fmt.Errorf("github: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
-	}
-	ev.Action = p.Action
-	switch ev.Name {
-	case "ping":
-		ev.Kind = platforms.EventPing
-		return ev, nil
-	case "issues":
-	default:
-		ev.Kind = platforms.EventIgnored
-		return ev, nil
 	}
 	repo := p.Repository.FullName
 	if _, _, ok := splitRepo(repo); !ok {
@@ -84,9 +97,8 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	if p.Issue == nil || p.Issue.Number <= 0 {
 		return ev, fmt.Errorf("github: %s delivery %q: issue number missing: %w", ev.Name, ev.DeliveryID, platforms.ErrMalformed)
 	}
-	if !ticketActions[ev.Action] || p.Issue.PullRequest != nil {
-		ev.Kind = platforms.EventIgnored
-		return ev, nil
+	if p.Issue.PullRequest != nil {
+		return ev, nil // EventIgnored
 	}
 	ev.Kind = platforms.EventTicket
 	ev.Ticket = p.Issue.ticket(repo)

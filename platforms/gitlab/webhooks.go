@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/agentsmithd/agentsmithd/pkg/webhooksig"
 
@@ -78,10 +79,28 @@ type issueHook struct {
 	Labels []hookLabel `json:"labels"`
 }
 
-// Parse decodes an authenticated delivery. Issue Hook deliveries with
-// action open, reopen, update or close are EventTicket; every other
-// well-formed delivery (notes, merge requests, pushes, confidential issues, …) is
-// EventIgnored. It never panics, whatever the input.
+// ObjectKindIssue and ObjectKindWorkItem are the object_kind values of an
+// Issue Hook delivery. GitLab sends tasks, epics and every other work item
+// type that is not an issue as an Issue Hook with object_kind work_item
+// (https://docs.gitlab.com/user/project/integrations/webhook_events/#work-item-events);
+// object_attributes.type names the type where the payload carries it,
+// though epics and tasks have been seen without it (gitlab-org/gitlab#535890).
+const (
+	ObjectKindIssue    = "issue"
+	ObjectKindWorkItem = "work_item"
+	// WorkItemTypeIssue is object_attributes.type of an issue.
+	WorkItemTypeIssue = "Issue"
+)
+
+// Parse decodes an authenticated delivery. Issue Hook deliveries of an
+// issue with action open, reopen, update or close are EventTicket; every
+// other well-formed delivery (notes, merge requests, pushes, confidential
+// issues, tasks, epics and other work items, object kinds GitLab adds
+// later, …) is EventIgnored, answered 2xx: GitLab disables a hook after
+// four consecutive failures (gitlab-org/gitlab!166329), so an event the
+// daemon does not act on must never fail. Only a body that is not the JSON
+// object its X-Gitlab-Event says is ErrMalformed. It never panics, whatever
+// the input.
 func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
 	ev := platforms.WebhookEvent{Name: h.Get(HeaderEvent), DeliveryID: h.Get(HeaderIdempotencyKey)}
 	if ev.DeliveryID == "" {
@@ -90,22 +109,24 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	if ev.Name == "" {
 		return ev, fmt.Errorf("gitlab: delivery %q has no %s header: %w", ev.DeliveryID, HeaderEvent, platforms.ErrMalformed)
 	}
-	var head struct {
-		ObjectKind string `json:"object_kind"`
-	}
-	if err := json.Unmarshal(body, &head); err != nil {
-		return ev, fmt.Errorf("gitlab: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
+	head, err := platforms.ParseWebhookBody(body)
+	if err != nil {
+		return ev, fmt.Errorf("gitlab: %s delivery %q: %w", ev.Name, ev.DeliveryID, err)
 	}
 	if ev.Name != EventIssueHook {
-		ev.Kind = platforms.EventIgnored
+		return ev, nil // EventIgnored
+	}
+	kind, attrs := head.String("object_kind"), head.Object("object_attributes")
+	ev.Action = attrs.String("action")
+	if !isIssue(kind, attrs.String("type")) {
+		// A task, an epic (which has no project), another work item type,
+		// or an object kind this code does not know.
+		ev.Name += "/" + kind
 		return ev, nil
 	}
 	var p issueHook
 	if err := json.Unmarshal(body, &p); err != nil {
 		return ev, fmt.Errorf("gitlab: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
-	}
-	if p.ObjectKind != "issue" {
-		return ev, fmt.Errorf("gitlab: %s delivery %q: object_kind %q: %w", ev.Name, ev.DeliveryID, p.ObjectKind, platforms.ErrMalformed)
 	}
 	if p.Project == nil || CheckRepo(p.Project.PathWithNamespace) != nil {
 		return ev, fmt.Errorf("gitlab: %s delivery %q: project.path_with_namespace missing or invalid: %w", ev.Name, ev.DeliveryID, platforms.ErrMalformed)
@@ -115,7 +136,6 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	if a == nil || a.IID <= 0 {
 		return ev, fmt.Errorf("gitlab: %s delivery %q: object_attributes.iid missing: %w", ev.Name, ev.DeliveryID, platforms.ErrMalformed)
 	}
-	ev.Action = a.Action
 	if !ticketActions[a.Action] {
 		ev.Kind = platforms.EventIgnored
 		return ev, nil
@@ -134,4 +154,20 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.Ticket = issueTicket(ev.Locator, &issue{IID: a.IID, Title: a.Title, Description: a.Description,
 		State: a.State, WebURL: a.URL, Labels: labels})
 	return ev, nil
+}
+
+// isIssue reports whether an Issue Hook delivery is about an issue, the
+// only work item type the daemon acts on: object_kind issue, whose type is
+// Issue or absent (releases before 17.2 send no type,
+// gitlab-org/gitlab!156760); or object_kind work_item of type Issue, which
+// releases that built the payload from the work item sent for an issue
+// edited in the new work item view (gitlab-org/gitlab#517947).
+func isIssue(kind, typ string) bool {
+	switch kind {
+	case ObjectKindIssue:
+		return typ == "" || strings.EqualFold(typ, WorkItemTypeIssue)
+	case ObjectKindWorkItem:
+		return strings.EqualFold(typ, WorkItemTypeIssue)
+	}
+	return false
 }

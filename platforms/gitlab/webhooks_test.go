@@ -88,6 +88,8 @@ func TestParseIgnoredAndMalformed(t *testing.T) {
 		{"Note Hook", "note.create"},
 		{"Merge Request Hook", "merge_request.open"},
 		{"Push Hook", "push"},
+		{EventIssueHook, "issue.work_item.task.open"},
+		{EventIssueHook, "issue.work_item.epic.update"},
 	} {
 		ev, err := Webhooks{}.Parse(header(c.event, ""), fixture(t, c.fixture))
 		if err != nil || ev.Kind != platforms.EventIgnored {
@@ -97,7 +99,6 @@ func TestParseIgnoredAndMalformed(t *testing.T) {
 	for name, body := range map[string]string{
 		"not json":       "{",
 		"array":          "[1]",
-		"wrong kind":     `{"object_kind":"note","project":{"path_with_namespace":"a/b"},"object_attributes":{"iid":1,"action":"open"}}`,
 		"no project":     `{"object_kind":"issue","object_attributes":{"iid":1,"action":"open"}}`,
 		"bad project":    `{"object_kind":"issue","project":{"path_with_namespace":"nogroup"},"object_attributes":{"iid":1,"action":"open"}}`,
 		"no attributes":  `{"object_kind":"issue","project":{"path_with_namespace":"a/b"}}`,
@@ -107,6 +108,26 @@ func TestParseIgnoredAndMalformed(t *testing.T) {
 		if _, err := (Webhooks{}).Parse(header(EventIssueHook, ""), []byte(body)); !errors.Is(err, platforms.ErrMalformed) {
 			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
 		}
+	}
+	// Object kinds and work item types the daemon does not act on are
+	// ignored even when the rest of the payload is not an issue's: a 4xx
+	// would count towards GitLab disabling the hook.
+	for name, body := range map[string]string{
+		"unknown kind":          `{"object_kind":"note","project":{"path_with_namespace":"a/b"},"object_attributes":{"iid":1,"action":"open"}}`,
+		"task":                  `{"object_kind":"work_item","project":{"path_with_namespace":"a/b"},"object_attributes":{"iid":1,"action":"open","type":"Task","labels":[{"title":"agent-smith"}]}}`,
+		"epic without project":  `{"object_kind":"work_item","event_type":"work_item","project":null,"object_attributes":{"iid":3,"action":"update"}}`,
+		"incident":              `{"object_kind":"work_item","project":{"path_with_namespace":"a/b"},"object_attributes":{"iid":2,"action":"open","type":"Incident"}}`,
+		"issue kind, task type": `{"object_kind":"issue","project":{"path_with_namespace":"a/b"},"object_attributes":{"iid":2,"action":"open","type":"Task"}}`,
+		"no object_kind":        `{"project":{"path_with_namespace":"a/b"}}`,
+		"non-issue iid as text": `{"object_kind":"work_item","object_attributes":{"iid":"x","type":"Epic"}}`,
+	} {
+		ev, err := Webhooks{}.Parse(header(EventIssueHook, ""), []byte(body))
+		if err != nil || ev.Kind != platforms.EventIgnored {
+			t.Errorf("%s: %+v, %v; want ignored", name, ev, err)
+		}
+	}
+	if _, err := (Webhooks{}).Parse(header("Note Hook", ""), []byte("[1]")); !errors.Is(err, platforms.ErrMalformed) {
+		t.Errorf("Note Hook with an array body: err = %v, want ErrMalformed", err)
 	}
 	if _, err := (Webhooks{}).Parse(http.Header{}, fixture(t, "issue.open")); !errors.Is(err, platforms.ErrMalformed) {
 		t.Errorf("no event header: err = %v, want ErrMalformed", err)

@@ -64,7 +64,7 @@ func TestConformance(t *testing.T) {
 	for _, c := range []struct {
 		deployment, email, searchCall string
 	}{
-		{jira.DeploymentCloud, "bot@example.com", "GET /jira/rest/api/{v}/search/jql"},
+		{jira.DeploymentCloud, "bot@example.com", "POST /jira/rest/api/{v}/search/jql"},
 		{jira.DeploymentDataCenter, "", "GET /jira/rest/api/{v}/search"},
 	} {
 		t.Run(c.deployment, func(t *testing.T) {
@@ -143,6 +143,9 @@ func TestConformance(t *testing.T) {
 				Fixtures:          "../../testdata/jira",
 				ConditionalWrites: false,
 				PageSize:          100,
+				// The sim's default: Cloud's search/jql lags, Data
+				// Center's search does not (sim.JiraSearchLagDefault).
+				SearchLag: searchLag(c.deployment),
 			})
 			// 2*PageSize+1 matches are three pages.
 			if n := s.Stats().Calls[c.searchCall]; n < 3 {
@@ -207,4 +210,12 @@ func TestRelabelLockHeld(t *testing.T) {
 	if holder, _, _ := redislock.Holder(ctx, rdb, key); holder != "" {
 		t.Errorf("lock still held by %q after the write", holder)
 	}
+}
+
+// searchLag is how far the sim's search lags for a deployment.
+func searchLag(deployment string) time.Duration {
+	if deployment == jira.DeploymentCloud {
+		return sim.JiraSearchLagDefault
+	}
+	return 0
 }

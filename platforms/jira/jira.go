@@ -99,6 +99,12 @@ type Options struct {
 	// LockTTL is how long one label write may hold the lock; 0 means
 	// DefaultLockTTL.
 	LockTTL time.Duration
+	// ReconcileWindow is how long a label write of this tracker is passed
+	// to Cloud searches as reconcileIssues (reconcile.go); 0 means
+	// DefaultReconcileWindow.
+	ReconcileWindow time.Duration
+	// Clock defaults to time.Now.
+	Clock func() time.Time
 }
 
 // Tracker is one Jira project. It is safe for concurrent use.
@@ -112,6 +118,8 @@ type Tracker struct {
 	locker  platforms.Locker
 	lockTTL time.Duration
 	log     *zap.Logger
+	// recent are this tracker's recent writes, reconciled by Cloud searches.
+	recent recentWrites
 }
 
 var _ platforms.Tracker = (*Tracker)(nil)
@@ -188,7 +196,16 @@ func New(opts Options) (*Tracker, error) {
 	if ttl <= 0 {
 		ttl = DefaultLockTTL
 	}
+	window := opts.ReconcileWindow
+	if window <= 0 {
+		window = DefaultReconcileWindow
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
 	return &Tracker{
+		recent:  recentWrites{now: clock, window: window},
 		client:  client,
 		site:    site,
 		api:     api,
@@ -281,7 +298,9 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	defer unlock()
 
 	body := map[string]any{"update": map[string]any{"labels": ops}}
-	if err := t.do(ctx, http.MethodPut, t.api+"issue/"+url.PathEscape(key), body, nil); err != nil {
+	err = t.do(ctx, http.MethodPut, t.api+"issue/"+url.PathEscape(key), body, nil)
+	t.recent.wrote(key) // even on an error: the write may have been applied
+	if err != nil {
 		return nil, fmt.Errorf("jira: relabel %s: %w", key, err)
 	}
 	t.log.Debug("relabelled", zap.String("ticket", key), zap.Strings("remove", remove), zap.String("add", add))
@@ -321,26 +340,18 @@ func jqlString(s string) string {
 // ListOpen lists the project's issues carrying label whose status is not in
 // the Done category, all pages. The tickets have no Version; none has.
 //
-// Cloud uses GET /rest/api/3/search/jql with nextPageToken: Atlassian removed
-// GET /rest/api/{2,3}/search from Cloud (changelog CHANGE-2046; the removed
-// endpoint answers 410), which is what go-jira v1.16's IssueService.Search
-// calls. Data Center keeps GET /rest/api/2/search with startAt/maxResults/
-// total.
+// Cloud uses POST /rest/api/3/search/jql with nextPageToken, and passes the
+// issues this tracker wrote recently as reconcileIssues so its own writes
+// are visible at once (reconcile.go); the rest of the index may lag, so a
+// listed ticket is a hint its caller confirms with Get before acting.
+// Atlassian removed GET /rest/api/{2,3}/search from Cloud (changelog
+// CHANGE-2046; the removed endpoint answers 410), which is what go-jira
+// v1.16's IssueService.Search calls. Data Center keeps GET
+// /rest/api/2/search with startAt/maxResults/total, which is consistent.
 func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Ticket, error) {
-	q := url.Values{}
-	q.Set("jql", ListQuery(t.key, label))
-	q.Set("fields", issueFields)
-	q.Set("maxResults", strconv.Itoa(pageSize))
+	jql := ListQuery(t.key, label)
 	var out []*platforms.Ticket
-	for page := 1; ; page++ {
-		var res searchResult
-		path := t.api + "search"
-		if t.cloud {
-			path += "/jql"
-		}
-		if err := t.do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, &res); err != nil {
-			return nil, fmt.Errorf("jira: list open issues labelled %q in %s (page %d): %w", label, t.key, page, err)
-		}
+	collect := func(res *searchResult) {
 		for i := range res.Issues {
 			// JQL compares labels by its own rules; the lifecycle needs
 			// the exact label, so look-alikes are dropped here.
@@ -348,19 +359,48 @@ func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Tick
 				out = append(out, tk)
 			}
 		}
-		if t.cloud {
+	}
+	if t.cloud {
+		req := jqlSearchRequest{JQL: jql, Fields: strings.Split(issueFields, ","), MaxResults: pageSize,
+			ReconcileIssues: t.recent.reconcile()}
+		for page := 1; ; page++ {
+			var res searchResult
+			if err := t.do(ctx, http.MethodPost, t.api+"search/jql", req, &res); err != nil {
+				return nil, fmt.Errorf("jira: list open issues labelled %q in %s (page %d): %w", label, t.key, page, err)
+			}
+			collect(&res)
 			if res.IsLast || res.NextPageToken == "" || len(res.Issues) == 0 {
 				return out, nil
 			}
-			q.Set("nextPageToken", res.NextPageToken)
-			continue
+			req.NextPageToken = res.NextPageToken
 		}
+	}
+	q := url.Values{}
+	q.Set("jql", jql)
+	q.Set("fields", issueFields)
+	q.Set("maxResults", strconv.Itoa(pageSize))
+	for page := 1; ; page++ {
+		var res searchResult
+		if err := t.do(ctx, http.MethodGet, t.api+"search?"+q.Encode(), nil, &res); err != nil {
+			return nil, fmt.Errorf("jira: list open issues labelled %q in %s (page %d): %w", label, t.key, page, err)
+		}
+		collect(&res)
 		next := res.StartAt + len(res.Issues)
 		if len(res.Issues) == 0 || next >= res.Total {
 			return out, nil
 		}
 		q.Set("startAt", strconv.Itoa(next))
 	}
+}
+
+// jqlSearchRequest is the body of POST /rest/api/3/search/jql
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-search/#api-rest-api-3-search-jql-post).
+type jqlSearchRequest struct {
+	JQL             string   `json:"jql"`
+	Fields          []string `json:"fields"`
+	MaxResults      int      `json:"maxResults"`
+	NextPageToken   string   `json:"nextPageToken,omitempty"`
+	ReconcileIssues []int64  `json:"reconcileIssues,omitempty"`
 }
 
 // do sends one request through the SDK and decodes a 2xx JSON answer into v
@@ -407,6 +447,7 @@ func classify(resp *jirasdk.Response, httpErr error) error {
 // apiIssue is the part of an issue the tracker reads. description is a
 // string in REST v2 and an ADF document in REST v3.
 type apiIssue struct {
+	ID     string `json:"id"`
 	Key    string `json:"key"`
 	Self   string `json:"self"`
 	Fields struct {
@@ -436,6 +477,7 @@ type searchResult struct {
 }
 
 func (t *Tracker) ticket(is *apiIssue) *platforms.Ticket {
+	t.recent.learn(is.Key, is.ID)
 	tk := issueTicket(t.site, is)
 	tk.Ref.Project = t.project
 	return tk

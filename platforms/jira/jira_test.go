@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -172,12 +173,15 @@ func TestCloudRequests(t *testing.T) {
 	if s[2].method != "POST" || s[2].path != "/ctx/rest/api/3/issue/OPS-7/comment" || !jsonEqual(s[2].body, wantADF) {
 		t.Errorf("comment: %+v", s[2])
 	}
+	// Cloud searches with POST search/jql and reconciles the issue this
+	// tracker just wrote (its id 10001 came with the Get).
 	wantJQL := `project = "OPS" AND labels = "agent-smith:pending" AND statusCategory != Done ORDER BY key ASC`
-	if s[3].path != "/ctx/rest/api/3/search/jql" || s[3].query.Get("jql") != wantJQL || s[3].query.Get("maxResults") != "100" ||
-		s[3].query.Has("nextPageToken") || s[3].query.Has("startAt") {
+	if s[3].method != "POST" || s[3].path != "/ctx/rest/api/3/search/jql" || !jsonEqual(s[3].body, `{"jql":`+strconv.Quote(wantJQL)+`,
+		"fields":["summary","description","labels","status","project"],"maxResults":100,"reconcileIssues":[10001]}`) {
 		t.Errorf("search page 1: %+v", s[3])
 	}
-	if s[4].query.Get("nextPageToken") != "p2" || s[4].query.Get("jql") != wantJQL {
+	if !jsonEqual(s[4].body, `{"jql":`+strconv.Quote(wantJQL)+`,
+		"fields":["summary","description","labels","status","project"],"maxResults":100,"nextPageToken":"p2","reconcileIssues":[10001]}`) {
 		t.Errorf("search page 2: %+v", s[4])
 	}
 }

@@ -65,19 +65,26 @@ type webhookPayload struct {
 	WebhookEvent       string    `json:"webhookEvent"`
 	IssueEventTypeName string    `json:"issue_event_type_name"`
 	Issue              *apiIssue `json:"issue"`
-	Changelog          *struct {
-		Items []struct {
-			Field      string `json:"field"`
-			FromString string `json:"fromString"`
-			ToString   string `json:"toString"`
-		} `json:"items"`
-	} `json:"changelog"`
+}
+
+// changelog is what an issue update changed.
+type changelog struct {
+	Items []struct {
+		Field      string `json:"field"`
+		FromString string `json:"fromString"`
+		ToString   string `json:"toString"`
+	} `json:"items"`
 }
 
 // Parse decodes an authenticated delivery. jira:issue_created is
 // EventTicket; jira:issue_updated is EventTicket only when its changelog
 // changes the labels or the status (see ticketFields); every other
-// well-formed delivery is EventIgnored. It never panics, whatever the input.
+// well-formed delivery is EventIgnored, answered 2xx, and read no further
+// than its webhookEvent: comments, worklogs, sprints, projects, issue
+// events without an issue, and events Atlassian adds later. Jira names the
+// event in the body only, so only a body that is not a JSON object, or an
+// issue event the daemon acts on whose issue has no valid key, is
+// ErrMalformed. It never panics, whatever the input.
 func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
 	ev := platforms.WebhookEvent{DeliveryID: h.Get(HeaderDelivery)}
 	if ev.DeliveryID == "" {
@@ -86,20 +93,30 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 		sum := sha256.Sum256(body)
 		ev.DeliveryID = "sha256-" + hex.EncodeToString(sum[:16])
 	}
+	head, err := platforms.ParseWebhookBody(body)
+	if err != nil {
+		return ev, fmt.Errorf("jira: delivery %q: %w", ev.DeliveryID, err)
+	}
+	ev.Name, ev.Action = head.String("webhookEvent"), head.String("issue_event_type_name")
+	if ev.Name != EventIssueCreated && ev.Name != EventIssueUpdated || !head.Has("issue") {
+		// Jira Cloud documents no issue event without an issue; a sender
+		// that omits it (or a Jira Automation "send web request" body
+		// without webhookEvent) is not something the daemon acts on.
+		return ev, nil // EventIgnored
+	}
+	if ev.Name == EventIssueUpdated {
+		// An update is read no further unless it changes what the daemon
+		// acts on; a changelog it cannot read changes nothing it knows.
+		var u struct {
+			Changelog *changelog `json:"changelog"`
+		}
+		if json.Unmarshal(body, &u) != nil || !changesTicketFields(u.Changelog) {
+			return ev, nil // EventIgnored
+		}
+	}
 	var p webhookPayload
 	if err := json.Unmarshal(body, &p); err != nil {
-		return ev, fmt.Errorf("jira: delivery %q: %w: %v", ev.DeliveryID, platforms.ErrMalformed, err)
-	}
-	ev.Name, ev.Action = p.WebhookEvent, p.IssueEventTypeName
-	if ev.Name == "" {
-		return ev, fmt.Errorf("jira: delivery %q has no webhookEvent: %w", ev.DeliveryID, platforms.ErrMalformed)
-	}
-	if ev.Name != EventIssueCreated && ev.Name != EventIssueUpdated {
-		ev.Kind = platforms.EventIgnored
-		return ev, nil
-	}
-	if p.Issue == nil {
-		return ev, fmt.Errorf("jira: %s delivery %q: issue missing: %w", ev.Name, ev.DeliveryID, platforms.ErrMalformed)
+		return ev, fmt.Errorf("jira: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
 	}
 	project, _, err := ParseID(p.Issue.Key)
 	if err != nil {
@@ -109,10 +126,6 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 		project = pr.Key
 	}
 	ev.Locator = project
-	if ev.Name == EventIssueUpdated && !changesTicketFields(&p) {
-		ev.Kind = platforms.EventIgnored
-		return ev, nil
-	}
 	ev.Kind = platforms.EventTicket
 	ev.Ticket = issueTicket(siteOf(p.Issue.Self), p.Issue)
 	return ev, nil
@@ -127,11 +140,11 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 var ticketFields = map[string]bool{"labels": true, "status": true, "resolution": true}
 
 // changesTicketFields reports whether the changelog touches ticketFields.
-func changesTicketFields(p *webhookPayload) bool {
-	if p.Changelog == nil {
+func changesTicketFields(c *changelog) bool {
+	if c == nil {
 		return false
 	}
-	for _, it := range p.Changelog.Items {
+	for _, it := range c.Items {
 		if !ticketFields[it.Field] {
 			continue
 		}

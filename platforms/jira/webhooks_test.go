@@ -115,18 +115,22 @@ func TestParseEdgeCases(t *testing.T) {
 		malformed  bool
 		locator    string
 	}{
-		{"no webhookEvent", `{"issue":{"key":"OPS-1"}}`, 0, true, ""},
-		{"issue missing", `{"webhookEvent":"jira:issue_created"}`, 0, true, ""},
+		{"no webhookEvent", `{"issue":{"key":"OPS-1"}}`, platforms.EventIgnored, false, ""},
+		{"issue missing", `{"webhookEvent":"jira:issue_created"}`, platforms.EventIgnored, false, ""},
+		{"issue null", `{"webhookEvent":"jira:issue_updated","issue":null,"changelog":{"items":[{"field":"status","fromString":"a","toString":"b"}]}}`, platforms.EventIgnored, false, ""},
+		{"not an object", `["jira:issue_created"]`, 0, true, ""},
+		{"update with odd fields, nothing we act on", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1","fields":{"labels":"x"}},"changelog":{"items":[{"field":"assignee","fromString":"a","toString":"b"}]}}`, platforms.EventIgnored, false, ""},
+		{"comment with an unexpected issue shape", `{"webhookEvent":"comment_created","issue":{"key":7,"fields":[]},"comment":{}}`, platforms.EventIgnored, false, ""},
 		{"bad key", `{"webhookEvent":"jira:issue_created","issue":{"key":"not a key"}}`, 0, true, ""},
 		{"fields of the wrong type", `{"webhookEvent":"jira:issue_created","issue":{"key":"OPS-1","fields":{"labels":"x"}}}`, 0, true, ""},
 		{"project from the key", `{"webhookEvent":"jira:issue_created","issue":{"key":"OPS-1","fields":{"summary":"s"}}}`, platforms.EventTicket, false, "OPS"},
 		{"label set grows", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"labels","fromString":"x","toString":"x agent-smith"}]}}`, platforms.EventTicket, false, "A"},
 		{"label set from nothing", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"labels","fromString":null,"toString":"agent-smith"}]}}`, platforms.EventTicket, false, "A"},
-		{"label set reordered", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"labels","fromString":"a b","toString":"b a"}]}}`, platforms.EventIgnored, false, "A"},
+		{"label set reordered", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"labels","fromString":"a b","toString":"b a"}]}}`, platforms.EventIgnored, false, ""},
 		{"label removed", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"labels","fromString":"x agent-smith","toString":"x"}]}}`, platforms.EventTicket, false, "A"},
 		{"status changed", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"status","fromString":"To Do","toString":"Done"}]}}`, platforms.EventTicket, false, "A"},
-		{"assignee changed", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"assignee","fromString":"a","toString":"b"}]}}`, platforms.EventIgnored, false, "A"},
-		{"no changelog", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"}}`, platforms.EventIgnored, false, "A"},
+		{"assignee changed", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"},"changelog":{"items":[{"field":"assignee","fromString":"a","toString":"b"}]}}`, platforms.EventIgnored, false, ""},
+		{"no changelog", `{"webhookEvent":"jira:issue_updated","issue":{"key":"A-1"}}`, platforms.EventIgnored, false, ""},
 		{"other event", `{"webhookEvent":"sprint_started","sprint":{}}`, platforms.EventIgnored, false, ""},
 	} {
 		ev, err := (Webhooks{}).Parse(delivery(), []byte(c.body))

@@ -17,6 +17,7 @@ func (s *Sim) controlRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, nonNilIssues(s.Issues()))
 	})
 	mux.HandleFunc("POST /sim/hooks", s.ctlAddHook)
+	mux.HandleFunc("GET /sim/hooks", s.ctlHookStates)
 	mux.HandleFunc("POST /sim/faults", s.ctlSetFaults)
 	mux.HandleFunc("GET /sim/faults", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, s.faults.get())

@@ -107,6 +107,13 @@ func glHookTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05
 // Idempotency-Key names this hook's delivery and stays the same on retries
 // (and on the sim's duplicates).
 func (s *Sim) gitlabDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing {
+	return s.gitlabIssueHook(evs, hookID, h, "issue", "Issue")
+}
+
+// gitlabIssueHook builds an Issue Hook delivery of object kind kind
+// ("issue", or "work_item" for tasks, epics and the other work item types)
+// whose object_attributes.type is typ.
+func (s *Sim) gitlabIssueHook(evs []storeEvent, hookID int64, h Hook, kind, typ string) []outgoing {
 	sn := evs[0].issue
 	base := s.base()
 	action := "update"
@@ -153,7 +160,7 @@ func (s *Sim) gitlabDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoin
 		ns = ns[:i]
 	}
 	webProject := base + "/gitlab/" + sn.repo
-	p := glIssueHook{ObjectKind: "issue", EventType: "issue",
+	p := glIssueHook{ObjectKind: kind, EventType: kind,
 		User: glHookUser{ID: userID(sender), Name: sender, Username: sender,
 			AvatarURL: "https://www.gravatar.com/avatar/0?s=80&d=identicon", Email: "[REDACTED]"},
 		Project: glHookProject{ID: sn.repoID, Name: sn.repo[strings.LastIndexByte(sn.repo, '/')+1:], WebURL: webProject,
@@ -164,7 +171,7 @@ func (s *Sim) gitlabDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoin
 			State: "opened", StateID: 1, Action: action, URL: glWebURL(base, sn.repo, sn.number),
 			AuthorID: userID(sn.author), ProjectID: sn.repoID, CreatedAt: glHookTime(sn.createdAt),
 			UpdatedAt: glHookTime(sn.updatedAt), UpdatedByID: userID(sender), AssigneeIDs: []int64{},
-			Type: "Issue", Severity: "unknown", Labels: current},
+			Type: typ, Severity: "unknown", Labels: current},
 		Labels:     current,
 		Changes:    changes,
 		Repository: map[string]any{"name": sn.repo, "url": "git@sim:" + sn.repo + ".git", "description": nil, "homepage": webProject},
@@ -223,4 +230,29 @@ func glUUID(seed string) string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// SendGitLabWorkItem makes GitLab's Issue Hook delivery for a work item of
+// type typ ("Task", "Epic", "Incident", …) being created in repo with
+// title and labels, and queues it to every GitLab hook of repo. GitLab
+// sends such deliveries with object_kind work_item under the same
+// X-Gitlab-Event: Issue Hook as issues
+// (https://docs.gitlab.com/user/project/integrations/webhook_events/#work-item-events;
+// gitlab-org/gitlab#535890), so a receiver subscribed to issue events gets
+// them whether it wants them or not. The work item takes the next iid of
+// the project, as tasks share the issues' sequence, but is not stored: the
+// sim's issues API serves issues only. It returns that iid.
+func (s *Sim) SendGitLabWorkItem(repo, typ, title string, labels ...string) int {
+	sn := s.store.reserve(repo, title, labels)
+	ev := storeEvent{action: "opened", sender: "sim", issue: sn}
+	for _, q := range s.hooks.matching(repo) {
+		if q.hook.Dialect != "gitlab" {
+			continue
+		}
+		for _, out := range s.gitlabIssueHook([]storeEvent{ev}, q.id, q.hook, "work_item", typ) {
+			drop, extra := s.faults.delivery()
+			s.hooks.enqueue(q, out, drop, extra)
+		}
+	}
+	return sn.number
 }

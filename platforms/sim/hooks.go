@@ -26,6 +26,9 @@ type Hook struct {
 	// DevOps "workitem.updated", Jira "jira:issue_updated"); nil reports the
 	// events the README asks for. Deliveries are not filtered by it.
 	Events []string `json:"events,omitempty"`
+	// AutoDisable picks a GitLab hook's disabling rule: HookDisableCurrent
+	// (the default), HookDisableLegacy or HookDisableOff; see hookstate.go.
+	AutoDisable string `json:"auto_disable,omitempty"`
 }
 
 // outgoing is one delivery, ready to send except for the per-hook headers.
@@ -47,6 +50,8 @@ type hookQueue struct {
 	mu   sync.Mutex
 	q    []outgoing
 	wake chan struct{}
+	// health is the hook's delivery record (GitLab disables failing hooks).
+	health hookHealth
 }
 
 // hookSet owns every hook and its worker goroutine.
@@ -186,6 +191,9 @@ func (hs *hookSet) work(q *hookQueue) {
 
 func (hs *hookSet) send(q *hookQueue, d outgoing) {
 	s := hs.sim
+	if !q.health.admit(s.clock()) {
+		return
+	}
 	req, err := http.NewRequestWithContext(hs.ctx, http.MethodPost, q.hook.URL, bytes.NewReader(d.body))
 	if err != nil {
 		s.count(func(st *Stats) { st.Deliveries++; st.DeliveryFailures++ })
@@ -211,11 +219,12 @@ func (hs *hookSet) send(q *hookQueue, d outgoing) {
 			st.DeliveryFailures++
 		}
 	})
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	q.health.record(s.clock(), q.hook, status, ok)
 	if !ok {
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-		}
 		s.log.Warn("webhook delivery failed", zap.Int64("hook_id", q.id), zap.String("event", d.event),
 			zap.String("delivery", d.guid), zap.Int("status", status), zap.Error(err))
 	}

@@ -67,6 +67,7 @@ func (s *Sim) jiraRoutes(mux *http.ServeMux) {
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search", s.jiraSearch)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search/jql", s.jiraSearchJQL)
 	s.jiraCheckRoutes(mux)
+	s.jiraRoute(mux, "POST", "/rest/api/{v}/search/jql", s.jiraSearchJQL)
 	mux.HandleFunc("/jira/", func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) {
 			return
@@ -372,10 +373,9 @@ func (s *Sim) jiraAddComment(w http.ResponseWriter, r *http.Request, c *jiraCall
 	})
 }
 
-// jiraQuery parses and runs the request's jql over its project. ok is false
-// when the answer (400) has been written.
-func (s *Sim) jiraQuery(w http.ResponseWriter, r *http.Request) (matches []snapshot, ok bool) {
-	jql := r.URL.Query().Get("jql")
+// jiraQuery parses and runs jql over its project, reading each issue
+// through view. ok is false when the answer (400) has been written.
+func (s *Sim) jiraQuery(w http.ResponseWriter, jql string, view func([]snapshot) []snapshot) (matches []snapshot, ok bool) {
 	q, err := parseJQL(jql)
 	if err != nil {
 		jiraError(w, http.StatusBadRequest, fmt.Sprintf("Error in the JQL Query: %v; %s.", err, jqlSupported))
@@ -385,6 +385,9 @@ func (s *Sim) jiraQuery(w http.ResponseWriter, r *http.Request) (matches []snaps
 	if err != nil {
 		jiraError(w, http.StatusBadRequest, fmt.Sprintf("The value '%s' does not exist for the field 'project'.", q.project))
 		return nil, false
+	}
+	if view != nil {
+		all = view(all)
 	}
 	for _, sn := range all {
 		if q.matches(sn) {
@@ -399,9 +402,9 @@ func (s *Sim) jiraQuery(w http.ResponseWriter, r *http.Request) (matches []snaps
 
 // jiraPageSize reads maxResults (default jiraDefaultMaxResults, at most
 // jiraMaxResults).
-func jiraPageSize(w http.ResponseWriter, r *http.Request) (int, bool) {
+func jiraPageSize(w http.ResponseWriter, v string) (int, bool) {
 	size := jiraDefaultMaxResults
-	if v := r.URL.Query().Get("maxResults"); v != "" {
+	if v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			jiraError(w, http.StatusBadRequest, fmt.Sprintf("The maxResults parameter %q is not a valid number.", v))
@@ -414,13 +417,14 @@ func jiraPageSize(w http.ResponseWriter, r *http.Request) (int, bool) {
 
 // jiraSearch: GET /rest/api/2/search, Data Center's offset-paged search
 // (https://docs.atlassian.com/software/jira/docs/api/REST/9.12.0/#api/2/search-search):
-// startAt, maxResults, total. Jira Cloud removed it (410 on v3 here).
+// startAt, maxResults, total. Jira Cloud removed it (410 on v3 here). It is
+// consistent: it has no reconcileIssues and needs none (jira_index.go).
 func (s *Sim) jiraSearch(w http.ResponseWriter, r *http.Request, c *jiraCall) {
 	if c.version == "3" {
 		jiraError(w, http.StatusGone, jiraSearchRemoved)
 		return
 	}
-	size, ok := jiraPageSize(w, r)
+	size, ok := jiraPageSize(w, r.URL.Query().Get("maxResults"))
 	if !ok {
 		return
 	}
@@ -433,22 +437,86 @@ func (s *Sim) jiraSearch(w http.ResponseWriter, r *http.Request, c *jiraCall) {
 		}
 		start = n
 	}
-	matches, ok := s.jiraQuery(w, r)
+	matches, ok := s.jiraQuery(w, r.URL.Query().Get("jql"), nil)
 	if !ok {
 		return
 	}
 	lo, hi := min(start, len(matches)), min(start+size, len(matches))
 	writeJSON(w, http.StatusOK, map[string]any{
 		"expand": "schema,names", "startAt": start, "maxResults": size, "total": len(matches),
-		"issues": s.jiraIssues(c, r, matches[lo:hi]),
+		"issues": s.jiraIssues(c, r.URL.Query().Get("fields"), matches[lo:hi]),
 	})
 }
 
-// jiraSearchJQL: GET /rest/api/3/search/jql, Cloud's token-paged search
+// jqlSearch is a search/jql request, from GET's query or POST's body.
+type jqlSearch struct {
+	JQL           string   `json:"jql"`
+	NextPageToken string   `json:"nextPageToken"`
+	MaxResults    *int     `json:"maxResults"`
+	Fields        []string `json:"fields"`
+	// ReconcileIssues are issue ids (numbers) to read consistently.
+	ReconcileIssues []int64 `json:"reconcileIssues"`
+}
+
+// jqlSearchOf reads a search/jql request. GET takes reconcileIssues as a
+// comma-separated or repeated query parameter, POST as a JSON array
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-search/#api-rest-api-3-search-jql-post).
+func jqlSearchOf(w http.ResponseWriter, r *http.Request) (jqlSearch, bool) {
+	var req jqlSearch
+	if r.Method == http.MethodPost {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil {
+			jiraError(w, http.StatusBadRequest, "The request body is not valid JSON: "+err.Error())
+			return req, false
+		}
+	} else {
+		q := r.URL.Query()
+		req.JQL, req.NextPageToken = q.Get("jql"), q.Get("nextPageToken")
+		if v := q.Get("maxResults"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				jiraError(w, http.StatusBadRequest, fmt.Sprintf("The maxResults parameter %q is not a valid number.", v))
+				return req, false
+			}
+			req.MaxResults = &n
+		}
+		if f := q.Get("fields"); f != "" {
+			req.Fields = strings.Split(f, ",")
+		}
+		for _, v := range q["reconcileIssues"] {
+			for _, id := range strings.Split(v, ",") {
+				n, err := strconv.ParseInt(strings.TrimSpace(id), 10, 64)
+				if err != nil {
+					jiraError(w, http.StatusBadRequest, fmt.Sprintf("The reconcileIssues value %q is not an issue id.", id))
+					return req, false
+				}
+				req.ReconcileIssues = append(req.ReconcileIssues, n)
+			}
+		}
+	}
+	// The documented limit is 50 ids; the wording of Jira's refusal is
+	// not documented, this one is the sim's.
+	if len(req.ReconcileIssues) > jiraMaxReconcile {
+		jiraError(w, http.StatusBadRequest, fmt.Sprintf("reconcileIssues accepts at most %d issue ids, got %d.", jiraMaxReconcile, len(req.ReconcileIssues)))
+		return req, false
+	}
+	return req, true
+}
+
+// jiraSearchJQL: GET and POST /rest/api/3/search/jql, Cloud's token-paged,
+// eventually consistent search
 // (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-search/#api-rest-api-3-search-jql-get): nextPageToken and isLast,
-// no total. The token is opaque to clients; here it encodes the offset.
+// no total, reconcileIssues. The token is opaque to clients; here it
+// encodes the offset.
 func (s *Sim) jiraSearchJQL(w http.ResponseWriter, r *http.Request, c *jiraCall) {
-	size, ok := jiraPageSize(w, r)
+	req, ok := jqlSearchOf(w, r)
+	if !ok {
+		return
+	}
+	maxResults := ""
+	if req.MaxResults != nil {
+		maxResults = strconv.Itoa(*req.MaxResults)
+	}
+	size, ok := jiraPageSize(w, maxResults)
 	if !ok {
 		return
 	}
@@ -456,7 +524,7 @@ func (s *Sim) jiraSearchJQL(w http.ResponseWriter, r *http.Request, c *jiraCall)
 		size = jiraDefaultMaxResults
 	}
 	start := 0
-	if tok := r.URL.Query().Get("nextPageToken"); tok != "" {
+	if tok := req.NextPageToken; tok != "" {
 		b, err := base64.RawURLEncoding.DecodeString(tok)
 		n, err2 := strconv.Atoi(strings.TrimPrefix(string(b), "offset:"))
 		if err != nil || err2 != nil || n < 0 || !strings.HasPrefix(string(b), "offset:") {
@@ -465,20 +533,24 @@ func (s *Sim) jiraSearchJQL(w http.ResponseWriter, r *http.Request, c *jiraCall)
 		}
 		start = n
 	}
-	matches, ok := s.jiraQuery(w, r)
+	reconcile := make(map[int64]bool, len(req.ReconcileIssues))
+	for _, id := range req.ReconcileIssues {
+		reconcile[id] = true
+	}
+	matches, ok := s.jiraQuery(w, req.JQL, func(all []snapshot) []snapshot { return s.jiraSearchView(all, reconcile) })
 	if !ok {
 		return
 	}
 	lo, hi := min(start, len(matches)), min(start+size, len(matches))
-	out := map[string]any{"issues": s.jiraIssues(c, r, matches[lo:hi]), "isLast": hi >= len(matches)}
+	out := map[string]any{"issues": s.jiraIssues(c, strings.Join(req.Fields, ","), matches[lo:hi]), "isLast": hi >= len(matches)}
 	if hi < len(matches) {
 		out["nextPageToken"] = base64.RawURLEncoding.EncodeToString([]byte("offset:" + strconv.Itoa(hi)))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Sim) jiraIssues(c *jiraCall, r *http.Request, sns []snapshot) []jiraIssue {
-	want := jiraFieldSet(r.URL.Query().Get("fields"))
+func (s *Sim) jiraIssues(c *jiraCall, fields string, sns []snapshot) []jiraIssue {
+	want := jiraFieldSet(fields)
 	out := make([]jiraIssue, len(sns))
 	for i, sn := range sns {
 		out[i] = jiraIssueOf(c.base, c.version, sn, want)

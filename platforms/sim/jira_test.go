@@ -224,6 +224,8 @@ func TestJiraComments(t *testing.T) {
 
 func TestJiraSearch(t *testing.T) {
 	s, api := startJira(t)
+	// Paging and JQL here; the index's lag has TestJiraSearchLag.
+	s.SetJiraSearchLag(0)
 	for i := 0; i < 7; i++ {
 		s.CreateIssue("OPS", "match", "", "agent-smith:pending")
 	}

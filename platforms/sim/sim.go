@@ -114,14 +114,16 @@ type Sim struct {
 	lastBase  atomic.Value // string
 	noGHDeps  bool
 
-	store   *store
-	apps    appTokens
-	faults  faultState
-	rate    rateLimiter
-	hooks   hookSet
-	check   checkState // what `agentsmithd check` reads: access, Jira deployment
-	reqSeq  atomic.Int64
-	handler http.Handler
+	store  *store
+	apps   appTokens
+	faults faultState
+	rate   rateLimiter
+	hooks  hookSet
+	check  checkState // what `agentsmithd check` reads: access, Jira deployment
+	// jiraIndex is Jira Cloud's lagging search index (jira_index.go).
+	jiraIndex jiraIndex
+	reqSeq    atomic.Int64
+	handler   http.Handler
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -151,7 +153,11 @@ func New(opts Options) *Sim {
 	s.rate.buckets = map[string]*bucket{}
 	s.hooks.init(s)
 	s.store = newStore(s.clock)
-	s.store.sink = s.onEvent
+	s.jiraIndex.init()
+	s.store.sink = func(evs []storeEvent) {
+		s.jiraIndex.record(s.clock(), evs[0].issue)
+		s.onEvent(evs)
+	}
 	s.handler = s.routes()
 	return s
 }

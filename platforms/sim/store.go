@@ -250,6 +250,20 @@ func (st *store) create(repoName, title, body string, labels []string, by actor,
 	return s, nil
 }
 
+// reserve takes repoName's next issue number for an item the store does not
+// keep (a GitLab work item other than an issue) and returns the snapshot
+// such an item would have.
+func (st *store) reserve(repoName, title string, labels []string) snapshot {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r := st.ensureRepo(repoName)
+	now := st.clock()
+	is := &issue{id: st.nextID(), number: r.next, title: title, open: true, labels: dedupe(labels),
+		author: "sim", createdAt: now, updatedAt: now, version: st.nextID(), rev: 1}
+	r.next++
+	return st.snap(r, is)
+}
+
 // get returns a snapshot of one issue.
 func (st *store) get(repoName string, number int) (snapshot, error) {
 	st.mu.Lock()

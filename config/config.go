@@ -31,14 +31,19 @@ var AllRoles = []string{RoleReceiver, RolePoller, RoleConsumer, RoleHousekeeping
 // Defaults for zero-valued fields. The TTLs are the specification's so an
 // existing deployment keeps its timing.
 const (
-	DefaultListen          = ":8080"
-	DefaultLabelPrefix     = "agent-smith" // = lifecycle.DefaultLabelPrefix; config stays free of the domain package
-	DefaultConcurrency     = 4
-	DefaultHeartbeatTTL    = keys.HeartbeatTTL   // spec: absence after 2 min means dead
-	DefaultHeartbeatRenew  = keys.HeartbeatRenew // spec: renewed every 30 s
-	DefaultShutdownGrace   = 10 * time.Second
-	DefaultKillGrace       = 10 * time.Second
-	DefaultTailBytes       = 4096
+	DefaultListen         = ":8080"
+	DefaultLabelPrefix    = "agent-smith" // = lifecycle.DefaultLabelPrefix; config stays free of the domain package
+	DefaultConcurrency    = 4
+	DefaultHeartbeatTTL   = keys.HeartbeatTTL   // spec: absence after 2 min means dead
+	DefaultHeartbeatRenew = keys.HeartbeatRenew // spec: renewed every 30 s
+	DefaultShutdownGrace  = 10 * time.Second
+	DefaultKillGrace      = 10 * time.Second
+	DefaultTailBytes      = 4096
+	// MaxTailBytes bounds consumer.tail_bytes: the tail goes into the
+	// failure comment, which must fit every platform's limit (32,767
+	// characters on Jira); the comment is cut to fit anyway, but a larger
+	// tail only costs memory per running pipeline.
+	MaxTailBytes           = 32768
 	DefaultClaimLockTTL    = keys.ClaimLockTTL // spec: claim-lock TTL 30 s
 	DefaultFastInterval    = 5 * time.Second
 	DefaultSlowInterval    = 60 * time.Second

@@ -57,6 +57,9 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 	positive(errs, "consumer.shutdown_grace", cs.ShutdownGrace)
 	positive(errs, "consumer.kill_grace", cs.KillGrace)
 	atLeast(errs, "consumer.tail_bytes", cs.TailBytes, 1)
+	if cs.TailBytes > MaxTailBytes {
+		errs.add("consumer.tail_bytes", fmt.Sprintf("must be at most %d (the failure comment must fit the tracker's comment limit)", MaxTailBytes))
+	}
 	atLeast(errs, "consumer.lower_priority_every", cs.LowerPriorityEvery, 1)
 	positive(errs, "consumer.limit_delay", cs.LimitDelay)
 

@@ -2,14 +2,11 @@ package lifecycle
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -77,40 +74,4 @@ func pipelineSpec(p *Project, t *platforms.Ticket, attempt int, workDir string) 
 		Stdin:   stdin,
 		Timeout: p.Pipeline.Timeout,
 	}
-}
-
-// outcomeComment is a failed attempt's comment: headline, result, duration,
-// instance, notes, and the output's tail. The tail sits in a code fence
-// longer than any backtick run inside it, so pipeline output can never
-// break out of the block.
-func outcomeComment(headline, instance string, res procrun.Result, notes []string) string {
-	var b strings.Builder
-	b.WriteString(headline + "\n\n")
-	fmt.Fprintf(&b, "- result: %s\n", res.Describe())
-	fmt.Fprintf(&b, "- duration: %s\n", res.Duration.Round(time.Millisecond))
-	fmt.Fprintf(&b, "- instance: %s\n", instance)
-	for _, n := range notes {
-		fmt.Fprintf(&b, "- %s\n", n)
-	}
-	tail := strings.ToValidUTF8(string(res.Tail), "\uFFFD")
-	if tail == "" {
-		b.WriteString("\n(no output)\n")
-		return b.String()
-	}
-	fence := strings.Repeat("`", max(3, longestRun(tail, '`')+1))
-	fmt.Fprintf(&b, "\nLast %d bytes of output:\n\n%s\n%s\n%s\n", len(res.Tail), fence, strings.TrimRight(tail, "\n"), fence)
-	return b.String()
-}
-
-func longestRun(s string, c byte) int {
-	best, cur := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			cur++
-			best = max(best, cur)
-		} else {
-			cur = 0
-		}
-	}
-	return best
 }

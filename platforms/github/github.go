@@ -352,6 +352,7 @@ func classify(err error) error {
 		case http.StatusNotFound, http.StatusGone:
 			return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
 		}
+		return platforms.Rejected(er.Response.StatusCode, err)
 	}
 	var rl *gh.RateLimitError
 	if errors.As(err, &rl) && !errors.Is(err, trackerhttp.ErrRateLimited) {

@@ -159,8 +159,11 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
 	}
 	var er *gl.ErrorResponse
-	if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusGone {
-		return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
+	if errors.As(err, &er) && er.Response != nil {
+		if er.Response.StatusCode == http.StatusGone {
+			return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
+		}
+		return platforms.Rejected(er.Response.StatusCode, err)
 	}
 	return err
 }

@@ -110,6 +110,10 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		errs.add(path+".name", "required")
 	case !projectName.MatchString(p.Name):
 		errs.add(path+".name", `must use only a-z, 0-9, "-", "_" and "."`)
+	case strings.Trim(p.Name, ".") == "":
+		// The name is a directory under consumer.work_dir: "." and ".."
+		// would put working directories outside it.
+		errs.add(path+".name", `must not be "." or ".." (it names a directory under consumer.work_dir)`)
 	}
 
 	rules, known := KnownPlatforms[p.Platform]

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -22,8 +23,18 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // WorkDir is the ticket's working directory under root. It is kept between
 // attempts so a retry can resume from what the previous attempt left.
+// Each part is one path segment under root, never "." or "..", so no
+// project or ticket name can move it elsewhere.
 func WorkDir(root string, ref platforms.Ref) string {
-	return filepath.Join(root, unsafePath.ReplaceAllString(ref.Project, "_"), unsafePath.ReplaceAllString(ref.Platform+"_"+ref.ID, "_"))
+	return filepath.Join(root, pathSegment(ref.Project), pathSegment(ref.Platform+"_"+ref.ID))
+}
+
+func pathSegment(s string) string {
+	s = unsafePath.ReplaceAllString(s, "_")
+	if strings.Trim(s, ".") == "" {
+		return strings.Repeat("_", max(len(s), 1))
+	}
+	return s
 }
 
 // stdinPayload is the JSON a pipeline reads on stdin.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,10 @@ type Route struct {
 	Platform string
 	Decoder  platforms.WebhookDecoder
 	Projects []ProjectRoute
+	// FoldLocator compares locators case-insensitively, as the platform
+	// resolves names: GitHub and GitLab serve "Acme/App" and "acme/app" as
+	// one repository, and payloads carry the name as it was created.
+	FoldLocator bool
 }
 
 // Config configures a Receiver.
@@ -190,9 +195,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := rc.log.With(zap.String("platform", platform))
-	secrets, owners := flattenSecrets(route.Projects)
-	idx, err := route.Decoder.Verify(r.Header, body, secrets)
-	if err != nil {
+	if _, err := route.Decoder.Verify(r.Header, body, allSecrets(route.Projects)); err != nil {
 		log.Warn("webhook rejected: authentication failed", zap.String("remote", r.RemoteAddr))
 		writeJSON(w, http.StatusUnauthorized, answer{Outcome: "rejected", Error: "signature missing or invalid"})
 		return
@@ -211,7 +214,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, answer{Outcome: "ignored"})
 		return
 	}
-	project, status := resolve(route.Projects, owners[idx], ev.Locator)
+	project, status := route.resolve(r.Header, body, ev.Locator)
 	if status != http.StatusOK {
 		log.Warn("webhook for an unconfigured or mismatched project", zap.String("locator", ev.Locator), zap.Int("status", status))
 		writeJSON(w, status, answer{Outcome: "rejected", Error: "no project configured for " + ev.Locator + " with this secret"})
@@ -236,6 +239,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	t := ev.Ticket
 	t.Ref.Project = project
+	t.Ref.ID = route.canonicalID(project, ev.Locator, t.Ref.ID)
 	p := rc.claims.Projects()[project]
 	if !t.Open {
 		rc.retryBlocked(p, t.Ref.ID, log)
@@ -276,29 +280,34 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, answer{Outcome: string(res.Outcome), Project: project, Claim: &res})
 }
 
-func flattenSecrets(projects []ProjectRoute) ([][]byte, []string) {
+func allSecrets(projects []ProjectRoute) [][]byte {
 	var secrets [][]byte
-	var owners []string
 	for _, p := range projects {
-		for _, s := range p.Secrets {
-			secrets = append(secrets, s)
-			owners = append(owners, p.Name)
-		}
+		secrets = append(secrets, p.Secrets...)
 	}
-	return secrets, owners
+	return secrets
 }
 
-// resolve finds the project the payload names. The secret that verified the
-// delivery must belong to that project: one project's secret never
-// authenticates deliveries for another.
-func resolve(projects []ProjectRoute, signer, locator string) (string, int) {
+// sameLocator compares locators as the platform does.
+func (rt Route) sameLocator(a, b string) bool {
+	if rt.FoldLocator {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
+}
+
+// resolve finds the project the payload names whose own secrets verify the
+// delivery: one project's secret never authenticates deliveries for another,
+// and every project sharing a secret (an organisation's webhook) gets its
+// own deliveries, whichever project's copy of the secret matched first.
+func (rt Route) resolve(h http.Header, body []byte, locator string) (string, int) {
 	known := false
-	for _, p := range projects {
-		if p.Locator != locator {
+	for _, p := range rt.Projects {
+		if !rt.sameLocator(p.Locator, locator) {
 			continue
 		}
 		known = true
-		if p.Name == signer {
+		if _, err := rt.Decoder.Verify(h, body, p.Secrets); err == nil {
 			return p.Name, http.StatusOK
 		}
 	}
@@ -306,6 +315,18 @@ func resolve(projects []ProjectRoute, signer, locator string) (string, int) {
 		return "", http.StatusUnauthorized
 	}
 	return "", http.StatusNotFound
+}
+
+// canonicalID spells a ticket id with the configured locator where the
+// payload spelled it in another case ("Acme/App#3" → "acme/app#3"), so the
+// webhook, the poller and the repairs use one Redis key per ticket.
+func (rt Route) canonicalID(project, locator, id string) string {
+	for _, p := range rt.Projects {
+		if p.Name == project && p.Locator != locator && strings.HasPrefix(id, locator) {
+			return p.Locator + id[len(locator):]
+		}
+	}
+	return id
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -116,6 +116,12 @@ type WebhookEvent struct {
 	Locator string
 	// Ticket is the ticket as the payload described it; Ref.Project is unset.
 	Ticket *Ticket
+	// At is when the payload says the ticket changed (GitHub
+	// issue.updated_at, GitLab object_attributes.updated_at, Azure DevOps
+	// createdDate, Jira timestamp); zero when it has none. The receiver
+	// ignores a delivery older than its de-duplication window: a replay of a
+	// captured body after its record expired.
+	At time.Time
 }
 
 // WebhookDecoder authenticates and parses one platform's deliveries.

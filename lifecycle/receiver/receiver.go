@@ -7,11 +7,14 @@ package receiver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -52,9 +55,10 @@ type Route struct {
 
 // Config configures a Receiver.
 type Config struct {
-	MaxBody     int64         // default DefaultMaxBody
-	DeliveryTTL time.Duration // default keys.DeliveryTTL
-	CancelTTL   time.Duration // default keys.CancelTTL
+	MaxBody     int64            // default DefaultMaxBody
+	DeliveryTTL time.Duration    // default keys.DeliveryTTL; also the oldest ticket change a delivery may report
+	Clock       func() time.Time // default time.Now
+	CancelTTL   time.Duration    // default keys.CancelTTL
 	Logger      *zap.Logger
 	// Deliveries, when set, learns the answer to every webhook request
 	// (metrics).
@@ -68,6 +72,14 @@ type Config struct {
 type DeliveryObserver interface {
 	ObserveDelivery(platform string, status int)
 }
+
+// OutcomeStale answers a delivery whose ticket change is older than the
+// de-duplication window (2xx: the platform must not retry it).
+const OutcomeStale = "stale"
+
+// deliveryIDForm is what a delivery id may look like: the platforms send
+// UUIDs, numbers, "subscription/notification" (Azure DevOps) or a digest.
+var deliveryIDForm = regexp.MustCompile(`^[A-Za-z0-9._:/+=-]{0,128}$`)
 
 // UnknownPlatform stands for every /webhooks/{platform} path that names no
 // configured platform.
@@ -96,6 +108,9 @@ func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Rou
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	rm := make(map[string]Route, len(routes))
 	for _, r := range routes {
@@ -206,6 +221,12 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, answer{Outcome: "rejected", Error: "malformed payload"})
 		return
 	}
+	if !deliveryIDForm.MatchString(ev.DeliveryID) {
+		// The id header is not signed: a long or odd one would only be a
+		// Redis key an attacker chose.
+		writeJSON(w, http.StatusBadRequest, answer{Outcome: "rejected", Error: "delivery id longer than 128 characters or outside [A-Za-z0-9._:/+=-]"})
+		return
+	}
 	switch ev.Kind {
 	case platforms.EventPing:
 		writeJSON(w, http.StatusOK, answer{Outcome: "pong"})
@@ -223,19 +244,28 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	log = log.With(zap.String("project", project), zap.String("delivery", ev.DeliveryID), zap.String("event", ev.Name+"/"+ev.Action))
 	ctx, cancel := context.WithTimeout(r.Context(), claimTimeout)
 	defer cancel()
-	var dkey string
+	if !ev.At.IsZero() && rc.cfg.Clock().Sub(ev.At) > rc.cfg.DeliveryTTL {
+		// Older than the de-dup records: a replay of a captured body whose
+		// record expired. Not handled; the TriggerSweeper finds a real
+		// trigger that was missed.
+		log.Info("webhook ignored: ticket change older than the de-duplication window", zap.Time("changedAt", ev.At))
+		writeJSON(w, http.StatusOK, answer{Outcome: OutcomeStale, Project: project})
+		return
+	}
+	sum := sha256.Sum256(body)
+	dkeys := []string{keys.DeliveryBody(platform, hex.EncodeToString(sum[:]))}
 	if ev.DeliveryID != "" {
-		dkey = keys.Delivery(platform, ev.DeliveryID)
-		dup, err := dedup.Seen(ctx, rc.rdb, dkey, rc.cfg.DeliveryTTL)
-		if err != nil {
-			log.Warn("webhook deferred: Redis unreachable", zap.Error(err))
-			writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Error: "redis unreachable"})
-			return
-		}
-		if dup {
-			writeJSON(w, http.StatusOK, answer{Outcome: "duplicate", Project: project})
-			return
-		}
+		dkeys = append(dkeys, keys.Delivery(platform, ev.DeliveryID))
+	}
+	dup, err := dedup.SeenAny(ctx, rc.rdb, rc.cfg.DeliveryTTL, dkeys...)
+	if err != nil {
+		log.Warn("webhook deferred: Redis unreachable", zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Error: "redis unreachable"})
+		return
+	}
+	if dup {
+		writeJSON(w, http.StatusOK, answer{Outcome: "duplicate", Project: project})
+		return
 	}
 	t := ev.Ticket
 	t.Ref.Project = project
@@ -246,9 +276,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	if cause, err := rc.requestCancel(ctx, p, t); cause != "" || err != nil {
 		if err != nil {
-			if dkey != "" {
-				_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkey)
-			}
+			_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkeys...)
 			log.Warn("cancel request failed", zap.Error(err))
 			writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Project: project, Error: "redis unreachable"})
 			return
@@ -265,10 +293,8 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := rc.claims.Claim(ctx, t.Ref, lifecycle.SourceWebhook, 1)
 	if err != nil {
-		if dkey != "" {
-			// Let a redelivery of this delivery try again.
-			_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkey)
-		}
+		// Let a redelivery of this delivery try again.
+		_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkeys...)
 		log.Warn("claim failed", zap.Error(err))
 		status := http.StatusBadGateway
 		if errors.Is(err, lifecycle.ErrRedisUnavailable) {

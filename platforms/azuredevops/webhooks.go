@@ -100,6 +100,7 @@ type envelope struct {
 	SubscriptionID     string          `json:"subscriptionId"`
 	NotificationID     json.Number     `json:"notificationId"`
 	EventType          string          `json:"eventType"`
+	CreatedDate        string          `json:"createdDate"`
 	Resource           json.RawMessage `json:"resource"`
 	ResourceContainers struct {
 		Collection container `json:"collection"`
@@ -157,6 +158,7 @@ func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 		return ev, fmt.Errorf("azuredevops: delivery: %w: %v", platforms.ErrMalformed, err)
 	}
 	ev.DeliveryID = deliveryID(p, body)
+	ev.At = platforms.ParseTime(p.CreatedDate)
 	ev.Name, ev.Action, _ = strings.Cut(p.EventType, ".")
 	if p.EventType == "" {
 		return ev, fmt.Errorf("azuredevops: delivery %q has no eventType: %w", ev.DeliveryID, platforms.ErrMalformed)

@@ -271,14 +271,26 @@ type Polling struct {
 	Interval time.Duration `yaml:"interval"`
 }
 
+// PipelineSecret is one pipeline credential: the variable Name the pipeline
+// sees, its value From an env variable or a file of the daemon.
+type PipelineSecret struct {
+	Name string `yaml:"name"`
+	From Secret `yaml:"from"`
+}
+
 // Pipeline is the command a ticket runs.
 type Pipeline struct {
-	Command     []string          `yaml:"command"` // argv, not a shell string
-	Env         map[string]string `yaml:"env"`
-	Timeout     time.Duration     `yaml:"timeout"`
-	MaxAttempts int               `yaml:"max_attempts"`
-	Retry       Retry             `yaml:"retry"`
-	Escalate    Escalate          `yaml:"escalate"`
+	Command []string          `yaml:"command"` // argv, not a shell string
+	Env     map[string]string `yaml:"env"`
+	// Secrets are the pipeline's credentials (a repository token for the
+	// coding agent): each an environment variable of this project's
+	// pipeline only, its value read from the daemon's environment or a file
+	// like every other secret, never logged or printed.
+	Secrets     []PipelineSecret `yaml:"secrets"`
+	Timeout     time.Duration    `yaml:"timeout"`
+	MaxAttempts int              `yaml:"max_attempts"`
+	Retry       Retry            `yaml:"retry"`
+	Escalate    Escalate         `yaml:"escalate"`
 	// Concurrency caps this project's runs at once across all replicas
 	// (0: no cap).
 	Concurrency int `yaml:"concurrency"`

@@ -16,6 +16,7 @@ import (
 var (
 	projectName = regexp.MustCompile(`^[a-z0-9._-]+$`)
 	ghName      = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // validate checks c after defaults, folds shorthand secrets into their
@@ -100,6 +101,22 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 		}
 		for k := range p.Webhook.Secrets {
 			secret(&p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
+		}
+		for k := range p.Pipeline.Secrets {
+			ps := &p.Pipeline.Secrets[k]
+			sp := fmt.Sprintf("%s.pipeline.secrets[%d]", path, k)
+			switch {
+			case !envName.MatchString(ps.Name):
+				errs.add(sp+".name", "must be an environment variable name such as GH_TOKEN")
+			case strings.HasPrefix(ps.Name, "AGENTSMITH_") || p.Pipeline.Env[ps.Name] != "" ||
+				slices.IndexFunc(p.Pipeline.Secrets[:k], func(o PipelineSecret) bool { return o.Name == ps.Name }) >= 0:
+				errs.add(sp+".name", "duplicate of another pipeline variable (or in AGENTSMITH_*)")
+			}
+			if !ps.From.IsSet() {
+				errs.add(sp+".from", "required: {env: NAME} or {file: PATH}")
+				continue
+			}
+			secret(&ps.From, sp+".from")
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +53,7 @@ type stdinPayload struct {
 
 // pipelineSpec builds the process spec for one attempt on ticket t.
 func pipelineSpec(p *Project, t *platforms.Ticket, attempt int, workDir string) procrun.Spec {
-	env := make([]string, 0, len(inheritedEnv)+len(p.Pipeline.Env)+8)
+	env := make([]string, 0, len(inheritedEnv)+len(p.Pipeline.Env)+len(p.Pipeline.Secrets)+8)
 	for _, k := range inheritedEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -64,6 +66,10 @@ func pipelineSpec(p *Project, t *platforms.Ticket, attempt int, workDir string) 
 	sort.Strings(names)
 	for _, k := range names {
 		env = append(env, k+"="+p.Pipeline.Env[k])
+	}
+	// This project's credentials only: another project's never reach it.
+	for _, k := range slices.Sorted(maps.Keys(p.Pipeline.Secrets)) {
+		env = append(env, k+"="+p.Pipeline.Secrets[k])
 	}
 	env = append(env,
 		"AGENTSMITH_TICKET_ID="+t.Ref.ID,

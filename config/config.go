@@ -31,14 +31,19 @@ var AllRoles = []string{RoleReceiver, RolePoller, RoleConsumer, RoleHousekeeping
 // Defaults for zero-valued fields. The TTLs are the specification's so an
 // existing deployment keeps its timing.
 const (
-	DefaultListen          = ":8080"
-	DefaultLabelPrefix     = "agent-smith" // = lifecycle.DefaultLabelPrefix; config stays free of the domain package
-	DefaultConcurrency     = 4
-	DefaultHeartbeatTTL    = keys.HeartbeatTTL   // spec: absence after 2 min means dead
-	DefaultHeartbeatRenew  = keys.HeartbeatRenew // spec: renewed every 30 s
-	DefaultShutdownGrace   = 10 * time.Second
-	DefaultKillGrace       = 10 * time.Second
-	DefaultTailBytes       = 4096
+	DefaultListen         = ":8080"
+	DefaultLabelPrefix    = "agent-smith" // = lifecycle.DefaultLabelPrefix; config stays free of the domain package
+	DefaultConcurrency    = 4
+	DefaultHeartbeatTTL   = keys.HeartbeatTTL   // spec: absence after 2 min means dead
+	DefaultHeartbeatRenew = keys.HeartbeatRenew // spec: renewed every 30 s
+	DefaultShutdownGrace  = 10 * time.Second
+	DefaultKillGrace      = 10 * time.Second
+	DefaultTailBytes      = 4096
+	// MaxTailBytes bounds consumer.tail_bytes: the tail goes into the
+	// failure comment, which must fit every platform's limit (32,767
+	// characters on Jira); the comment is cut to fit anyway, but a larger
+	// tail only costs memory per running pipeline.
+	MaxTailBytes           = 32768
 	DefaultClaimLockTTL    = keys.ClaimLockTTL // spec: claim-lock TTL 30 s
 	DefaultFastInterval    = 5 * time.Second
 	DefaultSlowInterval    = 60 * time.Second
@@ -266,14 +271,26 @@ type Polling struct {
 	Interval time.Duration `yaml:"interval"`
 }
 
+// PipelineSecret is one pipeline credential: the variable Name the pipeline
+// sees, its value From an env variable or a file of the daemon.
+type PipelineSecret struct {
+	Name string `yaml:"name"`
+	From Secret `yaml:"from"`
+}
+
 // Pipeline is the command a ticket runs.
 type Pipeline struct {
-	Command     []string          `yaml:"command"` // argv, not a shell string
-	Env         map[string]string `yaml:"env"`
-	Timeout     time.Duration     `yaml:"timeout"`
-	MaxAttempts int               `yaml:"max_attempts"`
-	Retry       Retry             `yaml:"retry"`
-	Escalate    Escalate          `yaml:"escalate"`
+	Command []string          `yaml:"command"` // argv, not a shell string
+	Env     map[string]string `yaml:"env"`
+	// Secrets are the pipeline's credentials (a repository token for the
+	// coding agent): each an environment variable of this project's
+	// pipeline only, its value read from the daemon's environment or a file
+	// like every other secret, never logged or printed.
+	Secrets     []PipelineSecret `yaml:"secrets"`
+	Timeout     time.Duration    `yaml:"timeout"`
+	MaxAttempts int              `yaml:"max_attempts"`
+	Retry       Retry            `yaml:"retry"`
+	Escalate    Escalate         `yaml:"escalate"`
 	// Concurrency caps this project's runs at once across all replicas
 	// (0: no cap).
 	Concurrency int `yaml:"concurrency"`

@@ -446,6 +446,7 @@ func TestValidationRules(t *testing.T) {
 		"redis: {db: -1}\n":                 "redis.db: must not be negative",
 		"label_prefix: \"a:b\"\n":           `label_prefix: must not contain ":", spaces or control characters`,
 		"webhook: {max_body_bytes: -1}\n":   "webhook.max_body_bytes: must be at least 1",
+		"consumer: {tail_bytes: 1000000}\n": "consumer.tail_bytes: must be at most 32768 (the failure comment must fit the tracker's comment limit)",
 		"label_prefix: bot\nx: 1\n":         "x: unknown field (line 2)",
 		"projects_: 1\n":                    "projects_: unknown field (line 1)",
 	} {

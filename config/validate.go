@@ -16,6 +16,7 @@ import (
 var (
 	projectName = regexp.MustCompile(`^[a-z0-9._-]+$`)
 	ghName      = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // validate checks c after defaults, folds shorthand secrets into their
@@ -57,6 +58,9 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 	positive(errs, "consumer.shutdown_grace", cs.ShutdownGrace)
 	positive(errs, "consumer.kill_grace", cs.KillGrace)
 	atLeast(errs, "consumer.tail_bytes", cs.TailBytes, 1)
+	if cs.TailBytes > MaxTailBytes {
+		errs.add("consumer.tail_bytes", fmt.Sprintf("must be at most %d (the failure comment must fit the tracker's comment limit)", MaxTailBytes))
+	}
 	atLeast(errs, "consumer.lower_priority_every", cs.LowerPriorityEvery, 1)
 	positive(errs, "consumer.limit_delay", cs.LimitDelay)
 
@@ -98,6 +102,22 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 		for k := range p.Webhook.Secrets {
 			secret(&p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
 		}
+		for k := range p.Pipeline.Secrets {
+			ps := &p.Pipeline.Secrets[k]
+			sp := fmt.Sprintf("%s.pipeline.secrets[%d]", path, k)
+			switch {
+			case !envName.MatchString(ps.Name):
+				errs.add(sp+".name", "must be an environment variable name such as GH_TOKEN")
+			case strings.HasPrefix(ps.Name, "AGENTSMITH_") || p.Pipeline.Env[ps.Name] != "" ||
+				slices.IndexFunc(p.Pipeline.Secrets[:k], func(o PipelineSecret) bool { return o.Name == ps.Name }) >= 0:
+				errs.add(sp+".name", "duplicate of another pipeline variable (or in AGENTSMITH_*)")
+			}
+			if !ps.From.IsSet() {
+				errs.add(sp+".from", "required: {env: NAME} or {file: PATH}")
+				continue
+			}
+			secret(&ps.From, sp+".from")
+		}
 	}
 }
 
@@ -107,6 +127,10 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		errs.add(path+".name", "required")
 	case !projectName.MatchString(p.Name):
 		errs.add(path+".name", `must use only a-z, 0-9, "-", "_" and "."`)
+	case strings.Trim(p.Name, ".") == "":
+		// The name is a directory under consumer.work_dir: "." and ".."
+		// would put working directories outside it.
+		errs.add(path+".name", `must not be "." or ".." (it names a directory under consumer.work_dir)`)
 	}
 
 	rules, known := KnownPlatforms[p.Platform]

@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
-	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -137,12 +136,7 @@ func (e *Executor) cancelQueued(ctx context.Context, p *Project, t *platforms.Ti
 func (e *Executor) failCancelled(ctx context.Context, p *Project, req PipelineRequest, token string,
 	from State, cause string, fence func(context.Context) error, started time.Time, log *zap.Logger) {
 	body := cancelComment(e.cfg.Labels, p.TriggerLabel, cause, from, req.Attempt, started, e.cfg.Clock())
-	if err := retryTransient(ctx, func() error {
-		if err := fence(ctx); err != nil {
-			return err
-		}
-		return p.Tracker.Comment(trackerhttp.WithFence(ctx, fence), req.Ref, body)
-	}); err != nil {
+	if err := e.postComment(ctx, p, req.Ref, body, "", fence, log); err != nil {
 		if errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the cancellation comment", zap.Error(err))
 			return

@@ -29,6 +29,11 @@ const (
 	DefaultTailBytes     = 4096
 	DefaultTakeWait      = time.Second
 	writeTimeout         = 30 * time.Second
+	// commentTimeout bounds one comment with its retries and its short
+	// replacement, so the transition after it keeps the rest of
+	// writeTimeout: a tracker that keeps refusing a comment must not cost
+	// the ticket its Failed label (and the run a second attempt).
+	commentTimeout = 10 * time.Second
 )
 
 var (
@@ -341,12 +346,14 @@ func (e *Executor) moveRetrying(ctx context.Context, p *Project, t *platforms.Ti
 }
 
 // retryTransient calls f until it succeeds, fails permanently (lost run,
-// state changed, illegal transition) or ctx ends, backing off between tries.
+// state changed, illegal transition, a 4xx the tracker will answer again:
+// platforms.ErrRejected) or ctx ends, backing off between tries.
 func retryTransient(ctx context.Context, f func() error) error {
 	backoff := 200 * time.Millisecond
 	for {
 		err := f()
-		if err == nil || errors.Is(err, errLostRun) || errors.Is(err, errStateChanged) || errors.Is(err, errIllegal) {
+		if err == nil || errors.Is(err, errLostRun) || errors.Is(err, errStateChanged) || errors.Is(err, errIllegal) ||
+			errors.Is(err, platforms.ErrRejected) {
 			return err
 		}
 		if !sleepCtx(ctx, backoff) {

@@ -36,13 +36,10 @@ func (e *Executor) failed(ctx context.Context, p *Project, t *platforms.Ticket, 
 	// The outcome must be written even while shutting down.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	body := outcomeComment(failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), e.cfg.Instance, res, notes)
-	if err := retryTransient(wctx, func() error {
-		if err := fence(wctx); err != nil {
-			return err
-		}
-		return p.Tracker.Comment(trackerhttp.WithFence(wctx, fence), req.Ref, body)
-	}); err != nil {
+	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
+	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)
+	short := shortOutcomeComment(headline, e.cfg.Instance, res, notes, limit)
+	if err := e.postComment(wctx, p, req.Ref, body, short, fence, log); err != nil {
 		if errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the failure comment", zap.Error(err))
 			return

@@ -2,14 +2,14 @@ package lifecycle
 
 import (
 	"encoding/json"
-	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -25,8 +25,18 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // WorkDir is the ticket's working directory under root. It is kept between
 // attempts so a retry can resume from what the previous attempt left.
+// Each part is one path segment under root, never "." or "..", so no
+// project or ticket name can move it elsewhere.
 func WorkDir(root string, ref platforms.Ref) string {
-	return filepath.Join(root, unsafePath.ReplaceAllString(ref.Project, "_"), unsafePath.ReplaceAllString(ref.Platform+"_"+ref.ID, "_"))
+	return filepath.Join(root, pathSegment(ref.Project), pathSegment(ref.Platform+"_"+ref.ID))
+}
+
+func pathSegment(s string) string {
+	s = unsafePath.ReplaceAllString(s, "_")
+	if strings.Trim(s, ".") == "" {
+		return strings.Repeat("_", max(len(s), 1))
+	}
+	return s
 }
 
 // stdinPayload is the JSON a pipeline reads on stdin.
@@ -43,7 +53,7 @@ type stdinPayload struct {
 
 // pipelineSpec builds the process spec for one attempt on ticket t.
 func pipelineSpec(p *Project, t *platforms.Ticket, attempt int, workDir string) procrun.Spec {
-	env := make([]string, 0, len(inheritedEnv)+len(p.Pipeline.Env)+8)
+	env := make([]string, 0, len(inheritedEnv)+len(p.Pipeline.Env)+len(p.Pipeline.Secrets)+8)
 	for _, k := range inheritedEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -56,6 +66,10 @@ func pipelineSpec(p *Project, t *platforms.Ticket, attempt int, workDir string) 
 	sort.Strings(names)
 	for _, k := range names {
 		env = append(env, k+"="+p.Pipeline.Env[k])
+	}
+	// This project's credentials only: another project's never reach it.
+	for _, k := range slices.Sorted(maps.Keys(p.Pipeline.Secrets)) {
+		env = append(env, k+"="+p.Pipeline.Secrets[k])
 	}
 	env = append(env,
 		"AGENTSMITH_TICKET_ID="+t.Ref.ID,
@@ -77,40 +91,4 @@ func pipelineSpec(p *Project, t *platforms.Ticket, attempt int, workDir string) 
 		Stdin:   stdin,
 		Timeout: p.Pipeline.Timeout,
 	}
-}
-
-// outcomeComment is a failed attempt's comment: headline, result, duration,
-// instance, notes, and the output's tail. The tail sits in a code fence
-// longer than any backtick run inside it, so pipeline output can never
-// break out of the block.
-func outcomeComment(headline, instance string, res procrun.Result, notes []string) string {
-	var b strings.Builder
-	b.WriteString(headline + "\n\n")
-	fmt.Fprintf(&b, "- result: %s\n", res.Describe())
-	fmt.Fprintf(&b, "- duration: %s\n", res.Duration.Round(time.Millisecond))
-	fmt.Fprintf(&b, "- instance: %s\n", instance)
-	for _, n := range notes {
-		fmt.Fprintf(&b, "- %s\n", n)
-	}
-	tail := strings.ToValidUTF8(string(res.Tail), "\uFFFD")
-	if tail == "" {
-		b.WriteString("\n(no output)\n")
-		return b.String()
-	}
-	fence := strings.Repeat("`", max(3, longestRun(tail, '`')+1))
-	fmt.Fprintf(&b, "\nLast %d bytes of output:\n\n%s\n%s\n%s\n", len(res.Tail), fence, strings.TrimRight(tail, "\n"), fence)
-	return b.String()
-}
-
-func longestRun(s string, c byte) int {
-	best, cur := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			cur++
-			best = max(best, cur)
-		} else {
-			cur = 0
-		}
-	}
-	return best
 }

@@ -26,8 +26,11 @@ type Project struct {
 
 // Pipeline is the command run for every claimed ticket of a project.
 type Pipeline struct {
-	Command     []string
-	Env         map[string]string
+	Command []string
+	Env     map[string]string
+	// Secrets are added to the pipeline's environment like Env; kept apart
+	// so nothing that prints Env (logs, status) ever shows them.
+	Secrets     map[string]string
 	Timeout     time.Duration
 	MaxAttempts int
 	Retry       RetryPolicy

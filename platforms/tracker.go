@@ -120,6 +120,12 @@ type WebhookEvent struct {
 	// something the user can fix (a subscription sending too little); the
 	// receiver logs it and puts it in its answer.
 	Reason string
+	// At is when the payload says the ticket changed (GitHub
+	// issue.updated_at, GitLab object_attributes.updated_at, Azure DevOps
+	// createdDate, Jira timestamp); zero when it has none. The receiver
+	// ignores a delivery older than its de-duplication window: a replay of a
+	// captured body after its record expired.
+	At time.Time
 }
 
 // WebhookDecoder authenticates and parses one platform's deliveries.

@@ -396,3 +396,22 @@ func TestReportPercentiles(t *testing.T) {
 func refOf(project string, n int) platforms.Ref {
 	return platforms.Ref{Platform: "github", Project: project, ID: fmt.Sprintf("%s#%d", repo, n)}
 }
+
+// A ticket title with terminal escape sequences (OSC 52 writes the
+// operator's clipboard, CSI clears the screen) is printed inert.
+func TestTicketsStripsTerminalEscapes(t *testing.T) {
+	w := newWorld(t)
+	title := "pwn \x1b]52;c;ZWNobyBvd25lZA==\x07 \x1b[2J\u009b31m\x00done"
+	w.sim.CreateIssue(repo, title, "", "agent-smith")
+	for _, args := range [][]string{{"tickets", "--project", "app", "--state", "pending"}, {"tickets", "--project", "app", "--state", "pending", "-o", "json"}} {
+		code, out, errOut := w.ctl(args...)
+		for _, r := range out + errOut {
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+				t.Fatalf("%v: control character %U printed:\n%q", args, r, out+errOut)
+			}
+		}
+		if code != 0 || !strings.Contains(out, "]52;c;ZWNobyBvd25lZA==") {
+			t.Errorf("%v: exit %d, title lost:\n%s", args, code, out)
+		}
+	}
+}

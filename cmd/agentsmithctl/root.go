@@ -212,6 +212,7 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 
 // run executes one command line and returns its exit code.
 func run(ctx context.Context, argv []string, out, errOut io.Writer) int {
+	out, errOut = termSafe(out), termSafe(errOut)
 	a := &app{out: out, errOut: errOut, clock: time.Now}
 	defer a.close()
 	root := newRoot(a)

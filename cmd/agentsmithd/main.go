@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/pkg/nodump"
 )
 
 func main() {
@@ -38,6 +39,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cmd == "serve" || cmd == "demo" {
+		// Before any secret is read or pipeline started: a pipeline runs as
+		// the daemon's user and could otherwise read /proc/$PPID/environ
+		// and /proc/$PPID/mem (README "Security").
+		if err := nodump.Enable(); err != nil {
+			fmt.Fprintln(stderr, "agentsmithd: cannot make the process non-dumpable:", err)
+			return 1
+		}
+	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, stdout, stderr)

@@ -106,6 +106,12 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		Priority: lifecycle.PriorityPolicy{Labels: pc.Priority.Labels, Default: pc.Priority.Default},
 		Limits:   lifecycle.Limits{Concurrency: pl.Concurrency, TokenConcurrency: pc.TokenConcurrency},
 	}
+	if len(pl.Secrets) > 0 {
+		p.Pipeline.Secrets = make(map[string]string, len(pl.Secrets))
+		for _, s := range pl.Secrets {
+			p.Pipeline.Secrets[s.Name] = s.From.Value()
+		}
+	}
 	if pc.TokenConcurrency > 0 {
 		p.Limits.TokenID = lifecycle.TokenID(pc.Token.Value())
 	}

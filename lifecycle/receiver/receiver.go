@@ -7,11 +7,15 @@ package receiver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,13 +47,18 @@ type Route struct {
 	Platform string
 	Decoder  platforms.WebhookDecoder
 	Projects []ProjectRoute
+	// FoldLocator compares locators case-insensitively, as the platform
+	// resolves names: GitHub and GitLab serve "Acme/App" and "acme/app" as
+	// one repository, and payloads carry the name as it was created.
+	FoldLocator bool
 }
 
 // Config configures a Receiver.
 type Config struct {
-	MaxBody     int64         // default DefaultMaxBody
-	DeliveryTTL time.Duration // default keys.DeliveryTTL
-	CancelTTL   time.Duration // default keys.CancelTTL
+	MaxBody     int64            // default DefaultMaxBody
+	DeliveryTTL time.Duration    // default keys.DeliveryTTL; also the oldest ticket change a delivery may report
+	Clock       func() time.Time // default time.Now
+	CancelTTL   time.Duration    // default keys.CancelTTL
 	Logger      *zap.Logger
 	// Deliveries, when set, learns the answer to every webhook request
 	// (metrics).
@@ -63,6 +72,14 @@ type Config struct {
 type DeliveryObserver interface {
 	ObserveDelivery(platform string, status int)
 }
+
+// OutcomeStale answers a delivery whose ticket change is older than the
+// de-duplication window (2xx: the platform must not retry it).
+const OutcomeStale = "stale"
+
+// deliveryIDForm is what a delivery id may look like: the platforms send
+// UUIDs, numbers, "subscription/notification" (Azure DevOps) or a digest.
+var deliveryIDForm = regexp.MustCompile(`^[A-Za-z0-9._:/+=-]{0,128}$`)
 
 // UnknownPlatform stands for every /webhooks/{platform} path that names no
 // configured platform.
@@ -91,6 +108,9 @@ func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Rou
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	rm := make(map[string]Route, len(routes))
 	for _, r := range routes {
@@ -199,9 +219,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := rc.log.With(zap.String("platform", platform))
-	secrets, owners := flattenSecrets(route.Projects)
-	idx, err := route.Decoder.Verify(r.Header, body, secrets)
-	if err != nil {
+	if _, err := route.Decoder.Verify(r.Header, body, allSecrets(route.Projects)); err != nil {
 		log.Warn("webhook rejected: authentication failed", zap.String("remote", r.RemoteAddr))
 		writeJSON(w, http.StatusUnauthorized, answer{Outcome: "rejected", Error: "signature missing or invalid"})
 		return
@@ -210,6 +228,12 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		log.Warn("webhook rejected: malformed", zap.Error(err))
 		writeJSON(w, http.StatusBadRequest, answer{Outcome: "rejected", Error: "malformed payload"})
+		return
+	}
+	if !deliveryIDForm.MatchString(ev.DeliveryID) {
+		// The id header is not signed: a long or odd one would only be a
+		// Redis key an attacker chose.
+		writeJSON(w, http.StatusBadRequest, answer{Outcome: "rejected", Error: "delivery id longer than 128 characters or outside [A-Za-z0-9._:/+=-]"})
 		return
 	}
 	switch ev.Kind {
@@ -223,7 +247,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeIgnored, Reason: ev.Reason})
 		return
 	}
-	project, status := resolve(route.Projects, owners[idx], ev.Locator)
+	project, status := route.resolve(r.Header, body, ev.Locator)
 	switch status {
 	case http.StatusOK:
 	case http.StatusNotFound:
@@ -243,31 +267,39 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	log = log.With(zap.String("project", project), zap.String("delivery", ev.DeliveryID), zap.String("event", ev.Name+"/"+ev.Action))
 	ctx, cancel := context.WithTimeout(r.Context(), claimTimeout)
 	defer cancel()
-	var dkey string
+	if !ev.At.IsZero() && rc.cfg.Clock().Sub(ev.At) > rc.cfg.DeliveryTTL {
+		// Older than the de-dup records: a replay of a captured body whose
+		// record expired. Not handled; the TriggerSweeper finds a real
+		// trigger that was missed.
+		log.Info("webhook ignored: ticket change older than the de-duplication window", zap.Time("changedAt", ev.At))
+		writeJSON(w, http.StatusOK, answer{Outcome: OutcomeStale, Project: project})
+		return
+	}
+	sum := sha256.Sum256(body)
+	dkeys := []string{keys.DeliveryBody(platform, hex.EncodeToString(sum[:]))}
 	if ev.DeliveryID != "" {
-		dkey = keys.Delivery(platform, ev.DeliveryID)
-		dup, err := dedup.Seen(ctx, rc.rdb, dkey, rc.cfg.DeliveryTTL)
-		if err != nil {
-			log.Warn("webhook deferred: Redis unreachable", zap.Error(err))
-			writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Error: "redis unreachable"})
-			return
-		}
-		if dup {
-			writeJSON(w, http.StatusOK, answer{Outcome: "duplicate", Project: project})
-			return
-		}
+		dkeys = append(dkeys, keys.Delivery(platform, ev.DeliveryID))
+	}
+	dup, err := dedup.SeenAny(ctx, rc.rdb, rc.cfg.DeliveryTTL, dkeys...)
+	if err != nil {
+		log.Warn("webhook deferred: Redis unreachable", zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Error: "redis unreachable"})
+		return
+	}
+	if dup {
+		writeJSON(w, http.StatusOK, answer{Outcome: "duplicate", Project: project})
+		return
 	}
 	t := ev.Ticket
 	t.Ref.Project = project
+	t.Ref.ID = route.canonicalID(project, ev.Locator, t.Ref.ID)
 	p := rc.claims.Projects()[project]
 	if !t.Open {
 		rc.retryBlocked(p, t.Ref.ID, log)
 	}
 	if cause, err := rc.requestCancel(ctx, p, t); cause != "" || err != nil {
 		if err != nil {
-			if dkey != "" {
-				_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkey)
-			}
+			_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkeys...)
 			log.Warn("cancel request failed", zap.Error(err))
 			writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Project: project, Error: "redis unreachable"})
 			return
@@ -284,10 +316,8 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := rc.claims.Claim(ctx, t.Ref, lifecycle.SourceWebhook, 1)
 	if err != nil {
-		if dkey != "" {
-			// Let a redelivery of this delivery try again.
-			_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkey)
-		}
+		// Let a redelivery of this delivery try again.
+		_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkeys...)
 		log.Warn("claim failed", zap.Error(err))
 		status := http.StatusBadGateway
 		if errors.Is(err, lifecycle.ErrRedisUnavailable) {
@@ -299,29 +329,34 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, answer{Outcome: string(res.Outcome), Project: project, Claim: &res})
 }
 
-func flattenSecrets(projects []ProjectRoute) ([][]byte, []string) {
+func allSecrets(projects []ProjectRoute) [][]byte {
 	var secrets [][]byte
-	var owners []string
 	for _, p := range projects {
-		for _, s := range p.Secrets {
-			secrets = append(secrets, s)
-			owners = append(owners, p.Name)
-		}
+		secrets = append(secrets, p.Secrets...)
 	}
-	return secrets, owners
+	return secrets
 }
 
-// resolve finds the project the payload names. The secret that verified the
-// delivery must belong to that project: one project's secret never
-// authenticates deliveries for another.
-func resolve(projects []ProjectRoute, signer, locator string) (string, int) {
+// sameLocator compares locators as the platform does.
+func (rt Route) sameLocator(a, b string) bool {
+	if rt.FoldLocator {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
+}
+
+// resolve finds the project the payload names whose own secrets verify the
+// delivery: one project's secret never authenticates deliveries for another,
+// and every project sharing a secret (an organisation's webhook) gets its
+// own deliveries, whichever project's copy of the secret matched first.
+func (rt Route) resolve(h http.Header, body []byte, locator string) (string, int) {
 	known := false
-	for _, p := range projects {
-		if p.Locator != locator {
+	for _, p := range rt.Projects {
+		if !rt.sameLocator(p.Locator, locator) {
 			continue
 		}
 		known = true
-		if p.Name == signer {
+		if _, err := rt.Decoder.Verify(h, body, p.Secrets); err == nil {
 			return p.Name, http.StatusOK
 		}
 	}
@@ -329,6 +364,18 @@ func resolve(projects []ProjectRoute, signer, locator string) (string, int) {
 		return "", http.StatusUnauthorized
 	}
 	return "", http.StatusNotFound
+}
+
+// canonicalID spells a ticket id with the configured locator where the
+// payload spelled it in another case ("Acme/App#3" → "acme/app#3"), so the
+// webhook, the poller and the repairs use one Redis key per ticket.
+func (rt Route) canonicalID(project, locator, id string) string {
+	for _, p := range rt.Projects {
+		if p.Name == project && p.Locator != locator && strings.HasPrefix(id, locator) {
+			return p.Locator + id[len(locator):]
+		}
+	}
+	return id
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

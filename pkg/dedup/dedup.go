@@ -18,22 +18,43 @@ import (
 // step, so of two concurrent deliveries with the same id exactly one sees
 // false and handles it.
 func Seen(ctx context.Context, rdb redis.Cmdable, key string, ttl time.Duration) (bool, error) {
-	if ttl < time.Millisecond {
-		// SET NX without an expiry would remember the id forever.
-		return false, fmt.Errorf("dedup %s: ttl %s: must be at least 1ms", key, ttl)
-	}
-	fresh, err := rdb.SetNX(ctx, key, time.Now().UTC().Format(time.RFC3339), ttl).Result()
-	if err != nil {
-		return false, fmt.Errorf("dedup %s: %w", key, err)
-	}
-	return !fresh, nil
+	return SeenAny(ctx, rdb, ttl, key)
 }
 
-// Forget deletes the record of a delivery whose handling failed, so the
+// SeenAny records the delivery under every key (SET NX EX each, one round
+// trip) and reports whether any was already recorded: a delivery is a
+// duplicate when its id or its body's digest was seen. Of two concurrent
+// deliveries sharing a key exactly one sees false.
+func SeenAny(ctx context.Context, rdb redis.Cmdable, ttl time.Duration, keys ...string) (bool, error) {
+	if ttl < time.Millisecond {
+		return false, fmt.Errorf("dedup %v: ttl %s: must be at least 1ms", keys, ttl)
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	cmds := make([]*redis.BoolCmd, len(keys))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.SetNX(ctx, k, now, ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("dedup %v: %w", keys, err)
+	}
+	for _, c := range cmds {
+		if !c.Val() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Forget deletes the records of a delivery whose handling failed, so the
 // tracker's redelivery is handled instead of swallowed as a duplicate.
-func Forget(ctx context.Context, rdb redis.Cmdable, key string) error {
-	if err := rdb.Del(ctx, key).Err(); err != nil {
-		return fmt.Errorf("dedup forget %s: %w", key, err)
+func Forget(ctx context.Context, rdb redis.Cmdable, keys ...string) error {
+	for _, key := range keys {
+		if err := rdb.Del(ctx, key).Err(); err != nil {
+			return fmt.Errorf("dedup forget %s: %w", key, err)
+		}
 	}
 	return nil
 }

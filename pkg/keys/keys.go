@@ -140,6 +140,13 @@ func Epoch() string { return prefix() + "epoch" }
 // Delivery remembers a webhook delivery id for de-duplication.
 func Delivery(platform, id string) string { return prefix() + "delivery:" + platform + ":" + id }
 
+// DeliveryBody remembers the digest of a webhook delivery's signed body: the
+// delivery id header is not signed, so a replay under a fresh id is caught
+// by its body.
+func DeliveryBody(platform, digest string) string {
+	return prefix() + "delivery-body:" + platform + ":" + digest
+}
+
 // Attempts counts pipeline attempts per ticket across reverts.
 func Attempts() string { return prefix() + "attempts" }
 

@@ -154,5 +154,5 @@ func classify(err error) error {
 			return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
 		}
 	}
-	return err
+	return platforms.Rejected(statusOf(err), err)
 }

@@ -101,6 +101,7 @@ type envelope struct {
 	SubscriptionID     string          `json:"subscriptionId"`
 	NotificationID     json.Number     `json:"notificationId"`
 	EventType          string          `json:"eventType"`
+	CreatedDate        string          `json:"createdDate"`
 	Resource           json.RawMessage `json:"resource"`
 	ResourceContainers struct {
 		Collection container `json:"collection"`
@@ -170,6 +171,7 @@ func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 		p = envelope{EventType: head.String("eventType"), Resource: head["resource"]}
 	}
 	ev.DeliveryID = deliveryID(p, body)
+	ev.At = platforms.ParseTime(p.CreatedDate)
 	ev.Name, ev.Action, _ = strings.Cut(p.EventType, ".")
 	var wi *workItem
 	workItemEvent := p.EventType == EventWorkItemCreated || p.EventType == EventWorkItemUpdated

@@ -344,28 +344,31 @@ func issueTicket(repo string, is *gh.Issue) *platforms.Ticket {
 
 // classify maps API errors onto the platform sentinels callers decide on.
 func classify(err error) error {
+	if errors.Is(err, trackerhttp.ErrRateLimited) {
+		return err
+	}
 	var er *gh.ErrorResponse
-	if errors.As(err, &er) && er.Response != nil {
+	hasResp := errors.As(err, &er) && er.Response != nil
+	// go-github reports the primary limit as RateLimitError and a 403
+	// secondary limit as AbuseRateLimitError, and refuses requests by itself
+	// while it believes either lasts; a 429 secondary limit stays a plain
+	// ErrorResponse. Callers get the one sentinel for all of them, before
+	// any 4xx is taken for a permanent refusal.
+	var (
+		rl    *gh.RateLimitError
+		abuse *gh.AbuseRateLimitError
+	)
+	if errors.As(err, &rl) || errors.As(err, &abuse) || (hasResp && er.Response.StatusCode == http.StatusTooManyRequests) {
+		return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
+	}
+	if hasResp {
 		switch er.Response.StatusCode {
 		case http.StatusPreconditionFailed:
 			return fmt.Errorf("%w: %w", platforms.ErrPreconditionFailed, err)
 		case http.StatusNotFound, http.StatusGone:
 			return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
 		}
-	}
-	if errors.Is(err, trackerhttp.ErrRateLimited) {
-		return err
-	}
-	// go-github reports the primary limit as RateLimitError and a 403
-	// secondary limit as AbuseRateLimitError, and refuses requests by itself
-	// while it believes either lasts; a 429 secondary limit stays a plain
-	// ErrorResponse. Callers get the one sentinel for all of them.
-	var (
-		rl    *gh.RateLimitError
-		abuse *gh.AbuseRateLimitError
-	)
-	if errors.As(err, &rl) || errors.As(err, &abuse) || (errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusTooManyRequests) {
-		return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
+		return platforms.Rejected(er.Response.StatusCode, err)
 	}
 	return err
 }

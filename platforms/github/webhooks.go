@@ -102,6 +102,7 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	}
 	ev.Kind = platforms.EventTicket
 	ev.Ticket = p.Issue.ticket(repo)
+	ev.At = platforms.ParseTime(p.Issue.UpdatedAt)
 	return ev, nil
 }
 
@@ -125,6 +126,7 @@ type issuesPayloadIssue struct {
 	Labels  []struct {
 		Name string `json:"name"`
 	} `json:"labels"`
+	UpdatedAt string `json:"updated_at"`
 	// PullRequest is present when the "issue" is a pull request.
 	PullRequest *json.RawMessage `json:"pull_request"`
 }

@@ -168,7 +168,9 @@ func classify(err error) error {
 			if !errors.Is(err, trackerhttp.ErrRateLimited) {
 				return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
 			}
+			return err
 		}
+		return platforms.Rejected(er.Response.StatusCode, err)
 	}
 	return err
 }

@@ -75,6 +75,7 @@ type issueHook struct {
 		Action      string      `json:"action"`
 		URL         string      `json:"url"`
 		Labels      []hookLabel `json:"labels"`
+		UpdatedAt   string      `json:"updated_at"`
 	} `json:"object_attributes"`
 	Labels []hookLabel `json:"labels"`
 }
@@ -153,6 +154,7 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.Kind = platforms.EventTicket
 	ev.Ticket = issueTicket(ev.Locator, &issue{IID: a.IID, Title: a.Title, Description: a.Description,
 		State: a.State, WebURL: a.URL, Labels: labels})
+	ev.At = platforms.ParseTime(a.UpdatedAt)
 	return ev, nil
 }
 

@@ -2,6 +2,7 @@ package jira
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 )
 
@@ -31,7 +32,10 @@ type textBlock struct {
 }
 
 // splitBlocks cuts text into paragraphs at blank lines and into code blocks
-// at ``` fences; an unclosed fence runs to the end.
+// at ``` fences; an unclosed fence runs to the end. As in Markdown
+// (CommonMark, which GitHub, GitLab and Azure DevOps render), a block opened
+// by n backticks closes only on a line of at least n backticks and nothing
+// else, so pipeline output inside a longer fence cannot close it.
 func splitBlocks(text string) []textBlock {
 	var out []textBlock
 	var para []string
@@ -44,10 +48,10 @@ func splitBlocks(text string) []textBlock {
 	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
-		if lang, ok := strings.CutPrefix(line, "```"); ok {
+		if n := leadingRun(line, '`'); n >= 3 && !strings.Contains(line[n:], "`") {
 			flush()
-			b := textBlock{code: true, lang: strings.TrimSpace(lang)}
-			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			b := textBlock{code: true, lang: strings.TrimSpace(line[n:])}
+			for i++; i < len(lines) && !closesFence(lines[i], n); i++ {
 				b.lines = append(b.lines, lines[i])
 			}
 			out = append(out, b)
@@ -61,6 +65,36 @@ func splitBlocks(text string) []textBlock {
 	}
 	flush()
 	return out
+}
+
+// leadingRun is the number of c at the start of s.
+func leadingRun(s string, c byte) int {
+	n := 0
+	for n < len(s) && s[n] == c {
+		n++
+	}
+	return n
+}
+
+// closesFence reports whether line closes a fence of n backticks: only
+// backticks, at least n, spaces around allowed.
+func closesFence(line string, n int) bool {
+	l := strings.TrimSpace(line)
+	return len(l) >= n && leadingRun(l, '`') == len(l)
+}
+
+// fenceFor is a backtick fence longer than any backtick run in code.
+func fenceFor(code string) string {
+	longest, cur := 0, 0
+	for i := 0; i < len(code); i++ {
+		if code[i] == '`' {
+			cur++
+			longest = max(longest, cur)
+		} else {
+			cur = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
 }
 
 // TextToADF converts text to an ADF document for Jira Cloud: blank-line-
@@ -85,21 +119,59 @@ func TextToADF(text string) ADFNode {
 
 // TextToWiki converts text to Jira Data Center's wiki markup, which REST v2
 // comment bodies are rendered as: ``` fenced blocks become {code:lang} or
-// {noformat} blocks, everything else stays as written.
+// {noformat} blocks, with every "{" inside escaped so output containing
+// "{noformat}" or "{code}" cannot close the block and have what follows
+// rendered as markup. Paragraph text is escaped too (macros, links,
+// images, tables, headings and lists), except whole-word Jira mentions
+// "[~name]", which a project's escalate.mention may configure.
 func TextToWiki(text string) string {
 	var parts []string
 	for _, b := range splitBlocks(text) {
-		body := strings.Join(b.lines, "\n")
 		switch {
 		case !b.code:
-			parts = append(parts, body)
-		case b.lang != "":
-			parts = append(parts, "{code:"+b.lang+"}\n"+body+"\n{code}")
+			lines := make([]string, len(b.lines))
+			for i, l := range b.lines {
+				lines[i] = wikiEscapeLine(l)
+			}
+			parts = append(parts, strings.Join(lines, "\n"))
+		case wikiLang.MatchString(b.lang):
+			parts = append(parts, "{code:"+b.lang+"}\n"+wikiEscapeCode(b.lines)+"\n{code}")
 		default:
-			parts = append(parts, "{noformat}\n"+body+"\n{noformat}")
+			parts = append(parts, "{noformat}\n"+wikiEscapeCode(b.lines)+"\n{noformat}")
 		}
 	}
 	return strings.Join(parts, "\n\n")
+}
+
+// wikiLang is a {code} language Jira knows by name; anything else (which
+// could carry macro syntax) makes the block {noformat}.
+var wikiLang = regexp.MustCompile(`^[A-Za-z0-9+#-]{1,20}$`)
+
+// wikiMention is a Jira mention, kept as written in paragraphs.
+var wikiMention = regexp.MustCompile(`^\[~[A-Za-z0-9._:@-]+\]$`)
+
+// wikiBlockStart matches a line Jira would render as a block: heading,
+// quote, list, table row, horizontal rule.
+var wikiBlockStart = regexp.MustCompile(`^\s*(h[1-6]\.|bq\.|[*#-]+\s|----|\|)`)
+
+var wikiInline = strings.NewReplacer(`\`, `\\`, `{`, `\{`, `}`, `\}`, `[`, `\[`, `]`, `\]`, `!`, `\!`, `|`, `\|`)
+
+func wikiEscapeLine(line string) string {
+	words := strings.Split(line, " ")
+	for i, w := range words {
+		if !wikiMention.MatchString(w) {
+			words[i] = wikiInline.Replace(w)
+		}
+	}
+	out := strings.Join(words, " ")
+	if wikiBlockStart.MatchString(out) {
+		out = `\` + strings.TrimLeft(out, " \t")
+	}
+	return out
+}
+
+func wikiEscapeCode(lines []string) string {
+	return strings.ReplaceAll(strings.Join(lines, "\n"), "{", `\{`)
 }
 
 func paragraph(lines []string) ADFNode {
@@ -144,7 +216,9 @@ func blocks(content []ADFNode) []string {
 			out = append(out, inline(n.Content))
 		case "codeBlock":
 			lang, _ := n.Attrs["language"].(string)
-			out = append(out, "```"+lang+"\n"+inline(n.Content)+"\n```")
+			code := inline(n.Content)
+			fence := fenceFor(code)
+			out = append(out, fence+lang+"\n"+code+"\n"+fence)
 		case "text", "hardBreak", "mention", "emoji", "inlineCard":
 			out = append(out, inline([]ADFNode{n}))
 		default: // lists, quotes, panels, tables: their blocks in order

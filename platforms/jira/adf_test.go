@@ -2,6 +2,7 @@ package jira
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -67,6 +68,52 @@ func TestTextToWiki(t *testing.T) {
 		"Failed:\n```\nexit 1\n```\nretry": "Failed:\n\n{noformat}\nexit 1\n{noformat}\n\nretry",
 		"```go\nfmt.Println()\n```":        "{code:go}\nfmt.Println()\n{code}",
 		"a\nb\n\n\nc":                      "a\nb\n\nc",
+	} {
+		if got := TextToWiki(text); got != want {
+			t.Errorf("TextToWiki(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// Pipeline output inside a fence cannot close the block: not with a shorter
+// backtick line (Markdown's rule), and not with {noformat} or {code} in the
+// wiki markup Jira Data Center renders.
+func TestFencedOutputCannotBreakOut(t *testing.T) {
+	text := "**agent-smith**: failed\n\n````\n```\nh1. Owned [~admin] !http://evil.example/x.png!\n{noformat}\n{code}\n```\n````\n\nafter"
+	blocks := splitBlocks(text)
+	if len(blocks) != 3 || !blocks[1].code || len(blocks[1].lines) != 5 {
+		t.Fatalf("blocks: %+v", blocks)
+	}
+	wiki := TextToWiki(text)
+	want := "**agent-smith**: failed\n\n{noformat}\n```\nh1. Owned [~admin] !http://evil.example/x.png!\n\\{noformat}\n\\{code}\n```\n{noformat}\n\nafter"
+	if wiki != want {
+		t.Errorf("TextToWiki =\n%s\nwant\n%s", wiki, want)
+	}
+	if n := strings.Count(wiki, "{noformat}") - strings.Count(wiki, `\{noformat}`); n != 2 {
+		t.Errorf("%d unescaped {noformat} markers, want 2 (open and close)", n)
+	}
+	b, _ := json.Marshal(TextToADF(text))
+	var doc ADFNode
+	_ = json.Unmarshal(b, &doc)
+	if len(doc.Content) != 3 || doc.Content[1].Type != "codeBlock" {
+		t.Errorf("ADF: %s", b)
+	}
+	if got := ADFToText(b); !strings.Contains(got, "````\n```\nh1.") {
+		t.Errorf("ADFToText fence not longer than the content's: %q", got)
+	}
+}
+
+// Paragraph text (the headline, notes, causes) cannot inject wiki markup;
+// a configured mention stays a mention.
+func TestWikiParagraphsAreEscaped(t *testing.T) {
+	for text, want := range map[string]string{
+		"cancelled: {panel}x{panel} [click|http://evil] !img.png! a|b": `cancelled: \{panel\}x\{panel\} \[click\|http://evil\] \!img.png\! a\|b`,
+		"h1. Heading":               `\h1. Heading`,
+		"needs a person: [~alice]":  "needs a person: [~alice]",
+		"needs: [~alice]x":          `needs: \[~alice\]x`,
+		"back\\slash {code}":        `back\\slash \{code\}`,
+		"```{x}\n{code}\n```":       "{noformat}\n\\{code}\n{noformat}",
+		"```go\nmap[string]{}\n```": "{code:go}\nmap[string]\\{}\n{code}",
 	} {
 		if got := TextToWiki(text); got != want {
 			t.Errorf("TextToWiki(%q) = %q, want %q", text, got, want)

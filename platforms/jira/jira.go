@@ -441,7 +441,7 @@ func classify(resp *jirasdk.Response, httpErr error) error {
 	case http.StatusTooManyRequests:
 		return fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, err)
 	}
-	return err
+	return platforms.Rejected(code, err)
 }
 
 // apiIssue is the part of an issue the tracker reads. description is a

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/webhooksig"
 
@@ -64,6 +65,7 @@ func SignatureHeader(body, secret []byte) string { return webhooksig.Header(body
 type webhookPayload struct {
 	WebhookEvent       string    `json:"webhookEvent"`
 	IssueEventTypeName string    `json:"issue_event_type_name"`
+	Timestamp          int64     `json:"timestamp"` // ms since the epoch
 	Issue              *apiIssue `json:"issue"`
 }
 
@@ -128,6 +130,9 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.Locator = project
 	ev.Kind = platforms.EventTicket
 	ev.Ticket = issueTicket(siteOf(p.Issue.Self), p.Issue)
+	if p.Timestamp > 0 {
+		ev.At = time.UnixMilli(p.Timestamp)
+	}
 	return ev, nil
 }
 

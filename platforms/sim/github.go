@@ -8,7 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
+
+// ghMaxCommentChars is GitHub's largest issue comment body.
+const ghMaxCommentChars = 65536
 
 // The GitHub REST endpoints the daemon (through go-github) uses, served under
 // /github/ so that go-github's BaseURL is "<sim>/github/". Each handler
@@ -378,6 +382,14 @@ func (s *Sim) ghCreateComment(w http.ResponseWriter, r *http.Request, c *ghCall)
 	if req.Body == nil || *req.Body == "" {
 		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
 			Errors: []ghFieldError{{Resource: "IssueComment", Field: "body", Code: "missing_field"}}})
+		return
+	}
+	// GitHub refuses bodies over 65,536 characters with this 422
+	// (jmikedupont2/ai-ticket#51, telia-oss/github-pr-resource#259).
+	if utf8.RuneCountInString(*req.Body) > ghMaxCommentChars {
+		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
+			Errors: []ghFieldError{{Resource: "IssueComment", Field: "data", Code: "unprocessable",
+				Message: fmt.Sprintf("Body is too long (maximum is %d characters)", ghMaxCommentChars)}}})
 		return
 	}
 	sn, id, err := s.store.apply(c.repo, n, ifMatch(r, c.repo, n), c.by, update{Comment: req.Body})

@@ -110,6 +110,7 @@ type ghFieldError struct {
 	Resource string `json:"resource"`
 	Field    string `json:"field"`
 	Code     string `json:"code"`
+	Message  string `json:"message,omitempty"`
 }
 
 // ghTime formats a time as GitHub does: ISO 8601 UTC, whole seconds.

@@ -107,7 +107,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		d.projects[pc.Name] = projects.Lifecycle(pc, tr)
 		r := routes[pc.Platform]
 		if r == nil {
-			r = &receiver.Route{Platform: pc.Platform, Decoder: dec}
+			r = &receiver.Route{Platform: pc.Platform, Decoder: dec, FoldLocator: pc.Platform == "github" || pc.Platform == "gitlab"}
 			routes[pc.Platform] = r
 		}
 		pr := receiver.ProjectRoute{Name: pc.Name, Locator: locator}

@@ -1,0 +1,51 @@
+package platforms
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// ErrRejected means the tracker refused a request for good: a 4xx answer
+// other than 408 (timeout), 409 (conflict), 412 (precondition) or 429 (rate
+// limit). Sending the same request again gets the same answer, so callers
+// must not retry it; they change the request (a shorter comment) or give up.
+var ErrRejected = errors.New("rejected by the tracker")
+
+// Rejected wraps err with ErrRejected when status is a permanent 4xx; other
+// statuses leave err as it is. Each platform's error classification calls
+// it with the answer's status code.
+func Rejected(status int, err error) error {
+	if err == nil || status < 400 || status > 499 {
+		return err
+	}
+	switch status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusPreconditionFailed, http.StatusTooManyRequests:
+		return err
+	}
+	if errors.Is(err, ErrRejected) {
+		return err
+	}
+	return fmt.Errorf("%w (%d): %w", ErrRejected, status, err)
+}
+
+// DefaultCommentLimit is the comment size, in characters, assumed for a
+// tracker that does not say (CommentLimiter): the smallest of the four
+// platforms' limits (Jira and, by assumption, Azure DevOps).
+const DefaultCommentLimit = 32767
+
+// CommentLimiter is implemented by trackers that know the largest comment
+// body, in characters (Unicode code points), the platform accepts. A longer
+// body is refused (GitHub 422, GitLab 400, Jira 400), so the daemon cuts its
+// comments to fit before it posts them.
+type CommentLimiter interface {
+	CommentLimit() int
+}
+
+// CommentLimit is t's comment limit, or DefaultCommentLimit.
+func CommentLimit(t Tracker) int {
+	if l, ok := t.(CommentLimiter); ok && l.CommentLimit() > 0 {
+		return l.CommentLimit()
+	}
+	return DefaultCommentLimit
+}

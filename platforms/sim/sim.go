@@ -66,6 +66,9 @@ type Options struct {
 	// NoGitHubIssueDependencies makes the GitHub dialect answer 404 for the
 	// issue dependencies API, as a GitHub Enterprise Server without it does.
 	NoGitHubIssueDependencies bool
+	// GitHubIfMatch is how the GitHub dialect treats If-Match on writes
+	// (github_etag.go). Empty means IfMatchRejectWeak, what GitHub does.
+	GitHubIfMatch IfMatchMode
 }
 
 // Issue is a deep copy of one issue as the Go API returns it.
@@ -113,6 +116,7 @@ type Sim struct {
 	baseURL   string
 	lastBase  atomic.Value // string
 	noGHDeps  bool
+	ifMatch   IfMatchMode
 
 	store   *store
 	apps    appTokens
@@ -130,7 +134,7 @@ type Sim struct {
 func New(opts Options) *Sim {
 	s := &Sim{log: opts.Logger, clock: opts.Clock, tokens: slices.Clone(opts.Tokens),
 		perPage: opts.PerPage, rateLimit: opts.RateLimit, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
-		noGHDeps: opts.NoGitHubIssueDependencies}
+		noGHDeps: opts.NoGitHubIssueDependencies, ifMatch: opts.GitHubIfMatch}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -143,6 +147,9 @@ func New(opts Options) *Sim {
 	s.perPage = min(s.perPage, MaxPerPage)
 	if s.rateLimit <= 0 {
 		s.rateLimit = DefaultRateLimit
+	}
+	if s.ifMatch == "" {
+		s.ifMatch = IfMatchRejectWeak
 	}
 	s.stats.Calls = map[string]int{}
 	s.apps = appTokens{apps: slices.Clone(opts.Apps), issued: map[string]time.Time{}}

@@ -93,11 +93,7 @@ func conformance(t *testing.T, mode sim.IfMatchMode) {
 		},
 		HumanLabel: func(t *testing.T, ref platforms.Ref, label string, add bool) {
 			repo, n, _ := github.ParseID(ref.ID)
-			err := s.RemoveLabel(repo, n, label)
-			if add {
-				err = s.AddLabels(repo, n, label)
-			}
-			if err != nil {
+			if err := s.EditLabel(repo, n, label, add); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -134,7 +130,7 @@ func conformance(t *testing.T, mode sim.IfMatchMode) {
 			h.Set(github.HeaderDelivery, "conformance-"+event)
 			return h
 		},
-		Fixtures:          "../../testdata/github",
+		Fixtures: "../../testdata/github",
 		// Relabel sends no If-Match: GitHub honours none on writes.
 		ConditionalWrites: false,
 		PageSize:          sim.MaxPerPage,

@@ -200,6 +200,15 @@ func (s *Sim) RemoveLabel(repo string, number int, label string) error {
 	return err
 }
 
+// EditLabel adds (add) or removes label as a human user: RemoveLabel or
+// AddLabels, for tests that pick the edit at run time.
+func (s *Sim) EditLabel(repo string, number int, label string, add bool) error {
+	if add {
+		return s.AddLabels(repo, number, label)
+	}
+	return s.RemoveLabel(repo, number, label)
+}
+
 // SetOpen closes or reopens an issue as a human user.
 func (s *Sim) SetOpen(repo string, number int, open bool) error {
 	_, _, err := s.store.apply(repo, number, nil, humanActor, update{Open: &open})

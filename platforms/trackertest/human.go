@@ -33,9 +33,6 @@ func testConcurrentHumanEditor(t *testing.T, h Harness) {
 	if h.BeforeWrite == nil || h.HumanLabel == nil {
 		t.Fatalf("harness lacks BeforeWrite or HumanLabel: every platform runs the concurrent human editor")
 	}
-	if h.SkipHumanEditor != "" {
-		t.Skip(h.SkipHumanEditor)
-	}
 	labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 	for _, path := range humanPaths {
 		t.Run(path.name, func(t *testing.T) {

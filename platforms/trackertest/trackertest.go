@@ -2,8 +2,10 @@
 // platforms.WebhookDecoder must pass, run through the platform's real SDK
 // against the emulator (platforms/sim). The lifecycle relies on exactly
 // these properties: labels other than the ones a write names survive it in
-// order, a stale conditional write is refused, listing follows pagination,
-// and webhook authentication accepts rotated secrets and nothing forged.
+// order, also while a person edits them during the write; a stale
+// conditional write is refused, and a write that is not conditional keeps
+// what others wrote; listing follows pagination; and webhook authentication
+// accepts rotated secrets and nothing forged.
 package trackertest
 
 import (
@@ -69,9 +71,6 @@ type Harness struct {
 	BeforeWrite func(t *testing.T, ref platforms.Ref, k int, edit func()) (fired func() bool)
 	// HumanLabel adds (add) or removes a label on the emulator as a person.
 	HumanLabel func(t *testing.T, ref platforms.Ref, label string, add bool)
-	// SkipHumanEditor, when set, skips the concurrent human editor with this
-	// reason (a known emulator or platform gap being fixed elsewhere).
-	SkipHumanEditor string
 	// PageSize is the emulator's page size for list calls; the suite creates
 	// more than two pages of tickets. 0 means 100, GitHub's maximum.
 	PageSize int

@@ -47,6 +47,22 @@ func forEachPlatform(t *testing.T, f func(t *testing.T, e *env)) {
 	}
 }
 
+// forEachPlatformAndIfMatchMode is forEachPlatform plus GitHub once more in
+// each of the sim's other If-Match modes (ignore, 412-apply): the daemon's
+// GitHub writes must be right whatever GitHub does with If-Match, and
+// forEachPlatform's GitHub runs the default, GitHub's own behaviour.
+func forEachPlatformAndIfMatchMode(t *testing.T, f func(t *testing.T, e *env)) {
+	forEachPlatform(t, f)
+	for _, mode := range sim.IfMatchModes {
+		if mode == sim.IfMatchRejectWeak {
+			continue
+		}
+		t.Run("github/if-match="+string(mode), func(t *testing.T) {
+			f(t, newEnvWithSim(t, e2ecases.GitHub, sim.Options{GitHubIfMatch: mode}))
+		})
+	}
+}
+
 // env is one end-to-end world: a real redis-server, a trackersim served over
 // HTTP, and a run log the pipelines append to outside the daemon.
 type env struct {

@@ -235,10 +235,16 @@ func (e *env) state(n int) lifecycle.State {
 	return labels.StateOf(is.Labels)
 }
 
+// waitState waits until issue n is in one of states with that state's label
+// alone: a GitHub transition shows its new state as soon as the new label is
+// added, and is complete once the old one is removed too.
 func (e *env) waitState(n int, timeout time.Duration, states ...lifecycle.State) lifecycle.State {
 	e.t.Helper()
 	var got lifecycle.State
 	eventually.Wait(e.t, timeout, fmt.Sprintf("issue %d to reach %v", n, states), func() bool {
+		if is, _ := e.sim.Issue(e.repo, n); len(labels.Lifecycle(is.Labels)) > 1 {
+			return false
+		}
 		got = e.state(n)
 		for _, s := range states {
 			if got == s {

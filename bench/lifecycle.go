@@ -52,8 +52,9 @@ func (b *bench) lifecycleRun(ctx context.Context, split bool) error {
 		return b.lifecycleScenarios(ctx, split)
 	}
 	fmt.Printf("## 2. Lifecycle cost: one ticket at a time, trigger label → terminal state (%d tickets, %d warm-up excluded)\n\n", lifecycleTickets, lifecycleWarmup)
-	fmt.Println("GitHub tracker (go-github over pkg/trackerhttp) against trackersim; claim service, executor (pipeline `true` / `false`) and")
-	fmt.Println("receiver share one process, so the executor's re-read can revalidate the claim's cached PATCH answer.")
+	fmt.Println("GitHub tracker (go-github over pkg/trackerhttp) against trackersim in its default (GitHub's) If-Match mode; claim service,")
+	fmt.Println("executor (pipeline `true` / `false`) and receiver share one process. A transition is one POST of the new label plus one")
+	fmt.Println("DELETE per old lifecycle label (no If-Match: GitHub honours none on writes), so no write answer revalidates a later GET.")
 	fmt.Println("Poll latency is from the label to the end of the ticket, with PollOnce called right after the label (no poll interval).")
 	fmt.Println()
 	fmt.Println("| scenario | API calls/ticket | of which 304 (free) | rate-limited calls/ticket | by kind (per ticket) | Redis cmds/ticket | label→InProgress p50 / p99 | label→terminal p50 / p99 |")

@@ -194,6 +194,14 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 			log.Info("stale run's ticket already left in-progress; nothing to revert", zap.String("state", s.String()))
 			return nil
 		}
+		// A new run may have taken the ticket since it was found dead (a
+		// consumer finishing a half-done start): its heartbeat wins.
+		if hb, err := d.rdb.Get(ctx, keys.Heartbeat(ref.Key())).Result(); err == nil && hb != token {
+			log.Info("another run holds the ticket's heartbeat; nothing to revert")
+			return nil
+		} else if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("revert %s: read heartbeat: %w", ref, err)
+		}
 		if err := lifecycle.Check(lifecycle.InProgress, lifecycle.Pending, lifecycle.OwnerStaleJobDetector); err != nil {
 			return err
 		}

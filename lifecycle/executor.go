@@ -234,7 +234,10 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		e.giveBack(ctx, payload)
 		return true
 	}
-	if s := e.cfg.Labels.StateOf(t.Labels); s != Enqueued {
+	// Enqueued, or Enqueued → InProgress half done (both labels: a start
+	// whose removal of the Enqueued label failed); the run lock below decides
+	// whether a live run owns it.
+	if s := e.cfg.Labels.StateOf(t.Labels); s != Enqueued && !(s == InProgress && t.HasLabel(e.cfg.Labels.Label(Enqueued))) {
 		log.Info("dropping request: ticket is not enqueued", zap.String("state", s.String()))
 		e.ack(ctx, payload)
 		return false
@@ -501,18 +504,39 @@ func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, fr
 }
 
 // moveAs is move reporting the transition with outcome and reason.
+//
+// A write can fail half done: GitHub's Relabel adds the new label before it
+// removes the old ones, so a failed removal leaves both, which StateOf reads
+// as the further state. So a failure other than a conflict is retried (up
+// to maxTransientTries, with backoff, each try fenced) after reading the
+// ticket again, and a ticket that already shows the target state then is
+// this write half done: it is finished (the labels left over removed)
+// instead of being reported as a state change.
 func (e *Executor) moveAs(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time, outcome, reason string) (*platforms.Ticket, error) {
 	if err := Check(from, to, OwnerExecutor); err != nil {
 		return nil, fmt.Errorf("%w: %w", errIllegal, err)
 	}
 	var err error
-	for try := 0; try < 4; try++ {
+	conflicts, transient := 0, 0
+	// A ticket carrying from's label while reading as to is this transition
+	// half done, by an earlier try or by a run that died between the add and
+	// the removal; the caller holds the run lock, so it is ours to finish.
+	halfDone := t != nil && t.HasLabel(e.cfg.Labels.Label(from)) && e.cfg.Labels.StateOf(t.Labels) == to
+	retry := func() bool {
+		transient++
+		return transient < maxTransientTries && !errors.Is(err, errLostRun) &&
+			sleepCtx(ctx, min(time.Duration(transient)*200*time.Millisecond, 2*time.Second))
+	}
+	for {
 		if t == nil {
 			if t, err = p.Tracker.Get(ctx, req.Ref); err != nil {
-				return nil, fmt.Errorf("re-read: %w", err)
+				if errors.Is(err, platforms.ErrNotFound) || !retry() {
+					return nil, fmt.Errorf("re-read: %w", err)
+				}
+				continue
 			}
 		}
-		if s := e.cfg.Labels.StateOf(t.Labels); s != from {
+		if s := e.cfg.Labels.StateOf(t.Labels); s != from && !(halfDone && s == to) {
 			return nil, fmt.Errorf("%w: %s, expected %s", errStateChanged, s, from)
 		}
 		if err = fence(ctx); err != nil {
@@ -536,13 +560,25 @@ func (e *Executor) moveAs(ctx context.Context, p *Project, t *platforms.Ticket, 
 			Emit(e.log, e.cfg.Observer, ev)
 			return nt, nil
 		}
-		if !errors.Is(err, platforms.ErrPreconditionFailed) {
-			return nil, err
+		t = nil // read it again: someone else wrote it, or our write may be half done
+		if errors.Is(err, platforms.ErrPreconditionFailed) {
+			if conflicts++; conflicts == 4 {
+				return nil, fmt.Errorf("transition %s → %s: %w", from, to, err)
+			}
+			continue
 		}
-		t = nil // someone else wrote the ticket: read it again
+		if !retry() {
+			return nil, fmt.Errorf("transition %s → %s: %w", from, to, err)
+		}
+		halfDone = true
 	}
-	return nil, fmt.Errorf("transition %s → %s: %w", from, to, err)
 }
+
+// maxTransientTries bounds moveAs's tries after transient tracker failures
+// (backoff 200 ms, 400 ms): short, because before InProgress the heartbeat
+// is not renewed yet; a transition still failing is given back, and the
+// next take finishes it (handle accepts a half-done start).
+const maxTransientTries = 3
 
 func (e *Executor) releaseRun(ref platforms.Ref, token string, terminal bool, log *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

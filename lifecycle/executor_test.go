@@ -7,6 +7,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,6 +134,34 @@ func TestFlakyTrackerDoesNotDiscardTheResult(t *testing.T) {
 	w.Sim.SetFaults(sim.Faults{ErrorRate: 0.4, Seed: 7})
 	startExecutor(t, w, dir, time.Second)
 	eventually.Wait(t, 60*time.Second, "the ticket to reach done", func() bool { return w.State(t, n) == lifecycle.Done })
+	b, _ := os.ReadFile(filepath.Join(dir, "runs"))
+	if runs := strings.Count(string(b), "\n"); runs != 1 {
+		t.Errorf("pipeline ran %d times, want 1", runs)
+	}
+}
+
+// TestHalfDoneStartIsFinished: a start cut off between adding in-progress
+// and removing enqueued (GitHub's two calls) leaves both labels; a request
+// taken for it with no run holding the ticket runs it once and ends with
+// one lifecycle label.
+func TestHalfDoneStartIsFinished(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "half started", "", "agent-smith", "keep")
+	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	if err := w.Sim.AddLabels(lifecycletest.Repo, n, "agent-smith:in-progress"); err != nil { // the add that landed
+		t.Fatal(err)
+	}
+	startExecutor(t, w, dir, time.Second)
+	eventually.Wait(t, 20*time.Second, "the ticket to end done with one lifecycle label", func() bool {
+		is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+		return slices.Equal(is.Labels, []string{"agent-smith", "keep", "agent-smith:done"})
+	})
 	b, _ := os.ReadFile(filepath.Join(dir, "runs"))
 	if runs := strings.Count(string(b), "\n"); runs != 1 {
 		t.Errorf("pipeline ran %d times, want 1", runs)

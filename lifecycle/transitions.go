@@ -12,6 +12,7 @@ const (
 	OwnerExecutor           Owner = "PipelineExecutor"
 	OwnerStaleJobDetector   Owner = "StaleJobDetector"
 	OwnerEnqueuedReconciler Owner = "EnqueuedReconciler"
+	OwnerLabelRepairer      Owner = "LabelRepairer"
 )
 
 // Transition is one row of the specification's "who owns each transition".
@@ -38,6 +39,13 @@ var Transitions = []Transition{
 	{Pending, Failed, OwnerStaleJobDetector, "a reverted ticket has used its max attempts"},
 	{Pending, Failed, OwnerClaimService, "a claim finds the ticket's attempts used up"},
 	{Enqueued, Enqueued, OwnerEnqueuedReconciler, "Enqueued, but no queue entry and no in-flight owner"},
+	// A write that adds the new label before removing the old ones (GitHub)
+	// and is cut off leaves two lifecycle labels; StateOf reads the further
+	// state, and the repair removes the others without changing it.
+	{Enqueued, Enqueued, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
+	{InProgress, InProgress, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
+	{Done, Done, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
+	{Failed, Failed, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
 }
 
 // Check reports whether owner may move a ticket from → to.

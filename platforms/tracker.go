@@ -15,9 +15,10 @@ import (
 
 // Sentinel errors a caller decides on with errors.Is.
 var (
-	// ErrPreconditionFailed means a conditional write lost a race with another
-	// writer (GitHub 412 on If-Match, Azure DevOps rev mismatch, a held Jira
-	// label lock). It is an outcome, not a fault: the caller re-reads.
+	// ErrPreconditionFailed means a write lost a race with another writer
+	// (Azure DevOps rev mismatch, a held Jira label lock, a lifecycle label
+	// another writer put on a GitHub or GitLab ticket during the write). It
+	// is an outcome, not a fault: the caller re-reads.
 	ErrPreconditionFailed = errors.New("precondition failed")
 	// ErrNotFound means the ticket (or repository) does not exist.
 	ErrNotFound = errors.New("not found")
@@ -68,11 +69,16 @@ func (t *Ticket) HasLabel(label string) bool {
 type Tracker interface {
 	// Get reads the ticket with its version token.
 	Get(ctx context.Context, ref Ref) (*Ticket, error)
-	// Relabel removes the labels in remove and adds add in one write,
-	// leaving every other label untouched and in order. It is conditional on
-	// t.Version where the platform allows; a lost race is
-	// ErrPreconditionFailed. It returns the ticket as written, with its new
-	// version, so a following write need not read again.
+	// Relabel removes the labels in remove and adds add, leaving every other
+	// label untouched and in order, also when someone edits them meanwhile.
+	// It is conditional on t.Version where the platform honours a condition
+	// (Azure DevOps); elsewhere t.Labels must be fresh, and a lifecycle label
+	// that appears from another writer is the lost race. A lost race is
+	// ErrPreconditionFailed. Where the platform has no single write for it
+	// (GitHub), add is written before remove, so an interrupted Relabel
+	// leaves both, which lifecycle.Labels.StateOf reads as the further state.
+	// It returns the ticket as written, with its new version where the
+	// answer carries one, so a following write need not read again.
 	Relabel(ctx context.Context, t *Ticket, remove []string, add string) (*Ticket, error)
 	// Comment posts a comment on the ticket.
 	Comment(ctx context.Context, ref Ref, body string) error

@@ -39,7 +39,13 @@ func run() error {
 	hookURL := flag.String("hook-url", "", "deliver signed webhooks for every repository to this URL")
 	hookSecretEnv := flag.String("hook-secret-env", "", "name of the environment variable holding the webhook secret")
 	seed := flag.Int("seed-issues", 0, "create this many demo issues in "+demoRepo)
+	ifMatch := flag.String("github-if-match", string(sim.IfMatchRejectWeak),
+		"how the GitHub dialect answers If-Match on writes: reject-weak (GitHub's behaviour: 400 for a weak validator), ignore, or 412-apply (412 although the write is applied)")
 	flag.Parse()
+	mode, err := sim.ParseIfMatchMode(*ifMatch)
+	if err != nil {
+		return fmt.Errorf("--github-if-match: %w", err)
+	}
 
 	cfg := zap.NewDevelopmentConfig()
 	cfg.DisableStacktrace = true
@@ -55,7 +61,7 @@ func run() error {
 	}
 	base := "http://" + publicAddr(ln.Addr().(*net.TCPAddr))
 
-	s := sim.New(sim.Options{Logger: log, BaseURL: base})
+	s := sim.New(sim.Options{Logger: log, BaseURL: base, GitHubIfMatch: mode})
 	defer s.Close()
 	s.CreateRepo(demoRepo)
 	for i := 1; i <= *seed; i++ {

@@ -33,7 +33,7 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, ins
 	switch pc.Platform {
 	case github.Platform:
 		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance, HTTPClient: hc}
+			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance, LabelPrefix: prefix, HTTPClient: hc}
 		if a := pc.GitHubApp; a.IsSet() {
 			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
 		}

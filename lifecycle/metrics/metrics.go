@@ -158,6 +158,7 @@ func (m *Metrics) Handler() http.Handler {
 var repairOwners = map[lifecycle.Owner]bool{
 	lifecycle.OwnerStaleJobDetector:   true,
 	lifecycle.OwnerEnqueuedReconciler: true,
+	lifecycle.OwnerLabelRepairer:      true,
 }
 
 // outcomeAttemptsExhausted is the transition outcome of a ticket failed

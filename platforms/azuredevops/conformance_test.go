@@ -86,6 +86,14 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		BeforeWrite: func(t *testing.T, ref platforms.Ref, k int, edit func()) func() bool {
+			return s.BeforeAPIWrite(repoOf(t), number(t, ref), k, edit)
+		},
+		HumanLabel: func(t *testing.T, ref platforms.Ref, label string, add bool) {
+			if err := s.EditLabel(repoOf(t), number(t, ref), label, add); err != nil {
+				t.Fatal(err)
+			}
+		},
 		Block: func(t *testing.T, ref, blocker platforms.Ref) {
 			if err := s.AddBlocker(repoOf(t), number(t, ref), number(t, blocker)); err != nil {
 				t.Fatal(err)

@@ -16,12 +16,21 @@ import (
 const simToken = "conformance-token"
 
 // TestConformance runs the shared suite through go-github against the
-// emulator's GitHub dialect. Each subtest gets its own repository, named
-// after the subtest, so the harness needs no state beyond t.
+// emulator's GitHub dialect in each of its If-Match modes: GitHub's own
+// (reject-weak, the default) and the two others seen or imaginable, since
+// the tracker's writes must not depend on how If-Match is treated. Each
+// subtest gets its own repository, named after the subtest, so the harness
+// needs no state beyond t.
 func TestConformance(t *testing.T) {
+	for _, mode := range sim.IfMatchModes {
+		t.Run(string(mode), func(t *testing.T) { conformance(t, mode) })
+	}
+}
+
+func conformance(t *testing.T, mode sim.IfMatchMode) {
 	// The emulator, like GitHub, honours per_page up to 100 and the tracker
 	// asks for 100, so paging is exercised with more than 100 tickets.
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	s := sim.New(sim.Options{Tokens: []string{simToken}, GitHubIfMatch: mode})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -78,6 +87,16 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		BeforeWrite: func(t *testing.T, ref platforms.Ref, k int, edit func()) func() bool {
+			repo, n, _ := github.ParseID(ref.ID)
+			return s.BeforeAPIWrite(repo, n, k, edit)
+		},
+		HumanLabel: func(t *testing.T, ref platforms.Ref, label string, add bool) {
+			repo, n, _ := github.ParseID(ref.ID)
+			if err := s.EditLabel(repo, n, label, add); err != nil {
+				t.Fatal(err)
+			}
+		},
 		Block: func(t *testing.T, ref, blocker platforms.Ref) {
 			repo, n, _ := github.ParseID(ref.ID)
 			_, m, _ := github.ParseID(blocker.ID)
@@ -111,8 +130,9 @@ func TestConformance(t *testing.T) {
 			h.Set(github.HeaderDelivery, "conformance-"+event)
 			return h
 		},
-		Fixtures:          "../../testdata/github",
-		ConditionalWrites: true,
+		Fixtures: "../../testdata/github",
+		// Relabel sends no If-Match: GitHub honours none on writes.
+		ConditionalWrites: false,
 		PageSize:          sim.MaxPerPage,
 	})
 

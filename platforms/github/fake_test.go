@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,9 @@ type fakeGitHub struct {
 	// "remaining 0" on every answer.
 	limited        int
 	exhaustedUntil int64
+	// beforeWrite, when set, runs before each label write (another writer
+	// acting at that moment).
+	beforeWrite func(is *fakeIssue)
 }
 
 type fakeIssue struct {
@@ -60,6 +64,14 @@ func (f *fakeGitHub) seen() []*http.Request {
 }
 
 func (is *fakeIssue) etag() string { return fmt.Sprintf(`W/"%d-%d"`, is.number, is.rev) }
+
+func (is *fakeIssue) labelsJSON() []map[string]any {
+	out := []map[string]any{}
+	for _, l := range is.labels {
+		out = append(out, map[string]any{"name": l})
+	}
+	return out
+}
 
 func (is *fakeIssue) json(repo string) map[string]any {
 	labels := []map[string]any{}
@@ -136,6 +148,34 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		is.rev++
 		w.Header().Set("ETag", is.etag())
 		writeJSON(w, is.json(f.repo))
+	case len(parts) == 2 && parts[1] == "labels" && r.Method == http.MethodPost:
+		var add []string
+		if err := json.NewDecoder(r.Body).Decode(&add); err != nil {
+			http.Error(w, `{"message":"Problems parsing JSON"}`, http.StatusBadRequest)
+			return
+		}
+		if f.beforeWrite != nil {
+			f.beforeWrite(is)
+		}
+		for _, l := range add {
+			if !contains(is.labels, l) {
+				is.labels = append(is.labels, l)
+			}
+		}
+		is.rev++
+		writeJSON(w, is.labelsJSON())
+	case len(parts) == 3 && parts[1] == "labels" && r.Method == http.MethodDelete:
+		if f.beforeWrite != nil {
+			f.beforeWrite(is)
+		}
+		name, _ := url.PathUnescape(parts[2])
+		if !contains(is.labels, name) {
+			http.Error(w, `{"message":"Label does not exist"}`, http.StatusNotFound)
+			return
+		}
+		is.labels = relabel(is.labels, []string{name}, "")
+		is.rev++
+		writeJSON(w, is.labelsJSON())
 	case len(parts) == 2 && parts[1] == "comments" && r.Method == http.MethodPost:
 		var c struct{ Body string }
 		_ = json.NewDecoder(r.Body).Decode(&c)

@@ -1,8 +1,13 @@
 // Package github is the GitHub Issues implementation of platforms.Tracker
-// and platforms.WebhookDecoder, on go-github. Lifecycle writes are
-// conditional: Relabel sends the snapshot's ETag as If-Match, so a write that
-// raced another writer fails with 412 (platforms.ErrPreconditionFailed)
-// instead of silently dropping the other writer's labels.
+// and platforms.WebhookDecoder, on go-github. Reads are conditional GETs
+// (If-None-Match; a 304 costs no rate limit). Lifecycle writes are not
+// conditional, because GitHub has no conditional write it honours: it
+// answers If-Match with the weak ETags of its gzip responses 400, and a stale
+// strong one 412 after applying the write. Relabel instead adds and removes
+// single labels, so other people's labels are never overwritten, and checks
+// each answer for a lifecycle label another writer put there
+// (platforms.ErrPreconditionFailed). The claim lock and the run lock in
+// Redis keep the daemon's own writers apart.
 package github
 
 import (
@@ -28,6 +33,9 @@ const Platform = "github"
 const (
 	// perPage is the largest page GitHub serves, to list in few requests.
 	perPage = 100
+	// DefaultLabelPrefix is the lifecycle label prefix Relabel watches for
+	// foreign lifecycle writes ("agent-smith:…").
+	DefaultLabelPrefix = "agent-smith"
 )
 
 // Options configures a Tracker bound to one repository.
@@ -51,6 +59,10 @@ type Options struct {
 	Logger *zap.Logger
 	// Writer is sent with each write for the emulator's write log.
 	Writer string
+	// LabelPrefix is the lifecycle label prefix (default "agent-smith"); a
+	// "<prefix>:…" label that appears during a Relabel without being written
+	// by it means another writer moved the ticket.
+	LabelPrefix string
 }
 
 // App is a GitHub App installation's credentials. The tracker signs a JWT
@@ -70,6 +82,7 @@ type Tracker struct {
 	owner, name string
 	repo        string
 	project     string
+	prefix      string // "<LabelPrefix>:"
 	log         *zap.Logger
 }
 
@@ -117,7 +130,12 @@ func New(opts Options) (*Tracker, error) {
 		}
 	}
 	client.BaseURL = baseURL
+	prefix := opts.LabelPrefix
+	if prefix == "" {
+		prefix = DefaultLabelPrefix
+	}
 	return &Tracker{
+		prefix:  prefix + ":",
 		client:  client,
 		owner:   owner,
 		name:    name,
@@ -202,34 +220,125 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 	return tk, nil
 }
 
-// Relabel writes the full label list computed from tk.Labels, conditional on
-// tk.Version through If-Match. A ticket without a version (as ListOpen
-// returns them) is refused rather than written unconditionally: read it with
-// Get first.
+// Relabel moves the issue's labels with GitHub's per-label endpoints and no
+// If-Match: POST /repos/{o}/{r}/issues/{n}/labels adds add, then DELETE
+// …/labels/{name} removes each label of remove still present. GitHub
+// documents conditional requests for GETs only and refuses the weak ETags
+// it serves with gzip in If-Match (400, ChronoAIProject/fkst-packages#557),
+// or answers a stale one 412 after writing anyway (cli/cli#7167), so no
+// write here is conditional; and because each call names one label, a
+// human's concurrent edit of any other label is never overwritten, which a
+// PATCH of the full list would do.
+//
+// Adding before removing means an interrupted Relabel leaves the old and the
+// new lifecycle label together, which lifecycle.Labels.StateOf reads as the
+// further state (never as a claimable Pending) and housekeeping's
+// LabelRepairer cleans up. Each answer is the issue's full label list; a
+// lifecycle label in it that neither tk nor this write put there means
+// another writer moved the ticket: ErrPreconditionFailed, after taking back
+// the added label if nothing was removed yet. Non-lifecycle labels that
+// come and go are other people's edits, never a conflict.
+//
+// tk needs no Version (a listed ticket can be written), but its Labels must
+// be fresh: they are what a foreign lifecycle label is recognised against.
+// The returned ticket carries the labels of the last answer and no Version,
+// since a label answer does not give the issue's new ETag.
 func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
 	n, err := t.number(tk.Ref)
 	if err != nil {
 		return nil, err
 	}
-	if tk.Version == "" {
-		return nil, fmt.Errorf("github: relabel %s: ticket has no version (read it with Get first)", tk.Ref.ID)
+	labels := tk.Labels
+	if add != "" && !contains(tk.Labels, add) {
+		if labels, err = t.addLabel(ctx, n, add); err != nil {
+			return nil, fmt.Errorf("github: relabel %s: add %q: %w", tk.Ref.ID, add, err)
+		}
+		if l := t.foreignLifecycle(tk.Labels, add, labels); l != "" {
+			// Take our label back so the lost race wrote nothing; best
+			// effort: if this fails, StateOf still resolves the pair.
+			if _, err := t.removeLabel(ctx, n, add, labels); err != nil {
+				t.log.Warn("relabel raced another writer; taking back the added label failed",
+					zap.String("ticket", tk.Ref.ID), zap.String("label", add), zap.Error(err))
+			}
+			return nil, t.raced(tk, l, labels)
+		}
 	}
-	labels := relabel(tk.Labels, remove, add)
-	u := fmt.Sprintf("repos/%s/%s/issues/%d", t.owner, t.name, n)
-	req, err := t.client.NewRequest(http.MethodPatch, u, &gh.IssueRequest{Labels: &labels})
-	if err != nil {
-		return nil, fmt.Errorf("github: relabel %s: %w", tk.Ref.ID, err)
+	for _, l := range remove {
+		if l == add || !contains(labels, l) {
+			continue
+		}
+		if labels, err = t.removeLabel(ctx, n, l, labels); err != nil {
+			return nil, fmt.Errorf("github: relabel %s: remove %q: %w", tk.Ref.ID, l, err)
+		}
+		if l := t.foreignLifecycle(tk.Labels, add, labels); l != "" {
+			return nil, t.raced(tk, l, labels)
+		}
 	}
-	req.Header.Set("If-Match", tk.Version)
-	var issue gh.Issue
-	resp, err := t.client.Do(ctx, req, &issue)
-	if err != nil {
-		return nil, fmt.Errorf("github: relabel %s: %w", tk.Ref.ID, classify(err))
-	}
-	out := t.ticket(&issue)
-	out.Version = resp.Header.Get("ETag")
+	out := *tk
+	out.Labels = labels
+	out.Version = ""
 	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.String("add", add))
-	return out, nil
+	return &out, nil
+}
+
+// addLabel is POST …/issues/{n}/labels with one label; the answer is every
+// label on the issue now.
+func (t *Tracker) addLabel(ctx context.Context, n int, label string) ([]string, error) {
+	got, _, err := t.client.Issues.AddLabelsToIssue(ctx, t.owner, t.name, n, []string{label})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return labelNames(got), nil
+}
+
+// removeLabel is DELETE …/issues/{n}/labels/{name}; the answer is every
+// label left on the issue. GitHub answers 404 "Label does not exist" when the
+// label is not on the issue (someone removed it first): the removal's goal
+// holds, so that is before minus the label, not an error.
+func (t *Tracker) removeLabel(ctx context.Context, n int, label string, before []string) ([]string, error) {
+	u := fmt.Sprintf("repos/%s/%s/issues/%d/labels/%s", t.owner, t.name, n, url.PathEscape(label))
+	req, err := t.client.NewRequest(http.MethodDelete, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	var got []*gh.Label
+	if _, err := t.client.Do(ctx, req, &got); err != nil {
+		var er *gh.ErrorResponse
+		if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound &&
+			strings.EqualFold(er.Message, "Label does not exist") {
+			return relabel(before, []string{label}, ""), nil
+		}
+		return nil, classify(err)
+	}
+	return labelNames(got), nil
+}
+
+// foreignLifecycle returns a lifecycle label of got that neither the
+// snapshot had nor this write adds, or "".
+func (t *Tracker) foreignLifecycle(snapshot []string, add string, got []string) string {
+	for _, l := range got {
+		if l != add && strings.HasPrefix(l, t.prefix) && !contains(snapshot, l) {
+			return l
+		}
+	}
+	return ""
+}
+
+func (t *Tracker) raced(tk *platforms.Ticket, label string, got []string) error {
+	t.log.Info("relabel raced another writer", zap.String("ticket", tk.Ref.ID), zap.String("appeared", label),
+		zap.Strings("labels", got))
+	return fmt.Errorf("github: relabel %s: lifecycle label %q appeared from another writer: %w",
+		tk.Ref.ID, label, platforms.ErrPreconditionFailed)
+}
+
+func labelNames(ls []*gh.Label) []string {
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		if l != nil && l.Name != nil {
+			out = append(out, *l.Name)
+		}
+	}
+	return out
 }
 
 // relabel is labels minus remove plus add, keeping the order of the others

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +87,9 @@ func TestGet(t *testing.T) {
 	}
 }
 
+// TestRelabel: a transition is one POST of the new label and one DELETE per
+// old lifecycle label, added before removed, with no If-Match (GitHub
+// refuses or ignores it on writes).
 func TestRelabel(t *testing.T) {
 	f, srv := newFake(t)
 	f.add(&fakeIssue{title: "x", open: true, labels: []string{"bug", "agent-smith:pending", "zeta"}})
@@ -97,7 +99,7 @@ func TestRelabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
+	before := len(f.seen())
 	got, err := tr.Relabel(ctx, tk, []string{"agent-smith:pending"}, "agent-smith:enqueued")
 	if err != nil {
 		t.Fatal(err)
@@ -105,25 +107,52 @@ func TestRelabel(t *testing.T) {
 	if want := []string{"bug", "zeta", "agent-smith:enqueued"}; !slices.Equal(got.Labels, want) {
 		t.Errorf("labels = %q, want %q", got.Labels, want)
 	}
-	if got.Version != `W/"1-1"` || got.Ref.Project != "proj" {
+	if got.Ref.Project != "proj" || got.Title != "x" || got.Version != "" {
 		t.Errorf("returned %+v", got)
 	}
-	reqs := f.seen()
-	patch := reqs[len(reqs)-1]
-	if patch.Method != "PATCH" || patch.Header.Get("If-Match") != tk.Version ||
-		patch.Header.Get(trackerhttp.WriterHeader) != "test-writer" {
-		t.Errorf("PATCH %s If-Match %q writer %q", patch.Method, patch.Header.Get("If-Match"), patch.Header.Get(trackerhttp.WriterHeader))
+	writes := f.seen()[before:]
+	var calls []string
+	for _, r := range writes {
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		if r.Header.Get("If-Match") != "" || r.Header.Get(trackerhttp.WriterHeader) != "test-writer" {
+			t.Errorf("%s %s: If-Match %q writer %q", r.Method, r.URL.Path, r.Header.Get("If-Match"), r.Header.Get(trackerhttp.WriterHeader))
+		}
+	}
+	if want := []string{"POST /repos/octo/repo/issues/1/labels", "DELETE /repos/octo/repo/issues/1/labels/agent-smith:pending"}; !slices.Equal(calls, want) {
+		t.Errorf("calls = %q, want %q", calls, want)
 	}
 
-	// The old snapshot is stale now.
-	if _, err := tr.Relabel(ctx, tk, nil, "again"); !errors.Is(err, platforms.ErrPreconditionFailed) {
-		t.Fatalf("stale Relabel err = %v, want ErrPreconditionFailed", err)
+	// A label someone else removed first is gone already: no error.
+	f.beforeWrite = func(is *fakeIssue) { is.labels = relabel(is.labels, []string{"agent-smith:enqueued"}, "") }
+	got, err = tr.Relabel(ctx, got, []string{"agent-smith:enqueued"}, "agent-smith:in-progress")
+	if err != nil || !slices.Equal(got.Labels, []string{"bug", "zeta", "agent-smith:in-progress"}) {
+		t.Fatalf("Relabel with the old label already gone = %+v, %v", got, err)
 	}
-	// A snapshot without a version is never written unconditionally.
-	noVersion := *got
-	noVersion.Version = ""
-	if _, err := tr.Relabel(ctx, &noVersion, nil, "x"); err == nil || !strings.Contains(err.Error(), "no version") {
-		t.Fatalf("versionless Relabel err = %v", err)
+
+	// Other people's labels coming and going are no conflict.
+	f.beforeWrite = func(is *fakeIssue) {
+		if !contains(is.labels, "human") {
+			is.labels = append(relabel(is.labels, []string{"zeta"}, ""), "human")
+		}
+	}
+	got, err = tr.Relabel(ctx, got, []string{"agent-smith:in-progress"}, "agent-smith:done")
+	if err != nil || !slices.Equal(f.issues[1].labels, []string{"bug", "human", "agent-smith:done"}) {
+		t.Fatalf("Relabel during a human edit: err %v, labels %q", err, f.issues[1].labels)
+	}
+
+	// A lifecycle label another writer put there is a lost race, and the
+	// label this write added is taken back.
+	f.beforeWrite = func(is *fakeIssue) {
+		if !contains(is.labels, "agent-smith:pending") {
+			is.labels = append(is.labels, "agent-smith:pending")
+		}
+	}
+	_, err = tr.Relabel(ctx, got, []string{"agent-smith:done"}, "agent-smith:failed")
+	if !errors.Is(err, platforms.ErrPreconditionFailed) {
+		t.Fatalf("Relabel after a foreign lifecycle write: err %v, want ErrPreconditionFailed", err)
+	}
+	if want := []string{"bug", "human", "agent-smith:done", "agent-smith:pending"}; !slices.Equal(f.issues[1].labels, want) {
+		t.Errorf("labels after the lost race = %q, want %q", f.issues[1].labels, want)
 	}
 }
 

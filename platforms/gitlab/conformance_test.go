@@ -77,6 +77,16 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		BeforeWrite: func(t *testing.T, ref platforms.Ref, k int, edit func()) func() bool {
+			repo, n, _ := gitlab.ParseID(ref.ID)
+			return s.BeforeAPIWrite(repo, n, k, edit)
+		},
+		HumanLabel: func(t *testing.T, ref platforms.Ref, label string, add bool) {
+			repo, n, _ := gitlab.ParseID(ref.ID)
+			if err := s.EditLabel(repo, n, label, add); err != nil {
+				t.Fatal(err)
+			}
+		},
 		Block: func(t *testing.T, ref, blocker platforms.Ref) {
 			repo, n, _ := gitlab.ParseID(ref.ID)
 			_, m, _ := gitlab.ParseID(blocker.ID)

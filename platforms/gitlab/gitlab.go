@@ -197,11 +197,12 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 }
 
 // conflict explains why got is not what a lone write of (remove, add) on
-// snapshot would produce, or returns "". Foreign labels outside the
-// lifecycle are tolerated: they do not change the ticket's state.
+// snapshot would produce, or returns "". Foreign edits of labels outside the
+// lifecycle, added or removed, are tolerated: they do not change the
+// ticket's state, and the write has kept them.
 func (t *Tracker) conflict(snapshot, remove []string, add string, got []string) string {
 	for _, l := range snapshot {
-		if l != add && !slices.Contains(remove, l) && !slices.Contains(got, l) {
+		if l != add && strings.HasPrefix(l, t.prefix) && !slices.Contains(remove, l) && !slices.Contains(got, l) {
 			return fmt.Sprintf("label %q was removed by another writer", l)
 		}
 	}

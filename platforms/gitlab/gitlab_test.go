@@ -248,9 +248,12 @@ func TestRelabelDetectsLostRace(t *testing.T) {
 		{"foreign non-lifecycle label", func(ls []string) []string { return append(ls, "needs-review") }, false},
 		{"lookalike label", func(ls []string) []string { return append(ls, "agent-smith-x:done", "Agent-Smith:done") }, false},
 		{"another claim", func(ls []string) []string { return append(ls, "agent-smith:in-progress") }, true},
+		// A person removing any label outside the lifecycle, the trigger
+		// included, is their edit and kept, not a lost race (removing the
+		// trigger cancels through the receiver and the CancelDetector).
 		{"trigger removed", func(ls []string) []string {
 			return slices.DeleteFunc(ls, func(l string) bool { return l == "agent-smith" })
-		}, true},
+		}, false},
 		{"our label removed", func(ls []string) []string {
 			return slices.DeleteFunc(ls, func(l string) bool { return l == "agent-smith:enqueued" })
 		}, true},

@@ -294,9 +294,10 @@ func (s *Sim) ghCreateIssue(w http.ResponseWriter, r *http.Request, c *ghCall) {
 }
 
 // ghUpdateIssue is PATCH "Update an issue": title, body, state
-// (open/closed), state_reason and labels (the full new set). An If-Match
-// that does not match the issue's current ETag fails with 412 and changes
-// nothing; this is the conditional write the daemon's claim relies on.
+// (open/closed), state_reason and labels (the full new set). If-Match is
+// handled as the dialect's IfMatchMode says (github_etag.go): by default a
+// weak validator is refused with 400, and no mode refuses a stale strong one
+// without writing, because GitHub was never seen to.
 func (s *Sim) ghUpdateIssue(w http.ResponseWriter, r *http.Request, c *ghCall) {
 	n, ok := issueNumber(w, r, c)
 	if !ok {
@@ -332,9 +333,8 @@ func (s *Sim) ghUpdateIssue(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		}
 		u.Labels = &labels
 	}
-	sn, _, err := s.store.apply(c.repo, n, ifMatch(r, c.repo, n), c.by, u)
-	if err != nil {
-		s.writeStoreError(w, c, err)
+	sn, _, ok := s.applyWrite(w, r, c, n, u)
+	if !ok {
 		return
 	}
 	s.writeIssue(w, r, c, sn, http.StatusOK)
@@ -392,9 +392,8 @@ func (s *Sim) ghCreateComment(w http.ResponseWriter, r *http.Request, c *ghCall)
 				Message: fmt.Sprintf("Body is too long (maximum is %d characters)", ghMaxCommentChars)}}})
 		return
 	}
-	sn, id, err := s.store.apply(c.repo, n, ifMatch(r, c.repo, n), c.by, update{Comment: req.Body})
-	if err != nil {
-		s.writeStoreError(w, c, err)
+	sn, id, ok := s.applyWrite(w, r, c, n, update{Comment: req.Body})
+	if !ok {
 		return
 	}
 	for _, cm := range sn.comments {

@@ -134,6 +134,15 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 		}
 		s.rate.headers(w.Header(), b, s.rateLimit)
 	}}
+	if acceptsGzip(r) {
+		gz := newGzipWriter(rw)
+		h(gz, r, c)
+		if !rw.wrote {
+			gz.WriteHeader(http.StatusOK)
+		}
+		gz.Close()
+		return
+	}
 	h(rw, r, c)
 	if !rw.wrote {
 		rw.WriteHeader(http.StatusOK)
@@ -279,16 +288,6 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, c *ghCall, v any) bool {
 		return false
 	}
 	return true
-}
-
-// ifMatch turns an If-Match header into a store precondition on the
-// issue's current ETag (nil when the header is absent).
-func ifMatch(r *http.Request, repo string, number int) precondition {
-	h := r.Header.Get("If-Match")
-	if h == "" {
-		return nil
-	}
-	return func(version int64) bool { return etagMatches(h, etagFor(repo, number, version)) }
 }
 
 // issueNumber parses {number}; a non-number is GitHub's 404.

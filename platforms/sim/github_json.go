@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"net/url"
@@ -209,40 +207,4 @@ func (s *Sim) ghRepo(base, full string, id int64, created time.Time) ghRepo {
 		r.CreatedAt = ghTime(created)
 	}
 	return r
-}
-
-// issueETag is the issue's version token. GitHub documents ETags as opaque
-// (https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#use-conditional-requests-if-appropriate)
-// and sends them weak; deriving it from the store's version counter makes
-// every change (labels, comments, state, text) yield a new one, and a label
-// set that returns to an earlier value (A→B→A) still gets a fresh ETag.
-func issueETag(sn snapshot) string { return etagFor(sn.repo, sn.number, sn.version) }
-
-func etagFor(repo string, number int, version int64) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s#%d@%d", repo, number, version))
-	return `W/"` + hex.EncodeToString(sum[:16]) + `"`
-}
-
-// bodyETag is the ETag of a collection response: a hash of its bytes.
-func bodyETag(body []byte) string {
-	sum := sha256.Sum256(body)
-	return `W/"` + hex.EncodeToString(sum[:16]) + `"`
-}
-
-// etagMatches implements If-Match / If-None-Match comparison: a
-// comma-separated list of tags or "*", compared with the W/ prefix ignored
-// (RFC 9110 weak comparison, which GitHub applies to its weak ETags).
-func etagMatches(header, etag string) bool {
-	want := strings.TrimPrefix(etag, "W/")
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" {
-			return true
-		}
-		t = strings.TrimPrefix(t, "W/")
-		if t == want || t == strings.Trim(want, `"`) {
-			return true
-		}
-	}
-	return false
 }

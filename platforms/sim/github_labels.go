@@ -59,21 +59,31 @@ func (s *Sim) labelWrite(w http.ResponseWriter, r *http.Request, c *ghCall, mk f
 		writeGHError(w, http.StatusBadRequest, "Problems parsing JSON", c.doc)
 		return
 	}
-	sn, _, err := s.store.apply(c.repo, n, ifMatch(r, c.repo, n), c.by, mk(labels))
-	if err != nil {
-		s.writeStoreError(w, c, err)
+	sn, _, ok := s.applyWrite(w, r, c, n, mk(labels))
+	if !ok {
 		return
 	}
 	s.writeLabels(w, c, sn)
 }
 
+// writeLabels answers a label write with the issue's full label list, as
+// GitHub does: every label on the issue now, other writers' included. Its
+// ETag is the list's own, not the issue's: a client cannot learn the issue's
+// new version from a label write.
 func (s *Sim) writeLabels(w http.ResponseWriter, c *ghCall, sn snapshot) {
 	out := make([]ghLabel, len(sn.labels))
 	for i, l := range sn.labels {
 		out[i] = s.ghLabel(c.base, c.repo, l)
 	}
-	w.Header().Set("ETag", issueETag(sn))
-	writeJSON(w, http.StatusOK, out)
+	body, err := json.Marshal(out)
+	if err != nil {
+		writeGHError(w, http.StatusInternalServerError, "Server Error", c.doc)
+		return
+	}
+	w.Header().Set("ETag", bodyETag(body))
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 func (s *Sim) ghRemoveLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
@@ -82,9 +92,8 @@ func (s *Sim) ghRemoveLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		return
 	}
 	name := r.PathValue("name") // unescaped by ServeMux ("agent-smith%3Adone" → "agent-smith:done")
-	sn, _, err := s.store.apply(c.repo, n, ifMatch(r, c.repo, n), c.by, update{Remove: []string{name}})
-	if err != nil {
-		s.writeStoreError(w, c, err)
+	sn, _, ok := s.applyWrite(w, r, c, n, update{Remove: []string{name}})
+	if !ok {
 		return
 	}
 	s.writeLabels(w, c, sn)
@@ -96,8 +105,7 @@ func (s *Sim) ghRemoveAllLabels(w http.ResponseWriter, r *http.Request, c *ghCal
 		return
 	}
 	none := []string{}
-	if _, _, err := s.store.apply(c.repo, n, ifMatch(r, c.repo, n), c.by, update{Labels: &none}); err != nil {
-		s.writeStoreError(w, c, err)
+	if _, _, ok := s.applyWrite(w, r, c, n, update{Labels: &none}); !ok {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

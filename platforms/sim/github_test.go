@@ -69,12 +69,21 @@ func TestGetIssueAndETag(t *testing.T) {
 	if is.GetUser().GetLogin() != "human" || is.GetCreatedAt().IsZero() || is.GetHTMLURL() == "" || is.GetRepositoryURL() == "" {
 		t.Fatalf("missing fields: %+v", is)
 	}
+	// Go's transport asks for gzip: the answer is compressed and its ETag
+	// weak; the same representation uncompressed carries the strong tag.
 	etag := resp.Header.Get("ETag")
 	if !strings.HasPrefix(etag, `W/"`) {
-		t.Fatalf("ETag %q is not weak", etag)
+		t.Fatalf("ETag %q of a gzip response is not weak", etag)
 	}
-	if got, _ := s.Issue("demo/app", n); got.ETag != etag {
-		t.Fatalf("Go API ETag %q != HTTP ETag %q", got.ETag, etag)
+	if got, _ := s.Issue("demo/app", n); "W/"+got.ETag != etag {
+		t.Fatalf("Go API ETag %q, HTTP ETag %q: want the same tag weakened", got.ETag, etag)
+	}
+	req, _ := c.NewRequest("GET", "repos/demo/app/issues/"+strconv.Itoa(n), nil)
+	req.Header.Set("Accept-Encoding", "identity")
+	if resp, err := c.Do(ctx, req, nil); err != nil || resp.Header.Get("ETag") != strings.TrimPrefix(etag, "W/") ||
+		resp.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("uncompressed GET: ETag %q encoding %q err %v, want the strong %s", resp.Header.Get("ETag"),
+			resp.Header.Get("Content-Encoding"), err, strings.TrimPrefix(etag, "W/"))
 	}
 	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Used",
 		"X-RateLimit-Reset", "X-RateLimit-Resource", "X-GitHub-Request-Id"} {
@@ -103,7 +112,7 @@ func TestGetIssueAndETag(t *testing.T) {
 		}
 		seen[got.ETag] = true
 	}
-	if s.Stats().Calls["GET /repos/{owner}/{repo}/issues/{number}"] != 1 {
+	if s.Stats().Calls["GET /repos/{owner}/{repo}/issues/{number}"] != 2 {
 		t.Errorf("calls = %v", s.Stats().Calls)
 	}
 }
@@ -135,77 +144,100 @@ func TestNotFoundAndBadJSON(t *testing.T) {
 	}
 }
 
-func TestPatchIfMatch(t *testing.T) {
-	s, c, _ := start(t, Options{})
-	ctx := context.Background()
-	n := s.CreateIssue("demo/app", "claim me", "", "agent-smith", "keep")
-	_, resp, err := c.Issues.Get(ctx, "demo", "app", n)
-	if err != nil {
-		t.Fatal(err)
+// TestIfMatchModes pins each If-Match mode on the issue PATCH and the label
+// endpoints, for weak and strong, current and stale validators. Only the
+// default, IfMatchRejectWeak, is GitHub's observed behaviour.
+func TestIfMatchModes(t *testing.T) {
+	const (
+		ok       = http.StatusOK
+		bad      = http.StatusBadRequest
+		stale412 = http.StatusPreconditionFailed
+	)
+	type want struct {
+		code    int
+		written bool
 	}
-	stale := resp.Header.Get("ETag")
-	if err := s.AddLabels("demo/app", n, "other"); err != nil { // someone else writes
-		t.Fatal(err)
+	cases := []struct {
+		mode                                     IfMatchMode
+		weakCur, weakStale, strongCur, strongOld want
+	}{
+		{IfMatchRejectWeak, want{bad, false}, want{bad, false}, want{ok, true}, want{stale412, true}},
+		{IfMatchIgnore, want{ok, true}, want{ok, true}, want{ok, true}, want{ok, true}},
+		{IfMatch412Apply, want{ok, true}, want{stale412, true}, want{ok, true}, want{stale412, true}},
 	}
+	for _, tc := range cases {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			opts := Options{GitHubIfMatch: tc.mode}
+			if tc.mode == IfMatchRejectWeak {
+				opts.GitHubIfMatch = "" // the default
+			}
+			s, c, _ := start(t, opts)
+			ctx := context.Background()
+			n := s.CreateIssue("demo/app", "claim me", "", "agent-smith", "keep")
+			path := "repos/demo/app/issues/" + strconv.Itoa(n)
+			write := func(kind, etag, label string) int {
+				t.Helper()
+				var req *http.Request
+				var err error
+				switch kind {
+				case "patch":
+					labels := append(slices.Clone(issueLabels(t, s, n)), label)
+					req, err = c.NewRequest("PATCH", path, &github.IssueRequest{Labels: &labels})
+				case "add":
+					req, err = c.NewRequest("POST", path+"/labels", []string{label})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("If-Match", etag)
+				resp, _ := c.Do(ctx, req, nil)
+				if resp == nil {
+					t.Fatalf("%s: no response", kind)
+				}
+				return resp.StatusCode
+			}
+			for _, kind := range []string{"patch", "add"} {
+				for i, step := range []struct {
+					name  string
+					stale bool
+					weak  bool
+					want  want
+				}{
+					{"weak current", false, true, tc.weakCur},
+					{"weak stale", true, true, tc.weakStale},
+					{"strong current", false, false, tc.strongCur},
+					{"strong stale", true, false, tc.strongOld},
+				} {
+					cur, _ := s.Issue("demo/app", n)
+					tag := cur.ETag
+					if step.stale {
+						if err := s.AddLabels("demo/app", n, kind+"-human-"+strconv.Itoa(i)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if step.weak {
+						tag = "W/" + tag
+					}
+					label := kind + "-" + strconv.Itoa(i)
+					code := write(kind, tag, label)
+					written := slices.Contains(issueLabels(t, s, n), label)
+					if code != step.want.code || written != step.want.written {
+						t.Errorf("%s, %s If-Match: status %d written %v, want %d written %v",
+							kind, step.name, code, written, step.want.code, step.want.written)
+					}
+				}
+			}
+		})
+	}
+}
 
-	patch := func(etag string, labels []string) (*github.Issue, *github.Response, error) {
-		req, err := c.NewRequest("PATCH", "repos/demo/app/issues/"+strconv.Itoa(n), &github.IssueRequest{Labels: &labels})
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("If-Match", etag)
-		req.Header.Set("X-Agentsmith-Writer", "claim-test")
-		var out github.Issue
-		resp, err := c.Do(ctx, req, &out)
-		return &out, resp, err
+func issueLabels(t *testing.T, s *Sim, n int) []string {
+	t.Helper()
+	is, ok := s.Issue("demo/app", n)
+	if !ok {
+		t.Fatalf("no issue %d", n)
 	}
-	_, resp, err = patch(stale, []string{"agent-smith", "keep", "other", "agent-smith:enqueued"})
-	var er *github.ErrorResponse
-	if !errors.As(err, &er) || er.Response.StatusCode != http.StatusPreconditionFailed || resp.StatusCode != 412 {
-		t.Fatalf("stale If-Match: err = %v", err)
-	}
-	if got, _ := s.Issue("demo/app", n); slices.Contains(got.Labels, "agent-smith:enqueued") {
-		t.Fatal("412 changed the issue")
-	}
-
-	cur, _ := s.Issue("demo/app", n)
-	for i := range 2 {
-		tag := cur.ETag
-		if i == 1 { // accepted without the weak prefix too
-			tag = strings.TrimPrefix(tag, "W/")
-		}
-		want := []string{"agent-smith", "keep", "other", "agent-smith:enqueued"}
-		if i == 1 {
-			want = []string{"agent-smith", "keep", "other", "agent-smith:in-progress"}
-		}
-		is, resp, err := patch(tag, want)
-		if err != nil {
-			t.Fatalf("If-Match %q: %v", tag, err)
-		}
-		var names []string
-		for _, l := range is.Labels {
-			names = append(names, l.GetName())
-		}
-		if !slices.Equal(names, want) {
-			t.Fatalf("labels = %v, want %v", names, want)
-		}
-		next, _ := s.Issue("demo/app", n)
-		if resp.Header.Get("ETag") != next.ETag || next.ETag == tag {
-			t.Fatalf("new ETag %q, sim %q, old %q", resp.Header.Get("ETag"), next.ETag, tag)
-		}
-		cur = next
-	}
-
-	ws := s.Writes()
-	if len(ws) != 3 {
-		t.Fatalf("writes = %+v", ws)
-	}
-	if ws[0].Writer != "human" || ws[1].Writer != "claim-test" || !slices.Equal(ws[2].Before, ws[1].After) {
-		t.Fatalf("writes = %+v", ws)
-	}
-	if got := s.Stats().Calls["PATCH /repos/{owner}/{repo}/issues/{number}"]; got != 3 {
-		t.Errorf("PATCH calls = %d", got)
-	}
+	return is.Labels
 }
 
 func TestIfNoneMatchNotCounted(t *testing.T) {

@@ -66,6 +66,9 @@ type Options struct {
 	// NoGitHubIssueDependencies makes the GitHub dialect answer 404 for the
 	// issue dependencies API, as a GitHub Enterprise Server without it does.
 	NoGitHubIssueDependencies bool
+	// GitHubIfMatch is how the GitHub dialect treats If-Match on writes
+	// (github_etag.go). Empty means IfMatchRejectWeak, what GitHub does.
+	GitHubIfMatch IfMatchMode
 }
 
 // Issue is a deep copy of one issue as the Go API returns it.
@@ -113,6 +116,7 @@ type Sim struct {
 	baseURL   string
 	lastBase  atomic.Value // string
 	noGHDeps  bool
+	ifMatch   IfMatchMode
 
 	store  *store
 	apps   appTokens
@@ -133,7 +137,7 @@ type Sim struct {
 func New(opts Options) *Sim {
 	s := &Sim{log: opts.Logger, clock: opts.Clock, tokens: slices.Clone(opts.Tokens),
 		perPage: opts.PerPage, rateLimit: opts.RateLimit, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
-		noGHDeps: opts.NoGitHubIssueDependencies}
+		noGHDeps: opts.NoGitHubIssueDependencies, ifMatch: opts.GitHubIfMatch}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -146,6 +150,9 @@ func New(opts Options) *Sim {
 	s.perPage = min(s.perPage, MaxPerPage)
 	if s.rateLimit <= 0 {
 		s.rateLimit = DefaultRateLimit
+	}
+	if s.ifMatch == "" {
+		s.ifMatch = IfMatchRejectWeak
 	}
 	s.stats.Calls = map[string]int{}
 	s.apps = appTokens{apps: slices.Clone(opts.Apps), issued: map[string]time.Time{}}
@@ -198,6 +205,15 @@ func (s *Sim) AddLabels(repo string, number int, labels ...string) error {
 func (s *Sim) RemoveLabel(repo string, number int, label string) error {
 	_, _, err := s.store.apply(repo, number, nil, humanActor, update{Remove: []string{label}})
 	return err
+}
+
+// EditLabel adds (add) or removes label as a human user: RemoveLabel or
+// AddLabels, for tests that pick the edit at run time.
+func (s *Sim) EditLabel(repo string, number int, label string, add bool) error {
+	if add {
+		return s.AddLabels(repo, number, label)
+	}
+	return s.RemoveLabel(repo, number, label)
 }
 
 // SetOpen closes or reopens an issue as a human user.

@@ -152,6 +152,7 @@ type store struct {
 	repos  map[string]*repository
 	writes []Write
 	sink   func([]storeEvent)
+	inter  interleaver
 }
 
 func newStore(clock func() time.Time) *store {
@@ -375,6 +376,7 @@ type precondition func(version int64) bool
 // if anything changed, log a Write for a label change and emit events. It
 // returns the issue as written and the new comment's id (0 if none).
 func (st *store) apply(repoName string, number int, cond precondition, by actor, u update) (snapshot, int64, error) {
+	st.inter.before(repoName, number, by)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	r, is, err := st.lookup(repoName, number)

@@ -279,6 +279,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		stuckDetector := housekeeping.NewStuckDetector(d.rdb, d.queue, d.claims, housekeeping.StuckDetectorConfig{
 			Projects: stuck, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+		repairer := housekeeping.NewLabelRepairer(d.rdb, d.claims, housekeeping.LabelRepairerConfig{
+			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
 		epoch := housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Fence: l.Fence, Logger: d.log},
 			stale.Kick, recon.Kick)
 		wg.Go(func() {
@@ -292,6 +294,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				hw.Go(func() { _ = promoter.Run(lctx) })
 				hw.Go(func() { _ = cancels.Run(lctx) })
 				hw.Go(func() { _ = stuckDetector.Run(lctx) })
+				hw.Go(func() { _ = repairer.Run(lctx) })
 				hw.Wait()
 			})
 		})

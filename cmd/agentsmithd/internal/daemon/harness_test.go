@@ -47,6 +47,22 @@ func forEachPlatform(t *testing.T, f func(t *testing.T, e *env)) {
 	}
 }
 
+// forEachPlatformAndIfMatchMode is forEachPlatform plus GitHub once more in
+// each of the sim's other If-Match modes (ignore, 412-apply): the daemon's
+// GitHub writes must be right whatever GitHub does with If-Match, and
+// forEachPlatform's GitHub runs the default, GitHub's own behaviour.
+func forEachPlatformAndIfMatchMode(t *testing.T, f func(t *testing.T, e *env)) {
+	forEachPlatform(t, f)
+	for _, mode := range sim.IfMatchModes {
+		if mode == sim.IfMatchRejectWeak {
+			continue
+		}
+		t.Run("github/if-match="+string(mode), func(t *testing.T) {
+			f(t, newEnvWithSim(t, e2ecases.GitHub, sim.Options{GitHubIfMatch: mode}))
+		})
+	}
+}
+
 // env is one end-to-end world: a real redis-server, a trackersim served over
 // HTTP, and a run log the pipelines append to outside the daemon.
 type env struct {
@@ -219,10 +235,16 @@ func (e *env) state(n int) lifecycle.State {
 	return labels.StateOf(is.Labels)
 }
 
+// waitState waits until issue n is in one of states with that state's label
+// alone: a GitHub transition shows its new state as soon as the new label is
+// added, and is complete once the old one is removed too.
 func (e *env) waitState(n int, timeout time.Duration, states ...lifecycle.State) lifecycle.State {
 	e.t.Helper()
 	var got lifecycle.State
 	eventually.Wait(e.t, timeout, fmt.Sprintf("issue %d to reach %v", n, states), func() bool {
+		if is, _ := e.sim.Issue(e.repo, n); len(labels.Lifecycle(is.Labels)) > 1 {
+			return false
+		}
 		got = e.state(n)
 		for _, s := range states {
 			if got == s {

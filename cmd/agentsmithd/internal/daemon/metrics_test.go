@@ -176,10 +176,14 @@ func TestMetricsCountARealRun(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	// Every label write of the run is a PATCH the sim answered 200: three
-	// claims, three starts, three ends.
-	if got := s.must(t, "agentsmith_tracker_requests_total", map[string]string{"platform": "github", "method": "PATCH", "code": "200"}); got != 9 {
-		t.Errorf("tracker PATCH 200 = %v, want 9", got)
+	// Every label write of the run is a POST of the new label and a DELETE
+	// of the old one the sim answered 200: three claims (no old label),
+	// three starts, three ends.
+	if got := s.must(t, "agentsmith_tracker_requests_total", map[string]string{"platform": "github", "method": "POST", "code": "200"}); got != 9 {
+		t.Errorf("tracker POST 200 = %v, want 9", got)
+	}
+	if got := s.must(t, "agentsmith_tracker_requests_total", map[string]string{"platform": "github", "method": "DELETE", "code": "200"}); got != 6 {
+		t.Errorf("tracker DELETE 200 = %v, want 6", got)
 	}
 	if got := s.must(t, "agentsmith_tracker_rate_limit_remaining", gh); got <= 0 {
 		t.Errorf("rate limit remaining = %v, want > 0 (the sim reports its quota)", got)

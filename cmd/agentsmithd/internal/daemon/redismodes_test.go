@@ -27,13 +27,7 @@ func webhookToDone(t *testing.T, e *env) {
 	if got := e.starts(n); len(got) != 1 {
 		t.Errorf("pipeline started %d times, want 1: %q", len(got), got)
 	}
-	var path []string
-	for _, w := range e.sim.Writes() {
-		if w.Number == n && w.Writer != "human" {
-			path = append(path, labels.StateOf(w.Before).String()+"→"+labels.StateOf(w.After).String())
-		}
-	}
-	if want := []string{"pending→enqueued", "enqueued→in-progress", "in-progress→done"}; !slices.Equal(path, want) {
+	if path, want := e.lifecyclePath(n), []string{"pending→enqueued", "enqueued→in-progress", "in-progress→done"}; !slices.Equal(path, want) {
 		t.Errorf("transitions = %q, want %q", path, want)
 	}
 }

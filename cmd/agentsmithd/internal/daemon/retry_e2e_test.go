@@ -29,7 +29,9 @@ func (e *env) startWith(yml string) {
 	e.startDaemon(cfg)
 }
 
-// lifecyclePath is issue n's label transitions as the tracker saw them.
+// lifecyclePath is issue n's label transitions as the tracker saw them. A
+// write that leaves the state as it was is the second half of a transition
+// (GitHub adds the new label, then removes the old one) and is not listed.
 func (e *env) lifecyclePath(n int) []string {
 	var path []string
 	for _, w := range e.sim.Writes() {

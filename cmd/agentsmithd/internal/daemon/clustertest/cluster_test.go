@@ -93,8 +93,10 @@ projects:
 	}
 	var path []string
 	for _, w := range s.Writes() {
-		if w.Number == n && w.Writer != "human" {
-			path = append(path, labels.StateOf(w.Before).String()+"→"+labels.StateOf(w.After).String())
+		// A write that keeps the state is the second half of a GitHub
+		// transition (add the new label, then remove the old one).
+		if from, to := labels.StateOf(w.Before), labels.StateOf(w.After); w.Number == n && w.Writer != "human" && from != to {
+			path = append(path, from.String()+"→"+to.String())
 		}
 	}
 	if want := []string{"pending→enqueued", "enqueued→in-progress", "in-progress→done"}; !slices.Equal(path, want) {

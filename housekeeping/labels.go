@@ -1,0 +1,138 @@
+package housekeeping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// LabelRepairerConfig configures a LabelRepairer.
+type LabelRepairerConfig struct {
+	Interval time.Duration // default SlowIntervalDefault
+	// Fence is checked right before every write; see
+	// StaleJobDetectorConfig.Fence.
+	Fence  func(context.Context) error
+	Logger *zap.Logger
+}
+
+// repairedStates are the labels the LabelRepairer lists. A ticket with two
+// lifecycle labels carries at least one of them: every transition that can
+// be cut off between its add and its removal starts or ends in one, and
+// none moves Done ↔ Failed.
+var repairedStates = []lifecycle.State{lifecycle.Pending, lifecycle.Enqueued, lifecycle.InProgress}
+
+// LabelRepairer removes the lifecycle labels lifecycle.Labels.StateOf does
+// not pick from tickets that carry several: what a GitHub transition leaves
+// when it is cut off between adding the new label and removing the old one
+// (a crash, a tracker error). The state such a ticket shows is already
+// right (the furthest wins), so this is tidying, done only while nothing
+// can be writing the ticket: under its claim lock, with no run holding its
+// heartbeat, fenced by the housekeeping lease. One list call per project
+// and listed state per cycle (304s, free of rate limit, while nothing
+// changes); a write only for a ticket that needs it.
+type LabelRepairer struct {
+	cfg    LabelRepairerConfig
+	rdb    redis.UniversalClient
+	claims *lifecycle.ClaimService
+	log    *zap.Logger
+}
+
+// NewLabelRepairer wires a repairer.
+func NewLabelRepairer(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg LabelRepairerConfig) *LabelRepairer {
+	if cfg.Interval <= 0 {
+		cfg.Interval = SlowIntervalDefault
+	}
+	if cfg.Fence == nil {
+		cfg.Fence = noFence
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &LabelRepairer{cfg: cfg, rdb: rdb, claims: claims, log: cfg.Logger.Named("LabelRepairer")}
+}
+
+// Run repairs every Interval until ctx is done.
+func (r *LabelRepairer) Run(ctx context.Context) error {
+	return loop(ctx, r.log, r.cfg.Interval, r.cfg.Interval, nil, nil, r.Cycle, nil)
+}
+
+// Cycle lists the tickets of every project that may carry several lifecycle
+// labels and repairs those that do.
+func (r *LabelRepairer) Cycle(ctx context.Context) error {
+	labels := r.claims.Labels()
+	var errs []error
+	for _, p := range r.claims.Projects() {
+		seen := map[string]bool{}
+		for _, s := range repairedStates {
+			tickets, err := p.Tracker.ListOpen(ctx, labels.Label(s))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("list %s tickets of %s: %w", s, p.Name, err))
+				continue
+			}
+			for _, t := range tickets {
+				if seen[t.Ref.Key()] || len(labels.Lifecycle(t.Labels)) < 2 {
+					continue
+				}
+				seen[t.Ref.Key()] = true
+				if err := r.repair(ctx, p, t.Ref); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// repair removes the extra lifecycle labels of ref under its claim lock
+// (no claim is under way), when no run holds its heartbeat (no executor
+// is moving it), from a fresh read.
+func (r *LabelRepairer) repair(ctx context.Context, p *lifecycle.Project, ref platforms.Ref) error {
+	labels := r.claims.Labels()
+	log := r.log.With(zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform), zap.String("project", ref.Project))
+	held, err := r.claims.WithLock(ctx, ref, lifecycle.SourceReconcile, func(ctx context.Context) error {
+		n, err := r.rdb.Exists(ctx, keys.Heartbeat(ref.Key())).Result()
+		if err != nil {
+			return fmt.Errorf("repair labels of %s: read heartbeat: %w", ref, err)
+		}
+		if n == 1 {
+			log.Debug("a run holds the ticket; its own writes finish the labels")
+			return nil
+		}
+		t, err := p.Tracker.Get(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("repair labels of %s: read: %w", ref, err)
+		}
+		state := labels.StateOf(t.Labels)
+		extra := slices.DeleteFunc(labels.Lifecycle(t.Labels), func(l string) bool { return l == labels.Label(state) })
+		if len(extra) == 0 {
+			return nil
+		}
+		if err := lifecycle.Check(state, state, lifecycle.OwnerLabelRepairer); err != nil {
+			return err
+		}
+		if err := r.cfg.Fence(ctx); err != nil {
+			return fmt.Errorf("repair labels of %s: %w", ref, err)
+		}
+		if _, err := p.Tracker.Relabel(trackerhttp.WithFence(ctx, r.cfg.Fence), t, extra, ""); err != nil {
+			return fmt.Errorf("repair labels of %s: remove %q: %w", ref, extra, err)
+		}
+		r.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: state, To: state,
+			Outcome: "labels repaired", Owner: lifecycle.OwnerLabelRepairer,
+			Reason: fmt.Sprintf("removed %q left by an interrupted write", extra)})
+		return nil
+	})
+	if err == nil && !held {
+		log.Debug("claim lock held; repair retried next cycle")
+	}
+	return err
+}

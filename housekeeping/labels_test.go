@@ -1,0 +1,64 @@
+package housekeeping
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+)
+
+// TestLabelRepairerRemovesLabelsOfInterruptedWrites: tickets left with two
+// lifecycle labels keep the one StateOf picks and every other label; a
+// ticket a run or a claim holds, or one with a single lifecycle label, is
+// not written; a lapsed fence writes nothing.
+func TestLabelRepairerRemovesLabelsOfInterruptedWrites(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	repo := lifecycletest.Repo
+	started := w.Sim.CreateIssue(repo, "start cut off", "", "keep", "agent-smith", "agent-smith:enqueued", "agent-smith:in-progress")
+	failed := w.Sim.CreateIssue(repo, "give-up cut off", "", "agent-smith:pending", "zeta", "agent-smith:failed")
+	running := w.Sim.CreateIssue(repo, "run holds it", "", "agent-smith:enqueued", "agent-smith:in-progress")
+	claiming := w.Sim.CreateIssue(repo, "claim holds it", "", "agent-smith:pending", "agent-smith:enqueued")
+	single := w.Sim.CreateIssue(repo, "fine", "", "agent-smith", "agent-smith:enqueued")
+	deadRun(t, w, running, "live-replica", 1)
+	ref := lifecycletest.Ref(claiming)
+	if ok, err := redislock.Acquire(t.Context(), w.RDB, keys.ClaimLock(ref.Platform, ref.ID), "someone", time.Minute); err != nil || !ok {
+		t.Fatalf("hold claim lock: %v %v", ok, err)
+	}
+
+	lapsed := errors.New("lease lost")
+	fenced := NewLabelRepairer(w.RDB, w.Claims, LabelRepairerConfig{Fence: func(context.Context) error { return lapsed }})
+	before := len(w.Sim.Writes())
+	if err := fenced.Cycle(t.Context()); !errors.Is(err, lapsed) {
+		t.Fatalf("fenced cycle err = %v, want the fence's", err)
+	}
+	if n := len(w.Sim.Writes()) - before; n != 0 {
+		t.Fatalf("a fenced repairer wrote %d times", n)
+	}
+
+	if err := NewLabelRepairer(w.RDB, w.Claims, LabelRepairerConfig{}).Cycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		n    int
+		want []string
+	}{
+		{started, []string{"keep", "agent-smith", "agent-smith:in-progress"}},
+		{failed, []string{"zeta", "agent-smith:failed"}},
+		{running, []string{"agent-smith:enqueued", "agent-smith:in-progress"}},
+		{claiming, []string{"agent-smith:pending", "agent-smith:enqueued"}},
+		{single, []string{"agent-smith", "agent-smith:enqueued"}},
+	} {
+		is, _ := w.Sim.Issue(repo, c.n)
+		if !slices.Equal(is.Labels, c.want) {
+			t.Errorf("issue %d %q: labels %q, want %q", c.n, is.Title, is.Labels, c.want)
+		}
+	}
+	if n := len(w.Sim.Writes()) - before; n != 2 {
+		t.Errorf("repairer made %d label writes, want 2 (one removal per extra label)", n)
+	}
+}

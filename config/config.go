@@ -281,6 +281,8 @@ type Pipeline struct {
 	// before the ticket is retried or failed (e.g. push a WIP branch).
 	PersistCommand []string      `yaml:"persist_command"`
 	PersistTimeout time.Duration `yaml:"persist_timeout"`
+
+	commandDir string // see CommandDir
 }
 
 // Readiness adds conditions a triggered ticket must meet to be claimed.
@@ -335,9 +337,9 @@ func (c *Config) Project(name string) (*Project, bool) {
 	return nil, false
 }
 
-// Load reads and parses the file at path. Relative secret files and the
-// work directory are taken relative to the file's directory, so a config
-// and its secrets can move together.
+// Load reads and parses the file at path. Relative secret files, pipeline
+// commands and the work directory are taken relative to the file's
+// directory, so a config and its secrets and scripts can move together.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -372,6 +374,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string) (
 		return nil, errs
 	}
 	c.applyDefaults(baseDir)
+	c.resolveCommands(baseDir)
 	c.validate(&errs, lookupEnv, baseDir)
 	if len(errs) > 0 {
 		return nil, errs

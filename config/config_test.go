@@ -126,8 +126,11 @@ func TestDemoConfig(t *testing.T) {
 		t.Errorf("webhook secrets %q", secrets)
 	}
 	if p.Repo != "octo-org/octo-repo" || p.Token.Value() != "ghp_demo" || p.Pipeline.Env["MODEL"] != "small" ||
-		!slices.Equal(p.Pipeline.Command, []string{"./pipelines/implement.sh", "--verbose"}) {
+		!slices.Equal(p.Pipeline.Command, []string{filepath.Join(p.Pipeline.CommandDir(), "pipelines", "implement.sh"), "--verbose"}) {
 		t.Errorf("project: %+v", p)
+	}
+	if err := c.CheckCommands(); err != nil {
+		t.Errorf("the demo's pipelines are in testdata/config: %v", err)
 	}
 	if _, ok := c.Project("nope"); ok {
 		t.Error("found a project that does not exist")

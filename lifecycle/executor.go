@@ -294,6 +294,9 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 		spec.Kill = eitherClosed(hb.kill, cw.kill, ran)
 		res = procrun.Run(ctx, spec)
 		close(ran)
+		if res.Err != nil && p.Pipeline.StartHint != "" {
+			res.Err = fmt.Errorf("%w (%s)", res.Err, p.Pipeline.StartHint)
+		}
 	}
 	cw.stop()
 	if lost := hb.lostErr(); lost != nil {

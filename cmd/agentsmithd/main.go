@@ -75,6 +75,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *show {
 		return writeConfig(cfg, stdout, stderr)
 	}
+	if cfg.HasRole(config.RoleConsumer) {
+		// Only replicas that run pipelines need the commands present.
+		if err := cfg.CheckCommands(); err != nil {
+			printConfigError(stderr, err)
+			return 1
+		}
+	}
 	log := newLogger(*logFormat, stderr)
 	defer func() { _ = log.Sync() }()
 	if len(cfg.Redis.Addrs) == 0 {
@@ -97,6 +104,10 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	cfg, path, code := loadOnly("validate", args, stderr)
 	if cfg == nil {
 		return code
+	}
+	if err := cfg.CheckCommands(); err != nil {
+		printConfigError(stderr, err)
+		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d projects, roles %s)\n", path, len(cfg.Projects), strings.Join(cfg.Roles, ","))
 	return 0

@@ -7,7 +7,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/agentsmithd ./cmd/agentsmithctl ./cmd/trackersim
+# agentsmithd version and agentsmith_build_info: docker build --build-arg VERSION=v1.2.3 --build-arg COMMIT=$(git rev-parse HEAD)
+ARG VERSION=devel COMMIT=unknown
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/agentsmithd/agentsmithd/internal/buildinfo.Version=${VERSION} -X github.com/agentsmithd/agentsmithd/internal/buildinfo.Commit=${COMMIT}" -o /out/ ./cmd/agentsmithd ./cmd/agentsmithctl ./cmd/trackersim
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git \

@@ -168,6 +168,8 @@ type Consumer struct {
 	// concurrency limit waits in the delayed set before it is tried again.
 	LimitDelay  time.Duration `yaml:"limit_delay"`
 	CancelCheck time.Duration `yaml:"cancel_check"` // how often a running pipeline's cancel request is read
+	// Output keeps every attempt's full output in a log file; see Output.
+	Output Output `yaml:"output"`
 }
 
 // Housekeeping times the StaleJobDetector and EnqueuedReconciler.
@@ -375,7 +377,9 @@ func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string) (
 	}
 	c.applyDefaults(baseDir)
 	c.resolveCommands(baseDir)
+	c.Consumer.Output.applyDefaults(baseDir)
 	c.validate(&errs, lookupEnv, baseDir)
+	c.Consumer.Output.validate(&errs)
 	if len(errs) > 0 {
 		return nil, errs
 	}

@@ -247,7 +247,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			Instance: cfg.InstanceID, Concurrency: cfg.Consumer.Concurrency,
 			HeartbeatTTL: cfg.Consumer.HeartbeatTTL, HeartbeatRenew: cfg.Consumer.HeartbeatRenew,
 			ShutdownGrace: cfg.Consumer.ShutdownGrace, KillGrace: cfg.Consumer.KillGrace,
-			WorkDir: cfg.Consumer.WorkDir, TailBytes: cfg.Consumer.TailBytes, CancelCheck: cfg.Consumer.CancelCheck, Labels: d.labels(),
+			WorkDir: cfg.Consumer.WorkDir, TailBytes: cfg.Consumer.TailBytes,
+			LogsDir: cfg.Consumer.Output.LogsDir, LogMaxBytes: cfg.Consumer.Output.LogMaxBytes, CancelCheck: cfg.Consumer.CancelCheck, Labels: d.labels(),
 			Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
 			LimitDelay: cfg.Consumer.LimitDelay,
 		})

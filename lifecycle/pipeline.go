@@ -26,7 +26,13 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // WorkDir is the ticket's working directory under root. It is kept between
 // attempts so a retry can resume from what the previous attempt left.
 func WorkDir(root string, ref platforms.Ref) string {
-	return filepath.Join(root, unsafePath.ReplaceAllString(ref.Project, "_"), unsafePath.ReplaceAllString(ref.Platform+"_"+ref.ID, "_"))
+	return filepath.Join(root, unsafePath.ReplaceAllString(ref.Project, "_"), TicketDirName(ref.Platform, ref.ID))
+}
+
+// TicketDirName is the ticket's directory name under its project's, in the
+// work root and the logs dir.
+func TicketDirName(platform, id string) string {
+	return unsafePath.ReplaceAllString(platform+"_"+id, "_")
 }
 
 // stdinPayload is the JSON a pipeline reads on stdin.

@@ -85,7 +85,8 @@ func TestFirstProjectWalkthrough(t *testing.T) {
 		t.Fatalf("walkthrough failed: %v\n%s\ndaemon log:\n%s", err, out, daemonLog)
 	}
 	s := string(out)
-	for _, want := range []string{"agentsmithd.yaml: ok", "pending → enqueued", "in-progress → done"} {
+	for _, want := range []string{"agentsmithd.yaml: ok", "pending → enqueued", "in-progress → done",
+		"working on demo/app#1: Say hello (attempt 1)\nsaved the ticket in "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("walkthrough output lacks %q:\n%s", want, s)
 		}

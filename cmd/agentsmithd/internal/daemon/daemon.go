@@ -217,9 +217,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	status := statuspage.New(statuspage.Config{RDB: d.rdb, Projects: d.projects, Instance: cfg.InstanceID,
-		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log})
+		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
+		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}})
 	mux.Handle("GET /status", status)
 	mux.Handle("GET /status.json", status)
+	mux.Handle("GET /status/logs", status)
 	if cfg.HasRole(config.RoleReceiver) {
 		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
 			DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
@@ -253,6 +255,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 			LimitDelay: cfg.Consumer.LimitDelay,
 		})
 		wg.Go(func() { _ = exec.Run(ctx) })
+		out := cfg.Consumer.Output
+		roots := []string{cfg.Consumer.WorkDir}
+		if out.LogsDir != "" {
+			roots = append(roots, out.LogsDir)
+		}
+		ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{Roots: roots, MaxAge: out.Retention.MaxAge,
+			MaxBytes: out.Retention.MaxBytes, Interval: out.Retention.Interval, Logger: d.log.Named("retention")})
+		wg.Go(func() { _ = ret.Run(ctx) })
 	}
 	if cfg.HasRole(config.RolePoller) {
 		intervals := map[string]time.Duration{}

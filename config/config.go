@@ -343,19 +343,29 @@ func (c *Config) Project(name string) (*Project, bool) {
 // commands and the work directory are taken relative to the file's
 // directory, so a config and its secrets and scripts can move together.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, baseDir, err := readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
+		return nil, err
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
-	}
-	c, err := parse(data, os.LookupEnv, filepath.Dir(abs))
+	c, err := parse(data, os.LookupEnv, baseDir)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// readFile reads the config file and returns its directory, against which
+// relative paths in it resolve.
+func readFile(path string) ([]byte, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("load config: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("load config: %w", err)
+	}
+	return data, filepath.Dir(abs), nil
 }
 
 // Parse decodes a config strictly (unknown fields are errors), applies

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 )
 
 // LoadRedisOnly reads the file at path for a tool that talks only to Redis
@@ -14,15 +13,10 @@ import (
 // are decoded as written (names, platforms, repositories map tickets to
 // projects) but not validated: use Load before talking to a tracker.
 func LoadRedisOnly(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, baseDir, err := readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
+		return nil, err
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
-	}
-	baseDir := filepath.Dir(abs)
 	var c Config
 	var errs Errors
 	if !decode(data, &c, &errs) {

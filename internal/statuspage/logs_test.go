@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 func TestStatusServesAttemptLogsFromItsRootsOnly(t *testing.T) {

@@ -173,6 +173,8 @@ type Consumer struct {
 	// concurrency limit waits in the delayed set before it is tried again.
 	LimitDelay  time.Duration `yaml:"limit_delay"`
 	CancelCheck time.Duration `yaml:"cancel_check"` // how often a running pipeline's cancel request is read
+	// Output keeps every attempt's full output in a log file; see Output.
+	Output Output `yaml:"output"`
 }
 
 // Housekeeping times the StaleJobDetector and EnqueuedReconciler.
@@ -298,6 +300,8 @@ type Pipeline struct {
 	// before the ticket is retried or failed (e.g. push a WIP branch).
 	PersistCommand []string      `yaml:"persist_command"`
 	PersistTimeout time.Duration `yaml:"persist_timeout"`
+
+	commandDir string // see CommandDir
 }
 
 // Readiness adds conditions a triggered ticket must meet to be claimed.
@@ -352,23 +356,33 @@ func (c *Config) Project(name string) (*Project, bool) {
 	return nil, false
 }
 
-// Load reads and parses the file at path. Relative secret files and the
-// work directory are taken relative to the file's directory, so a config
-// and its secrets can move together.
+// Load reads and parses the file at path. Relative secret files, pipeline
+// commands and the work directory are taken relative to the file's
+// directory, so a config and its secrets and scripts can move together.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, baseDir, err := readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
+		return nil, err
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
-	}
-	c, err := parse(data, os.LookupEnv, filepath.Dir(abs))
+	c, err := parse(data, os.LookupEnv, baseDir)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// readFile reads the config file and returns its directory, against which
+// relative paths in it resolve.
+func readFile(path string) ([]byte, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("load config: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("load config: %w", err)
+	}
+	return data, filepath.Dir(abs), nil
 }
 
 // Parse decodes a config strictly (unknown fields are errors), applies
@@ -389,7 +403,10 @@ func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string) (
 		return nil, errs
 	}
 	c.applyDefaults(baseDir)
+	c.resolveCommands(baseDir)
+	c.Consumer.Output.applyDefaults(baseDir)
 	c.validate(&errs, lookupEnv, baseDir)
+	c.Consumer.Output.validate(&errs)
 	if len(errs) > 0 {
 		return nil, errs
 	}

@@ -69,6 +69,7 @@ func TestDefaults(t *testing.T) {
 			ShutdownGrace: 10 * time.Second, KillGrace: 10 * time.Second,
 			WorkDir: filepath.Join(os.TempDir(), "agentsmithd", "work"), TailBytes: 4096,
 			LowerPriorityEvery: 10, LimitDelay: 2 * time.Second, CancelCheck: 5 * time.Second,
+			Output: Output{LogMaxBytes: DefaultLogMaxBytes, Retention: Retention{MaxAge: DefaultRetentionMaxAge, MaxBytes: DefaultRetentionMaxBytes, Interval: DefaultRetentionInterval}},
 		},
 		ClaimLockTTL: 30 * time.Second,
 		Housekeeping: Housekeeping{
@@ -126,8 +127,11 @@ func TestDemoConfig(t *testing.T) {
 		t.Errorf("webhook secrets %q", secrets)
 	}
 	if p.Repo != "octo-org/octo-repo" || p.Token.Value() != "ghp_demo" || p.Pipeline.Env["MODEL"] != "small" ||
-		!slices.Equal(p.Pipeline.Command, []string{"./pipelines/implement.sh", "--verbose"}) {
+		!slices.Equal(p.Pipeline.Command, []string{filepath.Join(p.Pipeline.CommandDir(), "pipelines", "implement.sh"), "--verbose"}) {
 		t.Errorf("project: %+v", p)
+	}
+	if err := c.CheckCommands(); err != nil {
+		t.Errorf("the demo's pipelines are in testdata/config: %v", err)
 	}
 	if _, ok := c.Project("nope"); ok {
 		t.Error("found a project that does not exist")

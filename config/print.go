@@ -25,9 +25,10 @@ func (s Secret) MarshalYAML() (any, error) {
 }
 
 // Marshal renders the effective config (defaults applied) as YAML that Parse
-// accepts again: durations as "30s", secrets as the env var or file they
-// come from, never their values. Zero values are left out, as an operator
-// would write them.
+// accepts again: every field, zero values and booleans that are on by
+// default included, so an operator sees each setting the daemon runs with;
+// durations as "30s", floats as plain numbers, secrets as the env var or
+// file they come from (an unset secret is left out), never their values.
 func Marshal(c *Config) ([]byte, error) {
 	cc := *c
 	if len(cc.Redis.Addrs) > 0 {
@@ -49,12 +50,9 @@ func Marshal(c *Config) ([]byte, error) {
 	return out, nil
 }
 
-// encodeNode builds the node for v, or nil when v is a zero value to leave
-// out. It walks the same exported, yaml-tagged fields the decoder reads.
+// encodeNode builds the node for v, or nil for an unset secret (left
+// out). It walks the same exported, yaml-tagged fields the decoder reads.
 func encodeNode(v reflect.Value, path string) (*yaml.Node, error) {
-	if v.IsZero() {
-		return nil, nil
-	}
 	t := v.Type()
 	scalar := func(tag, s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: s} }
 	switch {
@@ -72,6 +70,9 @@ func encodeNode(v reflect.Value, path string) (*yaml.Node, error) {
 		}
 		return m, nil
 	case t == durationType:
+		if v.Int() == 0 {
+			return scalar("!!str", "0s"), nil
+		}
 		return scalar("!!str", time.Duration(v.Int()).String()), nil
 	}
 	switch t.Kind() {
@@ -92,7 +93,7 @@ func encodeNode(v reflect.Value, path string) (*yaml.Node, error) {
 			}
 		}
 		if len(m.Content) == 0 {
-			return nil, nil
+			m.Style = yaml.FlowStyle
 		}
 		return m, nil
 	case reflect.Slice:
@@ -143,15 +144,18 @@ func encodeNode(v reflect.Value, path string) (*yaml.Node, error) {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return scalar("!!int", strconv.FormatInt(v.Int(), 10)), nil
 	case reflect.Float32, reflect.Float64:
-		return scalar("!!float", strconv.FormatFloat(v.Float(), 'g', -1, 64)), nil
+		// No tag: a float tag on "2" would print as "!!float 2".
+		return scalar("", strconv.FormatFloat(v.Float(), 'f', -1, 64)), nil
 	case reflect.Pointer:
-		// A set pointer is printed even when it points at a zero value:
-		// audit.enabled: false differs from leaving it out.
-		n, err := encodeNode(v.Elem(), path)
-		if n == nil && err == nil && v.Elem().Kind() == reflect.Bool {
-			n = scalar("!!bool", "false")
+		// An optional bool (audit.enabled) left unset is on: print what
+		// the daemon runs with.
+		if v.IsNil() {
+			if t.Elem().Kind() == reflect.Bool {
+				return scalar("!!bool", "true"), nil
+			}
+			return nil, nil
 		}
-		return n, err
+		return encodeNode(v.Elem(), path)
 	}
 	return nil, fmt.Errorf("print config: no encoding for %s at %s", t, path)
 }

@@ -120,3 +120,44 @@ projects:
 		t.Errorf("round trip lost a value:\n%s", out)
 	}
 }
+
+// print-config shows every setting the daemon runs with: booleans that are
+// on by default (audit.enabled), zero values (reactions: false,
+// concurrency: 0), and floats as plain numbers, not "!!float 2".
+func TestMarshalPrintsEveryField(t *testing.T) {
+	in := `redis: {addr: "127.0.0.1:6379"}
+projects:
+  - name: app
+    platform: github
+    repo: acme/app
+    token: {env: GH}
+    polling: {enabled: true}
+    pipeline: {command: [make]}
+`
+	env := func(string) (string, bool) { return "x", true }
+	c, err := Parse([]byte(in), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	for _, want := range []string{"    enabled: true\n", "reactions: false\n", "        concurrency: 0\n", "multiplier: 2\n",
+		"jitter: 0\n", "require_no_open_blockers: false\n", "insecure_skip_verify: false\n", "token_concurrency: 0\n"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("print lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "!!") {
+		t.Errorf("print has a YAML tag:\n%s", s)
+	}
+	back, err := Parse(out, env)
+	if err != nil {
+		t.Fatalf("printed config does not parse: %v\n%s", err, out)
+	}
+	if again, _ := Marshal(back); string(again) != s {
+		t.Errorf("print is not stable across a round trip:\n%s\n---\n%s", s, again)
+	}
+}

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"encoding/json"
 	"time"
 
 	"go.uber.org/zap"
@@ -45,15 +46,46 @@ type Event struct {
 	Reason    string        `json:"reason,omitempty"`
 	Holder    *Holder       `json:"holder,omitempty"`
 	// Wait is how long the request sat in the queue (Enqueued → InProgress).
-	Wait time.Duration `json:"wait,omitempty"`
-	// Run is how long the pipeline ran (transitions out of InProgress).
-	Run time.Duration `json:"run,omitempty"`
+	// JSON: wait_ms, as every duration (see MarshalJSON).
+	Wait time.Duration `json:"-"`
+	// Run is how long the pipeline ran (transitions out of InProgress);
+	// JSON run_ms.
+	Run time.Duration `json:"-"`
 	// Lead is the time from the claim to this terminal transition (Done or
-	// Failed by the executor), when the request knew its claim time.
-	Lead time.Duration `json:"lead,omitempty"`
+	// Failed by the executor), when the request knew its claim time;
+	// JSON lead_ms.
+	Lead time.Duration `json:"-"`
 	// Retrigger marks a claim of a ticket that had reached Done or Failed
 	// before (within keys.FinishedTTL): someone asked for another run.
 	Retrigger bool `json:"retrigger,omitempty"`
+}
+
+// eventJSON is Event as JSON: durations in milliseconds under _ms names,
+// like the audit stream's fields and every other JSON the daemon and
+// agentsmithctl print (Go's default would be nanoseconds).
+type eventJSON struct {
+	eventAlias
+	WaitMS int64 `json:"wait_ms,omitempty"`
+	RunMS  int64 `json:"run_ms,omitempty"`
+	LeadMS int64 `json:"lead_ms,omitempty"`
+}
+
+type eventAlias Event // Event without its methods, so MarshalJSON does not recurse
+
+// MarshalJSON writes the durations as wait_ms, run_ms and lead_ms.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(eventJSON{eventAlias(e), e.Wait.Milliseconds(), e.Run.Milliseconds(), e.Lead.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var j eventJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = Event(j.eventAlias)
+	e.Wait, e.Run, e.Lead = time.Duration(j.WaitMS)*time.Millisecond, time.Duration(j.RunMS)*time.Millisecond, time.Duration(j.LeadMS)*time.Millisecond
+	return nil
 }
 
 // Observer receives events. Observe is called on the hot path of claims and

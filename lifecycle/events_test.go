@@ -78,7 +78,16 @@ func TestObserverSeesEveryTransitionOfARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back lifecycle.Event
-	if err := json.Unmarshal(b, &back); err != nil || back.From != lifecycle.InProgress || back.To != lifecycle.Done {
+	if err := json.Unmarshal(b, &back); err != nil || back.From != lifecycle.InProgress || back.To != lifecycle.Done ||
+		back.Run != evs[3].Run.Truncate(time.Millisecond) {
 		t.Errorf("event JSON round trip: %s → %+v, %v", b, back, err)
+	}
+	// Durations are milliseconds under _ms names, never nanoseconds.
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if ms, ok := raw["run_ms"].(float64); !ok || int64(ms) != evs[3].Run.Milliseconds() || raw["run"] != nil {
+		t.Errorf("event JSON durations: %s", b)
 	}
 }

@@ -59,7 +59,11 @@ type ExecutorConfig struct {
 	KillGrace      time.Duration // SIGTERM → SIGKILL
 	WorkDir        string
 	TailBytes      int
-	TakeWait       time.Duration
+	// LogsDir holds attempt logs ("": in each ticket's work dir) and
+	// LogMaxBytes caps each (default DefaultLogMaxBytes).
+	LogsDir     string
+	LogMaxBytes int64
+	TakeWait    time.Duration
 	// CancelCheck is how often a running pipeline's cancel request is read
 	// (default DefaultCancelCheck).
 	CancelCheck time.Duration
@@ -300,8 +304,18 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	} else {
 		ran := make(chan struct{})
 		spec.Kill = eitherClosed(hb.kill, cw.kill, ran)
+		out := e.openOutput(ctx, req, log)
+		if out != nil {
+			spec.Output = out
+		}
 		res = procrun.Run(ctx, spec)
 		close(ran)
+		if out != nil {
+			_ = out.Close()
+		}
+		if res.Err != nil && p.Pipeline.StartHint != "" {
+			res.Err = fmt.Errorf("%w (%s)", res.Err, p.Pipeline.StartHint)
+		}
 	}
 	cw.stop()
 	if lost := hb.lostErr(); lost != nil {

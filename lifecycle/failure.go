@@ -119,22 +119,23 @@ func (e *Executor) addLabel(ctx context.Context, p *Project, ref platforms.Ref, 
 }
 
 // failureHeadline is the first line of the failure comment: what happened
-// and what happens next.
+// and what happens next. "attempt k of n" appears only when another attempt
+// follows; a failure that ends the ticket says why nothing retries it.
 func failureHeadline(prefix string, p *Project, kind failureKind, retryable bool, attempt int, delay time.Duration) string {
-	h := fmt.Sprintf("**%s**: pipeline failed (attempt %d of %d)", prefix, attempt, max(p.Pipeline.MaxAttempts, 1))
+	h := fmt.Sprintf("**%s**: pipeline failed", prefix)
 	switch {
 	case kind == failRetry:
-		return h + ", retrying in " + roundDelay(delay)
+		return fmt.Sprintf("%s (attempt %d of %d), retrying in %s", h, attempt, max(p.Pipeline.MaxAttempts, 1), roundDelay(delay))
 	case kind == failEscalate:
-		h += " and needs a person"
+		h = fmt.Sprintf("%s on attempt %d and needs a person", h, attempt)
 		if m := p.Pipeline.Escalate.Mention; len(m) > 0 {
 			h += ": " + strings.Join(m, " ")
 		}
 		return h
 	case retryable:
-		return h + "; no attempts left"
+		return fmt.Sprintf("%s; attempts used up (%d of %d)", h, attempt, max(p.Pipeline.MaxAttempts, 1))
 	}
-	return h
+	return fmt.Sprintf("%s; no retry configured (attempt %d)", h, attempt)
 }
 
 // roundDelay prints a backoff the way a person reads it.

@@ -28,7 +28,13 @@ var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // Each part is one path segment under root, never "." or "..", so no
 // project or ticket name can move it elsewhere.
 func WorkDir(root string, ref platforms.Ref) string {
-	return filepath.Join(root, pathSegment(ref.Project), pathSegment(ref.Platform+"_"+ref.ID))
+	return filepath.Join(root, pathSegment(ref.Project), TicketDirName(ref.Platform, ref.ID))
+}
+
+// TicketDirName is the ticket's directory name under its project's, in the
+// work root and the logs dir.
+func TicketDirName(platform, id string) string {
+	return pathSegment(platform + "_" + id)
 }
 
 func pathSegment(s string) string {

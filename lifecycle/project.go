@@ -39,6 +39,10 @@ type Pipeline struct {
 	// the retry or the Failed label; bounded by PersistTimeout.
 	PersistCommand []string
 	PersistTimeout time.Duration
+	// StartHint says where Command was looked for; the failure comment
+	// adds it when the command cannot start, so the operator sees where to
+	// put the script.
+	StartHint string
 }
 
 // Projects indexes projects by name.

@@ -196,7 +196,7 @@ func TestRetriesRunOutThenTheTicketFails(t *testing.T) {
 		t.Errorf("outcomes %q", got)
 	}
 	cs := comments(t, w, n)
-	if len(cs) != 2 || !strings.Contains(cs[0], "(attempt 1 of 2), retrying in") || !strings.Contains(cs[1], "(attempt 2 of 2); no attempts left") {
+	if len(cs) != 2 || !strings.Contains(cs[0], "(attempt 1 of 2), retrying in") || !strings.Contains(cs[1], "; attempts used up (2 of 2)") {
 		t.Errorf("comments %q", cs)
 	}
 	if d := w.Delayed(t); len(d) != 0 {
@@ -216,7 +216,7 @@ func TestNonRetryableFailureFailsAtOnce(t *testing.T) {
 	if got := runs(t, dir); len(got) != 1 {
 		t.Errorf("ran %d times, want once", len(got))
 	}
-	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "pipeline failed (attempt 1 of 3)\n") {
+	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "pipeline failed; no retry configured (attempt 1)\n") {
 		t.Errorf("comments %q", cs)
 	}
 	if d := w.Delayed(t); len(d) != 0 {
@@ -240,7 +240,7 @@ func TestEscalationFailsLabelsAndMentions(t *testing.T) {
 			t.Errorf("labels %q lack %q", is.Labels, l)
 		}
 	}
-	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "(attempt 1 of 3) and needs a person: @alice @bob") {
+	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "failed on attempt 1 and needs a person: @alice @bob") {
 		t.Errorf("comments %q", cs)
 	}
 	if got := outcomes(rec); !slices.Equal(got, []string{"escalated"}) {

@@ -45,6 +45,9 @@ heartbeat and that the tracker shows it Enqueued, then pushes a PipelineRequest 
 the ticket's attempt count. Otherwise it changes nothing and says why (exit 0).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := a.loadTrackers(); err != nil {
+				return err
+			}
 			ref, err := a.loadTicket(argv[0], project)
 			if err != nil {
 				return err

@@ -52,6 +52,8 @@ type app struct {
 	out     io.Writer
 	errOut  io.Writer
 	clock   func() time.Time
+	// followEvery is how often logs --follow polls (default followInterval).
+	followEvery time.Duration
 
 	cfg      *config.Config
 	rdb      redis.UniversalClient
@@ -68,7 +70,9 @@ func (a *app) load() error {
 	if a.cfgPath == "" {
 		return usageErr("-c/--config is required (the daemon's config file), or set AGENTSMITH_CONFIG")
 	}
-	cfg, err := config.Load(a.cfgPath)
+	// Only the redis section is read here, so commands that need nothing
+	// else run without the trackers' secrets; loadTrackers reads the rest.
+	cfg, err := config.LoadRedisOnly(a.cfgPath)
 	if err != nil {
 		return err
 	}
@@ -78,6 +82,24 @@ func (a *app) load() error {
 	a.cfg = cfg
 	a.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, Password: cfg.Redis.Password.Value(), DB: cfg.Redis.DB,
 		DialTimeout: 3 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	return nil
+}
+
+// loadTrackers loads the whole config, tracker secrets included, and
+// builds every project's tracker, for the commands that talk to trackers
+// (tickets, requeue).
+func (a *app) loadTrackers() error {
+	if err := a.load(); err != nil {
+		return err
+	}
+	if a.projects != nil {
+		return nil
+	}
+	cfg, err := config.Load(a.cfgPath)
+	if err != nil {
+		return err
+	}
+	a.cfg = cfg
 	a.projects = lifecycle.Projects{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
@@ -90,7 +112,6 @@ func (a *app) load() error {
 	return nil
 }
 
-// instance names this CLI in lock values and audit entries.
 func (a *app) instance() string {
 	host, _ := os.Hostname()
 	return "agentsmithctl@" + host
@@ -105,16 +126,14 @@ func (a *app) close() {
 }
 
 // project returns the named project, or the only one configured.
-func (a *app) project(name string) (*lifecycle.Project, error) {
+func (a *app) project(name string) (*config.Project, error) {
 	if name == "" {
-		if len(a.projects) == 1 {
-			for _, p := range a.projects {
-				return p, nil
-			}
+		if len(a.cfg.Projects) == 1 {
+			return &a.cfg.Projects[0], nil
 		}
-		return nil, usageErr("--project is required: the config has %d projects", len(a.projects))
+		return nil, usageErr("--project is required: the config has %d projects", len(a.cfg.Projects))
 	}
-	p, ok := a.projects[name]
+	p, ok := a.cfg.Project(name)
 	if !ok {
 		return nil, notFound("project %q is not in %s", name, a.cfgPath)
 	}
@@ -195,7 +214,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not found.`,
 	root.PersistentFlags().StringVarP(&a.cfgPath, "config", "c", os.Getenv("AGENTSMITH_CONFIG"), "the daemon's config file (default $AGENTSMITH_CONFIG)")
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{exitUsage, err} })
-	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), eventsCmd(a), requeueCmd(a), releaseCmd(a),
+	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), logsCmd(a), eventsCmd(a), requeueCmd(a), releaseCmd(a),
 		cancelCmd(a), reportCmd(a))
 	return root
 }

@@ -27,13 +27,14 @@ or in every state when --state is not given. Pending means: carries the trigger 
 lifecycle label.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.load(); err != nil {
+			if err := a.loadTrackers(); err != nil {
 				return err
 			}
-			p, err := a.project(project)
+			pc, err := a.project(project)
 			if err != nil {
 				return err
 			}
+			p := a.projects[pc.Name]
 			states := lifecycle.AllStates
 			if state != "" {
 				s, err := lifecycle.ParseState(state)

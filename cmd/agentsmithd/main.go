@@ -2,11 +2,12 @@
 // tracker tickets into exactly one pipeline run each and shows the run's
 // state on the ticket as labels.
 //
-//	agentsmithd [serve] -c config.yaml [--roles receiver,consumer]
+//	agentsmithd serve -c config.yaml [--roles receiver,consumer] [--listen :8080] [--instance-id a]
 //	agentsmithd validate -c config.yaml
 //	agentsmithd check -c config.yaml [-o json] [--receiver-url URL]
 //	agentsmithd print-config -c config.yaml   (or serve --print-config)
 //	agentsmithd demo [--keep]
+//	agentsmithd version
 package main
 
 import (
@@ -15,26 +16,48 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/buildinfo"
 	"github.com/agentsmithd/agentsmithd/pkg/nodump"
+	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// usage lists the subcommands: `agentsmithd` alone and `-h` print it.
+const usage = `usage: agentsmithd COMMAND [flags]
+
+commands:
+  serve         run the daemon: agentsmithd serve -c config.yaml [--roles r1,r2] [--listen ADDR] [--instance-id ID]
+  validate      check a config and the pipeline commands it names, print every problem, exit non-zero on any
+  check         check every project against its tracker and Redis without writing: agentsmithd check -c config.yaml [-o json]
+  print-config  print the effective config, every default filled in, secrets named by source only
+  demo          the offline demo: trackersim, Redis and the daemon in one process (--keep to stay up)
+  version       print the version, commit and Go version
+
+agentsmithd COMMAND -h shows a command's flags.
+`
+
 func run(args []string, stdout, stderr io.Writer) int {
-	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd := "serve" // flags first: `agentsmithd -c config.yaml` serves, as before
+	if !strings.HasPrefix(args[0], "-") || isHelp(args[0]) {
 		cmd, args = args[0], args[1:]
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -59,13 +82,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return printConfig(args, stdout, stderr)
 	case "demo":
 		return demo(ctx, args, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: agentsmithd [serve|validate|check|print-config|demo] [flags]; agentsmithd CMD -h for flags")
+	case "version":
+		fmt.Fprintln(stdout, "agentsmithd", buildinfo.Get())
+		return 0
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "agentsmithd: unknown command %q (serve, validate, check, print-config, demo)\n", cmd)
+	fmt.Fprintf(stderr, "agentsmithd: unknown command %q\n\n%s", cmd, usage)
 	return 2
 }
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -74,6 +102,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	roles := fs.String("roles", "", "comma-separated roles to run (receiver,poller,consumer,housekeeping); default: config's roles")
 	logFormat := fs.String("log-format", "json", "json or console")
 	show := fs.Bool("print-config", false, "print the effective config (defaults applied, secrets named by source only) and exit")
+	listen := fs.String("listen", "", "HTTP listen address (host:port); overrides the config's listen")
+	instance := fs.String("instance-id", "", "this replica's instance id; overrides the config's instance_id")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -85,11 +115,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *roles != "" {
 		cfg.Roles = strings.Split(*roles, ",")
 	}
+	if err := overrideFlags(cfg, *listen, *instance); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
 	if *show {
 		return writeConfig(cfg, stdout, stderr)
 	}
+	if cfg.HasRole(config.RoleConsumer) {
+		// Only replicas that run pipelines need the commands present.
+		if err := cfg.CheckCommands(); err != nil {
+			printConfigError(stderr, err)
+			return 1
+		}
+	}
 	log := newLogger(*logFormat, stderr)
 	defer func() { _ = log.Sync() }()
+	redisconn.UseZap(log)
 	if len(cfg.Redis.Addrs) == 0 {
 		fmt.Fprintln(stderr, "agentsmithd: redis.addr (or redis.addrs) is empty: serve needs a Redis server (the embedded one is for `agentsmithd demo` only)")
 		return 1
@@ -106,10 +148,32 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// overrideFlags applies --listen and --instance-id over the config, with the
+// checks the config's own fields get.
+func overrideFlags(cfg *config.Config, listen, instance string) error {
+	if listen != "" {
+		if _, _, err := net.SplitHostPort(listen); err != nil {
+			return fmt.Errorf(`--listen %q: expected host:port such as ":8080"`, listen)
+		}
+		cfg.Listen = listen
+	}
+	if instance != "" {
+		if strings.ContainsFunc(instance, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+			return fmt.Errorf("--instance-id %q: must not contain spaces or control characters", instance)
+		}
+		cfg.InstanceID = instance
+	}
+	return nil
+}
+
 func validate(args []string, stdout, stderr io.Writer) int {
 	cfg, path, code := loadOnly("validate", args, stderr)
 	if cfg == nil {
 		return code
+	}
+	if err := cfg.CheckCommands(); err != nil {
+		printConfigError(stderr, err)
+		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d projects, roles %s)\n", path, len(cfg.Projects), strings.Join(cfg.Roles, ","))
 	return 0

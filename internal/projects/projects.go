@@ -101,7 +101,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 			Retry: lifecycle.RetryPolicy{ExitCodes: pl.Retry.ExitCodes, OnTimeout: pl.Retry.OnTimeout,
 				Backoff: lifecycle.Backoff{Initial: b.Initial, Max: b.Max, Multiplier: b.Multiplier, Jitter: b.Jitter}},
 			Escalate:       lifecycle.EscalatePolicy{ExitCodes: pl.Escalate.ExitCodes, Label: pl.Escalate.Label, Mention: pl.Escalate.Mention},
-			PersistCommand: pl.PersistCommand, PersistTimeout: pl.PersistTimeout,
+			PersistCommand: pl.PersistCommand, PersistTimeout: pl.PersistTimeout, StartHint: pl.Where(pl.Command),
 		},
 		Priority: lifecycle.PriorityPolicy{Labels: pc.Priority.Labels, Default: pc.Priority.Default},
 		Limits:   lifecycle.Limits{Concurrency: pl.Concurrency, TokenConcurrency: pc.TokenConcurrency},

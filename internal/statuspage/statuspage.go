@@ -39,10 +39,13 @@ type Config struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" or,
 	// for a browser's first load, the access_token query parameter
 	// (RFC 6750 §2.1 and §2.3).
-	Token  string
-	Recent int
-	Clock  func() time.Time
-	Logger *zap.Logger
+	Token string
+	// LogRoots are the work root and logs dir: /status/logs serves attempt
+	// logs from under them only.
+	LogRoots []string
+	Recent   int
+	Clock    func() time.Time
+	Logger   *zap.Logger
 }
 
 // Event is one audit entry as the page shows it.
@@ -83,6 +86,7 @@ func New(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", h.authorized(h.servePage))
 	mux.HandleFunc("GET /status.json", h.authorized(h.serveJSON))
+	mux.HandleFunc("GET /status/logs", h.authorized(h.serveLog))
 	return mux
 }
 

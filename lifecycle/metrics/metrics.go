@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/internal/buildinfo"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 )
 
@@ -122,6 +123,12 @@ func New(cfg Config) *Metrics {
 			"command"),
 		leases: newLeaseCollector(),
 	}
+	bi := buildinfo.Get()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
+		Help: "Always 1; its labels name the running build (version, commit, Go version)."},
+		[]string{"version", "commit", "goversion"})
+	build.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
+	m.reg.MustRegister(build)
 	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.pipeline, m.wait, m.lead,
 		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.redisErrors, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

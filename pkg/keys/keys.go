@@ -183,3 +183,9 @@ func ProjectSlots(project string) string { return prefix() + "slots:project:" + 
 // TokenSlots is the concurrency semaphore shared by every project using one
 // tracker token. tokenID is a digest of the token, never the token itself.
 func TokenSlots(tokenID string) string { return prefix() + "slots:token:" + tokenID }
+
+// RunLogs is a hash of the ticket's attempts' log files: attempt number →
+// JSON {instance, path, started}. The file lives on the replica that ran the
+// attempt; agentsmithctl logs reads it there. It expires after FinishedTTL
+// (renewed by each attempt), like the ticket's other history.
+func RunLogs(ticketKey string) string { return prefix() + "runlogs:" + ticketKey }

@@ -199,9 +199,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	status := statuspage.New(statuspage.Config{RDB: d.rdb, Projects: d.projects, Instance: cfg.InstanceID,
-		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log})
+		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
+		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}})
 	mux.Handle("GET /status", status)
 	mux.Handle("GET /status.json", status)
+	mux.Handle("GET /status/logs", status)
 	if cfg.HasRole(config.RoleReceiver) {
 		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
 			DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
@@ -229,11 +231,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 			Instance: cfg.InstanceID, Concurrency: cfg.Consumer.Concurrency,
 			HeartbeatTTL: cfg.Consumer.HeartbeatTTL, HeartbeatRenew: cfg.Consumer.HeartbeatRenew,
 			ShutdownGrace: cfg.Consumer.ShutdownGrace, KillGrace: cfg.Consumer.KillGrace,
-			WorkDir: cfg.Consumer.WorkDir, TailBytes: cfg.Consumer.TailBytes, CancelCheck: cfg.Consumer.CancelCheck, Labels: d.labels(),
+			WorkDir: cfg.Consumer.WorkDir, TailBytes: cfg.Consumer.TailBytes,
+			LogsDir: cfg.Consumer.Output.LogsDir, LogMaxBytes: cfg.Consumer.Output.LogMaxBytes, CancelCheck: cfg.Consumer.CancelCheck, Labels: d.labels(),
 			Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
 			LimitDelay: cfg.Consumer.LimitDelay,
 		})
 		wg.Go(func() { _ = exec.Run(ctx) })
+		out := cfg.Consumer.Output
+		roots := []string{cfg.Consumer.WorkDir}
+		if out.LogsDir != "" {
+			roots = append(roots, out.LogsDir)
+		}
+		ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{Roots: roots, MaxAge: out.Retention.MaxAge,
+			MaxBytes: out.Retention.MaxBytes, Interval: out.Retention.Interval, Logger: d.log.Named("retention")})
+		wg.Go(func() { _ = ret.Run(ctx) })
 	}
 	if cfg.HasRole(config.RolePoller) {
 		intervals := map[string]time.Duration{}

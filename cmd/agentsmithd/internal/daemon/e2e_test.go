@@ -67,7 +67,7 @@ func TestFailingPipelineCommentsWithOutputTail(t *testing.T) {
 			t.Fatalf("want one failure comment, got %d", len(is.Comments))
 		}
 		c := is.Comments[0].Body
-		for _, want := range []string{"exit status 7", "boom: the widget exploded", "attempt 1 of 3", "```"} {
+		for _, want := range []string{"exit status 7", "boom: the widget exploded", "failed; no retry configured (attempt 1)", "```"} {
 			if !strings.Contains(c, want) {
 				t.Errorf("failure comment lacks %q:\n%s", want, c)
 			}

@@ -72,7 +72,7 @@ func TestRetriesWithBackoffUntilAttemptsRunOut(t *testing.T) {
 			heads = append(heads, strings.SplitN(c.Body, "\n", 2)[0])
 		}
 		if len(heads) != 3 || !strings.Contains(heads[0], "(attempt 1 of 3), retrying in") ||
-			!strings.Contains(heads[1], "(attempt 2 of 3), retrying in") || !strings.Contains(heads[2], "(attempt 3 of 3); no attempts left") {
+			!strings.Contains(heads[1], "(attempt 2 of 3), retrying in") || !strings.Contains(heads[2], "; attempts used up (3 of 3)") {
 			t.Errorf("comment headlines %q", heads)
 		}
 		ref := platforms.Ref{Platform: e.pc.Name, Project: "app", ID: e.pc.ID(n)}

@@ -1,0 +1,113 @@
+package main_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/internal/readme"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+)
+
+// TestFirstProjectWalkthrough runs the sh blocks of the README's "Your
+// first real project in five minutes", as written, in one bash: build,
+// trackersim, redis-server, a pipeline script, a config, validate, serve, a
+// labelled ticket, and waiting for Done. Only where things live and listen
+// is chosen by the test (the variables the first block defaults).
+func TestFirstProjectWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds three binaries")
+	}
+	redisBin, err := redistest.FindBinary()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, tool := range []string{"bash", "curl", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	md, err := readme.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := readme.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script []string
+	for _, b := range readme.Blocks(md) {
+		if b.Section == "Your first real project in five minutes" && b.Lang == "sh" {
+			script = append(script, b.Text)
+		}
+	}
+	if len(script) < 5 {
+		t.Fatalf("found %d sh blocks in the walkthrough, want at least 5", len(script))
+	}
+
+	first := t.TempDir()
+	tmp := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euc", strings.Join(script, "\n"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"FIRST="+first, "SIM="+freeAddr(t), "REDIS="+freeAddr(t), "LISTEN="+freeAddr(t),
+		"TMPDIR="+tmp, // the daemon's default work dir is under it
+		"PATH="+filepath.Dir(redisBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// Its own process group, so trackersim, redis-server and the daemon it
+	// starts in the background go with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A file, not a pipe: the background processes keep their copy of
+	// stdout open after bash exits, and Wait would wait for them.
+	outFile, err := os.Create(filepath.Join(tmp, "walkthrough.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outFile.Close()
+	cmd.Stdout, cmd.Stderr = outFile, outFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	err = cmd.Wait()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	out, _ := os.ReadFile(outFile.Name())
+	if err != nil {
+		daemonLog, _ := os.ReadFile(filepath.Join(first, "agentsmithd.log"))
+		t.Fatalf("walkthrough failed: %v\n%s\ndaemon log:\n%s", err, out, daemonLog)
+	}
+	s := string(out)
+	for _, want := range []string{"agentsmithd.yaml: ok", "pending → enqueued", "in-progress → done",
+		"working on demo/app#1: Say hello (attempt 1)\nsaved the ticket in "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("walkthrough output lacks %q:\n%s", want, s)
+		}
+	}
+	// The pipeline ran in the ticket's work dir and read the ticket.
+	matches, _ := filepath.Glob(filepath.Join(tmp, "agentsmithd", "work", "first", "*", "ticket.json"))
+	if len(matches) != 1 {
+		t.Fatalf("ticket.json in the work dir: %q", matches)
+	}
+	if b, _ := os.ReadFile(matches[0]); !strings.Contains(string(b), `"title":"Say hello"`) {
+		t.Errorf("ticket.json = %s", b)
+	}
+}
+
+// freeAddr is a loopback address with a port free at the time of asking.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

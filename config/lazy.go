@@ -1,0 +1,34 @@
+package config
+
+import (
+	"fmt"
+	"os"
+)
+
+// LoadRedisOnly reads the file at path for a tool that talks only to Redis
+// (agentsmithctl status, history, events, report, release, cancel, logs):
+// it applies defaults and validates and resolves the redis section, and
+// reads no tracker token, App key, webhook secret or status token, so an
+// operator can run those commands without the trackers' secrets. Projects
+// are decoded as written (names, platforms, repositories map tickets to
+// projects) but not validated: use Load before talking to a tracker.
+func LoadRedisOnly(path string) (*Config, error) {
+	data, baseDir, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	var errs Errors
+	if !decode(data, &c, &errs) {
+		return nil, fmt.Errorf("config %s: %w", path, errs)
+	}
+	c.applyDefaults(baseDir)
+	c.resolveCommands(baseDir)
+	c.Redis.validate(&errs, baseDir)
+	c.Redis.Password.resolve("redis.password", os.LookupEnv, baseDir, &errs)
+	c.Redis.SentinelPassword.resolve("redis.sentinel_password", os.LookupEnv, baseDir, &errs)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("config %s: %w", path, errs)
+	}
+	return &c, nil
+}

@@ -1,0 +1,62 @@
+package config
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// Output defaults.
+const (
+	DefaultLogMaxBytes       = 10 << 20 // per attempt
+	DefaultRetentionMaxAge   = 7 * 24 * time.Hour
+	DefaultRetentionMaxBytes = 10 << 30
+	DefaultRetentionInterval = 10 * time.Minute
+	minRetentionInterval     = time.Second
+	minLogMaxBytes           = 1024
+)
+
+// Output says where each attempt's full output is kept and how long
+// finished tickets' working directories and logs stay on this replica.
+type Output struct {
+	// LogsDir holds the logs as {logs_dir}/{project}/{ticket}/attempt-N.log;
+	// empty keeps them in the ticket's work dir, under .agentsmith/logs.
+	// Relative to the config file's directory.
+	LogsDir string `yaml:"logs_dir"`
+	// LogMaxBytes caps one attempt's log file; output past it is dropped
+	// and the file says so. Pipelines' output is not trusted to be small.
+	LogMaxBytes int64 `yaml:"log_max_bytes"`
+	// Retention removes finished tickets' work dirs and logs.
+	Retention Retention `yaml:"retention"`
+}
+
+// Retention bounds the disk that finished tickets' work dirs and logs use:
+// a ticket not running here is removed once untouched for MaxAge, and the
+// least recently touched go first while the total exceeds MaxBytes.
+type Retention struct {
+	MaxAge   time.Duration `yaml:"max_age"`
+	MaxBytes int64         `yaml:"max_bytes"`
+	Interval time.Duration `yaml:"interval"`
+}
+
+func (o *Output) applyDefaults(baseDir string) {
+	if o.LogsDir != "" && baseDir != "" && !filepath.IsAbs(o.LogsDir) {
+		o.LogsDir = filepath.Join(baseDir, o.LogsDir)
+	}
+	setDefault(&o.LogMaxBytes, DefaultLogMaxBytes)
+	setDefault(&o.Retention.MaxAge, DefaultRetentionMaxAge)
+	setDefault(&o.Retention.MaxBytes, DefaultRetentionMaxBytes)
+	setDefault(&o.Retention.Interval, DefaultRetentionInterval)
+}
+
+func (o *Output) validate(errs *Errors) {
+	if o.LogMaxBytes < minLogMaxBytes {
+		errs.add("consumer.output.log_max_bytes", "must be at least 1024")
+	}
+	positive(errs, "consumer.output.retention.max_age", o.Retention.MaxAge)
+	if o.Retention.MaxBytes < 1 {
+		errs.add("consumer.output.retention.max_bytes", "must be positive")
+	}
+	if o.Retention.Interval < minRetentionInterval {
+		errs.add("consumer.output.retention.interval", "must be at least 1s")
+	}
+}

@@ -1,0 +1,191 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// DefaultLogMaxBytes caps one attempt's log file when the config sets no cap.
+const DefaultLogMaxBytes = 10 << 20
+
+// maxLogLine bounds one line streamed to the daemon's log; a longer line is
+// cut there (the file keeps it whole). Output is hostile: nothing it sends
+// may grow memory without bound.
+const maxLogLine = 4096
+
+// LogDir is where a ticket's attempt logs live: under logsDir when set,
+// else in the ticket's work dir (.agentsmith/logs), kept with it.
+func LogDir(workRoot, logsDir string, ref platforms.Ref) string {
+	if logsDir == "" {
+		return filepath.Join(WorkDir(workRoot, ref), ".agentsmith", "logs")
+	}
+	return WorkDir(logsDir, ref)
+}
+
+// LogPath is one attempt's log file.
+func LogPath(workRoot, logsDir string, ref platforms.Ref, attempt int) string {
+	return filepath.Join(LogDir(workRoot, logsDir, ref), "attempt-"+strconv.Itoa(attempt)+".log")
+}
+
+// RunLog is where an attempt's output was kept: recorded in Redis
+// (keys.RunLogs) so agentsmithctl logs can find the replica and file.
+type RunLog struct {
+	Attempt  int       `json:"attempt"`
+	Instance string    `json:"instance"`
+	Path     string    `json:"path"`
+	Started  time.Time `json:"started"`
+}
+
+// RecordRunLog stores rl under the ticket's run logs.
+func RecordRunLog(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref, rl RunLog) error {
+	b, _ := json.Marshal(rl)
+	key := keys.RunLogs(ref.Key())
+	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, strconv.Itoa(rl.Attempt), b)
+		p.Expire(ctx, key, keys.FinishedTTL)
+		return nil
+	})
+	return err
+}
+
+// RunLogs reads a ticket's recorded attempt logs, oldest attempt first.
+func RunLogs(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) ([]RunLog, error) {
+	m, err := rdb.HGetAll(ctx, keys.RunLogs(ref.Key())).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunLog, 0, len(m))
+	for _, v := range m {
+		var rl RunLog
+		if json.Unmarshal([]byte(v), &rl) == nil {
+			out = append(out, rl)
+		}
+	}
+	for i := 1; i < len(out); i++ { // few entries: insertion sort by attempt
+		for j := i; j > 0 && out[j].Attempt < out[j-1].Attempt; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out, nil
+}
+
+// attemptLog keeps one attempt's full output: a file capped at max bytes,
+// and each line at debug level in the daemon's log with the ticket and
+// attempt. Write never fails, so a full disk cannot fail the pipeline.
+type attemptLog struct {
+	f         *os.File
+	written   int64
+	max       int64
+	truncated bool
+	log       *zap.Logger // nil when debug is off
+	line      []byte
+}
+
+func openAttemptLog(path string, maxBytes int64, log *zap.Logger) (*attemptLog, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultLogMaxBytes
+	}
+	a := &attemptLog{f: f, max: maxBytes}
+	if log.Core().Enabled(zap.DebugLevel) {
+		a.log = log
+		a.line = make([]byte, 0, maxLogLine)
+	}
+	return a, nil
+}
+
+func (a *attemptLog) Write(p []byte) (int, error) {
+	room := a.max - a.written
+	if room > 0 {
+		n, _ := a.f.Write(p[:min(int64(len(p)), room)])
+		a.written += int64(n)
+	}
+	if int64(len(p)) > room {
+		a.truncated = true
+	}
+	if a.log != nil {
+		a.stream(p)
+	}
+	return len(p), nil
+}
+
+// stream logs complete lines; a line longer than maxLogLine is logged in
+// pieces of that size.
+func (a *attemptLog) stream(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		var part []byte
+		if i < 0 {
+			part, p = p, nil
+		} else {
+			part, p = p[:i], p[i+1:]
+		}
+		for len(part) > 0 {
+			n := min(len(part), maxLogLine-len(a.line))
+			a.line = append(a.line, part[:n]...)
+			part = part[n:]
+			if len(a.line) == maxLogLine {
+				a.flush()
+			}
+		}
+		if i >= 0 {
+			a.flush()
+		}
+	}
+}
+
+func (a *attemptLog) flush() {
+	if len(a.line) > 0 {
+		// A copy: a core may keep the field after Debug returns (the
+		// buffer is reused).
+		a.log.Debug("pipeline output", zap.String("line", strings.ToValidUTF8(string(a.line), "\uFFFD")))
+		a.line = a.line[:0]
+	}
+}
+
+// Close flushes the last partial line and marks a truncated file.
+func (a *attemptLog) Close() error {
+	if a.log != nil {
+		a.flush()
+	}
+	if a.truncated {
+		fmt.Fprintf(a.f, "\n[agentsmithd: output truncated at %d bytes (consumer.output.log_max_bytes)]\n", a.max)
+	}
+	return a.f.Close()
+}
+
+// openOutput opens the attempt's log file and records where it is; on
+// failure the run goes ahead without one (the failure comment still has
+// the tail) and the problem is logged.
+func (e *Executor) openOutput(ctx context.Context, req PipelineRequest, log *zap.Logger) *attemptLog {
+	path := LogPath(e.cfg.WorkDir, e.cfg.LogsDir, req.Ref, req.Attempt)
+	out, err := openAttemptLog(path, e.cfg.LogMaxBytes, log)
+	if err != nil {
+		log.Warn("pipeline output not kept", zap.Error(err))
+		return nil
+	}
+	if err := RecordRunLog(ctx, e.rdb, req.Ref, RunLog{Attempt: req.Attempt, Instance: e.cfg.Instance, Path: path,
+		Started: e.cfg.Clock().UTC()}); err != nil {
+		log.Warn("record the attempt's log file", zap.String("path", path), zap.Error(err))
+	}
+	return out
+}

@@ -87,13 +87,21 @@ func New(cfg Config) http.Handler {
 }
 
 func (h *handler) authorized(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if h.cfg.Token != "" {
+	return RequireToken(h.cfg.Token, next).ServeHTTP
+}
+
+// RequireToken guards next with the status token: with token set a
+// request needs "Authorization: Bearer <token>" (or ?access_token=, RFC
+// 6750 §2.3, for a browser); with it empty next is open. The daemon guards
+// /metrics with it too, since Prometheus scrapes with a bearer token.
+func RequireToken(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok {
 				got = r.URL.Query().Get("access_token")
 			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
+			if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agentsmithd status"`)
 				http.Error(w, "401 unauthorized: send Authorization: Bearer <status token>", http.StatusUnauthorized)
 				return
@@ -101,8 +109,8 @@ func (h *handler) authorized(next http.HandlerFunc) http.HandlerFunc {
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		next(w, r)
-	}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (h *handler) servePage(w http.ResponseWriter, _ *http.Request) {

@@ -67,9 +67,15 @@ func TestStatusPageInChromium(t *testing.T) {
 	// can be caught with the run in flight.
 	n := e.sim.CreateIssue(repo, "hold: show me on the status page", "", "agent-smith")
 	e.waitState(n, 20*time.Second, lifecycle.InProgress)
-	base := "http://" + d.Addr()
+	base := "http://" + d.AdminAddr()
 	ticket := fmt.Sprintf("github:%s#%d", repo, n)
 
+	// Only the admin listener serves the page.
+	for _, path := range []string{"/status", "/status.json", "/status?access_token=" + testStatusToken} {
+		if got := get(t, "http://"+d.Addr()+path); got != http.StatusNotFound {
+			t.Errorf("webhook listener GET %s = %d, want 404", path, got)
+		}
+	}
 	// The token is required.
 	for _, path := range []string{"/status", "/status.json", "/status.json?access_token=wrong"} {
 		resp, err := http.Get(base + path)

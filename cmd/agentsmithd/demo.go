@@ -150,8 +150,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("  tracker sandbox (watch the labels change): %s/", simURL)
 	say("  webhook receiver:                         http://%s/webhooks/{github,gitlab,azuredevops,jira}", d.Addr())
 	say("  metrics (admin listener):                 http://%s/metrics", d.AdminAddr())
-	say("  status page (admin listener):             http://%s/status", d.AdminAddr())
-	say("  status page (queue, runs, audit events):  http://%s/status", d.Addr())
+	say("  status page (queue, runs, audit events):  http://%s/status", d.AdminAddr())
 	say("")
 	type key struct {
 		repo string

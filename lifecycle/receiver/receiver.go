@@ -56,7 +56,7 @@ type Route struct {
 
 // Config configures a Receiver.
 type Config struct {
-	MaxBody     int64            // default DefaultMaxBody
+	MaxBody int64 // default DefaultMaxBody
 	// BodyTimeout, when positive, is the body's own read deadline, from
 	// the moment its headers were read: a sender trickling a body cannot
 	// hold the connection for the server's whole read timeout.

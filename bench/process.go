@@ -73,6 +73,7 @@ func buildDaemon(ctx context.Context, dir string) (string, error) {
 // daemon's defaults, which the recovery figures are about.
 func (w *procWorld) config(inst, repo string, port int, extra, pipeline string) string {
 	return fmt.Sprintf(`listen: 127.0.0.1:%d
+admin_listen: 127.0.0.1:0
 instance_id: %s
 redis: {addr: %q}
 %s

@@ -31,7 +31,10 @@ var AllRoles = []string{RoleReceiver, RolePoller, RoleConsumer, RoleHousekeeping
 // Defaults for zero-valued fields. The TTLs are the specification's so an
 // existing deployment keeps its timing.
 const (
-	DefaultListen         = ":8080"
+	DefaultListen = ":8080"
+	// DefaultAdminListen keeps /metrics and the status page on loopback:
+	// the internet reaches only the webhooks on Listen (issue #18).
+	DefaultAdminListen    = "127.0.0.1:9090"
 	DefaultLabelPrefix    = "agent-smith" // = lifecycle.DefaultLabelPrefix; config stays free of the domain package
 	DefaultConcurrency    = 4
 	DefaultHeartbeatTTL   = keys.HeartbeatTTL   // spec: absence after 2 min means dead
@@ -43,15 +46,25 @@ const (
 	// failure comment, which must fit every platform's limit (32,767
 	// characters on Jira); the comment is cut to fit anyway, but a larger
 	// tail only costs memory per running pipeline.
-	MaxTailBytes           = 32768
-	DefaultClaimLockTTL    = keys.ClaimLockTTL // spec: claim-lock TTL 30 s
-	DefaultFastInterval    = 5 * time.Second
-	DefaultSlowInterval    = 60 * time.Second
-	DefaultInstanceTTL     = 15 * time.Second
-	DefaultEnqueuedGrace   = 30 * time.Second
-	DefaultLeaseTTL        = 15 * time.Second
-	DefaultMaxBodyBytes    = 1 << 20
-	DefaultDeliveryTTL     = keys.DeliveryTTL
+	MaxTailBytes         = 32768
+	DefaultClaimLockTTL  = keys.ClaimLockTTL // spec: claim-lock TTL 30 s
+	DefaultFastInterval  = 5 * time.Second
+	DefaultSlowInterval  = 60 * time.Second
+	DefaultInstanceTTL   = 15 * time.Second
+	DefaultEnqueuedGrace = 30 * time.Second
+	DefaultLeaseTTL      = 15 * time.Second
+	DefaultMaxBodyBytes  = 1 << 20
+	DefaultDeliveryTTL   = keys.DeliveryTTL
+	// DefaultMaxConnections and DefaultMaxConnectionsPerAddress cap the
+	// webhook listener's open connections: trackers send a delivery at a
+	// time per hook, so 64 from one address is generous, and 1024 in all
+	// stays well below the usual 65,536 file descriptors (or even 4,096)
+	// with room for Redis, tracker calls and pipelines.
+	DefaultMaxConnections           = 1024
+	DefaultMaxConnectionsPerAddress = 64
+	// DefaultBodyTimeout is how long a webhook body may take to arrive
+	// once its headers have: deliveries are at most a few hundred KB.
+	DefaultBodyTimeout     = 10 * time.Second
 	DefaultTriggerLabel    = "agent-smith"
 	DefaultPollInterval    = 60 * time.Second
 	MinPollInterval        = time.Second
@@ -76,6 +89,7 @@ const (
 type Config struct {
 	Redis        Redis         `yaml:"redis"`
 	Listen       string        `yaml:"listen"`
+	AdminListen  string        `yaml:"admin_listen"`
 	LabelPrefix  string        `yaml:"label_prefix"`
 	InstanceID   string        `yaml:"instance_id"`
 	Roles        []string      `yaml:"roles"`
@@ -100,10 +114,11 @@ type Audit struct {
 // On reports whether the replica appends to the audit stream.
 func (a Audit) On() bool { return a.Enabled == nil || *a.Enabled }
 
-// Status protects the read-only status page (/status, /status.json). With
-// no token the page is open to whoever reaches the listener; with one, a
-// request needs "Authorization: Bearer <token>" (shorthand keys token_env /
-// token_file).
+// Status protects the admin listener's status page (/status, /status.json)
+// and /metrics. With no token they are open to whoever reaches the admin
+// listener (validate allows that only on loopback); with one, a request
+// needs "Authorization: Bearer <token>", which is how Prometheus scrapes
+// (shorthand keys token_env / token_file).
 type Status struct {
 	Token Secret `yaml:"token"`
 
@@ -198,6 +213,15 @@ type Poller struct {
 type Webhook struct {
 	MaxBodyBytes int64         `yaml:"max_body_bytes"`
 	DeliveryTTL  time.Duration `yaml:"delivery_ttl"` // de-duplication window
+	// MaxConnections and MaxConnectionsPerAddress cap the connections the
+	// webhook listener keeps open, in all and from one source IP (an
+	// IPv6 source by its /64); one over a cap is closed at once.
+	MaxConnections           int `yaml:"max_connections"`
+	MaxConnectionsPerAddress int `yaml:"max_connections_per_address"`
+	// BodyTimeout bounds reading a webhook body after its headers, so a
+	// slow sender holds a connection for at most the header timeout plus
+	// this.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
 }
 
 // Project is one tracker project whose trigger-labelled tickets run a
@@ -416,6 +440,7 @@ func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string) (
 func (c *Config) applyDefaults(baseDir string) {
 	setDefault(&c.Redis.Mode, RedisStandalone)
 	setDefault(&c.Listen, DefaultListen)
+	setDefault(&c.AdminListen, DefaultAdminListen)
 	setDefault(&c.LabelPrefix, DefaultLabelPrefix)
 	if c.InstanceID == "" {
 		host, err := os.Hostname()
@@ -453,6 +478,9 @@ func (c *Config) applyDefaults(baseDir string) {
 	setDefault(&c.Poller.LeaseTTL, DefaultLeaseTTL)
 	setDefault(&c.Webhook.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&c.Webhook.DeliveryTTL, DefaultDeliveryTTL)
+	setDefault(&c.Webhook.MaxConnections, DefaultMaxConnections)
+	setDefault(&c.Webhook.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress)
+	setDefault(&c.Webhook.BodyTimeout, DefaultBodyTimeout)
 	setDefault(&c.Audit.MaxLen, DefaultAuditMaxLen)
 	for i := range c.Projects {
 		p := &c.Projects[i]

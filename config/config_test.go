@@ -61,6 +61,7 @@ func TestDefaults(t *testing.T) {
 	want := Config{
 		Redis:       Redis{Mode: RedisStandalone},
 		Listen:      ":8080",
+		AdminListen: "127.0.0.1:9090",
 		LabelPrefix: "agent-smith",
 		InstanceID:  fmt.Sprintf("%s-%d", host, os.Getpid()),
 		Roles:       []string{"receiver", "poller", "consumer", "housekeeping"},
@@ -76,9 +77,10 @@ func TestDefaults(t *testing.T) {
 			FastInterval: 5 * time.Second, SlowInterval: 60 * time.Second, InstanceTTL: 15 * time.Second,
 			EnqueuedGrace: 30 * time.Second, LeaseTTL: 15 * time.Second, DelayedInterval: time.Second,
 		},
-		Poller:  Poller{LeaseTTL: 15 * time.Second},
-		Webhook: Webhook{MaxBodyBytes: 1 << 20, DeliveryTTL: 24 * time.Hour},
-		Audit:   Audit{MaxLen: 100_000},
+		Poller: Poller{LeaseTTL: 15 * time.Second},
+		Webhook: Webhook{MaxBodyBytes: 1 << 20, DeliveryTTL: 24 * time.Hour, MaxConnections: 1024,
+			MaxConnectionsPerAddress: 64, BodyTimeout: 10 * time.Second},
+		Audit: Audit{MaxLen: 100_000},
 	}
 	got := *c
 	got.Projects = nil

@@ -21,7 +21,7 @@ func TestMarshalRedactsSecretsAndRoundTrips(t *testing.T) {
 	vars := map[string]string{"GH_TOKEN": "ghp_from_env_4567", "GH_HOOK": "hook-secret-89ab", "REDIS_PW": "redis-pw-cdef"}
 	yml := `
 redis: {addr: "redis:6379", password_env: REDIS_PW}
-listen: ":9090"
+listen: ":8081"
 instance_id: r1
 housekeeping: {fast_interval: 2s}
 projects:

@@ -22,3 +22,53 @@ func TestProjectNameIsASafePathSegment(t *testing.T) {
 		}
 	}
 }
+
+// The admin listener serves /metrics and the status page (ticket ids,
+// private repository names): off loopback it needs the status token, and
+// it never shares the webhook listener's port.
+func TestAdminListenOffLoopbackNeedsStatusToken(t *testing.T) {
+	base := oneProject + "    token_env: T\n"
+	vars := map[string]string{"T": "t", "ST": "status-token"}
+	for _, addr := range []string{":9090", "0.0.0.0:9090", "10.0.0.5:9090", "[::]:9090", "example.com:9090"} {
+		got := parseErrs(t, "admin_listen: \""+addr+"\"\n"+base, vars)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "admin_listen: "+addr+" is not a loopback address: set status.token") {
+			t.Errorf("admin_listen %s without a token: %q", addr, got)
+		}
+		if _, err := Parse([]byte("admin_listen: \""+addr+"\"\nstatus: {token_env: ST}\n"+base), env(vars)); err != nil {
+			t.Errorf("admin_listen %s with a token refused: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:9090", "localhost:9090", "[::1]:9090", "127.0.0.2:0"} {
+		if _, err := Parse([]byte("admin_listen: \""+addr+"\"\n"+base), env(vars)); err != nil {
+			t.Errorf("loopback admin_listen %s refused: %v", addr, err)
+		}
+	}
+	for _, c := range []struct{ listen, admin string }{{":8080", "127.0.0.1:8080"}, {"127.0.0.1:9090", "127.0.0.1:9090"}, {"0.0.0.0:9091", "[::1]:9091"}} {
+		got := parseErrs(t, "listen: \""+c.listen+"\"\nadmin_listen: \""+c.admin+"\"\n"+base, vars)
+		if len(got) != 1 || !strings.HasPrefix(got[0], "admin_listen: must not share a port with listen") {
+			t.Errorf("listen %s, admin_listen %s: %q", c.listen, c.admin, got)
+		}
+	}
+	for _, c := range []struct{ listen, admin string }{{"127.0.0.1:0", "127.0.0.1:0"}, {"10.0.0.5:9090", "127.0.0.1:9090"}} {
+		if _, err := Parse([]byte("listen: \""+c.listen+"\"\nadmin_listen: \""+c.admin+"\"\n"+base), env(vars)); err != nil {
+			t.Errorf("listen %s, admin_listen %s refused: %v", c.listen, c.admin, err)
+		}
+	}
+	if got := parseErrs(t, "admin_listen: nope\n"+base, vars); len(got) != 1 || got[0] != `admin_listen: expected host:port such as "127.0.0.1:9090"` {
+		t.Errorf("admin_listen nope: %q", got)
+	}
+}
+
+// The webhook listener's connection caps and body deadline are bounded.
+func TestWebhookConnectionLimits(t *testing.T) {
+	base := oneProject + "    token_env: T\n"
+	vars := map[string]string{"T": "t"}
+	got := parseErrs(t, "webhook: {max_connections: 10, max_connections_per_address: 20, body_timeout: -1s}\n"+base, vars)
+	want := []string{"webhook.max_connections_per_address: must be at most webhook.max_connections (10)", "webhook.body_timeout: must be positive"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if got := parseErrs(t, "webhook: {max_connections: -1}\n"+base, vars); len(got) != 1 || !strings.HasPrefix(got[0], "webhook.max_connections: must be at least 1") {
+		t.Errorf("max_connections -1: %q", got)
+	}
+}

@@ -77,12 +77,19 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 		errs.add("webhook.max_body_bytes", "must be at least 1")
 	}
 	positive(errs, "webhook.delivery_ttl", c.Webhook.DeliveryTTL)
+	atLeast(errs, "webhook.max_connections", c.Webhook.MaxConnections, 1)
+	atLeast(errs, "webhook.max_connections_per_address", c.Webhook.MaxConnectionsPerAddress, 1)
+	if c.Webhook.MaxConnections >= 1 && c.Webhook.MaxConnectionsPerAddress > c.Webhook.MaxConnections {
+		errs.add("webhook.max_connections_per_address", fmt.Sprintf("must be at most webhook.max_connections (%d)", c.Webhook.MaxConnections))
+	}
+	positive(errs, "webhook.body_timeout", c.Webhook.BodyTimeout)
 	if c.Audit.MaxLen < MinAuditMaxLen {
 		errs.add("audit.max_len", fmt.Sprintf("must be at least %d", MinAuditMaxLen))
 	}
 	st := &c.Status
 	oneOf(&st.Token, "status.token", errs, st.Token, st.tokenEnv, st.tokenFile)
 	secret(&st.Token, "status.token")
+	c.validateAdminListen(errs)
 
 	if len(c.Projects) == 0 {
 		errs.add("projects", "at least one project is required")
@@ -268,4 +275,42 @@ func atLeast(errs *Errors, path string, v, minimum int) {
 	if v < minimum {
 		errs.add(path, fmt.Sprintf("must be at least %d", minimum))
 	}
+}
+
+// validateAdminListen checks admin_listen once the status token's
+// shorthand keys are folded into status.token. The admin listener serves /metrics and the status page (ticket ids, private
+// repository names): off loopback it must require the status token.
+func (c *Config) validateAdminListen(errs *Errors) {
+	host, port, err := net.SplitHostPort(c.AdminListen)
+	if err != nil {
+		errs.add("admin_listen", `expected host:port such as "127.0.0.1:9090"`)
+		return
+	}
+	if !IsLoopback(host) && !c.Status.Token.IsSet() {
+		errs.add("admin_listen", fmt.Sprintf("%s is not a loopback address: set status.token (token_env or token_file), "+
+			"which /metrics and /status then require as a bearer token", c.AdminListen))
+	}
+	if lhost, lport, err := net.SplitHostPort(c.Listen); err == nil && lport == port && port != "0" &&
+		(lhost == host || unspecified(lhost) || unspecified(host)) {
+		errs.add("admin_listen", "must not share a port with listen: the webhook listener serves only the webhooks and probes")
+	}
+}
+
+// IsLoopback reports whether a listener on host is reachable only from
+// this machine: "localhost" or a loopback IP. An empty host listens on
+// every interface.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func unspecified(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
 }

@@ -120,6 +120,7 @@ func registered(t *testing.T) map[string]dto.MetricType {
 	}
 	m.TrackerCalls("github", "p").ObserveCall(trackerhttp.Call{Method: "GET", Status: 200, Remaining: 10})
 	m.ObserveDelivery("github", 202)
+	m.RefusedConnection("per_address")
 	m.WatchLease("housekeeping", func() bool { return true })
 	ctx := context.Background()
 	_ = rdb.RPush(ctx, keys.Queue(), "x").Err()

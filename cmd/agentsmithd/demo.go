@@ -35,6 +35,7 @@ echo "opened a pull request"`
 
 // demoHeader is the demo's config: the same format agentsmithd serve reads.
 const demoHeader = `listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
 instance_id: demo-replica
 redis: {addr: "%s"}
 consumer: {concurrency: 3, work_dir: "%s"}
@@ -148,8 +149,8 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("")
 	say("  tracker sandbox (watch the labels change): %s/", simURL)
 	say("  webhook receiver:                         http://%s/webhooks/{github,gitlab,azuredevops,jira}", d.Addr())
-	say("  metrics:                                  http://%s/metrics", d.Addr())
-	say("  status page (queue, runs, audit events):  http://%s/status", d.Addr())
+	say("  metrics (admin listener):                 http://%s/metrics", d.AdminAddr())
+	say("  status page (queue, runs, audit events):  http://%s/status", d.AdminAddr())
 	say("")
 	type key struct {
 		repo string

@@ -63,7 +63,7 @@ func TestDemoMetricsCarryNoSecrets(t *testing.T) {
 	})
 	var body string
 	eventually.Wait(t, 10*time.Second, "/metrics to count every failed run", func() bool {
-		resp, err := http.Get("http://" + d.Addr() + "/metrics")
+		resp, err := http.Get("http://" + d.AdminAddr() + "/metrics")
 		if err != nil {
 			return false
 		}

@@ -63,6 +63,7 @@ type procWorld struct {
 func (w *procWorld) writeConfig(name, timings string) string {
 	path := filepath.Join(w.dir, name+".yaml")
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
 instance_id: %s
 redis: {addr: %q}
 %s

@@ -58,7 +58,7 @@ func TestFirstProjectWalkthrough(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "bash", "-euc", strings.Join(script, "\n"))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(),
-		"FIRST="+first, "SIM="+freeAddr(t), "REDIS="+freeAddr(t), "LISTEN="+freeAddr(t),
+		"FIRST="+first, "SIM="+freeAddr(t), "REDIS="+freeAddr(t), "LISTEN="+freeAddr(t), "ADMIN="+freeAddr(t),
 		"TMPDIR="+tmp, // the daemon's default work dir is under it
 		"PATH="+filepath.Dir(redisBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	// Its own process group, so trackersim, redis-server and the daemon it

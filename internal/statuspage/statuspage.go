@@ -55,6 +55,47 @@ type Event struct {
 	Ticket string `json:"ticket"`
 }
 
+// eventExtra is what Event adds to lifecycle.Event's JSON.
+type eventExtra struct {
+	ID     string `json:"id"`
+	Ticket string `json:"ticket"`
+}
+
+// MarshalJSON writes lifecycle.Event's fields (its durations as _ms) plus
+// id and ticket. Without it the embedded Event's MarshalJSON would be
+// promoted and drop them.
+func (e Event) MarshalJSON() ([]byte, error) {
+	inner, err := json.Marshal(e.Event)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(inner, &fields); err != nil {
+		return nil, err
+	}
+	extra, err := json.Marshal(eventExtra{ID: e.ID, Ticket: e.Ticket})
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(extra, &fields); err != nil {
+		return nil, err
+	}
+	return json.Marshal(fields)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var x eventExtra
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &e.Event); err != nil {
+		return err
+	}
+	e.ID, e.Ticket = x.ID, x.Ticket
+	return nil
+}
+
 // Status is the /status.json document.
 type Status struct {
 	ops.Snapshot
@@ -91,13 +132,21 @@ func New(cfg Config) http.Handler {
 }
 
 func (h *handler) authorized(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if h.cfg.Token != "" {
+	return RequireToken(h.cfg.Token, next).ServeHTTP
+}
+
+// RequireToken guards next with the status token: with token set a
+// request needs "Authorization: Bearer <token>" (or ?access_token=, RFC
+// 6750 §2.3, for a browser); with it empty next is open. The daemon guards
+// /metrics with it too, since Prometheus scrapes with a bearer token.
+func RequireToken(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok {
 				got = r.URL.Query().Get("access_token")
 			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
+			if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agentsmithd status"`)
 				http.Error(w, "401 unauthorized: send Authorization: Bearer <status token>", http.StatusUnauthorized)
 				return
@@ -105,8 +154,8 @@ func (h *handler) authorized(next http.HandlerFunc) http.HandlerFunc {
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		next(w, r)
-	}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (h *handler) servePage(w http.ResponseWriter, _ *http.Request) {

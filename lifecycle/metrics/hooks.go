@@ -45,6 +45,13 @@ func (m *Metrics) ObserveDelivery(platform string, status int) {
 	m.webhooks.WithLabelValues(platform, strconv.Itoa(status)).Inc()
 }
 
+// RefusedConnection counts a connection the webhook listener refused;
+// reason is the cap ("total", "per_address"), never the address, so a
+// flood cannot create series.
+func (m *Metrics) RefusedConnection(reason string) {
+	m.connsRefused.WithLabelValues(reason).Inc()
+}
+
 // WatchLease reports lease as held (1) whenever valid says this replica may
 // act as its leader, read at scrape time. Watching a name again replaces
 // the previous function.

@@ -65,6 +65,7 @@ type Metrics struct {
 	trackerDuration *prometheus.HistogramVec
 	rateRemaining   *prometheus.GaugeVec
 	webhooks        *prometheus.CounterVec
+	connsRefused    *prometheus.CounterVec
 	redisErrors     *prometheus.CounterVec
 	leases          *leaseCollector
 }
@@ -118,6 +119,9 @@ func New(cfg Config) *Metrics {
 		webhooks: counter("webhook_requests_total",
 			"Webhook requests answered, by platform (\"unknown\" for unconfigured ones) and status code.",
 			"platform", "code"),
+		connsRefused: counter("webhook_connections_refused_total",
+			"Connections the webhook listener closed at once for being over its total or per-address cap.",
+			"reason"),
 		redisErrors: counter("redis_errors_total",
 			"Redis commands that failed (redis.Nil, cancellations and script cache misses are not failures).",
 			"command"),
@@ -130,7 +134,7 @@ func New(cfg Config) *Metrics {
 	build.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	m.reg.MustRegister(build)
 	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.pipeline, m.wait, m.lead,
-		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.redisErrors, m.leases,
+		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.connsRefused, m.redisErrors, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Redis != nil {
 		m.reg.MustRegister(newStateCollector(cfg.Redis, cfg.Clock, cfg.Logger))

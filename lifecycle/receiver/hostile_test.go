@@ -46,6 +46,11 @@ type hostileWorld struct {
 
 func newHostileWorld(t testing.TB) *hostileWorld {
 	t.Helper()
+	return newHostileWorldWith(t, receiver.Config{MaxBody: maxBody})
+}
+
+func newHostileWorldWith(t testing.TB, cfg receiver.Config) *hostileWorld {
+	t.Helper()
 	r := redistest.Start(t)
 	rdb := r.Client(t)
 	s := sim.New(sim.Options{})
@@ -66,7 +71,7 @@ func newHostileWorld(t testing.TB) *hostileWorld {
 		{Name: lifecycletest.Project, Locator: lifecycletest.Repo, Secrets: [][]byte{[]byte(hostileSecret)}},
 		{Name: "other", Locator: "acme/other", Secrets: [][]byte{[]byte(otherSecret)}},
 	}}}
-	rc := receiver.New(rdb, claims, routes, receiver.Config{MaxBody: maxBody})
+	rc := receiver.New(rdb, claims, routes, cfg)
 	return &hostileWorld{Sim: s, RDB: rdb, handler: rc.Handler()}
 }
 
@@ -333,6 +338,42 @@ send:
 	}
 	if after := w.state(t); after.writes != before.writes || !slices.Equal(after.keys, before.keys) {
 		t.Errorf("a slow client changed state")
+	}
+}
+
+// TestSlowBodyIsCutOff: headers sent in time, then a body that never
+// comes. The body has its own deadline (BodyTimeout), so the connection is
+// answered 408 and closed long before the server's 30 s ReadTimeout.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	const bodyTimeout = 300 * time.Millisecond
+	w := newHostileWorldWith(t, receiver.Config{MaxBody: maxBody, BodyTimeout: bodyTimeout})
+	addr, srv := daemonServer(t, w.handler)
+	before := w.state(t)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	if _, err := io.WriteString(conn, "POST /webhooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
+		"X-GitHub-Event: issues\r\nContent-Length: 1000\r\n\r\n{\"action\":"); err != nil {
+		t.Fatal(err)
+	}
+	// Well under ReadTimeout: without the body deadline the read below
+	// times out here.
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	answer, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("no answer, connection still open after %s (ReadTimeout %s): %v", time.Since(start).Round(time.Millisecond), srv.ReadTimeout, err)
+	}
+	if !strings.HasPrefix(string(answer), "HTTP/1.1 408 ") || !strings.Contains(string(answer), "body not received in time") {
+		t.Errorf("answer = %q, want 408", answer)
+	}
+	if d := time.Since(start); d < bodyTimeout {
+		t.Errorf("cut off after %s, before the body timeout %s", d, bodyTimeout)
+	}
+	if after := w.state(t); after.writes != before.writes || !slices.Equal(after.keys, before.keys) {
+		t.Errorf("a slow body changed state")
 	}
 }
 

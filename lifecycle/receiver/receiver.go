@@ -14,6 +14,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -55,7 +56,11 @@ type Route struct {
 
 // Config configures a Receiver.
 type Config struct {
-	MaxBody     int64            // default DefaultMaxBody
+	MaxBody int64 // default DefaultMaxBody
+	// BodyTimeout, when positive, is the body's own read deadline, from
+	// the moment its headers were read: a sender trickling a body cannot
+	// hold the connection for the server's whole read timeout.
+	BodyTimeout time.Duration
 	DeliveryTTL time.Duration    // default keys.DeliveryTTL; also the oldest ticket change a delivery may report
 	Clock       func() time.Time // default time.Now
 	CancelTTL   time.Duration    // default keys.CancelTTL
@@ -208,11 +213,20 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if rc.cfg.BodyTimeout > 0 {
+		// Wall-clock: a connection deadline is not the injected clock's.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(rc.cfg.BodyTimeout))
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rc.cfg.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeJSON(w, http.StatusRequestEntityTooLarge, answer{Outcome: "rejected", Error: "body exceeds the configured limit"})
+			return
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusRequestTimeout, answer{Outcome: "rejected", Error: "body not received in time"})
 			return
 		}
 		writeJSON(w, http.StatusBadRequest, answer{Outcome: "rejected", Error: "could not read body"})

@@ -25,6 +25,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/pkg/connlimit"
 	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
@@ -47,9 +48,10 @@ type Daemon struct {
 	presence *presence.Presence
 	routes   []receiver.Route
 
-	mu       sync.Mutex
-	addr     string
-	listened chan struct{}
+	mu        sync.Mutex
+	addr      string
+	adminAddr string
+	listened  chan struct{}
 }
 
 // Options carries what the config cannot: injected clients and logger.
@@ -146,17 +148,34 @@ func (d *Daemon) labels() lifecycle.Labels { return lifecycle.Labels{Prefix: d.c
 // Claims exposes the claim service (the demo and tests drive it directly).
 func (d *Daemon) Claims() *lifecycle.ClaimService { return d.claims }
 
-// Addr is the receiver's bound address, once listening.
+// Addr is the webhook listener's bound address, once listening.
 func (d *Daemon) Addr() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.addr
 }
 
-// Listening is closed once the HTTP listener is bound.
+// AdminAddr is the admin listener's bound address (/metrics, /status),
+// once listening.
+func (d *Daemon) AdminAddr() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.adminAddr
+}
+
+// newServer is an HTTP server whose timeouts keep slow clients from
+// holding it: headers within 5 s, the whole request within 30 s (a webhook
+// body has its own, shorter deadline, webhook.body_timeout).
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
+}
+
+// Listening is closed once both HTTP listeners are bound.
 func (d *Daemon) Listening() <-chan struct{} { return d.listened }
 
-// Metrics is the replica's instrumentation, served at /metrics.
+// Metrics is the replica's instrumentation, served at /metrics on the
+// admin listener.
 func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }
 
 // Run runs every configured role until ctx is done, then shuts down
@@ -186,46 +205,66 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 
-	// Every replica serves /metrics, /healthz and /readyz on its listener;
-	// only receivers add the webhook routes.
+	// Two listeners: the webhook listener (the only one the internet
+	// should reach) serves the webhooks of receivers and the probes; the
+	// admin listener serves /metrics, the status page and the probes.
+	ready := func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() }
+	var webhooks http.Handler
+	if cfg.HasRole(config.RoleReceiver) {
+		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
+			BodyTimeout: cfg.Webhook.BodyTimeout, DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
+		webhooks = rc.Handler()
+		// After the servers drained: wait for the re-claims deliveries started.
+		defer rc.Close()
+	} else {
+		mux := http.NewServeMux()
+		health.Register(mux, ready)
+		webhooks = mux
+	}
+	admin := http.NewServeMux()
+	health.Register(admin, ready)
+	admin.Handle("GET /metrics", statuspage.RequireToken(cfg.Status.Token.Value(), d.metrics.Handler()))
+	status := statuspage.New(statuspage.Config{RDB: d.rdb, Projects: d.projects, Instance: cfg.InstanceID,
+		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
+		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}})
+	admin.Handle("GET /status", status)
+	admin.Handle("GET /status.json", status)
+	admin.Handle("GET /status/logs", status)
+
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
+	adminLn, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("admin_listen %s: %w", cfg.AdminListen, err)
+	}
+	// One host holding thousands of slow connections must not exhaust the
+	// file descriptors Redis, tracker calls and /readyz need.
+	ln = connlimit.Wrap(ln, connlimit.Config{Max: cfg.Webhook.MaxConnections, MaxPerAddr: cfg.Webhook.MaxConnectionsPerAddress,
+		Refused: func(r connlimit.Reason) { d.metrics.RefusedConnection(string(r)) }})
 	d.mu.Lock()
-	d.addr = ln.Addr().String()
+	d.addr, d.adminAddr = ln.Addr().String(), adminLn.Addr().String()
 	d.mu.Unlock()
 	close(d.listened)
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", d.metrics.Handler())
-	status := statuspage.New(statuspage.Config{RDB: d.rdb, Projects: d.projects, Instance: cfg.InstanceID,
-		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
-		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}})
-	mux.Handle("GET /status", status)
-	mux.Handle("GET /status.json", status)
-	mux.Handle("GET /status/logs", status)
-	if cfg.HasRole(config.RoleReceiver) {
-		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
-			DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
-		mux.Handle("/", rc.Handler())
-		// After the server drained: wait for the re-claims deliveries started.
-		defer rc.Close()
-	} else {
-		health.Register(mux, func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() })
+	d.log.Info("listening", zap.String("addr", d.addr), zap.String("admin_addr", d.adminAddr),
+		zap.Bool("webhooks", cfg.HasRole(config.RoleReceiver)))
+	for _, s := range []struct {
+		srv *http.Server
+		ln  net.Listener
+	}{{newServer(webhooks), ln}, {newServer(admin), adminLn}} {
+		wg.Go(func() {
+			if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("http %s: %w", s.ln.Addr(), err)
+			}
+		})
+		context.AfterFunc(ctx, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.srv.Shutdown(sctx)
+		})
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
-	d.log.Info("listening", zap.String("addr", d.addr), zap.Bool("webhooks", cfg.HasRole(config.RoleReceiver)))
-	wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("http: %w", err)
-		}
-	})
-	context.AfterFunc(ctx, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
 	if cfg.HasRole(config.RoleConsumer) {
 		exec := lifecycle.NewExecutor(d.rdb, d.queue, d.projects, lifecycle.ExecutorConfig{
 			Instance: cfg.InstanceID, Concurrency: cfg.Consumer.Concurrency,

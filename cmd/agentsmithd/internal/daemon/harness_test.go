@@ -140,6 +140,7 @@ func (e *env) configYAML(instance string, extra string, cases ...e2ecases.Case) 
 	}
 	return fmt.Sprintf(`
 listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
 instance_id: %s
 redis: %s
 consumer: {concurrency: 2, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, cancel_check: 200ms, work_dir: %q}

@@ -141,7 +141,7 @@ func TestMetricsCountARealRun(t *testing.T) {
 	// The executor emits its last transition before it releases the run:
 	// wait until the in-flight index is empty again and the lease is held.
 	eventually.Wait(t, 10*time.Second, "run released and housekeeping lease held", func() bool {
-		s = scrapeMetrics(t, d.Addr())
+		s = scrapeMetrics(t, d.AdminAddr())
 		inflight, ok1 := s.value("agentsmith_runs_inflight", nil)
 		lease, ok2 := s.value("agentsmith_lease_held", map[string]string{"lease": "housekeeping"})
 		return ok1 && ok2 && inflight == 0 && lease == 1
@@ -214,26 +214,27 @@ func TestMetricsCountARealRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	s = scrapeMetrics(t, d.Addr())
+	s = scrapeMetrics(t, d.AdminAddr())
 	if got := s.must(t, "agentsmith_webhook_requests_total", map[string]string{"platform": "unknown", "code": "404"}); got != 1 {
 		t.Errorf("unknown-platform 404s = %v, want 1", got)
 	}
 }
 
 // A replica that runs no receiver still serves /metrics, /healthz and
-// /readyz on its listener, and no webhook route.
+// /readyz on its admin listener, the probes on its webhook listener, and
+// no webhook route.
 func TestMetricsWithoutReceiverRole(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("consumer-only", "")
 	cfg.Roles = []string{"consumer"}
 	d := e.startDaemon(cfg)
 	<-d.Listening()
-	s := scrapeMetrics(t, d.Addr())
+	s := scrapeMetrics(t, d.AdminAddr())
 	s.must(t, "agentsmith_queue_depth", nil)
 	if _, ok := s.value("agentsmith_lease_held", nil); ok {
 		t.Error("a replica without poller or housekeeping reports a lease")
 	}
-	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/webhooks/github": 404} {
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/webhooks/github": 404, "/metrics": 404} {
 		resp, err := http.Get("http://" + d.Addr() + path)
 		if err != nil {
 			t.Fatal(err)

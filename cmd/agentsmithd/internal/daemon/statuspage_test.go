@@ -67,9 +67,15 @@ func TestStatusPageInChromium(t *testing.T) {
 	// can be caught with the run in flight.
 	n := e.sim.CreateIssue(repo, "hold: show me on the status page", "", "agent-smith")
 	e.waitState(n, 20*time.Second, lifecycle.InProgress)
-	base := "http://" + d.Addr()
+	base := "http://" + d.AdminAddr()
 	ticket := fmt.Sprintf("github:%s#%d", repo, n)
 
+	// Only the admin listener serves the page.
+	for _, path := range []string{"/status", "/status.json", "/status?access_token=" + testStatusToken} {
+		if got := get(t, "http://"+d.Addr()+path); got != http.StatusNotFound {
+			t.Errorf("webhook listener GET %s = %d, want 404", path, got)
+		}
+	}
 	// The token is required.
 	for _, path := range []string{"/status", "/status.json", "/status.json?access_token=wrong"} {
 		resp, err := http.Get(base + path)
@@ -106,7 +112,8 @@ func TestStatusPageInChromium(t *testing.T) {
 	waitPage := func(what, js string) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-			t.Fatalf("chromium: waiting for %s: %v", what, err)
+			body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+			t.Fatalf("chromium: waiting for %s: %v\npage:\n%s", what, err, body)
 		}
 	}
 	waitPage("the run in flight", fmt.Sprintf(`(() => { const t = document.querySelector("#runs").innerText;

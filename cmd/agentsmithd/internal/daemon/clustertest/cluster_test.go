@@ -59,6 +59,7 @@ func TestClusterWebhookToDone(t *testing.T) {
 	for _, instance := range []string{"replica-a", "replica-b"} {
 		yml := fmt.Sprintf(`
 listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
 instance_id: %s
 redis: {mode: cluster, addrs: [%s]}
 consumer: {concurrency: 2, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, work_dir: %q}

@@ -395,7 +395,7 @@ func (b *bench) wipeRecovery(ctx context.Context, w *procWorld, r *ProcessResult
 		return err
 	}
 	if err := waitFor(ctx, 3*time.Minute, func() bool { return queued() == len(ids) }); err != nil {
-		return fmt.Errorf("Enqueued tickets not queued again after the wipe: %w", err)
+		return fmt.Errorf("tickets in Enqueued not queued again after the wipe: %w", err)
 	}
 	r.WipeRequeueS = time.Since(wiped).Seconds()
 	r.WipeEnqueued = len(ids)

@@ -312,11 +312,14 @@ type Pipeline struct {
 	// coding agent): each an environment variable of this project's
 	// pipeline only, its value read from the daemon's environment or a file
 	// like every other secret, never logged or printed.
-	Secrets     []PipelineSecret `yaml:"secrets"`
-	Timeout     time.Duration    `yaml:"timeout"`
-	MaxAttempts int              `yaml:"max_attempts"`
-	Retry       Retry            `yaml:"retry"`
-	Escalate    Escalate         `yaml:"escalate"`
+	Secrets []PipelineSecret `yaml:"secrets"`
+	// RunAs runs the pipeline (and persist_command) as another user:
+	// "name", "uid", "name:group" or "uid:gid". The daemon must run as root.
+	RunAs       string        `yaml:"run_as"`
+	Timeout     time.Duration `yaml:"timeout"`
+	MaxAttempts int           `yaml:"max_attempts"`
+	Retry       Retry         `yaml:"retry"`
+	Escalate    Escalate      `yaml:"escalate"`
 	// Concurrency caps this project's runs at once across all replicas
 	// (0: no cap).
 	Concurrency int `yaml:"concurrency"`

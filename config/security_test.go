@@ -72,3 +72,36 @@ func TestWebhookConnectionLimits(t *testing.T) {
 		t.Errorf("max_connections -1: %q", got)
 	}
 }
+
+// pipeline.run_as resolves names and numbers, and is refused where the
+// daemon could not switch to it (not root) or where it does not resolve.
+func TestPipelineRunAs(t *testing.T) {
+	base := oneProject + "    token_env: T\n"
+	vars := map[string]string{"T": "t"}
+	withRunAs := func(v string) string {
+		return strings.Replace(base, "pipeline: {command: [run]}", "pipeline: {command: [run], run_as: \""+v+"\"}", 1)
+	}
+	defer func(f func() int) { geteuid = f }(geteuid)
+	geteuid = func() int { return 0 }
+	for v, want := range map[string][2]uint32{"65534": {65534, 65534}, "65534:100": {65534, 100}, "root": {0, 0}, "0:0": {0, 0}} {
+		cfg, err := Parse([]byte(withRunAs(v)), env(vars))
+		if err != nil {
+			t.Errorf("run_as %q refused as root: %v", v, err)
+			continue
+		}
+		cred, err := cfg.Projects[0].Pipeline.RunAsCredential()
+		if err != nil || cred == nil || cred.Uid != want[0] || cred.Gid != want[1] {
+			t.Errorf("run_as %q = %+v, %v; want uid %d gid %d", v, cred, err, want[0], want[1])
+		}
+	}
+	if got := parseErrs(t, withRunAs("no-such-user-agentsmith"), vars); len(got) != 1 || !strings.HasPrefix(got[0], "projects[0].pipeline.run_as: user") {
+		t.Errorf("unknown user: %q", got)
+	}
+	geteuid = func() int { return 1000 }
+	if got := parseErrs(t, withRunAs("65534"), vars); len(got) != 1 || !strings.Contains(got[0], "cannot start a pipeline as uid 65534") {
+		t.Errorf("not root: %q", got)
+	}
+	if _, err := Parse([]byte(withRunAs("1000")), env(vars)); err != nil {
+		t.Errorf("run_as the daemon's own uid refused: %v", err)
+	}
+}

@@ -109,6 +109,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 		for k := range p.Webhook.Secrets {
 			secret(&p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
 		}
+		validateRunAs(errs, path+".pipeline", p.Pipeline)
 		for k := range p.Pipeline.Secrets {
 			ps := &p.Pipeline.Secrets[k]
 			sp := fmt.Sprintf("%s.pipeline.secrets[%d]", path, k)

@@ -301,6 +301,8 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	var res procrun.Result
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
+	} else if err := handOver(e.cfg.WorkDir, workDir, p.Pipeline.RunAs); err != nil {
+		res = procrun.Result{ExitCode: -1, Err: err}
 	} else {
 		ran := make(chan struct{})
 		spec.Kill = eitherClosed(hb.kill, cw.kill, ran)

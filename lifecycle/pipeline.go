@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -91,10 +93,40 @@ func pipelineSpec(p *Project, t *platforms.Ticket, attempt int, workDir string) 
 		Title: t.Title, Body: t.Body, Labels: t.Labels, URL: t.URL, Attempt: attempt,
 	})
 	return procrun.Spec{
-		Argv:    p.Pipeline.Command,
-		Env:     env,
-		Dir:     workDir,
-		Stdin:   stdin,
-		Timeout: p.Pipeline.Timeout,
+		Argv:       p.Pipeline.Command,
+		Env:        env,
+		Dir:        workDir,
+		Stdin:      stdin,
+		Timeout:    p.Pipeline.Timeout,
+		Credential: p.Pipeline.RunAs,
+	}
+}
+
+// handOver makes dir, a ticket's work dir under root, usable by the
+// pipeline's user when the pipeline runs as another one: dir is chowned to
+// it, and each directory from root down to dir's parent gets search
+// permission for others (o+x: enter, not list), which chdir into dir needs.
+// Without run_as nothing changes.
+func handOver(root, dir string, cred *syscall.Credential) error {
+	if cred == nil {
+		return nil
+	}
+	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		return fmt.Errorf("hand the work dir to uid %d: %w", cred.Uid, err)
+	}
+	root = filepath.Clean(root)
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("work dir parent: %w", err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(d, fi.Mode().Perm()|0o001); err != nil {
+				return fmt.Errorf("let uid %d enter %s: %w", cred.Uid, d, err)
+			}
+		}
+		if d == root || d == filepath.Dir(d) || !strings.HasPrefix(d, root) {
+			return nil
+		}
 	}
 }

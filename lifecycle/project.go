@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"syscall"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -43,6 +44,11 @@ type Pipeline struct {
 	// adds it when the command cannot start, so the operator sees where to
 	// put the script.
 	StartHint string
+	// RunAs, when set, runs the pipeline and the persist command as that
+	// user and group instead of the daemon's (pipeline.run_as): the daemon's
+	// token files, config and /proc entries are then out of the pipeline's
+	// reach. The ticket's work dir is handed to that user.
+	RunAs *syscall.Credential
 }
 
 // Projects indexes projects by name.

@@ -106,6 +106,8 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		Priority: lifecycle.PriorityPolicy{Labels: pc.Priority.Labels, Default: pc.Priority.Default},
 		Limits:   lifecycle.Limits{Concurrency: pl.Concurrency, TokenConcurrency: pc.TokenConcurrency},
 	}
+	// config.Load refused a run_as that does not resolve.
+	p.Pipeline.RunAs, _ = pl.RunAsCredential()
 	if len(pl.Secrets) > 0 {
 		p.Pipeline.Secrets = make(map[string]string, len(pl.Secrets))
 		for _, s := range pl.Secrets {

@@ -55,6 +55,11 @@ type Spec struct {
 	// Kill, when closed, SIGKILLs the group at once without grace: the
 	// caller lost ownership of the run and must not let it act any longer.
 	Kill <-chan struct{}
+	// Credential, when set, runs the command as that user and group (the
+	// daemon must be root or hold CAP_SETUID/CAP_SETGID): a pipeline under
+	// another uid cannot read the daemon's files or signal it. nil runs it
+	// as the daemon's own user.
+	Credential *syscall.Credential
 }
 
 // Result is what happened to a run.
@@ -143,7 +148,7 @@ func Run(ctx context.Context, spec Spec) Result {
 		Args:        spec.Argv,
 		Env:         env,
 		Dir:         spec.Dir,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential},
 	}
 
 	// The pipes are ours rather than os/exec's so that we decide when to

@@ -89,6 +89,15 @@ const (
 	FinishedTTL  = 30 * 24 * time.Hour // agentsmith:finished:*
 	CancelTTL    = time.Hour           // agentsmith:cancel:*: outlives any queue wait worth honouring
 	StuckFlagTTL = 7 * 24 * time.Hour
+	// TriggerPermissionTTL is how long a tracker's answer to "may this user
+	// write?" is trusted: minutes, so a revoked collaborator stops
+	// triggering soon and a burst of triggers costs one lookup.
+	TriggerPermissionTTL = 5 * time.Minute // agentsmith:trigger-permission:*
+	// TriggerActorTTL keeps who last triggered a ticket until a claim
+	// decides on it (the webhook's actor for polling and the sweeper), and
+	// TriggerRefusalTTL the one comment per refused actor and ticket.
+	TriggerActorTTL   = 30 * 24 * time.Hour // agentsmith:trigger-actor:*
+	TriggerRefusalTTL = 30 * 24 * time.Hour // agentsmith:trigger-refusal:*
 )
 
 // ClaimLock is the SET NX mutex around a claim's read → transition window.
@@ -183,3 +192,21 @@ func ProjectSlots(project string) string { return prefix() + "slots:project:" + 
 // TokenSlots is the concurrency semaphore shared by every project using one
 // tracker token. tokenID is a digest of the token, never the token itself.
 func TokenSlots(tokenID string) string { return prefix() + "slots:token:" + tokenID }
+
+// TriggerPermission caches whether one user may trigger runs of a project
+// (the tracker's write access). actorDigest is a digest of the user name,
+// so user names never appear in key listings.
+func TriggerPermission(project, actorDigest string) string {
+	return prefix() + "trigger-permission:" + project + ":" + actorDigest
+}
+
+// TriggerActor remembers who last added the trigger label to a ticket, as a
+// webhook named them, until a claim runs it: a claim that does not know
+// the actor (polling, the TriggerSweeper) gates on this one.
+func TriggerActor(ticketKey string) string { return prefix() + "trigger-actor:" + ticketKey }
+
+// TriggerRefusal marks that a refused actor was told so on the ticket, so
+// each actor gets one comment per ticket however often they re-label it.
+func TriggerRefusal(ticketKey, actorDigest string) string {
+	return prefix() + "trigger-refusal:" + ticketKey + ":" + actorDigest
+}

@@ -20,6 +20,7 @@ func (s *Sim) githubCheckRoutes(mux *http.ServeMux) {
 			writeJSON(w, http.StatusOK, s.ghUser(c.base, a.Login))
 		})
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/hooks", docsRepoHooks, false, s.ghListHooks)
+	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", ghPermissionDoc, false, s.ghCollaboratorPermission)
 }
 
 // ghScopes sends X-OAuth-Scopes, which GitHub sends for classic tokens only

@@ -174,3 +174,29 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// memberAccess is username's effective access level on the project (0 when
+// GitLab knows no such user or they are no member): GET /users?username=
+// resolves the id (https://docs.gitlab.com/api/users/#list-users), then
+// GET /projects/:id/members/all/:user_id gives the membership, inherited
+// ones included (https://docs.gitlab.com/api/members/#get-a-member-of-a-group-or-project-including-inherited-and-invited-members).
+func (s *sdk) memberAccess(ctx context.Context, project, username string) (int, error) {
+	users, _, err := s.c.Users.ListUsers(&gl.ListUsersOptions{Username: &username}, gl.WithContext(ctx))
+	if err != nil {
+		return 0, classify(err)
+	}
+	if len(users) == 0 || users[0] == nil {
+		return 0, nil
+	}
+	m, _, err := s.c.ProjectMembers.GetInheritedProjectMember(project, users[0].ID, gl.WithContext(ctx))
+	if err != nil {
+		if err = classify(err); errors.Is(err, platforms.ErrNotFound) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	if m.State != "" && m.State != "active" {
+		return 0, nil // blocked or awaiting approval
+	}
+	return int(m.AccessLevel), nil
+}

@@ -27,8 +27,11 @@ type adoIdentity struct {
 	Descriptor  string `json:"descriptor"`
 }
 
+// adoUniqueSuffix makes a login a unique name (an e-mail address).
+const adoUniqueSuffix = "@sim.invalid"
+
 func adoIdentityOf(login string) adoIdentity {
-	return adoIdentity{DisplayName: login, ID: glUUID("ado-identity|" + login), UniqueName: login + "@sim.invalid",
+	return adoIdentity{DisplayName: login, ID: glUUID("ado-identity|" + login), UniqueName: login + adoUniqueSuffix,
 		Descriptor: "aad." + strconv.FormatInt(userID(login), 10)}
 }
 

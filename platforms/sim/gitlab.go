@@ -67,6 +67,7 @@ func (s *Sim) gitlabRoutes(mux *http.ServeMux) {
 	s.glRoute(mux, "POST", issue+"/notes", s.glCreateNote)
 	s.glRoute(mux, "POST", issue+"/award_emoji", s.glAwardEmoji)
 	s.gitlabCheckRoutes(mux)
+	s.gitlabPeopleRoutes(mux)
 	// Unknown API paths: Grape's catch-all answer.
 	mux.HandleFunc(glPrefix, func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) {

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -129,4 +131,97 @@ func ActorName(dialect, login string) string {
 		return jiraUserOf("", login).AccountID
 	}
 	return login
+}
+
+// knownLogin finds the user whose derived id is id among the users the sim
+// knows (those given a role, and HumanLogin).
+func (s *Sim) knownLogin(id int64) (string, bool) {
+	s.check.mu.Lock()
+	defer s.check.mu.Unlock()
+	for login := range s.check.roles {
+		if userID(login) == id {
+			return login, true
+		}
+	}
+	return HumanLogin, userID(HumanLogin) == id
+}
+
+// gitlabPeopleRoutes serves user lookup by name and project membership.
+func (s *Sim) gitlabPeopleRoutes(mux *http.ServeMux) {
+	// GET /users?username= (https://docs.gitlab.com/api/users/#list-users):
+	// an array with the one user of that name. Every name is a user in the
+	// sim; GitLab answers [] for a name it does not know.
+	mux.HandleFunc("GET "+glAPI+"/users", func(w http.ResponseWriter, r *http.Request) {
+		s.countCall("GET " + glAPI + "/users")
+		if !s.glAuthenticate(r) {
+			glMessage(w, http.StatusUnauthorized, "401 Unauthorized")
+			return
+		}
+		name := r.URL.Query().Get("username")
+		out := []map[string]any{}
+		if name != "" {
+			out = append(out, map[string]any{"id": userID(name), "username": name, "name": name, "state": "active",
+				"web_url": s.requestBase(r) + "/" + name})
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+	// GET /projects/:id/members/all/:user_id
+	// (https://docs.gitlab.com/api/members/#get-a-member-of-a-group-or-project-including-inherited-and-invited-members):
+	// 404 "404 Not found" for a user who is no member.
+	s.glRoute(mux, "GET", "/projects/{id}/members/all/{user_id}", func(w http.ResponseWriter, r *http.Request, c *glCall) {
+		id, err := strconv.ParseInt(r.PathValue("user_id"), 10, 64)
+		login, ok := s.knownLogin(id)
+		level := glAccessLevel[s.userRole(login)]
+		if err != nil || !ok || level == 0 {
+			glMessage(w, http.StatusNotFound, "404 Not found")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "username": login, "name": login, "state": "active",
+			"access_level": level, "web_url": c.base + "/" + login})
+	})
+}
+
+// adoGroupOfRole is the project group each role stands for on Azure DevOps
+// (https://learn.microsoft.com/azure/devops/organizations/security/permissions-access).
+var adoGroupOfRole = map[string]string{RoleRead: "Readers", RoleTriage: "Readers", RoleWrite: "Contributors",
+	RoleAdmin: "Project Administrators"}
+
+// adoGroupDescriptor is a project group's identity descriptor. Roles hold
+// on every project in the sim, so one descriptor per group name stands for
+// that group of each project.
+func adoGroupDescriptor(group string) string {
+	return fmt.Sprintf("Microsoft.TeamFoundation.Identity;S-1-9-1551374245-%d", userID("group|"+strings.ToLower(group)))
+}
+
+// adoReadIdentities serves Identities - Read Identities with
+// searchFilter=General (https://learn.microsoft.com/rest/api/azure/devops/ims/identities/read-identities):
+// a group by its "[project]\name", a user by unique name; memberOf lists
+// the user's groups unless queryMembership is None (the default).
+// Unknown names give an empty list, not 404.
+func (s *Sim) adoReadIdentities(w http.ResponseWriter, r *http.Request, _ *adoCall) {
+	q := r.URL.Query()
+	name := q.Get("filterValue")
+	out := []map[string]any{}
+	if _, group, ok := strings.Cut(name, "]\\"); ok && strings.HasPrefix(name, "[") {
+		for _, g := range adoGroupOfRole {
+			if strings.EqualFold(g, group) {
+				out = append(out, map[string]any{"descriptor": adoGroupDescriptor(g), "isActive": true,
+					"providerDisplayName": name, "isContainer": true})
+				break
+			}
+		}
+	} else if login, ok := strings.CutSuffix(name, adoUniqueSuffix); ok && login != "" {
+		id := map[string]any{"descriptor": "Microsoft.IdentityModel.Claims.ClaimsIdentity;" + name, "isActive": true,
+			"providerDisplayName": login, "isContainer": false,
+			"properties": map[string]any{"Account": map[string]string{"$type": "System.String", "$value": name}}}
+		if m := q.Get("queryMembership"); m != "" && !strings.EqualFold(m, "None") {
+			member := []string{}
+			if g, ok := adoGroupOfRole[s.userRole(login)]; ok {
+				member = append(member, adoGroupDescriptor(g))
+			}
+			id["memberOf"] = member
+		}
+		out = append(out, id)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "value": out})
 }

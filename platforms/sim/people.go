@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -224,4 +225,49 @@ func (s *Sim) adoReadIdentities(w http.ResponseWriter, r *http.Request, _ *adoCa
 		out = append(out, id)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "value": out})
+}
+
+// jiraUserPermissionSearch serves "Find users with permissions", GET
+// /rest/api/{2|3}/user/permission/search: the users (here: the one asked
+// for) holding every permission in permissions on projectKey. Cloud takes
+// accountId (or query) and refuses a request with neither (400); Data
+// Center takes username
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-user-search/#api-rest-api-3-user-permission-search-get).
+func (s *Sim) jiraUserPermissionSearch(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	q := r.URL.Query()
+	if key := q.Get("projectKey"); key != "" {
+		if _, _, ok := s.store.repoInfo(key); !ok {
+			jiraError(w, http.StatusNotFound, "No project could be found with key '"+key+"'.")
+			return
+		}
+	}
+	if q.Get("permissions") == "" {
+		jiraError(w, http.StatusBadRequest, "The 'permissions' query parameter is required.")
+		return
+	}
+	login, found := "", false
+	if s.jiraDataCenter() {
+		login = q.Get("username")
+		found = login != ""
+	} else {
+		if q.Get("accountId") == "" && q.Get("query") == "" {
+			jiraError(w, http.StatusBadRequest, "The query parameter 'query' or 'accountId' is required.")
+			return
+		}
+		if id, err := strconv.ParseInt(q.Get("accountId"), 10, 64); err == nil {
+			login, found = s.knownLogin(id)
+		}
+	}
+	out := []jiraUser{}
+	if found {
+		held := jiraRolePermissions[s.userRole(login)]
+		all := true
+		for _, p := range strings.Split(q.Get("permissions"), ",") {
+			all = all && slices.Contains(held, strings.TrimSpace(p))
+		}
+		if all {
+			out = append(out, s.jiraActor(c.base, login))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }

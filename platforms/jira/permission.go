@@ -1,0 +1,60 @@
+package jira
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+var _ platforms.PermissionChecker = (*Tracker)(nil)
+
+// editIssues is the project permission to edit issues, labels included.
+const editIssues = "EDIT_ISSUES"
+
+// permittedUser is an entry of the user permission search's answer.
+type permittedUser struct {
+	AccountID string `json:"accountId"`
+	Name      string `json:"name"`
+	Key       string `json:"key"`
+}
+
+// MayWrite reports whether the user (an accountId on Cloud, a user name on
+// Data Center, as webhooks name them) holds EDIT_ISSUES in the project:
+// "Find users with permissions", GET user/permission/search with
+// permissions=EDIT_ISSUES and projectKey, filtered to the one user
+// (Cloud: accountId,
+// https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-user-search/#api-rest-api-3-user-permission-search-get;
+// Data Center: username,
+// https://docs.atlassian.com/software/jira/docs/api/REST/9.12.0/#api/2/user-findUsersWithAllPermissions).
+// mypermissions answers for the caller only on Data Center, so it cannot
+// be used. The token's account needs the "Browse users and groups" global
+// permission; without it Jira answers 403, an error (the trigger waits).
+func (t *Tracker) MayWrite(ctx context.Context, actor string) (bool, error) {
+	if actor == "" {
+		return false, nil
+	}
+	q := url.Values{"permissions": {editIssues}, "projectKey": {t.key}, "maxResults": {"50"}}
+	if t.cloud {
+		q.Set("accountId", actor)
+	} else {
+		q.Set("username", actor)
+	}
+	var users []permittedUser
+	if err := t.do(ctx, http.MethodGet, t.api+"user/permission/search?"+q.Encode(), nil, &users); err != nil {
+		if errors.Is(err, platforms.ErrNotFound) {
+			return false, nil // no such user
+		}
+		return false, fmt.Errorf("jira: permission of %q: %w", actor, err)
+	}
+	for _, u := range users {
+		if u.AccountID == actor || strings.EqualFold(u.Name, actor) || strings.EqualFold(u.Key, actor) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

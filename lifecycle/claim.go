@@ -146,6 +146,11 @@ func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source st
 		return res, err
 	}
 	if !held {
+		if actor != "" && c.projects[ref.Project].TriggerAllow.gated() {
+			// The holder (a sweep, say) may not know who triggered: the
+			// next claim that does not know either gates on this person.
+			c.rememberTriggerActor(ctx, ref, actor)
+		}
 		res.Outcome = AlreadyClaimed
 		if holder, _, err := redislock.Holder(ctx, c.rdb, keys.ClaimLock(ref.Platform, ref.ID)); err == nil && holder != "" {
 			res.Holder = parseOwnerToken(holder)

@@ -63,13 +63,14 @@ func actorDigest(actor string) string {
 // up the claim's budget.
 const triggerTimeout = 10 * time.Second
 
+// unknownActor stands for the person when a ticket's history does not name
+// who added the trigger label; nobody of that name may start runs.
+const unknownActor = "someone its history does not name"
+
 // gateTrigger decides whether the person who triggered t may start a run:
 // "" if so, else the NotEligible reason (after telling them once on the
 // ticket). actor is who added the trigger label where the caller knows it
-// (a webhook); otherwise the actor the last webhook named for this ticket
-// is gated again, so a refused trigger stays refused when polling or the
-// TriggerSweeper finds the label, until an allowed person adds it again. A
-// claim with no actor known at all is admitted (see README "Security").
+// (a webhook that added it); otherwise it is learned as triggerActor says.
 // A failed lookup is ErrPermissionUnknown and never runs.
 func (c *ClaimService) gateTrigger(ctx context.Context, p *Project, t *platforms.Ticket, actor string) (string, error) {
 	if !p.TriggerAllow.gated() {
@@ -78,31 +79,22 @@ func (c *ClaimService) gateTrigger(ctx context.Context, p *Project, t *platforms
 	ref := t.Ref
 	known := actor != ""
 	if !known {
-		stored, err := c.rdb.Get(ctx, keys.TriggerActor(ref.Key())).Result()
-		if errors.Is(err, redis.Nil) {
-			return "", nil
+		var err error
+		if actor, err = c.triggerActor(ctx, p, ref); err != nil || actor == "" {
+			return "", err
 		}
-		if err != nil {
-			return "", fmt.Errorf("claim %s: read trigger actor: %w: %w", ref, ErrRedisUnavailable, err)
-		}
-		actor = stored
 	}
 	ok, err := c.mayTrigger(ctx, p, actor)
+	if known && (err != nil || !ok) {
+		// Whoever claims next without knowing (the sweeper) checks this
+		// person again rather than no one.
+		c.rememberTriggerActor(ctx, ref, actor)
+	}
 	if err != nil {
-		if known {
-			// Whoever claims next (a redelivery, the sweeper) checks this
-			// actor again rather than no one.
-			_ = c.rdb.Set(ctx, keys.TriggerActor(ref.Key()), actor, keys.TriggerActorTTL).Err()
-		}
 		return "", fmt.Errorf("claim %s: may %q trigger: %w: %w", ref, actor, ErrPermissionUnknown, err)
 	}
 	if ok {
 		return "", nil
-	}
-	if known {
-		if err := c.rdb.Set(ctx, keys.TriggerActor(ref.Key()), actor, keys.TriggerActorTTL).Err(); err != nil {
-			return "", fmt.Errorf("claim %s: remember trigger actor: %w: %w", ref, ErrRedisUnavailable, err)
-		}
 	}
 	reason := NotAllowedReason(actor)
 	if err := c.tellRefused(ctx, p, ref, actor); err != nil {
@@ -110,6 +102,46 @@ func (c *ClaimService) gateTrigger(ctx context.Context, p *Project, t *platforms
 		c.log.Warn("refusal comment failed", zap.String("ticket", ref.String()), zap.Error(err))
 	}
 	return reason, nil
+}
+
+// triggerActor learns who added the trigger label when the caller does not
+// know (polling, the TriggerSweeper, a webhook for another change): the
+// person a webhook or the history named within keys.TriggerActorTTL, else
+// the ticket's history (platforms.LabelHistory), remembered as long. A
+// tracker without history admits an unknown trigger ("" with no error);
+// all four platforms have one.
+func (c *ClaimService) triggerActor(ctx context.Context, p *Project, ref platforms.Ref) (string, error) {
+	stored, err := c.rdb.Get(ctx, keys.TriggerActor(ref.Key())).Result()
+	if err == nil {
+		return stored, nil
+	}
+	if !errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("claim %s: read trigger actor: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	lh, ok := p.Tracker.(platforms.LabelHistory)
+	if !ok {
+		return "", nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, triggerTimeout)
+	defer cancel()
+	who, err := lh.LabelAddedBy(lctx, ref, p.TriggerLabel)
+	if err != nil {
+		return "", fmt.Errorf("claim %s: who added %q: %w: %w", ref, p.TriggerLabel, ErrPermissionUnknown, err)
+	}
+	if who == "" {
+		who = unknownActor
+	}
+	c.rememberTriggerActor(ctx, ref, who)
+	return who, nil
+}
+
+// rememberTriggerActor records who added the trigger label for
+// keys.TriggerActorTTL. Best effort: without it the next claim that does
+// not know reads the history again.
+func (c *ClaimService) rememberTriggerActor(ctx context.Context, ref platforms.Ref, actor string) {
+	if err := c.rdb.Set(ctx, keys.TriggerActor(ref.Key()), actor, keys.TriggerActorTTL).Err(); err != nil {
+		c.log.Warn("remember trigger actor", zap.String("ticket", ref.String()), zap.Error(err))
+	}
 }
 
 // forgetTriggerActor drops the remembered actor once a claim ran the
@@ -125,6 +157,9 @@ func (c *ClaimService) forgetTriggerActor(ctx context.Context, ref platforms.Ref
 func (c *ClaimService) mayTrigger(ctx context.Context, p *Project, actor string) (bool, error) {
 	if p.TriggerAllow.listed(actor) {
 		return true, nil
+	}
+	if actor == unknownActor {
+		return false, nil
 	}
 	pc, ok := p.Tracker.(platforms.PermissionChecker)
 	if !p.TriggerAllow.Write || !ok {

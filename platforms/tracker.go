@@ -115,6 +115,17 @@ type PermissionChecker interface {
 	MayWrite(ctx context.Context, actor string) (bool, error)
 }
 
+// LabelHistory is the optional capability that tells, from a ticket's
+// history, who added a label (GitHub issue events, GitLab resource label
+// events, Azure DevOps work item updates, Jira changelog): what the claim
+// gates on when no webhook named the person (polling, the TriggerSweeper,
+// a webhook for another change).
+type LabelHistory interface {
+	// LabelAddedBy returns who last added label to the ticket, as
+	// WebhookEvent.Actor names users; "" when the history names nobody.
+	LabelAddedBy(ctx context.Context, ref Ref, label string) (string, error)
+}
+
 // EventKind classifies a webhook delivery.
 type EventKind int
 

@@ -93,10 +93,12 @@ const (
 	// write?" is trusted: minutes, so a revoked collaborator stops
 	// triggering soon and a burst of triggers costs one lookup.
 	TriggerPermissionTTL = 5 * time.Minute // agentsmith:trigger-permission:*
-	// TriggerActorTTL keeps who last triggered a ticket until a claim
-	// decides on it (the webhook's actor for polling and the sweeper), and
-	// TriggerRefusalTTL the one comment per refused actor and ticket.
-	TriggerActorTTL   = 30 * 24 * time.Hour // agentsmith:trigger-actor:*
+	// TriggerActorTTL keeps who last added a ticket's trigger label (from
+	// a webhook or the ticket's history) for claims that do not know:
+	// minutes, so a later trigger whose webhook was lost is read from the
+	// history soon. TriggerRefusalTTL keeps the one comment per refused
+	// actor and ticket.
+	TriggerActorTTL   = 5 * time.Minute     // agentsmith:trigger-actor:*
 	TriggerRefusalTTL = 30 * 24 * time.Hour // agentsmith:trigger-refusal:*
 )
 
@@ -201,8 +203,9 @@ func TriggerPermission(project, actorDigest string) string {
 }
 
 // TriggerActor remembers who last added the trigger label to a ticket, as a
-// webhook named them, until a claim runs it: a claim that does not know
-// the actor (polling, the TriggerSweeper) gates on this one.
+// webhook or the ticket's history named them, until a claim runs it: a
+// claim that does not know the actor (polling, the TriggerSweeper) gates
+// on this one.
 func TriggerActor(ticketKey string) string { return prefix() + "trigger-actor:" + ticketKey }
 
 // TriggerRefusal marks that a refused actor was told so on the ticket, so

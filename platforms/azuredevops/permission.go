@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/workitemtracking"
+
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -80,4 +82,46 @@ func (t *Tracker) identityURL() string {
 		return u.String()
 	}
 	return t.orgURL
+}
+
+var _ platforms.LabelHistory = (*Tracker)(nil)
+
+// LabelAddedBy reads the work item's updates
+// (https://learn.microsoft.com/rest/api/azure/devops/wit/updates/list) and
+// returns the revisedBy of the last one whose System.Tags change added the
+// tag (compared case-insensitively, as Azure DevOps compares tags). The
+// first revision of a work item created with the tag counts too.
+func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label string) (string, error) {
+	id, err := t.workItemID(ref)
+	if err != nil {
+		return "", err
+	}
+	c, err := t.sdk.client(ctx)
+	if err != nil {
+		return "", fmt.Errorf("azuredevops: updates of %s: %w", ref.ID, err)
+	}
+	ups, err := c.GetUpdates(ctx, workitemtracking.GetUpdatesArgs{Id: &id, Project: &t.project})
+	if err != nil {
+		return "", fmt.Errorf("azuredevops: updates of %s: %w", ref.ID, classify(err))
+	}
+	who := ""
+	if ups == nil {
+		return "", nil
+	}
+	for _, u := range *ups {
+		if u.Fields == nil || u.RevisedBy == nil || u.RevisedBy.UniqueName == nil {
+			continue
+		}
+		ch, ok := (*u.Fields)[fieldTags]
+		if !ok {
+			continue
+		}
+		old, _ := ch.OldValue.(string)
+		cur, _ := ch.NewValue.(string)
+		added := platforms.NewLabels(splitTags(old), splitTags(cur))
+		if slices.ContainsFunc(added, func(l string) bool { return strings.EqualFold(l, label) }) {
+			who = *u.RevisedBy.UniqueName
+		}
+	}
+	return who, nil
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
+
+	gh "github.com/google/go-github/v60/github"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -35,4 +38,34 @@ func (t *Tracker) MayWrite(ctx context.Context, actor string) (bool, error) {
 		return false, fmt.Errorf("github: permission of %q: %w", actor, err)
 	}
 	return level.Permission == "admin" || level.Permission == "write", nil
+}
+
+var _ platforms.LabelHistory = (*Tracker)(nil)
+
+// LabelAddedBy reads the issue's events
+// (https://docs.github.com/rest/issues/events#list-issue-events), oldest
+// first, every page, and returns the actor of the last "labeled" event for
+// label (GitHub label names compare case-insensitively).
+func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label string) (string, error) {
+	n, err := t.number(ref)
+	if err != nil {
+		return "", err
+	}
+	who := ""
+	opts := &gh.ListOptions{PerPage: perPage}
+	for {
+		evs, resp, err := t.client.Issues.ListIssueEvents(ctx, t.owner, t.name, n, opts)
+		if err != nil {
+			return "", fmt.Errorf("github: events of %s: %w", ref.ID, classify(err))
+		}
+		for _, ev := range evs {
+			if ev.GetEvent() == "labeled" && ev.Label != nil && strings.EqualFold(ev.Label.GetName(), label) {
+				who = ev.GetActor().GetLogin()
+			}
+		}
+		if resp.NextPage == 0 {
+			return who, nil
+		}
+		opts.Page = resp.NextPage
+	}
 }

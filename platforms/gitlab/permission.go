@@ -25,3 +25,18 @@ func (t *Tracker) MayWrite(ctx context.Context, actor string) (bool, error) {
 	}
 	return level >= DeveloperAccess, nil
 }
+
+var _ platforms.LabelHistory = (*Tracker)(nil)
+
+// LabelAddedBy reads the resource label events.
+func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label string) (string, error) {
+	iid, err := t.iid(ref)
+	if err != nil {
+		return "", err
+	}
+	who, err := t.api.labelAddedBy(ctx, t.repo, iid, label)
+	if err != nil {
+		return "", fmt.Errorf("gitlab: label events of %s: %w", ref.ID, err)
+	}
+	return who, nil
+}

@@ -200,3 +200,26 @@ func (s *sdk) memberAccess(ctx context.Context, project, username string) (int, 
 	}
 	return int(m.AccessLevel), nil
 }
+
+// labelAddedBy is the user of the last "add" of label among the issue's
+// resource label events, every page
+// (https://docs.gitlab.com/api/resource_label_events/#list-project-issue-label-events).
+func (s *sdk) labelAddedBy(ctx context.Context, project string, iid int, label string) (string, error) {
+	who := ""
+	opt := &gl.ListLabelEventsOptions{ListOptions: gl.ListOptions{PerPage: perPage}}
+	for {
+		evs, resp, err := s.c.ResourceLabelEvents.ListIssueLabelEvents(project, iid, opt, gl.WithContext(ctx))
+		if err != nil {
+			return "", classify(err)
+		}
+		for _, ev := range evs {
+			if ev != nil && ev.Action == "add" && ev.Label.Name == label {
+				who = ev.User.Username
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			return who, nil
+		}
+		opt.Page = resp.NextPage
+	}
+}

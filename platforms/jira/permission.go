@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -57,4 +58,68 @@ func (t *Tracker) MayWrite(ctx context.Context, actor string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+var _ platforms.LabelHistory = (*Tracker)(nil)
+
+// jiraPerson is a user in an issue's fields or changelog.
+type jiraPerson struct {
+	AccountID string `json:"accountId"`
+	Name      string `json:"name"`
+}
+
+// name is how webhooks name the user on this deployment.
+func (p *jiraPerson) name(cloud bool) string {
+	if p == nil {
+		return ""
+	}
+	if cloud {
+		return p.AccountID
+	}
+	return p.Name
+}
+
+// LabelAddedBy reads the issue with expand=changelog
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get)
+// and returns the author of the last history whose "labels" item added
+// label. Labels set when the issue was created are no history entry: when
+// no entry added it and the issue carries it, the creator set it. The
+// embedded changelog holds at most 100 histories on Cloud; an issue with
+// more is judged by those.
+func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label string) (string, error) {
+	key, err := t.issueKey(ref)
+	if err != nil {
+		return "", err
+	}
+	var is struct {
+		Fields struct {
+			Creator *jiraPerson `json:"creator"`
+			Labels  []string    `json:"labels"`
+		} `json:"fields"`
+		Changelog struct {
+			Histories []struct {
+				Author *jiraPerson `json:"author"`
+				Items  []struct {
+					Field      string `json:"field"`
+					FromString string `json:"fromString"`
+					ToString   string `json:"toString"`
+				} `json:"items"`
+			} `json:"histories"`
+		} `json:"changelog"`
+	}
+	if err := t.do(ctx, http.MethodGet, t.api+"issue/"+url.PathEscape(key)+"?fields=creator,labels&expand=changelog", nil, &is); err != nil {
+		return "", fmt.Errorf("jira: changelog of %s: %w", key, err)
+	}
+	who, found := "", false
+	for _, h := range is.Changelog.Histories {
+		for _, it := range h.Items {
+			if it.Field == "labels" && slices.Contains(platforms.NewLabels(strings.Fields(it.FromString), strings.Fields(it.ToString)), label) {
+				who, found = h.Author.name(t.cloud), true
+			}
+		}
+	}
+	if !found && slices.Contains(is.Fields.Labels, label) {
+		who = is.Fields.Creator.name(t.cloud)
+	}
+	return who, nil
 }

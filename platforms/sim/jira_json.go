@@ -116,6 +116,7 @@ func jiraIssueOf(base, v string, sn snapshot, want map[string]bool) jiraIssue {
 			ID: strconv.FormatInt(sn.repoID, 10), Key: sn.repo, Name: sn.repo},
 		"issuetype": map[string]any{"id": "10002", "name": "Task", "subtask": false},
 		"reporter":  jiraUserOf(base, sn.author),
+		"creator":   jiraUserOf(base, sn.author),
 		"created":   jiraTime(sn.createdAt),
 		"updated":   jiraTime(sn.updatedAt),
 	}

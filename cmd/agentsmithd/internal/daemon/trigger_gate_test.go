@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
@@ -125,4 +127,36 @@ func hasLabelFold(ls []string, want string) bool {
 		}
 	}
 	return false
+}
+
+// With polling and no webhooks, the person is learned from the ticket's
+// history: an outsider's trigger is refused (once), a collaborator's
+// re-trigger of the same ticket runs.
+func TestTriggerGateByPolling(t *testing.T) {
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		e.projectExtra = "    polling: {enabled: true, interval: 1s}\n"
+		cfg := e.config("replica-a", "")
+		cfg.Roles = []string{config.RolePoller, config.RoleConsumer, config.RoleHousekeeping}
+		e.startDaemon(cfg)
+		who := e.pc.Actor(outsider)
+		n := e.sim.As(outsider).CreateIssue(e.repo, "run my code", "", "agent-smith")
+		e.waitAudit(n, 2, "two poll refusals", func(ev lifecycle.Event) bool {
+			return ev.Source == lifecycle.SourcePoll && ev.Reason == lifecycle.NotAllowedReason(who)
+		})
+		if got := e.gateComments(n, who); got != 1 || len(e.starts(n)) != 0 {
+			t.Fatalf("%d refusal comments (want 1), %d runs (want 0)", got, len(e.starts(n)))
+		}
+		if err := e.sim.RemoveLabel(e.repo, n, "agent-smith"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.sim.AddLabels(e.repo, n, "agent-smith"); err != nil {
+			t.Fatal(err)
+		}
+		// The outsider's name is remembered for keys.TriggerActorTTL:
+		// forget it as its expiry would.
+		if err := e.redis.Client(t).Del(context.Background(), keys.TriggerActor(refOf(e, n).Key())).Err(); err != nil {
+			t.Fatal(err)
+		}
+		e.waitState(n, 20*time.Second, lifecycle.Done)
+	})
 }

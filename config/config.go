@@ -221,7 +221,7 @@ type Project struct {
 	Readiness        Readiness `yaml:"readiness"`
 	// Trigger says who may start a run by adding the trigger label.
 	Trigger Trigger `yaml:"trigger"`
-	Stuck            Stuck     `yaml:"stuck"`
+	Stuck   Stuck   `yaml:"stuck"`
 	// Jira holds what only Jira projects need.
 	Jira Jira `yaml:"jira"`
 	// Reactions adds an "eyes" reaction to every ticket this replica

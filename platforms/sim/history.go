@@ -76,7 +76,7 @@ func (s *Sim) glResourceLabelEvents(w http.ResponseWriter, r *http.Request, c *g
 		for i, set := range [][]string{added, removed} {
 			for _, l := range set {
 				out = append(out, map[string]any{"id": ch.id*16 + int64(len(out)%16), "action": []string{"add", "remove"}[i],
-					"user": map[string]any{"id": userID(ch.login), "username": ch.login, "name": ch.login, "state": "active"},
+					"user":       map[string]any{"id": userID(ch.login), "username": ch.login, "name": ch.login, "state": "active"},
 					"created_at": glTime(ch.at), "resource_type": "Issue", "resource_id": n,
 					"label": map[string]any{"id": userID("label|" + l), "name": l}})
 			}
@@ -130,7 +130,7 @@ func (s *Sim) jiraChangelogOf(base, repo string, n int) map[string]any {
 		from, to := strings.Join(ch.before, " "), strings.Join(ch.after, " ")
 		out = append(out, map[string]any{"id": strconv.FormatInt(ch.id, 10), "author": s.jiraActor(base, ch.login),
 			"created": ch.at.UTC().Format("2006-01-02T15:04:05.000-0700"),
-			"items": []map[string]any{{"field": "labels", "fieldtype": "jira", "fromString": from, "toString": to}}})
+			"items":   []map[string]any{{"field": "labels", "fieldtype": "jira", "fromString": from, "toString": to}}})
 	}
 	return map[string]any{"startAt": 0, "maxResults": len(out), "total": len(out), "histories": out}
 }

@@ -81,7 +81,8 @@ func (p *jiraPerson) name(cloud bool) string {
 
 // LabelAddedBy reads the issue with expand=changelog
 // (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get)
-// and returns the author of the last history whose "labels" item added
+// and returns the author of the last history (they come oldest first)
+// whose "labels" item added
 // label. Labels set when the issue was created are no history entry: when
 // no entry added it and the issue carries it, the creator set it. The
 // embedded changelog holds at most 100 histories on Cloud; an issue with

@@ -245,7 +245,9 @@ type Project struct {
 	// project that uses this project's tracker token (0: no cap).
 	TokenConcurrency int       `yaml:"token_concurrency"`
 	Readiness        Readiness `yaml:"readiness"`
-	Stuck            Stuck     `yaml:"stuck"`
+	// Trigger says who may start a run by adding the trigger label.
+	Trigger Trigger `yaml:"trigger"`
+	Stuck   Stuck   `yaml:"stuck"`
 	// Jira holds what only Jira projects need.
 	Jira Jira `yaml:"jira"`
 	// Reactions adds an "eyes" reaction to every ticket this replica
@@ -329,6 +331,32 @@ type Pipeline struct {
 	PersistTimeout time.Duration `yaml:"persist_timeout"`
 
 	commandDir string // see CommandDir
+}
+
+// Trigger says who may start a run: the trigger label starts a pipeline
+// (typically an agent holding repository credentials), so on a tracker
+// where outsiders can label tickets (a public GitHub repository's issue
+// templates) not everyone who adds it may.
+type Trigger struct {
+	Allow TriggerAllow `yaml:"allow"`
+}
+
+// Trigger access modes.
+const (
+	// TriggerAccessWrite admits anyone with write access to the repository
+	// or project, and the listed users.
+	TriggerAccessWrite = "write"
+	// TriggerAccessNone admits only the listed users.
+	TriggerAccessNone = "none"
+)
+
+// TriggerAllow is who may trigger: by Access (default "write": the
+// tracker's own write access) and by name (Users, as the platform names
+// them in webhooks: GitHub and GitLab usernames, Azure DevOps unique names,
+// Jira account ids on Cloud and user names on Data Center).
+type TriggerAllow struct {
+	Access string   `yaml:"access"`
+	Users  []string `yaml:"users"`
 }
 
 // Readiness adds conditions a triggered ticket must meet to be claimed.
@@ -491,6 +519,7 @@ func (c *Config) applyDefaults(baseDir string) {
 			setDefault(&p.BaseURL, rules.DefaultBaseURL)
 		}
 		setDefault(&p.TriggerLabel, DefaultTriggerLabel)
+		setDefault(&p.Trigger.Allow.Access, TriggerAccessWrite)
 		setDefault(&p.Polling.Interval, DefaultPollInterval)
 		setDefault(&p.Pipeline.Timeout, DefaultPipelineTimeout)
 		setDefault(&p.Pipeline.MaxAttempts, DefaultMaxAttempts)

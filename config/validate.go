@@ -188,6 +188,17 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		// so a trigger there could be removed by the next transition.
 		errs.add(path+".trigger_label", fmt.Sprintf("%q is in the lifecycle namespace %s:*", p.TriggerLabel, labelPrefix))
 	}
+	switch a := p.Trigger.Allow; {
+	case a.Access != TriggerAccessWrite && a.Access != TriggerAccessNone:
+		errs.add(path+".trigger.allow.access", fmt.Sprintf("%q: want %q or %q", a.Access, TriggerAccessWrite, TriggerAccessNone))
+	case a.Access == TriggerAccessNone && len(a.Users) == 0:
+		errs.add(path+".trigger.allow.users", "required when access is \"none\": otherwise nobody may start a run")
+	}
+	for i, u := range p.Trigger.Allow.Users {
+		if strings.TrimSpace(u) == "" {
+			errs.add(fmt.Sprintf("%s.trigger.allow.users[%d]", path, i), "must not be blank")
+		}
+	}
 	if p.Platform == "jira" {
 		checkJiraLabels(errs, path, p.TriggerLabel, labelPrefix)
 		checkJiraDeployment(errs, path, &p.Jira)

@@ -126,19 +126,31 @@ func (c *ClaimService) PreCheck(p *Project, t *platforms.Ticket) string {
 // release. A platform conflict is PreconditionFailed, never an error and
 // never a second enqueue.
 func (c *ClaimService) Claim(ctx context.Context, ref platforms.Ref, source string, attempt int) (ClaimResult, error) {
+	return c.ClaimBy(ctx, ref, source, attempt, "")
+}
+
+// ClaimBy is Claim for a trigger whose actor is known (a webhook that added
+// the trigger label names who did): the run starts only if the project's
+// TriggerAllow admits actor. An empty actor is Claim.
+func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source string, attempt int, actor string) (ClaimResult, error) {
 	res := ClaimResult{Ticket: ref.String()}
 	if _, ok := c.projects.Lookup(ref); !ok {
 		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
 	}
 	held, err := c.WithLock(ctx, ref, source, func(ctx context.Context) error {
 		var err error
-		res, err = c.ClaimLocked(ctx, ref, source, attempt, nil)
+		res, err = c.claimLocked(ctx, ref, source, attempt, nil, actor)
 		return err
 	})
 	if err != nil {
 		return res, err
 	}
 	if !held {
+		if actor != "" && c.projects[ref.Project].TriggerAllow.gated() {
+			// The holder (a sweep, say) may not know who triggered: the
+			// next claim that does not know either gates on this person.
+			c.rememberTriggerActor(ctx, ref, actor)
+		}
 		res.Outcome = AlreadyClaimed
 		if holder, _, err := redislock.Holder(ctx, c.rdb, keys.ClaimLock(ref.Platform, ref.ID)); err == nil && holder != "" {
 			res.Holder = parseOwnerToken(holder)
@@ -182,6 +194,11 @@ func (c *ClaimService) Projects() Projects { return c.projects }
 // (Claim, or a repair inside WithLock). t, when given, is a snapshot read
 // under that lock.
 func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket) (ClaimResult, error) {
+	return c.claimLocked(ctx, ref, source, attempt, t, "")
+}
+
+// claimLocked is ClaimLocked for a trigger by actor ("" when unknown).
+func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket, actor string) (ClaimResult, error) {
 	res := ClaimResult{Ticket: ref.String()}
 	p, ok := c.projects.Lookup(ref)
 	if !ok {
@@ -202,6 +219,14 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 	if reason := c.PreCheck(p, t); reason != "" {
 		if p.RequireNoOpenBlockers {
 			c.forgetBlocked(ctx, ref) // it no longer waits for a claim
+		}
+		res.Outcome, res.Reason = NotEligible, reason
+		c.logOutcome(ref, source, attempt, res)
+		return res, nil
+	}
+	if reason, err := c.gateTrigger(ctx, p, t, actor); err != nil || reason != "" {
+		if err != nil {
+			return res, err
 		}
 		res.Outcome, res.Reason = NotEligible, reason
 		c.logOutcome(ref, source, attempt, res)
@@ -243,6 +268,9 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 		return res, fmt.Errorf("claim %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	res.Outcome, res.State, res.Request = Claimed, Enqueued.String(), &req
+	if p.TriggerAllow.gated() {
+		c.forgetTriggerActor(ctx, ref)
+	}
 	c.Emit(Event{Kind: EventTransition, Ref: ref, From: Pending, To: Enqueued, Outcome: string(Claimed),
 		Attempt: req.Attempt, Owner: OwnerClaimService, Source: source, RequestID: req.ID,
 		// A fresh attempt chain for a ticket that finished before: a human

@@ -14,6 +14,8 @@ type Project struct {
 	Platform     string
 	Tracker      platforms.Tracker
 	TriggerLabel string
+	// TriggerAllow says who may start runs (trigger.allow).
+	TriggerAllow TriggerAllow
 	Pipeline     Pipeline
 	// React puts platforms.ReactionEyes on every ticket claimed, when the
 	// tracker is a platforms.Reactor (projects[].reactions).

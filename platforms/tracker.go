@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -98,6 +100,32 @@ type BlockerReader interface {
 	OpenBlockers(ctx context.Context, ref Ref) ([]string, error)
 }
 
+// PermissionChecker is the optional capability behind a project's default
+// trigger rule (trigger.allow.write): only someone with write access to the
+// repository or project may start a run by adding the trigger label
+// (GitHub collaborator permission write, maintain or admin; GitLab
+// Developer or higher; Azure DevOps a member of the project's Contributors
+// or Project Administrators; Jira EDIT_ISSUES in the project). A tracker
+// without it cannot grant anyone write access, so only listed users run.
+type PermissionChecker interface {
+	// MayWrite reports whether actor (as WebhookEvent.Actor names users)
+	// has write access. An unknown user is false, not an error; an error
+	// means the tracker could not tell, and the caller must refuse for now
+	// and ask again later.
+	MayWrite(ctx context.Context, actor string) (bool, error)
+}
+
+// LabelHistory is the optional capability that tells, from a ticket's
+// history, who added a label (GitHub issue events, GitLab resource label
+// events, Azure DevOps work item updates, Jira changelog): what the claim
+// gates on when no webhook named the person (polling, the TriggerSweeper,
+// a webhook for another change).
+type LabelHistory interface {
+	// LabelAddedBy returns who last added label to the ticket, as
+	// WebhookEvent.Actor names users; "" when the history names nobody.
+	LabelAddedBy(ctx context.Context, ref Ref, label string) (string, error)
+}
+
 // EventKind classifies a webhook delivery.
 type EventKind int
 
@@ -132,6 +160,44 @@ type WebhookEvent struct {
 	// ignores a delivery older than its de-duplication window: a replay of a
 	// captured body after its record expired.
 	At time.Time
+	// Actor is who made the change, as the platform's permission API names
+	// users (GitHub sender.login, GitLab user.username, Azure DevOps
+	// resource.revisedBy.uniqueName, Jira user.accountId on Cloud and
+	// user.name on Data Center); empty when the payload names nobody. The
+	// claim gates the run on it (project trigger.allow).
+	Actor string
+	// Added are the labels this change added: every label of a ticket it
+	// created (GitHub opened, GitLab open, Azure DevOps workitem.created,
+	// Jira issue_created), the label of a GitHub labeled action, the
+	// difference of the label lists GitLab's changes, Azure DevOps'
+	// System.Tags old and new values and Jira's changelog report. Actor is
+	// who added the trigger label only when it is among them.
+	Added []string
+}
+
+// AddedLabel reports whether the change added label, compared
+// case-insensitively as GitHub and Azure DevOps compare labels and tags (a
+// looser match only names the person who made this change, never someone
+// else).
+func (e WebhookEvent) AddedLabel(label string) bool {
+	for _, l := range e.Added {
+		if strings.EqualFold(l, label) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewLabels is the labels in after that are not in before: what a change
+// added, from the label lists a payload gives before and after it.
+func NewLabels(before, after []string) []string {
+	var added []string
+	for _, l := range after {
+		if !slices.Contains(before, l) {
+			added = append(added, l)
+		}
+	}
+	return added
 }
 
 // WebhookDecoder authenticates and parses one platform's deliveries.

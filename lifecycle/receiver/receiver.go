@@ -328,7 +328,11 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 			Claim: &lifecycle.ClaimResult{Outcome: lifecycle.NotEligible, Ticket: t.Ref.String(), Reason: reason + " (from payload)"}})
 		return
 	}
-	res, err := rc.claims.Claim(ctx, t.Ref, lifecycle.SourceWebhook, 1)
+	actor := "" // who added the trigger label, if this change did
+	if ev.AddedLabel(p.TriggerLabel) {
+		actor = ev.Actor
+	}
+	res, err := rc.claims.ClaimBy(ctx, t.Ref, lifecycle.SourceWebhook, 1, actor)
 	if err != nil {
 		// Let a redelivery of this delivery try again.
 		_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkeys...)

@@ -89,6 +89,17 @@ const (
 	FinishedTTL  = 30 * 24 * time.Hour // agentsmith:finished:*
 	CancelTTL    = time.Hour           // agentsmith:cancel:*: outlives any queue wait worth honouring
 	StuckFlagTTL = 7 * 24 * time.Hour
+	// TriggerPermissionTTL is how long a tracker's answer to "may this user
+	// write?" is trusted: minutes, so a revoked collaborator stops
+	// triggering soon and a burst of triggers costs one lookup.
+	TriggerPermissionTTL = 5 * time.Minute // agentsmith:trigger-permission:*
+	// TriggerActorTTL keeps who last added a ticket's trigger label (from
+	// a webhook or the ticket's history) for claims that do not know:
+	// minutes, so a later trigger whose webhook was lost is read from the
+	// history soon. TriggerRefusalTTL keeps the one comment per refused
+	// actor and ticket.
+	TriggerActorTTL   = 5 * time.Minute     // agentsmith:trigger-actor:*
+	TriggerRefusalTTL = 30 * 24 * time.Hour // agentsmith:trigger-refusal:*
 )
 
 // ClaimLock is the SET NX mutex around a claim's read → transition window.
@@ -189,3 +200,22 @@ func TokenSlots(tokenID string) string { return prefix() + "slots:token:" + toke
 // attempt; agentsmithctl logs reads it there. It expires after FinishedTTL
 // (renewed by each attempt), like the ticket's other history.
 func RunLogs(ticketKey string) string { return prefix() + "runlogs:" + ticketKey }
+
+// TriggerPermission caches whether one user may trigger runs of a project
+// (the tracker's write access). actorDigest is a digest of the user name,
+// so user names never appear in key listings.
+func TriggerPermission(project, actorDigest string) string {
+	return prefix() + "trigger-permission:" + project + ":" + actorDigest
+}
+
+// TriggerActor remembers who last added the trigger label to a ticket, as a
+// webhook or the ticket's history named them, until a claim runs it: a
+// claim that does not know the actor (polling, the TriggerSweeper) gates
+// on this one.
+func TriggerActor(ticketKey string) string { return prefix() + "trigger-actor:" + ticketKey }
+
+// TriggerRefusal marks that a refused actor was told so on the ticket, so
+// each actor gets one comment per ticket however often they re-label it.
+func TriggerRefusal(ticketKey, actorDigest string) string {
+	return prefix() + "trigger-refusal:" + ticketKey + ":" + actorDigest
+}

@@ -119,7 +119,12 @@ func (t *Tracker) checkSubscriptions(ctx context.Context, projectID string, opts
 // getJSON GETs {organization URL}/path with the PAT into v and returns the
 // answer's status (0 when none came).
 func (t *Tracker) getJSON(ctx context.Context, path string, v any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.orgURL+"/"+path, nil)
+	return t.getJSONAt(ctx, t.orgURL+"/"+path, v)
+}
+
+// getJSONAt is getJSON for a full URL (another host of the organization).
+func (t *Tracker) getJSONAt(ctx context.Context, u string, v any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -132,6 +132,7 @@ type workItem struct {
 // update is the resource of workitem.updated.
 type update struct {
 	WorkItemID int                        `json:"workItemId"`
+	RevisedBy  *identity                  `json:"revisedBy"`
 	Fields     map[string]json.RawMessage `json:"fields"`
 	URL        string                     `json:"url"`
 	Revision   *workItem                  `json:"revision"`
@@ -174,6 +175,7 @@ func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.At = platforms.ParseTime(p.CreatedDate)
 	ev.Name, ev.Action, _ = strings.Cut(p.EventType, ".")
 	var wi *workItem
+	var up *update
 	workItemEvent := p.EventType == EventWorkItemCreated || p.EventType == EventWorkItemUpdated
 	if workItemEvent && head.Has("resource") && head.Object("resource") == nil {
 		return ev, malformed(ev, "resource is not an object", nil)
@@ -194,7 +196,6 @@ func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 			ev.Reason = "no change to tags, state, title or description"
 			return ev, nil // EventIgnored
 		}
-		var up *update
 		if err := json.Unmarshal(p.Resource, &up); err != nil || up == nil || up.Revision == nil {
 			return ev, malformed(ev, "resource is not a work item update with a revision", err)
 		}
@@ -239,6 +240,7 @@ func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 	if wi.Rev > 0 {
 		ev.Ticket.Version = strconv.Itoa(wi.Rev)
 	}
+	ev.Actor, ev.Added = changeActor(wi, up, ev.Ticket.Labels)
 	return ev, nil
 }
 
@@ -329,4 +331,51 @@ func pathSegments(p string) []string {
 		}
 	}
 	return out
+}
+
+// identity is an IdentityRef as service hooks send it.
+type identity struct {
+	UniqueName string `json:"uniqueName"`
+}
+
+// changeActor is who made the change and the tags it added: on
+// workitem.updated the update's revisedBy and the difference of
+// System.Tags' oldValue and newValue
+// (https://learn.microsoft.com/azure/devops/service-hooks/events#workitem.updated);
+// on workitem.created the work item's System.CreatedBy and every tag.
+// System.CreatedBy is an IdentityRef on current payloads and "Name
+// <unique name>" on the documentation's older samples; both are read.
+func changeActor(wi *workItem, up *update, tags []string) (string, []string) {
+	if up == nil {
+		return identityName(wi.Fields["System.CreatedBy"]), tags
+	}
+	var tagChange struct {
+		OldValue string `json:"oldValue"`
+		NewValue string `json:"newValue"`
+	}
+	var added []string
+	if raw, ok := up.Fields[fieldTags]; ok && json.Unmarshal(raw, &tagChange) == nil {
+		added = platforms.NewLabels(splitTags(tagChange.OldValue), splitTags(tagChange.NewValue))
+	}
+	if up.RevisedBy == nil {
+		return "", added
+	}
+	return up.RevisedBy.UniqueName, added
+}
+
+// identityName reads an identity field: an IdentityRef object or a
+// "Display Name <unique name>" string.
+func identityName(raw json.RawMessage) string {
+	var id identity
+	if json.Unmarshal(raw, &id) == nil && id.UniqueName != "" {
+		return id.UniqueName
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	if i, j := strings.LastIndexByte(s, '<'), strings.LastIndexByte(s, '>'); i >= 0 && j > i {
+		return s[i+1 : j]
+	}
+	return s
 }

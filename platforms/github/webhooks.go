@@ -103,6 +103,13 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.Kind = platforms.EventTicket
 	ev.Ticket = p.Issue.ticket(repo)
 	ev.At = platforms.ParseTime(p.Issue.UpdatedAt)
+	ev.Actor = p.Sender.Login
+	switch {
+	case ev.Action == "opened":
+		ev.Added = ev.Ticket.Labels
+	case ev.Action == "labeled" && p.Label != nil:
+		ev.Added = []string{p.Label.Name}
+	}
 	return ev, nil
 }
 
@@ -115,6 +122,15 @@ type issuesPayload struct {
 		FullName string `json:"full_name"`
 	} `json:"repository"`
 	Issue *issuesPayloadIssue `json:"issue"`
+	// Sender is who triggered the event
+	// (https://docs.github.com/en/webhooks/webhook-events-and-payloads#issues).
+	Sender struct {
+		Login string `json:"login"`
+	} `json:"sender"`
+	// Label is the label a labeled or unlabeled action added or removed.
+	Label *struct {
+		Name string `json:"name"`
+	} `json:"label"`
 }
 
 type issuesPayloadIssue struct {

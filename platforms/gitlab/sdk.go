@@ -174,3 +174,52 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// memberAccess is username's effective access level on the project (0 when
+// GitLab knows no such user or they are no member): GET /users?username=
+// resolves the id (https://docs.gitlab.com/api/users/#list-users), then
+// GET /projects/:id/members/all/:user_id gives the membership, inherited
+// ones included (https://docs.gitlab.com/api/members/#get-a-member-of-a-group-or-project-including-inherited-and-invited-members).
+func (s *sdk) memberAccess(ctx context.Context, project, username string) (int, error) {
+	users, _, err := s.c.Users.ListUsers(&gl.ListUsersOptions{Username: &username}, gl.WithContext(ctx))
+	if err != nil {
+		return 0, classify(err)
+	}
+	if len(users) == 0 || users[0] == nil {
+		return 0, nil
+	}
+	m, _, err := s.c.ProjectMembers.GetInheritedProjectMember(project, users[0].ID, gl.WithContext(ctx))
+	if err != nil {
+		if err = classify(err); errors.Is(err, platforms.ErrNotFound) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	if m.State != "" && m.State != "active" {
+		return 0, nil // blocked or awaiting approval
+	}
+	return int(m.AccessLevel), nil
+}
+
+// labelAddedBy is the user of the last "add" of label among the issue's
+// resource label events, every page
+// (https://docs.gitlab.com/api/resource_label_events/#list-project-issue-label-events).
+func (s *sdk) labelAddedBy(ctx context.Context, project string, iid int, label string) (string, error) {
+	who := ""
+	opt := &gl.ListLabelEventsOptions{ListOptions: gl.ListOptions{PerPage: perPage}}
+	for {
+		evs, resp, err := s.c.ResourceLabelEvents.ListIssueLabelEvents(project, iid, opt, gl.WithContext(ctx))
+		if err != nil {
+			return "", classify(err)
+		}
+		for _, ev := range evs {
+			if ev != nil && ev.Action == "add" && ev.Label.Name == label {
+				who = ev.User.Username
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			return who, nil
+		}
+		opt.Page = resp.NextPage
+	}
+}

@@ -78,6 +78,29 @@ type issueHook struct {
 		UpdatedAt   string      `json:"updated_at"`
 	} `json:"object_attributes"`
 	Labels []hookLabel `json:"labels"`
+	// User is who made the change; Changes.Labels the label sets before and
+	// after an update
+	// (https://docs.gitlab.com/user/project/integrations/webhook_events/#work-item-events).
+	User *struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	Changes struct {
+		Labels *struct {
+			Previous []hookLabel `json:"previous"`
+			Current  []hookLabel `json:"current"`
+		} `json:"labels"`
+	} `json:"changes"`
+}
+
+// titles are the labels' names.
+func titles(ls []hookLabel) []string {
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		if l.Title != "" {
+			out = append(out, l.Title)
+		}
+	}
+	return out
 }
 
 // ObjectKindIssue and ObjectKindWorkItem are the object_kind values of an
@@ -145,11 +168,15 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	if src == nil {
 		src = p.Labels
 	}
-	labels := make([]string, 0, len(src))
-	for _, l := range src {
-		if l.Title != "" {
-			labels = append(labels, l.Title)
-		}
+	labels := titles(src)
+	if p.User != nil {
+		ev.Actor = p.User.Username
+	}
+	switch {
+	case a.Action == "open":
+		ev.Added = labels
+	case p.Changes.Labels != nil:
+		ev.Added = platforms.NewLabels(titles(p.Changes.Labels.Previous), titles(p.Changes.Labels.Current))
 	}
 	ev.Kind = platforms.EventTicket
 	ev.Ticket = issueTicket(ev.Locator, &issue{IID: a.IID, Title: a.Title, Description: a.Description,

@@ -67,6 +67,13 @@ type webhookPayload struct {
 	IssueEventTypeName string    `json:"issue_event_type_name"`
 	Timestamp          int64     `json:"timestamp"` // ms since the epoch
 	Issue              *apiIssue `json:"issue"`
+	// User is who made the change: accountId on Cloud, name on Data
+	// Center (https://developer.atlassian.com/cloud/jira/platform/webhooks/#example-callback-for-an-issue-related-event).
+	User *struct {
+		AccountID string `json:"accountId"`
+		Name      string `json:"name"`
+	} `json:"user"`
+	Changelog *changelog `json:"changelog"`
 }
 
 // changelog is what an issue update changed.
@@ -132,6 +139,21 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.Ticket = issueTicket(siteOf(p.Issue.Self), p.Issue)
 	if p.Timestamp > 0 {
 		ev.At = time.UnixMilli(p.Timestamp)
+	}
+	if u := p.User; u != nil {
+		ev.Actor = u.AccountID
+		if ev.Actor == "" {
+			ev.Actor = u.Name
+		}
+	}
+	if ev.Name == EventIssueCreated {
+		ev.Added = ev.Ticket.Labels
+	} else if p.Changelog != nil {
+		for _, it := range p.Changelog.Items {
+			if it.Field == "labels" {
+				ev.Added = append(ev.Added, platforms.NewLabels(strings.Fields(it.FromString), strings.Fields(it.ToString))...)
+			}
+		}
 	}
 	return ev, nil
 }

@@ -41,6 +41,7 @@ func atLeast(role, min string) bool { return roleRank[role] >= roleRank[min] }
 type checkState struct {
 	mu     sync.Mutex
 	access map[string]Access // by token
+	roles  map[string]string // by user login (people.go)
 	jiraDC bool
 }
 

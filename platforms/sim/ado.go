@@ -86,6 +86,7 @@ func (s *Sim) adoRoutes(mux *http.ServeMux) {
 	s.adoRoute(mux, "GET", org+"/_apis/ResourceAreas/{areaId}", false, s.adoResourceAreas)
 	s.adoRoute(mux, "GET", proj+"/workItems/{id}", true, s.adoGetWorkItem)
 	s.adoRoute(mux, "PATCH", proj+"/workItems/{id}", true, s.adoUpdateWorkItem)
+	s.adoRoute(mux, "GET", proj+"/workItems/{id}/updates", true, s.adoWorkItemUpdates)
 	s.adoRoute(mux, "POST", proj+"/workItemsBatch", true, s.adoWorkItemsBatch)
 	s.adoRoute(mux, "POST", proj+"/wiql", true, s.adoQueryByWiql)
 	s.adoRoute(mux, "POST", proj+"/workItems/{id}/comments", true, s.adoAddComment)

@@ -14,6 +14,7 @@ func (s *Sim) adoCheckRoutes(mux *http.ServeMux) {
 	s.adoRoute(mux, "GET", org+"/_apis/connectionData", false, s.adoConnectionData)
 	s.adoRoute(mux, "GET", org+"/_apis/projects/{project}", true, s.adoGetProject)
 	s.adoRoute(mux, "GET", org+"/_apis/hooks/subscriptions", false, s.adoListSubscriptions)
+	s.adoRoute(mux, "GET", org+"/_apis/identities", false, s.adoReadIdentities)
 }
 
 // adoProjectID is a project's GUID, derived from its store id.

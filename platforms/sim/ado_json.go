@@ -27,8 +27,11 @@ type adoIdentity struct {
 	Descriptor  string `json:"descriptor"`
 }
 
+// adoUniqueSuffix makes a login a unique name (an e-mail address).
+const adoUniqueSuffix = "@sim.invalid"
+
 func adoIdentityOf(login string) adoIdentity {
-	return adoIdentity{DisplayName: login, ID: glUUID("ado-identity|" + login), UniqueName: login + "@sim.invalid",
+	return adoIdentity{DisplayName: login, ID: glUUID("ado-identity|" + login), UniqueName: login + adoUniqueSuffix,
 		Descriptor: "aad." + strconv.FormatInt(userID(login), 10)}
 }
 
@@ -180,6 +183,8 @@ var adoLocations = []adoLocation{
 		RouteTemplate: "{project}/_apis/{area}/{resource}", ResourceVersion: 1, MinVersion: "4.1", MaxVersion: "7.2", ReleasedVersion: "7.1"},
 	{ID: "1a9c53f7-f243-4447-b110-35ef023636e4", Area: "wit", ResourceName: "wiql",
 		RouteTemplate: "{project}/{team}/_apis/{area}/{resource}/{id}", ResourceVersion: 2, MinVersion: "1.0", MaxVersion: "7.2", ReleasedVersion: "7.1"},
+	{ID: "6570bf97-d02c-4a91-8d93-3abe9895b1a9", Area: "wit", ResourceName: "updates",
+		RouteTemplate: "{project}/_apis/{area}/workItems/{id}/{resource}/{updateNumber}", ResourceVersion: 3, MinVersion: "1.0", MaxVersion: "7.2", ReleasedVersion: "7.1"},
 	{ID: "608aac0a-32e1-4493-a863-b9cf4566d257", Area: "wit", ResourceName: "comments",
 		RouteTemplate: "{project}/_apis/{area}/workItems/{workItemId}/{resource}/{commentId}", ResourceVersion: 4, MinVersion: "5.0", MaxVersion: "7.2", ReleasedVersion: "0.0"},
 }

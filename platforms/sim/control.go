@@ -56,6 +56,9 @@ func (s *Sim) ctlCreateIssue(w http.ResponseWriter, r *http.Request) {
 		Title  string   `json:"title"`
 		Body   string   `json:"body"`
 		Labels []string `json:"labels"`
+		// As names the user who opens it (default HumanLogin), for trying
+		// out who may trigger runs.
+		As string `json:"as"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil {
 		ctlError(w, http.StatusBadRequest, "bad JSON: "+err.Error())
@@ -66,7 +69,10 @@ func (s *Sim) ctlCreateIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.requestBase(r)
-	n := s.CreateIssue(req.Repo, req.Title, req.Body, req.Labels...)
+	if req.As == "" {
+		req.As = HumanLogin
+	}
+	n := s.As(req.As).CreateIssue(req.Repo, req.Title, req.Body, req.Labels...)
 	writeJSON(w, http.StatusCreated, map[string]int{"number": n})
 }
 
@@ -111,7 +117,11 @@ func (s *Sim) ctlAddLabel(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = "agent-smith"
 	}
-	if err := s.AddLabels(repo, n, name); err != nil {
+	who := r.FormValue("as") // the user adding it; default HumanLogin
+	if who == "" {
+		who = HumanLogin
+	}
+	if err := s.As(who).AddLabels(repo, n, name); err != nil {
 		code := http.StatusInternalServerError
 		if errors.Is(err, ErrNotFound) {
 			code = http.StatusNotFound

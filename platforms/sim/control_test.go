@@ -82,3 +82,34 @@ func TestControlAPIAndPage(t *testing.T) {
 		}
 	}
 }
+
+// The control API acts as the user "as" names, and the permission endpoint
+// reports that user's role.
+func TestControlActsAsNamedUser(t *testing.T) {
+	s, _, srv := start(t, Options{})
+	resp, err := http.Post(srv.URL+"/sim/issues", "application/json",
+		strings.NewReader(`{"repo":"o/r","title":"t","labels":["agent-smith"],"as":"mallory"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	hist, err := s.store.labelHistory("o/r", 1)
+	if err != nil || len(hist) != 1 || hist[0].login != "mallory" {
+		t.Fatalf("history = %+v, %v; want one change by mallory", hist, err)
+	}
+	s.SetUserRole("mallory", RoleTriage)
+	for login, want := range map[string]string{"mallory": "read", HumanLogin: "write", "nobody": "none"} {
+		resp, err := http.Get(srv.URL + "/github/repos/o/r/collaborators/" + login + "/permission")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Permission string `json:"permission"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if got.Permission != want {
+			t.Errorf("%s: permission %q, want %q", login, got.Permission, want)
+		}
+	}
+}

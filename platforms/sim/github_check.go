@@ -20,6 +20,8 @@ func (s *Sim) githubCheckRoutes(mux *http.ServeMux) {
 			writeJSON(w, http.StatusOK, s.ghUser(c.base, a.Login))
 		})
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/hooks", docsRepoHooks, false, s.ghListHooks)
+	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", ghPermissionDoc, false, s.ghCollaboratorPermission)
+	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/issues/{number}/events", ghIssueEventsDoc, false, s.ghIssueEvents)
 }
 
 // ghScopes sends X-OAuth-Scopes, which GitHub sends for classic tokens only

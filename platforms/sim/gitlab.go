@@ -66,7 +66,9 @@ func (s *Sim) gitlabRoutes(mux *http.ServeMux) {
 	s.glRoute(mux, "GET", issue+"/links", s.glLinks)
 	s.glRoute(mux, "POST", issue+"/notes", s.glCreateNote)
 	s.glRoute(mux, "POST", issue+"/award_emoji", s.glAwardEmoji)
+	s.glRoute(mux, "GET", issue+"/resource_label_events", s.glResourceLabelEvents)
 	s.gitlabCheckRoutes(mux)
+	s.gitlabPeopleRoutes(mux)
 	// Unknown API paths: Grape's catch-all answer.
 	mux.HandleFunc(glPrefix, func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) {

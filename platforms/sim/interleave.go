@@ -43,7 +43,7 @@ func hookKey(repo string, number int) string { return fmt.Sprintf("%s#%d", repo,
 // before runs the hook due at this write of repo#number, if any. It is
 // called without the store's lock.
 func (in *interleaver) before(repo string, number int, by actor) {
-	if by == humanActor {
+	if by.writer == humanActor.writer {
 		return
 	}
 	in.mu.Lock()

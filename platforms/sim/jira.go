@@ -196,6 +196,13 @@ func (s *Sim) jiraGetIssue(w http.ResponseWriter, r *http.Request, c *jiraCall) 
 	if want == nil || want["issuelinks"] {
 		is.Fields["issuelinks"] = s.jiraIssueLinks(c.base, c.version, repo, n)
 	}
+	if slices.Contains(strings.Split(r.URL.Query().Get("expand"), ","), "changelog") {
+		writeJSON(w, http.StatusOK, struct {
+			jiraIssue
+			Changelog map[string]any `json:"changelog"`
+		}{is, s.jiraChangelogOf(c.base, repo, n)})
+		return
+	}
 	writeJSON(w, http.StatusOK, is)
 }
 

@@ -28,10 +28,24 @@ type jiraErrors struct {
 
 type jiraUser struct {
 	Self        string `json:"self"`
-	AccountID   string `json:"accountId"`
-	Name        string `json:"name"` // Data Center's user name
+	AccountID   string `json:"accountId,omitempty"`
+	Name        string `json:"name,omitempty"` // Data Center's user name
 	DisplayName string `json:"displayName"`
 	Active      bool   `json:"active"`
+}
+
+// jiraActor is the user a webhook names as who made the change: Cloud
+// names users by accountId only (the user name was removed for privacy,
+// https://developer.atlassian.com/cloud/jira/platform/deprecation-notice-user-privacy-api-migration-guide/),
+// Data Center by name and key, with no accountId.
+func (s *Sim) jiraActor(base, login string) jiraUser {
+	u := jiraUserOf(base, login)
+	if s.jiraDataCenter() {
+		u.AccountID = ""
+	} else {
+		u.Name = ""
+	}
+	return u
 }
 
 func jiraUserOf(base, login string) jiraUser {
@@ -102,6 +116,7 @@ func jiraIssueOf(base, v string, sn snapshot, want map[string]bool) jiraIssue {
 			ID: strconv.FormatInt(sn.repoID, 10), Key: sn.repo, Name: sn.repo},
 		"issuetype": map[string]any{"id": "10002", "name": "Task", "subtask": false},
 		"reporter":  jiraUserOf(base, sn.author),
+		"creator":   jiraUserOf(base, sn.author),
 		"created":   jiraTime(sn.createdAt),
 		"updated":   jiraTime(sn.updatedAt),
 	}

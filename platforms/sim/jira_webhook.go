@@ -33,7 +33,7 @@ func (s *Sim) jiraDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing 
 	base := s.base()
 	p := jiraWebhookEvent{
 		Timestamp:         s.clock().UnixMilli(),
-		User:              jiraUserOf(base, evs[0].sender),
+		User:              s.jiraActor(base, evs[0].sender),
 		Issue:             jiraIssueOf(base, "2", sn, nil),
 		MatchedWebhookIDs: []int64{hookID},
 	}

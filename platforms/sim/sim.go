@@ -178,17 +178,9 @@ func (s *Sim) Close() { s.hooks.close() }
 
 // CreateIssue opens an issue as a human, creating the repository ("owner/repo")
 // if needed. Numbers count from 1 per repository. It fires issues/opened and
-// one issues/labeled per label.
+// one issues/labeled per label. The human is HumanLogin (write access).
 func (s *Sim) CreateIssue(repo, title, body string, labels ...string) int {
-	if strings.TrimSpace(title) == "" {
-		title = "untitled"
-	}
-	snap, err := s.store.create(repo, title, body, labels, humanActor, false)
-	if err != nil { // unreachable: the title is set and the repo is created
-		s.log.Error("create issue", zap.Error(err))
-		return 0
-	}
-	return snap.number
+	return s.As(HumanLogin).CreateIssue(repo, title, body, labels...)
 }
 
 // CreateRepo makes an empty repository, so the API answers for it (an empty
@@ -197,14 +189,12 @@ func (s *Sim) CreateRepo(repo string) { s.store.createRepo(repo) }
 
 // AddLabels adds labels as a human user, firing issues/labeled per new label.
 func (s *Sim) AddLabels(repo string, number int, labels ...string) error {
-	_, _, err := s.store.apply(repo, number, nil, humanActor, update{Add: labels})
-	return err
+	return s.As(HumanLogin).AddLabels(repo, number, labels...)
 }
 
 // RemoveLabel removes a label as a human user, firing issues/unlabeled.
 func (s *Sim) RemoveLabel(repo string, number int, label string) error {
-	_, _, err := s.store.apply(repo, number, nil, humanActor, update{Remove: []string{label}})
-	return err
+	return s.As(HumanLogin).RemoveLabel(repo, number, label)
 }
 
 // EditLabel adds (add) or removes label as a human user: RemoveLabel or
@@ -218,14 +208,12 @@ func (s *Sim) EditLabel(repo string, number int, label string, add bool) error {
 
 // SetOpen closes or reopens an issue as a human user.
 func (s *Sim) SetOpen(repo string, number int, open bool) error {
-	_, _, err := s.store.apply(repo, number, nil, humanActor, update{Open: &open})
-	return err
+	return s.As(HumanLogin).SetOpen(repo, number, open)
 }
 
 // AddComment comments on an issue as a human user.
 func (s *Sim) AddComment(repo string, number int, body string) error {
-	_, _, err := s.store.apply(repo, number, nil, humanActor, update{Comment: &body})
-	return err
+	return s.As(HumanLogin).AddComment(repo, number, body)
 }
 
 // Issue returns a deep copy of one issue.

@@ -91,6 +91,20 @@ type issue struct {
 	// blockedBy are the numbers of the issues of the same repository this
 	// one is blocked by (blockers.go).
 	blockedBy []int
+	// history is every label change, oldest first, for the dialects'
+	// history endpoints (GitHub issue events, GitLab resource label
+	// events, Azure DevOps updates, Jira changelog).
+	history []labelChange
+}
+
+// labelChange is one write's label change: who, when, at which revision,
+// the labels before and after.
+type labelChange struct {
+	id            int64
+	login         string
+	at            time.Time
+	rev           int
+	before, after []string
 }
 
 type repository struct {
@@ -239,6 +253,9 @@ func (st *store) create(repoName, title, body string, labels []string, by actor,
 	is := &issue{id: st.nextID(), number: r.next, title: title, body: body, open: true,
 		labels: dedupe(labels), author: by.login, createdAt: now, updatedAt: now}
 	is.version, is.rev = st.nextID(), 1
+	if len(is.labels) > 0 {
+		is.history = append(is.history, labelChange{id: st.nextID(), login: by.login, at: now, rev: 1, after: slices.Clone(is.labels)})
+	}
 	r.next++
 	r.issues[is.number] = is
 	s := st.snap(r, is)
@@ -448,6 +465,8 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 				events = append(events, storeEvent{action: "labeled", label: *st.labelFor(r, l)})
 			}
 		}
+		is.history = append(is.history, labelChange{id: st.nextID(), login: by.login, at: now, rev: is.rev + 1,
+			before: slices.Clone(before), after: slices.Clone(after)})
 		st.writes = append(st.writes, Write{At: now, Repo: repoName, Number: number,
 			Before: nonNil(before), After: nonNil(slices.Clone(after)), Writer: by.writer})
 	}
@@ -468,6 +487,19 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 	}
 	st.emit(events)
 	return s, commentID, nil
+}
+
+// labelHistory returns a copy of an issue's label changes, oldest first.
+func (st *store) labelHistory(repoName string, number int) ([]labelChange, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, is, err := st.lookup(repoName, number)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]labelChange, len(is.history))
+	copy(out, is.history)
+	return out, nil
 }
 
 // writeLog returns a copy of the Write log.

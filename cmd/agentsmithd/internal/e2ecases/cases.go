@@ -37,6 +37,11 @@ func (c Case) Hook(baseURL, secret string) sim.Hook {
 	return sim.Hook{Repo: c.Repo, URL: baseURL + "/webhooks/" + c.Name, Secret: secret, Dialect: c.dialect}
 }
 
+// Actor is how the platform's webhooks name the sim user login as the
+// actor (platforms.WebhookEvent.Actor): the login on GitHub and GitLab,
+// the unique name on Azure DevOps, the account id on Jira Cloud.
+func (c Case) Actor(login string) string { return sim.ActorName(c.dialect, login) }
+
 // WithRepo returns the case bound to another repository of the platform.
 func (c Case) WithRepo(repo string) Case { c.Repo = repo; return c }
 

@@ -1,0 +1,44 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+const triggerBase = `
+redis: {addr: "127.0.0.1:6379"}
+projects:
+  - name: app
+    platform: github
+    repo: acme/app
+    token: {env: T}
+    polling: {enabled: true}
+    pipeline: {command: ["true"]}
+`
+
+// Write access is the default: a project without trigger.allow is gated,
+// never open to anyone.
+func TestTriggerAllowDefaultsToWrite(t *testing.T) {
+	c := mustParse(t, triggerBase, map[string]string{"T": "x"})
+	if got := c.Projects[0].Trigger.Allow.Access; got != TriggerAccessWrite {
+		t.Errorf("trigger.allow.access = %q, want %q", got, TriggerAccessWrite)
+	}
+	c = mustParse(t, triggerBase+"    trigger: {allow: {access: none, users: [alice]}}\n", map[string]string{"T": "x"})
+	if a := c.Projects[0].Trigger.Allow; a.Access != TriggerAccessNone || !slices.Equal(a.Users, []string{"alice"}) {
+		t.Errorf("trigger.allow = %+v", a)
+	}
+}
+
+func TestTriggerAllowValidation(t *testing.T) {
+	for _, tc := range []struct{ yml, want string }{
+		{"    trigger: {allow: {access: everyone}}\n", "projects[0].trigger.allow.access"},
+		{"    trigger: {allow: {access: none}}\n", "projects[0].trigger.allow.users"},
+		{"    trigger: {allow: {users: [\" \"]}}\n", "projects[0].trigger.allow.users[0]"},
+	} {
+		errs := parseErrs(t, triggerBase+tc.yml, map[string]string{"T": "x"})
+		if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, tc.want) }) {
+			t.Errorf("%q: errors %q, want one at %s", tc.yml, errs, tc.want)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package lifecycle_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// unreachablePermissions is a tracker whose permission lookups fail.
+type unreachablePermissions struct{ platforms.Tracker }
+
+func (unreachablePermissions) MayWrite(context.Context, string) (bool, error) {
+	return false, errors.New("503 from the tracker")
+}
+
+const permissionCall = "GET /repos/{owner}/{repo}/collaborators/{username}/permission"
+
+// A failed permission lookup never runs the ticket: the claim is an error
+// the caller retries (ErrPermissionUnknown), and a later claim that does
+// not know the person (the sweeper) checks the same person again.
+func TestTriggerLookupFailureRefusesAndRetries(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	p.TriggerAllow = lifecycle.TriggerAllow{Write: true}
+	real := p.Tracker
+	p.Tracker = unreachablePermissions{real}
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
+	_, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "human")
+	if !errors.Is(err, lifecycle.ErrPermissionUnknown) {
+		t.Fatalf("claim error = %v, want ErrPermissionUnknown", err)
+	}
+	if s := w.State(t, n); s != lifecycle.Pending || len(w.Requests(t)) != 0 {
+		t.Fatalf("after a failed lookup: state %s, %d requests", s, len(w.Requests(t)))
+	}
+	p.Tracker = real
+	res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceSweep, 1)
+	if err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("sweep after recovery = %+v, %v; want claimed", res, err)
+	}
+}
+
+// The tracker is asked once per person and project while the answer is
+// cached, and the cache key does not spell the person's name.
+func TestTriggerPermissionCached(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	w.Projects[lifecycletest.Project].TriggerAllow = lifecycle.TriggerAllow{Write: true}
+	for i := 0; i < 3; i++ {
+		n := w.Sim.As("mallory").CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
+		res, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "mallory")
+		if err != nil || res.Outcome != lifecycle.NotEligible || res.Reason != lifecycle.NotAllowedReason("mallory") {
+			t.Fatalf("claim %d = %+v, %v", i, res, err)
+		}
+	}
+	if got := w.Sim.Stats().Calls[permissionCall]; got != 1 {
+		t.Errorf("%d permission lookups for three claims by one person, want 1", got)
+	}
+	keys, err := w.RDB.Keys(t.Context(), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.Contains(strings.ToLower(k), "mallory") {
+			t.Errorf("key %q spells the person's name", k)
+		}
+	}
+}
+
+// A listed user runs without write access; the zero TriggerAllow gates
+// nothing (the daemon always sets it from config).
+func TestTriggerListedUser(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	w.Projects[lifecycletest.Project].TriggerAllow = lifecycle.TriggerAllow{Users: []string{"Friend"}}
+	n := w.Sim.As("friend").CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
+	res, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "friend")
+	if err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("listed user's claim = %+v, %v", res, err)
+	}
+	if got := w.Sim.Stats().Calls[permissionCall]; got != 0 {
+		t.Errorf("%d permission lookups for a listed user, want 0", got)
+	}
+}

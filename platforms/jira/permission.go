@@ -1,0 +1,126 @@
+package jira
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+var _ platforms.PermissionChecker = (*Tracker)(nil)
+
+// editIssues is the project permission to edit issues, labels included.
+const editIssues = "EDIT_ISSUES"
+
+// permittedUser is an entry of the user permission search's answer.
+type permittedUser struct {
+	AccountID string `json:"accountId"`
+	Name      string `json:"name"`
+	Key       string `json:"key"`
+}
+
+// MayWrite reports whether the user (an accountId on Cloud, a user name on
+// Data Center, as webhooks name them) holds EDIT_ISSUES in the project:
+// "Find users with permissions", GET user/permission/search with
+// permissions=EDIT_ISSUES and projectKey, filtered to the one user
+// (Cloud: accountId,
+// https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-user-search/#api-rest-api-3-user-permission-search-get;
+// Data Center: username,
+// https://docs.atlassian.com/software/jira/docs/api/REST/9.12.0/#api/2/user-findUsersWithAllPermissions).
+// mypermissions answers for the caller only on Data Center, so it cannot
+// be used. The token's account needs the "Browse users and groups" global
+// permission; without it Jira answers 403, an error (the trigger waits).
+func (t *Tracker) MayWrite(ctx context.Context, actor string) (bool, error) {
+	if actor == "" {
+		return false, nil
+	}
+	q := url.Values{"permissions": {editIssues}, "projectKey": {t.key}, "maxResults": {"50"}}
+	if t.cloud {
+		q.Set("accountId", actor)
+	} else {
+		q.Set("username", actor)
+	}
+	var users []permittedUser
+	if err := t.do(ctx, http.MethodGet, t.api+"user/permission/search?"+q.Encode(), nil, &users); err != nil {
+		if errors.Is(err, platforms.ErrNotFound) {
+			return false, nil // no such user
+		}
+		return false, fmt.Errorf("jira: permission of %q: %w", actor, err)
+	}
+	for _, u := range users {
+		if u.AccountID == actor || strings.EqualFold(u.Name, actor) || strings.EqualFold(u.Key, actor) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+var _ platforms.LabelHistory = (*Tracker)(nil)
+
+// jiraPerson is a user in an issue's fields or changelog.
+type jiraPerson struct {
+	AccountID string `json:"accountId"`
+	Name      string `json:"name"`
+}
+
+// name is how webhooks name the user on this deployment.
+func (p *jiraPerson) name(cloud bool) string {
+	if p == nil {
+		return ""
+	}
+	if cloud {
+		return p.AccountID
+	}
+	return p.Name
+}
+
+// LabelAddedBy reads the issue with expand=changelog
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get)
+// and returns the author of the last history (they come oldest first)
+// whose "labels" item added
+// label. Labels set when the issue was created are no history entry: when
+// no entry added it and the issue carries it, the creator set it. The
+// embedded changelog holds at most 100 histories on Cloud; an issue with
+// more is judged by those.
+func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label string) (string, error) {
+	key, err := t.issueKey(ref)
+	if err != nil {
+		return "", err
+	}
+	var is struct {
+		Fields struct {
+			Creator *jiraPerson `json:"creator"`
+			Labels  []string    `json:"labels"`
+		} `json:"fields"`
+		Changelog struct {
+			Histories []struct {
+				Author *jiraPerson `json:"author"`
+				Items  []struct {
+					Field      string `json:"field"`
+					FromString string `json:"fromString"`
+					ToString   string `json:"toString"`
+				} `json:"items"`
+			} `json:"histories"`
+		} `json:"changelog"`
+	}
+	if err := t.do(ctx, http.MethodGet, t.api+"issue/"+url.PathEscape(key)+"?fields=creator,labels&expand=changelog", nil, &is); err != nil {
+		return "", fmt.Errorf("jira: changelog of %s: %w", key, err)
+	}
+	who, found := "", false
+	for _, h := range is.Changelog.Histories {
+		for _, it := range h.Items {
+			if it.Field == "labels" && slices.Contains(platforms.NewLabels(strings.Fields(it.FromString), strings.Fields(it.ToString)), label) {
+				who, found = h.Author.name(t.cloud), true
+			}
+		}
+	}
+	if !found && slices.Contains(is.Fields.Labels, label) {
+		who = is.Fields.Creator.name(t.cloud)
+	}
+	return who, nil
+}

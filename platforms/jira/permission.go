@@ -124,3 +124,38 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 	}
 	return who, nil
 }
+
+var _ platforms.TeamChecker = (*Tracker)(nil)
+
+// InTeam reports whether the user (an accountId on Cloud, a user name on
+// Data Center) is in the Jira group of that name (compared
+// case-insensitively, as Jira compares group names): "Get user groups",
+// GET user/groups with accountId (Cloud,
+// https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-users/#api-rest-api-3-user-groups-get)
+// or username (Data Center). A user Jira does not know (404) is in none;
+// the token's account needs "Browse users and groups".
+func (t *Tracker) InTeam(ctx context.Context, actor, group string) (bool, error) {
+	if actor == "" || group == "" {
+		return false, nil
+	}
+	q := url.Values{}
+	if t.cloud {
+		q.Set("accountId", actor)
+	} else {
+		q.Set("username", actor)
+	}
+	var groups []struct {
+		Name string `json:"name"`
+	}
+	if err := t.do(ctx, http.MethodGet, t.api+"user/groups?"+q.Encode(), nil, &groups); err != nil {
+		if errors.Is(err, platforms.ErrNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("jira: groups of %q: %w", actor, err)
+	}
+	return slices.ContainsFunc(groups, func(g struct {
+		Name string `json:"name"`
+	}) bool {
+		return strings.EqualFold(g.Name, group)
+	}), nil
+}

@@ -144,18 +144,17 @@ func (t *Tracker) InTeam(ctx context.Context, actor, group string) (bool, error)
 	} else {
 		q.Set("username", actor)
 	}
-	var groups []struct {
-		Name string `json:"name"`
-	}
+	var groups []jiraGroup
 	if err := t.do(ctx, http.MethodGet, t.api+"user/groups?"+q.Encode(), nil, &groups); err != nil {
 		if errors.Is(err, platforms.ErrNotFound) {
 			return false, nil
 		}
 		return false, fmt.Errorf("jira: groups of %q: %w", actor, err)
 	}
-	return slices.ContainsFunc(groups, func(g struct {
-		Name string `json:"name"`
-	}) bool {
-		return strings.EqualFold(g.Name, group)
-	}), nil
+	return slices.ContainsFunc(groups, func(g jiraGroup) bool { return strings.EqualFold(g.Name, group) }), nil
+}
+
+// jiraGroup is an entry of "Get user groups".
+type jiraGroup struct {
+	Name string `json:"name"`
 }

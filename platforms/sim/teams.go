@@ -102,39 +102,61 @@ func (s *Sim) glGroupMember(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// jiraUserGroups serves "Get user groups", GET /rest/api/{2|3}/user/groups:
-// the groups of the user given by accountId (Cloud,
-// https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-users/#api-rest-api-3-user-groups-get)
-// or username (Data Center); 404 for a user Jira does not know, 400
-// without the parameter.
+// jiraUserGroups serves Jira Cloud's "Get user groups", GET
+// /rest/api/{2|3}/user/groups?accountId=
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-users/#api-rest-api-3-user-groups-get):
+// 404 for a user Jira does not know, 400 without the parameter. The
+// resource is Cloud's only (atlassian-python-api documents get_user_groups
+// as "only available for Jira Cloud platform"); Data Center reads a user's
+// groups with GET user?username=&expand=groups (jiraGetUser), so the sim
+// answers 404 there.
 func (s *Sim) jiraUserGroups(w http.ResponseWriter, r *http.Request, c *jiraCall) {
-	q := r.URL.Query()
-	login, found := "", false
 	if s.jiraDataCenter() {
-		login = q.Get("username")
-		if login == "" {
-			jiraError(w, http.StatusBadRequest, "The 'username' query parameter is required.")
-			return
-		}
-		found = true
-	} else {
-		raw := q.Get("accountId")
-		if raw == "" {
-			jiraError(w, http.StatusBadRequest, "The 'accountId' query parameter is required.")
-			return
-		}
-		if id, err := strconv.ParseInt(raw, 10, 64); err == nil {
-			login, found = s.knownLogin(id)
-		}
+		jiraError(w, http.StatusNotFound, "null for uri: "+r.URL.Path)
+		return
+	}
+	raw := r.URL.Query().Get("accountId")
+	if raw == "" {
+		jiraError(w, http.StatusBadRequest, "The 'accountId' query parameter is required.")
+		return
+	}
+	login, found := "", false
+	if id, err := strconv.ParseInt(raw, 10, 64); err == nil {
+		login, found = s.knownLogin(id)
 	}
 	if !found {
 		jiraError(w, http.StatusNotFound, "The user could not be found.")
 		return
 	}
+	writeJSON(w, http.StatusOK, s.jiraGroupList(c, login))
+}
+
+// jiraGetUser serves Data Center's "Get user", GET
+// /rest/api/2/user?username=NAME&expand=groups
+// (https://docs.atlassian.com/software/jira/docs/api/REST/9.12.0/#api/2/user-getUser):
+// the user with, when expanded, "groups": {"size", "items": [{"name"}]};
+// 404 for a user Jira does not know.
+func (s *Sim) jiraGetUser(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	q := r.URL.Query()
+	login := q.Get("username")
+	if login == "" {
+		jiraError(w, http.StatusBadRequest, "The 'username' query parameter is required.")
+		return
+	}
+	out := map[string]any{"name": login, "key": login, "displayName": login, "active": true}
+	if strings.Contains(q.Get("expand"), "groups") {
+		items := s.jiraGroupList(c, login)
+		out["groups"] = map[string]any{"size": len(items), "items": items}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// jiraGroupList is the user's groups as Jira lists them.
+func (s *Sim) jiraGroupList(c *jiraCall, login string) []map[string]string {
 	out := []map[string]string{}
 	for _, g := range s.teamsOf(login) {
 		out = append(out, map[string]string{"name": g, "groupId": strconv.FormatInt(userID("group|"+g), 10),
 			"self": c.base + "/jira/rest/api/" + c.version + "/group?groupname=" + g})
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

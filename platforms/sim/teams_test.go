@@ -137,7 +137,16 @@ func TestJiraUserGroups(t *testing.T) {
 		t.Errorf("no accountId: %d, want 400", code)
 	}
 	s.SetJiraDeployment("datacenter")
-	if got := names("/jira/rest/api/2/user/groups?username=alice"); !slices.Equal(got, []string{"jira-reviewers"}) {
-		t.Errorf("data center: %q", got)
+	if code := getJSON(t, srv.URL, "/jira/rest/api/2/user/groups?username=alice", nil); code != http.StatusNotFound {
+		t.Errorf("data center user/groups: %d, want 404 (Cloud only)", code)
+	}
+	var dc struct {
+		Groups struct {
+			Items []struct{ Name string } `json:"items"`
+		} `json:"groups"`
+	}
+	if code := getJSON(t, srv.URL, "/jira/rest/api/2/user?username=alice&expand=groups", &dc); code != http.StatusOK ||
+		len(dc.Groups.Items) != 1 || dc.Groups.Items[0].Name != "jira-reviewers" {
+		t.Errorf("data center user?expand=groups: %d %+v", code, dc)
 	}
 }

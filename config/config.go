@@ -353,10 +353,15 @@ const (
 // TriggerAllow is who may trigger: by Access (default "write": the
 // tracker's own write access) and by name (Users, as the platform names
 // them in webhooks: GitHub and GitLab usernames, Azure DevOps unique names,
-// Jira account ids on Cloud and user names on Data Center).
+// Jira account ids on Cloud and user names on Data Center) and by team
+// (Teams: members of a GitHub team, "org/slug" or a slug in the
+// repository's organization; on GitLab, Azure DevOps and Jira, where they
+// are groups, a GitLab group's full path, an Azure DevOps group of the
+// project, a Jira group name).
 type TriggerAllow struct {
 	Access string   `yaml:"access"`
 	Users  []string `yaml:"users"`
+	Teams  []string `yaml:"teams"`
 }
 
 // Readiness adds conditions a triggered ticket must meet to be claimed.
@@ -387,15 +392,18 @@ type PlatformRules struct {
 	CheckRepo func(repo string) error
 	// Reactions: the platform has issue reactions (projects[].reactions).
 	Reactions bool
+	// Teams: the platform's tracker can tell team or group membership
+	// (platforms.TeamChecker), so trigger.allow.teams can admit anyone.
+	Teams bool
 }
 
 // KnownPlatforms lists the platforms a project may name. Platform packages
 // add their entry (in this package, one file per platform).
 var KnownPlatforms = map[string]PlatformRules{
-	"github":      {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo, Reactions: true},
-	"gitlab":      {DefaultBaseURL: "https://gitlab.com/api/v4/", CheckRepo: checkGitLabProject, Reactions: true},
-	"jira":        {CheckRepo: checkJiraProjectKey}, // no default: every Jira site has its own URL
-	"azuredevops": {DefaultBaseURL: "https://dev.azure.com/", CheckRepo: checkAzureDevOpsRepo},
+	"github":      {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo, Reactions: true, Teams: true},
+	"gitlab":      {DefaultBaseURL: "https://gitlab.com/api/v4/", CheckRepo: checkGitLabProject, Reactions: true, Teams: true},
+	"jira":        {CheckRepo: checkJiraProjectKey, Teams: true}, // no default: every Jira site has its own URL
+	"azuredevops": {DefaultBaseURL: "https://dev.azure.com/", CheckRepo: checkAzureDevOpsRepo, Teams: true},
 }
 
 // HasRole reports whether this replica runs role.

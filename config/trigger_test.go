@@ -42,3 +42,31 @@ func TestTriggerAllowValidation(t *testing.T) {
 		}
 	}
 }
+
+// Teams are a way in of their own: access none with only teams admits
+// their members; a blank team name is refused.
+func TestTriggerAllowTeams(t *testing.T) {
+	c := mustParse(t, triggerBase+"    trigger: {allow: {access: none, teams: [acme/reviewers]}}\n", map[string]string{"T": "x"})
+	if a := c.Projects[0].Trigger.Allow; !slices.Equal(a.Teams, []string{"acme/reviewers"}) {
+		t.Errorf("trigger.allow = %+v", a)
+	}
+	errs := parseErrs(t, triggerBase+"    trigger: {allow: {teams: [\"\\t\"]}}\n", map[string]string{"T": "x"})
+	if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, "projects[0].trigger.allow.teams[0]") }) {
+		t.Errorf("blank team: errors %q", errs)
+	}
+}
+
+// A platform whose tracker cannot tell team membership refuses teams in
+// validate rather than admitting nobody by them silently.
+func TestTriggerAllowTeamsNeedThePlatform(t *testing.T) {
+	KnownPlatforms["noteams"] = PlatformRules{}
+	t.Cleanup(func() { delete(KnownPlatforms, "noteams") })
+	yml := strings.Replace(triggerBase, "platform: github", "platform: noteams", 1)
+	errs := parseErrs(t, yml+"    trigger: {allow: {teams: [devs]}}\n", map[string]string{"T": "x"})
+	if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, "projects[0].trigger.allow.teams") }) {
+		t.Errorf("errors %q, want one at trigger.allow.teams", errs)
+	}
+	if errs := parseErrs(t, yml, map[string]string{"T": "x"}); slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, "trigger.allow") }) {
+		t.Errorf("without teams: errors %q", errs)
+	}
+}

@@ -191,8 +191,16 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	switch a := p.Trigger.Allow; {
 	case a.Access != TriggerAccessWrite && a.Access != TriggerAccessNone:
 		errs.add(path+".trigger.allow.access", fmt.Sprintf("%q: want %q or %q", a.Access, TriggerAccessWrite, TriggerAccessNone))
-	case a.Access == TriggerAccessNone && len(a.Users) == 0:
-		errs.add(path+".trigger.allow.users", "required when access is \"none\": otherwise nobody may start a run")
+	case a.Access == TriggerAccessNone && len(a.Users) == 0 && len(a.Teams) == 0:
+		errs.add(path+".trigger.allow.users", "users or teams required when access is \"none\": otherwise nobody may start a run")
+	}
+	if rules, ok := KnownPlatforms[p.Platform]; ok && !rules.Teams && len(p.Trigger.Allow.Teams) > 0 {
+		errs.add(path+".trigger.allow.teams", fmt.Sprintf("platform %q cannot tell team membership", p.Platform))
+	}
+	for i, t := range p.Trigger.Allow.Teams {
+		if strings.TrimSpace(t) == "" {
+			errs.add(fmt.Sprintf("%s.trigger.allow.teams[%d]", path, i), "must not be blank")
+		}
 	}
 	for i, u := range p.Trigger.Allow.Users {
 		if strings.TrimSpace(u) == "" {

@@ -32,10 +32,14 @@ type TriggerAllow struct {
 	// Users are admitted by name, as platforms.WebhookEvent.Actor names
 	// them (compared case-insensitively, as the trackers resolve names).
 	Users []string
+	// Teams admit members of these teams or groups, as
+	// platforms.TeamChecker names them; a tracker without that capability
+	// admits nobody this way (config validation refuses teams for it).
+	Teams []string
 }
 
 // gated reports whether anything is checked at all.
-func (a TriggerAllow) gated() bool { return a.Write || len(a.Users) > 0 }
+func (a TriggerAllow) gated() bool { return a.Write || len(a.Users) > 0 || len(a.Teams) > 0 }
 
 // listed reports whether actor is one of Users.
 func (a TriggerAllow) listed(actor string) bool {
@@ -153,7 +157,10 @@ func (c *ClaimService) forgetTriggerActor(ctx context.Context, ref platforms.Ref
 }
 
 // mayTrigger answers from the project's list, then from the tracker's
-// write access, cached in Redis for keys.TriggerPermissionTTL.
+// write access, then from its teams, each answer cached in Redis for
+// keys.TriggerPermissionTTL. A lookup that fails does not stop the next
+// one: a member of a listed team may trigger while write access cannot be
+// read; only when nothing admits the actor is the failure the answer.
 func (c *ClaimService) mayTrigger(ctx context.Context, p *Project, actor string) (bool, error) {
 	if p.TriggerAllow.listed(actor) {
 		return true, nil
@@ -161,11 +168,38 @@ func (c *ClaimService) mayTrigger(ctx context.Context, p *Project, actor string)
 	if actor == unknownActor {
 		return false, nil
 	}
-	pc, ok := p.Tracker.(platforms.PermissionChecker)
-	if !p.TriggerAllow.Write || !ok {
-		return false, nil
+	digest := actorDigest(actor)
+	var failed error
+	if pc, ok := p.Tracker.(platforms.PermissionChecker); ok && p.TriggerAllow.Write {
+		may, err := c.cachedAnswer(ctx, p, keys.TriggerPermission(p.Name, digest), func(ctx context.Context) (bool, error) {
+			return pc.MayWrite(ctx, actor)
+		})
+		if may {
+			return true, nil
+		}
+		failed = err
 	}
-	key := keys.TriggerPermission(p.Name, actorDigest(actor))
+	if tc, ok := p.Tracker.(platforms.TeamChecker); ok {
+		for _, team := range p.TriggerAllow.Teams {
+			team = strings.TrimSpace(team)
+			may, err := c.cachedAnswer(ctx, p, keys.TriggerTeam(p.Name, actorDigest(team), digest), func(ctx context.Context) (bool, error) {
+				return tc.InTeam(ctx, actor, team)
+			})
+			if may {
+				return true, nil
+			}
+			if err != nil && failed == nil {
+				failed = fmt.Errorf("team %q: %w", team, err)
+			}
+		}
+	}
+	return false, failed
+}
+
+// cachedAnswer is the answer cached under key, else lookup's (bounded by
+// triggerTimeout), cached for keys.TriggerPermissionTTL. A failed lookup
+// is not cached, so the next claim asks again.
+func (c *ClaimService) cachedAnswer(ctx context.Context, p *Project, key string, lookup func(context.Context) (bool, error)) (bool, error) {
 	switch cached, err := c.rdb.Get(ctx, key).Result(); {
 	case err == nil:
 		return cached == "1", nil
@@ -174,7 +208,7 @@ func (c *ClaimService) mayTrigger(ctx context.Context, p *Project, actor string)
 	}
 	lctx, cancel := context.WithTimeout(ctx, triggerTimeout)
 	defer cancel()
-	may, err := pc.MayWrite(lctx, actor)
+	may, err := lookup(lctx)
 	if err != nil {
 		return false, err
 	}
@@ -197,7 +231,7 @@ func (c *ClaimService) tellRefused(ctx context.Context, p *Project, ref platform
 		return err
 	}
 	body := fmt.Sprintf("**%s**: not running: this was triggered by %s, who may not start runs. "+
-		"Someone with write access (or listed in the project's `trigger.allow`) can remove `%s` and add it again.",
+		"Someone with write access (or listed in the project's `trigger.allow`, by name or team) can remove `%s` and add it again.",
 		c.cfg.Labels.Prefix, actor, p.TriggerLabel)
 	if err := p.Tracker.Comment(ctx, ref, body); err != nil {
 		_ = c.rdb.Del(context.WithoutCancel(ctx), key).Err()

@@ -84,3 +84,51 @@ func TestTriggerListedUser(t *testing.T) {
 		t.Errorf("%d permission lookups for a listed user, want 0", got)
 	}
 }
+
+// unreachableTeams is a tracker whose team lookups fail.
+type unreachableTeams struct{ platforms.Tracker }
+
+func (unreachableTeams) InTeam(context.Context, string, string) (bool, error) {
+	return false, errors.New("503 from the tracker")
+}
+
+const teamCall = "GET /orgs/{org}/teams/{team_slug}/memberships/{username}"
+
+// A team member runs; the membership answer is cached (one lookup for
+// several claims, no names in keys); a failed team lookup never runs and
+// is ErrPermissionUnknown, as a failed permission lookup.
+func TestTriggerTeamMember(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	p.TriggerAllow = lifecycle.TriggerAllow{Teams: []string{"reviewers"}}
+	owner, _, _ := strings.Cut(lifecycletest.Repo, "/")
+	w.Sim.SetTeamMembers(owner+"/reviewers", "friend")
+	for i := 0; i < 2; i++ {
+		n := w.Sim.As("friend").CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
+		res, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "friend")
+		if err != nil || res.Outcome != lifecycle.Claimed {
+			t.Fatalf("team member's claim %d = %+v, %v", i, res, err)
+		}
+	}
+	if got := w.Sim.Stats().Calls[teamCall]; got != 1 {
+		t.Errorf("%d team lookups for two claims by one person, want 1", got)
+	}
+	ks, err := w.RDB.Keys(t.Context(), "*trigger-team*").Result()
+	if err != nil || len(ks) != 1 || strings.Contains(ks[0], "friend") || strings.Contains(ks[0], "reviewers") {
+		t.Errorf("team cache keys %q, %v: want one naming neither person nor team", ks, err)
+	}
+	n := w.Sim.As("mallory").CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
+	res, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "mallory")
+	if err != nil || res.Outcome != lifecycle.NotEligible {
+		t.Fatalf("outsider's claim = %+v, %v; want not eligible", res, err)
+	}
+	real := p.Tracker
+	p.Tracker = unreachableTeams{real}
+	n = w.Sim.As("carol").CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
+	if _, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "carol"); !errors.Is(err, lifecycle.ErrPermissionUnknown) {
+		t.Fatalf("claim with a failed team lookup: %v, want ErrPermissionUnknown", err)
+	}
+	if s := w.State(t, n); s != lifecycle.Pending {
+		t.Fatalf("after a failed team lookup: state %s", s)
+	}
+}

@@ -115,6 +115,21 @@ type PermissionChecker interface {
 	MayWrite(ctx context.Context, actor string) (bool, error)
 }
 
+// TeamChecker is the optional capability behind trigger.allow.teams: a
+// member of a listed team (GitHub) or group (GitLab, Azure DevOps, Jira)
+// may start runs without write access, as Atlantis and Prow admit teams.
+// A tracker without it cannot admit anyone by team, so config validation
+// refuses teams for its platform.
+type TeamChecker interface {
+	// InTeam reports whether actor (as WebhookEvent.Actor names users) is
+	// an active member of team, named as the platform names it (GitHub
+	// "org/slug" or a slug in the repository's organization, a GitLab
+	// group's full path, an Azure DevOps group of the project, a Jira
+	// group). An unknown user or team is false, not an error; an error
+	// means the tracker could not tell, and the caller must refuse for now.
+	InTeam(ctx context.Context, actor, team string) (bool, error)
+}
+
 // LabelHistory is the optional capability that tells, from a ticket's
 // history, who added a label (GitHub issue events, GitLab resource label
 // events, Azure DevOps work item updates, Jira changelog): what the claim

@@ -98,7 +98,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel, React: pc.Reactions,
 		RequireNoOpenBlockers: pc.Readiness.RequireNoOpenBlockers,
 		TriggerAllow: lifecycle.TriggerAllow{Write: pc.Trigger.Allow.Access != config.TriggerAccessNone,
-			Users: pc.Trigger.Allow.Users},
+			Users: pc.Trigger.Allow.Users, Teams: pc.Trigger.Allow.Teams},
 		Pipeline: lifecycle.Pipeline{Command: pl.Command, Env: pl.Env, Timeout: pl.Timeout, MaxAttempts: pl.MaxAttempts,
 			Retry: lifecycle.RetryPolicy{ExitCodes: pl.Retry.ExitCodes, OnTimeout: pl.Retry.OnTimeout,
 				Backoff: lifecycle.Backoff{Initial: b.Initial, Max: b.Max, Multiplier: b.Multiplier, Jitter: b.Jitter}},

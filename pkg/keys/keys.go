@@ -92,7 +92,7 @@ const (
 	// TriggerPermissionTTL is how long a tracker's answer to "may this user
 	// write?" is trusted: minutes, so a revoked collaborator stops
 	// triggering soon and a burst of triggers costs one lookup.
-	TriggerPermissionTTL = 5 * time.Minute // agentsmith:trigger-permission:*
+	TriggerPermissionTTL = 5 * time.Minute // agentsmith:trigger-permission:*, agentsmith:trigger-team:*
 	// TriggerActorTTL keeps who last added a ticket's trigger label (from
 	// a webhook or the ticket's history) for claims that do not know:
 	// minutes, so a later trigger whose webhook was lost is read from the
@@ -206,6 +206,13 @@ func RunLogs(ticketKey string) string { return prefix() + "runlogs:" + ticketKey
 // so user names never appear in key listings.
 func TriggerPermission(project, actorDigest string) string {
 	return prefix() + "trigger-permission:" + project + ":" + actorDigest
+}
+
+// TriggerTeam caches whether one user is a member of one team or group
+// listed in a project's trigger.allow.teams, for TriggerPermissionTTL.
+// Both are digests, so neither names appears in key listings.
+func TriggerTeam(project, teamDigest, actorDigest string) string {
+	return prefix() + "trigger-team:" + project + ":" + teamDigest + ":" + actorDigest
 }
 
 // TriggerActor remembers who last added the trigger label to a ticket, as a

@@ -38,6 +38,25 @@ type adoIdentity struct {
 // permission granted to the user or another group directly, outside these
 // groups, is not seen: list such users in trigger.allow.users.
 func (t *Tracker) MayWrite(ctx context.Context, actor string) (bool, error) {
+	return t.inGroups(ctx, actor, writeGroups)
+}
+
+var _ platforms.TeamChecker = (*Tracker)(nil)
+
+// InTeam reports whether the user is a member, directly or through nested
+// groups, of the project's group of that name (Azure DevOps teams are
+// groups too), read as MayWrite reads Contributors. A group the project
+// does not have admits nobody.
+func (t *Tracker) InTeam(ctx context.Context, actor, group string) (bool, error) {
+	if group == "" {
+		return false, nil
+	}
+	return t.inGroups(ctx, actor, []string{group})
+}
+
+// inGroups reports whether the user is an active member of any of the
+// project's groups.
+func (t *Tracker) inGroups(ctx context.Context, actor string, groups []string) (bool, error) {
 	if actor == "" {
 		return false, nil
 	}
@@ -45,7 +64,7 @@ func (t *Tracker) MayWrite(ctx context.Context, actor string) (bool, error) {
 	if err != nil || user == nil || !user.IsActive {
 		return false, err
 	}
-	for _, g := range writeGroups {
+	for _, g := range groups {
 		group, err := t.identity(ctx, "["+t.project+"]\\"+g, "None")
 		if err != nil {
 			return false, err

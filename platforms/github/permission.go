@@ -69,3 +69,37 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 		opts.Page = resp.NextPage
 	}
 }
+
+var _ platforms.TeamChecker = (*Tracker)(nil)
+
+// InTeam reads the user's membership of the team ("GET
+// /orgs/{org}/teams/{team_slug}/memberships/{username}",
+// https://docs.github.com/rest/teams/members#get-team-membership-for-a-user):
+// a member whose state is active is in it; pending (invited, not yet
+// accepted) is not, and 404 (no member, or no such team) is not. team is
+// "org/slug", or a slug in the repository owner's organization. The token
+// needs read access to the organization's members (read:org).
+func (t *Tracker) InTeam(ctx context.Context, actor, team string) (bool, error) {
+	org, slug, ok := strings.Cut(team, "/")
+	if !ok {
+		org, slug = t.owner, team
+	}
+	if actor == "" || org == "" || slug == "" {
+		return false, nil
+	}
+	req, err := t.client.NewRequest("GET", fmt.Sprintf("orgs/%s/teams/%s/memberships/%s",
+		url.PathEscape(org), url.PathEscape(slug), url.PathEscape(actor)), nil)
+	if err != nil {
+		return false, fmt.Errorf("github: membership of %q in team %q: %w", actor, team, err)
+	}
+	var m struct {
+		State string `json:"state"`
+	}
+	if _, err := t.client.Do(ctx, req, &m); err != nil {
+		if err = classify(err); errors.Is(err, platforms.ErrNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("github: membership of %q in team %q: %w", actor, team, err)
+	}
+	return m.State == "active", nil
+}

@@ -40,3 +40,19 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 	}
 	return who, nil
 }
+
+var _ platforms.TeamChecker = (*Tracker)(nil)
+
+// InTeam reports whether username is an active member of the group (its
+// full path, e.g. "acme/reviewers"), directly or through a parent group,
+// at any access level: GitLab calls teams groups.
+func (t *Tracker) InTeam(ctx context.Context, actor, group string) (bool, error) {
+	if actor == "" || group == "" {
+		return false, nil
+	}
+	level, err := t.api.groupAccess(ctx, group, actor)
+	if err != nil {
+		return false, fmt.Errorf("gitlab: membership of %q in group %q: %w", actor, group, err)
+	}
+	return level > 0, nil
+}

@@ -181,6 +181,35 @@ func classify(err error) error {
 // GET /projects/:id/members/all/:user_id gives the membership, inherited
 // ones included (https://docs.gitlab.com/api/members/#get-a-member-of-a-group-or-project-including-inherited-and-invited-members).
 func (s *sdk) memberAccess(ctx context.Context, project, username string) (int, error) {
+	return s.inheritedAccess(ctx, username, func(id int) (gl.AccessLevelValue, string, error) {
+		m, _, err := s.c.ProjectMembers.GetInheritedProjectMember(project, id, gl.WithContext(ctx))
+		if err != nil {
+			return 0, "", err
+		}
+		return m.AccessLevel, m.State, nil
+	})
+}
+
+// groupAccess is username's access level in the group given by its full
+// path (0 when GitLab knows no such user, group or membership): GET
+// /groups/:id/members/all/:user_id, inherited memberships included
+// (https://docs.gitlab.com/api/members/#get-a-member-of-a-group-or-project-including-inherited-and-invited-members);
+// the client URL-encodes the path.
+func (s *sdk) groupAccess(ctx context.Context, group, username string) (int, error) {
+	return s.inheritedAccess(ctx, username, func(id int) (gl.AccessLevelValue, string, error) {
+		m, _, err := s.c.GroupMembers.GetInheritedGroupMember(group, id, gl.WithContext(ctx))
+		if err != nil {
+			return 0, "", err
+		}
+		return m.AccessLevel, m.State, nil
+	})
+}
+
+// inheritedAccess resolves username's id (GET /users?username=,
+// https://docs.gitlab.com/api/users/#list-users) and reads its membership
+// with member; no user, no membership (404) or a membership that is not
+// active (blocked, awaiting approval) is 0.
+func (s *sdk) inheritedAccess(ctx context.Context, username string, member func(id int) (gl.AccessLevelValue, string, error)) (int, error) {
 	users, _, err := s.c.Users.ListUsers(&gl.ListUsersOptions{Username: &username}, gl.WithContext(ctx))
 	if err != nil {
 		return 0, classify(err)
@@ -188,17 +217,17 @@ func (s *sdk) memberAccess(ctx context.Context, project, username string) (int, 
 	if len(users) == 0 || users[0] == nil {
 		return 0, nil
 	}
-	m, _, err := s.c.ProjectMembers.GetInheritedProjectMember(project, users[0].ID, gl.WithContext(ctx))
+	level, state, err := member(users[0].ID)
 	if err != nil {
 		if err = classify(err); errors.Is(err, platforms.ErrNotFound) {
 			return 0, nil
 		}
 		return 0, err
 	}
-	if m.State != "" && m.State != "active" {
+	if state != "" && state != "active" {
 		return 0, nil // blocked or awaiting approval
 	}
-	return int(m.AccessLevel), nil
+	return int(level), nil
 }
 
 // labelAddedBy is the user of the last "add" of label among the issue's

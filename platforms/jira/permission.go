@@ -124,3 +124,45 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 	}
 	return who, nil
 }
+
+var _ platforms.TeamChecker = (*Tracker)(nil)
+
+// InTeam reports whether the user (an accountId on Cloud, a user name on
+// Data Center) is in the Jira group of that name (compared
+// case-insensitively, as Jira compares group names). Cloud: "Get user
+// groups", GET user/groups?accountId=
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-users/#api-rest-api-3-user-groups-get),
+// a Cloud-only resource. Data Center: GET user?username=&expand=groups
+// (https://docs.atlassian.com/software/jira/docs/api/REST/9.12.0/#api/2/user-getUser).
+// A user Jira does not know (404) is in none; the token's account needs
+// "Browse users and groups".
+func (t *Tracker) InTeam(ctx context.Context, actor, group string) (bool, error) {
+	if actor == "" || group == "" {
+		return false, nil
+	}
+	var groups []jiraGroup
+	var err error
+	if t.cloud {
+		err = t.do(ctx, http.MethodGet, t.api+"user/groups?"+url.Values{"accountId": {actor}}.Encode(), nil, &groups)
+	} else {
+		var u struct {
+			Groups struct {
+				Items []jiraGroup `json:"items"`
+			} `json:"groups"`
+		}
+		err = t.do(ctx, http.MethodGet, t.api+"user?"+url.Values{"username": {actor}, "expand": {"groups"}}.Encode(), nil, &u)
+		groups = u.Groups.Items
+	}
+	if err != nil {
+		if errors.Is(err, platforms.ErrNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("jira: groups of %q: %w", actor, err)
+	}
+	return slices.ContainsFunc(groups, func(g jiraGroup) bool { return strings.EqualFold(g.Name, group) }), nil
+}
+
+// jiraGroup is an entry of "Get user groups".
+type jiraGroup struct {
+	Name string `json:"name"`
+}

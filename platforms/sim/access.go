@@ -40,8 +40,9 @@ func atLeast(role, min string) bool { return roleRank[role] >= roleRank[min] }
 // checkState is what tests configure for the check endpoints.
 type checkState struct {
 	mu     sync.Mutex
-	access map[string]Access // by token
-	roles  map[string]string // by user login (people.go)
+	access map[string]Access   // by token
+	roles  map[string]string   // by user login (people.go)
+	teams  map[string][]string // members by lower-cased team (teams.go)
 	jiraDC bool
 }
 

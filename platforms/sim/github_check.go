@@ -21,6 +21,7 @@ func (s *Sim) githubCheckRoutes(mux *http.ServeMux) {
 		})
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/hooks", docsRepoHooks, false, s.ghListHooks)
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", ghPermissionDoc, false, s.ghCollaboratorPermission)
+	s.ghRoute(mux, "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ghTeamMembershipDoc, false, s.ghTeamMembership)
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/issues/{number}/events", ghIssueEventsDoc, false, s.ghIssueEvents)
 }
 

@@ -24,6 +24,8 @@ func (s *Sim) jiraCheckRoutes(mux *http.ServeMux) {
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/project/{key}", s.jiraGetProject)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/mypermissions", s.jiraMyPermissions)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/user/permission/search", s.jiraUserPermissionSearch)
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/user/groups", s.jiraUserGroups)
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/user", s.jiraGetUser)
 	// Not under /rest/api/{v}: registered directly, authenticated as the rest.
 	const hooks = "GET /jira/rest/webhooks/1.0/webhook"
 	mux.HandleFunc(hooks, func(w http.ResponseWriter, r *http.Request) {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -180,6 +181,7 @@ func (s *Sim) gitlabPeopleRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "username": login, "name": login, "state": "active",
 			"access_level": level, "web_url": c.base + "/" + login})
 	})
+	mux.HandleFunc("GET "+glAPI+"/groups/{id}/members/all/{user_id}", s.glGroupMember)
 }
 
 // adoGroupOfRole is the project group each role stands for on Azure DevOps
@@ -204,12 +206,10 @@ func (s *Sim) adoReadIdentities(w http.ResponseWriter, r *http.Request, _ *adoCa
 	name := q.Get("filterValue")
 	out := []map[string]any{}
 	if _, group, ok := strings.Cut(name, "]\\"); ok && strings.HasPrefix(name, "[") {
-		for _, g := range adoGroupOfRole {
-			if strings.EqualFold(g, group) {
-				out = append(out, map[string]any{"descriptor": adoGroupDescriptor(g), "isActive": true,
-					"providerDisplayName": name, "isContainer": true})
-				break
-			}
+		known := slices.ContainsFunc(slices.Collect(maps.Values(adoGroupOfRole)), func(g string) bool { return strings.EqualFold(g, group) })
+		if exists, _ := s.team(group, ""); known || exists {
+			out = append(out, map[string]any{"descriptor": adoGroupDescriptor(group), "isActive": true,
+				"providerDisplayName": name, "isContainer": true})
 		}
 	} else if login, ok := strings.CutSuffix(name, adoUniqueSuffix); ok && login != "" {
 		id := map[string]any{"descriptor": "Microsoft.IdentityModel.Claims.ClaimsIdentity;" + name, "isActive": true,
@@ -219,6 +219,9 @@ func (s *Sim) adoReadIdentities(w http.ResponseWriter, r *http.Request, _ *adoCa
 			member := []string{}
 			if g, ok := adoGroupOfRole[s.userRole(login)]; ok {
 				member = append(member, adoGroupDescriptor(g))
+			}
+			for _, t := range s.teamsOf(login) {
+				member = append(member, adoGroupDescriptor(t))
 			}
 			id["memberOf"] = member
 		}

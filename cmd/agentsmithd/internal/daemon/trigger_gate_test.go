@@ -160,3 +160,34 @@ func TestTriggerGateByPolling(t *testing.T) {
 		e.waitState(n, 20*time.Second, lifecycle.Done)
 	})
 }
+
+// teamOf is how each platform's trigger.allow.teams names the sim team
+// "reviewers" of the test repository's owner, and how the sim names it.
+var teamOf = map[string]struct{ config, sim string }{
+	"github":      {"reviewers", "acme/reviewers"}, // a slug in the repository's organization
+	"gitlab":      {"acme/reviewers", "acme/reviewers"},
+	"azuredevops": {"Reviewers", "Reviewers"},
+	"jira":        {"jira-reviewers", "jira-reviewers"},
+}
+
+// A member of a team (group) in trigger.allow.teams runs without write
+// access or being listed; an outsider in no team is still refused.
+func TestTriggerAllowTeams(t *testing.T) {
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		team := teamOf[e.pc.Name]
+		e.projectExtra = fmt.Sprintf("    trigger: {allow: {teams: [%q]}}\n", team.config)
+		e.sim.SetTeamMembers(team.sim, "friend")
+		e.startDaemon(e.config("replica-a", ""))
+		n := e.sim.As("friend").CreateIssue(e.repo, "team member", "", "agent-smith")
+		e.waitState(n, 20*time.Second, lifecycle.Done)
+		who := e.pc.Actor(outsider)
+		m := e.sim.As(outsider).CreateIssue(e.repo, "outsider", "", "agent-smith")
+		eventually.Wait(t, 20*time.Second, "the refusal comment", func() bool { return e.gateComments(m, who) == 1 })
+		if len(e.starts(m)) != 0 {
+			t.Error("an outsider's trigger ran")
+		}
+		if len(e.starts(n)) != 1 {
+			t.Errorf("team member: %d runs, want 1", len(e.starts(n)))
+		}
+	})
+}

@@ -159,6 +159,21 @@ func startsAfter(path string, t time.Time) map[string]bool {
 
 func has(ls []string, state string) bool { return slices.Contains(ls, "agent-smith:"+state) }
 
+// lifecycleOrder lists the states in the order the daemon's StateOf ranks
+// them: of several lifecycle labels the furthest wins.
+var lifecycleOrder = []string{"pending", "enqueued", "in-progress", "done", "failed"}
+
+// stateOf is the state labels show, as lifecycle.Labels.StateOf reads them.
+func stateOf(ls []string) string {
+	state := "pending"
+	for i, s := range lifecycleOrder {
+		if has(ls, s) && i > slices.Index(lifecycleOrder, state) {
+			state = s
+		}
+	}
+	return state
+}
+
 func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigures) *Report {
 	rep := &Report{Fed: len(tickets), Wiped: wipe.happened,
 		WipeEnqueued: wipe.enqueued, WipeWorst: wipe.worst, WipeMissing: wipe.missing,
@@ -289,8 +304,11 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 // staleWrites finds label writes made by an incarnation that no longer
 // owned the ticket's run. The sim records each write's writer (the
 // X-Agentsmith-Writer header: the instance_id, unique per incarnation here)
-// and time. The owner of a run is the incarnation whose write moved the
-// ticket into in-progress. A write is stale when
+// and time. States are read as the daemon reads them (the furthest
+// lifecycle label wins), because a GitHub transition is two writes (add
+// the new label, then remove the old): the first one moves the state, the
+// second only tidies. The owner of a run is the incarnation whose write
+// moved the ticket into in-progress. A write is stale when
 //   - its writer had been killed more than inFlight before the sim applied
 //     it (a request sent just before the kill lands a little later, more
 //     so with injected latency; later than that means a replayed write), or
@@ -299,8 +317,9 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 //   - its writer ends a run (→ done/failed) it owned after the ticket left
 //     in-progress without it (a revert or a newer run happened meanwhile).
 //
-// Housekeeping's reverts (in-progress → pending) and give-ups (→ failed)
-// by another incarnation are the repair, not stale writes.
+// Housekeeping's reverts (in-progress → pending), give-ups (→ failed) and
+// label repairs (a leftover label removed, the state unchanged) by another
+// incarnation are the repair, not stale writes.
 // inFlight bounds how long a write the sim applies may have been sent
 // before: the largest injected latency (300 ms) and some scheduling slack.
 const inFlight = time.Second
@@ -327,19 +346,19 @@ func staleWrites(ws []sim.Write, events []event) []string {
 			out = append(out, desc("writer was killed at "+k.Format("15:04:05.000")))
 			continue
 		}
-		before, after := has(wr.Before, "in-progress"), has(wr.After, "in-progress")
+		from, to := stateOf(wr.Before), stateOf(wr.After)
 		switch {
-		case !before && after:
+		case from != "in-progress" && to == "in-progress":
 			owner[key], ownerLost[key] = wr.Writer, false
-		case before && !after:
-			ends := has(wr.After, "done") || has(wr.After, "enqueued")
+		case from == "in-progress" && to != "in-progress":
+			ends := to == "done" || to == "enqueued"
 			if wr.Writer != owner[key] {
 				if ends {
 					out = append(out, desc("run owned by "+owner[key]))
 				}
 				ownerLost[key] = true
 			}
-		case !before && !after && (has(wr.After, "done") || has(wr.After, "failed")) && wr.Writer == owner[key] && ownerLost[key]:
+		case from != to && (to == "done" || to == "failed") && wr.Writer == owner[key] && ownerLost[key]:
 			out = append(out, desc("its run was ended by another replica"))
 		}
 	}

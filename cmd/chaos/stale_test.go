@@ -1,0 +1,54 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+// A GitHub transition is two writes: the owner adds done (the state is
+// Done from then on), and when the owner dies before removing in-progress,
+// housekeeping's LabelRepairer on another replica removes it. That tidying
+// changes no state and is no stale write; another replica adding done to a
+// run it does not own still is.
+func TestStaleWritesReadStatesLikeTheDaemon(t *testing.T) {
+	at := time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)
+	split := func(ls []string) (before, after []string) {
+		for i, l := range ls {
+			if l == "|" {
+				return ls[:i], ls[i+1:]
+			}
+		}
+		return ls, nil
+	}
+	mk := func(sec int, writer string, ls ...string) sim.Write {
+		b, a := split(ls)
+		return sim.Write{At: at.Add(time.Duration(sec) * time.Second), Repo: "acme/app", Number: 1, Writer: writer,
+			Before: labels(b), After: labels(a)}
+	}
+	repaired := []sim.Write{
+		mk(1, "r1.1", "enqueued", "|", "enqueued", "in-progress"),
+		mk(2, "r1.1", "enqueued", "in-progress", "|", "in-progress"),
+		mk(3, "r1.1", "in-progress", "|", "in-progress", "done"),
+		mk(9, "r2.1", "in-progress", "done", "|", "done"), // the LabelRepairer
+	}
+	if got := staleWrites(repaired, nil); len(got) != 0 {
+		t.Errorf("label repair after the owner's done counted as stale: %q", got)
+	}
+	foreign := []sim.Write{
+		mk(1, "r1.1", "enqueued", "|", "enqueued", "in-progress"),
+		mk(3, "r2.1", "enqueued", "in-progress", "|", "enqueued", "in-progress", "done"),
+	}
+	if got := staleWrites(foreign, nil); len(got) != 1 {
+		t.Errorf("another replica ending r1.1's run: %q, want one stale write", got)
+	}
+}
+
+func labels(states []string) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = "agent-smith:" + s
+	}
+	return out
+}

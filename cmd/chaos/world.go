@@ -185,15 +185,6 @@ func (r *redisProc) kill() {
 	r.cmd = nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func serve(h http.Handler) (*http.Server, string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -225,7 +216,7 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*w
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	port, err := freePort()
+	port, err := redistest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +238,7 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*w
 		}
 	}
 	for slot := 1; slot <= 3; slot++ {
-		port, err := freePort()
+		port, err := redistest.FreePort()
 		if err != nil {
 			return nil, err
 		}

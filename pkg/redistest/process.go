@@ -109,7 +109,7 @@ func StartProcessSpec(ctx context.Context, bin, dir string, spec Spec) (*Process
 	}
 	var lastErr error
 	for range startAttempts {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return nil, fmt.Errorf("redistest: pick port: %w", err)
 		}
@@ -255,9 +255,10 @@ func waitPing(ctx context.Context, opts *redis.Options, exited <-chan struct{}) 
 	}
 }
 
-// freePort asks the kernel for an unused loopback port. The port is free
-// when returned, not reserved; StartProcess retries if it is taken meanwhile.
-func freePort() (int, error) {
+// FreePort asks the kernel for an unused loopback port. The port is free
+// when returned, not reserved; StartProcess retries if it is taken meanwhile,
+// and other harnesses (chaos, the README walkthrough) must expect the same.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

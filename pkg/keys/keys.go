@@ -117,7 +117,9 @@ func Queue() string { return prefix() + "queue:jobs" }
 // QueueLevel is the job list of one priority level other than the default
 // (lower numbers are served first). The default level stays Queue(), so a
 // deployment without priorities keeps the specification's key.
-func QueueLevel(priority int) string { return prefix() + "queue:jobs:priority:" + strconv.Itoa(priority) }
+func QueueLevel(priority int) string {
+	return prefix() + "queue:jobs:priority:" + strconv.Itoa(priority)
+}
 
 // QueueLevelPattern matches every non-default level's list (for SCAN, by
 // tools that do not know the configured levels).

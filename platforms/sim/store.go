@@ -38,8 +38,9 @@ type Write struct {
 	Number int       `json:"number"`
 	Before []string  `json:"before"`
 	After  []string  `json:"after"`
-	// Writer is the X-Agentsmith-Writer header if present, "human" for Go
-	// API and page changes, else the request's User-Agent.
+	// Writer is the X-Agentsmith-Writer header if present (the daemon sends
+	// its instance_id there with trackersim_writer_header: true), "human"
+	// for Go API and page changes, else the request's User-Agent.
 	Writer string `json:"writer"`
 }
 

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// This file is the tracker-neutral issue store. Every dialect (GitHub now;
-// GitLab, Azure DevOps and Jira later) reads and writes the same issues
-// through it, so a label written through one dialect is seen by all. Nothing
+// This file is the tracker-neutral issue store. Every dialect (GitHub,
+// GitLab, Azure DevOps, Jira) reads and writes the same issues through it,
+// so a label written through one dialect is seen by all. Nothing
 // here knows about HTTP, JSON shapes or webhooks: mutations report what
 // changed as storeEvents and the Sim fans those out to the dialects.
 

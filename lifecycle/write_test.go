@@ -3,6 +3,12 @@ package lifecycle_test
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
@@ -50,5 +56,51 @@ func TestClaimWritesAreRefusedWithoutTheirTransitionRow(t *testing.T) {
 				t.Errorf("queue length %d, want 0", l)
 			}
 		})
+	}
+}
+
+// Relabel and AddLabel (write.go) are the only callers of a tracker's
+// Relabel in the daemon's code: a lifecycle label write anywhere else could
+// skip the transition table. Tests are exempt (they play humans editing
+// labels); platform packages implement Relabel and are not walked.
+func TestOnlyWriteGoCallsTrackerRelabel(t *testing.T) {
+	fset := token.NewFileSet()
+	var checked int
+	for _, root := range []string{".", "../housekeeping", "../cmd"} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			checked++
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Relabel" {
+					return true
+				}
+				// lifecycle.Relabel from another package is the checked write.
+				if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "lifecycle" {
+					return true
+				}
+				if filepath.Clean(path) != "write.go" {
+					t.Errorf("%s: a tracker's Relabel called outside lifecycle/write.go; write through lifecycle.Relabel", fset.Position(call.Pos()))
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("walked %d files; the walk missed the sources", checked)
 	}
 }

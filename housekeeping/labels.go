@@ -117,13 +117,11 @@ func (r *LabelRepairer) repair(ctx context.Context, p *lifecycle.Project, ref pl
 		if len(extra) == 0 {
 			return nil
 		}
-		if err := lifecycle.Check(state, state, lifecycle.OwnerLabelRepairer); err != nil {
-			return err
-		}
 		if err := r.cfg.Fence(ctx); err != nil {
 			return fmt.Errorf("repair labels of %s: %w", ref, err)
 		}
-		if _, err := p.Tracker.Relabel(trackerhttp.WithFence(ctx, r.cfg.Fence), t, extra, ""); err != nil {
+		// state → state: removes extra, the lifecycle labels other than state's.
+		if _, err := lifecycle.Relabel(trackerhttp.WithFence(ctx, r.cfg.Fence), p.Tracker, labels, t, state, state, lifecycle.OwnerLabelRepairer); err != nil {
 			return fmt.Errorf("repair labels of %s: remove %q: %w", ref, extra, err)
 		}
 		r.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: state, To: state,

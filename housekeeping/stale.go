@@ -202,22 +202,22 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 		} else if err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("revert %s: read heartbeat: %w", ref, err)
 		}
-		if err := lifecycle.Check(lifecycle.InProgress, lifecycle.Pending, lifecycle.OwnerStaleJobDetector); err != nil {
-			return err
-		}
 		if err := d.cfg.Fence(ctx); err != nil {
 			return fmt.Errorf("revert %s: %w", ref, err)
 		}
-		t, err = p.Tracker.Relabel(ctx, t, labels.Lifecycle(t.Labels), labels.Label(lifecycle.Pending))
+		t, err = lifecycle.Relabel(ctx, p.Tracker, labels, t, lifecycle.InProgress, lifecycle.Pending, lifecycle.OwnerStaleJobDetector)
 		if err != nil {
 			return fmt.Errorf("revert %s: transition in-progress → pending: %w", ref, err)
 		}
 		d.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.InProgress, To: lifecycle.Pending,
 			Outcome: "reverted", Attempt: attempt, Owner: lifecycle.OwnerStaleJobDetector, Source: lifecycle.SourceReclaim, Reason: reason})
-		next := max(attempt, 1) + 1
-		if limit := max(p.Pipeline.MaxAttempts, 1); next > limit {
-			return d.giveUp(ctx, p, t, attempt, limit, reason, log)
+		ran := lifecycle.RunAttempt(attempt)
+		if p.Pipeline.Attempts().UsedUp(ran) {
+			_, err := d.claims.FailExhausted(ctx, p, ref, lifecycle.GiveUp{Owner: lifecycle.OwnerStaleJobDetector,
+				Source: lifecycle.SourceReclaim, Used: ran, Cause: "the pipeline's consumer died (" + reason + ")", Fence: d.cfg.Fence})
+			return err
 		}
+		next := lifecycle.NextAttempt(ran)
 		if err := d.cfg.Fence(ctx); err != nil {
 			return fmt.Errorf("reclaim %s: %w", ref, err)
 		}
@@ -234,35 +234,5 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 	if !held {
 		log.Info("claim lock held by another actor; revert retried next cycle")
 	}
-	return nil
-}
-
-func (d *StaleJobDetector) giveUp(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, attempt, limit int, reason string, log *zap.Logger) error {
-	labels := d.claims.Labels()
-	if err := d.cfg.Fence(ctx); err != nil {
-		return fmt.Errorf("fail exhausted %s: %w", t.Ref, err)
-	}
-	body := fmt.Sprintf("**%s**: giving up after %d of %d attempts: the pipeline's consumer died (%s).", labels.Prefix, attempt, limit, reason)
-	if err := p.Tracker.Comment(ctx, t.Ref, body); err != nil {
-		log.Warn("comment on exhausted ticket", zap.Error(err))
-	}
-	// The comment changed the ticket's version: read it again for the write.
-	ref := t.Ref
-	t, err := p.Tracker.Get(ctx, ref)
-	if err != nil {
-		return fmt.Errorf("fail exhausted %s: re-read: %w", ref, err)
-	}
-	if labels.StateOf(t.Labels) != lifecycle.Pending {
-		return nil
-	}
-	if err := d.cfg.Fence(ctx); err != nil {
-		return fmt.Errorf("fail exhausted %s: %w", ref, err)
-	}
-	if _, err := p.Tracker.Relabel(ctx, t, labels.Lifecycle(t.Labels), labels.Label(lifecycle.Failed)); err != nil {
-		return fmt.Errorf("fail exhausted %s: %w", t.Ref, err)
-	}
-	_ = lifecycle.MarkFinished(ctx, d.rdb, t.Ref)
-	d.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Pending, To: lifecycle.Failed,
-		Outcome: "attempts exhausted", Attempt: attempt, Owner: lifecycle.OwnerStaleJobDetector, Reason: reason})
 	return nil
 }

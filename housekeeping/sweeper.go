@@ -68,31 +68,13 @@ func (s *TriggerSweeper) Sweep(ctx context.Context) error {
 	ctx = trackerhttp.WithFence(ctx, s.cfg.Fence)
 	var errs []error
 	for _, name := range s.cfg.Projects {
-		p, ok := s.claims.Projects()[name]
-		if !ok {
-			continue
-		}
-		tickets, err := p.Tracker.ListOpen(ctx, p.TriggerLabel)
+		claimed, err := s.claims.ClaimTriggered(ctx, name, lifecycle.SourceSweep, s.cfg.Fence)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("sweep %s: list: %w", name, err))
-			continue
+			errs = append(errs, err)
 		}
-		for _, t := range tickets {
-			if s.claims.PreCheck(p, t) != "" {
-				continue
-			}
-			if err := s.cfg.Fence(ctx); err != nil {
-				return fmt.Errorf("sweep %s: %w", name, err)
-			}
-			res, err := s.claims.Claim(ctx, t.Ref, lifecycle.SourceSweep, 1)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if res.Outcome == lifecycle.Claimed {
-				s.log.Info("claimed a triggered ticket no webhook brought in", zap.String("ticketId", t.Ref.ID),
-					zap.String("platform", t.Ref.Platform), zap.String("project", name), zap.Int("attempt", res.Request.Attempt))
-			}
+		for _, res := range claimed {
+			s.log.Info("claimed a triggered ticket no webhook brought in", zap.String("ticketId", res.Request.Ref.ID),
+				zap.String("platform", res.Request.Ref.Platform), zap.String("project", name), zap.Int("attempt", res.Request.Attempt))
 		}
 	}
 	for _, name := range s.cfg.Blocked {

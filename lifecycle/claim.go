@@ -247,11 +247,12 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 	if err != nil {
 		return res, fmt.Errorf("claim %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
-	attempt = max(attempt, last+1, 1)
-	if limit := max(p.Pipeline.MaxAttempts, 1); attempt > limit {
-		return c.failExhausted(ctx, p, t, attempt-1, limit, source)
+	ran := AttemptsRan(last, attempt)
+	if p.Pipeline.Attempts().UsedUp(ran) {
+		return c.failExhausted(ctx, p, t, ran, source)
 	}
-	if _, err := p.Tracker.Relabel(ctx, t, c.cfg.Labels.Lifecycle(t.Labels), c.cfg.Labels.Label(Enqueued)); err != nil {
+	attempt = NextAttempt(ran)
+	if _, err := Relabel(ctx, p.Tracker, c.cfg.Labels, t, Pending, Enqueued, OwnerClaimService); err != nil {
 		if errors.Is(err, platforms.ErrPreconditionFailed) {
 			res.Outcome = PreconditionFailed
 			c.logOutcome(ref, source, attempt, res)
@@ -319,30 +320,16 @@ func (c *ClaimService) logOutcome(ref platforms.Ref, source string, attempt int,
 }
 
 // failExhausted fails a Pending ticket whose attempts are used up instead of
-// claiming it again; the comment says why nothing ran.
-func (c *ClaimService) failExhausted(ctx context.Context, p *Project, t *platforms.Ticket, used, limit int, source string) (ClaimResult, error) {
-	res := ClaimResult{Ticket: t.Ref.String(), Outcome: NotEligible, Reason: fmt.Sprintf("attempts exhausted (%d of %d)", used, limit)}
-	if err := Check(Pending, Failed, OwnerClaimService); err != nil {
+// claiming it again (FailExhausted); the result says why nothing ran.
+func (c *ClaimService) failExhausted(ctx context.Context, p *Project, t *platforms.Ticket, used int, source string) (ClaimResult, error) {
+	res := ClaimResult{Ticket: t.Ref.String(), Outcome: NotEligible,
+		Reason: fmt.Sprintf("attempts exhausted (%d of %d)", used, p.Pipeline.Attempts().Limit())}
+	failed, err := c.FailExhausted(ctx, p, t.Ref, GiveUp{Owner: OwnerClaimService, Source: source, Used: used})
+	if err != nil {
 		return res, err
 	}
-	body := fmt.Sprintf("**%s**: not running again: %d of %d attempts used. Remove `%s` and add the trigger label to start over.",
-		c.cfg.Labels.Prefix, used, limit, c.cfg.Labels.Label(Failed))
-	if err := p.Tracker.Comment(ctx, t.Ref, body); err != nil {
-		return res, fmt.Errorf("claim %s: comment on exhausted ticket: %w", t.Ref, err)
+	if failed {
+		res.State = Failed.String()
 	}
-	fresh, err := p.Tracker.Get(ctx, t.Ref) // the comment changed the version
-	if err != nil {
-		return res, fmt.Errorf("claim %s: re-read: %w", t.Ref, err)
-	}
-	if c.cfg.Labels.StateOf(fresh.Labels) != Pending {
-		return res, nil
-	}
-	if _, err := p.Tracker.Relabel(ctx, fresh, c.cfg.Labels.Lifecycle(fresh.Labels), c.cfg.Labels.Label(Failed)); err != nil {
-		return res, fmt.Errorf("claim %s: fail exhausted ticket: %w", t.Ref, err)
-	}
-	_ = MarkFinished(ctx, c.rdb, t.Ref)
-	res.State = Failed.String()
-	c.Emit(Event{Kind: EventTransition, Ref: t.Ref, From: Pending, To: Failed, Outcome: "attempts exhausted", Attempt: used,
-		Owner: OwnerClaimService, Source: source, Reason: res.Reason})
 	return res, nil
 }

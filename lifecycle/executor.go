@@ -39,7 +39,6 @@ const (
 var (
 	errLostRun      = errors.New("run ownership lost")
 	errStateChanged = errors.New("ticket state changed")
-	errIllegal      = errors.New("illegal transition")
 )
 
 // Liveness is the replica's presence (pkg/presence): runs stop the moment
@@ -371,7 +370,7 @@ func retryTransient(ctx context.Context, f func() error) error {
 	backoff := 200 * time.Millisecond
 	for {
 		err := f()
-		if err == nil || errors.Is(err, errLostRun) || errors.Is(err, errStateChanged) || errors.Is(err, errIllegal) ||
+		if err == nil || errors.Is(err, errLostRun) || errors.Is(err, errStateChanged) || errors.Is(err, ErrIllegalTransition) ||
 			errors.Is(err, platforms.ErrRejected) {
 			return err
 		}
@@ -530,7 +529,7 @@ func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, fr
 // instead of being reported as a state change.
 func (e *Executor) moveAs(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time, outcome, reason string) (*platforms.Ticket, error) {
 	if err := Check(from, to, OwnerExecutor); err != nil {
-		return nil, fmt.Errorf("%w: %w", errIllegal, err)
+		return nil, err // before reading anything; Relabel asks again before the write
 	}
 	var err error
 	conflicts, transient := 0, 0
@@ -559,7 +558,7 @@ func (e *Executor) moveAs(ctx context.Context, p *Project, t *platforms.Ticket, 
 			return nil, err
 		}
 		var nt *platforms.Ticket
-		nt, err = p.Tracker.Relabel(trackerhttp.WithFence(ctx, fence), t, e.cfg.Labels.Lifecycle(t.Labels), e.cfg.Labels.Label(to))
+		nt, err = Relabel(trackerhttp.WithFence(ctx, fence), p.Tracker, e.cfg.Labels, t, from, to, OwnerExecutor)
 		if err == nil {
 			ev := Event{Kind: EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
 				Outcome: outcome, Reason: reason, Attempt: req.Attempt, Owner: OwnerExecutor, Instance: e.cfg.Instance,

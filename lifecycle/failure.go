@@ -74,7 +74,7 @@ func (e *Executor) failed(ctx context.Context, p *Project, t *platforms.Ticket, 
 // request and EnqueuedReconciler re-pushes it.
 func (e *Executor) retryLater(ctx context.Context, p *Project, req PipelineRequest, token string, fence func(context.Context) error,
 	started time.Time, delay time.Duration, reason string, log *zap.Logger) {
-	next := req.Attempt + 1
+	next := NextAttempt(req.Attempt)
 	why := fmt.Sprintf("%s; attempt %d in %s", reason, next, delay)
 	if err := retryTransient(ctx, func() error {
 		_, err := e.moveAs(ctx, p, nil, InProgress, Enqueued, fence, req, started, failRetry.outcome(), why)
@@ -110,7 +110,7 @@ func (e *Executor) addLabel(ctx context.Context, p *Project, ref platforms.Ref, 
 			if err = fence(ctx); err != nil {
 				return err
 			}
-			if _, err = p.Tracker.Relabel(trackerhttp.WithFence(ctx, fence), t, nil, label); !errors.Is(err, platforms.ErrPreconditionFailed) {
+			if _, err = AddLabel(trackerhttp.WithFence(ctx, fence), p.Tracker, e.cfg.Labels, t, label); !errors.Is(err, platforms.ErrPreconditionFailed) {
 				return err
 			}
 		}
@@ -125,7 +125,7 @@ func failureHeadline(prefix string, p *Project, kind failureKind, retryable bool
 	h := fmt.Sprintf("**%s**: pipeline failed", prefix)
 	switch {
 	case kind == failRetry:
-		return fmt.Sprintf("%s (attempt %d of %d), retrying in %s", h, attempt, max(p.Pipeline.MaxAttempts, 1), roundDelay(delay))
+		return fmt.Sprintf("%s (attempt %d of %d), retrying in %s", h, attempt, p.Pipeline.Attempts().Limit(), roundDelay(delay))
 	case kind == failEscalate:
 		h = fmt.Sprintf("%s on attempt %d and needs a person", h, attempt)
 		if m := p.Pipeline.Escalate.Mention; len(m) > 0 {
@@ -133,7 +133,7 @@ func failureHeadline(prefix string, p *Project, kind failureKind, retryable bool
 		}
 		return h
 	case retryable:
-		return fmt.Sprintf("%s; attempts used up (%d of %d)", h, attempt, max(p.Pipeline.MaxAttempts, 1))
+		return fmt.Sprintf("%s; attempts used up (%d of %d)", h, attempt, p.Pipeline.Attempts().Limit())
 	}
 	return fmt.Sprintf("%s; no retry configured (attempt %d)", h, attempt)
 }

@@ -145,7 +145,7 @@ func (pl *Pipeline) classify(res procrun.Result, attempt int) (kind failureKind,
 		return failEscalate, false
 	}
 	retryable = (exited && slices.Contains(pl.Retry.ExitCodes, res.ExitCode)) || (res.TimedOut && pl.Retry.OnTimeout)
-	if retryable && attempt < max(pl.MaxAttempts, 1) {
+	if retryable && !pl.Attempts().UsedUp(attempt) {
 		return failRetry, true
 	}
 	return failFinal, retryable

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -48,29 +47,10 @@ func (p *Poller) Run(ctx context.Context) error {
 	return nil
 }
 
-// PollOnce lists the project's open tickets with the trigger label (one
-// paginated list call) and claims each one that looks Pending.
+// PollOnce claims the project's triggered tickets that look Pending
+// (ClaimTriggered, one list call) and returns how many it claimed; the
+// claims that failed are returned joined, after the others were made.
 func (p *Poller) PollOnce(ctx context.Context, project string) (claimed int, err error) {
-	pr, ok := p.claims.Projects()[project]
-	if !ok {
-		return 0, fmt.Errorf("poll: unknown project %q", project)
-	}
-	tickets, err := pr.Tracker.ListOpen(ctx, pr.TriggerLabel)
-	if err != nil {
-		return 0, fmt.Errorf("poll %s: list: %w", project, err)
-	}
-	for _, t := range tickets {
-		if p.claims.PreCheck(pr, t) != "" {
-			continue
-		}
-		res, err := p.claims.Claim(ctx, t.Ref, SourcePoll, 1)
-		if err != nil {
-			p.log.Warn("poll claim", zap.String("ticketId", t.Ref.ID), zap.Error(err))
-			continue
-		}
-		if res.Outcome == Claimed {
-			claimed++
-		}
-	}
-	return claimed, nil
+	res, err := p.claims.ClaimTriggered(ctx, project, SourcePoll, nil)
+	return len(res), err
 }

@@ -60,7 +60,7 @@ func (c *ClaimService) RequeueLocked(ctx context.Context, ref platforms.Ref, sou
 			return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
 		}
 	}
-	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: max(attempt, 1), EnqueuedAt: c.cfg.Clock().UTC(),
+	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: RunAttempt(attempt), EnqueuedAt: c.cfg.Clock().UTC(),
 		Priority: p.Priority.Of(t.Labels)}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		return nil, "", fmt.Errorf("requeue %s: %w", ref, err)

@@ -89,6 +89,7 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 		res.Reason = "no trigger label " + strconv.Quote(p.TriggerLabel) + "; add it to run the ticket again"
 		return res, nil
 	}
+	// Refused before the attempt count is reset; Relabel asks again.
 	if err := Check(Failed, Enqueued, OwnerClaimService); err != nil {
 		return res, err
 	}
@@ -103,7 +104,7 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 	if err := freshAttempts(ctx, c.rdb, ref); err != nil {
 		return res, err
 	}
-	if _, err := p.Tracker.Relabel(ctx, t, c.cfg.Labels.Lifecycle(t.Labels), c.cfg.Labels.Label(Enqueued)); err != nil {
+	if _, err := Relabel(ctx, p.Tracker, c.cfg.Labels, t, Failed, Enqueued, OwnerClaimService); err != nil {
 		if errors.Is(err, platforms.ErrPreconditionFailed) {
 			res.Reason = "the ticket changed meanwhile; try again"
 			return res, nil

@@ -1,6 +1,9 @@
 package lifecycle
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Owner names the component that is allowed to make a transition. Each
 // transition has exactly one owner, so a label write can be traced to the
@@ -50,12 +53,18 @@ var Transitions = []Transition{
 	{Failed, Failed, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
 }
 
-// Check reports whether owner may move a ticket from → to.
+// ErrIllegalTransition marks a write the table refuses: no row lets its
+// owner move a ticket between those states. It is a programming error,
+// never retried.
+var ErrIllegalTransition = errors.New("illegal transition")
+
+// Check reports whether owner may move a ticket from → to; a refusal wraps
+// ErrIllegalTransition. Relabel asks it before every lifecycle label write.
 func Check(from, to State, owner Owner) error {
 	for _, t := range Transitions {
 		if t.From == from && t.To == to && t.Owner == owner {
 			return nil
 		}
 	}
-	return fmt.Errorf("lifecycle: %s may not move a ticket %s → %s", owner, from, to)
+	return fmt.Errorf("lifecycle: %w: %s may not move a ticket %s → %s", ErrIllegalTransition, owner, from, to)
 }

@@ -1,0 +1,49 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ClaimTriggered lists a project's open tickets carrying its trigger label
+// (one paginated list call) and claims, as source, each one that looks
+// Pending. It is the one loop behind both ways a trigger is found without a
+// webhook: the Poller (projects that poll, at their interval, under the
+// poller lease) and the TriggerSweeper (projects that do not, fenced by the
+// housekeeping lease).
+//
+// fence, when set, runs right before each claim; its error ends the pass.
+// One ticket's failed claim does not stop the others: the claims that
+// enqueued a request are returned with the other claims' errors joined.
+func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source string, fence func(context.Context) error) ([]ClaimResult, error) {
+	p, ok := c.projects[project]
+	if !ok {
+		return nil, fmt.Errorf("claim triggered tickets: unknown project %q", project)
+	}
+	tickets, err := p.Tracker.ListOpen(ctx, p.TriggerLabel)
+	if err != nil {
+		return nil, fmt.Errorf("claim triggered tickets of %s: list: %w", project, err)
+	}
+	var claimed []ClaimResult
+	var errs []error
+	for _, t := range tickets {
+		if c.PreCheck(p, t) != "" {
+			continue
+		}
+		if fence != nil {
+			if err := fence(ctx); err != nil {
+				return claimed, errors.Join(append(errs, fmt.Errorf("claim triggered tickets of %s: %w", project, err))...)
+			}
+		}
+		res, err := c.Claim(ctx, t.Ref, source, 1)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if res.Outcome == Claimed {
+			claimed = append(claimed, res)
+		}
+	}
+	return claimed, errors.Join(errs...)
+}

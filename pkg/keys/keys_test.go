@@ -11,7 +11,8 @@ func every() []string {
 	return []string{ClaimLock("github", "a/b#1"), Heartbeat("github:a/b#1"), JiraLabelLock("jira:P-1"), Queue(),
 		Processing("i1"), ProcessingPattern(), Leader("poller"), Inflight(), Instance("i1"), InstancePattern(),
 		Epoch(), Delivery("github", "d1"), Attempts(), Cancel("github:a/b#1"), Audit(), Delayed(),
-		TriggerPermission("p", "d"), TriggerTeam("p", "t", "d"), TriggerActor("github:a/b#1"), TriggerRefusal("github:a/b#1", "d")}
+		TriggerPermission("p", "d"), TriggerTeam("p", "t", "d"), TriggerActor("github:a/b#1"), TriggerRefusal("github:a/b#1", "d"),
+		Paused("app"), PausedPattern()}
 }
 
 // resetMode undoes the process-wide mode for this test binary only.

@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
 
@@ -50,12 +49,12 @@ func PauseProject(ctx context.Context, rdb redis.Cmdable, project, by string, at
 // back on their levels within its interval. It reports whether the project
 // was paused and how many requests it made due. Requests waiting out a
 // retry backoff or a concurrency limit keep their due time.
-func ResumeProject(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, project string, now time.Time) (wasPaused bool, due int, err error) {
+func ResumeProject(ctx context.Context, rdb redis.UniversalClient, project string, now time.Time) (wasPaused bool, due int, err error) {
 	n, err := rdb.Del(ctx, keys.Paused(project)).Result()
 	if err != nil {
 		return false, 0, fmt.Errorf("resume %s: %w", project, err)
 	}
-	due, err = makePausedDue(ctx, rdb, q, project, now)
+	due, err = makePausedDue(ctx, rdb, keys.Delayed(), project, now)
 	return n == 1, due, err
 }
 
@@ -63,23 +62,23 @@ func ResumeProject(ctx context.Context, rdb redis.UniversalClient, q *queue.Queu
 // pause (PausedAside) due now. ZADD XX LT only ever moves an entry's due
 // time earlier and never adds back one that was promoted meanwhile, so
 // nothing is duplicated; requests delayed for other reasons keep theirs.
-func makePausedDue(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, project string, now time.Time) (int, error) {
-	entries, err := q.DelayedEntries(ctx)
+func makePausedDue(ctx context.Context, rdb redis.UniversalClient, delayedKey, project string, now time.Time) (int, error) {
+	entries, err := rdb.ZRange(ctx, delayedKey, 0, -1).Result()
 	if err != nil {
-		return 0, fmt.Errorf("resume %s: %w", project, err)
+		return 0, fmt.Errorf("resume %s: read %s: %w", project, delayedKey, err)
 	}
 	var mine []redis.Z
 	for _, e := range entries {
-		req, err := DecodeRequest(e.Payload)
+		req, err := DecodeRequest([]byte(e))
 		if err != nil || req.Ref.Project != project || !req.PausedAside {
 			continue
 		}
-		mine = append(mine, redis.Z{Score: float64(now.UnixMilli()), Member: e.Payload})
+		mine = append(mine, redis.Z{Score: float64(now.UnixMilli()), Member: e})
 	}
 	if len(mine) == 0 {
 		return 0, nil
 	}
-	n, err := rdb.ZAddArgs(ctx, q.DelayedKey(), redis.ZAddArgs{XX: true, LT: true, Ch: true, Members: mine}).Result()
+	n, err := rdb.ZAddArgs(ctx, delayedKey, redis.ZAddArgs{XX: true, LT: true, Ch: true, Members: mine}).Result()
 	if err != nil {
 		return 0, fmt.Errorf("resume %s: make requests due: %w", project, err)
 	}
@@ -161,7 +160,7 @@ func (e *Executor) putAsidePaused(ctx context.Context, req PipelineRequest, payl
 	}
 	e.ack(ctx, payload)
 	if paused, err := ProjectPaused(dctx, e.rdb, req.Ref.Project); err == nil && !paused {
-		if _, err := makePausedDue(dctx, e.rdb, e.queue, req.Ref.Project, e.cfg.Clock()); err != nil {
+		if _, err := makePausedDue(dctx, e.rdb, e.queue.DelayedKey(), req.Ref.Project, e.cfg.Clock()); err != nil {
 			log.Warn("project resumed while its request was put aside; it runs after the pause delay", zap.Error(err))
 		}
 		return false

@@ -30,7 +30,7 @@ func TestPauseResume(t *testing.T) {
 		t.Error("an unknown project was paused")
 	}
 	out := w.mustCtl("status")
-	if !strings.Contains(out, "PAUSED\tBY\tSINCE") || !strings.Contains(out, "\napp\tagentsmithctl@") {
+	if !strings.Contains(out, "PAUSED  BY") || !strings.Contains(out, "\napp     agentsmithctl@") {
 		t.Errorf("status lacks the paused project:\n%s", out)
 	}
 	var snap ops.Snapshot

@@ -198,7 +198,7 @@ func locatorOf(id string) string {
 func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentsmithctl",
-		Short: "Operate an agentsmithd fleet: status, tickets, history, requeue, release, cancel, pause, resume, reports",
+		Short: "Operate an agentsmithd fleet: status, tickets, history, requeue, retry, release, cancel, pause, resume, reports",
 		Long: `agentsmithctl reads the daemon's config file (-c) to reach its Redis and trackers.
 
 Tickets are written platform:id, e.g. github:acme/app#12, gitlab:group/app#3,

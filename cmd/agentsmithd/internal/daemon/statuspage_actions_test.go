@@ -122,12 +122,20 @@ func TestStatusPageActionsInChromium(t *testing.T) {
 	}
 }
 
-// waitText waits until the element's text contains want.
+// waitText waits until the element's text contains want. Each check is
+// one evaluation, so a check cut off by the page navigating (after a
+// button's POST and 303) is simply tried again.
 func waitText(t *testing.T, ctx context.Context, sel, want string) {
 	t.Helper()
 	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.innerText.includes(%q); })()`, sel, want)
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	var ok bool
+	var cerr error
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok && time.Now().Before(deadline) {
+		ok, cerr = chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(time.Until(deadline))))
+	}
+	if !ok {
 		body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
-		t.Fatalf("chromium: waiting for %q in %s: %v\npage:\n%s", want, sel, err, body)
+		t.Fatalf("chromium: waiting for %q in %s: %v\npage:\n%s", want, sel, cerr, body)
 	}
 }

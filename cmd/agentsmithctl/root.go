@@ -103,7 +103,7 @@ func (a *app) loadTrackers() error {
 	a.projects = lifecycle.Projects{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
-		tr, _, _, err := projects.Tracker(pc, a.rdb, nil, a.instance(), cfg.LabelPrefix, zap.NewNop())
+		tr, _, _, err := projects.Tracker(pc, a.rdb, nil, cfg.TrackerWriter(a.instance()), cfg.LabelPrefix, zap.NewNop())
 		if err != nil {
 			return fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}

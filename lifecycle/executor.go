@@ -74,6 +74,8 @@ type ExecutorConfig struct {
 	Observer Observer
 	// LimitDelay: see DefaultLimitDelay.
 	LimitDelay time.Duration
+	// PauseDelay: see DefaultPauseDelay.
+	PauseDelay time.Duration
 	// Rand returns a uniform number in [0, 1) for the retry backoff's
 	// jitter; default math/rand/v2.Float64.
 	Rand func() float64
@@ -131,6 +133,9 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects Projects, c
 	}
 	if cfg.LimitDelay <= 0 {
 		cfg.LimitDelay = DefaultLimitDelay
+	}
+	if cfg.PauseDelay <= 0 {
+		cfg.PauseDelay = DefaultPauseDelay
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
@@ -222,6 +227,9 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		log.Error("dropping request for unknown project")
 		e.ack(ctx, payload)
 		return false
+	}
+	if aside, retry := e.pausedAside(ctx, req, payload, log); aside {
+		return retry
 	}
 	if slot, full := e.atLimit(ctx, p); full {
 		return e.delayLimited(ctx, payload, slot, log)

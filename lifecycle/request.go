@@ -35,6 +35,10 @@ type PipelineRequest struct {
 	// time (lower is served first); 0 (a request from an older version)
 	// means the default level. pkg/queue places entries by this field.
 	Priority int `json:"priority,omitempty"`
+	// PausedAside marks a request a consumer put into the delayed set
+	// because its project was paused, so a resume makes exactly these due
+	// at once (a retry's backoff is left alone). See PauseProject.
+	PausedAside bool `json:"paused_aside,omitempty"`
 }
 
 // Encode marshals the request for the queue.

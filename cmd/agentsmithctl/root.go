@@ -198,7 +198,7 @@ func locatorOf(id string) string {
 func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentsmithctl",
-		Short: "Operate an agentsmithd fleet: status, tickets, history, requeue, release, cancel, reports",
+		Short: "Operate an agentsmithd fleet: status, tickets, history, requeue, retry, release, cancel, pause, resume, reports",
 		Long: `agentsmithctl reads the daemon's config file (-c) to reach its Redis and trackers.
 
 Tickets are written platform:id, e.g. github:acme/app#12, gitlab:group/app#3,
@@ -215,7 +215,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not found.`,
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{exitUsage, err} })
 	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), logsCmd(a), eventsCmd(a), requeueCmd(a), retryCmd(a), releaseCmd(a),
-		cancelCmd(a), reportCmd(a))
+		cancelCmd(a), pauseCmd(a), resumeCmd(a), reportCmd(a))
 	return root
 }
 

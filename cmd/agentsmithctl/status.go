@@ -11,7 +11,7 @@ import (
 func statusCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Queue depth and age, runs in flight with heartbeat ages, lease holders, live instances",
+		Short: "Queue depth and age, runs in flight with heartbeat ages, lease holders, live instances, paused projects",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.load(); err != nil {
@@ -45,6 +45,13 @@ func statusCmd(a *app) *cobra.Command {
 						exp = human(ms(l.ExpiresInMS))
 					}
 					row(w, l.Role, l.Holder, exp)
+				}
+				if len(s.Paused) > 0 {
+					row(w)
+					row(w, "PAUSED", "BY", "SINCE")
+					for _, p := range s.Paused {
+						row(w, p.Project, p.By, human(s.At.Sub(p.At)))
+					}
 				}
 				row(w)
 				row(w, "INSTANCE", "EXPIRES IN")

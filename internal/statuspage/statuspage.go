@@ -1,14 +1,17 @@
-// Package statuspage serves the daemon's read-only status page: /status is
-// one embedded HTML page whose script polls /status.json every two seconds;
-// /status.json is the fleet snapshot (lifecycle/ops, the same one
-// agentsmithctl status prints) plus the newest audit events, each linked to
-// its ticket's page on the tracker. Nothing on the page can change state.
+// Package statuspage serves the daemon's status page: /status is HTML
+// rendered on the server (html/template, readable without JavaScript; a
+// small script refreshes it in place every two seconds) with forms to
+// requeue, retry and cancel a ticket and to pause and resume a project's
+// queue; /status.json is the same data for tools: the fleet snapshot
+// (lifecycle/ops, the same one agentsmithctl status prints) plus the newest
+// audit events, each linked to its ticket's page on the tracker. Reads
+// accept the status token as a bearer token or a login session; actions
+// need the session and its CSRF token (session.go, actions.go).
 package statuspage
 
 import (
 	"context"
 	"crypto/subtle"
-	_ "embed"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -20,11 +23,9 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
-
-//go:embed status.html
-var page []byte
 
 // DefaultRecent is how many audit events the page shows.
 const DefaultRecent = 50
@@ -36,10 +37,17 @@ type Config struct {
 	// Instance is the replica serving the page.
 	Instance     string
 	HeartbeatTTL time.Duration
-	// Token, when set, is required as "Authorization: Bearer <token>" or,
-	// for a browser's first load, the access_token query parameter
-	// (RFC 6750 §2.1 and §2.3).
+	// Token, when set, is required as "Authorization: Bearer <token>"
+	// (RFC 6750 §2.1), or a browser logs in with it once (POST
+	// /status/login) and gets a session cookie. Never in a URL: query
+	// strings reach proxy logs and browser history.
 	Token string
+	// SessionTTL is how long a login lasts (default DefaultSessionTTL).
+	SessionTTL time.Duration
+	// Claims and Queue serve the requeue and retry buttons; with Claims nil
+	// the page offers no ticket actions but cancel.
+	Claims *lifecycle.ClaimService
+	Queue  *queue.Queue
 	// LogRoots are the work root and logs dir: /status/logs serves attempt
 	// logs from under them only.
 	LogRoots []string
@@ -110,9 +118,12 @@ type Status struct {
 type handler struct {
 	cfg    Config
 	reader *audit.Reader
+	sess   *sessions
 }
 
-// New returns the handler of GET /status and GET /status.json.
+// New returns the handler of GET /status, GET /status.json, GET
+// /status/logs, POST /status/login, POST /status/logout and POST
+// /status/action.
 func New(cfg Config) http.Handler {
 	if cfg.Recent <= 0 {
 		cfg.Recent = DefaultRecent
@@ -123,30 +134,58 @@ func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	h := &handler{cfg: cfg, reader: audit.NewReader(cfg.RDB)}
+	h := &handler{cfg: cfg, reader: audit.NewReader(cfg.RDB), sess: newSessions(cfg.Token, cfg.SessionTTL, cfg.Clock)}
+	// Actions are POSTs from this page only: Sec-Fetch-Site / Origin must
+	// say same origin (403 otherwise), and the form must carry the
+	// session's CSRF token (actions.go).
+	cop := http.NewCrossOriginProtection()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", h.authorized(h.servePage))
 	mux.HandleFunc("GET /status.json", h.authorized(h.serveJSON))
 	mux.HandleFunc("GET /status/logs", h.authorized(h.serveLog))
+	mux.Handle("POST /status/login", cop.Handler(http.HandlerFunc(h.login)))
+	mux.Handle("POST /status/logout", cop.Handler(http.HandlerFunc(h.logout)))
+	mux.Handle("POST /status/action", cop.Handler(http.HandlerFunc(h.action)))
 	return mux
 }
 
+// authorized lets a request through with the bearer token or a valid
+// session cookie (or anything, with no token configured). A browser
+// without either gets the login form on /status.
 func (h *handler) authorized(next http.HandlerFunc) http.HandlerFunc {
-	return RequireToken(h.cfg.Token, next).ServeHTTP
+	return func(w http.ResponseWriter, r *http.Request) {
+		securityHeaders(w)
+		if h.cfg.Token != "" && !h.sess.bearer(r) && h.sess.session(r) == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentsmithd status"`)
+			if r.URL.Path == "/status" {
+				h.renderLogin(w, r, http.StatusUnauthorized, "")
+				return
+			}
+			http.Error(w, "401 unauthorized: send Authorization: Bearer <status token>, or log in at /status", http.StatusUnauthorized)
+			return
+		}
+		next(w, r)
+	}
+}
+
+// securityHeaders: nothing the page serves may be cached, sniffed or framed
+// (a framed page would let another site trick a click on its buttons).
+func securityHeaders(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "no-referrer")
 }
 
 // RequireToken guards next with the status token: with token set a
-// request needs "Authorization: Bearer <token>" (or ?access_token=, RFC
-// 6750 §2.3, for a browser); with it empty next is open. The daemon guards
-// /metrics with it too, since Prometheus scrapes with a bearer token.
+// request needs "Authorization: Bearer <token>"; with it empty next is
+// open. The daemon guards /metrics with it, since Prometheus scrapes with a
+// bearer token.
 func RequireToken(token string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok {
-				got = r.URL.Query().Get("access_token")
-			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agentsmithd status"`)
 				http.Error(w, "401 unauthorized: send Authorization: Bearer <status token>", http.StatusUnauthorized)
 				return
@@ -156,13 +195,6 @@ func RequireToken(token string, next http.Handler) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
 	})
-}
-
-func (h *handler) servePage(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	// The page loads nothing from elsewhere and runs only its own script.
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
-	_, _ = w.Write(page)
 }
 
 func (h *handler) serveJSON(w http.ResponseWriter, r *http.Request) {

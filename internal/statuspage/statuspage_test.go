@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -37,14 +38,16 @@ func TestTokenAndDocument(t *testing.T) {
 	rdb.RPush(ctx, keys.Queue(), req.Encode())
 	rdb.ZAdd(ctx, keys.Delayed(), redisZ("x"))
 
-	h := New(Config{RDB: rdb, Instance: "replica-a", Token: "s3cret"})
+	q := queue.NewWith(rdb, keys.Queue(), queue.Options{DelayedKey: keys.Delayed()})
+	h := New(Config{RDB: rdb, Instance: "replica-a", Token: "s3cret", Queue: q})
 	for _, c := range []struct {
 		target, auth string
 		code         int
 	}{
 		{"/status", "", 401}, {"/status.json", "", 401}, {"/status.json", "Bearer wrong", 401},
 		{"/status.json?access_token=wrong", "", 401}, {"/status.json", "Basic s3cret", 401},
-		{"/status", "Bearer s3cret", 200}, {"/status?access_token=s3cret", "", 200}, {"/status.json", "Bearer s3cret", 200},
+		{"/status?access_token=s3cret", "", 401}, // never in a URL
+		{"/status", "Bearer s3cret", 200}, {"/status.json", "Bearer s3cret", 200},
 	} {
 		rec := get(t, h, c.target, c.auth)
 		if rec.Code != c.code {
@@ -55,9 +58,10 @@ func TestTokenAndDocument(t *testing.T) {
 		}
 	}
 	page := get(t, h, "/status", "Bearer s3cret")
+	// Rendered on the server: the queued ticket is in the HTML itself.
 	if !strings.Contains(page.Header().Get("Content-Security-Policy"), "default-src 'none'") ||
-		!strings.Contains(page.Body.String(), "status.json") || strings.Contains(page.Body.String(), "http://") {
-		t.Errorf("page: CSP %q; it must poll status.json and load nothing from elsewhere", page.Header().Get("Content-Security-Policy"))
+		!strings.Contains(page.Body.String(), "github:acme/app#4") || strings.Contains(page.Body.String(), "http://") {
+		t.Errorf("page: CSP %q; it must show the queued ticket and load nothing from elsewhere:\n%s", page.Header().Get("Content-Security-Policy"), page.Body)
 	}
 	var st Status
 	if err := json.Unmarshal(get(t, h, "/status.json", "Bearer s3cret").Body.Bytes(), &st); err != nil {

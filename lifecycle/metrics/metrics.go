@@ -137,7 +137,7 @@ func New(cfg Config) *Metrics {
 		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.connsRefused, m.redisErrors, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Redis != nil {
-		m.reg.MustRegister(newStateCollector(cfg.Redis, cfg.Clock, cfg.Logger))
+		m.reg.MustRegister(newStateCollector(cfg.Redis, cfg.Clock, cfg.Logger), newPausedCollector(cfg.Redis, cfg.Logger))
 	}
 	return m
 }

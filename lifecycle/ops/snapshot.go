@@ -1,7 +1,7 @@
 // Package ops is the operator's view of a fleet, read from Redis alone: the
 // queue, the runs in flight with their heartbeats, the leader leases and the
 // live replicas (Read), and the few interventions an operator may need
-// (requeue, release, cancel). agentsmithctl and the daemon's status page
+// (requeue, release, cancel, pause and resume of a project's queue). agentsmithctl and the daemon's status page
 // share it, so both show the same numbers.
 package ops
 
@@ -31,6 +31,8 @@ type Snapshot struct {
 	Runs      []Run      `json:"runs"`
 	Leases    []Lease    `json:"leases"`
 	Instances []Instance `json:"instances"`
+	// Paused are the projects whose queue is paused (lifecycle.PauseProject).
+	Paused []lifecycle.Pause `json:"paused"`
 }
 
 // Queue describes the pending work.
@@ -96,6 +98,9 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg ReadConfig) (Snaps
 	s := Snapshot{At: cfg.Clock().UTC(), Runs: []Run{}, Leases: []Lease{}, Instances: []Instance{}}
 	runs, err := lifecycle.InflightRuns(ctx, rdb)
 	if err != nil {
+		return s, err
+	}
+	if s.Paused, err = lifecycle.PausedProjects(ctx, rdb); err != nil {
 		return s, err
 	}
 	instKeys, err := scanKeys(ctx, rdb, keys.InstancePattern())

@@ -189,6 +189,17 @@ func Delayed() string { return prefix() + "queue:delayed" }
 // of it is a re-trigger. It expires after FinishedTTL.
 func Finished(ticketKey string) string { return prefix() + "finished:" + ticketKey }
 
+// Paused marks a project whose queue is paused (agentsmithctl pause, the
+// status page): consumers put its requests aside instead of starting runs.
+// The value says who paused it and when.
+func Paused(project string) string { return prefix() + "paused:" + project }
+
+// PausedPattern matches every project's pause key (for SCAN).
+func PausedPattern() string { return prefix() + "paused:*" }
+
+// PausedProject extracts the project name from a Paused key.
+func PausedProject(key string) string { return key[len(prefix()+"paused:"):] }
+
 // ProjectSlots is the concurrency semaphore of one project: a sorted set of
 // run tokens scored by the unix milliseconds at which they expire.
 func ProjectSlots(project string) string { return prefix() + "slots:project:" + project }

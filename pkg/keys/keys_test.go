@@ -43,11 +43,13 @@ var builders = map[string]func() string{
 	"TriggerTeam":       func() string { return TriggerTeam("p", "t", "d") },
 	"TriggerActor":      func() string { return TriggerActor("github:a/b#1") },
 	"TriggerRefusal":    func() string { return TriggerRefusal("github:a/b#1", "d") },
+	"Paused":            func() string { return Paused("app") },
+	"PausedPattern":     PausedPattern,
 }
 
 // notBuilders are the exported functions of keys.go that return a string
 // but build no key.
-var notBuilders = map[string]bool{"ProcessingInstance": true}
+var notBuilders = map[string]bool{"ProcessingInstance": true, "PausedProject": true}
 
 // every builds one key of each kind, by builder name.
 func every() map[string]string {

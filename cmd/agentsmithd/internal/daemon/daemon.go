@@ -226,10 +226,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	admin.Handle("GET /metrics", statuspage.RequireToken(cfg.Status.Token.Value(), d.metrics.Handler()))
 	status := statuspage.New(statuspage.Config{RDB: d.rdb, Projects: d.projects, Instance: cfg.InstanceID,
 		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
-		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}})
-	admin.Handle("GET /status", status)
-	admin.Handle("GET /status.json", status)
-	admin.Handle("GET /status/logs", status)
+		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}, Claims: d.claims, Queue: d.queue})
+	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs",
+		"POST /status/login", "POST /status/logout", "POST /status/action"} {
+		admin.Handle(route, status)
+	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

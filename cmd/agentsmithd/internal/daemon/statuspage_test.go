@@ -41,13 +41,17 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-// artifactPath is where a test leaves files for a person to look at:
-// $AGENTSMITH_ARTIFACTS, else testdata/artifacts beside the test.
-func artifactPath(t *testing.T, name string) string {
+// screenshotPath is where a test leaves a screenshot for a person to look
+// at: $AGENTSMITH_ARTIFACTS, else a fresh directory under the system's
+// temp dir (kept after the test, never in the repository).
+func screenshotPath(t *testing.T, name string) string {
 	t.Helper()
 	dir := os.Getenv("AGENTSMITH_ARTIFACTS")
 	if dir == "" {
-		dir = filepath.Join("testdata", "artifacts")
+		var err error
+		if dir, err = os.MkdirTemp("", "agentsmith-status-"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -57,6 +61,17 @@ func artifactPath(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// loginInChromium logs in with the status token through the page's form.
+func loginInChromium(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/status"), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), testStatusToken), chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#live"))); err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		t.Fatalf("chromium: log in: %v\npage:\n%s", err, body)
+	}
 }
 
 func TestStatusPageInChromium(t *testing.T) {
@@ -71,13 +86,13 @@ func TestStatusPageInChromium(t *testing.T) {
 	ticket := fmt.Sprintf("github:%s#%d", repo, n)
 
 	// Only the admin listener serves the page.
-	for _, path := range []string{"/status", "/status.json", "/status?access_token=" + testStatusToken} {
+	for _, path := range []string{"/status", "/status.json"} {
 		if got := get(t, "http://"+d.Addr()+path); got != http.StatusNotFound {
 			t.Errorf("webhook listener GET %s = %d, want 404", path, got)
 		}
 	}
-	// The token is required.
-	for _, path := range []string{"/status", "/status.json", "/status.json?access_token=wrong"} {
+	// The token is required, and never taken from the URL.
+	for _, path := range []string{"/status", "/status.json", "/status.json?access_token=" + testStatusToken} {
 		resp, err := http.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
@@ -104,11 +119,9 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Errorf("link of %s = %q, want %q", ticket, link, want)
 	}
 
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/status?access_token="+testStatusToken)); err != nil {
-		t.Fatalf("chromium: navigate: %v", err)
-	}
-	// Live: the page's script fills the tables from /status.json. First the
-	// run in flight, with its owner and heartbeat age.
+	loginInChromium(t, ctx, base)
+	// Rendered on the server, refreshed in place by the page's script.
+	// First the run in flight, with its owner and heartbeat age.
 	waitPage := func(what, js string) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
@@ -129,7 +142,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shot := artifactPath(t, "status-page.png")
+	shot := screenshotPath(t, "status-page.png")
 	if err := os.WriteFile(shot, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

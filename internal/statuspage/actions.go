@@ -1,0 +1,176 @@
+package statuspage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Actor names the status page where an action is recorded (pause key,
+// retry's actor, cancel cause).
+const Actor = "status page"
+
+// CancelCause is the cause a cancel from the page leaves on the ticket.
+const CancelCause = "cancelled from the status page"
+
+// maxIDLen bounds a ticket id or project name taken from a form.
+const maxIDLen = 256
+
+// login checks the token from the login form and starts a session. The
+// token never appears in a URL, a log or the page.
+func (h *handler) login(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w)
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		h.renderLogin(w, r, http.StatusBadRequest, "the form could not be read")
+		return
+	}
+	if h.cfg.Token != "" && !h.sess.checkToken(r.PostForm.Get("token")) {
+		h.cfg.Logger.Info("status page: login refused", zap.String("remote", r.RemoteAddr))
+		h.renderLogin(w, r, http.StatusUnauthorized, "wrong token")
+		return
+	}
+	h.sess.issue(w, r)
+	http.Redirect(w, r, "/status", http.StatusSeeOther)
+}
+
+// logout forgets the browser's session (the cookie; sessions are not
+// stored, so a copied cookie stays valid until it expires or the token
+// changes).
+func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w)
+	clearCookie(w, r, sessionCookie)
+	http.Redirect(w, r, "/status", http.StatusSeeOther)
+}
+
+// action runs one button of the page: a same-origin POST (checked before
+// this runs) with a valid session and its CSRF token. It answers 303 back
+// to the page with the outcome as a flash message.
+func (h *handler) action(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w)
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "413 form too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "400 bad form", http.StatusBadRequest)
+		return
+	}
+	session := h.sess.session(r)
+	if session == "" {
+		http.Error(w, "403 forbidden: log in at /status first", http.StatusForbidden)
+		return
+	}
+	if !h.sess.checkCSRF(session, r.PostForm.Get("csrf")) {
+		http.Error(w, "403 forbidden: bad or missing CSRF token; reload /status", http.StatusForbidden)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	msg, err := h.do(ctx, r.PostForm.Get("action"), r.PostForm.Get("ticket"), r.PostForm.Get("project"))
+	var bad badRequest
+	switch {
+	case errors.As(err, &bad):
+		http.Error(w, "400 "+bad.Error(), http.StatusBadRequest)
+		return
+	case err != nil:
+		h.cfg.Logger.Warn("status page: action failed", zap.String("action", r.PostForm.Get("action")), zap.Error(err))
+		msg = "failed: " + err.Error()
+	default:
+		h.cfg.Logger.Info("status page: action", zap.String("action", r.PostForm.Get("action")), zap.String("outcome", msg))
+	}
+	h.sess.setFlash(w, r, msg)
+	http.Redirect(w, r, "/status", http.StatusSeeOther)
+}
+
+// badRequest is a form naming no valid action, ticket or project.
+type badRequest struct{ msg string }
+
+func (b badRequest) Error() string { return b.msg }
+
+// do runs the action and says what happened, for the flash message.
+func (h *handler) do(ctx context.Context, action, ticket, project string) (string, error) {
+	p, ok := h.cfg.Projects[project]
+	if !ok || !clean(project) {
+		return "", badRequest{"unknown project"}
+	}
+	switch action {
+	case "pause":
+		if err := lifecycle.PauseProject(ctx, h.cfg.RDB, p.Name, Actor, h.cfg.Clock()); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("paused %s: no new runs start until resume", p.Name), nil
+	case "resume":
+		was, due, err := lifecycle.ResumeProject(ctx, h.cfg.RDB, p.Name, h.cfg.Clock())
+		switch {
+		case err != nil:
+			return "", err
+		case !was:
+			return p.Name + " was not paused", nil
+		}
+		return fmt.Sprintf("resumed %s: %d waiting requests made due", p.Name, due), nil
+	}
+	ref, err := h.ticketRef(p, ticket)
+	if err != nil {
+		return "", err
+	}
+	switch action {
+	case "requeue":
+		if h.cfg.Claims == nil || h.cfg.Queue == nil {
+			return "", badRequest{"requeue is not available on this replica"}
+		}
+		res, err := ops.Requeue(ctx, h.cfg.Claims, h.cfg.Queue, ref)
+		switch {
+		case err != nil:
+			return "", err
+		case res.Pushed == nil:
+			return fmt.Sprintf("not requeued %s: %s", ref, res.Skipped), nil
+		}
+		return fmt.Sprintf("requeued %s (attempt %d)", ref, res.Pushed.Attempt), nil
+	case "retry":
+		if h.cfg.Claims == nil {
+			return "", badRequest{"retry is not available on this replica"}
+		}
+		res, err := h.cfg.Claims.Retry(ctx, ref, lifecycle.SourceOperator, Actor)
+		switch {
+		case err != nil:
+			return "", err
+		case !res.Retried():
+			return fmt.Sprintf("not retried %s: %s", ref, res.Reason), nil
+		}
+		return fmt.Sprintf("retried %s (attempt %d)", ref, res.Request.Attempt), nil
+	case "cancel":
+		if err := lifecycle.RequestCancel(ctx, h.cfg.RDB, ref, CancelCause, 0); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("cancel requested for %s: its run or request stops and the ticket fails", ref), nil
+	}
+	return "", badRequest{"unknown action"}
+}
+
+// ticketRef parses the form's "platform:id" for project p.
+func (h *handler) ticketRef(p *lifecycle.Project, ticket string) (platforms.Ref, error) {
+	platform, id, ok := strings.Cut(ticket, ":")
+	if !ok || platform != p.Platform || id == "" || !clean(id) {
+		return platforms.Ref{}, badRequest{"ticket must be platform:id of the project's platform"}
+	}
+	return platforms.Ref{Platform: platform, Project: p.Name, ID: id}, nil
+}
+
+// clean reports whether s is short and free of control characters and
+// spaces: it becomes part of Redis keys and log lines.
+func clean(s string) bool {
+	return s != "" && len(s) <= maxIDLen && strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) < 0
+}

@@ -1,0 +1,39 @@
+package metrics_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+)
+
+func TestProjectPausedGauge(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	m := metrics.New(metrics.Config{Redis: rdb})
+	ctx := t.Context()
+	if n := testutil.CollectAndCount(m.Registry(), "agentsmith_project_paused"); n != 0 {
+		t.Fatalf("%d paused series before any pause", n)
+	}
+	if err := lifecycle.PauseProject(ctx, rdb, "app", "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP agentsmith_project_paused 1 for each project whose queue is paused (agentsmithctl pause): its requests wait, no run starts.
+# TYPE agentsmith_project_paused gauge
+agentsmith_project_paused{project="app"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "agentsmith_project_paused"); err != nil {
+		t.Error(err)
+	}
+	if _, _, err := lifecycle.ResumeProject(ctx, rdb, "app", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(m.Registry(), "agentsmith_project_paused"); n != 0 {
+		t.Errorf("%d paused series after resume", n)
+	}
+}

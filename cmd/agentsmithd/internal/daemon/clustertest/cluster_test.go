@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
-	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -50,7 +50,7 @@ func TestClusterWebhookToDone(t *testing.T) {
 	t.Cleanup(s.Close)
 	dir := t.TempDir()
 	runLog := filepath.Join(dir, "runs.log")
-	gh := e2ecases.GitHub
+	gh := simcases.GitHub
 
 	addrs := make([]string, 0, 3)
 	for _, a := range cluster.Addrs() {
@@ -120,7 +120,7 @@ projects:
 	}
 }
 
-func startDaemon(t *testing.T, cfg *config.Config, s *sim.Sim, gh e2ecases.Case) {
+func startDaemon(t *testing.T, cfg *config.Config, s *sim.Sim, gh simcases.Case) {
 	t.Helper()
 	d, err := daemon.New(cfg, daemon.Options{Logger: zaptest.NewLogger(t)})
 	if err != nil {

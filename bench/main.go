@@ -25,7 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
 )
 
 // Results is everything the run measured; it is what -out receives.
@@ -76,7 +76,7 @@ func main() {
 }
 
 func run(ctx context.Context, out string, jobs int, only string, maxHK int) error {
-	bin, err := redistest.FindBinary()
+	bin, err := redisserver.FindBinary()
 	if err != nil {
 		return fmt.Errorf("find redis-server: %w", err)
 	}
@@ -85,7 +85,7 @@ func run(ctx context.Context, out string, jobs int, only string, maxHK int) erro
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := redistest.StartProcess(ctx, bin, dir)
+	srv, err := redisserver.Start(ctx, bin, dir)
 	if err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}

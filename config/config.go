@@ -14,7 +14,18 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/housekeeping"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/lease"
+	"github.com/agentsmithd/agentsmithd/pkg/presence"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
+	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
+	"github.com/agentsmithd/agentsmithd/platforms/jira"
 )
 
 // Roles a replica can run; a fleet scales receivers and consumers apart.
@@ -28,32 +39,37 @@ const (
 // AllRoles is the default: one process does everything.
 var AllRoles = []string{RoleReceiver, RolePoller, RoleConsumer, RoleHousekeeping}
 
-// Defaults for zero-valued fields. The TTLs are the specification's so an
-// existing deployment keeps its timing.
+// Defaults for zero-valued fields. Each is defined once: where a service
+// falls back to a default itself (its constructor fills a zero Config field),
+// the constant here refers to that service's named default, so the config
+// and a service built without it cannot drift apart; only settings no
+// service defaults (listeners, connection caps, retry policy, polling) are
+// defined here. The TTLs are the specification's so an existing deployment
+// keeps its timing. TestEmptyConfigPrintsTheServicesDefaults checks the map.
 const (
 	DefaultListen = ":8080"
 	// DefaultAdminListen keeps /metrics and the status page on loopback:
 	// the internet reaches only the webhooks on Listen (issue #18).
 	DefaultAdminListen    = "127.0.0.1:9090"
-	DefaultLabelPrefix    = "agent-smith" // = lifecycle.DefaultLabelPrefix; config stays free of the domain package
-	DefaultConcurrency    = 4
+	DefaultLabelPrefix    = lifecycle.DefaultLabelPrefix
+	DefaultConcurrency    = lifecycle.DefaultConcurrency
 	DefaultHeartbeatTTL   = keys.HeartbeatTTL   // spec: absence after 2 min means dead
 	DefaultHeartbeatRenew = keys.HeartbeatRenew // spec: renewed every 30 s
-	DefaultShutdownGrace  = 10 * time.Second
-	DefaultKillGrace      = 10 * time.Second
-	DefaultTailBytes      = 4096
+	DefaultShutdownGrace  = lifecycle.DefaultShutdownGrace
+	DefaultKillGrace      = lifecycle.DefaultKillGrace
+	DefaultTailBytes      = lifecycle.DefaultTailBytes
 	// MaxTailBytes bounds consumer.tail_bytes: the tail goes into the
 	// failure comment, which must fit every platform's limit (32,767
 	// characters on Jira); the comment is cut to fit anyway, but a larger
 	// tail only costs memory per running pipeline.
 	MaxTailBytes         = 32768
 	DefaultClaimLockTTL  = keys.ClaimLockTTL // spec: claim-lock TTL 30 s
-	DefaultFastInterval  = 5 * time.Second
-	DefaultSlowInterval  = 60 * time.Second
-	DefaultInstanceTTL   = 15 * time.Second
-	DefaultEnqueuedGrace = 30 * time.Second
-	DefaultLeaseTTL      = 15 * time.Second
-	DefaultMaxBodyBytes  = 1 << 20
+	DefaultFastInterval  = housekeeping.DefaultFastInterval
+	DefaultSlowInterval  = housekeeping.DefaultSlowInterval
+	DefaultInstanceTTL   = presence.DefaultTTL
+	DefaultEnqueuedGrace = housekeeping.DefaultEnqueuedGrace
+	DefaultLeaseTTL      = lease.DefaultTTL // housekeeping.lease_ttl and poller.lease_ttl
+	DefaultMaxBodyBytes  = receiver.DefaultMaxBody
 	DefaultDeliveryTTL   = keys.DeliveryTTL
 	// DefaultMaxConnections and DefaultMaxConnectionsPerAddress cap the
 	// webhook listener's open connections: trackers send a delivery at a
@@ -70,19 +86,19 @@ const (
 	MinPollInterval        = time.Second
 	DefaultPipelineTimeout = 30 * time.Minute
 	DefaultMaxAttempts     = 3
-	DefaultAuditMaxLen     = 100_000 // = audit.DefaultMaxLen
-	MinAuditMaxLen         = 100     // below one stream node, MAXLEN ~ cannot trim
-	DefaultPersistTimeout  = 2 * time.Minute
-	DefaultPriority        = 5 // = lifecycle.DefaultPriority: the level of agentsmith:queue:jobs
-	DefaultLowerEvery      = 10
-	DefaultLimitDelay      = 2 * time.Second
-	DefaultDelayedInterval = time.Second
+	DefaultAuditMaxLen     = audit.DefaultMaxLen
+	MinAuditMaxLen         = 100 // below one stream node, MAXLEN ~ cannot trim
+	DefaultPersistTimeout  = lifecycle.DefaultPersistTimeout
+	DefaultPriority        = lifecycle.DefaultPriority // the level of agentsmith:queue:jobs
+	DefaultLowerEvery      = queue.DefaultLowerEvery
+	DefaultLimitDelay      = lifecycle.DefaultLimitDelay
+	DefaultDelayedInterval = housekeeping.DefaultDelayedInterval
 	DefaultBackoffInitial  = 30 * time.Second
 	DefaultBackoffMax      = 10 * time.Minute
 	DefaultBackoffFactor   = 2.0
-	DefaultCancelCheck     = 5 * time.Second  // = lifecycle.DefaultCancelCheck
-	DefaultStuckEnqueued   = 30 * time.Minute // seed 004: BLOCKING_THRESHOLD default 30 min
-	DefaultStuckInProgress = 2 * time.Hour
+	DefaultCancelCheck     = lifecycle.DefaultCancelCheck
+	DefaultStuckEnqueued   = housekeeping.DefaultStuckEnqueued
+	DefaultStuckInProgress = housekeeping.DefaultStuckInProgress
 )
 
 // Config is the whole daemon configuration. Zero values mean "default".
@@ -406,10 +422,10 @@ type PlatformRules struct {
 // KnownPlatforms lists the platforms a project may name. Platform packages
 // add their entry (in this package, one file per platform).
 var KnownPlatforms = map[string]PlatformRules{
-	"github":      {DefaultBaseURL: "https://api.github.com/", CheckRepo: checkOwnerRepo, Reactions: true, Teams: true},
-	"gitlab":      {DefaultBaseURL: "https://gitlab.com/api/v4/", CheckRepo: checkGitLabProject, Reactions: true, Teams: true},
-	"jira":        {CheckRepo: checkJiraProjectKey, Teams: true}, // no default: every Jira site has its own URL
-	"azuredevops": {DefaultBaseURL: "https://dev.azure.com/", CheckRepo: checkAzureDevOpsRepo, Teams: true},
+	github.Platform:      {DefaultBaseURL: github.DefaultBaseURL, CheckRepo: checkOwnerRepo, Reactions: true, Teams: true},
+	gitlab.Platform:      {DefaultBaseURL: gitlab.DefaultBaseURL, CheckRepo: checkGitLabProject, Reactions: true, Teams: true},
+	jira.Platform:        {CheckRepo: checkJiraProjectKey, Teams: true}, // no default: every Jira site has its own URL
+	azuredevops.Platform: {DefaultBaseURL: azuredevops.DefaultBaseURL, CheckRepo: checkAzureDevOpsRepo, Teams: true},
 }
 
 // TrackerWriter is the writer name a tracker client tags its writes with:

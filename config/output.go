@@ -3,14 +3,17 @@ package config
 import (
 	"path/filepath"
 	"time"
+
+	"github.com/agentsmithd/agentsmithd/housekeeping"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 )
 
-// Output defaults.
+// Output defaults: the executor's and the Retention service's own.
 const (
-	DefaultLogMaxBytes       = 10 << 20 // per attempt
-	DefaultRetentionMaxAge   = 7 * 24 * time.Hour
-	DefaultRetentionMaxBytes = 10 << 30
-	DefaultRetentionInterval = 10 * time.Minute
+	DefaultLogMaxBytes       = lifecycle.DefaultLogMaxBytes // per attempt
+	DefaultRetentionMaxAge   = housekeeping.DefaultRetentionMaxAge
+	DefaultRetentionMaxBytes = housekeeping.DefaultRetentionMaxBytes
+	DefaultRetentionInterval = housekeeping.DefaultRetentionInterval
 	minRetentionInterval     = time.Second
 	minLogMaxBytes           = 1024
 )

@@ -15,7 +15,7 @@ import (
 
 // CancelDetectorConfig configures a CancelDetector.
 type CancelDetectorConfig struct {
-	Interval time.Duration // default SlowIntervalDefault
+	Interval time.Duration // default DefaultSlowInterval
 	// CancelTTL is the lifetime of a cancel request (default keys.CancelTTL).
 	CancelTTL time.Duration
 	// Fence is checked before every cancel request; see
@@ -44,7 +44,7 @@ type CancelDetector struct {
 // NewCancelDetector wires a detector.
 func NewCancelDetector(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg CancelDetectorConfig) *CancelDetector {
 	if cfg.Interval <= 0 {
-		cfg.Interval = SlowIntervalDefault
+		cfg.Interval = DefaultSlowInterval
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = noFence

@@ -11,12 +11,12 @@ import (
 
 // Defaults of DelayedPromoterConfig.
 const (
-	// DelayedIntervalDefault: a retry starts at most this late after its
+	// DefaultDelayedInterval: a retry starts at most this late after its
 	// backoff ends; short, since a cycle is one script call when nothing is due.
-	DelayedIntervalDefault = time.Second
-	// DelayedBatchDefault bounds one script call, so a burst of due retries
+	DefaultDelayedInterval = time.Second
+	// DefaultDelayedBatch bounds one script call, so a burst of due retries
 	// never blocks Redis for long; a cycle repeats while batches come full.
-	DelayedBatchDefault = 100
+	DefaultDelayedBatch = 100
 )
 
 // DelayedPromoterConfig configures a DelayedPromoter.
@@ -42,10 +42,10 @@ type DelayedPromoter struct {
 // NewDelayedPromoter wires a promoter for q's delayed set.
 func NewDelayedPromoter(q *queue.Queue, cfg DelayedPromoterConfig) *DelayedPromoter {
 	if cfg.Interval <= 0 {
-		cfg.Interval = DelayedIntervalDefault
+		cfg.Interval = DefaultDelayedInterval
 	}
 	if cfg.Batch <= 0 {
-		cfg.Batch = DelayedBatchDefault
+		cfg.Batch = DefaultDelayedBatch
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = noFence

@@ -15,12 +15,12 @@ import (
 
 // Specification-derived defaults.
 const (
-	// FastIntervalDefault: how often Redis-only checks run.
-	FastIntervalDefault = 5 * time.Second
-	// SlowIntervalDefault: how often the trackers are listed. The
+	// DefaultFastInterval: how often Redis-only checks run.
+	DefaultFastInterval = 5 * time.Second
+	// DefaultSlowInterval: how often the trackers are listed. The
 	// specification allows 10 minutes for Enqueued recovery; a minute keeps
 	// API use at one list call per project and state per minute.
-	SlowIntervalDefault = 60 * time.Second
+	DefaultSlowInterval = 60 * time.Second
 )
 
 // loop runs fast every fastEvery and slow every slowEvery, and kicked at once

@@ -14,7 +14,7 @@ import (
 
 // EpochWatcherConfig configures an EpochWatcher.
 type EpochWatcherConfig struct {
-	Interval time.Duration // default FastIntervalDefault
+	Interval time.Duration // default DefaultFastInterval
 	// Fence must pass before a new epoch is written: a leader that lost its
 	// lease leaves the epoch missing, so the next leader sees the loss too.
 	Fence  func(context.Context) error
@@ -35,7 +35,7 @@ type EpochWatcher struct {
 // NewEpochWatcher calls each onLoss function when the epoch is missing.
 func NewEpochWatcher(rdb redis.UniversalClient, cfg EpochWatcherConfig, onLoss ...func()) *EpochWatcher {
 	if cfg.Interval <= 0 {
-		cfg.Interval = FastIntervalDefault
+		cfg.Interval = DefaultFastInterval
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = noFence

@@ -43,7 +43,7 @@ func (c *lagClock) Add(d time.Duration) {
 }
 
 // jiraWorld is a Jira Cloud project on the sim, whose search lags writes
-// by sim.JiraSearchLagDefault, with housekeeping's claim service over it.
+// by sim.DefaultJiraSearchLag, with housekeeping's claim service over it.
 // other is a second tracker for the same project: another replica, whose
 // writes this replica's searches do not reconcile.
 type jiraWorld struct {
@@ -104,7 +104,7 @@ func (w *jiraWorld) moveByOther(t *testing.T, n int, from, to lifecycle.State) {
 func TestStaleSearchHitNotActedOn(t *testing.T) {
 	w := newJiraWorld(t)
 	n := w.sim.CreateIssue("OPS", "finished elsewhere", "", "agent-smith", "agent-smith:in-progress")
-	w.clock.Add(2 * sim.JiraSearchLagDefault)
+	w.clock.Add(2 * sim.DefaultJiraSearchLag)
 	w.moveByOther(t, n, lifecycle.InProgress, lifecycle.Done)
 	writes := len(w.sim.Writes())
 
@@ -133,7 +133,7 @@ func TestStaleSearchHitNotActedOn(t *testing.T) {
 func TestOwnWriteListedAtOnce(t *testing.T) {
 	w := newJiraWorld(t)
 	n := w.sim.CreateIssue("OPS", "claimed here", "", "agent-smith")
-	w.clock.Add(2 * sim.JiraSearchLagDefault)
+	w.clock.Add(2 * sim.DefaultJiraSearchLag)
 	res, err := w.claims.Claim(t.Context(), w.ref(n), lifecycle.SourcePoll, 1)
 	if err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v, %v", res, err)
@@ -161,7 +161,7 @@ func TestOwnWriteListedAtOnce(t *testing.T) {
 func TestStaleSearchHitDoesNotCancel(t *testing.T) {
 	w := newJiraWorld(t)
 	n := w.sim.CreateIssue("OPS", "running", "", "agent-smith:in-progress")
-	w.clock.Add(2 * sim.JiraSearchLagDefault)
+	w.clock.Add(2 * sim.DefaultJiraSearchLag)
 	if err := w.sim.AddLabels("OPS", n, "agent-smith"); err != nil {
 		t.Fatal(err)
 	}

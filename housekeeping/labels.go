@@ -18,7 +18,7 @@ import (
 
 // LabelRepairerConfig configures a LabelRepairer.
 type LabelRepairerConfig struct {
-	Interval time.Duration // default SlowIntervalDefault
+	Interval time.Duration // default DefaultSlowInterval
 	// Fence is checked right before every write; see
 	// StaleJobDetectorConfig.Fence.
 	Fence  func(context.Context) error
@@ -50,7 +50,7 @@ type LabelRepairer struct {
 // NewLabelRepairer wires a repairer.
 func NewLabelRepairer(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg LabelRepairerConfig) *LabelRepairer {
 	if cfg.Interval <= 0 {
-		cfg.Interval = SlowIntervalDefault
+		cfg.Interval = DefaultSlowInterval
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = noFence

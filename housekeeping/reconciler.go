@@ -17,11 +17,11 @@ import (
 
 // EnqueuedReconcilerConfig configures an EnqueuedReconciler.
 type EnqueuedReconcilerConfig struct {
-	FastInterval time.Duration // default FastIntervalDefault
-	SlowInterval time.Duration // default SlowIntervalDefault
+	FastInterval time.Duration // default DefaultFastInterval
+	SlowInterval time.Duration // default DefaultSlowInterval
 	// Grace is how long a ticket must be seen orphaned before it is
 	// re-pushed, so a push in flight is never duplicated. Skipped right
-	// after Redis lost its data. Default EnqueuedGraceDefault.
+	// after Redis lost its data. Default DefaultEnqueuedGrace.
 	Grace time.Duration
 	// Fence is called immediately before every re-push; see
 	// StaleJobDetectorConfig.Fence.
@@ -48,19 +48,19 @@ type EnqueuedReconciler struct {
 	urgent      bool
 }
 
-// EnqueuedGraceDefault is the default EnqueuedReconcilerConfig.Grace.
-const EnqueuedGraceDefault = 30 * time.Second
+// DefaultEnqueuedGrace is the default EnqueuedReconcilerConfig.Grace.
+const DefaultEnqueuedGrace = 30 * time.Second
 
 // NewEnqueuedReconciler wires a reconciler.
 func NewEnqueuedReconciler(rdb redis.UniversalClient, q *queue.Queue, claims *lifecycle.ClaimService, cfg EnqueuedReconcilerConfig) *EnqueuedReconciler {
 	if cfg.FastInterval <= 0 {
-		cfg.FastInterval = FastIntervalDefault
+		cfg.FastInterval = DefaultFastInterval
 	}
 	if cfg.SlowInterval <= 0 {
-		cfg.SlowInterval = SlowIntervalDefault
+		cfg.SlowInterval = DefaultSlowInterval
 	}
 	if cfg.Grace <= 0 {
-		cfg.Grace = EnqueuedGraceDefault
+		cfg.Grace = DefaultEnqueuedGrace
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = noFence

@@ -20,9 +20,9 @@ import (
 
 // Retention defaults (config consumer.output.retention).
 const (
-	RetentionMaxAgeDefault   = 7 * 24 * time.Hour
-	RetentionMaxBytesDefault = 10 << 30
-	RetentionIntervalDefault = 10 * time.Minute
+	DefaultRetentionMaxAge   = 7 * 24 * time.Hour
+	DefaultRetentionMaxBytes = 10 << 30
+	DefaultRetentionInterval = 10 * time.Minute
 )
 
 // RetentionConfig configures a Retention.
@@ -52,13 +52,13 @@ type Retention struct {
 // NewRetention applies defaults to cfg.
 func NewRetention(rdb redis.UniversalClient, cfg RetentionConfig) *Retention {
 	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = RetentionMaxAgeDefault
+		cfg.MaxAge = DefaultRetentionMaxAge
 	}
 	if cfg.MaxBytes <= 0 {
-		cfg.MaxBytes = RetentionMaxBytesDefault
+		cfg.MaxBytes = DefaultRetentionMaxBytes
 	}
 	if cfg.Interval <= 0 {
-		cfg.Interval = RetentionIntervalDefault
+		cfg.Interval = DefaultRetentionInterval
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now

@@ -18,8 +18,8 @@ import (
 
 // StaleJobDetectorConfig configures a StaleJobDetector.
 type StaleJobDetectorConfig struct {
-	FastInterval time.Duration // default FastIntervalDefault
-	SlowInterval time.Duration // default SlowIntervalDefault
+	FastInterval time.Duration // default DefaultFastInterval
+	SlowInterval time.Duration // default DefaultSlowInterval
 	// Fence is called immediately before every write; an error skips the
 	// write. The daemon passes the housekeeping lease's Fence, so a leader
 	// paused past its lease never writes after another replica took over.
@@ -42,10 +42,10 @@ type StaleJobDetector struct {
 // NewStaleJobDetector wires a detector.
 func NewStaleJobDetector(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg StaleJobDetectorConfig) *StaleJobDetector {
 	if cfg.FastInterval <= 0 {
-		cfg.FastInterval = FastIntervalDefault
+		cfg.FastInterval = DefaultFastInterval
 	}
 	if cfg.SlowInterval <= 0 {
-		cfg.SlowInterval = SlowIntervalDefault
+		cfg.SlowInterval = DefaultSlowInterval
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = noFence

@@ -18,14 +18,14 @@ import (
 // Stuck thresholds' defaults (seed 004: a ticket in the same state longer
 // than 30 minutes is blocked).
 const (
-	StuckEnqueuedDefault   = 30 * time.Minute
-	StuckInProgressDefault = 2 * time.Hour
+	DefaultStuckEnqueued   = 30 * time.Minute
+	DefaultStuckInProgress = 2 * time.Hour
 )
 
 // StuckThresholds are one project's limits on time in state.
 type StuckThresholds struct {
-	EnqueuedAfter   time.Duration // default StuckEnqueuedDefault
-	InProgressAfter time.Duration // default StuckInProgressDefault
+	EnqueuedAfter   time.Duration // default DefaultStuckEnqueued
+	InProgressAfter time.Duration // default DefaultStuckInProgress
 	// Comment posts one comment per stuck state on the ticket.
 	Comment bool
 }
@@ -35,7 +35,7 @@ type StuckDetectorConfig struct {
 	// Projects maps project names to their thresholds; a project missing
 	// here gets the defaults, without comments.
 	Projects map[string]StuckThresholds
-	Interval time.Duration // default SlowIntervalDefault
+	Interval time.Duration // default DefaultSlowInterval
 	// FlagTTL is how long a flag is remembered (default keys.StuckFlagTTL).
 	FlagTTL time.Duration
 	// Fence is checked before every comment; see StaleJobDetectorConfig.Fence.
@@ -64,7 +64,7 @@ type StuckDetector struct {
 // NewStuckDetector wires a detector.
 func NewStuckDetector(rdb redis.UniversalClient, q *queue.Queue, claims *lifecycle.ClaimService, cfg StuckDetectorConfig) *StuckDetector {
 	if cfg.Interval <= 0 {
-		cfg.Interval = SlowIntervalDefault
+		cfg.Interval = DefaultSlowInterval
 	}
 	if cfg.FlagTTL <= 0 {
 		cfg.FlagTTL = keys.StuckFlagTTL
@@ -89,10 +89,10 @@ func (d *StuckDetector) Run(ctx context.Context) error {
 func (d *StuckDetector) thresholds(project string) StuckThresholds {
 	th := d.cfg.Projects[project]
 	if th.EnqueuedAfter <= 0 {
-		th.EnqueuedAfter = StuckEnqueuedDefault
+		th.EnqueuedAfter = DefaultStuckEnqueued
 	}
 	if th.InProgressAfter <= 0 {
-		th.InProgressAfter = StuckInProgressDefault
+		th.InProgressAfter = DefaultStuckInProgress
 	}
 	return th
 }

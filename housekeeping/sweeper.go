@@ -21,7 +21,7 @@ type TriggerSweeperConfig struct {
 	// as blocked are claimed again every cycle (a blocker in another
 	// repository or project sends no close event here).
 	Blocked  []string
-	Interval time.Duration // default SlowIntervalDefault
+	Interval time.Duration // default DefaultSlowInterval
 	// Fence is checked right before every claim's write; see
 	// StaleJobDetectorConfig.Fence.
 	Fence  func(context.Context) error
@@ -42,7 +42,7 @@ type TriggerSweeper struct {
 // NewTriggerSweeper wires a sweeper.
 func NewTriggerSweeper(claims *lifecycle.ClaimService, cfg TriggerSweeperConfig) *TriggerSweeper {
 	if cfg.Interval <= 0 {
-		cfg.Interval = SlowIntervalDefault
+		cfg.Interval = DefaultSlowInterval
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = noFence

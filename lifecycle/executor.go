@@ -25,8 +25,8 @@ import (
 const (
 	DefaultConcurrency   = 4
 	DefaultShutdownGrace = 10 * time.Second
-	DefaultKillGrace     = 10 * time.Second
-	DefaultTailBytes     = 4096
+	DefaultKillGrace     = procrun.DefaultGrace     // SIGTERM → SIGKILL
+	DefaultTailBytes     = procrun.DefaultTailBytes // output kept for the failure comment
 	DefaultTakeWait      = time.Second
 	writeTimeout         = 30 * time.Second
 	// commentTimeout bounds one comment with its retries and its short

@@ -7,6 +7,8 @@ package lifecycle
 import (
 	"fmt"
 	"strings"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // State is a ticket's lifecycle state as shown by its labels.
@@ -60,8 +62,9 @@ func (s *State) UnmarshalText(b []byte) error {
 // trigger.
 func (s State) Terminal() bool { return s == Done || s == Failed }
 
-// DefaultLabelPrefix is the specification's prefix for lifecycle labels.
-const DefaultLabelPrefix = "agent-smith"
+// DefaultLabelPrefix is the specification's prefix for lifecycle labels
+// (platforms.DefaultLabelPrefix, which the platform packages also read).
+const DefaultLabelPrefix = platforms.DefaultLabelPrefix
 
 // Labels maps states to labels under one prefix ("agent-smith:enqueued").
 // Only labels with the prefix are lifecycle labels; nothing else is ever

@@ -43,6 +43,12 @@ func (r Ref) Key() string { return r.Platform + ":" + r.ID }
 
 func (r Ref) String() string { return r.Platform + ":" + r.ID }
 
+// DefaultLabelPrefix is the specification's prefix for lifecycle labels
+// ("agent-smith:enqueued"). It is defined here, below both the domain
+// (lifecycle.DefaultLabelPrefix refers to it) and the platforms that watch
+// for foreign lifecycle writes (GitHub and GitLab Relabel).
+const DefaultLabelPrefix = "agent-smith"
+
 // Ticket is a snapshot of a ticket as the tracker returned it.
 type Ticket struct {
 	Ref    Ref      `json:"ref"`

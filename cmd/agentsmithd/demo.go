@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,10 +16,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
-	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
@@ -57,15 +56,15 @@ const demoProject = `  - name: %s
 // sandbox; Jira's is found by polling, the others by signed webhooks.
 var demoProjects = []struct {
 	name string
-	pc   e2ecases.Case
+	pc   simcases.Case
 	poll bool
 	// tickets are the titles of the issues a human labels.
 	tickets []string
 }{
-	{"webshop", e2ecases.GitHub.WithRepo("demo/webshop"), false, []string{"Fix login redirect loop", "Checkout is flaky on Safari"}},
-	{"platform-api", e2ecases.GitLab.WithRepo("demo/platform/api"), false, []string{"Add rate limiting to /search"}},
-	{"mobile", e2ecases.AzureDevOps.WithRepo("demoorg/mobile"), false, []string{"Dark mode for settings screen"}},
-	{"ops", e2ecases.Jira.WithRepo("OPS"), true, []string{"Rotate the staging certificates"}},
+	{"webshop", simcases.GitHub.WithRepo("demo/webshop"), false, []string{"Fix login redirect loop", "Checkout is flaky on Safari"}},
+	{"platform-api", simcases.GitLab.WithRepo("demo/platform/api"), false, []string{"Add rate limiting to /search"}},
+	{"mobile", simcases.AzureDevOps.WithRepo("demoorg/mobile"), false, []string{"Dark mode for settings screen"}},
+	{"ops", simcases.Jira.WithRepo("OPS"), true, []string{"Rotate the staging certificates"}},
 }
 
 // demoConfig is the demo's config, parsed like a config file, with the
@@ -230,8 +229,8 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // startDemoRedis starts a real redis-server on a free port when one is
 // installed, else an embedded in-process Redis (single replica only).
 func startDemoRedis(ctx context.Context, dir string, say func(string, ...any)) (string, func(), error) {
-	if bin, err := exec.LookPath("redis-server"); err == nil {
-		p, err := redistest.StartProcess(ctx, bin, dir)
+	if bin, err := redisserver.FindBinary(); err == nil {
+		p, err := redisserver.Start(ctx, bin, dir)
 		if err != nil {
 			return "", nil, err
 		}

@@ -2,7 +2,7 @@ package main_test
 
 import (
 	"fmt"
-	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"net/http/httptest"
 	"os"
@@ -52,7 +52,7 @@ echo "end $AGENTSMITH_TICKET_ID $AGENTSMITH_ATTEMPT" >> "$RUN_LOG"`
 
 type procWorld struct {
 	t      *testing.T
-	pc     e2ecases.Case
+	pc     simcases.Case
 	dir    string
 	sim    *sim.Sim
 	simURL string
@@ -118,7 +118,7 @@ func (w *procWorld) lines(prefix string) []string {
 	return out
 }
 
-func newProcWorld(t *testing.T, pc e2ecases.Case) *procWorld {
+func newProcWorld(t *testing.T, pc simcases.Case) *procWorld {
 	dir := t.TempDir()
 	s := sim.New(sim.Options{})
 	t.Cleanup(s.Close)
@@ -129,7 +129,7 @@ func newProcWorld(t *testing.T, pc e2ecases.Case) *procWorld {
 
 // killAndRecover runs replica A until the ticket is in progress, kill -9s it,
 // starts replica B, and returns the time from the kill to attempt 2 starting.
-func killAndRecover(t *testing.T, pc e2ecases.Case, timings string, timeout time.Duration) time.Duration {
+func killAndRecover(t *testing.T, pc simcases.Case, timings string, timeout time.Duration) time.Duration {
 	w := newProcWorld(t, pc)
 	a := w.start("replica-a", timings)
 	n := w.sim.CreateIssue(pc.Repo, "crash me", "", "agent-smith", "keep-me")
@@ -163,7 +163,7 @@ func TestKill9MidPipelineIsRerunByAnotherProcess(t *testing.T) {
 	timings := `consumer: {heartbeat_ttl: 3s, heartbeat_renew: 500ms}
 housekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s}
 poller: {lease_ttl: 2s}`
-	for _, pc := range e2ecases.All {
+	for _, pc := range simcases.All {
 		t.Run(pc.Name, func(t *testing.T) {
 			d := killAndRecover(t, pc, timings, 30*time.Second)
 			t.Logf("recovery after kill -9 (test timings: instance_ttl 2s, lease_ttl 2s): %s", d.Round(10*time.Millisecond))
@@ -178,6 +178,6 @@ func TestKill9RecoveryWithDefaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes ~30 s")
 	}
-	d := killAndRecover(t, e2ecases.GitHub, "", 90*time.Second)
+	d := killAndRecover(t, simcases.GitHub, "", 90*time.Second)
 	t.Logf("recovery after kill -9 with default settings: %s", d.Round(10*time.Millisecond))
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/internal/readme"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
 )
 
 // TestFirstProjectWalkthrough runs the sh blocks of the README's "Your
@@ -25,7 +25,7 @@ func TestFirstProjectWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds three binaries")
 	}
-	redisBin, err := redistest.FindBinary()
+	redisBin, err := redisserver.FindBinary()
 	if err != nil {
 		t.Skip(err)
 	}
@@ -105,7 +105,7 @@ func TestFirstProjectWalkthrough(t *testing.T) {
 // freeAddr is a loopback address with a port free at the time of asking.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	port, err := redistest.FreePort()
+	port, err := redisserver.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

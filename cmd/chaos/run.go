@@ -113,7 +113,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if tag == "" && rnd(100) < 8 {
 			title += " fail"
 		}
-		n := w.sim.CreateIssue(p.repo, title, "", "agent-smith")
+		n := w.sim.CreateIssue(p.Repo, title, "", "agent-smith")
 		src := "webhook"
 		if !p.webhook {
 			src = "poll"
@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			src = "webhook+poll"
 		}
 		tmu.Lock()
-		tickets = append(tickets, &ticket{p: p, n: n, id: p.id(n), fed: time.Now(), source: src})
+		tickets = append(tickets, &ticket{p: p, n: n, id: p.ID(n), fed: time.Now(), source: src})
 		tmu.Unlock()
 	}
 	wg.Add(1)
@@ -158,7 +158,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rdb := redis.NewClient(&redis.Options{Addr: w.redis.addr()})
+			rdb := redis.NewClient(&redis.Options{Addr: w.redis.Addr()})
 			defer rdb.Close()
 			for sleepCtx(fctx, o.StopEvery) {
 				v, err := rdb.Get(fctx, keys.Leader("housekeeping")).Result()
@@ -205,10 +205,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			// The Enqueued tickets whose queue entries die with Redis.
 			enq := enqueuedNow(w)
-			w.redis.kill()
+			if err := w.redis.Kill(); err != nil {
+				fmt.Fprintf(o.Log, "chaos: redis kill: %v\n", err)
+			}
 			w.record("redis-down", "", 0)
 			time.Sleep(o.RedisDown) // Redis unreachable: the fault itself
-			if err := w.redis.start(ctx); err != nil {
+			if err := w.redis.Restart(ctx); err != nil {
 				fmt.Fprintf(o.Log, "chaos: redis restart: %v\n", err)
 				return
 			}
@@ -321,7 +323,7 @@ func enqueuedNow(w *world) map[string]bool {
 // again, or no longer Enqueued, counting from Redis answering again, empty.
 func measureWipe(ctx context.Context, w *world, pending map[string]bool, up time.Time) wipeFigures {
 	f := wipeFigures{happened: true, enqueued: len(pending)}
-	rdb := redis.NewClient(&redis.Options{Addr: w.redis.addr()})
+	rdb := redis.NewClient(&redis.Options{Addr: w.redis.Addr()})
 	defer rdb.Close()
 	deadline := up.Add(60 * time.Second)
 	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
@@ -364,8 +366,8 @@ func scanKeys(ctx context.Context, rdb *redis.Client, pattern string) []string {
 // ticketID maps a sim issue back to its daemon ticket id.
 func ticketID(is sim.Issue) string {
 	for _, p := range projects {
-		if p.repo == is.Repo {
-			return p.id(is.Number)
+		if p.Repo == is.Repo {
+			return p.ID(is.Number)
 		}
 	}
 	return fmt.Sprintf("%s#%d", is.Repo, is.Number)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,40 +10,31 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/pkg/proctree"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
-// project is one tracker project the fleet serves. The YAML lines are the
-// ones cmd/agentsmithd/internal/e2ecases uses (internal there, so copied).
+// project is one tracker project the fleet serves: a platform of the shared
+// table (internal/simcases) and how tickets reach it.
 type project struct {
-	name, platform, repo, dialect string
-	// yaml formats the platform lines: simURL, repo.
-	yaml     string
-	idFormat string
-	webhook  bool
-	polling  bool
+	simcases.Case
+	name             string
+	webhook, polling bool
 }
 
 var projects = []project{
-	{name: "gh", platform: "github", repo: "acme/app", dialect: "github", idFormat: "%s#%d", webhook: true, polling: true,
-		yaml: "platform: github\n    base_url: %s/github/\n    repo: %s\n    token: {env: CHAOS_TOKEN}"},
-	{name: "gl", platform: "gitlab", repo: "acme/sub/app", dialect: "gitlab", idFormat: "%s#%d", webhook: true,
-		yaml: "platform: gitlab\n    base_url: %s/gitlab/api/v4/\n    repo: %s\n    token: {env: CHAOS_TOKEN}"},
-	{name: "ado", platform: "azuredevops", repo: "acmeorg/webapp", dialect: "ado", idFormat: "%s#%d", webhook: true,
-		yaml: "platform: azuredevops\n    base_url: %s/ado/\n    repo: %s\n    token: {env: CHAOS_TOKEN}"},
-	{name: "jira", platform: "jira", repo: "APP", dialect: "jira", idFormat: "%s-%d", polling: true,
-		yaml: "platform: jira\n    base_url: %s/jira/\n    repo: %s\n    token: {env: CHAOS_TOKEN}\n    jira: {email: bot@acme.example}"},
+	{Case: simcases.GitHub, name: "gh", webhook: true, polling: true},
+	{Case: simcases.GitLab, name: "gl", webhook: true},
+	{Case: simcases.AzureDevOps, name: "ado", webhook: true},
+	{Case: simcases.Jira, name: "jira", polling: true},
 }
-
-func (p project) id(n int) string { return fmt.Sprintf(p.idFormat, p.repo, n) }
 
 // pipelineScript is every project's pipeline. It logs start, a tick every
 // ~100 ms, term (SIGTERM seen) and end to RUN_LOG with the daemon's pid
@@ -91,7 +81,7 @@ type world struct {
 	simSrv  *http.Server
 	lbURL   string
 	lbSrv   *http.Server
-	redis   *redisProc
+	redis   *redisserver.Process
 	runLog  string
 	logw    io.Writer
 	verbose bool
@@ -127,64 +117,6 @@ type replica struct {
 	alive     bool
 }
 
-// redisProc is a redis-server on a fixed port that can be killed and
-// restarted empty (redistest.Process cannot restart outside a test).
-type redisProc struct {
-	bin, dir string
-	port     int
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
-}
-
-func (r *redisProc) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)) }
-
-func (r *redisProc) start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", r.dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	r.cmd, r.done = cmd, done
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", r.addr(), time.Second); err == nil {
-			_, _ = c.Write([]byte("PING\r\n"))
-			buf := make([]byte, 7)
-			_ = c.SetReadDeadline(time.Now().Add(time.Second))
-			n, _ := io.ReadFull(c, buf)
-			c.Close()
-			if bytes.HasPrefix(buf[:n], []byte("+PONG")) {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-done:
-			return errors.New("redis-server exited at start")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return errors.New("redis-server did not answer PING")
-}
-
-func (r *redisProc) kill() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cmd == nil {
-		return
-	}
-	_ = r.cmd.Process.Kill()
-	<-r.done
-	r.cmd = nil
-}
-
 func serve(h http.Handler) (*http.Server, string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -212,17 +144,12 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*w
 		return nil, err
 	}
 	w.bin = bin
-	rbin, err := redistest.FindBinary()
+	rbin, err := redisserver.FindBinary()
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	port, err := redistest.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	w.redis = &redisProc{bin: rbin, dir: dir, port: port}
-	if err := w.redis.start(ctx); err != nil {
-		return nil, err
+	if w.redis, err = redisserver.Start(ctx, rbin, dir); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	w.sim = sim.New(sim.Options{})
 	if w.simSrv, w.simURL, err = serve(w.sim.Handler()); err != nil {
@@ -232,13 +159,13 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*w
 		return nil, err
 	}
 	for _, p := range projects {
-		w.sim.CreateRepo(p.repo)
+		w.sim.CreateRepo(p.Repo)
 		if p.webhook {
-			w.sim.AddHook(sim.Hook{Repo: p.repo, URL: w.lbURL + "/webhooks/" + p.platform, Secret: chaosSecret, Dialect: p.dialect})
+			w.sim.AddHook(p.Hook(w.lbURL, chaosSecret))
 		}
 	}
 	for slot := 1; slot <= 3; slot++ {
-		port, err := redistest.FreePort()
+		port, err := redisserver.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -260,9 +187,9 @@ func (w *world) config(r *replica) string {
 	// trackersim_writer_header: the sim's write log names the incarnation
 	// of every write, which the stale-write analysis needs.
 	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: {addr: %q}\n%sprojects:\n",
-		r.port, r.inc, w.redis.addr(), timingsYAML)
+		r.port, r.inc, w.redis.Addr(), timingsYAML)
 	for _, p := range projects {
-		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, fmt.Sprintf(p.yaml, w.simURL, p.repo))
+		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, p.Project(w.simURL, "CHAOS_TOKEN", "    "))
 		if p.webhook {
 			b.WriteString("    webhook: {secret_env: CHAOS_SECRET}\n")
 		}
@@ -419,7 +346,7 @@ func (w *world) close() {
 		_ = w.simSrv.Close()
 	}
 	if w.redis != nil {
-		w.redis.kill()
+		_ = w.redis.Stop()
 	}
 }
 

@@ -12,12 +12,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/lease"
 )
 
 // Defaults.
 const (
-	DefaultTTL   = 15 * time.Second
-	DefaultTrust = 0.6 // fraction of TTL a renewal is trusted for, from the start of the call
+	DefaultTTL = 15 * time.Second
+	// DefaultTrust is the fraction of TTL a renewal is trusted for, from the
+	// start of the call: the leader lease's rule, for the same reasons
+	// (clock drift, the delay before Redis applies a command).
+	DefaultTrust = lease.DefaultTrust
 )
 
 // Config configures a Presence.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
 )
 
 // clusterSlots is the number of hash slots of every Redis Cluster.
@@ -37,7 +39,7 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 			"--cluster-node-timeout", "2000",
 		}}))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), redisserver.StartTimeout)
 	defer cancel()
 	if err := c.form(ctx); err != nil {
 		t.Fatalf("redistest: form cluster: %v", err)
@@ -48,7 +50,7 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 func (c *Cluster) form(ctx context.Context) error {
 	clients := make([]*redis.Client, len(c.Nodes))
 	for i, n := range c.Nodes {
-		clients[i] = redis.NewClient(n.p.pingOptions())
+		clients[i] = redis.NewClient(n.p.ClientOptions())
 		defer clients[i].Close()
 	}
 	per := clusterSlots / len(c.Nodes)

@@ -3,7 +3,6 @@ package redistest_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -43,40 +42,5 @@ func TestStartKillRestartFlush(t *testing.T) {
 	s.Restart()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatalf("ping after second restart: %v", err)
-	}
-}
-
-func TestStartProcess(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	p, err := redistest.StartProcess(ctx, "", t.TempDir())
-	if err != nil {
-		t.Fatalf("StartProcess: %v", err)
-	}
-	if p.Addr() == "" {
-		t.Fatal("empty Addr")
-	}
-	if err := p.Stop(); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	if err := p.Stop(); err != nil {
-		t.Fatalf("second Stop: %v", err)
-	}
-}
-
-func TestStartProcessBadBinary(t *testing.T) {
-	_, err := redistest.StartProcess(context.Background(), "/nonexistent/redis-server", t.TempDir())
-	if err == nil {
-		t.Fatal("want error for a missing binary")
-	}
-}
-
-func TestStartProcessOwnDir(t *testing.T) {
-	p, err := redistest.StartProcess(context.Background(), "", "")
-	if err != nil {
-		t.Fatalf("StartProcess: %v", err)
-	}
-	if err := p.Stop(); err != nil {
-		t.Fatalf("Stop: %v", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
 )
 
 // SentinelMaster is the master name a Sentinel setup monitors.
@@ -44,7 +46,7 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 	s.Master = StartSpec(t, Spec{Args: auth(), Password: opts.Password})
 	host, port, _ := strings.Cut(s.Master.Addr(), ":")
 	s.Replica = StartSpec(t, Spec{Args: auth("--replicaof", host, port), Password: opts.Password})
-	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), redisserver.StartTimeout)
 	defer cancel()
 	if err := waitLinkUp(ctx, s.Replica); err != nil {
 		t.Fatalf("redistest: sentinel: %v", err)
@@ -64,7 +66,7 @@ func StartSentinel(t testing.TB, opts SentinelOptions) *Sentinel {
 // waitLinkUp polls the replica's INFO replication until its link to the
 // master is up.
 func waitLinkUp(ctx context.Context, replica *Server) error {
-	rdb := redis.NewClient(replica.p.pingOptions())
+	rdb := redis.NewClient(replica.p.ClientOptions())
 	defer rdb.Close()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()

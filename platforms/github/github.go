@@ -33,9 +33,6 @@ const Platform = "github"
 const (
 	// perPage is the largest page GitHub serves, to list in few requests.
 	perPage = 100
-	// DefaultLabelPrefix is the lifecycle label prefix Relabel watches for
-	// foreign lifecycle writes ("agent-smith:…").
-	DefaultLabelPrefix = "agent-smith"
 )
 
 // Options configures a Tracker bound to one repository.
@@ -107,7 +104,7 @@ func New(opts Options) (*Tracker, error) {
 	if hc == nil {
 		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.GitHubRateLimits})
 	}
-	base := defaultBaseURL
+	base := DefaultBaseURL
 	if opts.BaseURL != "" {
 		base = opts.BaseURL
 		if !strings.HasSuffix(base, "/") {
@@ -134,7 +131,7 @@ func New(opts Options) (*Tracker, error) {
 	client.BaseURL = baseURL
 	prefix := opts.LabelPrefix
 	if prefix == "" {
-		prefix = DefaultLabelPrefix
+		prefix = platforms.DefaultLabelPrefix
 	}
 	return &Tracker{
 		prefix:  prefix + ":",
@@ -147,8 +144,8 @@ func New(opts Options) (*Tracker, error) {
 	}, nil
 }
 
-// defaultBaseURL is GitHub.com's REST API root.
-const defaultBaseURL = "https://api.github.com/"
+// DefaultBaseURL is GitHub.com's REST API root.
+const DefaultBaseURL = "https://api.github.com/"
 
 // appClient wraps hc's transport in an installation-token transport whose
 // token requests go to base (GitHub Enterprise's or the sim's API root),

@@ -32,9 +32,6 @@ const Platform = "gitlab"
 const (
 	// DefaultBaseURL is GitLab.com's REST API root.
 	DefaultBaseURL = "https://gitlab.com/api/v4/"
-	// DefaultLabelPrefix is the lifecycle label prefix Relabel watches for
-	// foreign lifecycle writes ("agent-smith:…").
-	DefaultLabelPrefix = "agent-smith"
 	// perPage is the largest page GitLab serves
 	// (https://docs.gitlab.com/api/rest/#offset-based-pagination).
 	perPage = 100
@@ -101,7 +98,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	prefix := opts.LabelPrefix
 	if prefix == "" {
-		prefix = DefaultLabelPrefix
+		prefix = platforms.DefaultLabelPrefix
 	}
 	return &Tracker{
 		api:     api,

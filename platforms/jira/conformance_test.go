@@ -154,7 +154,7 @@ func TestConformance(t *testing.T) {
 				ConditionalWrites: false,
 				PageSize:          100,
 				// The sim's default: Cloud's search/jql lags, Data
-				// Center's search does not (sim.JiraSearchLagDefault).
+				// Center's search does not (sim.DefaultJiraSearchLag).
 				SearchLag: searchLag(c.deployment),
 			})
 			// 2*PageSize+1 matches are three pages.
@@ -225,7 +225,7 @@ func TestRelabelLockHeld(t *testing.T) {
 // searchLag is how far the sim's search lags for a deployment.
 func searchLag(deployment string) time.Duration {
 	if deployment == jira.DeploymentCloud {
-		return sim.JiraSearchLagDefault
+		return sim.DefaultJiraSearchLag
 	}
 	return 0
 }

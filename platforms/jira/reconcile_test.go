@@ -66,7 +66,7 @@ func TestListReconcilesOwnWrites(t *testing.T) {
 	a, b, dc := newTracker(DeploymentCloud), newTracker(DeploymentCloud), newTracker(DeploymentDataCenter)
 	n := s.CreateIssue("OPS", "queued", "", "agent-smith", "agent-smith:enqueued")
 	ref := platforms.Ref{Platform: Platform, Project: "ops", ID: FormatID("OPS", n)}
-	clock.Add(2 * sim.JiraSearchLagDefault) // the index has the new issue
+	clock.Add(2 * sim.DefaultJiraSearchLag) // the index has the new issue
 
 	tk, err := a.Get(context.Background(), ref)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestListReconcilesOwnWrites(t *testing.T) {
 	if got := listIDs(t, dc, "agent-smith:in-progress"); !slices.Equal(got, []string{ref.ID}) {
 		t.Errorf("Data Center list: %q, want %s (consistent)", got, ref.ID)
 	}
-	clock.Add(2 * sim.JiraSearchLagDefault)
+	clock.Add(2 * sim.DefaultJiraSearchLag)
 	if got := listIDs(t, b, "agent-smith:in-progress"); !slices.Equal(got, []string{ref.ID}) {
 		t.Errorf("other replica's list after the lag: %q, want %s", got, ref.ID)
 	}

@@ -24,13 +24,13 @@ import (
 // changed one matches and reads as it was), unless the search reconciles
 // the issue's id. Issue reads (GET issue) are always current.
 
-// JiraSearchLagDefault is how far search/jql lags behind writes unless a
+// DefaultJiraSearchLag is how far search/jql lags behind writes unless a
 // test sets another with SetJiraSearchLag. One second: the optimistic end
 // of Atlassian's "within seconds", so a client that lists right after it
 // wrote sees stale results (the behaviour to design for), while tests that
 // wait for a poll with a deadline of seconds still finish quickly. Minutes
 // happen too (bulk edits); a test that needs them names a longer lag.
-const JiraSearchLagDefault = time.Second
+const DefaultJiraSearchLag = time.Second
 
 // jiraMaxReconcile is the most issue ids one search may reconcile.
 const jiraMaxReconcile = 50
@@ -50,7 +50,7 @@ type indexedSnap struct {
 func jiraIndexKey(repo string, number int) string { return repo + "#" + strconv.Itoa(number) }
 
 func (ix *jiraIndex) init() {
-	ix.lag = JiraSearchLagDefault
+	ix.lag = DefaultJiraSearchLag
 	ix.hist = map[string][]indexedSnap{}
 }
 
@@ -88,7 +88,7 @@ func (ix *jiraIndex) view(now time.Time, cur snapshot) (snapshot, bool) {
 }
 
 // SetJiraSearchLag sets how far Jira Cloud's search/jql lags behind writes
-// (JiraSearchLagDefault by default); 0 makes it consistent, a kind
+// (DefaultJiraSearchLag by default); 0 makes it consistent, a kind
 // behaviour only a test that names it should ask for.
 func (s *Sim) SetJiraSearchLag(d time.Duration) {
 	s.jiraIndex.mu.Lock()

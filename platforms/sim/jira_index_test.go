@@ -14,7 +14,7 @@ import (
 )
 
 // TestJiraSearchLag: search/jql serves each issue as it was
-// JiraSearchLagDefault ago unless the search reconciles its id; issue reads
+// DefaultJiraSearchLag ago unless the search reconciles its id; issue reads
 // and Data Center's search are current.
 func TestJiraSearchLag(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
@@ -83,7 +83,7 @@ func TestJiraSearchLag(t *testing.T) {
 		!bytes.Contains(a.body, []byte(`"key":"OPS-1"`)) {
 		t.Fatalf("v2 search: %d %s", a.code, a.body)
 	}
-	clock.Add(JiraSearchLagDefault)
+	clock.Add(DefaultJiraSearchLag)
 	if got := search("GET"); len(got) != 1 {
 		t.Fatalf("after the lag: %v, want OPS-1", got)
 	}
@@ -92,14 +92,14 @@ func TestJiraSearchLag(t *testing.T) {
 	if err := s.RemoveLabel("OPS", n, "agent-smith:pending"); err != nil {
 		t.Fatal(err)
 	}
-	clock.Add(JiraSearchLagDefault / 2)
+	clock.Add(DefaultJiraSearchLag / 2)
 	if got := search("GET"); len(got) != 1 || !slices.Equal(got[0].labels, []string{"agent-smith:pending"}) {
 		t.Fatalf("stale hit: %v, want OPS-1 with its old labels", got)
 	}
 	if got := search("POST", idOf(n)); len(got) != 0 {
 		t.Fatalf("reconciled: %v, want no match", got)
 	}
-	clock.Add(JiraSearchLagDefault)
+	clock.Add(DefaultJiraSearchLag)
 	if got := search("GET"); len(got) != 0 {
 		t.Fatalf("after the lag: %v, want no match", got)
 	}

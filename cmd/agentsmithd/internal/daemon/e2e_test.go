@@ -3,7 +3,7 @@ package daemon_test
 import (
 	"bytes"
 	"fmt"
-	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"io"
 	"net/http"
@@ -246,15 +246,15 @@ func TestRedisDownAnswers503AndReadyzTurnsFalse(t *testing.T) {
 
 func TestOneDaemonServesFourPlatformsAtOnce(t *testing.T) {
 	e := newEnv(t)
-	e.startDaemon(e.config("replica-a", "", e2ecases.All...))
+	e.startDaemon(e.config("replica-a", "", simcases.All...))
 	issues := map[string]int{}
-	for _, pc := range e2ecases.All {
+	for _, pc := range simcases.All {
 		issues[pc.Name] = e.sim.CreateIssue(pc.Repo, "four at once ("+pc.Name+")", "", "keep")
 		if err := e.sim.AddLabels(pc.Repo, issues[pc.Name], "agent-smith"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, pc := range e2ecases.All {
+	for _, pc := range simcases.All {
 		n := issues[pc.Name]
 		eventually.Wait(t, 30*time.Second, pc.Name+" ticket to reach done", func() bool {
 			is, _ := e.sim.Issue(pc.Repo, n)

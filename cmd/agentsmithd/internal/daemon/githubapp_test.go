@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
@@ -26,7 +26,7 @@ func TestGitHubAppWebhookToDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWithSim(t, e2ecases.GitHub, sim.Options{Tokens: []string{"no-static-token-is-used"},
+	e := newEnvWithSim(t, simcases.GitHub, sim.Options{Tokens: []string{"no-static-token-is-used"},
 		Apps: []sim.App{{ID: 901, PublicKey: &key.PublicKey, Installations: []int64{55}}}})
 	keyFile := filepath.Join(e.dir, "app.pem")
 	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})

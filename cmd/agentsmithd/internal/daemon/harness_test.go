@@ -3,7 +3,7 @@ package daemon_test
 import (
 	"context"
 	"fmt"
-	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"net/http/httptest"
 	"os"
@@ -32,13 +32,13 @@ const (
 	// Redis credentials of the Redis-mode tests.
 	testRedisPassword    = "e2e-redis-password-do-not-log"
 	testSentinelPassword = "e2e-sentinel-password-do-not-log"
-	repo                 = "acme/app" // e2ecases.GitHub.Repo, for the GitHub-only tests
+	repo                 = "acme/app" // simcases.GitHub.Repo, for the GitHub-only tests
 )
 
 var labels = lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 
 // platformCases lists every platform the end-to-end tests run on.
-var platformCases = e2ecases.All
+var platformCases = simcases.All
 
 // forEachPlatform runs f as a subtest per platform, each in its own world.
 func forEachPlatform(t *testing.T, f func(t *testing.T, e *env)) {
@@ -58,7 +58,7 @@ func forEachPlatformAndIfMatchMode(t *testing.T, f func(t *testing.T, e *env)) {
 			continue
 		}
 		t.Run("github/if-match="+string(mode), func(t *testing.T) {
-			f(t, newEnvWithSim(t, e2ecases.GitHub, sim.Options{GitHubIfMatch: mode}))
+			f(t, newEnvWithSim(t, simcases.GitHub, sim.Options{GitHubIfMatch: mode}))
 		})
 	}
 }
@@ -67,7 +67,7 @@ func forEachPlatformAndIfMatchMode(t *testing.T, f func(t *testing.T, e *env)) {
 // HTTP, and a run log the pipelines append to outside the daemon.
 type env struct {
 	t      *testing.T
-	pc     e2ecases.Case
+	pc     simcases.Case
 	repo   string
 	redis  *redistest.Server
 	sim    *sim.Sim
@@ -84,15 +84,15 @@ type env struct {
 }
 
 // newEnv is a GitHub world.
-func newEnv(t *testing.T) *env { return newEnvFor(t, e2ecases.GitHub) }
+func newEnv(t *testing.T) *env { return newEnvFor(t, simcases.GitHub) }
 
-func newEnvFor(t *testing.T, pc e2ecases.Case) *env {
+func newEnvFor(t *testing.T, pc simcases.Case) *env {
 	t.Helper()
 	return newEnvWithSim(t, pc, sim.Options{})
 }
 
 // newEnvWithSim is newEnvFor with a sim configured by opts (tokens, apps).
-func newEnvWithSim(t *testing.T, pc e2ecases.Case, opts sim.Options) *env {
+func newEnvWithSim(t *testing.T, pc simcases.Case, opts sim.Options) *env {
 	t.Helper()
 	e := &env{t: t, pc: pc, repo: pc.Repo, redis: redistest.Start(t), sim: sim.New(opts), dir: t.TempDir()}
 	srv := httptest.NewServer(e.sim.Handler())
@@ -114,9 +114,9 @@ echo "end $AGENTSMITH_TICKET_ID $AGENTSMITH_ATTEMPT" >> "$RUN_LOG"`
 
 // configYAML is a config with every interval shortened so recovery paths run
 // in seconds, with one project per case (the env's own case by default).
-func (e *env) configYAML(instance string, extra string, cases ...e2ecases.Case) string {
+func (e *env) configYAML(instance string, extra string, cases ...simcases.Case) string {
 	if len(cases) == 0 {
-		cases = []e2ecases.Case{e.pc}
+		cases = []simcases.Case{e.pc}
 	}
 	var projects strings.Builder
 	for _, pc := range cases {
@@ -169,7 +169,7 @@ func lookupEnv(k string) (string, bool) {
 	return "", false
 }
 
-func (e *env) config(instance, extra string, cases ...e2ecases.Case) *config.Config {
+func (e *env) config(instance, extra string, cases ...simcases.Case) *config.Config {
 	e.t.Helper()
 	cfg, err := config.Parse([]byte(e.configYAML(instance, extra, cases...)), lookupEnv)
 	if err != nil {
@@ -218,7 +218,7 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 			e.t.Fatalf("daemon exited: %v", err)
 		}
 		for _, p := range cfg.Projects {
-			for _, pc := range e2ecases.All {
+			for _, pc := range simcases.All {
 				if pc.Name == p.Platform && pc.Repo == p.Repo {
 					e.sim.AddHook(pc.Hook("http://"+d.Addr(), testSecret))
 				}

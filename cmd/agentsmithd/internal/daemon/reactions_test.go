@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -12,7 +12,7 @@ import (
 // With reactions: true a claimed ticket gets one "eyes" reaction from the
 // bot, through the platform's real SDK, and still runs to Done.
 func TestReactionOnClaim(t *testing.T) {
-	for _, pc := range []e2ecases.Case{e2ecases.GitHub, e2ecases.GitLab} {
+	for _, pc := range []simcases.Case{simcases.GitHub, simcases.GitLab} {
 		t.Run(pc.Name, func(t *testing.T) {
 			e := newEnvFor(t, pc)
 			cfg := e.config("replica-a", "")

@@ -15,9 +15,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/readme"
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 )
 
@@ -206,7 +206,7 @@ func TestReadmeSmallestConfigRunsToDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &cfg.Projects[0]
-	e := newEnvFor(t, e2ecases.GitHub.WithRepo(p.Repo))
+	e := newEnvFor(t, simcases.GitHub.WithRepo(p.Repo))
 	cfg.Redis.Addr, cfg.Redis.Addrs = e.redis.Addr(), []string{e.redis.Addr()}
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Consumer.WorkDir = filepath.Join(e.dir, "work")

@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
-	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/e2ecases"
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -43,7 +43,7 @@ const (
 )
 
 var (
-	gh     = e2ecases.GitHub
+	gh     = simcases.GitHub
 	labels = lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 )
 

@@ -1,10 +1,11 @@
-// Package redistest owns the real redis-server processes that tests (and the
-// offline demo) run against. One call, Start(t), gives a test a private server
-// on a free loopback port with persistence off, and cleans it up afterwards;
-// Kill and Restart let a test simulate a Redis crash that loses every key.
+// Package redisserver runs real redis-server child processes: on a free
+// loopback port, persistence off, killed with the parent. The offline demo,
+// the chaos run and the benchmark start their Redis here, and so does the
+// test harness pkg/redistest, which adds the testing.TB wrapper; production
+// code imports this package, never the test helper.
 //
-// Tests never use 127.0.0.1:6379: a developer's own Redis stays untouched.
-package redistest
+// A server never uses 127.0.0.1:6379: a developer's own Redis stays untouched.
+package redisserver
 
 import (
 	"bytes"
@@ -26,11 +27,11 @@ import (
 // DefaultBinary is where redis-server is looked for when it is not in PATH.
 const DefaultBinary = "/usr/bin/redis-server"
 
-// StartTimeout bounds how long StartProcess waits for the new server to
+// StartTimeout bounds how long Start waits for the new server to
 // answer PING when the caller's context has no earlier deadline.
 const StartTimeout = 10 * time.Second
 
-// startAttempts is how often StartProcess picks a new port when the server
+// startAttempts is how often Start picks a new port when the server
 // exits at once (another process grabbed the port between pick and bind).
 const startAttempts = 3
 
@@ -55,7 +56,7 @@ func FindBinary() (string, error) {
 type Process struct {
 	bin     string
 	dir     string
-	ownsDir bool // dir was created by StartProcess and is removed by Stop
+	ownsDir bool // dir was created by Start and is removed by Stop
 	port    int
 
 	spec Spec
@@ -66,12 +67,12 @@ type Process struct {
 	out  *syncBuffer
 }
 
-// StartProcess starts redis-server (bin, or FindBinary when bin is "") on a
+// Start starts redis-server (bin, or FindBinary when bin is "") on a
 // free port with its working directory dir (a new temporary directory when
 // dir is ""), and returns once the server answers PING. ctx bounds the
 // start-up only (at most StartTimeout); the server then runs until Stop.
-func StartProcess(ctx context.Context, bin, dir string) (*Process, error) {
-	return StartProcessSpec(ctx, bin, dir, Spec{})
+func Start(ctx context.Context, bin, dir string) (*Process, error) {
+	return StartSpec(ctx, bin, dir, Spec{})
 }
 
 // Spec is what a server needs beyond the defaults: extra arguments, TLS,
@@ -91,19 +92,19 @@ type Spec struct {
 	SentinelConf string
 }
 
-// StartProcessSpec is StartProcess for a server described by spec.
-func StartProcessSpec(ctx context.Context, bin, dir string, spec Spec) (*Process, error) {
+// StartSpec is Start for a server described by spec.
+func StartSpec(ctx context.Context, bin, dir string, spec Spec) (*Process, error) {
 	if bin == "" {
 		var err error
 		if bin, err = FindBinary(); err != nil {
-			return nil, fmt.Errorf("redistest: %w", err)
+			return nil, fmt.Errorf("redisserver: %w", err)
 		}
 	}
 	p := &Process{bin: bin, dir: dir, spec: spec}
 	if dir == "" {
-		d, err := os.MkdirTemp("", "redistest-")
+		d, err := os.MkdirTemp("", "redisserver-")
 		if err != nil {
-			return nil, fmt.Errorf("redistest: temp dir: %w", err)
+			return nil, fmt.Errorf("redisserver: temp dir: %w", err)
 		}
 		p.dir, p.ownsDir = d, true
 	}
@@ -111,7 +112,7 @@ func StartProcessSpec(ctx context.Context, bin, dir string, spec Spec) (*Process
 	for range startAttempts {
 		port, err := FreePort()
 		if err != nil {
-			return nil, fmt.Errorf("redistest: pick port: %w", err)
+			return nil, fmt.Errorf("redisserver: pick port: %w", err)
 		}
 		p.port = port
 		if lastErr = p.start(ctx); lastErr == nil {
@@ -131,15 +132,15 @@ func StartProcessSpec(ctx context.Context, bin, dir string, spec Spec) (*Process
 func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
 
 // Stop kills the server (SIGKILL: nothing needs saving), waits for it to
-// exit, and removes the directory StartProcess created, if it made one.
+// exit, and removes the directory Start created, if it made one.
 // Stopping a stopped process is a no-op.
 func (p *Process) Stop() error {
-	if err := p.kill(); err != nil {
+	if err := p.Kill(); err != nil {
 		return err
 	}
 	if p.ownsDir {
 		if err := os.RemoveAll(p.dir); err != nil {
-			return fmt.Errorf("redistest: remove %s: %w", p.dir, err)
+			return fmt.Errorf("redisserver: remove %s: %w", p.dir, err)
 		}
 	}
 	return nil
@@ -150,12 +151,12 @@ func (p *Process) start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
-		return fmt.Errorf("redistest: server on %s already running", p.Addr())
+		return fmt.Errorf("redisserver: server on %s already running", p.Addr())
 	}
 	// Restart promises an empty server, so a snapshot a test wrote on
 	// purpose (SAVE) must not be loaded. --save "" writes none by itself.
-	if err := os.Remove(filepath.Join(p.dir, "redistest.rdb")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("redistest: remove old snapshot: %w", err)
+	if err := os.Remove(filepath.Join(p.dir, "redisserver.rdb")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("redisserver: remove old snapshot: %w", err)
 	}
 	out := &syncBuffer{}
 	args, err := p.args()
@@ -168,17 +169,17 @@ func (p *Process) start(ctx context.Context) error {
 	cmd.Stderr = out
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redistest: start %s: %w", p.bin, err)
+		return fmt.Errorf("redisserver: start %s: %w", p.bin, err)
 	}
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		close(done)
 	}()
-	if err := waitPing(ctx, p.pingOptions(), done); err != nil {
+	if err := waitPing(ctx, p.ClientOptions(), done); err != nil {
 		_ = cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("redistest: %s on %s: %w; server output:\n%s", p.bin, p.Addr(), err, out.String())
+		return fmt.Errorf("redisserver: %s on %s: %w; server output:\n%s", p.bin, p.Addr(), err, out.String())
 	}
 	p.cmd, p.done, p.out = cmd, done, out
 	return nil
@@ -191,7 +192,7 @@ func (p *Process) args() ([]string, error) {
 		conf := filepath.Join(p.dir, "sentinel.conf")
 		body := "port " + port + "\nbind 127.0.0.1\ndir " + p.dir + "\n" + p.spec.SentinelConf
 		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-			return nil, fmt.Errorf("redistest: write sentinel config: %w", err)
+			return nil, fmt.Errorf("redisserver: write sentinel config: %w", err)
 		}
 		return []string{conf, "--sentinel"}, nil
 	}
@@ -204,17 +205,29 @@ func (p *Process) args() ([]string, error) {
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", p.dir,
-		"--dbfilename", "redistest.rdb",
+		"--dbfilename", "redisserver.rdb",
 	), p.spec.Args...), nil
 }
 
-// pingOptions is how the harness reaches the server.
-func (p *Process) pingOptions() *redis.Options {
+// Restart starts the server again on the same port with no data, killing it
+// first if it still runs: the "Redis lost everything" scenario. Clients that
+// hold Addr reconnect to the new, empty server. ctx bounds the start-up.
+func (p *Process) Restart(ctx context.Context) error {
+	if err := p.Kill(); err != nil {
+		return err
+	}
+	return p.start(ctx)
+}
+
+// ClientOptions is how a client reaches the server: its address, and the
+// TLS and credentials of its Spec. Each call returns a new value.
+func (p *Process) ClientOptions() *redis.Options {
 	return &redis.Options{Addr: p.Addr(), TLSConfig: p.spec.TLS, Username: p.spec.Username, Password: p.spec.Password}
 }
 
-// kill sends SIGKILL and waits for the exit.
-func (p *Process) kill() error {
+// Kill sends SIGKILL, as a crash would, and waits for the exit; the
+// directory stays for Restart. Killing a stopped process is a no-op.
+func (p *Process) Kill() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -224,7 +237,7 @@ func (p *Process) kill() error {
 	<-p.done
 	p.cmd, p.done = nil, nil
 	if err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("redistest: kill server on %s: %w", p.Addr(), err)
+		return fmt.Errorf("redisserver: kill server on %s: %w", p.Addr(), err)
 	}
 	return nil
 }
@@ -256,7 +269,7 @@ func waitPing(ctx context.Context, opts *redis.Options, exited <-chan struct{}) 
 }
 
 // FreePort asks the kernel for an unused loopback port. The port is free
-// when returned, not reserved; StartProcess retries if it is taken meanwhile,
+// when returned, not reserved; Start retries if it is taken meanwhile,
 // and other harnesses (chaos, the README walkthrough) must expect the same.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,4 +1,4 @@
-package e2ecases
+package simcases
 
 import (
 	"strings"

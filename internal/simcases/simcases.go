@@ -1,7 +1,10 @@
-// Package e2ecases binds end-to-end tests and the demo to each tracker
-// dialect of the sim: how a project on that platform is configured, how its
-// ticket ids look, and how the sim's webhooks reach the receiver.
-package e2ecases
+// Package simcases is the table of tracker platforms as the sim serves them,
+// shared by everything that runs the daemon against the sim: the offline
+// demo, the chaos run and the end-to-end tests. Per platform it says how a
+// project on it is configured, how its ticket ids look, and how the sim's
+// webhooks reach the receiver, so a new platform or a changed dialect is
+// edited here once.
+package simcases
 
 import (
 	"fmt"

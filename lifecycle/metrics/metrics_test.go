@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +219,70 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The queue gauges cover every priority level and the delayed set: depth
+// sums the levels, and the oldest age is the longest wait among the levels'
+// heads and the delayed entries (a request given back at a concurrency
+// limit keeps its enqueue time; a retry's is its due time, so its backoff
+// is not counted as waiting).
+func TestQueueGaugesCoverEveryLevelAndTheDelayedSet(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	m := metrics.New(metrics.Config{Redis: rdb, Clock: func() time.Time { return now }})
+	ctx := context.Background()
+	push := func(key string, prio int, age time.Duration) {
+		req := lifecycle.PipelineRequest{ID: key + age.String(), Ref: ref, Attempt: 1, EnqueuedAt: now.Add(-age), Priority: prio}
+		must(t, rdb.RPush(ctx, key, req.Encode()).Err())
+	}
+	push(keys.Queue(), 0, 10*time.Second)
+	push(keys.QueueLevel(1), 1, 5*time.Minute)
+	push(keys.QueueLevel(1), 1, time.Minute)
+	push(keys.QueueLevel(9), 9, 20*time.Second)
+	gauges := []string{"agentsmith_queue_depth", "agentsmith_queue_oldest_age_seconds", "agentsmith_queue_delayed"}
+	want := func(depth int, oldest float64, delayed int) string {
+		return fmt.Sprintf(`
+# HELP agentsmith_queue_depth %s
+# TYPE agentsmith_queue_depth gauge
+agentsmith_queue_depth %d
+# HELP agentsmith_queue_oldest_age_seconds %s
+# TYPE agentsmith_queue_oldest_age_seconds gauge
+agentsmith_queue_oldest_age_seconds %g
+# HELP agentsmith_queue_delayed %s
+# TYPE agentsmith_queue_delayed gauge
+agentsmith_queue_delayed %d
+`, metrics.HelpQueueDepth, depth, metrics.HelpQueueOldestAge, oldest, metrics.HelpQueueDelayed, delayed)
+	}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(4, 300, 0)), gauges...); err != nil {
+		t.Errorf("priority levels: %v", err)
+	}
+	delay := func(age time.Duration, due time.Time) {
+		req := lifecycle.PipelineRequest{ID: "d" + age.String(), Ref: ref, Attempt: 2, EnqueuedAt: now.Add(-age)}
+		must(t, rdb.ZAdd(ctx, keys.Delayed(), redis.Z{Score: float64(due.UnixMilli()), Member: req.Encode()}).Err())
+	}
+	delay(-time.Hour, now.Add(time.Hour))     // a retry due in an hour: not waiting yet
+	delay(20*time.Minute, now.Add(time.Second)) // given back at a concurrency limit 20 minutes after its claim
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(4, 1200, 2)), gauges...); err != nil {
+		t.Errorf("with the delayed set: %v", err)
+	}
+}
+
+// On a Redis Cluster the liveness keys are spread over every master
+// (without the hash tag, as here): instances_live counts them on all.
+func TestInstancesLiveOnCluster(t *testing.T) {
+	rdb := redistest.StartCluster(t, 3).Client(t)
+	m := metrics.New(metrics.Config{Redis: rdb})
+	const n = 24
+	for i := range n {
+		must(t, rdb.Set(t.Context(), keys.Instance(fmt.Sprintf("replica-%02d", i)), "x", time.Minute).Err())
+	}
+	want := fmt.Sprintf(`
+# HELP agentsmith_instances_live Replicas whose liveness key is present.
+# TYPE agentsmith_instances_live gauge
+agentsmith_instances_live %d
+`, n)
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "agentsmith_instances_live"); err != nil {
+		t.Error(err)
 	}
 }

@@ -15,6 +15,13 @@ import (
 // stateTimeout bounds the Redis reads of one scrape.
 const stateTimeout = 2 * time.Second
 
+// Help texts of the queue gauges, exported for tests and docs.
+const (
+	HelpQueueDepth     = "PipelineRequests waiting in the queue (agentsmith:queue:jobs)."
+	HelpQueueOldestAge = "Age of the request at the head of the queue; 0 when empty."
+	HelpQueueDelayed   = "Requests waiting out a retry backoff (agentsmith:queue:delayed)."
+)
+
 // stateCollector reads the fleet's shared state from Redis at scrape time:
 // every replica reports the same values, so dashboards take max() over them.
 // When Redis does not answer, these series are left out of the scrape (the
@@ -32,9 +39,9 @@ func newStateCollector(rdb redis.UniversalClient, clock func() time.Time, log *z
 		return prometheus.NewDesc(Namespace+"_"+name, help, nil, nil)
 	}
 	return &stateCollector{rdb: rdb, clock: clock, log: log,
-		depth:     d("queue_depth", "PipelineRequests waiting in the queue (agentsmith:queue:jobs)."),
-		oldest:    d("queue_oldest_age_seconds", "Age of the request at the head of the queue; 0 when empty."),
-		delayed:   d("queue_delayed", "Requests waiting out a retry backoff (agentsmith:queue:delayed)."),
+		depth:     d("queue_depth", HelpQueueDepth),
+		oldest:    d("queue_oldest_age_seconds", HelpQueueOldestAge),
+		delayed:   d("queue_delayed", HelpQueueDelayed),
 		inflight:  d("runs_inflight", "Pipelines running fleet-wide (entries of agentsmith:inflight)."),
 		instances: d("instances_live", "Replicas whose liveness key is present."),
 	}

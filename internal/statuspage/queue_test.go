@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
@@ -32,7 +33,7 @@ func TestStatusCountsEveryLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h := New(Config{RDB: rdb, Clock: func() time.Time { return now }})
+	h := New(Config{RDB: rdb, Queue: testQueue(rdb, 1), Clock: func() time.Time { return now }})
 	var st Status
 	if err := json.Unmarshal(get(t, h, "/status.json", "").Body.Bytes(), &st); err != nil {
 		t.Fatal(err)
@@ -40,4 +41,14 @@ func TestStatusCountsEveryLevel(t *testing.T) {
 	if st.Queue.Depth != 2 || st.Queue.Delayed != 1 || st.Queue.Oldest != "github:acme/app#3" || st.Queue.OldestAgeMS != time.Hour.Milliseconds() {
 		t.Errorf("queue = %+v, want depth 2 (both levels), delayed 1, oldest github:acme/app#3 an hour old", st.Queue)
 	}
+}
+
+// testQueue is the queue with the default level, the given other levels
+// and the delayed set, as projects.Queue builds it.
+func testQueue(rdb redis.UniversalClient, levels ...int) *queue.Queue {
+	o := queue.Options{DefaultPriority: lifecycle.DefaultPriority, DelayedKey: keys.Delayed()}
+	for _, p := range levels {
+		o.Levels = append(o.Levels, queue.Level{Priority: p, Key: keys.QueueLevel(p)})
+	}
+	return queue.NewWith(rdb, keys.Queue(), o)
 }

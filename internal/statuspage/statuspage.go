@@ -20,6 +20,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -31,7 +32,10 @@ const DefaultRecent = 50
 
 // Config configures the page.
 type Config struct {
-	RDB      redis.UniversalClient
+	RDB redis.UniversalClient
+	// Queue is the queue with the fleet's layout (projects.Queue): the page
+	// counts its every level and delayed set.
+	Queue    *queue.Queue
 	Projects lifecycle.Projects // to link tickets to their tracker pages
 	// Instance is the replica serving the page.
 	Instance     string
@@ -180,7 +184,7 @@ func (h *handler) serveJSON(w http.ResponseWriter, r *http.Request) {
 
 // Read builds the status document.
 func (h *handler) Read(ctx context.Context) (Status, error) {
-	snap, err := ops.Read(ctx, h.cfg.RDB, ops.ReadConfig{HeartbeatTTL: h.cfg.HeartbeatTTL, Clock: h.cfg.Clock})
+	snap, err := ops.Read(ctx, h.cfg.RDB, h.cfg.Queue, ops.ReadConfig{HeartbeatTTL: h.cfg.HeartbeatTTL, Clock: h.cfg.Clock})
 	if err != nil {
 		return Status{}, err
 	}

@@ -37,7 +37,7 @@ func TestTokenAndDocument(t *testing.T) {
 	rdb.RPush(ctx, keys.Queue(), req.Encode())
 	rdb.ZAdd(ctx, keys.Delayed(), redisZ("x"))
 
-	h := New(Config{RDB: rdb, Instance: "replica-a", Token: "s3cret"})
+	h := New(Config{RDB: rdb, Queue: testQueue(rdb), Instance: "replica-a", Token: "s3cret"})
 	for _, c := range []struct {
 		target, auth string
 		code         int
@@ -71,7 +71,7 @@ func TestTokenAndDocument(t *testing.T) {
 		t.Errorf("leases = %+v", st.Leases)
 	}
 
-	open := New(Config{RDB: rdb})
+	open := New(Config{RDB: rdb, Queue: testQueue(rdb)})
 	if rec := get(t, open, "/status.json", ""); rec.Code != 200 {
 		t.Errorf("without a token configured: %d", rec.Code)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
@@ -27,7 +28,7 @@ func TestReadScansEveryClusterNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := ops.Read(ctx, rdb, ops.ReadConfig{})
+	s, err := ops.Read(ctx, rdb, queue.New(rdb, keys.Queue()), ops.ReadConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
@@ -15,11 +13,7 @@ import (
 // past the threshold. A retry's enqueue time is its due time, so a ticket
 // waiting out its backoff is not.
 func TestStuckDetectorSeesTheDelayedSet(t *testing.T) {
-	w := lifecycletest.New(t, 3)
-	obs := &lifecycletest.Recorder{}
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "hk", Labels: w.Labels,
-		Logger: zaptest.NewLogger(t), Observer: obs})
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	w, obs, claims, now := stuckWorld(t)
 	limited := w.Sim.CreateIssue(lifecycletest.Repo, "at its limit", "", "agent-smith", "agent-smith:enqueued")
 	backoff := w.Sim.CreateIssue(lifecycletest.Repo, "retry later", "", "agent-smith", "agent-smith:enqueued")
 	for n, at := range map[int]time.Time{limited: now.Add(-2 * time.Minute), backoff: now.Add(time.Hour)} {

@@ -101,6 +101,12 @@ type Config struct {
 	Audit        Audit         `yaml:"audit"`
 	Status       Status        `yaml:"status"`
 	Projects     []Project     `yaml:"projects"`
+	// TrackersimWriterHeader tags every tracker write with the writer's
+	// name (trackerhttp.WriterHeader) for trackersim's write log, which
+	// the demo shows and the chaos run's stale-write analysis reads. For
+	// trackersim only: a real tracker has no use for the header, so it is
+	// off unless a config asks for it.
+	TrackersimWriterHeader bool `yaml:"trackersim_writer_header"`
 }
 
 // Audit configures the audit stream (keys.Audit()): every transition,
@@ -404,6 +410,15 @@ var KnownPlatforms = map[string]PlatformRules{
 	"gitlab":      {DefaultBaseURL: "https://gitlab.com/api/v4/", CheckRepo: checkGitLabProject, Reactions: true, Teams: true},
 	"jira":        {CheckRepo: checkJiraProjectKey, Teams: true}, // no default: every Jira site has its own URL
 	"azuredevops": {DefaultBaseURL: "https://dev.azure.com/", CheckRepo: checkAzureDevOpsRepo, Teams: true},
+}
+
+// TrackerWriter is the writer name a tracker client tags its writes with:
+// name when trackersim_writer_header is on, else "" (no header).
+func (c *Config) TrackerWriter(name string) string {
+	if c.TrackersimWriterHeader {
+		return name
+	}
+	return ""
 }
 
 // HasRole reports whether this replica runs role.

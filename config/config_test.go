@@ -443,6 +443,19 @@ func TestRolesAndHasRole(t *testing.T) {
 	}
 }
 
+// Tracker writes carry trackersim's writer header only when the config
+// asks for it: by default a tracker client is built with no writer.
+func TestTrackerWriterOnlyForTrackersim(t *testing.T) {
+	c := mustParse(t, oneProject+"    token_env: T\n", map[string]string{"T": "t"})
+	if got := c.TrackerWriter("replica-a"); got != "" {
+		t.Errorf("default TrackerWriter = %q, want none", got)
+	}
+	c = mustParse(t, "trackersim_writer_header: true\n"+oneProject+"    token_env: T\n", map[string]string{"T": "t"})
+	if got := c.TrackerWriter("replica-a"); got != "replica-a" {
+		t.Errorf("TrackerWriter with trackersim_writer_header = %q, want replica-a", got)
+	}
+}
+
 func TestValidationRules(t *testing.T) {
 	base := oneProject + "    token_env: T\n"
 	vars := map[string]string{"T": "t"}

@@ -80,15 +80,14 @@ return 1
 //	KEYS[1] heartbeat key
 //	KEYS[2] in-flight index
 //	KEYS[3] attempts hash
-//	KEYS[4] cancel request of the ticket
-//	ARGV[1] owner token
-//	ARGV[2] ticket key (hash field)
 //	KEYS[4] finished marker of the ticket
 //	KEYS[5] cancel request of the ticket
+//	KEYS[6..] the run's concurrency semaphores, if any
+//	ARGV[1] owner token
+//	ARGV[2] ticket key (hash field)
 //	ARGV[3] "1" when the ticket reached a terminal state: forget the attempt
 //	        count and any cancel request, and set the finished marker
 //	ARGV[4] finished marker TTL in milliseconds
-//	KEYS[6..] the run's concurrency semaphores, if any
 //
 // Returns 1 when the heartbeat was ours, else 0.
 var releaseRunScript = redis.NewScript(`
@@ -273,7 +272,10 @@ func claimHistory(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, cle
 // claim of it counts as a re-trigger.
 func MarkFinished(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
 	k := ref.Key()
-	// Pipelined, not MULTI: the two keys may live on different cluster slots.
+	// Pipelined: one round trip. Both keys share the daemon's one hash slot
+	// (pkg/keys), so MULTI would work on a cluster too; it is not needed:
+	// the ticket is already labelled Failed, and only a claim after a new
+	// trigger reads these keys.
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HDel(ctx, keys.Attempts(), k)
 		p.Set(ctx, keys.Finished(k), "1", keys.FinishedTTL)

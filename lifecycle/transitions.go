@@ -26,7 +26,8 @@ type Transition struct {
 // (InProgress → Enqueued) used on graceful shutdown and for a retry, the
 // attempt limit (Pending → Failed) used when a reverted ticket has no
 // attempts left, and cancellation of a request before its pipeline started
-// (Enqueued → Failed).
+// (Enqueued → Failed), and a person's retry of a failed ticket
+// (Failed → Enqueued, ClaimService.Retry).
 var Transitions = []Transition{
 	{Pending, Enqueued, OwnerClaimService, "webhook or poll; pre-checks pass; claim lock acquired"},
 	{Enqueued, InProgress, OwnerExecutor, "consumer took the request, before the pipeline starts"},
@@ -38,6 +39,7 @@ var Transitions = []Transition{
 	{InProgress, Pending, OwnerStaleJobDetector, "no heartbeat, or the owning instance is gone"},
 	{Pending, Failed, OwnerStaleJobDetector, "a reverted ticket has used its max attempts"},
 	{Pending, Failed, OwnerClaimService, "a claim finds the ticket's attempts used up"},
+	{Failed, Enqueued, OwnerClaimService, "a retry command (comment or agentsmithctl retry) on a failed ticket that keeps its trigger label; fresh attempt count"},
 	{Enqueued, Enqueued, OwnerEnqueuedReconciler, "Enqueued, but no queue entry and no in-flight owner"},
 	// A write that adds the new label before removing the old ones (GitHub)
 	// and is cut off leaves two lifecycle labels; StateOf reads the further

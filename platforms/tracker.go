@@ -225,7 +225,8 @@ type WebhookDecoder interface {
 	Parse(h http.Header, body []byte) (WebhookEvent, error)
 }
 
-// before parsing (for de-duplication ahead of any work).
+// String names the delivery in logs and errors ("issues/labeled <id>"):
+// the event, its action and the delivery id, never the payload's text.
 func (e WebhookEvent) String() string {
 	return fmt.Sprintf("%s/%s %s", e.Name, e.Action, e.DeliveryID)
 }

@@ -71,6 +71,43 @@ the ticket's attempt count. Otherwise it changes nothing and says why (exit 0).`
 	return cmd
 }
 
+func retryCmd(a *app) *cobra.Command {
+	var project string
+	cmd := &cobra.Command{
+		Use:   "retry TICKET",
+		Short: "Run a Failed ticket again with a fresh attempt count (under its claim lock)",
+		Long: `Does what a "/agent-smith retry" comment does: under the ticket's claim lock it moves a Failed
+ticket that keeps its trigger label back to Enqueued with a fresh attempt count and pushes a
+PipelineRequest. Any other ticket (pending, enqueued, in progress, done, closed, without the
+trigger label) is left as it is, and the command says why (exit 0).`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := a.loadTrackers(); err != nil {
+				return err
+			}
+			ref, err := a.loadTicket(argv[0], project)
+			if err != nil {
+				return err
+			}
+			claims, _, flush := a.claims(cmd.Context())
+			res, err := claims.Retry(cmd.Context(), ref, lifecycle.SourceOperator, a.instance())
+			flush()
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) {
+				if res.Retried() {
+					fmt.Fprintf(w, "retried %s: request %s, attempt %d\n", res.Ticket, res.Request.ID, res.Request.Attempt)
+				} else {
+					fmt.Fprintf(w, "not retried %s: %s\n", res.Ticket, res.Reason)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&project, "project", "", "project of the ticket (default: inferred from the config)")
+	return cmd
+}
+
 func releaseCmd(a *app) *cobra.Command {
 	var project string
 	var yes bool

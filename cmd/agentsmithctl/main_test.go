@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -420,5 +421,33 @@ func TestTicketsStripsTerminalEscapes(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "]52;c;ZWNobyBvd25lZA==") {
 			t.Errorf("%v: exit %d, title lost:\n%s", args, code, out)
 		}
+	}
+}
+
+func TestRetry(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	n := w.sim.CreateIssue(repo, "Failed", "", "agent-smith", "agent-smith:failed")
+	ticket := fmt.Sprintf("github:%s#%d", repo, n)
+	out := w.mustCtl("retry", ticket)
+	if !strings.Contains(out, "retried "+ticket) || !strings.Contains(out, "attempt 1") {
+		t.Fatalf("retry:\n%s", out)
+	}
+	if l, _ := w.rdb.LLen(ctx, keys.Queue()).Result(); l != 1 {
+		t.Fatalf("queue length %d after retry, want 1", l)
+	}
+	if is, _ := w.sim.Issue(repo, n); !slices.Contains(is.Labels, "agent-smith:enqueued") || slices.Contains(is.Labels, "agent-smith:failed") {
+		t.Errorf("labels after retry %q, want enqueued instead of failed", is.Labels)
+	}
+	out = w.mustCtl("retry", ticket)
+	if !strings.Contains(out, "not retried") || !strings.Contains(out, "state is enqueued") {
+		t.Errorf("second retry:\n%s", out)
+	}
+	if l, _ := w.rdb.LLen(ctx, keys.Queue()).Result(); l != 1 {
+		t.Errorf("queue length %d after a second retry, want 1", l)
+	}
+	out = w.mustCtl("history", ticket)
+	if !strings.Contains(out, "failed → enqueued") {
+		t.Errorf("history after retry:\n%s", out)
 	}
 }

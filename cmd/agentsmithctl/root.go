@@ -109,7 +109,7 @@ func (a *app) loadTrackers() error {
 	a.projects = lifecycle.Projects{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
-		tr, _, _, err := projects.Tracker(pc, a.rdb, nil, a.instance(), cfg.LabelPrefix, zap.NewNop())
+		tr, _, _, err := projects.Tracker(pc, a.rdb, nil, cfg.TrackerWriter(a.instance()), cfg.LabelPrefix, zap.NewNop())
 		if err != nil {
 			return fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}
@@ -220,7 +220,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not found.`,
 	root.PersistentFlags().StringVarP(&a.cfgPath, "config", "c", os.Getenv("AGENTSMITH_CONFIG"), "the daemon's config file (default $AGENTSMITH_CONFIG)")
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{exitUsage, err} })
-	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), logsCmd(a), eventsCmd(a), requeueCmd(a), releaseCmd(a),
+	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), logsCmd(a), eventsCmd(a), requeueCmd(a), retryCmd(a), releaseCmd(a),
 		cancelCmd(a), reportCmd(a))
 	return root
 }

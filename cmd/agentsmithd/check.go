@@ -109,7 +109,7 @@ func checkProject(ctx context.Context, cfg *config.Config, pc *config.Project, r
 			out = append(out, platforms.Fail("internal", fmt.Sprintf("check crashed: %v", r), "report this as a bug"))
 		}
 	}()
-	tr, _, _, err := projects.Tracker(pc, rdb, nil, cfg.InstanceID, cfg.LabelPrefix, nil)
+	tr, _, _, err := projects.Tracker(pc, rdb, nil, cfg.TrackerWriter(cfg.InstanceID), cfg.LabelPrefix, nil)
 	if err != nil {
 		return []platforms.CheckResult{platforms.Fail("tracker", err.Error(), "fix the project's settings (see `agentsmithd validate`)")}
 	}

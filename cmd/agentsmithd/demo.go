@@ -37,6 +37,7 @@ echo "opened a pull request"`
 const demoHeader = `listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
 instance_id: demo-replica
+trackersim_writer_header: true
 redis: {addr: "%s"}
 consumer: {concurrency: 3, work_dir: "%s"}
 housekeeping: {fast_interval: 1s, slow_interval: 5s}

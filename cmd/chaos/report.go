@@ -291,7 +291,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		rep.RecoveryWorst = recov[len(recov)-1]
 		rep.RecoveryMedian = recov[len(recov)/2]
 	}
-	rep.StaleWrites = staleWrites(w.sim.Writes(), events)
+	rep.StaleWrites = append(unnamedWrites(w.sim.Writes(), events), staleWrites(w.sim.Writes(), events)...)
 	st := w.sim.Stats()
 	for _, n := range st.Calls {
 		rep.APICalls += n
@@ -301,10 +301,32 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	return rep
 }
 
+// unnamedWrites lists writes by the daemon that name no incarnation: the
+// sim names a writer by the X-Agentsmith-Writer header, which replicas send
+// only with trackersim_writer_header, and without it every write would
+// look like one writer's and staleWrites could find nothing. Such a write
+// cannot be shown not to be stale, so it counts as one.
+func unnamedWrites(ws []sim.Write, events []event) []string {
+	started := map[string]bool{}
+	for _, e := range events {
+		if e.Kind == "start" {
+			started[e.Inc] = true
+		}
+	}
+	var out []string
+	for _, wr := range ws {
+		if wr.Writer != "human" && !started[wr.Writer] {
+			out = append(out, fmt.Sprintf("%s %s#%d by %q: no incarnation of that name (is trackersim_writer_header on?)",
+				wr.At.Format("15:04:05.000"), wr.Repo, wr.Number, wr.Writer))
+		}
+	}
+	return out
+}
+
 // staleWrites finds label writes made by an incarnation that no longer
 // owned the ticket's run. The sim records each write's writer (the
-// X-Agentsmith-Writer header: the instance_id, unique per incarnation here)
-// and time. States are read as the daemon reads them (the furthest
+// X-Agentsmith-Writer header: the instance_id, unique per incarnation here;
+// see unnamedWrites) and time. States are read as the daemon reads them (the furthest
 // lifecycle label wins), because a GitHub transition is two writes (add
 // the new label, then remove the old): the first one moves the state, the
 // second only tidies. The owner of a run is the incarnation whose write

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,16 @@ func TestStaleWritesReadStatesLikeTheDaemon(t *testing.T) {
 	}
 	if got := staleWrites(foreign, nil); len(got) != 1 {
 		t.Errorf("another replica ending r1.1's run: %q, want one stale write", got)
+	}
+}
+
+// A write that names no started incarnation (the replicas sent no writer
+// header) counts as stale: the analysis cannot clear it.
+func TestUnnamedWritesCount(t *testing.T) {
+	events := []event{{Kind: "start", Inc: "r1.1"}, {Kind: "kill", Inc: "r1.1"}}
+	ws := []sim.Write{{Writer: "human"}, {Writer: "r1.1"}, {Writer: "go-github/v74"}}
+	if got := unnamedWrites(ws, events); len(got) != 1 || !strings.Contains(got[0], "go-github/v74") {
+		t.Errorf("unnamed writes %q, want the go-github one", got)
 	}
 }
 

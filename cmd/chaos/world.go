@@ -257,7 +257,10 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*w
 
 func (w *world) config(r *replica) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\nredis: {addr: %q}\n%sprojects:\n", r.port, r.inc, w.redis.addr(), timingsYAML)
+	// trackersim_writer_header: the sim's write log names the incarnation
+	// of every write, which the stale-write analysis needs.
+	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: {addr: %q}\n%sprojects:\n",
+		r.port, r.inc, w.redis.addr(), timingsYAML)
 	for _, p := range projects {
 		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, fmt.Sprintf(p.yaml, w.simURL, p.repo))
 		if p.webhook {

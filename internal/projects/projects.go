@@ -26,14 +26,16 @@ import (
 // payloads name it by). It makes no network call. log may be nil.
 // hc, when not nil, is the HTTP client every tracker request goes through
 // (the daemon's instrumented one); nil builds the platform's default.
-func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, instance, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
+// writer tags the default client's writes for trackersim's write log; ""
+// for a real tracker (config.Config.TrackerWriter decides).
+func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, writer, prefix string, log *zap.Logger) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	switch pc.Platform {
 	case github.Platform:
 		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: instance, LabelPrefix: prefix, HTTPClient: hc}
+			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: writer, LabelPrefix: prefix, HTTPClient: hc}
 		if a := pc.GitHubApp; a.IsSet() {
 			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
 		}
@@ -44,7 +46,7 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, ins
 		return tr, github.Webhooks{}, tr.Locator(), nil
 	case gitlab.Platform:
 		tr, err := gitlab.New(gitlab.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: instance, LabelPrefix: prefix, HTTPClient: hc})
+			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: writer, LabelPrefix: prefix, HTTPClient: hc})
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -55,14 +57,14 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, ins
 			spellings = append(spellings, lifecycle.Labels{Prefix: prefix}.Label(s))
 		}
 		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: instance, HTTPClient: hc, Spellings: spellings})
+			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: writer, HTTPClient: hc, Spellings: spellings})
 		if err != nil {
 			return nil, nil, "", err
 		}
 		return tr, azuredevops.Webhooks{}, tr.Locator(), nil
 	case jira.Platform:
 		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Token: pc.Token.Value(),
-			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: instance,
+			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: writer,
 			Locker: redislock.Locker{RDB: rdb}, HTTPClient: hc})
 		if err != nil {
 			return nil, nil, "", err

@@ -117,11 +117,13 @@ func Queue() string { return prefix() + "queue:jobs" }
 // QueueLevel is the job list of one priority level other than the default
 // (lower numbers are served first). The default level stays Queue(), so a
 // deployment without priorities keeps the specification's key.
-func QueueLevel(priority int) string { return Prefix + "queue:jobs:priority:" + strconv.Itoa(priority) }
+func QueueLevel(priority int) string {
+	return prefix() + "queue:jobs:priority:" + strconv.Itoa(priority)
+}
 
 // QueueLevelPattern matches every non-default level's list (for SCAN, by
 // tools that do not know the configured levels).
-func QueueLevelPattern() string { return Prefix + "queue:jobs:priority:*" }
+func QueueLevelPattern() string { return prefix() + "queue:jobs:priority:*" }
 
 // Processing is one instance's list of taken, not yet started requests.
 func Processing(instance string) string { return prefix() + "queue:processing:" + instance }
@@ -169,12 +171,12 @@ func Cancel(ticketKey string) string { return prefix() + "cancel:" + ticketKey }
 // Blocked is the set of ticket keys of one project whose last claim found
 // open blockers; a close event or a slow housekeeping cycle claims them
 // again, so a ticket is claimed when its last blocker closes.
-func Blocked(project string) string { return Prefix + "blocked:" + project }
+func Blocked(project string) string { return prefix() + "blocked:" + project }
 
 // StuckFlag remembers that a ticket was flagged stuck in one state (value:
 // the run or request it was flagged for), so it is commented on at most once
 // per state.
-func StuckFlag(ticketKey, state string) string { return Prefix + "stuck:" + state + ":" + ticketKey }
+func StuckFlag(ticketKey, state string) string { return prefix() + "stuck:" + state + ":" + ticketKey }
 
 // Audit is the capped stream of every transition and repair.
 func Audit() string { return prefix() + "audit" }

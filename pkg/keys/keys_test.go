@@ -2,16 +2,93 @@ package keys
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"strings"
 	"testing"
 )
 
-// every builds one key of each kind.
-func every() []string {
-	return []string{ClaimLock("github", "a/b#1"), Heartbeat("github:a/b#1"), JiraLabelLock("jira:P-1"), Queue(),
-		Processing("i1"), ProcessingPattern(), Leader("poller"), Inflight(), Instance("i1"), InstancePattern(),
-		Epoch(), Delivery("github", "d1"), Attempts(), Cancel("github:a/b#1"), Audit(), Delayed(),
-		TriggerPermission("p", "d"), TriggerTeam("p", "t", "d"), TriggerActor("github:a/b#1"), TriggerRefusal("github:a/b#1", "d")}
+// builders builds one key with every exported key builder of keys.go, by
+// name. TestBuildersListsEveryExportedBuilder keeps it complete, so a new
+// builder cannot skip the mode tests below (four once did, and built their
+// keys outside the hash tag).
+var builders = map[string]func() string{
+	"ClaimLock":         func() string { return ClaimLock("github", "a/b#1") },
+	"Heartbeat":         func() string { return Heartbeat("github:a/b#1") },
+	"JiraLabelLock":     func() string { return JiraLabelLock("jira:P-1") },
+	"Queue":             Queue,
+	"QueueLevel":        func() string { return QueueLevel(1) },
+	"QueueLevelPattern": QueueLevelPattern,
+	"Processing":        func() string { return Processing("i1") },
+	"ProcessingPattern": ProcessingPattern,
+	"Leader":            func() string { return Leader("poller") },
+	"Inflight":          Inflight,
+	"Instance":          func() string { return Instance("i1") },
+	"InstancePattern":   InstancePattern,
+	"Epoch":             Epoch,
+	"Delivery":          func() string { return Delivery("github", "d1") },
+	"DeliveryBody":      func() string { return DeliveryBody("github", "digest") },
+	"Attempts":          Attempts,
+	"Cancel":            func() string { return Cancel("github:a/b#1") },
+	"Blocked":           func() string { return Blocked("p") },
+	"StuckFlag":         func() string { return StuckFlag("github:a/b#1", "in-progress") },
+	"Audit":             Audit,
+	"Delayed":           Delayed,
+	"Finished":          func() string { return Finished("github:a/b#1") },
+	"ProjectSlots":      func() string { return ProjectSlots("p") },
+	"TokenSlots":        func() string { return TokenSlots("t") },
+	"RunLogs":           func() string { return RunLogs("github:a/b#1") },
+	"TriggerPermission": func() string { return TriggerPermission("p", "d") },
+	"TriggerTeam":       func() string { return TriggerTeam("p", "t", "d") },
+	"TriggerActor":      func() string { return TriggerActor("github:a/b#1") },
+	"TriggerRefusal":    func() string { return TriggerRefusal("github:a/b#1", "d") },
+}
+
+// notBuilders are the exported functions of keys.go that return a string
+// but build no key.
+var notBuilders = map[string]bool{"ProcessingInstance": true}
+
+// every builds one key of each kind, by builder name.
+func every() map[string]string {
+	out := make(map[string]string, len(builders))
+	for name, build := range builders {
+		out[name] = build()
+	}
+	return out
+}
+
+// Go cannot list a package's functions by reflection, so this reads
+// keys.go: every exported function returning a string is a key builder and
+// must be in builders (and builders names nothing that is gone).
+func TestBuildersListsEveryExportedBuilder(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "keys.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || !fn.Name.IsExported() || notBuilders[fn.Name.Name] {
+			continue
+		}
+		res := fn.Type.Results
+		if res == nil || len(res.List) != 1 || len(res.List[0].Names) > 1 {
+			continue
+		}
+		if id, ok := res.List[0].Type.(*ast.Ident); !ok || id.Name != "string" {
+			continue
+		}
+		found[fn.Name.Name] = true
+		if builders[fn.Name.Name] == nil {
+			t.Errorf("exported key builder %s is missing from builders in keys_test.go", fn.Name.Name)
+		}
+	}
+	for name := range builders {
+		if !found[name] {
+			t.Errorf("builders lists %s, which keys.go does not export as a key builder", name)
+		}
+	}
 }
 
 // resetMode undoes the process-wide mode for this test binary only.
@@ -25,9 +102,9 @@ func TestSpecificationNamesWithoutHashTag(t *testing.T) {
 	if got := Heartbeat("github:a/b#1"); got != "agentsmith:heartbeat:github:a/b#1" {
 		t.Errorf("Heartbeat = %q", got)
 	}
-	for _, k := range every() {
+	for name, k := range every() {
 		if !strings.HasPrefix(k, "agentsmith:") {
-			t.Errorf("%q lacks the specification's prefix", k)
+			t.Errorf("%s: %q lacks the specification's prefix", name, k)
 		}
 	}
 	if got := ProcessingInstance(Processing("host-1")); got != "host-1" {
@@ -40,13 +117,19 @@ func TestSpecificationNamesWithoutHashTag(t *testing.T) {
 
 func TestHashTagPutsEveryKeyInOneSlot(t *testing.T) {
 	resetMode(t)
+	plain := every()
+	mode.Store(modeUnset)
 	if err := UseHashTag(true); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range every() {
+	for name, k := range every() {
 		// Redis hashes only the part between the first "{" and the next "}".
 		if !strings.HasPrefix(k, "{agentsmith}:") {
-			t.Errorf("%q lacks the hash tag", k)
+			t.Errorf("%s: %q lacks the hash tag", name, k)
+		}
+		// The mode changes the prefix and nothing else.
+		if rest := strings.TrimPrefix(plain[name], "agentsmith:"); k != "{agentsmith}:"+rest {
+			t.Errorf("%s: %q in cluster mode, %q without", name, k, plain[name])
 		}
 	}
 	if got := ProcessingInstance(Processing("host-1")); got != "host-1" {

@@ -29,8 +29,10 @@ const (
 
 // Header names this package reads or writes.
 const (
-	// WriterHeader carries Options.Writer on every write so an emulator can
-	// record who wrote (which replica, which component).
+	// WriterHeader carries Options.Writer on every write so trackersim can
+	// record who wrote (which replica, which component). It is the sim's
+	// header, not a tracker's: callers set Options.Writer only when they
+	// talk to trackersim (config trackersim_writer_header).
 	WriterHeader = "X-Agentsmith-Writer"
 	// FromCacheHeader marks a response served from the conditional GET cache
 	// after a 304. go-github recognises it and leaves its rate bookkeeping
@@ -49,7 +51,9 @@ type Options struct {
 	// CacheEntries bounds the ETag cache; 0 means DefaultCacheEntries and a
 	// negative value disables the cache.
 	CacheEntries int
-	// Writer, when set, is sent as WriterHeader on every write request.
+	// Writer, when set, is sent as WriterHeader on every request that is
+	// not a GET, HEAD, OPTIONS or TRACE (reads that POST, such as Jira's
+	// search, get it too); empty for a real tracker.
 	Writer string
 	// Sleep waits d or until ctx ends; nil means a timer. Tests inject one
 	// that advances a fake Clock.

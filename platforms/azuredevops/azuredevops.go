@@ -81,7 +81,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger defaults to zap.NewNop().
 	Logger *zap.Logger
-	// Writer is sent with each write for the emulator's write log.
+	// Writer, when set, is sent with each write of the default client
+	// (trackerhttp.WriterHeader) for trackersim's write log. Leave it empty
+	// for a real tracker, which has no use for the header.
 	Writer string
 	// Spellings are the tags the daemon writes, as it spells them (the
 	// lifecycle labels and the trigger label). A project keeps the spelling

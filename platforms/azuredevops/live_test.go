@@ -91,7 +91,7 @@ func liveHarness(t *testing.T, env map[string]string) trackertest.LiveHarness {
 	if workType == "" {
 		workType = "Task" // in all four default processes
 	}
-	tr, err := azuredevops.New(azuredevops.Options{BaseURL: base, Repo: org + "/" + project, Project: "live", Token: env[liveToken], Writer: "live-contract"})
+	tr, err := azuredevops.New(azuredevops.Options{BaseURL: base, Repo: org + "/" + project, Project: "live", Token: env[liveToken]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func liveHarness(t *testing.T, env map[string]string) trackertest.LiveHarness {
 	if !ok {
 		t.Fatalf("%s=%q: want owner/repo", liveRepo, repo)
 	}
-	tr, err := github.New(github.Options{BaseURL: env[liveBaseURL], Repo: repo, Project: "live", Token: env[liveToken], Writer: "live-contract"})
+	tr, err := github.New(github.Options{BaseURL: env[liveBaseURL], Repo: repo, Project: "live", Token: env[liveToken]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestSimContract(t *testing.T) {
 // under test, and go-gitlab with the same token as the human.
 func liveHarness(t *testing.T, env map[string]string) trackertest.LiveHarness {
 	project := env[liveProject]
-	tr, err := gitlab.New(gitlab.Options{BaseURL: env[liveBaseURL], Repo: project, Project: "live", Token: env[liveToken], Writer: "live-contract"})
+	tr, err := gitlab.New(gitlab.Options{BaseURL: env[liveBaseURL], Repo: project, Project: "live", Token: env[liveToken]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func liveHarness(t *testing.T, v liveVars, env map[string]string) trackertest.Li
 		issueType = "Task"
 	}
 	tr, err := jira.New(jira.Options{BaseURL: env[v.baseURL], Repo: key, Project: "live", Token: token, Email: email,
-		Deployment: v.deployment, Writer: "live-contract", Locker: redisLocker{rdb: redistest.Start(t).Client(t)}})
+		Deployment: v.deployment, Locker: redisLocker{rdb: redistest.Start(t).Client(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

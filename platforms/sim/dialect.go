@@ -9,8 +9,14 @@ import (
 // A dialect is one tracker's REST API and webhook format over the shared
 // store. Each dialect lives in its own files and registers itself from an
 // init function with registerDialect, so adding a tracker touches no shared
-// file. See /work/main/.notes/SIM_DIALECTS.md (and the package README) for
-// the how-to.
+// file. The GitLab, Azure DevOps and Jira dialects are the pattern to copy:
+// <name>.go registers the dialect and serves the endpoints the daemon's SDK
+// calls (authenticating and applying faults per request), <name>_json.go
+// holds the JSON shapes where they are many (Azure DevOps, Jira),
+// <name>_webhook.go builds the deliveries and
+// <name>_check.go serves what `agentsmithd check` reads. Cite the tracker's
+// documentation (or the issue thread that shows its real behaviour) next
+// to each behaviour a dialect reproduces.
 type dialect struct {
 	// name is the Hook.Dialect value that selects this dialect's webhook
 	// format ("gitlab", "ado", "jira"); GitHub is "" or "github".

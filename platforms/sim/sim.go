@@ -1,17 +1,25 @@
 // Package sim is trackersim's engine: an in-memory issue tracker served over
-// real HTTP in the REST dialects the daemon's SDKs speak, so the real clients
-// (go-github today) run unchanged against it in tests, in the offline demo
-// and on a developer's machine.
+// real HTTP in the four REST dialects the daemon's SDKs speak (GitHub,
+// GitLab, Azure DevOps Boards, Jira Cloud and Data Center), so the real
+// clients (go-github, go-gitlab, azure-devops-go-api, go-jira) run
+// unchanged against it in tests, in the offline demo, in the chaos run and
+// on a developer's machine.
 //
-// One store (store.go) holds repositories, issues with labels and comments,
-// a version counter per issue and a log of label writes. Dialects translate
-// HTTP to store calls and back (github*.go for GitHub's REST API and its
-// webhooks); further dialects share the same store. Faults (latency, 502s,
-// 429s, dropped or duplicated webhook deliveries) are injected on demand with
-// a seeded generator so a failing test replays identically.
+// One store (store.go) holds repositories, issues with labels, comments,
+// blocker links and reactions, a version counter per issue and a log of
+// label writes (Writes; each names its writer, see Write.Writer). Each
+// dialect translates HTTP to store calls and back in its own files
+// (github*.go, gitlab*.go, ado*.go, jira*.go: endpoints, JSON shapes,
+// webhooks, the endpoints `agentsmithd check` reads), so a label written
+// through one dialect is seen by all; dialect.go says how a dialect plugs
+// in. Where a dialect reproduces a tracker's documented or observed
+// behaviour, its comment cites the source. Faults (latency, 502s, 429s,
+// dropped or duplicated webhook deliveries) are injected on demand with a
+// seeded generator so a failing test replays identically.
 //
-// The Go API (CreateIssue, AddLabels, …) acts as a human user: its changes
-// fire webhooks like a person clicking in the tracker's UI would.
+// The Go API (CreateIssue, AddLabels, …), the control API under /sim/ and
+// the page at / act as a human user: their changes fire webhooks like a
+// person clicking in the tracker's UI would.
 package sim
 
 import (

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// This file is the tracker-neutral issue store. Every dialect (GitHub now;
-// GitLab, Azure DevOps and Jira later) reads and writes the same issues
-// through it, so a label written through one dialect is seen by all. Nothing
+// This file is the tracker-neutral issue store. Every dialect (GitHub,
+// GitLab, Azure DevOps, Jira) reads and writes the same issues through it,
+// so a label written through one dialect is seen by all. Nothing
 // here knows about HTTP, JSON shapes or webhooks: mutations report what
 // changed as storeEvents and the Sim fans those out to the dialects.
 
@@ -38,8 +38,9 @@ type Write struct {
 	Number int       `json:"number"`
 	Before []string  `json:"before"`
 	After  []string  `json:"after"`
-	// Writer is the X-Agentsmith-Writer header if present, "human" for Go
-	// API and page changes, else the request's User-Agent.
+	// Writer is the X-Agentsmith-Writer header if present (the daemon sends
+	// its instance_id there with trackersim_writer_header: true), "human"
+	// for Go API and page changes, else the request's User-Agent.
 	Writer string `json:"writer"`
 }
 

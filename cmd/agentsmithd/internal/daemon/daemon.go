@@ -102,8 +102,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
 		hc := trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named(pc.Platform).Named("http"),
-			Writer: cfg.InstanceID, Observer: d.metrics.TrackerCalls(pc.Platform, pc.Name), RateLimits: projects.RateLimits(pc.Platform)})
-		tr, dec, locator, err := projects.Tracker(pc, rdb, hc, cfg.InstanceID, cfg.LabelPrefix, log)
+			Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: d.metrics.TrackerCalls(pc.Platform, pc.Name), RateLimits: projects.RateLimits(pc.Platform)})
+		tr, dec, locator, err := projects.Tracker(pc, rdb, hc, cfg.TrackerWriter(cfg.InstanceID), cfg.LabelPrefix, log)
 		if err != nil {
 			return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}

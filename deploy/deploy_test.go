@@ -26,6 +26,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -106,7 +107,7 @@ func registered(t *testing.T) map[string]dto.MetricType {
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	m := metrics.New(metrics.Config{Redis: rdb})
+	m := metrics.New(metrics.Config{Redis: rdb, Queue: queue.New(rdb, keys.Queue())})
 	rdb.AddHook(m.RedisHook())
 	ref := platforms.Ref{Platform: "github", Project: "p", ID: "o/r#1"}
 	for _, ev := range []lifecycle.Event{

@@ -12,12 +12,18 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
-func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
+// stuckWorld is a world with a claim service whose events obs records, and
+// the fixed now of a StuckDetector test.
+func stuckWorld(t *testing.T) (*lifecycletest.World, *lifecycletest.Recorder, *lifecycle.ClaimService, time.Time) {
 	w := lifecycletest.New(t, 3)
 	obs := &lifecycletest.Recorder{}
 	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "hk", Labels: w.Labels,
 		Logger: zaptest.NewLogger(t), Observer: obs})
-	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	return w, obs, claims, time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+}
+
+func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
+	w, obs, claims, now := stuckWorld(t)
 	running := w.Sim.CreateIssue(lifecycletest.Repo, "long run", "", "agent-smith", "agent-smith:in-progress")
 	waiting := w.Sim.CreateIssue(lifecycletest.Repo, "long wait", "", "agent-smith", "agent-smith:enqueued")
 	fresh := w.Sim.CreateIssue(lifecycletest.Repo, "just queued", "", "agent-smith", "agent-smith:enqueued")

@@ -49,8 +49,9 @@ type StuckDetectorConfig struct {
 // lifecycle.EventStuck (metrics count it), and optionally one comment. It
 // changes no state: a stuck run may be a slow one. Time in state comes from
 // Redis alone, no tracker call: InProgress from the in-flight run record's
-// Started, Enqueued from the EnqueuedAt of the ticket's oldest request in the
-// queue or a processing list. Each run or request is flagged once
+// Started, Enqueued from the EnqueuedAt of the ticket's oldest request on a
+// queue level, in the delayed set or in a processing list (a retry's
+// EnqueuedAt is its due time, so its backoff does not count). Each run or request is flagged once
 // (keys.StuckFlag remembers which), so a ticket triggered again later is
 // flagged again if it sticks again.
 type StuckDetector struct {
@@ -147,25 +148,13 @@ func (d *StuckDetector) stays(ctx context.Context) ([]stay, error) {
 		out = append(out, stay{req: lifecycle.PipelineRequest{Ref: rec.Ref, Attempt: rec.Attempt, ID: rec.RequestID},
 			state: lifecycle.InProgress, since: rec.Started, id: rec.Token})
 	}
-	entries, err := d.queue.Entries(ctx)
+	reqs, err := lifecycle.QueuedRequests(ctx, d.queue)
 	if err != nil {
 		return nil, err
-	}
-	lists, err := d.queue.ProcessingKeys(ctx, keys.ProcessingPattern())
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range lists {
-		more, err := d.queue.ProcessingEntries(ctx, l)
-		if err != nil {
-			return nil, err
-		}
-		entries = append(entries, more...)
 	}
 	oldest := map[string]lifecycle.PipelineRequest{}
-	for _, e := range entries {
-		req, err := lifecycle.DecodeRequest(e)
-		if err != nil || req.EnqueuedAt.IsZero() || running[req.Ref.Key()] {
+	for _, req := range reqs {
+		if req.EnqueuedAt.IsZero() || running[req.Ref.Key()] {
 			continue
 		}
 		if o, ok := oldest[req.Ref.Key()]; !ok || req.EnqueuedAt.Before(o.EnqueuedAt) {

@@ -20,7 +20,7 @@ var timeZero time.Time
 // claims builds a claim service that records what it does in the audit
 // stream like a replica would; flush writes those events before exit.
 func (a *app) claims(ctx context.Context) (*lifecycle.ClaimService, *queue.Queue, func()) {
-	q := queue.New(a.rdb, keys.Queue())
+	q := a.queue()
 	var obs lifecycle.Observer
 	flush := func() {}
 	if a.cfg.Audit.On() {

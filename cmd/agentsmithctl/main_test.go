@@ -44,6 +44,13 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
+	return newWorldWith(t, "")
+}
+
+// newWorldWith is newWorld with appExtra (YAML lines indented as the app
+// project's fields) added to the app project.
+func newWorldWith(t *testing.T, appExtra string) *world {
+	t.Helper()
 	r := redistest.Start(t)
 	s := sim.New(sim.Options{})
 	srv := httptest.NewServer(s.Handler())
@@ -63,7 +70,7 @@ projects:
     token_env: CTL_TEST_TOKEN
     polling: {enabled: true}
     pipeline: {command: ["true"]}
-  - name: ops
+%s  - name: ops
     platform: jira
     base_url: %s/jira/
     repo: OPS
@@ -71,7 +78,7 @@ projects:
     jira: {email: bot@acme.example}
     polling: {enabled: true}
     pipeline: {command: ["true"]}
-`, r.Addr(), srv.URL, repo, srv.URL)
+`, r.Addr(), srv.URL, repo, appExtra, srv.URL)
 	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}

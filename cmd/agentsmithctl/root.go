@@ -16,6 +16,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -84,6 +85,11 @@ func (a *app) load() error {
 		DialTimeout: 3 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 	return nil
 }
+
+// queue is the queue with the daemon's layout, built by the same function
+// the daemon uses (projects.Queue), so a request waiting on a priority
+// level or in the delayed set is found and counted. It needs load.
+func (a *app) queue() *queue.Queue { return projects.Queue(a.rdb, a.cfg) }
 
 // loadTrackers loads the whole config, tracker secrets included, and
 // builds every project's tracker, for the commands that talk to trackers

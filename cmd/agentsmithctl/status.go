@@ -17,13 +17,13 @@ func statusCmd(a *app) *cobra.Command {
 			if err := a.load(); err != nil {
 				return err
 			}
-			s, err := ops.Read(cmd.Context(), a.rdb, ops.ReadConfig{HeartbeatTTL: a.cfg.Consumer.HeartbeatTTL, Clock: a.clock})
+			s, err := ops.Read(cmd.Context(), a.rdb, a.queue(), ops.ReadConfig{HeartbeatTTL: a.cfg.Consumer.HeartbeatTTL, Clock: a.clock})
 			if err != nil {
 				return err
 			}
 			return a.emit(s, func(w io.Writer) {
 				oldest := "-"
-				if s.Queue.Depth > 0 {
+				if s.Queue.Oldest != "" {
 					oldest = human(ms(s.Queue.OldestAgeMS)) + " (" + s.Queue.Oldest + ")"
 				}
 				row(w, "QUEUE", "DEPTH", "OLDEST", "DELAYED", "PROCESSING")

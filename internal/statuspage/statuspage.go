@@ -32,7 +32,10 @@ const DefaultRecent = 50
 
 // Config configures the page.
 type Config struct {
-	RDB      redis.UniversalClient
+	RDB redis.UniversalClient
+	// Queue is the queue with the fleet's layout (projects.Queue): the page
+	// counts its every level and delayed set.
+	Queue    *queue.Queue
 	Projects lifecycle.Projects // to link tickets to their tracker pages
 	// Instance is the replica serving the page.
 	Instance     string
@@ -44,10 +47,9 @@ type Config struct {
 	Token string
 	// SessionTTL is how long a login lasts (default DefaultSessionTTL).
 	SessionTTL time.Duration
-	// Claims and Queue serve the requeue and retry buttons; with Claims nil
-	// the page offers no ticket actions but cancel.
+	// Claims serves the requeue and retry buttons (with Queue); with Claims
+	// nil the page offers no ticket actions but cancel.
 	Claims *lifecycle.ClaimService
-	Queue  *queue.Queue
 	// LogRoots are the work root and logs dir: /status/logs serves attempt
 	// logs from under them only.
 	LogRoots []string
@@ -212,7 +214,7 @@ func (h *handler) serveJSON(w http.ResponseWriter, r *http.Request) {
 
 // Read builds the status document.
 func (h *handler) Read(ctx context.Context) (Status, error) {
-	snap, err := ops.Read(ctx, h.cfg.RDB, ops.ReadConfig{HeartbeatTTL: h.cfg.HeartbeatTTL, Clock: h.cfg.Clock})
+	snap, err := ops.Read(ctx, h.cfg.RDB, h.cfg.Queue, ops.ReadConfig{HeartbeatTTL: h.cfg.HeartbeatTTL, Clock: h.cfg.Clock})
 	if err != nil {
 		return Status{}, err
 	}

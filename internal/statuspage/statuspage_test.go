@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -38,8 +37,7 @@ func TestTokenAndDocument(t *testing.T) {
 	rdb.RPush(ctx, keys.Queue(), req.Encode())
 	rdb.ZAdd(ctx, keys.Delayed(), redisZ("x"))
 
-	q := queue.NewWith(rdb, keys.Queue(), queue.Options{DelayedKey: keys.Delayed()})
-	h := New(Config{RDB: rdb, Instance: "replica-a", Token: "s3cret", Queue: q})
+	h := New(Config{RDB: rdb, Queue: testQueue(rdb), Instance: "replica-a", Token: "s3cret"})
 	for _, c := range []struct {
 		target, auth string
 		code         int
@@ -75,7 +73,7 @@ func TestTokenAndDocument(t *testing.T) {
 		t.Errorf("leases = %+v", st.Leases)
 	}
 
-	open := New(Config{RDB: rdb})
+	open := New(Config{RDB: rdb, Queue: testQueue(rdb)})
 	if rec := get(t, open, "/status.json", ""); rec.Code != 200 {
 		t.Errorf("without a token configured: %d", rec.Code)
 	}

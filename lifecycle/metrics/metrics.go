@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/buildinfo"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 )
 
 // Namespace prefixes every series this package registers.
@@ -41,6 +42,10 @@ type Config struct {
 	// Redis, when set, is read at scrape time for the queue depth and age,
 	// delayed requests, in-flight runs and live instances.
 	Redis redis.UniversalClient
+	// Queue is the queue with the fleet's layout (projects.Queue), whose
+	// every level and delayed set the queue gauges count; required with
+	// Redis.
+	Queue *queue.Queue
 	// Clock is the time source for the queue's oldest age; default time.Now.
 	Clock func() time.Time
 	// Logger receives scrape-time Redis failures; default zap.NewNop().
@@ -137,7 +142,10 @@ func New(cfg Config) *Metrics {
 		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.connsRefused, m.redisErrors, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Redis != nil {
-		m.reg.MustRegister(newStateCollector(cfg.Redis, cfg.Clock, cfg.Logger), newPausedCollector(cfg.Redis, cfg.Logger))
+		if cfg.Queue == nil {
+			panic("metrics: Config.Redis is set without Config.Queue")
+		}
+		m.reg.MustRegister(newStateCollector(cfg.Redis, cfg.Queue, cfg.Clock, cfg.Logger), newPausedCollector(cfg.Redis, cfg.Logger))
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -142,20 +144,21 @@ func TestStateFromRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	m := metrics.New(metrics.Config{Redis: rdb, Clock: func() time.Time { return now }})
+	q := queue.NewWith(rdb, keys.Queue(), queue.Options{DefaultPriority: lifecycle.DefaultPriority, DelayedKey: keys.Delayed()})
+	m := metrics.New(metrics.Config{Redis: rdb, Queue: q, Clock: func() time.Time { return now }})
 	rdb.AddHook(m.RedisHook())
 	ctx := context.Background()
 
 	state := []string{"agentsmith_queue_depth", "agentsmith_queue_oldest_age_seconds", "agentsmith_queue_delayed",
 		"agentsmith_runs_inflight", "agentsmith_instances_live"}
 	empty := `
-# HELP agentsmith_queue_depth PipelineRequests waiting in the queue (agentsmith:queue:jobs).
+# HELP agentsmith_queue_depth ` + metrics.HelpQueueDepth + `
 # TYPE agentsmith_queue_depth gauge
 agentsmith_queue_depth 0
-# HELP agentsmith_queue_oldest_age_seconds Age of the request at the head of the queue; 0 when empty.
+# HELP agentsmith_queue_oldest_age_seconds ` + metrics.HelpQueueOldestAge + `
 # TYPE agentsmith_queue_oldest_age_seconds gauge
 agentsmith_queue_oldest_age_seconds 0
-# HELP agentsmith_queue_delayed Requests waiting out a retry backoff (agentsmith:queue:delayed).
+# HELP agentsmith_queue_delayed ` + metrics.HelpQueueDelayed + `
 # TYPE agentsmith_queue_delayed gauge
 agentsmith_queue_delayed 0
 # HELP agentsmith_runs_inflight Pipelines running fleet-wide (entries of agentsmith:inflight).
@@ -218,5 +221,72 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The queue gauges cover every priority level and the delayed set: depth
+// sums the levels, and the oldest age is the longest wait among the levels'
+// heads and the delayed entries (a request given back at a concurrency
+// limit keeps its enqueue time; a retry's is its due time, so its backoff
+// is not counted as waiting).
+func TestQueueGaugesCoverEveryLevelAndTheDelayedSet(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	q := queue.NewWith(rdb, keys.Queue(), queue.Options{DefaultPriority: lifecycle.DefaultPriority, DelayedKey: keys.Delayed(),
+		Levels: []queue.Level{{Priority: 1, Key: keys.QueueLevel(1)}, {Priority: 9, Key: keys.QueueLevel(9)}}})
+	m := metrics.New(metrics.Config{Redis: rdb, Queue: q, Clock: func() time.Time { return now }})
+	ctx := context.Background()
+	push := func(key string, prio int, age time.Duration) {
+		req := lifecycle.PipelineRequest{ID: key + age.String(), Ref: ref, Attempt: 1, EnqueuedAt: now.Add(-age), Priority: prio}
+		must(t, rdb.RPush(ctx, key, req.Encode()).Err())
+	}
+	push(keys.Queue(), 0, 10*time.Second)
+	push(keys.QueueLevel(1), 1, 5*time.Minute)
+	push(keys.QueueLevel(1), 1, time.Minute)
+	push(keys.QueueLevel(9), 9, 20*time.Second)
+	gauges := []string{"agentsmith_queue_depth", "agentsmith_queue_oldest_age_seconds", "agentsmith_queue_delayed"}
+	want := func(depth int, oldest float64, delayed int) string {
+		return fmt.Sprintf(`
+# HELP agentsmith_queue_depth %s
+# TYPE agentsmith_queue_depth gauge
+agentsmith_queue_depth %d
+# HELP agentsmith_queue_oldest_age_seconds %s
+# TYPE agentsmith_queue_oldest_age_seconds gauge
+agentsmith_queue_oldest_age_seconds %g
+# HELP agentsmith_queue_delayed %s
+# TYPE agentsmith_queue_delayed gauge
+agentsmith_queue_delayed %d
+`, metrics.HelpQueueDepth, depth, metrics.HelpQueueOldestAge, oldest, metrics.HelpQueueDelayed, delayed)
+	}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(4, 300, 0)), gauges...); err != nil {
+		t.Errorf("priority levels: %v", err)
+	}
+	delay := func(age time.Duration, due time.Time) {
+		req := lifecycle.PipelineRequest{ID: "d" + age.String(), Ref: ref, Attempt: 2, EnqueuedAt: now.Add(-age)}
+		must(t, rdb.ZAdd(ctx, keys.Delayed(), redis.Z{Score: float64(due.UnixMilli()), Member: req.Encode()}).Err())
+	}
+	delay(-time.Hour, now.Add(time.Hour))       // a retry due in an hour: not waiting yet
+	delay(20*time.Minute, now.Add(time.Second)) // given back at a concurrency limit 20 minutes after its claim
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(4, 1200, 2)), gauges...); err != nil {
+		t.Errorf("with the delayed set: %v", err)
+	}
+}
+
+// On a Redis Cluster the liveness keys are spread over every master
+// (without the hash tag, as here): instances_live counts them on all.
+func TestInstancesLiveOnCluster(t *testing.T) {
+	rdb := redistest.StartCluster(t, 3).Client(t)
+	m := metrics.New(metrics.Config{Redis: rdb, Queue: queue.New(rdb, keys.Queue())})
+	const n = 24
+	for i := range n {
+		must(t, rdb.Set(t.Context(), keys.Instance(fmt.Sprintf("replica-%02d", i)), "x", time.Minute).Err())
+	}
+	want := fmt.Sprintf(`
+# HELP agentsmith_instances_live Replicas whose liveness key is present.
+# TYPE agentsmith_instances_live gauge
+agentsmith_instances_live %d
+`, n)
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "agentsmith_instances_live"); err != nil {
+		t.Error(err)
 	}
 }

@@ -8,12 +8,22 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
 
 // stateTimeout bounds the Redis reads of one scrape.
 const stateTimeout = 2 * time.Second
+
+// Help texts of the queue gauges: what each counts (exported so tests
+// compare whole scrapes without repeating them).
+const (
+	HelpQueueDepth     = "PipelineRequests waiting on every priority level of the queue (agentsmith:queue:jobs and agentsmith:queue:jobs:priority:*); not delayed or taken ones."
+	HelpQueueOldestAge = "Longest wait since enqueued_at among the head of every priority level and the delayed set (a retry's backoff does not count); 0 when none."
+	HelpQueueDelayed   = "Requests waiting out a retry backoff or a concurrency limit (agentsmith:queue:delayed)."
+)
 
 // stateCollector reads the fleet's shared state from Redis at scrape time:
 // every replica reports the same values, so dashboards take max() over them.
@@ -21,20 +31,21 @@ const stateTimeout = 2 * time.Second
 // failure shows in agentsmith_redis_errors_total) rather than reported as 0.
 type stateCollector struct {
 	rdb   redis.UniversalClient
+	queue *queue.Queue
 	clock func() time.Time
 	log   *zap.Logger
 
 	depth, oldest, delayed, inflight, instances *prometheus.Desc
 }
 
-func newStateCollector(rdb redis.UniversalClient, clock func() time.Time, log *zap.Logger) *stateCollector {
+func newStateCollector(rdb redis.UniversalClient, q *queue.Queue, clock func() time.Time, log *zap.Logger) *stateCollector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(Namespace+"_"+name, help, nil, nil)
 	}
-	return &stateCollector{rdb: rdb, clock: clock, log: log,
-		depth:     d("queue_depth", "PipelineRequests waiting in the queue (agentsmith:queue:jobs)."),
-		oldest:    d("queue_oldest_age_seconds", "Age of the request at the head of the queue; 0 when empty."),
-		delayed:   d("queue_delayed", "Requests waiting out a retry backoff (agentsmith:queue:delayed)."),
+	return &stateCollector{rdb: rdb, queue: q, clock: clock, log: log,
+		depth:     d("queue_depth", HelpQueueDepth),
+		oldest:    d("queue_oldest_age_seconds", HelpQueueOldestAge),
+		delayed:   d("queue_delayed", HelpQueueDelayed),
 		inflight:  d("runs_inflight", "Pipelines running fleet-wide (entries of agentsmith:inflight)."),
 		instances: d("instances_live", "Replicas whose liveness key is present."),
 	}
@@ -49,35 +60,20 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
-	var llen, zcard, hlen *redis.IntCmd
-	var head *redis.StringCmd
-	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		llen = p.LLen(ctx, keys.Queue())
-		head = p.LIndex(ctx, keys.Queue(), 0)
-		zcard = p.ZCard(ctx, keys.Delayed())
-		hlen = p.HLen(ctx, keys.Inflight())
-		return nil
-	})
-	if err != nil && err != redis.Nil {
+	q, err := ops.ReadQueue(ctx, c.queue, c.clock())
+	if err != nil {
 		c.log.Warn("metrics: read queue state", zap.Error(err))
 		return
 	}
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	gauge(c.depth, float64(llen.Val()))
-	gauge(c.inflight, float64(hlen.Val()))
-	if zcard.Err() == nil {
-		gauge(c.delayed, float64(zcard.Val()))
+	gauge(c.depth, float64(q.Depth))
+	gauge(c.oldest, float64(q.OldestAgeMS)/1000)
+	gauge(c.delayed, float64(q.Delayed))
+	if n, err := c.rdb.HLen(ctx, keys.Inflight()).Result(); err != nil {
+		c.log.Warn("metrics: count runs in flight", zap.Error(err))
+	} else {
+		gauge(c.inflight, float64(n))
 	}
-	age := 0.0
-	if b, err := head.Bytes(); err == nil {
-		req, err := lifecycle.DecodeRequest(b)
-		if err != nil {
-			c.log.Warn("metrics: undecodable request at the queue head", zap.Error(err))
-		} else if !req.EnqueuedAt.IsZero() {
-			age = max(c.clock().Sub(req.EnqueuedAt).Seconds(), 0)
-		}
-	}
-	gauge(c.oldest, age)
 	if n, err := c.countInstances(ctx); err != nil {
 		c.log.Warn("metrics: count live instances", zap.Error(err))
 	} else {
@@ -85,13 +81,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// countInstances SCANs the liveness keys: a handful per fleet, so a scan is
-// cheap and needs no index of its own.
+// countInstances SCANs the liveness keys on every master: a handful per
+// fleet, so a scan is cheap and needs no index of its own.
 func (c *stateCollector) countInstances(ctx context.Context) (int, error) {
-	n := 0
-	iter := c.rdb.Scan(ctx, 0, keys.InstancePattern(), 100).Iterator()
-	for iter.Next(ctx) {
-		n++
-	}
-	return n, iter.Err()
+	ks, err := redisconn.ScanKeys(ctx, c.rdb, keys.InstancePattern())
+	return len(ks), err
 }

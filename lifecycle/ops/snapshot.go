@@ -17,6 +17,8 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -35,17 +37,31 @@ type Snapshot struct {
 	Paused []lifecycle.Pause `json:"paused"`
 }
 
-// Queue describes the pending work.
+// Queue describes the pending work, on every priority level and in the
+// delayed set (ReadQueue).
 type Queue struct {
+	// Depth counts the requests waiting on every priority level.
 	Depth int64 `json:"depth"`
-	// OldestAgeMS is how long the request at the head has waited (0 when
-	// the queue is empty).
+	// Levels is Depth per level, highest priority (lowest number) first.
+	Levels []Level `json:"levels"`
+	// OldestAgeMS is how long the request that has waited longest has
+	// waited since its enqueued_at, among every level's head and the
+	// delayed set (0 when there is none). A retry's enqueued_at is its due
+	// time, so its backoff is not counted; a request given back at a
+	// concurrency limit keeps its own, so its wait is.
 	OldestAgeMS int64  `json:"oldest_age_ms"`
 	Oldest      string `json:"oldest,omitempty"`
-	// Delayed counts requests waiting out a retry backoff (keys.Delayed()).
+	// Delayed counts requests waiting out a retry backoff or a concurrency
+	// limit (keys.Delayed()).
 	Delayed int64 `json:"delayed"`
 	// Processing counts requests taken by a consumer, not yet started.
 	Processing int64 `json:"processing"`
+}
+
+// Level is one priority level's depth.
+type Level struct {
+	Priority int   `json:"priority"`
+	Depth    int64 `json:"depth"`
 }
 
 // Run is one pipeline in flight.
@@ -88,7 +104,9 @@ type ReadConfig struct {
 // Read takes a snapshot in a handful of round trips whatever the number of
 // runs (every per-key read is pipelined). It is not atomic: a run may end
 // between reading the index and its heartbeat, which then shows as gone.
-func Read(ctx context.Context, rdb redis.UniversalClient, cfg ReadConfig) (Snapshot, error) {
+// q must be the queue with the fleet's layout (projects.Queue), or requests
+// on the levels it lacks go uncounted.
+func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg ReadConfig) (Snapshot, error) {
 	if cfg.HeartbeatTTL <= 0 {
 		cfg.HeartbeatTTL = keys.HeartbeatTTL
 	}
@@ -96,6 +114,10 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg ReadConfig) (Snaps
 		cfg.Clock = time.Now
 	}
 	s := Snapshot{At: cfg.Clock().UTC(), Runs: []Run{}, Leases: []Lease{}, Instances: []Instance{}}
+	var err error
+	if s.Queue, err = ReadQueue(ctx, q, s.At); err != nil {
+		return s, err
+	}
 	runs, err := lifecycle.InflightRuns(ctx, rdb)
 	if err != nil {
 		return s, err
@@ -112,19 +134,14 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg ReadConfig) (Snaps
 		return s, err
 	}
 	var (
-		depth, delayed *redis.IntCmd
-		head           *redis.StringCmd
-		proc           []*redis.IntCmd
-		hb             = map[string]*redis.DurationCmd{}
-		alive          = map[string]*redis.IntCmd{}
-		inst           = make([]*redis.DurationCmd, len(instKeys))
-		leaseVal       = make([]*redis.StringCmd, len(LeaderRoles))
-		leaseTTL       = make([]*redis.DurationCmd, len(LeaderRoles))
+		proc     []*redis.IntCmd
+		hb       = map[string]*redis.DurationCmd{}
+		alive    = map[string]*redis.IntCmd{}
+		inst     = make([]*redis.DurationCmd, len(instKeys))
+		leaseVal = make([]*redis.StringCmd, len(LeaderRoles))
+		leaseTTL = make([]*redis.DurationCmd, len(LeaderRoles))
 	)
 	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		depth = p.LLen(ctx, keys.Queue())
-		head = p.LIndex(ctx, keys.Queue(), 0)
-		delayed = p.ZCard(ctx, keys.Delayed())
 		for _, k := range procKeys {
 			proc = append(proc, p.LLen(ctx, k))
 		}
@@ -146,18 +163,8 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg ReadConfig) (Snaps
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return s, fmt.Errorf("read fleet status: %w", err)
 	}
-	s.Queue.Depth = depth.Val()
-	s.Queue.Delayed = delayed.Val()
 	for _, c := range proc {
 		s.Queue.Processing += c.Val()
-	}
-	if raw := head.Val(); raw != "" {
-		if req, err := lifecycle.DecodeRequest([]byte(raw)); err == nil {
-			s.Queue.Oldest = req.Ref.String()
-			if !req.EnqueuedAt.IsZero() {
-				s.Queue.OldestAgeMS = max(s.At.Sub(req.EnqueuedAt).Milliseconds(), 0)
-			}
-		}
 	}
 	for field, rec := range runs {
 		r := Run{Ticket: field, Project: rec.Ref.Project, Instance: rec.Instance, Attempt: rec.Attempt,
@@ -200,14 +207,45 @@ func leaseInstance(v string) string {
 	return v
 }
 
-func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
-	var out []string
-	iter := rdb.Scan(ctx, 0, pattern, 500).Iterator()
-	for iter.Next(ctx) {
-		out = append(out, iter.Val())
+// ReadQueue counts the queue on every priority level and in the delayed
+// set in one round trip: the numbers agentsmithctl status, the status page
+// and the metrics all show, so they cannot disagree.
+func ReadQueue(ctx context.Context, q *queue.Queue, now time.Time) (Queue, error) {
+	if q == nil {
+		return Queue{}, errors.New("read queue: no queue layout given")
 	}
-	if err := iter.Err(); err != nil {
-		return nil, fmt.Errorf("scan %s: %w", pattern, err)
+	c, err := q.Count(ctx, enqueuedAt)
+	if err != nil {
+		return Queue{}, fmt.Errorf("read queue: %w", err)
+	}
+	out := Queue{Depth: c.Waiting(), Delayed: c.Delayed, Levels: make([]Level, len(c.Levels))}
+	for i, l := range c.Levels {
+		out.Levels[i] = Level{Priority: l.Priority, Depth: l.Len}
+	}
+	if c.Oldest != nil {
+		req, _ := lifecycle.DecodeRequest(c.Oldest) // decoded before by enqueuedAt
+		out.Oldest = req.Ref.String()
+		out.OldestAgeMS = max(now.Sub(c.OldestAt).Milliseconds(), 0)
+	}
+	return out, nil
+}
+
+// enqueuedAt is a queue entry's enqueue time, for queue.Count; entries
+// that are not PipelineRequests, or carry no time, have none.
+func enqueuedAt(payload []byte) (time.Time, bool) {
+	req, err := lifecycle.DecodeRequest(payload)
+	if err != nil || req.EnqueuedAt.IsZero() {
+		return time.Time{}, false
+	}
+	return req.EnqueuedAt, true
+}
+
+// scanKeys finds the keys matching pattern on every master of a cluster
+// (a plain SCAN reaches one node), sorted.
+func scanKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	out, err := redisconn.ScanKeys(ctx, rdb, pattern)
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(out)
 	return out, nil

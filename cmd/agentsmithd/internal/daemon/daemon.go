@@ -87,7 +87,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d := &Daemon{cfg: cfg, rdb: rdb, log: log, projects: lifecycle.Projects{}, listened: make(chan struct{})}
 	// One registry per replica: several daemons in one process (tests, the
 	// demo) never share series.
-	d.metrics = metrics.New(metrics.Config{Redis: rdb, Logger: log.Named("metrics")})
+	d.queue = projects.Queue(rdb, cfg)
+	d.metrics = metrics.New(metrics.Config{Redis: rdb, Queue: d.queue, Logger: log.Named("metrics")})
 	rdb.AddHook(d.metrics.RedisHook())
 	d.observer = append(d.observer, d.metrics)
 	if opts.Observer != nil {
@@ -121,7 +122,6 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	for _, r := range routes {
 		d.routes = append(d.routes, *r)
 	}
-	d.queue = newQueue(rdb, cfg)
 	d.claims = lifecycle.NewClaimService(rdb, d.queue, d.projects, lifecycle.ClaimConfig{
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
 		Observer: d.observer,
@@ -224,9 +224,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	admin := http.NewServeMux()
 	health.Register(admin, ready)
 	admin.Handle("GET /metrics", statuspage.RequireToken(cfg.Status.Token.Value(), d.metrics.Handler()))
-	status := statuspage.New(statuspage.Config{RDB: d.rdb, Projects: d.projects, Instance: cfg.InstanceID,
+	status := statuspage.New(statuspage.Config{RDB: d.rdb, Queue: d.queue, Projects: d.projects, Instance: cfg.InstanceID,
 		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
-		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}, Claims: d.claims, Queue: d.queue})
+		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}, Claims: d.claims})
 	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs",
 		"POST /status/login", "POST /status/logout", "POST /status/action"} {
 		admin.Handle(route, status)

@@ -45,7 +45,7 @@ func TestPoliciesFromConfig(t *testing.T) {
 	if b.Priority.Of([]string{"x"}) != 7 || b.Priority.Of([]string{"later"}) != 9 || a.Priority.Of(nil) != 5 {
 		t.Errorf("priorities: b %+v a %+v", b.Priority, a.Priority)
 	}
-	q := newQueue(redistest.Start(t).Client(t), cfg)
+	q := projects.Queue(redistest.Start(t).Client(t), cfg)
 	want := []string{keys.QueueLevel(1), keys.Queue(), keys.QueueLevel(7), keys.QueueLevel(9)}
 	if got := q.Lists(); !slices.Equal(got, want) {
 		t.Errorf("queue lists %q, want %q", got, want)

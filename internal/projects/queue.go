@@ -1,4 +1,4 @@
-package daemon
+package projects
 
 import (
 	"slices"
@@ -10,9 +10,13 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 )
 
-// newQueue builds the queue with one level per priority any project can
-// give a ticket; the default level keeps the specification's key.
-func newQueue(rdb redis.UniversalClient, cfg *config.Config) *queue.Queue {
+// Queue is the one place the queue's layout is built from the config: a
+// level for every priority any project can give a ticket (the default
+// level keeps the specification's key agentsmith:queue:jobs) and the
+// delayed set. The daemon's claim service and consumers, agentsmithctl,
+// the metrics and the status page all use the queue it returns, so what
+// one of them pushes, every other one finds and counts.
+func Queue(rdb redis.UniversalClient, cfg *config.Config) *queue.Queue {
 	var prios []int
 	for _, p := range cfg.Projects {
 		prios = append(prios, p.Priority.Default)

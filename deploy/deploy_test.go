@@ -288,18 +288,3 @@ func TestDeployConfigsValidate(t *testing.T) {
 		}
 	}
 }
-
-// Redis in every deployment has a memory cap with a volatile eviction
-// policy: de-dup records of a webhook flood are evicted, never the queue.
-func TestRedisHasMaxmemoryWithVolatileEviction(t *testing.T) {
-	for _, path := range []string{"docker-compose.yml", "kubernetes/redis.yaml"} {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := strings.ReplaceAll(strings.ReplaceAll(string(data), `", "`, " "), `"`, "")
-		if !strings.Contains(s, "--maxmemory ") || !strings.Contains(s, "--maxmemory-policy volatile-lru") {
-			t.Errorf("%s: redis-server without --maxmemory and --maxmemory-policy volatile-lru", path)
-		}
-	}
-}

@@ -60,6 +60,11 @@ func (u unit) one(t *testing.T, section, key string) string {
 
 const credDir = "/run/credentials/agentsmithd.service/"
 
+// filesIn matches the paths of files in dir; the submatch is the name.
+func filesIn(dir string) *regexp.Regexp {
+	return regexp.MustCompile(regexp.QuoteMeta(dir) + `([A-Za-z0-9][A-Za-z0-9_.-]*)`)
+}
+
 // parseWithSecrets parses a deployment's config with the files it names
 // under dir (which exist only where it is deployed) moved into a temporary
 // directory and filled with a test value: the config must then be valid,
@@ -67,7 +72,7 @@ const credDir = "/run/credentials/agentsmithd.service/"
 func parseWithSecrets(t *testing.T, text, dir string) *config.Config {
 	t.Helper()
 	tmp := t.TempDir() + "/"
-	for _, m := range regexp.MustCompile(regexp.QuoteMeta(dir)+`([A-Za-z0-9][A-Za-z0-9_.-]*)`).FindAllStringSubmatch(text, -1) {
+	for _, m := range filesIn(dir).FindAllStringSubmatch(text, -1) {
 		if err := os.WriteFile(tmp+m[1], []byte("test-value\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +136,7 @@ func TestSystemdUnit(t *testing.T) {
 		}
 		loaded[name] = true
 	}
-	named := regexp.MustCompile(regexp.QuoteMeta(credDir) + `([A-Za-z0-9][A-Za-z0-9_.-]*)`).FindAllStringSubmatch(string(cfgText), -1)
+	named := filesIn(credDir).FindAllStringSubmatch(string(cfgText), -1)
 	if len(named) < 3 {
 		t.Fatalf("systemd/config.yaml names %d credentials", len(named))
 	}

@@ -1,7 +1,16 @@
-.PHONY: demo test lint fuzz build chaos
+.PHONY: demo test lint fuzz build chaos image
+
+# The one image name (compose, Kubernetes, Helm, .goreleaser.yaml use it too).
+IMAGE ?= ghcr.io/agentsmithd/agentsmithd
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 build:
 	go build -o bin/ ./cmd/...
+
+# The image from the Dockerfile, tagged with the version.
+image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE):$(VERSION) .
 
 demo:
 	go run ./cmd/agentsmithd demo

@@ -17,16 +17,27 @@ func TestConfigMapPipelineIsInTheImage(t *testing.T) {
 	cm := yamlDocs(t, "kubernetes/configmap.yaml")[0]
 	raw, _ := cm["data"].(map[string]any)["config.yaml"].(string)
 	var cfg struct {
-		Projects []struct {
-			Pipeline struct {
-				Command []string `yaml:"command"`
-			} `yaml:"pipeline"`
-		} `yaml:"projects"`
+		Projects []projectPipeline `yaml:"projects"`
 	}
 	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil || len(cfg.Projects) == 0 {
 		t.Fatalf("configmap config.yaml: %v", err)
 	}
-	dockerfile, err := os.ReadFile("../Dockerfile")
+	for _, df := range []string{"../Dockerfile", "release.Dockerfile"} {
+		checkPipelineCopied(t, df, cfg.Projects)
+	}
+}
+
+type projectPipeline = struct {
+	Pipeline struct {
+		Command []string `yaml:"command"`
+	} `yaml:"pipeline"`
+}
+
+// checkPipelineCopied checks every project's pipeline command is a file the
+// Dockerfile at dockerfilePath copies into the image, executable.
+func checkPipelineCopied(t *testing.T, dockerfilePath string, projects []projectPipeline) {
+	t.Helper()
+	dockerfile, err := os.ReadFile(dockerfilePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,9 +50,9 @@ func TestConfigMapPipelineIsInTheImage(t *testing.T) {
 		if strings.HasPrefix(f[1], "--") {
 			f = append(f[:1], f[2:]...)
 		}
-		copies[strings.TrimSuffix(f[2], "/")] = strings.TrimSuffix(f[1], "/")
+		copies[strings.TrimSuffix(f[len(f)-1], "/")] = strings.TrimSuffix(f[1], "/")
 	}
-	for i, p := range cfg.Projects {
+	for i, p := range projects {
 		cmd := p.Pipeline.Command
 		if len(cmd) == 0 || !path.IsAbs(cmd[0]) {
 			t.Errorf("projects[%d].pipeline.command %q: want an absolute path in the image", i, cmd)
@@ -49,7 +60,7 @@ func TestConfigMapPipelineIsInTheImage(t *testing.T) {
 		}
 		src, ok := copies[path.Dir(cmd[0])]
 		if !ok {
-			t.Errorf("projects[%d]: no Dockerfile COPY puts anything in %s", i, path.Dir(cmd[0]))
+			t.Errorf("%s: projects[%d]: no COPY puts anything in %s", dockerfilePath, i, path.Dir(cmd[0]))
 			continue
 		}
 		fi, err := os.Stat(filepath.Join("..", src, path.Base(cmd[0])))

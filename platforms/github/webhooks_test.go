@@ -86,7 +86,7 @@ func TestParseKinds(t *testing.T) {
 		{"issues", "issues.closed.json", platforms.EventTicket},
 		{"issues", "issues.unlabeled.json", platforms.EventTicket},
 		{"pull_request", "pull_request.opened.json", platforms.EventIgnored},
-		{"issue_comment", "issue_comment.created.json", platforms.EventIgnored},
+		{"issue_comment", "issue_comment.created.json", platforms.EventComment},
 	} {
 		ev, err := (Webhooks{}).Parse(delivery(c.event), readFixture(t, c.file))
 		if err != nil || ev.Kind != c.want {

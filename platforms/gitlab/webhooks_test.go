@@ -85,7 +85,6 @@ func TestParseIgnoredAndMalformed(t *testing.T) {
 		event, fixture string
 	}{
 		{"Confidential Issue Hook", "confidential_issue.open"},
-		{"Note Hook", "note.create"},
 		{"Merge Request Hook", "merge_request.open"},
 		{"Push Hook", "push"},
 		{EventIssueHook, "issue.work_item.task.open"},

@@ -85,7 +85,7 @@ func TestParseUpdated(t *testing.T) {
 		{"issue_updated.transitioned.json", platforms.EventTicket},
 		{"issue_updated.edited.json", platforms.EventIgnored},
 		{"issue_deleted.json", platforms.EventIgnored},
-		{"comment_created.json", platforms.EventIgnored},
+		{"comment_created.json", platforms.EventComment},
 	} {
 		ev, err := (Webhooks{}).Parse(delivery(), readFixture(t, c.file))
 		if err != nil {

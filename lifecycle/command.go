@@ -11,7 +11,6 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-
 // MaxCommandReplies is how many replies the daemon posts to comment
 // commands on one ticket within keys.CommandReplyWindow; past it commands
 // still act but are answered in the log only, so commenting cannot make the
@@ -69,7 +68,9 @@ type CommandResult struct {
 
 // CommandCause is the cancellation cause of a `cancel` command by actor,
 // quoted in the comment on the failed ticket.
-func CommandCause(actor string) string { return "cancelled by " + SafeName(actor) + " with a comment command" }
+func CommandCause(actor string) string {
+	return "cancelled by " + SafeName(actor) + " with a comment command"
+}
 
 // RunCommand carries out a comment command by actor on ref and answers it
 // with a short reply on the ticket (bounded by MaxCommandReplies). Only
@@ -174,18 +175,22 @@ const maxSafeName = 64
 
 // SafeName is a person's name (from a webhook: a login, an account id, an
 // e-mail address) fit to quote in a comment on any tracker: letters,
-// digits and . _ @ : + - only (no Markdown, Jira markup, mentions or line
-// breaks), at most maxSafeName bytes; "someone" when nothing is left.
+// digits and . _ : + - only, and @ after a letter or digit (no Markdown,
+// Jira markup, mentions or line breaks), at most maxSafeName bytes; "someone" when nothing is left.
 func SafeName(name string) string {
 	var b strings.Builder
+	alnum := func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' }
+	var last rune
 	for _, r := range name {
 		if b.Len() >= maxSafeName {
 			break
 		}
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("._@:+-", r):
+		// "@" only inside an address ("dana@example.com"), never where it
+		// opens a mention.
+		if alnum(r) || strings.ContainsRune("._:+-", r) || r == '@' && alnum(last) {
 			b.WriteRune(r)
 		}
+		last = r
 	}
 	if b.Len() == 0 {
 		return "someone"

@@ -72,16 +72,7 @@ func (s *Sim) githubEvent(ev storeEvent, hooks []*hookQueue) {
 			p.Changes[k] = map[string]string{"from": from}
 		}
 	}
-	body, err := json.Marshal(p)
-	if err != nil {
-		s.log.Error("marshal issues event", zap.Error(err))
-		return
-	}
-	d := outgoing{event: "issues", guid: newGUID(), body: body}
-	for _, q := range hooks {
-		drop, extra := s.faults.delivery()
-		s.hooks.enqueue(q, d, drop, extra)
-	}
+	s.githubSend("issues", p, hooks)
 }
 
 // githubPing is the `ping` event GitHub sends when a webhook is created.
@@ -140,12 +131,18 @@ type ghIssueCommentEvent struct {
 func (s *Sim) githubComment(base string, ev storeEvent, hooks []*hookQueue) {
 	p := ghIssueCommentEvent{Action: "created", Issue: s.ghIssue(base, ev.issue), Comment: s.ghComment(base, ev.issue, ev.comment),
 		Repository: s.ghRepo(base, ev.issue.repo, ev.issue.repoID, time.Time{}), Sender: s.ghUser(base, ev.sender)}
+	s.githubSend("issue_comment", p, hooks)
+}
+
+// githubSend queues one delivery of event with payload p to every hook. The
+// X-GitHub-Delivery GUID identifies the event, so every hook gets the same one.
+func (s *Sim) githubSend(event string, p any, hooks []*hookQueue) {
 	body, err := json.Marshal(p)
 	if err != nil {
-		s.log.Error("marshal issue_comment event", zap.Error(err))
+		s.log.Error("marshal "+event+" event", zap.Error(err))
 		return
 	}
-	d := outgoing{event: "issue_comment", guid: newGUID(), body: body}
+	d := outgoing{event: event, guid: newGUID(), body: body}
 	for _, q := range hooks {
 		drop, extra := s.faults.delivery()
 		s.hooks.enqueue(q, d, drop, extra)

@@ -276,9 +276,28 @@ type Project struct {
 	// claims, so people see it was picked up. Opt-in: it costs one tracker
 	// API call per claim. GitHub and GitLab only.
 	Reactions bool `yaml:"reactions"`
+	// Commands are the comment commands (`/agent-smith retry`, `cancel`).
+	Commands Commands `yaml:"commands"`
 
 	tokenEnv, tokenFile Secret
 }
+
+// DefaultCommandPrefix opens a comment command.
+const DefaultCommandPrefix = "/agent-smith"
+
+// Commands configures a project's comment commands: a comment whose first
+// line is "<prefix> retry" or "<prefix> cancel" does that, for the people
+// trigger.allow admits. The platform must send comment webhooks (GitHub
+// issue_comment, GitLab Note Hook, Azure DevOps workitem.commented, Jira
+// comment_created) for them to arrive.
+type Commands struct {
+	// Enabled defaults to true.
+	Enabled *bool  `yaml:"enabled"`
+	Prefix  string `yaml:"prefix"`
+}
+
+// On reports whether the project acts on comment commands.
+func (c Commands) On() bool { return c.Enabled == nil || *c.Enabled }
 
 // GitHubApp is a GitHub App installation: the daemon signs a JWT with the
 // app's private key and trades it for hour-long installation tokens, so no
@@ -559,6 +578,11 @@ func (c *Config) applyDefaults(baseDir string) {
 		}
 		setDefault(&p.TriggerLabel, DefaultTriggerLabel)
 		setDefault(&p.Trigger.Allow.Access, TriggerAccessWrite)
+		setDefault(&p.Commands.Prefix, DefaultCommandPrefix)
+		if p.Commands.Enabled == nil {
+			on := true
+			p.Commands.Enabled = &on
+		}
 		setDefault(&p.Polling.Interval, DefaultPollInterval)
 		setDefault(&p.Pipeline.Timeout, DefaultPipelineTimeout)
 		setDefault(&p.Pipeline.MaxAttempts, DefaultMaxAttempts)

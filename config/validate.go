@@ -188,6 +188,11 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		// so a trigger there could be removed by the next transition.
 		errs.add(path+".trigger_label", fmt.Sprintf("%q is in the lifecycle namespace %s:*", p.TriggerLabel, labelPrefix))
 	}
+	if c := p.Commands.Prefix; len(c) > maxCommandPrefix || strings.ContainsFunc(c, unicode.IsSpace) || strings.HasPrefix(c, "*") || c == "" {
+		// The daemon's own comments open with "**", and a command is
+		// "<prefix> <word>" on one line.
+		errs.add(path+".commands.prefix", fmt.Sprintf("%q: want 1 to %d characters, no spaces, not starting with *", c, maxCommandPrefix))
+	}
 	switch a := p.Trigger.Allow; {
 	case a.Access != TriggerAccessWrite && a.Access != TriggerAccessNone:
 		errs.add(path+".trigger.allow.access", fmt.Sprintf("%q: want %q or %q", a.Access, TriggerAccessWrite, TriggerAccessNone))
@@ -334,3 +339,6 @@ func unspecified(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsUnspecified()
 }
+
+// maxCommandPrefix bounds projects[].commands.prefix.
+const maxCommandPrefix = 40

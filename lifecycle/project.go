@@ -25,6 +25,9 @@ type Project struct {
 	// RequireNoOpenBlockers makes a claim read the ticket's blockers (one
 	// more tracker call per claim) and refuse it while any is open.
 	RequireNoOpenBlockers bool
+	// Commands are the comment commands (`/agent-smith retry`) of the
+	// project's tickets; the zero value turns them off.
+	Commands Commands
 }
 
 // Pipeline is the command run for every claimed ticket of a project.

@@ -158,6 +158,11 @@ const (
 	EventPing
 	// EventTicket says a ticket changed in a way that may make it claimable.
 	EventTicket
+	// EventComment says a person commented on a ticket: Comment holds the
+	// comment's first line (a command such as "/agent-smith retry" must be
+	// there), Actor its author, Ticket the ticket it is on. Comments the
+	// platform marks as made by a bot or the system are EventIgnored.
+	EventComment
 )
 
 // WebhookEvent is a parsed, authenticated delivery.
@@ -194,6 +199,9 @@ type WebhookEvent struct {
 	// System.Tags old and new values and Jira's changelog report. Actor is
 	// who added the trigger label only when it is among them.
 	Added []string
+	// Comment is the first line of a new comment (EventComment), at most
+	// MaxCommentLine bytes, from CommentLine.
+	Comment string
 }
 
 // AddedLabel reports whether the change added label, compared

@@ -99,6 +99,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 	p := &lifecycle.Project{
 		Name: pc.Name, Platform: pc.Platform, Tracker: tr, TriggerLabel: pc.TriggerLabel, React: pc.Reactions,
 		RequireNoOpenBlockers: pc.Readiness.RequireNoOpenBlockers,
+		Commands:              lifecycle.Commands{Enabled: pc.Commands.On(), Prefix: pc.Commands.Prefix},
 		TriggerAllow: lifecycle.TriggerAllow{Write: pc.Trigger.Allow.Access != config.TriggerAccessNone,
 			Users: pc.Trigger.Allow.Users, Teams: pc.Trigger.Allow.Teams},
 		Pipeline: lifecycle.Pipeline{Command: pl.Command, Env: pl.Env, Timeout: pl.Timeout, MaxAttempts: pl.MaxAttempts,

@@ -57,7 +57,8 @@ func (rc *Receiver) retryBlocked(p *lifecycle.Project, closedID string, log *zap
 	})
 }
 
-// Wait waits for the background re-claims started by close events.
+// Wait waits for the background work deliveries started: re-claims after
+// close events and comment commands.
 func (rc *Receiver) Wait() { rc.bg.Wait() }
 
 // Close stops the background re-claims and waits for them (after the HTTP

@@ -289,6 +289,14 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, answer{Outcome: OutcomeStale, Project: project})
 		return
 	}
+	command, isCommand := "", false
+	if ev.Kind == platforms.EventComment {
+		if command, isCommand = rc.claims.Projects()[project].Commands.Parse(ev.Comment); !isCommand || ev.Ticket == nil {
+			// Most comments: answered without touching Redis.
+			writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeIgnored, Project: project, Reason: "not a command"})
+			return
+		}
+	}
 	sum := sha256.Sum256(body)
 	dkeys := []string{keys.DeliveryBody(platform, hex.EncodeToString(sum[:]))}
 	if ev.DeliveryID != "" {
@@ -307,6 +315,11 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	t := ev.Ticket
 	t.Ref.Project = project
 	t.Ref.ID = route.canonicalID(project, ev.Locator, t.Ref.ID)
+	if isCommand {
+		rc.runCommand(t.Ref, ev.Actor, command, log)
+		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeCommand, Project: project})
+		return
+	}
 	p := rc.claims.Projects()[project]
 	if !t.Open {
 		rc.retryBlocked(p, t.Ref.ID, log)

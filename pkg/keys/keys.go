@@ -239,3 +239,11 @@ func TriggerActor(ticketKey string) string { return prefix() + "trigger-actor:" 
 func TriggerRefusal(ticketKey, actorDigest string) string {
 	return prefix() + "trigger-refusal:" + ticketKey + ":" + actorDigest
 }
+
+// CommandReplies counts the daemon's replies to comment commands on one
+// ticket within CommandReplyWindow (INCR, expiry set by the first), so
+// nobody can make the daemon post unbounded comments by commenting.
+func CommandReplies(ticketKey string) string { return prefix() + "command-replies:" + ticketKey }
+
+// CommandReplyWindow is the window of CommandReplies.
+const CommandReplyWindow = 10 * time.Minute

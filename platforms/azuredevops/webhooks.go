@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +39,11 @@ const DefaultSecretHeader = "X-Agentsmith-Secret"
 const (
 	EventWorkItemCreated = "workitem.created"
 	EventWorkItemUpdated = "workitem.updated"
+	// EventWorkItemCommented is a new comment; its resource is the work
+	// item with the comment in System.History and its author in
+	// System.ChangedBy
+	// (https://learn.microsoft.com/en-us/azure/devops/service-hooks/events#workitem.commented).
+	EventWorkItemCommented = "workitem.commented"
 )
 
 // Webhooks authenticates and parses service hook deliveries. The zero value
@@ -176,12 +183,12 @@ func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.Name, ev.Action, _ = strings.Cut(p.EventType, ".")
 	var wi *workItem
 	var up *update
-	workItemEvent := p.EventType == EventWorkItemCreated || p.EventType == EventWorkItemUpdated
+	workItemEvent := p.EventType == EventWorkItemCreated || p.EventType == EventWorkItemUpdated || p.EventType == EventWorkItemCommented
 	if workItemEvent && head.Has("resource") && head.Object("resource") == nil {
 		return ev, malformed(ev, "resource is not an object", nil)
 	}
 	switch p.EventType {
-	case EventWorkItemCreated:
+	case EventWorkItemCreated, EventWorkItemCommented:
 		if head.Object("resource").Has("fields") {
 			if err := json.Unmarshal(p.Resource, &wi); err != nil || wi == nil {
 				return ev, malformed(ev, "resource is not a work item", err)
@@ -240,8 +247,38 @@ func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 	if wi.Rev > 0 {
 		ev.Ticket.Version = strconv.Itoa(wi.Rev)
 	}
+	if p.EventType == EventWorkItemCommented {
+		ev.Kind = platforms.EventComment
+		ev.Actor = identityName(wi.Fields[fieldChangedBy])
+		var history string
+		_ = json.Unmarshal(wi.Fields[fieldHistory], &history)
+		ev.Comment = platforms.CommentLine(htmlText(history))
+		return ev, nil
+	}
 	ev.Actor, ev.Added = changeActor(wi, up, ev.Ticket.Labels)
 	return ev, nil
+}
+
+// Fields of a workitem.commented resource.
+const (
+	fieldHistory   = "System.History"
+	fieldChangedBy = "System.ChangedBy"
+)
+
+// htmlBreak matches the tags Azure DevOps' comment editor ends a line with.
+var htmlBreak = regexp.MustCompile(`(?i)<br\s*/?>|</(div|p|li|h[1-6])>`)
+
+// htmlTag matches any other tag.
+var htmlTag = regexp.MustCompile(`<[^>]*>`)
+
+// htmlText is the text of a comment as Azure DevOps stores it (HTML:
+// "<div>/agent-smith retry</div>"): line-ending tags become line breaks,
+// other tags go, entities are decoded. Enough to read a command on the
+// first line; nothing here is rendered again.
+func htmlText(s string) string {
+	s = htmlBreak.ReplaceAllString(s, "\n")
+	s = htmlTag.ReplaceAllString(s, "")
+	return strings.ReplaceAll(html.UnescapeString(s), "\u00a0", " ")
 }
 
 func malformed(ev platforms.WebhookEvent, what string, err error) error {

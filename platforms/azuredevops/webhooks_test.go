@@ -181,7 +181,10 @@ func FuzzParse(f *testing.F) {
 		if ev.DeliveryID == "" {
 			t.Fatalf("no delivery id: %+v", ev)
 		}
-		if ev.Kind == platforms.EventTicket {
+		if len(ev.Comment) > platforms.MaxCommentLine || ev.Kind == platforms.EventComment && ev.Ticket == nil {
+			t.Fatalf("comment event without its ticket, or an unbounded comment: %+v", ev)
+		}
+		if ev.Kind == platforms.EventTicket || ev.Kind == platforms.EventComment {
 			if ev.Ticket == nil || ev.Locator == "" || ev.Ticket.Ref.Platform != Platform || ev.Ticket.Labels == nil {
 				t.Fatalf("incomplete ticket event %+v", ev)
 			}

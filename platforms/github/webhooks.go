@@ -49,7 +49,8 @@ var ticketActions = map[string]bool{"opened": true, "labeled": true, "reopened":
 	"closed": true, "unlabeled": true}
 
 // Parse decodes an authenticated delivery. Pings are EventPing; issues
-// events with a ticketAction are EventTicket; every other well-formed
+// events with a ticketAction are EventTicket; issue_comment created on an
+// issue (not a pull request) by a person is EventComment; every other well-formed
 // delivery (other events, other actions, pull requests) is EventIgnored and
 // is read no further than needed to tell, so a field the daemon does not
 // use can never make it fail: GitHub disables nothing, but its delivery log
@@ -79,6 +80,11 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 			break
 		}
 		fallthrough
+	case "issue_comment":
+		if ev.Name == "issue_comment" && ev.Action == "created" {
+			break
+		}
+		fallthrough
 	default:
 		return ev, nil // EventIgnored
 	}
@@ -104,12 +110,34 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.Ticket = p.Issue.ticket(repo)
 	ev.At = platforms.ParseTime(p.Issue.UpdatedAt)
 	ev.Actor = p.Sender.Login
+	if ev.Name == "issue_comment" {
+		return commentEvent(ev, p)
+	}
 	switch {
 	case ev.Action == "opened":
 		ev.Added = ev.Ticket.Labels
 	case ev.Action == "labeled" && p.Label != nil:
 		ev.Added = []string{p.Label.Name}
 	}
+	return ev, nil
+}
+
+// commentEvent finishes an issue_comment "created" delivery
+// (https://docs.github.com/en/webhooks/webhook-events-and-payloads#issue_comment):
+// a comment by a bot or app (comment.user.type "Bot", the daemon's own
+// comments as a GitHub App among them) is EventIgnored, so the daemon never
+// answers itself.
+func commentEvent(ev platforms.WebhookEvent, p issuesPayload) (platforms.WebhookEvent, error) {
+	if p.Comment == nil || p.Comment.User.Type == "Bot" || p.Sender.Type == "Bot" {
+		ev.Kind, ev.Ticket = platforms.EventIgnored, nil
+		return ev, nil
+	}
+	ev.Kind = platforms.EventComment
+	ev.Comment = platforms.CommentLine(p.Comment.Body)
+	if p.Comment.User.Login != "" {
+		ev.Actor = p.Comment.User.Login
+	}
+	ev.At = platforms.ParseTime(p.Comment.CreatedAt)
 	return ev, nil
 }
 
@@ -126,7 +154,17 @@ type issuesPayload struct {
 	// (https://docs.github.com/en/webhooks/webhook-events-and-payloads#issues).
 	Sender struct {
 		Login string `json:"login"`
+		Type  string `json:"type"`
 	} `json:"sender"`
+	// Comment is the new comment of an issue_comment delivery.
+	Comment *struct {
+		Body      string `json:"body"`
+		CreatedAt string `json:"created_at"`
+		User      struct {
+			Login string `json:"login"`
+			Type  string `json:"type"`
+		} `json:"user"`
+	} `json:"comment"`
 	// Label is the label a labeled or unlabeled action added or removed.
 	Label *struct {
 		Name string `json:"name"`

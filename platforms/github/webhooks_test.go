@@ -86,7 +86,7 @@ func TestParseKinds(t *testing.T) {
 		{"issues", "issues.closed.json", platforms.EventTicket},
 		{"issues", "issues.unlabeled.json", platforms.EventTicket},
 		{"pull_request", "pull_request.opened.json", platforms.EventIgnored},
-		{"issue_comment", "issue_comment.created.json", platforms.EventIgnored},
+		{"issue_comment", "issue_comment.created.json", platforms.EventComment},
 	} {
 		ev, err := (Webhooks{}).Parse(delivery(c.event), readFixture(t, c.file))
 		if err != nil || ev.Kind != c.want {
@@ -145,7 +145,10 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if ev.Kind == platforms.EventTicket {
+		if len(ev.Comment) > platforms.MaxCommentLine || ev.Kind == platforms.EventComment && ev.Ticket == nil {
+			t.Fatalf("comment event without its ticket, or an unbounded comment: %+v", ev)
+		}
+		if ev.Kind == platforms.EventTicket || ev.Kind == platforms.EventComment {
 			if ev.Ticket == nil || ev.Locator == "" || ev.Ticket.Ref.Platform != Platform {
 				t.Fatalf("incomplete ticket event %+v", ev)
 			}

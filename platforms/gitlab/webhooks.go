@@ -26,6 +26,8 @@ const (
 	HeaderEventUUID = "X-Gitlab-Event-UUID"
 	// EventIssueHook is the X-Gitlab-Event of issue (work item) events.
 	EventIssueHook = "Issue Hook"
+	// EventNoteHook is the X-Gitlab-Event of comment events.
+	EventNoteHook = "Note Hook"
 )
 
 // Webhooks authenticates and parses GitLab deliveries. It holds no state:
@@ -137,6 +139,9 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	if err != nil {
 		return ev, fmt.Errorf("gitlab: %s delivery %q: %w", ev.Name, ev.DeliveryID, err)
 	}
+	if ev.Name == EventNoteHook {
+		return parseNote(ev, body)
+	}
 	if ev.Name != EventIssueHook {
 		return ev, nil // EventIgnored
 	}
@@ -199,4 +204,58 @@ func isIssue(kind, typ string) bool {
 		return strings.EqualFold(typ, WorkItemTypeIssue)
 	}
 	return false
+}
+
+// noteHook is the part of a Note Hook delivery on an issue the daemon reads
+// (https://docs.gitlab.com/user/project/integrations/webhook_events/#comment-on-an-issue):
+// the note, its author, the issue it is on.
+type noteHook struct {
+	Project *struct {
+		PathWithNamespace string `json:"path_with_namespace"`
+	} `json:"project"`
+	User *struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectAttributes *struct {
+		Note         string `json:"note"`
+		NoteableType string `json:"noteable_type"`
+		System       bool   `json:"system"`
+		Action       string `json:"action"`
+		CreatedAt    string `json:"created_at"`
+	} `json:"object_attributes"`
+	Issue *struct {
+		IID   int    `json:"iid"`
+		Title string `json:"title"`
+		State string `json:"state"`
+		URL   string `json:"url"`
+	} `json:"issue"`
+}
+
+// parseNote reads a Note Hook: a person's new comment on an issue is
+// EventComment. Comments on merge requests, commits and snippets, system
+// notes (label changes, mentions: object_attributes.system) and edits
+// (object_attributes.action "update", sent by releases that have it) are
+// EventIgnored.
+func parseNote(ev platforms.WebhookEvent, body []byte) (platforms.WebhookEvent, error) {
+	var p noteHook
+	if err := json.Unmarshal(body, &p); err != nil {
+		return ev, fmt.Errorf("gitlab: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)
+	}
+	a := p.ObjectAttributes
+	if a == nil || a.NoteableType != "Issue" || a.System || (a.Action != "" && a.Action != "create") {
+		return ev, nil // EventIgnored
+	}
+	ev.Action = "create"
+	if p.Project == nil || CheckRepo(p.Project.PathWithNamespace) != nil || p.Issue == nil || p.Issue.IID <= 0 {
+		return ev, fmt.Errorf("gitlab: %s delivery %q: project or issue.iid missing: %w", ev.Name, ev.DeliveryID, platforms.ErrMalformed)
+	}
+	ev.Locator = p.Project.PathWithNamespace
+	ev.Kind = platforms.EventComment
+	ev.Ticket = issueTicket(ev.Locator, &issue{IID: p.Issue.IID, Title: p.Issue.Title, State: p.Issue.State, WebURL: p.Issue.URL})
+	ev.Comment = platforms.CommentLine(a.Note)
+	ev.At = platforms.ParseTime(a.CreatedAt)
+	if p.User != nil {
+		ev.Actor = p.User.Username
+	}
+	return ev, nil
 }

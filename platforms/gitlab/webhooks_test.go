@@ -85,7 +85,6 @@ func TestParseIgnoredAndMalformed(t *testing.T) {
 		event, fixture string
 	}{
 		{"Confidential Issue Hook", "confidential_issue.open"},
-		{"Note Hook", "note.create"},
 		{"Merge Request Hook", "merge_request.open"},
 		{"Push Hook", "push"},
 		{EventIssueHook, "issue.work_item.task.open"},
@@ -156,7 +155,10 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if ev.Kind == platforms.EventTicket && (ev.Ticket == nil || ev.Locator == "" || ev.Ticket.Labels == nil) {
+		if len(ev.Comment) > platforms.MaxCommentLine {
+			t.Fatalf("unbounded comment: %+v", ev)
+		}
+		if (ev.Kind == platforms.EventTicket || ev.Kind == platforms.EventComment) && (ev.Ticket == nil || ev.Locator == "" || ev.Ticket.Labels == nil) {
 			t.Fatalf("ticket event without ticket, locator or labels: %+v", ev)
 		}
 	})

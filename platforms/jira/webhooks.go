@@ -32,6 +32,11 @@ const (
 const (
 	EventIssueCreated = "jira:issue_created"
 	EventIssueUpdated = "jira:issue_updated"
+	// EventCommentCreated is a new comment, with the comment and its issue
+	// (https://developer.atlassian.com/cloud/jira/platform/webhooks/#registering-a-webhook-via-the-jira-rest-api
+	// lists comment_created; Data Center sends the same shape,
+	// https://developer.atlassian.com/server/jira/platform/webhooks/).
+	EventCommentCreated = "comment_created"
 )
 
 // Webhooks authenticates and parses Jira deliveries. It holds no state: the
@@ -107,6 +112,9 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 		return ev, fmt.Errorf("jira: delivery %q: %w", ev.DeliveryID, err)
 	}
 	ev.Name, ev.Action = head.String("webhookEvent"), head.String("issue_event_type_name")
+	if ev.Name == EventCommentCreated && head.Has("issue") && head.Has("comment") {
+		return parseComment(ev, body)
+	}
 	if ev.Name != EventIssueCreated && ev.Name != EventIssueUpdated || !head.Has("issue") {
 		// Jira Cloud documents no issue event without an issue; a sender
 		// that omits it (or a Jira Automation "send web request" body
@@ -198,4 +206,56 @@ func siteOf(self string) string {
 		return ""
 	}
 	return self[:i+1]
+}
+
+// commentPayload is the part of a comment_created delivery the daemon
+// reads: the comment (body a wiki-markup string, or an ADF document where a
+// sender uses API v3's format) with its author (accountId on Cloud, name on
+// Data Center), and the issue it is on.
+type commentPayload struct {
+	Timestamp int64 `json:"timestamp"`
+	Comment   struct {
+		Body   json.RawMessage `json:"body"`
+		Author *struct {
+			AccountID   string `json:"accountId"`
+			Name        string `json:"name"`
+			AccountType string `json:"accountType"`
+		} `json:"author"`
+	} `json:"comment"`
+	Issue *apiIssue `json:"issue"`
+}
+
+// parseComment reads a comment_created delivery: a person's comment is
+// EventComment; one by an app account (accountType "app", Cloud), or one
+// whose issue it cannot read, is EventIgnored (never an error: a comment
+// the daemon cannot read must not count towards disabling the hook).
+func parseComment(ev platforms.WebhookEvent, body []byte) (platforms.WebhookEvent, error) {
+	var p commentPayload
+	if json.Unmarshal(body, &p) != nil || p.Issue == nil {
+		return ev, nil // EventIgnored: a comment in a shape we cannot read carries no command we could act on
+	}
+	project, _, err := ParseID(p.Issue.Key)
+	if err != nil {
+		return ev, nil // EventIgnored
+	}
+	if pr := p.Issue.Fields.Project; pr != nil && pr.Key != "" {
+		project = pr.Key
+	}
+	if a := p.Comment.Author; a != nil {
+		if a.AccountType == "app" {
+			return ev, nil // EventIgnored
+		}
+		ev.Actor = a.AccountID
+		if ev.Actor == "" {
+			ev.Actor = a.Name
+		}
+	}
+	ev.Locator = project
+	ev.Kind = platforms.EventComment
+	ev.Ticket = issueTicket(siteOf(p.Issue.Self), p.Issue)
+	ev.Comment = platforms.CommentLine(descriptionText(p.Comment.Body))
+	if p.Timestamp > 0 {
+		ev.At = time.UnixMilli(p.Timestamp)
+	}
+	return ev, nil
 }

@@ -85,7 +85,7 @@ func TestParseUpdated(t *testing.T) {
 		{"issue_updated.transitioned.json", platforms.EventTicket},
 		{"issue_updated.edited.json", platforms.EventIgnored},
 		{"issue_deleted.json", platforms.EventIgnored},
-		{"comment_created.json", platforms.EventIgnored},
+		{"comment_created.json", platforms.EventComment},
 	} {
 		ev, err := (Webhooks{}).Parse(delivery(), readFixture(t, c.file))
 		if err != nil {
@@ -203,7 +203,10 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if ev.Kind == platforms.EventTicket {
+		if len(ev.Comment) > platforms.MaxCommentLine || ev.Kind == platforms.EventComment && ev.Ticket == nil {
+			t.Fatalf("comment event without its ticket, or an unbounded comment: %+v", ev)
+		}
+		if ev.Kind == platforms.EventTicket || ev.Kind == platforms.EventComment {
 			if ev.Ticket == nil || ev.Locator == "" || ev.Ticket.Labels == nil {
 				t.Fatalf("ticket event %+v incomplete", ev)
 			}

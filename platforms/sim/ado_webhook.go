@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"slices"
@@ -70,6 +71,23 @@ type adoWorkItemUpdate struct {
 // adoDeliveries builds the one delivery Azure DevOps sends hook h for a
 // write: workitem.created for a new work item, workitem.updated otherwise.
 func (s *Sim) adoDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing {
+	rest, c := splitComment(evs)
+	var out []outgoing
+	if len(rest) > 0 {
+		out = s.adoDelivery(rest, nil, hookID, h)
+	}
+	if c != nil {
+		out = append(out, s.adoDelivery([]storeEvent{*c}, c, hookID, h)...)
+	}
+	return out
+}
+
+// adoDelivery builds one delivery: workitem.commented when c is a new
+// comment (the resource is the work item, the comment's HTML in
+// System.History and its author in System.ChangedBy,
+// https://learn.microsoft.com/en-us/azure/devops/service-hooks/events#workitem.commented),
+// workitem.created for a new work item, workitem.updated otherwise.
+func (s *Sim) adoDelivery(evs []storeEvent, c *storeEvent, hookID int64, h Hook) []outgoing {
 	sn := evs[0].issue
 	org, _, _ := strings.Cut(sn.repo, "/")
 	orgBase := s.base() + adoPrefix + url.PathEscape(org)
@@ -89,11 +107,19 @@ func (s *Sim) adoDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing {
 		},
 		CreatedDate: adoTime(sn.updatedAt),
 	}
-	if slices.ContainsFunc(evs, func(e storeEvent) bool { return e.action == "opened" }) {
+	switch {
+	case c != nil:
+		ev.EventType = "workitem.commented"
+		ev.ID = glUUID(fmt.Sprintf("ado-comment|%s|%p|%d|%d", glSalt, s, sn.repoID, c.comment.id))
+		ev.Message = adoMessage{Text: what + " commented on by " + sender, HTML: what + " commented on by " + sender, Markdown: what + " commented on by " + sender}
+		wi.Fields["System.History"] = "<div>" + html.EscapeString(c.comment.body) + "</div>"
+		wi.Fields["System.ChangedBy"] = adoIdentityOf(c.comment.author)
+		ev.Resource = wi
+	case slices.ContainsFunc(evs, func(e storeEvent) bool { return e.action == "opened" }):
 		ev.EventType = "workitem.created"
 		ev.Message = adoMessage{Text: what + " created by " + sender, HTML: what + " created by " + sender, Markdown: what + " created by " + sender}
 		ev.Resource = wi
-	} else {
+	default:
 		ev.EventType = "workitem.updated"
 		ev.Message = adoMessage{Text: what + " updated by " + sender, HTML: what + " updated by " + sender, Markdown: what + " updated by " + sender}
 		ev.Resource = adoUpdateResource(orgBase, sn, evs, wi)

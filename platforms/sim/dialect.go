@@ -122,3 +122,21 @@ func (s *Sim) applyFault(r *http.Request) (fault apiFault, ok bool) {
 	}
 	return fault, true
 }
+
+// actionCommented is the store event of a new comment.
+const actionCommented = "commented"
+
+// splitComment separates a mutation's new comment (nil if none) from its
+// other events: every platform sends a comment its own webhook (GitHub
+// issue_comment, GitLab Note Hook, Azure DevOps workitem.commented, Jira
+// comment_created), apart from the issue event of the same write.
+func splitComment(evs []storeEvent) (rest []storeEvent, c *storeEvent) {
+	for i := range evs {
+		if evs[i].action == actionCommented {
+			c = &evs[i]
+			continue
+		}
+		rest = append(rest, evs[i])
+	}
+	return rest, c
+}

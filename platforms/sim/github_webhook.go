@@ -55,6 +55,10 @@ func (s *Sim) onEvent(evs []storeEvent) {
 // X-GitHub-Delivery GUID identifies the event, so every hook gets the same one.
 func (s *Sim) githubEvent(ev storeEvent, hooks []*hookQueue) {
 	base := s.base()
+	if ev.action == actionCommented {
+		s.githubComment(base, ev, hooks)
+		return
+	}
 	p := ghIssuesEvent{Action: ev.action, Issue: s.ghIssue(base, ev.issue),
 		Repository: s.ghRepo(base, ev.issue.repo, ev.issue.repoID, time.Time{}),
 		Sender:     s.ghUser(base, ev.sender)}
@@ -68,16 +72,7 @@ func (s *Sim) githubEvent(ev storeEvent, hooks []*hookQueue) {
 			p.Changes[k] = map[string]string{"from": from}
 		}
 	}
-	body, err := json.Marshal(p)
-	if err != nil {
-		s.log.Error("marshal issues event", zap.Error(err))
-		return
-	}
-	d := outgoing{event: "issues", guid: newGUID(), body: body}
-	for _, q := range hooks {
-		drop, extra := s.faults.delivery()
-		s.hooks.enqueue(q, d, drop, extra)
-	}
+	s.githubSend("issues", p, hooks)
 }
 
 // githubPing is the `ping` event GitHub sends when a webhook is created.
@@ -119,4 +114,37 @@ func githubDeliveryHeaders(h http.Header, q *hookQueue, d outgoing) {
 	m1 := hmac.New(sha1.New, []byte(q.hook.Secret))
 	m1.Write(d.body)
 	h.Set("X-Hub-Signature", "sha1="+hex.EncodeToString(m1.Sum(nil)))
+}
+
+// ghIssueCommentEvent is the issue_comment payload
+// (https://docs.github.com/en/webhooks/webhook-events-and-payloads#issue_comment).
+type ghIssueCommentEvent struct {
+	Action     string    `json:"action"`
+	Issue      ghIssue   `json:"issue"`
+	Comment    ghComment `json:"comment"`
+	Repository ghRepo    `json:"repository"`
+	Sender     ghUser    `json:"sender"`
+}
+
+// githubComment queues the issue_comment "created" delivery of a new
+// comment, the daemon's own included, as GitHub sends one for every comment.
+func (s *Sim) githubComment(base string, ev storeEvent, hooks []*hookQueue) {
+	p := ghIssueCommentEvent{Action: "created", Issue: s.ghIssue(base, ev.issue), Comment: s.ghComment(base, ev.issue, ev.comment),
+		Repository: s.ghRepo(base, ev.issue.repo, ev.issue.repoID, time.Time{}), Sender: s.ghUser(base, ev.sender)}
+	s.githubSend("issue_comment", p, hooks)
+}
+
+// githubSend queues one delivery of event with payload p to every hook. The
+// X-GitHub-Delivery GUID identifies the event, so every hook gets the same one.
+func (s *Sim) githubSend(event string, p any, hooks []*hookQueue) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		s.log.Error("marshal "+event+" event", zap.Error(err))
+		return
+	}
+	d := outgoing{event: event, guid: newGUID(), body: body}
+	for _, q := range hooks {
+		drop, extra := s.faults.delivery()
+		s.hooks.enqueue(q, d, drop, extra)
+	}
 }

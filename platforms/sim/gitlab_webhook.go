@@ -107,13 +107,65 @@ func glHookTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05
 // Idempotency-Key names this hook's delivery and stays the same on retries
 // (and on the sim's duplicates).
 func (s *Sim) gitlabDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing {
-	return s.gitlabIssueHook(evs, hookID, h, "issue", "Issue")
+	rest, c := splitComment(evs)
+	var out []outgoing
+	if len(rest) > 0 {
+		out = s.gitlabIssueHook(rest, hookID, h, "issue", "Issue")
+	}
+	if c != nil {
+		out = append(out, s.gitlabNoteHook(*c, hookID, h)...)
+	}
+	return out
+}
+
+// glNoteHook is the Note Hook payload of a comment on an issue
+// (https://docs.gitlab.com/user/project/integrations/webhook_events/#comment-on-an-issue).
+type glNoteHook struct {
+	ObjectKind       string         `json:"object_kind"`
+	EventType        string         `json:"event_type"`
+	User             glHookUser     `json:"user"`
+	ProjectID        int64          `json:"project_id"`
+	Project          glHookProject  `json:"project"`
+	ObjectAttributes map[string]any `json:"object_attributes"`
+	Repository       map[string]any `json:"repository"`
+	Issue            glHookIssue    `json:"issue"`
+}
+
+// gitlabNoteHook builds the Note Hook delivery of a new comment.
+func (s *Sim) gitlabNoteHook(ev storeEvent, hookID int64, h Hook) []outgoing {
+	sn := ev.issue
+	issue := s.gitlabIssueHookPayload([]storeEvent{ev}, "issue", "Issue")
+	base := s.base()
+	p := glNoteHook{ObjectKind: "note", EventType: "note", User: issue.User, ProjectID: sn.repoID, Project: issue.Project,
+		ObjectAttributes: map[string]any{"id": ev.comment.id, "note": ev.comment.body, "noteable_type": "Issue",
+			"author_id": userID(ev.comment.author), "created_at": glHookTime(ev.comment.at), "updated_at": glHookTime(ev.comment.at),
+			"project_id": sn.repoID, "noteable_id": sn.id, "system": false, "action": "create",
+			"url": fmt.Sprintf("%s#note_%d", glWebURL(base, sn.repo, sn.number), ev.comment.id)},
+		Repository: issue.Repository, Issue: issue.ObjectAttributes}
+	p.Issue.Action = ""
+	body, err := json.Marshal(p)
+	if err != nil {
+		s.log.Error("marshal gitlab note hook", zap.Error(err))
+		return nil
+	}
+	return []outgoing{s.glOutgoing("Note Hook", "note", body, sn, hookID, h)}
 }
 
 // gitlabIssueHook builds an Issue Hook delivery of object kind kind
 // ("issue", or "work_item" for tasks, epics and the other work item types)
 // whose object_attributes.type is typ.
 func (s *Sim) gitlabIssueHook(evs []storeEvent, hookID int64, h Hook, kind, typ string) []outgoing {
+	p := s.gitlabIssueHookPayload(evs, kind, typ)
+	body, err := json.Marshal(p)
+	if err != nil {
+		s.log.Error("marshal gitlab issue hook", zap.Error(err))
+		return nil
+	}
+	return []outgoing{s.glOutgoing("Issue Hook", "event", body, evs[0].issue, hookID, h)}
+}
+
+// gitlabIssueHookPayload is the Issue Hook payload of one write.
+func (s *Sim) gitlabIssueHookPayload(evs []storeEvent, kind, typ string) glIssueHook {
 	sn := evs[0].issue
 	base := s.base()
 	action := "update"
@@ -182,17 +234,20 @@ func (s *Sim) gitlabIssueHook(evs []storeEvent, hookID int64, h Hook, kind, typ 
 		t := glHookTime(sn.closedAt)
 		p.ObjectAttributes.ClosedAt = &t
 	}
-	body, err := json.Marshal(p)
-	if err != nil {
-		s.log.Error("marshal gitlab issue hook", zap.Error(err))
-		return nil
-	}
-	eventUUID := glUUID(fmt.Sprintf("event|%s|%p|%d|%d|%d", glSalt, s, sn.repoID, sn.id, sn.version))
+	return p
+}
+
+// glOutgoing is a delivery of event ("Issue Hook", "Note Hook") with the
+// headers GitLab sends; kind tells apart the event UUIDs of one version's
+// deliveries of different events.
+func (s *Sim) glOutgoing(event, kind string, body []byte, sn snapshot, hookID int64, h Hook) outgoing {
+	base := s.base()
+	eventUUID := glUUID(fmt.Sprintf("%s|%s|%p|%d|%d|%d", kind, glSalt, s, sn.repoID, sn.id, sn.version))
 	key := glUUID(fmt.Sprintf("delivery|%s|%d", eventUUID, hookID))
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("User-Agent", "GitLab/"+glVersion)
-	hdr.Set("X-Gitlab-Event", "Issue Hook")
+	hdr.Set("X-Gitlab-Event", event)
 	hdr.Set("X-Gitlab-Event-UUID", eventUUID)
 	hdr.Set("X-Gitlab-Webhook-UUID", glUUID(fmt.Sprintf("hook|%d", hookID)))
 	hdr.Set("X-Gitlab-Instance", base+"/gitlab")
@@ -200,7 +255,7 @@ func (s *Sim) gitlabIssueHook(evs []storeEvent, hookID int64, h Hook, kind, typ 
 	if h.Secret != "" {
 		hdr.Set("X-Gitlab-Token", h.Secret)
 	}
-	return []outgoing{{event: "Issue Hook", guid: key, body: body, header: hdr}}
+	return outgoing{event: event, guid: key, body: body, header: hdr}
 }
 
 // glHookLabels is labels in the hook's label shape, sorted by title.

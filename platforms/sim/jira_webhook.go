@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -23,11 +24,16 @@ import (
 // retry of one callback, and, for a hook with a secret, X-Hub-Signature
 // "sha256=<hex HMAC-SHA256 of the body>"
 // (https://developer.atlassian.com/cloud/jira/platform/webhooks/#secure-admin-webhooks).
-// Comments emit no store event, so no comment_created callback is sent.
+// A new comment is its own comment_created callback (jiraComment).
 
 func (s *Sim) jiraDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing {
+	evs, c := splitComment(evs)
+	var out []outgoing
+	if c != nil {
+		out = s.jiraComment(*c, hookID, h)
+	}
 	if len(evs) == 0 {
-		return nil
+		return out
 	}
 	sn := evs[0].issue
 	base := s.base()
@@ -54,6 +60,11 @@ func (s *Sim) jiraDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing 
 		s.log.Error("marshal jira webhook", zap.Error(err))
 		return nil
 	}
+	return append(out, jiraOutgoing(p.WebhookEvent, body, h))
+}
+
+// jiraOutgoing is a callback with the headers Jira sends.
+func jiraOutgoing(event string, body []byte, h Hook) outgoing {
 	guid := newGUID()
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/json; charset=UTF-8")
@@ -64,7 +75,37 @@ func (s *Sim) jiraDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing 
 		m.Write(body)
 		hdr.Set("X-Hub-Signature", "sha256="+hex.EncodeToString(m.Sum(nil)))
 	}
-	return []outgoing{{event: p.WebhookEvent, guid: guid, body: body, header: hdr}}
+	return outgoing{event: event, guid: guid, body: body, header: hdr}
+}
+
+// jiraComment is the comment_created callback of a new comment: the comment
+// (REST v2 shape, body as wiki-markup text) and the issue it is on
+// (https://developer.atlassian.com/cloud/jira/platform/webhooks/; a captured
+// delivery: https://gist.github.com/patrickng/428ab1ed68fe909261c2b3bf853da7c4).
+func (s *Sim) jiraComment(ev storeEvent, hookID int64, h Hook) []outgoing {
+	base := s.base()
+	issue := jiraIssueOf(base, "2", ev.issue, nil)
+	issue.Expand = ""
+	author := s.jiraActor(base, ev.comment.author)
+	at := ev.comment.at.UTC().Format("2006-01-02T15:04:05.000-0700")
+	p := map[string]any{
+		"timestamp":    s.clock().UnixMilli(),
+		"webhookEvent": "comment_created",
+		"comment": map[string]any{
+			"self":   fmt.Sprintf("%s/comment/%d", issue.Self, ev.comment.id),
+			"id":     strconv.FormatInt(ev.comment.id, 10),
+			"author": author, "updateAuthor": author, "body": ev.comment.body,
+			"created": at, "updated": at, "jsdPublic": true,
+		},
+		"issue":             issue,
+		"matchedWebhookIds": []int64{hookID},
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		s.log.Error("marshal jira comment webhook", zap.Error(err))
+		return nil
+	}
+	return []outgoing{jiraOutgoing("comment_created", body, h)}
 }
 
 // jiraChangelogItems describes one mutation's events as Jira's changelog.

@@ -149,8 +149,9 @@ func (s snapshot) labelNames() []string {
 // storeEvent reports one change the way trackers report them: one event per
 // label added or removed, one for the state change, one for an edit.
 type storeEvent struct {
-	action  string // opened, edited, closed, reopened, labeled, unlabeled
-	label   label  // for labeled / unlabeled
+	action  string  // opened, edited, closed, reopened, labeled, unlabeled, commented
+	label   label   // for labeled / unlabeled
+	comment comment // for commented
 	changes map[string]string
 	sender  string
 	issue   snapshot
@@ -475,7 +476,11 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 	if u.Comment != nil {
 		changed = true
 		commentID = st.nextID()
-		is.comments = append(is.comments, comment{id: commentID, body: *u.Comment, author: by.login, at: now})
+		c := comment{id: commentID, body: *u.Comment, author: by.login, at: now}
+		is.comments = append(is.comments, c)
+		// Every platform sends a comment webhook for a new comment, the
+		// daemon's own included (dialect.go splitComment).
+		events = append(events, storeEvent{action: actionCommented, comment: c})
 	}
 	if changed {
 		is.version = st.nextID()

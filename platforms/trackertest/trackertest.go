@@ -114,7 +114,7 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		"issues.closed.in-progress": platforms.EventTicket,
 		"issues.unlabeled.trigger-while-enqueued": platforms.EventTicket,
 		"pull_request.opened":                     platforms.EventIgnored,
-		"issue_comment.created":                   platforms.EventIgnored,
+		"issue_comment.created":                   platforms.EventComment, // a command may be in it
 	},
 	"jira": {
 		"issue_created":                      platforms.EventTicket,
@@ -125,7 +125,7 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		"issue_updated.untriggered-enqueued": platforms.EventTicket,
 		"issue_updated.edited":               platforms.EventIgnored,
 		"issue_deleted":                      platforms.EventIgnored,
-		"comment_created":                    platforms.EventIgnored,
+		"comment_created":                    platforms.EventComment, // a command may be in it
 		// An event without an issue (the worklog names only its issueId).
 		"worklog_created": platforms.EventIgnored,
 	},
@@ -143,7 +143,7 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		"issue.work_item.task.open":   platforms.EventIgnored,
 		"issue.work_item.epic.update": platforms.EventIgnored,
 		"issue.work_item.issue.open":  platforms.EventTicket,
-		"note.create":                 platforms.EventIgnored,
+		"note.create":                 platforms.EventComment, // a command may be in it
 		"merge_request.open":          platforms.EventIgnored,
 		"push":                        platforms.EventIgnored,
 	},
@@ -158,7 +158,7 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		// (the sample payloads are all "All"); this one keeps the
 		// envelope and the resource's identifying members.
 		"workitem.updated.minimal": platforms.EventIgnored,
-		"workitem.commented":       platforms.EventIgnored,
+		"workitem.commented":       platforms.EventComment, // a command may be in it
 		"workitem.deleted":         platforms.EventIgnored,
 		"git.push":                 platforms.EventIgnored,
 	},

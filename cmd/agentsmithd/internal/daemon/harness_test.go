@@ -106,10 +106,12 @@ func newEnvWithSim(t *testing.T, pc simcases.Case, opts sim.Options) *env {
 
 // pipeline appends "start <id> <attempt>" to the run log, waits for the gate
 // file when asked to (the pipeline's own behaviour, so a test can catch a
-// ticket in progress), and fails when the title says so.
+// ticket in progress), and fails when the title says so ("flaky": until
+// the gate is open).
 const pipelineScript = `echo "start $AGENTSMITH_TICKET_ID $AGENTSMITH_ATTEMPT" >> "$RUN_LOG"
 case "$AGENTSMITH_TITLE" in *hold*) while [ ! -f "$GATE" ]; do sleep 0.05; done ;; esac
 case "$AGENTSMITH_TITLE" in *fail*) echo "boom: the widget exploded"; exit 7 ;; esac
+case "$AGENTSMITH_TITLE" in *flaky*) [ -f "$GATE" ] || { echo "flaky: no gate yet"; exit 7; } ;; esac
 echo "end $AGENTSMITH_TICKET_ID $AGENTSMITH_ATTEMPT" >> "$RUN_LOG"`
 
 // configYAML is a config with every interval shortened so recovery paths run

@@ -17,7 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
 )
 
 // redisSetup is how one deployment starts Redis: the container's command,
@@ -97,7 +97,7 @@ func remarshal(t *testing.T, in, out any) {
 // directory: the server must refuse an unauthenticated client, take the
 // password from the secret file, and show no password in its argv.
 func TestRedisConfigAndPasswordOffTheCommandLine(t *testing.T) {
-	bin, err := redistest.FindBinary()
+	bin, err := redisserver.FindBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRedisConfigAndPasswordOffTheCommandLine(t *testing.T) {
 // A password Redis's config parser would split or misread is refused at
 // start with a message, instead of a Redis with a different password.
 func TestRedisRefusesAPasswordItCannotQuote(t *testing.T) {
-	bin, err := redistest.FindBinary()
+	bin, err := redisserver.FindBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func newRedisDir(t *testing.T, s redisSetup, bin, password string) *redisRun {
 func startRedisAsDeployed(t *testing.T, s redisSetup, bin string, conf []byte, password string) *redisRun {
 	t.Helper()
 	r := newRedisDir(t, s, bin, password)
-	port, err := redistest.FreePort()
+	port, err := redisserver.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

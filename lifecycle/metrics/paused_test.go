@@ -9,12 +9,14 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
 func TestProjectPausedGauge(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	m := metrics.New(metrics.Config{Redis: rdb})
+	m := metrics.New(metrics.Config{Redis: rdb, Queue: queue.New(rdb, keys.Queue())})
 	ctx := t.Context()
 	if n := testutil.CollectAndCount(m.Registry(), "agentsmith_project_paused"); n != 0 {
 		t.Fatalf("%d paused series before any pause", n)

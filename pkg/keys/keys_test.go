@@ -44,6 +44,7 @@ var builders = map[string]func() string{
 	"TriggerActor":      func() string { return TriggerActor("github:a/b#1") },
 	"TriggerRefusal":    func() string { return TriggerRefusal("github:a/b#1", "d") },
 	"Paused":            func() string { return Paused("app") },
+	"CommandReplies":    func() string { return CommandReplies("github:a/b#1") },
 	"PausedPattern":     PausedPattern,
 }
 

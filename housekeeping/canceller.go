@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -63,7 +64,7 @@ func (d *CancelDetector) Run(ctx context.Context) error {
 // Check requests the cancellation of every running pipeline whose ticket is
 // closed or untriggered.
 func (d *CancelDetector) Check(ctx context.Context) error {
-	runs, err := lifecycle.InflightRuns(ctx, d.rdb)
+	runs, err := runstate.Runs(ctx, d.rdb)
 	if err != nil {
 		return err
 	}

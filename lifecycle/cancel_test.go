@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
@@ -50,7 +51,7 @@ func assertCancelled(t *testing.T, w *lifecycletest.World, rec *lifecycletest.Re
 	}
 	eventually.Wait(t, 5*time.Second, "the run to be released", func() bool {
 		n, _ := w.RDB.Exists(t.Context(), keys.Cancel(ref.Key()), keys.Heartbeat(ref.Key())).Result()
-		att, _ := lifecycle.LastAttempt(t.Context(), w.RDB, ref)
+		att, _ := runstate.LastAttempt(t.Context(), w.RDB, ref)
 		return n == 0 && att == 0
 	})
 	found := false

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -247,7 +248,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return false
 	}
 	token := ownerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
-	rec := RunRecord{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
+	rec := runstate.Record{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
 	took, limited, err := e.takeRun(ctx, p, rec, log)
 	if err != nil {
 		log.Warn("take run; giving the request back", zap.Error(err))
@@ -433,7 +434,7 @@ func (e *Executor) startHeartbeat(ctx context.Context, ref platforms.Ref, token 
 	h := &runHeartbeat{kill: make(chan struct{}), done: make(chan struct{})}
 	ttl := e.cfg.HeartbeatTTL
 	margin := ttl / 10
-	// TakeRun set the heartbeat just before: trust it from now.
+	// runstate.Take set the heartbeat just before: trust it from now.
 	h.validUntil.Store(e.cfg.Clock().Add(ttl - margin).UnixNano())
 	h.wg.Go(func() {
 		if err := e.heartbeat(ctx, ref, token, h); err != nil {
@@ -445,7 +446,6 @@ func (e *Executor) startHeartbeat(ctx context.Context, ref platforms.Ref, token 
 }
 
 func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token string, h *runHeartbeat) error {
-	key := keys.Heartbeat(ref.Key())
 	ttl, every := e.cfg.HeartbeatTTL, e.cfg.HeartbeatRenew
 	margin := ttl / 10
 	var livenessLost <-chan struct{}
@@ -467,7 +467,7 @@ func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token strin
 		case <-ticker.C:
 			start := e.cfg.Clock()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), every)
-			ok, err := redislock.Renew(rctx, e.rdb, key, token, ttl)
+			ok, err := runstate.Renew(rctx, e.rdb, ref, token, ttl)
 			cancel()
 			switch {
 			case err != nil:
@@ -498,7 +498,7 @@ func (e *Executor) fence(ref platforms.Ref, token string, hb *runHeartbeat) func
 		if e.cfg.Liveness != nil && !e.cfg.Liveness.Valid() {
 			return fmt.Errorf("%w: replica liveness lapsed", errLostRun)
 		}
-		ok, err := redislock.Check(ctx, e.rdb, keys.Heartbeat(ref.Key()), token)
+		ok, err := runstate.Check(ctx, e.rdb, ref, token)
 		if err != nil {
 			return fmt.Errorf("fence: %w", err)
 		}
@@ -599,7 +599,7 @@ const maxTransientTries = 3
 func (e *Executor) releaseRun(ref platforms.Ref, token string, terminal bool, log *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := ReleaseRun(ctx, e.rdb, ref, token, terminal); err != nil {
+	if _, err := runstate.Release(ctx, e.rdb, ref, token, terminal); err != nil {
 		log.Warn("release run (the heartbeat will expire)", zap.Error(err))
 	}
 }

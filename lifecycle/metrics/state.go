@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
@@ -55,7 +56,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		llen = p.LLen(ctx, keys.Queue())
 		head = p.LIndex(ctx, keys.Queue(), 0)
 		zcard = p.ZCard(ctx, keys.Delayed())
-		hlen = p.HLen(ctx, keys.Inflight())
+		hlen = runstate.Count(ctx, p)
 		return nil
 	})
 	if err != nil && err != redis.Nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -65,40 +66,35 @@ type ReleaseResult struct {
 // read, so a lock taken in between is not freed.
 func Release(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) (ReleaseResult, error) {
 	res := ReleaseResult{Ticket: ref.String()}
-	for _, k := range []struct {
-		key string
-		dst *string
-	}{{keys.ClaimLock(ref.Platform, ref.ID), &res.ClaimLock}, {keys.Heartbeat(ref.Key()), &res.Heartbeat}} {
-		v, _, err := redislock.Holder(ctx, rdb, k.key)
+	lock := keys.ClaimLock(ref.Platform, ref.ID)
+	v, _, err := redislock.Holder(ctx, rdb, lock)
+	if err != nil {
+		return res, fmt.Errorf("release %s: %w", ref, err)
+	}
+	if v != "" {
+		ok, err := redislock.Release(ctx, rdb, lock, v)
 		if err != nil {
 			return res, fmt.Errorf("release %s: %w", ref, err)
 		}
-		if v == "" {
-			continue
+		if ok {
+			res.ClaimLock = v
 		}
-		n, err := delIfScript.Run(ctx, rdb, []string{k.key}, v).Int()
+	}
+	hb, _, err := runstate.Holder(ctx, rdb, ref)
+	if err != nil {
+		return res, fmt.Errorf("release %s: %w", ref, err)
+	}
+	if hb != "" {
+		ok, err := runstate.Evict(ctx, rdb, ref, hb)
 		if err != nil {
 			return res, fmt.Errorf("release %s: %w", ref, err)
 		}
-		if n == 1 {
-			*k.dst = v
+		if ok {
+			res.Heartbeat = hb
 		}
 	}
 	return res, nil
 }
-
-// delIfScript deletes a key only if it holds the value given.
-//
-//	KEYS[1] the key
-//	ARGV[1] the value read before
-//
-// Returns 1 when deleted.
-var delIfScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
 
 // Cancel asks whoever owns the ticket's request or run to stop it, with the
 // operator's reason (lifecycle.RequestCancel; keys.CancelTTL when ttl ≤ 0).

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -94,7 +95,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg ReadConfig) (Snaps
 		cfg.Clock = time.Now
 	}
 	s := Snapshot{At: cfg.Clock().UTC(), Runs: []Run{}, Leases: []Lease{}, Instances: []Instance{}}
-	runs, err := lifecycle.InflightRuns(ctx, rdb)
+	runs, err := runstate.Inspect(ctx, rdb)
 	if err != nil {
 		return s, err
 	}
@@ -110,8 +111,6 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg ReadConfig) (Snaps
 		depth, delayed *redis.IntCmd
 		head           *redis.StringCmd
 		proc           []*redis.IntCmd
-		hb             = map[string]*redis.DurationCmd{}
-		alive          = map[string]*redis.IntCmd{}
 		inst           = make([]*redis.DurationCmd, len(instKeys))
 		leaseVal       = make([]*redis.StringCmd, len(LeaderRoles))
 		leaseTTL       = make([]*redis.DurationCmd, len(LeaderRoles))
@@ -122,12 +121,6 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg ReadConfig) (Snaps
 		delayed = p.ZCard(ctx, keys.Delayed())
 		for _, k := range procKeys {
 			proc = append(proc, p.LLen(ctx, k))
-		}
-		for field, rec := range runs {
-			hb[field] = p.PTTL(ctx, keys.Heartbeat(field))
-			if _, ok := alive[rec.Instance]; !ok {
-				alive[rec.Instance] = p.Exists(ctx, keys.Instance(rec.Instance))
-			}
 		}
 		for i, k := range instKeys {
 			inst[i] = p.PTTL(ctx, k)
@@ -154,17 +147,15 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg ReadConfig) (Snaps
 			}
 		}
 	}
-	for field, rec := range runs {
-		r := Run{Ticket: field, Project: rec.Ref.Project, Instance: rec.Instance, Attempt: rec.Attempt,
-			RequestID: rec.RequestID, Started: rec.Started, HeartbeatAgeMS: -1}
+	for _, run := range runs {
+		rec := run.Record
+		r := Run{Ticket: run.Field, Project: rec.Ref.Project, Instance: rec.Instance, Attempt: rec.Attempt,
+			RequestID: rec.RequestID, Started: rec.Started, HeartbeatAgeMS: -1, InstanceAlive: run.OwnerAlive}
 		if rec.Ref.ID != "" {
 			r.Ticket, r.Ref = rec.Ref.String(), rec.Ref
 		}
-		if left := hb[field].Val(); left > 0 {
+		if left := run.HeartbeatLeft; left > 0 {
 			r.HeartbeatAgeMS = max((cfg.HeartbeatTTL - left).Milliseconds(), 0)
-		}
-		if c, ok := alive[rec.Instance]; ok {
-			r.InstanceAlive = c.Val() == 1
 		}
 		s.Runs = append(s.Runs, r)
 	}

@@ -87,7 +87,7 @@ func TestCancelDetectorRequestsCancelOfClosedOrUntriggeredRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n, want := range map[int]string{keep: "", untrig: lifecycle.CauseUntriggered, closed: lifecycle.CauseClosed} {
-		got, err := lifecycle.RequestedCancel(t.Context(), w.RDB, lifecycletest.Ref(n))
+		got, err := runstate.RequestedCancel(t.Context(), w.RDB, lifecycletest.Ref(n))
 		if err != nil || got != want {
 			t.Errorf("issue %d: cancel request %q, %v; want %q", n, got, err, want)
 		}

@@ -90,7 +90,7 @@ func TestClosingARunningTicketCancelsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What the receiver (or housekeeping) writes when it sees the close.
-	if err := lifecycle.RequestCancel(t.Context(), w.RDB, lifecycletest.Ref(n), lifecycle.CauseClosed, 0); err != nil {
+	if err := runstate.RequestCancel(t.Context(), w.RDB, lifecycletest.Ref(n), lifecycle.CauseClosed, 0); err != nil {
 		t.Fatal(err)
 	}
 	assertCancelled(t, w, rec, n, lifecycle.InProgress, lifecycle.CauseClosed)
@@ -103,7 +103,7 @@ func TestOperatorCancelStopsARun(t *testing.T) {
 	rec := startCancellable(t, w, dir)
 	n := claimAndStart(t, w, dir, "operator stops me")
 	cause := lifecycle.CtlCause("wrong repository")
-	if err := lifecycle.RequestCancel(t.Context(), w.RDB, lifecycletest.Ref(n), cause, time.Hour); err != nil {
+	if err := runstate.RequestCancel(t.Context(), w.RDB, lifecycletest.Ref(n), cause, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	assertCancelled(t, w, rec, n, lifecycle.InProgress, "cancelled by agentsmithctl: wrong repository")
@@ -118,7 +118,7 @@ func TestUnconfirmedCancelHintIsIgnored(t *testing.T) {
 	startCancellable(t, w, dir)
 	n := claimAndStart(t, w, dir, "still wanted")
 	ref := lifecycletest.Ref(n)
-	if err := lifecycle.RequestCancel(t.Context(), w.RDB, ref, lifecycle.CauseUntriggered, 0); err != nil {
+	if err := runstate.RequestCancel(t.Context(), w.RDB, ref, lifecycle.CauseUntriggered, 0); err != nil {
 		t.Fatal(err)
 	}
 	eventually.Wait(t, 5*time.Second, "the hint to be dropped", func() bool {
@@ -172,13 +172,13 @@ func TestFreshTriggerClearsLeftoverCancel(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "again", "", "agent-smith")
 	ref := lifecycletest.Ref(n)
-	if err := lifecycle.RequestCancel(t.Context(), w.RDB, ref, lifecycle.CtlCause("old"), time.Hour); err != nil {
+	if err := runstate.RequestCancel(t.Context(), w.RDB, ref, lifecycle.CtlCause("old"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := w.Claims.Claim(t.Context(), ref, lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	if got, err := lifecycle.RequestedCancel(t.Context(), w.RDB, ref); err != nil || got != "" {
+	if got, err := runstate.RequestedCancel(t.Context(), w.RDB, ref); err != nil || got != "" {
 		t.Fatalf("cancel request after a fresh claim = %q, %v; want none", got, err)
 	}
 }

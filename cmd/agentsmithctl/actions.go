@@ -133,7 +133,7 @@ and fails the ticket, quoting the reason; this command only asks and returns at 
 				Ticket string `json:"ticket"`
 				Key    string `json:"key"`
 				Cause  string `json:"cause"`
-			}{ref.String(), keys.Cancel(ref.Key()), lifecycle.CtlCause(reason)}
+			}{ref.String(), runstate.CancelKey(ref), lifecycle.CtlCause(reason)}
 			return a.emit(out, func(w io.Writer) {
 				fmt.Fprintf(w, "cancel requested for %s (%s = %q)\n", out.Ticket, out.Key, out.Cause)
 			})

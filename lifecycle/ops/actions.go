@@ -97,9 +97,9 @@ func Release(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) 
 }
 
 // Cancel asks whoever owns the ticket's request or run to stop it, with the
-// operator's reason (lifecycle.RequestCancel; keys.CancelTTL when ttl ≤ 0).
+// operator's reason (runstate.RequestCancel; keys.CancelTTL when ttl ≤ 0).
 // The consumer that holds the run (or takes the request) reads the key,
 // stops the pipeline and fails the ticket; this call only asks.
 func Cancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, reason string, ttl time.Duration) error {
-	return lifecycle.RequestCancel(ctx, rdb, ref, lifecycle.CtlCause(reason), ttl)
+	return runstate.RequestCancel(ctx, rdb, ref, lifecycle.CtlCause(reason), ttl)
 }

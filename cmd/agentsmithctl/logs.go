@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -37,7 +36,7 @@ the recorded attempts (replica, path, start) instead.`,
 			if err != nil {
 				return err
 			}
-			rls, err := lifecycle.RunLogs(cmd.Context(), a.rdb, ref)
+			rls, err := runstate.RunLogs(cmd.Context(), a.rdb, ref)
 			if err != nil {
 				return err
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -432,10 +433,8 @@ func (h *runHeartbeat) valid(now time.Time) bool {
 
 func (e *Executor) startHeartbeat(ctx context.Context, ref platforms.Ref, token string, log *zap.Logger) *runHeartbeat {
 	h := &runHeartbeat{kill: make(chan struct{}), done: make(chan struct{})}
-	ttl := e.cfg.HeartbeatTTL
-	margin := ttl / 10
 	// runstate.Take set the heartbeat just before: trust it from now.
-	h.validUntil.Store(e.cfg.Clock().Add(ttl - margin).UnixNano())
+	h.validUntil.Store(e.heartbeatWindow().Until(e.cfg.Clock()).UnixNano())
 	h.wg.Go(func() {
 		if err := e.heartbeat(ctx, ref, token, h); err != nil {
 			h.lost.Store(&err)
@@ -447,14 +446,14 @@ func (e *Executor) startHeartbeat(ctx context.Context, ref platforms.Ref, token 
 
 func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token string, h *runHeartbeat) error {
 	ttl, every := e.cfg.HeartbeatTTL, e.cfg.HeartbeatRenew
-	margin := ttl / 10
+	window := e.heartbeatWindow()
 	var livenessLost <-chan struct{}
 	if e.cfg.Liveness != nil {
 		livenessLost = e.cfg.Liveness.Lost()
 	}
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
-	deadline := time.NewTimer(ttl - margin)
+	deadline := time.NewTimer(window.Trusted)
 	defer deadline.Stop()
 	for {
 		select {
@@ -463,7 +462,7 @@ func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token strin
 		case <-livenessLost:
 			return errors.New("replica liveness lapsed")
 		case <-deadline.C:
-			return fmt.Errorf("heartbeat not renewed within %s", ttl-margin)
+			return fmt.Errorf("heartbeat not renewed within %s", window.Trusted)
 		case <-ticker.C:
 			start := e.cfg.Clock()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), every)
@@ -478,11 +477,19 @@ func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token strin
 				if p, ok := e.projects.Lookup(ref); ok {
 					e.renewSlots(ctx, p, token, start.Add(ttl))
 				}
-				h.validUntil.Store(start.Add(ttl - margin).UnixNano())
-				deadline.Reset(ttl - margin - e.cfg.Clock().Sub(start))
+				until := window.Until(start)
+				h.validUntil.Store(until.UnixNano())
+				deadline.Reset(until.Sub(e.cfg.Clock()))
 			}
 		}
 	}
+}
+
+// heartbeatWindow is how long a run trusts its heartbeat after each
+// renewal: trust.DefaultHeartbeatTrust of the TTL, a narrower margin than a
+// lease's because losing it kills the pipeline (pkg/trust says why).
+func (e *Executor) heartbeatWindow() trust.Window {
+	return trust.Fraction(e.cfg.HeartbeatTTL, trust.DefaultHeartbeatTrust)
 }
 
 // fence returns the check made immediately before every label write of a

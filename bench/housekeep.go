@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
@@ -107,7 +108,7 @@ func (b *bench) housekeepAt(ctx context.Context, n int) error {
 				return err
 			}
 			runs++
-			if _, err := lifecycle.TakeRun(ctx, rdb, lifecycle.RunRecord{Ref: r, Instance: live, Token: fmt.Sprintf("tok%d", i), Attempt: 1, Started: time.Now()}, time.Hour); err != nil {
+			if _, _, err := runstate.Take(ctx, rdb, runstate.Record{Ref: r, Instance: live, Token: fmt.Sprintf("tok%d", i), Attempt: 1, Started: time.Now()}, time.Hour, time.Now(), nil); err != nil {
 				return err
 			}
 		}

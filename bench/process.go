@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/proctree"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
@@ -301,7 +302,7 @@ func (b *bench) rssRunning(ctx context.Context, w *procWorld, r *ProcessResult) 
 	for i := range 100 {
 		w.sim.CreateIssue("acme/running", fmt.Sprintf("run %d", i), "", trigger)
 	}
-	if err := waitFor(ctx, 5*time.Minute, func() bool { n, _ := b.rdb.HLen(ctx, keys.Inflight()).Result(); return n >= 100 }); err != nil {
+	if err := waitFor(ctx, 5*time.Minute, func() bool { n, _ := runstate.Count(ctx, b.rdb).Result(); return n >= 100 }); err != nil {
 		return fmt.Errorf("100 runs did not start: %w", err)
 	}
 	r.Running100RSSMB, r.Running100HWMMB, err = d.rss()
@@ -330,7 +331,7 @@ func (b *bench) kill9Recovery(ctx context.Context, w *procWorld, r *ProcessResul
 	n := w.sim.CreateIssue("acme/kill9", "kill me", "", trigger)
 	id := github.FormatID("acme/kill9", n)
 	owner := func() string {
-		rec, _ := lifecycle.InflightRuns(ctx, b.rdb)
+		rec, _ := runstate.Runs(ctx, b.rdb)
 		for k, v := range rec {
 			if strings.HasSuffix(k, id) {
 				return v.Instance
@@ -368,7 +369,7 @@ func (b *bench) wipeRecovery(ctx context.Context, w *procWorld, r *ProcessResult
 	defer d.kill()
 	w.sim.AddHook(sim.Hook{Repo: "acme/wipe", URL: d.url() + "/webhooks/github", Secret: webhookSecret})
 	w.sim.CreateIssue("acme/wipe", "blocker", "", trigger)
-	if err := waitFor(ctx, 30*time.Second, func() bool { n, _ := b.rdb.HLen(ctx, keys.Inflight()).Result(); return n == 1 }); err != nil {
+	if err := waitFor(ctx, 30*time.Second, func() bool { n, _ := runstate.Count(ctx, b.rdb).Result(); return n == 1 }); err != nil {
 		return err
 	}
 	var ids []string

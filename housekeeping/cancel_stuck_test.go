@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
@@ -27,8 +28,8 @@ func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 	running := w.Sim.CreateIssue(lifecycletest.Repo, "long run", "", "agent-smith", "agent-smith:in-progress")
 	waiting := w.Sim.CreateIssue(lifecycletest.Repo, "long wait", "", "agent-smith", "agent-smith:enqueued")
 	fresh := w.Sim.CreateIssue(lifecycletest.Repo, "just queued", "", "agent-smith", "agent-smith:enqueued")
-	rec := lifecycle.RunRecord{Ref: lifecycletest.Ref(running), Instance: "r", Token: "r|webhook|0|tok", Attempt: 1, Started: now.Add(-10 * time.Minute)}
-	if ok, err := lifecycle.TakeRun(t.Context(), w.RDB, rec, time.Minute); err != nil || !ok {
+	rec := runstate.Record{Ref: lifecycletest.Ref(running), Instance: "r", Token: "r|webhook|0|tok", Attempt: 1, Started: now.Add(-10 * time.Minute)}
+	if ok, _, err := runstate.Take(t.Context(), w.RDB, rec, time.Minute, time.Now(), nil); err != nil || ok != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
 	}
 	for n, at := range map[int]time.Time{waiting: now.Add(-2 * time.Minute), fresh: now.Add(-10 * time.Second)} {
@@ -61,11 +62,11 @@ func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 		}
 	}
 	// A new run of the same ticket that sticks again is flagged again.
-	if _, err := lifecycle.ReleaseRun(t.Context(), w.RDB, rec.Ref, rec.Token, false); err != nil {
+	if _, err := runstate.Release(t.Context(), w.RDB, rec.Ref, rec.Token, false); err != nil {
 		t.Fatal(err)
 	}
 	rec.Token = "r|reclaim|0|tok2"
-	if ok, err := lifecycle.TakeRun(t.Context(), w.RDB, rec, time.Minute); err != nil || !ok {
+	if ok, _, err := runstate.Take(t.Context(), w.RDB, rec, time.Minute, time.Now(), nil); err != nil || ok != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
 	}
 	if err := d.Check(t.Context()); err != nil {
@@ -92,7 +93,7 @@ func TestCancelDetectorRequestsCancelOfClosedOrUntriggeredRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n, want := range map[int]string{keep: "", untrig: lifecycle.CauseUntriggered, closed: lifecycle.CauseClosed} {
-		got, err := lifecycle.RequestedCancel(t.Context(), w.RDB, lifecycletest.Ref(n))
+		got, err := runstate.RequestedCancel(t.Context(), w.RDB, lifecycletest.Ref(n))
 		if err != nil || got != want {
 			t.Errorf("issue %d: cancel request %q, %v; want %q", n, got, err, want)
 		}

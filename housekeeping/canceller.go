@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -26,8 +27,8 @@ type CancelDetectorConfig struct {
 
 // CancelDetector finds running pipelines whose ticket was closed or lost its
 // trigger label when no webhook said so (a lost delivery, a polling-only
-// project) and asks their executor to cancel them (keys.Cancel). Per slow
-// cycle and project with running pipelines: one list call of its open
+// project) and asks their executor to cancel them
+// (runstate.RequestCancel). Per slow cycle and project with running pipelines: one list call of its open
 // InProgress tickets, plus one read per running ticket missing from that
 // list (closed, or relabelled) or listed without its trigger label: a
 // cancel is asked for only from a fresh read, because a search may be
@@ -63,7 +64,7 @@ func (d *CancelDetector) Run(ctx context.Context) error {
 // Check requests the cancellation of every running pipeline whose ticket is
 // closed or untriggered.
 func (d *CancelDetector) Check(ctx context.Context) error {
-	runs, err := lifecycle.InflightRuns(ctx, d.rdb)
+	runs, err := runstate.Runs(ctx, d.rdb)
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func (d *CancelDetector) Check(ctx context.Context) error {
 			if err := d.cfg.Fence(ctx); err != nil {
 				return fmt.Errorf("cancel %s: %w", ref, err)
 			}
-			if err := lifecycle.RequestCancel(ctx, d.rdb, ref, cause, d.cfg.CancelTTL); err != nil {
+			if err := runstate.RequestCancel(ctx, d.rdb, ref, cause, d.cfg.CancelTTL); err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
@@ -16,9 +17,9 @@ import (
 // tracker, a heartbeat and an in-flight record in Redis.
 func deadRun(t *testing.T, w *lifecycletest.World, n int, instance string, attempt int) {
 	t.Helper()
-	rec := lifecycle.RunRecord{Ref: lifecycletest.Ref(n), Instance: instance, Token: instance + "|webhook|0|tok", Attempt: attempt}
-	ok, err := lifecycle.TakeRun(t.Context(), w.RDB, rec, time.Minute)
-	if err != nil || !ok {
+	rec := runstate.Record{Ref: lifecycletest.Ref(n), Instance: instance, Token: instance + "|webhook|0|tok", Attempt: attempt}
+	ok, _, err := runstate.Take(t.Context(), w.RDB, rec, time.Minute, time.Now(), nil)
+	if err != nil || ok != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -165,8 +166,8 @@ func TestStaleSearchHitDoesNotCancel(t *testing.T) {
 	if err := w.sim.AddLabels("OPS", n, "agent-smith"); err != nil {
 		t.Fatal(err)
 	}
-	rec := lifecycle.RunRecord{Ref: w.ref(n), Instance: "consumer", Token: "consumer|poll|0|tok", Attempt: 1}
-	if ok, err := lifecycle.TakeRun(t.Context(), w.rdb, rec, time.Minute); err != nil || !ok {
+	rec := runstate.Record{Ref: w.ref(n), Instance: "consumer", Token: "consumer|poll|0|tok", Attempt: 1}
+	if ok, _, err := runstate.Take(t.Context(), w.rdb, rec, time.Minute, time.Now(), nil); err != nil || ok != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
 	}
 	listed, err := w.claims.Projects()["ops"].Tracker.ListOpen(t.Context(), "agent-smith:in-progress")

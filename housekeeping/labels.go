@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -100,11 +100,11 @@ func (r *LabelRepairer) repair(ctx context.Context, p *lifecycle.Project, ref pl
 	labels := r.claims.Labels()
 	log := r.log.With(zap.String("ticketId", ref.ID), zap.String("platform", ref.Platform), zap.String("project", ref.Project))
 	held, err := r.claims.WithLock(ctx, ref, lifecycle.SourceReconcile, func(ctx context.Context) error {
-		n, err := r.rdb.Exists(ctx, keys.Heartbeat(ref.Key())).Result()
+		running, err := runstate.Running(ctx, r.rdb, ref)
 		if err != nil {
-			return fmt.Errorf("repair labels of %s: read heartbeat: %w", ref, err)
+			return fmt.Errorf("repair labels of %s: %w", ref, err)
 		}
-		if n == 1 {
+		if running {
 			log.Debug("a run holds the ticket; its own writes finish the labels")
 			return nil
 		}

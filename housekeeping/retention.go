@@ -3,7 +3,6 @@ package housekeeping
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 )
 
 // Retention defaults (config consumer.output.retention).
@@ -42,7 +41,7 @@ type RetentionConfig struct {
 // exceeds MaxBytes the least recently touched go first. Unlike the other
 // housekeeping services it runs on every consumer replica, not only the
 // leader, because the files are local. A ticket is finished when Redis no
-// longer counts its attempts (keys.Attempts): a ticket between attempts
+// longer counts its attempts (runstate.Unfinished): a ticket between attempts
 // keeps its work dir for the next one.
 type Retention struct {
 	cfg RetentionConfig
@@ -96,9 +95,9 @@ type ticketDir struct {
 // Sweep removes what is due and returns the directories removed. Without
 // an answer from Redis it removes nothing: it cannot tell running tickets.
 func (r *Retention) Sweep(ctx context.Context) ([]string, error) {
-	active, err := r.rdb.HKeys(ctx, keys.Attempts()).Result()
+	active, err := runstate.Unfinished(ctx, r.rdb)
 	if err != nil {
-		return nil, fmt.Errorf("read attempts: %w", err)
+		return nil, err
 	}
 	keep := map[string]bool{}
 	for _, k := range active {

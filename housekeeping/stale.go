@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -71,55 +70,29 @@ func (d *StaleJobDetector) Kick() { kickNow(d.kick) }
 // instance's liveness key. A run whose instance is gone is dead even though
 // its heartbeat has time left: this is what makes recovery take seconds.
 func (d *StaleJobDetector) FastCycle(ctx context.Context) error {
-	runs, err := lifecycle.InflightRuns(ctx, d.rdb)
+	// Two round trips, whatever the number of runs: the in-flight index,
+	// then every heartbeat and every distinct owner instance's liveness key.
+	runs, err := runstate.Inspect(ctx, d.rdb)
 	if err != nil || len(runs) == 0 {
 		return err
 	}
-	// Two pipelined round trips, whatever the number of runs: every
-	// heartbeat, then every distinct owner instance's liveness key.
-	fields := make([]string, 0, len(runs))
-	hbCmds := make(map[string]*redis.StringCmd, len(runs))
-	aliveCmds := map[string]*redis.IntCmd{}
-	if _, err := d.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for field := range runs {
-			fields = append(fields, field)
-			hbCmds[field] = p.Get(ctx, keys.Heartbeat(field))
-		}
-		for _, rec := range runs {
-			if _, ok := aliveCmds[rec.Instance]; !ok {
-				aliveCmds[rec.Instance] = p.Exists(ctx, keys.Instance(rec.Instance))
-			}
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("read heartbeats and liveness: %w", err)
-	}
-	sort.Strings(fields)
 	var errs []error
-	for _, field := range fields {
-		rec := runs[field]
+	for _, run := range runs {
+		rec, hb := run.Record, run.Holder
 		if rec.Token == "" || rec.Ref.ID == "" {
-			d.rdb.HDel(ctx, keys.Inflight(), field)
+			_ = runstate.Forget(ctx, d.rdb, run.Field)
 			continue
-		}
-		hb, err := hbCmds[field].Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return fmt.Errorf("read heartbeat: %w", err)
 		}
 		if hb != "" && hb != rec.Token {
 			// A newer run owns the ticket; this record is a leftover.
-			_, _ = lifecycle.ReleaseRun(ctx, d.rdb, rec.Ref, rec.Token, false)
+			_, _ = runstate.Release(ctx, d.rdb, rec.Ref, rec.Token, false)
 			continue
 		}
-		alive, err := aliveCmds[rec.Instance].Result()
-		if err != nil {
-			return fmt.Errorf("read liveness of %s: %w", rec.Instance, err)
-		}
-		if hb == rec.Token && alive == 1 {
+		if hb == rec.Token && run.OwnerAlive {
 			continue
 		}
 		reason := "heartbeat expired"
-		if alive == 0 {
+		if !run.OwnerAlive {
 			reason = "owner instance " + rec.Instance + " is gone"
 		}
 		if err := d.revert(ctx, rec.Ref, rec.Token, rec.Attempt, reason); err != nil {
@@ -145,14 +118,14 @@ func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
 			if labels.StateOf(t.Labels) != lifecycle.InProgress {
 				continue
 			}
-			n, err := d.rdb.Exists(ctx, keys.Heartbeat(t.Ref.Key())).Result()
+			running, err := runstate.Running(ctx, d.rdb, t.Ref)
 			if err != nil {
-				return fmt.Errorf("read heartbeat: %w", err)
+				return err
 			}
-			if n == 1 {
+			if running {
 				continue
 			}
-			attempt, err := lifecycle.LastAttempt(ctx, d.rdb, t.Ref)
+			attempt, err := runstate.LastAttempt(ctx, d.rdb, t.Ref)
 			if err != nil {
 				return err
 			}
@@ -172,7 +145,7 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 	p, ok := d.claims.Projects().Lookup(ref)
 	if !ok {
 		if token != "" {
-			_, _ = lifecycle.ReleaseRun(ctx, d.rdb, ref, token, true)
+			_, _ = runstate.Release(ctx, d.rdb, ref, token, true)
 		}
 		return nil
 	}
@@ -182,7 +155,7 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 	held, err := d.claims.WithLock(ctx, ref, lifecycle.SourceReclaim, func(ctx context.Context) error {
 		ctx = trackerhttp.WithFence(ctx, d.cfg.Fence)
 		if token != "" {
-			if _, err := lifecycle.ReleaseRun(ctx, d.rdb, ref, token, false); err != nil {
+			if _, err := runstate.Release(ctx, d.rdb, ref, token, false); err != nil {
 				return err
 			}
 		}
@@ -196,11 +169,11 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 		}
 		// A new run may have taken the ticket since it was found dead (a
 		// consumer finishing a half-done start): its heartbeat wins.
-		if hb, err := d.rdb.Get(ctx, keys.Heartbeat(ref.Key())).Result(); err == nil && hb != token {
+		if hb, _, err := runstate.Holder(ctx, d.rdb, ref); err != nil {
+			return fmt.Errorf("revert %s: %w", ref, err)
+		} else if hb != "" && hb != token {
 			log.Info("another run holds the ticket's heartbeat; nothing to revert")
 			return nil
-		} else if err != nil && !errors.Is(err, redis.Nil) {
-			return fmt.Errorf("revert %s: read heartbeat: %w", ref, err)
 		}
 		if err := d.cfg.Fence(ctx); err != nil {
 			return fmt.Errorf("revert %s: %w", ref, err)

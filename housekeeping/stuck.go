@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
@@ -134,7 +135,7 @@ func (d *StuckDetector) Check(ctx context.Context) error {
 // stays reads every in-flight run and every queued request (the oldest per
 // ticket) from Redis.
 func (d *StuckDetector) stays(ctx context.Context) ([]stay, error) {
-	runs, err := lifecycle.InflightRuns(ctx, d.rdb)
+	runs, err := runstate.Runs(ctx, d.rdb)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -66,7 +67,7 @@ func TestGiveUpWithoutItsCommentWritesNothingAndTheNextClaimGivesUp(t *testing.T
 	if s := w.State(t, n); s != lifecycle.Pending {
 		t.Fatalf("state %s, want pending (reverted, not failed without a comment)", s)
 	}
-	if last, err := lifecycle.LastAttempt(t.Context(), w.RDB, lifecycletest.Ref(n)); err != nil || last != 2 {
+	if last, err := runstate.LastAttempt(t.Context(), w.RDB, lifecycletest.Ref(n)); err != nil || last != 2 {
 		t.Fatalf("attempt count %d (%v), want 2 kept", last, err)
 	}
 	p.Tracker = real

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -99,7 +100,7 @@ func (c *ClaimService) FailExhausted(ctx context.Context, p *Project, ref platfo
 	if _, err := Relabel(ctx, p.Tracker, c.cfg.Labels, t, Pending, Failed, g.Owner); err != nil {
 		return false, fmt.Errorf("fail exhausted %s: %w", ref, err)
 	}
-	_ = MarkFinished(ctx, c.rdb, ref)
+	_ = runstate.MarkFinished(ctx, c.rdb, ref)
 	c.Emit(Event{Kind: EventTransition, Ref: ref, From: Pending, To: Failed, Outcome: "attempts exhausted", Attempt: g.Used,
 		Owner: g.Owner, Source: g.Source, Reason: reason})
 	return true, nil

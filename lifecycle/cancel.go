@@ -11,13 +11,16 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// Cancellation causes. The cause is the value of keys.Cancel(ticketKey) and
-// is quoted in the comment on the Failed ticket.
+// Cancellation causes. The cause is the value of the ticket's cancel
+// request (runstate.RequestCancel) and is quoted in the comment on the Failed
+// ticket. A cause derived from the tracker (CauseClosed, CauseUntriggered) is
+// a hint: the executor confirms it on a fresh read before it stops anything,
+// so a stale webhook cannot cancel a later run. Any other cause (an
+// operator's, CtlCause) is honoured as it is.
 const (
 	// CauseClosed: the ticket was closed while Enqueued or InProgress.
 	CauseClosed = "closed by the tracker"
@@ -33,35 +36,6 @@ const DefaultCancelCheck = 5 * time.Second
 
 // CtlCause is the cause agentsmithctl writes for an operator's reason.
 func CtlCause(reason string) string { return ctlCausePrefix + reason }
-
-// RequestCancel asks whoever owns the ticket's request or run to stop it and
-// fail the ticket with cause. The key expires after ttl (keys.CancelTTL when
-// ttl ≤ 0), so a request for a ticket nobody runs any more does not linger.
-// A cause derived from the tracker (CauseClosed, CauseUntriggered) is a hint:
-// the executor confirms it on a fresh read before it stops anything, so a
-// stale webhook cannot cancel a later run. Any other cause (an operator's) is
-// honoured as it is.
-func RequestCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, cause string, ttl time.Duration) error {
-	if ttl <= 0 {
-		ttl = keys.CancelTTL
-	}
-	if err := rdb.Set(ctx, keys.Cancel(ref.Key()), cause, ttl).Err(); err != nil {
-		return fmt.Errorf("request cancel of %s: %w", ref, err)
-	}
-	return nil
-}
-
-// RequestedCancel returns the cause asked for the ticket, "" when none.
-func RequestedCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (string, error) {
-	v, err := rdb.Get(ctx, keys.Cancel(ref.Key())).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read cancel request of %s: %w", ref, err)
-	}
-	return v, nil
-}
 
 // TrackerCause is the cancellation cause a ticket snapshot shows by itself:
 // closed, or its trigger label gone. "" when it may keep running.
@@ -95,13 +69,7 @@ func cancelCause(t *platforms.Ticket, trigger, requested string) string {
 func clearCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, cause string, log *zap.Logger) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	var err error
-	if cause == "" {
-		err = rdb.Del(cctx, keys.Cancel(ref.Key())).Err()
-	} else {
-		_, err = redislock.Release(cctx, rdb, keys.Cancel(ref.Key()), cause)
-	}
-	if err != nil {
+	if err := runstate.ClearCancel(cctx, rdb, ref, cause); err != nil {
 		log.Warn("clear cancel request (it expires on its own)", zap.Error(err))
 	}
 }
@@ -111,7 +79,7 @@ func clearCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, caus
 // operator's cancel request, goes Enqueued → Failed with a comment instead
 // of running. It reports whether it handled (and acked) the request.
 func (e *Executor) cancelQueued(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, log *zap.Logger) bool {
-	requested, err := RequestedCancel(ctx, e.rdb, req.Ref)
+	requested, err := runstate.RequestedCancel(ctx, e.rdb, req.Ref)
 	if err != nil {
 		log.Warn("read cancel request; running the request", zap.Error(err))
 	}
@@ -232,7 +200,7 @@ func (e *Executor) watchCancel(ctx context.Context, p *Project, ref platforms.Re
 func (e *Executor) confirmCancel(ctx context.Context, p *Project, ref platforms.Ref, log *zap.Logger) string {
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.CancelCheck)
 	defer cancel()
-	requested, err := RequestedCancel(rctx, e.rdb, ref)
+	requested, err := runstate.RequestedCancel(rctx, e.rdb, ref)
 	if err != nil || requested == "" {
 		return ""
 	}

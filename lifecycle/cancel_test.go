@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
@@ -50,7 +51,7 @@ func assertCancelled(t *testing.T, w *lifecycletest.World, rec *lifecycletest.Re
 	}
 	eventually.Wait(t, 5*time.Second, "the run to be released", func() bool {
 		n, _ := w.RDB.Exists(t.Context(), keys.Cancel(ref.Key()), keys.Heartbeat(ref.Key())).Result()
-		att, _ := lifecycle.LastAttempt(t.Context(), w.RDB, ref)
+		att, _ := runstate.LastAttempt(t.Context(), w.RDB, ref)
 		return n == 0 && att == 0
 	})
 	found := false
@@ -89,7 +90,7 @@ func TestClosingARunningTicketCancelsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What the receiver (or housekeeping) writes when it sees the close.
-	if err := lifecycle.RequestCancel(t.Context(), w.RDB, lifecycletest.Ref(n), lifecycle.CauseClosed, 0); err != nil {
+	if err := runstate.RequestCancel(t.Context(), w.RDB, lifecycletest.Ref(n), lifecycle.CauseClosed, 0); err != nil {
 		t.Fatal(err)
 	}
 	assertCancelled(t, w, rec, n, lifecycle.InProgress, lifecycle.CauseClosed)
@@ -102,7 +103,7 @@ func TestOperatorCancelStopsARun(t *testing.T) {
 	rec := startCancellable(t, w, dir)
 	n := claimAndStart(t, w, dir, "operator stops me")
 	cause := lifecycle.CtlCause("wrong repository")
-	if err := lifecycle.RequestCancel(t.Context(), w.RDB, lifecycletest.Ref(n), cause, time.Hour); err != nil {
+	if err := runstate.RequestCancel(t.Context(), w.RDB, lifecycletest.Ref(n), cause, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	assertCancelled(t, w, rec, n, lifecycle.InProgress, "cancelled by agentsmithctl: wrong repository")
@@ -117,7 +118,7 @@ func TestUnconfirmedCancelHintIsIgnored(t *testing.T) {
 	startCancellable(t, w, dir)
 	n := claimAndStart(t, w, dir, "still wanted")
 	ref := lifecycletest.Ref(n)
-	if err := lifecycle.RequestCancel(t.Context(), w.RDB, ref, lifecycle.CauseUntriggered, 0); err != nil {
+	if err := runstate.RequestCancel(t.Context(), w.RDB, ref, lifecycle.CauseUntriggered, 0); err != nil {
 		t.Fatal(err)
 	}
 	eventually.Wait(t, 5*time.Second, "the hint to be dropped", func() bool {
@@ -171,13 +172,13 @@ func TestFreshTriggerClearsLeftoverCancel(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "again", "", "agent-smith")
 	ref := lifecycletest.Ref(n)
-	if err := lifecycle.RequestCancel(t.Context(), w.RDB, ref, lifecycle.CtlCause("old"), time.Hour); err != nil {
+	if err := runstate.RequestCancel(t.Context(), w.RDB, ref, lifecycle.CtlCause("old"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := w.Claims.Claim(t.Context(), ref, lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	if got, err := lifecycle.RequestedCancel(t.Context(), w.RDB, ref); err != nil || got != "" {
+	if got, err := runstate.RequestedCancel(t.Context(), w.RDB, ref); err != nil || got != "" {
 		t.Fatalf("cancel request after a fresh claim = %q, %v; want none", got, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -243,7 +244,7 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 	// A ticket reverted after a dead run carries its attempt count in Redis:
 	// a claim from any source continues from it, so a late webhook cannot
 	// reset the count and run the ticket more than max_attempts times.
-	last, finished, err := claimHistory(ctx, c.rdb, ref, source != SourceReclaim)
+	last, finished, err := runstate.History(ctx, c.rdb, ref, source != SourceReclaim)
 	if err != nil {
 		return res, fmt.Errorf("claim %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}

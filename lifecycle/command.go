@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -140,7 +141,7 @@ func (c *ClaimService) cancelCommand(ctx context.Context, p *Project, ref platfo
 		return CommandResult{Outcome: CommandNoop, Reason: reason}, nil
 	}
 	cause := CommandCause(actor)
-	if err := RequestCancel(ctx, c.rdb, ref, cause, 0); err != nil {
+	if err := runstate.RequestCancel(ctx, c.rdb, ref, cause, 0); err != nil {
 		return CommandResult{}, fmt.Errorf("command %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	// The executor's cancellation comment, naming the person, answers it.

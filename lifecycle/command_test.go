@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
@@ -127,7 +128,7 @@ func TestRunCommandCancel(t *testing.T) {
 	if err != nil || res.Outcome != lifecycle.CommandDone {
 		t.Fatalf("cancel: %+v, %v", res, err)
 	}
-	cause, err := lifecycle.RequestedCancel(ctx, w.RDB, lifecycletest.Ref(running))
+	cause, err := runstate.RequestedCancel(ctx, w.RDB, lifecycletest.Ref(running))
 	if err != nil || cause != lifecycle.CommandCause(sim.HumanLogin) || !strings.Contains(cause, sim.HumanLogin) {
 		t.Errorf("cancel request %q, %v; want one naming %s", cause, err, sim.HumanLogin)
 	}
@@ -135,7 +136,7 @@ func TestRunCommandCancel(t *testing.T) {
 	if err != nil || res.Outcome != lifecycle.CommandNoop {
 		t.Fatalf("cancel of a done ticket: %+v, %v; want noop", res, err)
 	}
-	if cause, _ := lifecycle.RequestedCancel(ctx, w.RDB, lifecycletest.Ref(done)); cause != "" {
+	if cause, _ := runstate.RequestedCancel(ctx, w.RDB, lifecycletest.Ref(done)); cause != "" {
 		t.Errorf("a done ticket got a cancel request %q", cause)
 	}
 }

@@ -3,8 +3,7 @@ package lifecycle
 import (
 	"context"
 
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 )
 
 // OutcomeRunHeld is the outcome of a request a consumer dropped because
@@ -18,7 +17,7 @@ func (e *Executor) dropContended(ctx context.Context, req PipelineRequest) {
 	ev := Event{Kind: EventClaim, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: Enqueued, To: InProgress,
 		Outcome: OutcomeRunHeld, Attempt: req.Attempt, Owner: OwnerExecutor, Instance: e.cfg.Instance,
 		Source: req.Source, RequestID: req.ID, Reason: "another run owns the ticket; request dropped"}
-	if token, _, err := redislock.Holder(ctx, e.rdb, keys.Heartbeat(req.Ref.Key())); err == nil && token != "" {
+	if token, _, err := runstate.Holder(ctx, e.rdb, req.Ref); err == nil && token != "" {
 		ev.Holder = parseOwnerToken(token)
 	}
 	Emit(e.log, e.cfg.Observer, ev)

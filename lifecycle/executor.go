@@ -13,11 +13,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -254,7 +256,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return false
 	}
 	token := ownerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
-	rec := RunRecord{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
+	rec := runstate.Record{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
 	took, limited, err := e.takeRun(ctx, p, rec, log)
 	if err != nil {
 		log.Warn("take run; giving the request back", zap.Error(err))
@@ -438,10 +440,8 @@ func (h *runHeartbeat) valid(now time.Time) bool {
 
 func (e *Executor) startHeartbeat(ctx context.Context, ref platforms.Ref, token string, log *zap.Logger) *runHeartbeat {
 	h := &runHeartbeat{kill: make(chan struct{}), done: make(chan struct{})}
-	ttl := e.cfg.HeartbeatTTL
-	margin := ttl / 10
-	// TakeRun set the heartbeat just before: trust it from now.
-	h.validUntil.Store(e.cfg.Clock().Add(ttl - margin).UnixNano())
+	// runstate.Take set the heartbeat just before: trust it from now.
+	h.validUntil.Store(e.heartbeatWindow().Until(e.cfg.Clock()).UnixNano())
 	h.wg.Go(func() {
 		if err := e.heartbeat(ctx, ref, token, h); err != nil {
 			h.lost.Store(&err)
@@ -452,16 +452,15 @@ func (e *Executor) startHeartbeat(ctx context.Context, ref platforms.Ref, token 
 }
 
 func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token string, h *runHeartbeat) error {
-	key := keys.Heartbeat(ref.Key())
 	ttl, every := e.cfg.HeartbeatTTL, e.cfg.HeartbeatRenew
-	margin := ttl / 10
+	window := e.heartbeatWindow()
 	var livenessLost <-chan struct{}
 	if e.cfg.Liveness != nil {
 		livenessLost = e.cfg.Liveness.Lost()
 	}
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
-	deadline := time.NewTimer(ttl - margin)
+	deadline := time.NewTimer(window.Trusted)
 	defer deadline.Stop()
 	for {
 		select {
@@ -470,11 +469,11 @@ func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token strin
 		case <-livenessLost:
 			return errors.New("replica liveness lapsed")
 		case <-deadline.C:
-			return fmt.Errorf("heartbeat not renewed within %s", ttl-margin)
+			return fmt.Errorf("heartbeat not renewed within %s", window.Trusted)
 		case <-ticker.C:
 			start := e.cfg.Clock()
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), every)
-			ok, err := redislock.Renew(rctx, e.rdb, key, token, ttl)
+			ok, err := runstate.Renew(rctx, e.rdb, ref, token, ttl)
 			cancel()
 			switch {
 			case err != nil:
@@ -485,11 +484,19 @@ func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token strin
 				if p, ok := e.projects.Lookup(ref); ok {
 					e.renewSlots(ctx, p, token, start.Add(ttl))
 				}
-				h.validUntil.Store(start.Add(ttl - margin).UnixNano())
-				deadline.Reset(ttl - margin - e.cfg.Clock().Sub(start))
+				until := window.Until(start)
+				h.validUntil.Store(until.UnixNano())
+				deadline.Reset(until.Sub(e.cfg.Clock()))
 			}
 		}
 	}
+}
+
+// heartbeatWindow is how long a run trusts its heartbeat after each
+// renewal: trust.DefaultHeartbeatTrust of the TTL, a narrower margin than a
+// lease's because losing it kills the pipeline (pkg/trust says why).
+func (e *Executor) heartbeatWindow() trust.Window {
+	return trust.Fraction(e.cfg.HeartbeatTTL, trust.DefaultHeartbeatTrust)
 }
 
 // fence returns the check made immediately before every label write of a
@@ -505,7 +512,7 @@ func (e *Executor) fence(ref platforms.Ref, token string, hb *runHeartbeat) func
 		if e.cfg.Liveness != nil && !e.cfg.Liveness.Valid() {
 			return fmt.Errorf("%w: replica liveness lapsed", errLostRun)
 		}
-		ok, err := redislock.Check(ctx, e.rdb, keys.Heartbeat(ref.Key()), token)
+		ok, err := runstate.Check(ctx, e.rdb, ref, token)
 		if err != nil {
 			return fmt.Errorf("fence: %w", err)
 		}
@@ -606,7 +613,7 @@ const maxTransientTries = 3
 func (e *Executor) releaseRun(ref platforms.Ref, token string, terminal bool, log *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := ReleaseRun(ctx, e.rdb, ref, token, terminal); err != nil {
+	if _, err := runstate.Release(ctx, e.rdb, ref, token, terminal); err != nil {
 		log.Warn("release run (the heartbeat will expire)", zap.Error(err))
 	}
 }

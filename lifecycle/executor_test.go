@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 	"os"
@@ -75,7 +76,7 @@ func TestRunThatLosesItsHeartbeatIsKilledAndWritesNothing(t *testing.T) {
 	}
 	// The executor drops its in-flight record when it is done with the run.
 	eventually.Wait(t, 10*time.Second, "the executor to give up the run", func() bool {
-		recs, _ := lifecycle.InflightRuns(t.Context(), w.RDB)
+		recs, _ := runstate.Runs(t.Context(), w.RDB)
 		return len(recs) == 0
 	})
 	pid, err := os.ReadFile(filepath.Join(dir, "pid"))

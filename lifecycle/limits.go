@@ -2,11 +2,11 @@ package lifecycle
 
 import (
 	"context"
-	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 )
 
 // DefaultLimitDelay is how long a request whose project is at its
@@ -15,40 +15,25 @@ const DefaultLimitDelay = 2 * time.Second
 
 // atLimit reports whether one of p's semaphores is full right now: a read
 // made before the tracker is asked for the ticket, so a project at its limit
-// costs no API call per give-back. TakeRunLimited decides for good.
+// costs no API call per give-back. runstate.Take decides for good.
 func (e *Executor) atLimit(ctx context.Context, p *Project) (string, bool) {
-	slots := p.slots()
-	if len(slots) == 0 {
-		return "", false
+	key, full, err := runstate.Full(ctx, e.rdb, p.slots(), e.cfg.Clock())
+	if err != nil {
+		return "", false // runstate.Take will see the same Redis and decide
 	}
-	now := strconv.FormatInt(e.cfg.Clock().UnixMilli(), 10)
-	cmds := make([]*redis.IntCmd, len(slots))
-	if _, err := e.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		for i, s := range slots {
-			cmds[i] = pl.ZCount(ctx, s.Key, "("+now, "+inf")
-		}
-		return nil
-	}); err != nil {
-		return "", false // TakeRunLimited will see the same Redis and decide
-	}
-	for i, s := range slots {
-		if cmds[i].Val() >= int64(s.Limit) {
-			return s.Key, true
-		}
-	}
-	return "", false
+	return key, full
 }
 
 // takeRun takes the run and a place in each of p's semaphores; limited
 // names the full semaphore when the project (or its token) is at its limit.
 // A stale request (its ticket already ran a later attempt) is reported as
 // not taken, like one whose ticket another run owns: both are dropped.
-func (e *Executor) takeRun(ctx context.Context, p *Project, rec RunRecord, log *zap.Logger) (took bool, limited string, err error) {
-	res, full, err := TakeRunLimited(ctx, e.rdb, rec, e.cfg.HeartbeatTTL, e.cfg.Clock(), p.slots())
-	if res == RunStale {
+func (e *Executor) takeRun(ctx context.Context, p *Project, rec runstate.Record, log *zap.Logger) (took bool, limited string, err error) {
+	res, full, err := runstate.Take(ctx, e.rdb, rec, e.cfg.HeartbeatTTL, e.cfg.Clock(), p.slots())
+	if res == runstate.Stale {
 		log.Info("request is stale: the ticket already ran a later attempt")
 	}
-	return res == RunTaken, full, err
+	return res == runstate.Taken, full, err
 }
 
 // delayLimited gives a request whose project is at its limit back through
@@ -74,13 +59,9 @@ func (e *Executor) renewSlots(ctx context.Context, p *Project, token string, unt
 	if len(slots) == 0 {
 		return
 	}
-	keys := make([]string, len(slots))
-	for i, s := range slots {
-		keys[i] = s.Key
-	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatRenew)
 	defer cancel()
-	if err := RenewSlots(rctx, e.rdb, keys, token, until); err != nil {
+	if err := runstate.RenewSlots(rctx, e.rdb, slots, token, until); err != nil {
 		e.log.Warn("renew concurrency slots (they expire with the heartbeat TTL)", zap.Error(err))
 	}
 }

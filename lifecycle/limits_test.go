@@ -5,14 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // pipeline.concurrency caps the project's runs across consumers: with 3
@@ -61,96 +62,15 @@ sleep 0.1; rmdir "$D/lock" 2>/dev/null; exit 0`}
 	})
 }
 
-// The semaphores at the Redis level: all or nothing across project and
-// token, a token's semaphore shared by projects, dead runs' places expiring
-// with the heartbeat TTL, and a release freeing the places at once.
-func TestConcurrencySlots(t *testing.T) {
-	w := lifecycletest.New(t, 3)
-	ctx := t.Context()
-	now := time.UnixMilli(1_800_000_000_000)
-	ttl := 2 * time.Second
-	tokenKey := keys.TokenSlots(lifecycle.TokenID("secret-token"))
-	if tokenKey == keys.TokenSlots("secret-token") || len(lifecycle.TokenID("secret-token")) != 24 {
-		t.Fatal("token semaphore must be named by a digest, never by the token")
+// A token's semaphore is named by a digest, never by the token: keys are
+// visible to anyone who can read Redis. (The semaphores' behaviour is
+// tested in lifecycle/runstate.)
+func TestTokenSemaphoreNamedByDigest(t *testing.T) {
+	id := lifecycle.TokenID("secret-token")
+	if len(id) != 24 || strings.Contains(runstate.TokenSlot(id, 1).Key, "secret-token") {
+		t.Fatalf("token semaphore %q must be named by a digest, never by the token", runstate.TokenSlot(id, 1).Key)
 	}
-	projA := []lifecycle.Slot{{Key: keys.ProjectSlots("a"), Limit: 2}, {Key: tokenKey, Limit: 2}}
-	projB := []lifecycle.Slot{{Key: keys.ProjectSlots("b"), Limit: 5}, {Key: tokenKey, Limit: 2}}
-	take := func(id string, at time.Time, slots []lifecycle.Slot) (lifecycle.TakeResult, string) {
-		t.Helper()
-		ref := platforms.Ref{Platform: "github", Project: "x", ID: id}
-		res, full, err := lifecycle.TakeRunLimited(ctx, w.RDB, lifecycle.RunRecord{Ref: ref, Instance: "i", Token: "tok-" + id, Attempt: 1}, ttl, at, slots)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res, full
-	}
-	if res, _ := take("1", now, projA); res != lifecycle.RunTaken {
-		t.Fatalf("first take %v", res)
-	}
-	if res, _ := take("1", now, projA); res != lifecycle.RunHeld {
-		t.Fatalf("second take of the same ticket %v, want held", res)
-	}
-	if res, _ := take("2", now, projB); res != lifecycle.RunTaken {
-		t.Fatalf("project b %v", res)
-	}
-	// The token's two places are used (one by a, one by b).
-	res, full := take("3", now, projB)
-	if res != lifecycle.RunLimited || full != tokenKey {
-		t.Fatalf("third run on the token: %v %q, want limited by the token", res, full)
-	}
-	if n, _ := w.RDB.ZCard(ctx, keys.ProjectSlots("b")).Result(); n != 1 {
-		t.Errorf("a limited take left %d places in project b's semaphore, want only run 2's", n)
-	}
-	if n, _ := w.RDB.Exists(ctx, keys.Heartbeat("github:3")).Result(); n != 0 {
-		t.Error("a limited take set the heartbeat")
-	}
-	// Releasing run 2 frees its places at once.
-	if _, err := lifecycle.ReleaseRun(ctx, w.RDB, platforms.Ref{Platform: "github", Project: "x", ID: "2"}, "tok-2", true); err != nil {
-		t.Fatal(err)
-	}
-	if res, _ := take("3", now, projB); res != lifecycle.RunTaken {
-		t.Fatalf("after a release: %v", res)
-	}
-	// Run 1's replica dies: nobody releases it. Its places expire with the
-	// heartbeat TTL, unless renewed.
-	if res, _ := take("4", now.Add(ttl-time.Millisecond), projB); res != lifecycle.RunLimited {
-		t.Fatalf("before the TTL: %v", res)
-	}
-	if err := lifecycle.RenewSlots(ctx, w.RDB, []string{tokenKey}, "tok-3", now.Add(10*ttl)); err != nil {
-		t.Fatal(err)
-	}
-	if res, _ := take("4", now.Add(ttl), projB); res != lifecycle.RunTaken {
-		t.Fatalf("after the dead run's TTL: %v, want its place freed", res)
-	}
-	if res, _ := take("5", now.Add(ttl), projB); res != lifecycle.RunLimited {
-		t.Fatalf("run 3 renewed its place; want the token full, got %v", res)
-	}
-}
-
-// A request whose attempt is below the ticket's last one is stale (an old
-// retry that outlived a re-trigger) and takes nothing; the same attempt
-// (a hand-back, a re-push) and later ones run.
-func TestStaleRequestTakesNoRun(t *testing.T) {
-	w := lifecycletest.New(t, 3)
-	ctx := t.Context()
-	ref := platforms.Ref{Platform: "github", Project: "x", ID: "9"}
-	if err := w.RDB.HSet(ctx, keys.Attempts(), ref.Key(), 2).Err(); err != nil {
-		t.Fatal(err)
-	}
-	take := func(attempt int) lifecycle.TakeResult {
-		res, _, err := lifecycle.TakeRunLimited(ctx, w.RDB, lifecycle.RunRecord{Ref: ref, Token: fmt.Sprint("t", attempt), Attempt: attempt}, time.Minute, time.Now(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	if res := take(1); res != lifecycle.RunStale {
-		t.Fatalf("attempt 1 after attempt 2: %v, want stale", res)
-	}
-	if n, _ := w.RDB.Exists(ctx, keys.Heartbeat(ref.Key())).Result(); n != 0 {
-		t.Fatal("a stale request set the heartbeat")
-	}
-	if res := take(2); res != lifecycle.RunTaken {
-		t.Fatalf("attempt 2 again (hand-back): %v", res)
+	if id == lifecycle.TokenID("other-token") {
+		t.Fatal("two tokens share a semaphore")
 	}
 }

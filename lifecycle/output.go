@@ -3,18 +3,15 @@ package lifecycle
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -38,48 +35,6 @@ func LogDir(workRoot, logsDir string, ref platforms.Ref) string {
 // LogPath is one attempt's log file.
 func LogPath(workRoot, logsDir string, ref platforms.Ref, attempt int) string {
 	return filepath.Join(LogDir(workRoot, logsDir, ref), "attempt-"+strconv.Itoa(attempt)+".log")
-}
-
-// RunLog is where an attempt's output was kept: recorded in Redis
-// (keys.RunLogs) so agentsmithctl logs can find the replica and file.
-type RunLog struct {
-	Attempt  int       `json:"attempt"`
-	Instance string    `json:"instance"`
-	Path     string    `json:"path"`
-	Started  time.Time `json:"started"`
-}
-
-// RecordRunLog stores rl under the ticket's run logs.
-func RecordRunLog(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref, rl RunLog) error {
-	b, _ := json.Marshal(rl)
-	key := keys.RunLogs(ref.Key())
-	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, strconv.Itoa(rl.Attempt), b)
-		p.Expire(ctx, key, keys.FinishedTTL)
-		return nil
-	})
-	return err
-}
-
-// RunLogs reads a ticket's recorded attempt logs, oldest attempt first.
-func RunLogs(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) ([]RunLog, error) {
-	m, err := rdb.HGetAll(ctx, keys.RunLogs(ref.Key())).Result()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RunLog, 0, len(m))
-	for _, v := range m {
-		var rl RunLog
-		if json.Unmarshal([]byte(v), &rl) == nil {
-			out = append(out, rl)
-		}
-	}
-	for i := 1; i < len(out); i++ { // few entries: insertion sort by attempt
-		for j := i; j > 0 && out[j].Attempt < out[j-1].Attempt; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out, nil
 }
 
 // attemptLog keeps one attempt's full output: a file capped at max bytes,
@@ -183,7 +138,7 @@ func (e *Executor) openOutput(ctx context.Context, req PipelineRequest, log *zap
 		log.Warn("pipeline output not kept", zap.Error(err))
 		return nil
 	}
-	if err := RecordRunLog(ctx, e.rdb, req.Ref, RunLog{Attempt: req.Attempt, Instance: e.cfg.Instance, Path: path,
+	if err := runstate.RecordRunLog(ctx, e.rdb, req.Ref, runstate.RunLog{Attempt: req.Attempt, Instance: e.cfg.Instance, Path: path,
 		Started: e.cfg.Clock().UTC()}); err != nil {
 		log.Warn("record the attempt's log file", zap.String("path", path), zap.Error(err))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 )
 
@@ -50,7 +51,7 @@ if [ "$AGENTSMITH_ATTEMPT" = 1 ]; then head -c 10000 /dev/zero | tr '\0' x; echo
 		return w.State(t, n) == lifecycle.Done
 	})
 
-	rls, err := lifecycle.RunLogs(ctx, w.RDB, lifecycletest.Ref(n))
+	rls, err := runstate.RunLogs(ctx, w.RDB, lifecycletest.Ref(n))
 	if err != nil || len(rls) != 2 || rls[0].Attempt != 1 || rls[1].Attempt != 2 || rls[0].Instance != "exec-1" {
 		t.Fatalf("recorded run logs: %+v %v", rls, err)
 	}

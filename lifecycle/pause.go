@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
@@ -127,7 +128,7 @@ func (e *Executor) pausedAside(ctx context.Context, req PipelineRequest, payload
 	paused, err := ProjectPaused(ctx, e.rdb, req.Ref.Project)
 	if err == nil && paused {
 		var cause string
-		if cause, err = RequestedCancel(ctx, e.rdb, req.Ref); err == nil && cause != "" {
+		if cause, err = runstate.RequestedCancel(ctx, e.rdb, req.Ref); err == nil && cause != "" {
 			return false, false
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -120,7 +121,7 @@ func TestCancelWhilePaused(t *testing.T) {
 	}
 	n := claim(t, w, "cancel me while paused")
 	eventually.Wait(t, 10*time.Second, "the request to be put aside", func() bool { return len(w.Delayed(t)) == 1 })
-	if err := lifecycle.RequestCancel(ctx, w.RDB, lifecycletest.Ref(n), lifecycle.CtlCause("no"), 0); err != nil {
+	if err := runstate.RequestCancel(ctx, w.RDB, lifecycletest.Ref(n), lifecycle.CtlCause("no"), 0); err != nil {
 		t.Fatal(err)
 	}
 	// Bring the put-aside request back now instead of after the delay.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 )
 
@@ -104,14 +104,14 @@ func TokenID(token string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// slots is the project's semaphores, in the order TakeRun checks them.
-func (p *Project) slots() []Slot {
-	var out []Slot
+// slots is the project's semaphores, in the order runstate.Take checks them.
+func (p *Project) slots() []runstate.Slot {
+	var out []runstate.Slot
 	if p.Limits.Concurrency > 0 {
-		out = append(out, Slot{Key: keys.ProjectSlots(p.Name), Limit: p.Limits.Concurrency})
+		out = append(out, runstate.ProjectSlot(p.Name, p.Limits.Concurrency))
 	}
 	if p.Limits.TokenConcurrency > 0 && p.Limits.TokenID != "" {
-		out = append(out, Slot{Key: keys.TokenSlots(p.Limits.TokenID), Limit: p.Limits.TokenConcurrency})
+		out = append(out, runstate.TokenSlot(p.Limits.TokenID, p.Limits.TokenConcurrency))
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -24,11 +25,11 @@ func (c *ClaimService) RequeueLocked(ctx context.Context, ref platforms.Ref, sou
 	if !ok {
 		return nil, "", fmt.Errorf("requeue %s: unknown project %q", ref, ref.Project)
 	}
-	hb, err := c.rdb.Exists(ctx, keys.Heartbeat(ref.Key())).Result()
+	running, err := runstate.Running(ctx, c.rdb, ref)
 	if err != nil {
-		return nil, "", fmt.Errorf("requeue %s: read heartbeat: %w: %w", ref, ErrRedisUnavailable, err)
+		return nil, "", fmt.Errorf("requeue %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
-	if hb == 1 {
+	if running {
 		return nil, "a run owns it (heartbeat held)", nil
 	}
 	t, err := p.Tracker.Get(ctx, ref)
@@ -51,7 +52,7 @@ func (c *ClaimService) RequeueLocked(ctx context.Context, ref platforms.Ref, sou
 	if queued[ref.Key()] {
 		return nil, "already queued", nil
 	}
-	attempt, err := LastAttempt(ctx, c.rdb, ref)
+	attempt, err := runstate.LastAttempt(ctx, c.rdb, ref)
 	if err != nil {
 		return nil, "", err
 	}

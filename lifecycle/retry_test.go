@@ -15,6 +15,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -175,7 +176,7 @@ func TestRetryWaitsInTheDelayedSet(t *testing.T) {
 	if hb, _ := w.RDB.Exists(t.Context(), keys.Heartbeat(ref.Key())).Result(); hb != 0 {
 		t.Error("heartbeat kept between attempts")
 	}
-	if last, _ := lifecycle.LastAttempt(t.Context(), w.RDB, ref); last != 1 {
+	if last, _ := runstate.LastAttempt(t.Context(), w.RDB, ref); last != 1 {
 		t.Errorf("last attempt %d, want 1 kept for the retry", last)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 )
@@ -125,7 +126,7 @@ fast cycle. Without --yes it only shows what it would delete (exit 2).`,
 				return err
 			}
 			lock, _ := a.rdb.Get(cmd.Context(), keys.ClaimLock(ref.Platform, ref.ID)).Result()
-			hb, _ := a.rdb.Get(cmd.Context(), keys.Heartbeat(ref.Key())).Result()
+			hb, _, _ := runstate.Holder(cmd.Context(), a.rdb, ref)
 			if lock == "" && hb == "" {
 				return notFound("%s holds no claim lock and no heartbeat", ref)
 			}
@@ -169,7 +170,7 @@ and fails the ticket, quoting the reason; this command only asks and returns at 
 				Ticket string `json:"ticket"`
 				Key    string `json:"key"`
 				Cause  string `json:"cause"`
-			}{ref.String(), keys.Cancel(ref.Key()), lifecycle.CtlCause(reason)}
+			}{ref.String(), runstate.CancelKey(ref), lifecycle.CtlCause(reason)}
 			return a.emit(out, func(w io.Writer) {
 				fmt.Fprintf(w, "cancel requested for %s (%s = %q)\n", out.Ticket, out.Key, out.Cause)
 			})

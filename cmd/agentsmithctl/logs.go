@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -13,8 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -39,7 +36,7 @@ the recorded attempts (replica, path, start) instead.`,
 			if err != nil {
 				return err
 			}
-			rls, err := lifecycle.RunLogs(cmd.Context(), a.rdb, ref)
+			rls, err := runstate.RunLogs(cmd.Context(), a.rdb, ref)
 			if err != nil {
 				return err
 			}
@@ -116,16 +113,6 @@ func followLog(ctx context.Context, w io.Writer, f io.Reader, running func(conte
 // attemptRunning reports whether the ticket's in-flight record is this
 // attempt's run.
 func attemptRunning(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref, attempt int) (bool, error) {
-	raw, err := rdb.HGet(ctx, keys.Inflight(), ref.Key()).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read in-flight index: %w", err)
-	}
-	var rec lifecycle.RunRecord
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-		return false, nil
-	}
-	return rec.Attempt == attempt, nil
+	rec, ok, err := runstate.RunOf(ctx, rdb, ref)
+	return ok && rec.Attempt == attempt, err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -152,7 +153,7 @@ func (h *handler) do(ctx context.Context, action, ticket, project string) (strin
 		}
 		return fmt.Sprintf("retried %s (attempt %d)", ref, res.Request.Attempt), nil
 	case "cancel":
-		if err := lifecycle.RequestCancel(ctx, h.cfg.RDB, ref, CancelCause, 0); err != nil {
+		if err := runstate.RequestCancel(ctx, h.cfg.RDB, ref, CancelCause, 0); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("cancel requested for %s: its run or request stops and the ticket fails", ref), nil

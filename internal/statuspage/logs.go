@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -27,7 +27,7 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ref := platforms.Ref{Platform: platform, ID: id}
-	rls, err := lifecycle.RunLogs(r.Context(), h.cfg.RDB, ref)
+	rls, err := runstate.RunLogs(r.Context(), h.cfg.RDB, ref)
 	if err != nil {
 		http.Error(w, "redis unavailable", http.StatusServiceUnavailable)
 		return

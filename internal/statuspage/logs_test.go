@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -30,12 +31,12 @@ func TestStatusServesAttemptLogsFromItsRootsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, rl := range []lifecycle.RunLog{
+	for _, rl := range []runstate.RunLog{
 		{Attempt: 1, Instance: "replica-a", Path: path, Started: time.Now()},
 		{Attempt: 2, Instance: "replica-b", Path: lifecycle.LogPath(root, "", ref, 2), Started: time.Now()},
 		{Attempt: 3, Instance: "replica-a", Path: outside, Started: time.Now()},
 	} {
-		if err := lifecycle.RecordRunLog(ctx, rdb, ref, rl); err != nil {
+		if err := runstate.RecordRunLog(ctx, rdb, ref, rl); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
@@ -69,7 +70,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.depth, float64(q.Depth))
 	gauge(c.oldest, float64(q.OldestAgeMS)/1000)
 	gauge(c.delayed, float64(q.Delayed))
-	if n, err := c.rdb.HLen(ctx, keys.Inflight()).Result(); err != nil {
+	if n, err := runstate.Count(ctx, c.rdb).Result(); err != nil {
 		c.log.Warn("metrics: count runs in flight", zap.Error(err))
 	} else {
 		gauge(c.inflight, float64(n))

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -65,45 +66,40 @@ type ReleaseResult struct {
 // read, so a lock taken in between is not freed.
 func Release(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) (ReleaseResult, error) {
 	res := ReleaseResult{Ticket: ref.String()}
-	for _, k := range []struct {
-		key string
-		dst *string
-	}{{keys.ClaimLock(ref.Platform, ref.ID), &res.ClaimLock}, {keys.Heartbeat(ref.Key()), &res.Heartbeat}} {
-		v, _, err := redislock.Holder(ctx, rdb, k.key)
+	lock := keys.ClaimLock(ref.Platform, ref.ID)
+	v, _, err := redislock.Holder(ctx, rdb, lock)
+	if err != nil {
+		return res, fmt.Errorf("release %s: %w", ref, err)
+	}
+	if v != "" {
+		ok, err := redislock.Release(ctx, rdb, lock, v)
 		if err != nil {
 			return res, fmt.Errorf("release %s: %w", ref, err)
 		}
-		if v == "" {
-			continue
+		if ok {
+			res.ClaimLock = v
 		}
-		n, err := delIfScript.Run(ctx, rdb, []string{k.key}, v).Int()
+	}
+	hb, _, err := runstate.Holder(ctx, rdb, ref)
+	if err != nil {
+		return res, fmt.Errorf("release %s: %w", ref, err)
+	}
+	if hb != "" {
+		ok, err := runstate.Evict(ctx, rdb, ref, hb)
 		if err != nil {
 			return res, fmt.Errorf("release %s: %w", ref, err)
 		}
-		if n == 1 {
-			*k.dst = v
+		if ok {
+			res.Heartbeat = hb
 		}
 	}
 	return res, nil
 }
 
-// delIfScript deletes a key only if it holds the value given.
-//
-//	KEYS[1] the key
-//	ARGV[1] the value read before
-//
-// Returns 1 when deleted.
-var delIfScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
-
 // Cancel asks whoever owns the ticket's request or run to stop it, with the
-// operator's reason (lifecycle.RequestCancel; keys.CancelTTL when ttl ≤ 0).
+// operator's reason (runstate.RequestCancel; keys.CancelTTL when ttl ≤ 0).
 // The consumer that holds the run (or takes the request) reads the key,
 // stops the pipeline and fails the ticket; this call only asks.
 func Cancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, reason string, ttl time.Duration) error {
-	return lifecycle.RequestCancel(ctx, rdb, ref, lifecycle.CtlCause(reason), ttl)
+	return runstate.RequestCancel(ctx, rdb, ref, lifecycle.CtlCause(reason), ttl)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
@@ -118,7 +119,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 	if s.Queue, err = ReadQueue(ctx, q, s.At); err != nil {
 		return s, err
 	}
-	runs, err := lifecycle.InflightRuns(ctx, rdb)
+	runs, err := runstate.Inspect(ctx, rdb)
 	if err != nil {
 		return s, err
 	}
@@ -135,8 +136,6 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 	}
 	var (
 		proc     []*redis.IntCmd
-		hb       = map[string]*redis.DurationCmd{}
-		alive    = map[string]*redis.IntCmd{}
 		inst     = make([]*redis.DurationCmd, len(instKeys))
 		leaseVal = make([]*redis.StringCmd, len(LeaderRoles))
 		leaseTTL = make([]*redis.DurationCmd, len(LeaderRoles))
@@ -144,12 +143,6 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, k := range procKeys {
 			proc = append(proc, p.LLen(ctx, k))
-		}
-		for field, rec := range runs {
-			hb[field] = p.PTTL(ctx, keys.Heartbeat(field))
-			if _, ok := alive[rec.Instance]; !ok {
-				alive[rec.Instance] = p.Exists(ctx, keys.Instance(rec.Instance))
-			}
 		}
 		for i, k := range instKeys {
 			inst[i] = p.PTTL(ctx, k)
@@ -166,17 +159,15 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 	for _, c := range proc {
 		s.Queue.Processing += c.Val()
 	}
-	for field, rec := range runs {
-		r := Run{Ticket: field, Project: rec.Ref.Project, Instance: rec.Instance, Attempt: rec.Attempt,
-			RequestID: rec.RequestID, Started: rec.Started, HeartbeatAgeMS: -1}
+	for _, run := range runs {
+		rec := run.Record
+		r := Run{Ticket: run.Field, Project: rec.Ref.Project, Instance: rec.Instance, Attempt: rec.Attempt,
+			RequestID: rec.RequestID, Started: rec.Started, HeartbeatAgeMS: -1, InstanceAlive: run.OwnerAlive}
 		if rec.Ref.ID != "" {
 			r.Ticket, r.Ref = rec.Ref.String(), rec.Ref
 		}
-		if left := hb[field].Val(); left > 0 {
+		if left := run.HeartbeatLeft; left > 0 {
 			r.HeartbeatAgeMS = max((cfg.HeartbeatTTL - left).Milliseconds(), 0)
-		}
-		if c, ok := alive[rec.Instance]; ok {
-			r.InstanceAlive = c.Val() == 1
 		}
 		s.Runs = append(s.Runs, r)
 	}

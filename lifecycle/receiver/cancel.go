@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -32,7 +33,7 @@ func (rc *Receiver) requestCancel(ctx context.Context, p *lifecycle.Project, t *
 	if cause == "" {
 		return "", nil
 	}
-	return cause, lifecycle.RequestCancel(ctx, rc.rdb, t.Ref, cause, rc.cfg.CancelTTL)
+	return cause, runstate.RequestCancel(ctx, rc.rdb, t.Ref, cause, rc.cfg.CancelTTL)
 }
 
 // retryBlocked claims, in the background, the project's tickets that were

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
 )
 
 // Defaults for zero Config fields.
@@ -30,8 +31,8 @@ const (
 	DefaultTTL = 15 * time.Second
 	// DefaultTrust is the fraction of the TTL a holder trusts its lease
 	// for. The rest is the margin for clock drift and for the delay
-	// between sending a command and Redis applying it.
-	DefaultTrust = 0.6
+	// between sending a command and Redis applying it (see pkg/trust).
+	DefaultTrust = trust.DefaultLeaseTrust
 	// releaseTimeout bounds the release at the end of a term when the
 	// caller's context is already done.
 	releaseTimeout = 5 * time.Second
@@ -58,6 +59,8 @@ type Lease struct {
 	rdb redis.UniversalClient
 	cfg Config
 	log *zap.Logger
+
+	window trust.Window
 
 	mu         sync.Mutex
 	value      string    // "instance/token" of the current term; "" when not held
@@ -97,9 +100,10 @@ func New(rdb redis.UniversalClient, cfg Config) *Lease {
 		cfg.Logger = zap.NewNop()
 	}
 	return &Lease{
-		rdb: rdb,
-		cfg: cfg,
-		log: cfg.Logger.With(zap.String("lease", cfg.Key), zap.String("instance", cfg.Instance)),
+		rdb:    rdb,
+		cfg:    cfg,
+		window: trust.Fraction(cfg.TTL, cfg.Trust),
+		log:    cfg.Logger.With(zap.String("lease", cfg.Key), zap.String("instance", cfg.Instance)),
 	}
 }
 
@@ -201,9 +205,7 @@ func (l *Lease) held() bool {
 }
 
 // deadline is the local validity deadline for a call that started at start.
-func (l *Lease) deadline(start time.Time) time.Time {
-	return start.Add(time.Duration(l.cfg.Trust * float64(l.cfg.TTL)))
-}
+func (l *Lease) deadline(start time.Time) time.Time { return l.window.Until(start) }
 
 // remaining is the time left until the validity deadline (<= 0 if passed or
 // not held).

@@ -13,16 +13,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/agentsmithd/agentsmithd/pkg/lease"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
 )
 
 // Defaults.
 const (
-	DefaultTTL = 15 * time.Second
-	// DefaultTrust is the fraction of TTL a renewal is trusted for, from the
-	// start of the call: the leader lease's rule, for the same reasons
-	// (clock drift, the delay before Redis applies a command).
-	DefaultTrust = lease.DefaultTrust
+	DefaultTTL   = 15 * time.Second
+	DefaultTrust = trust.DefaultPresenceTrust // fraction of TTL a renewal is trusted for, from the start of the call (pkg/trust)
 )
 
 // Config configures a Presence.
@@ -121,16 +118,16 @@ func (p *Presence) renew(ctx context.Context, expiry *time.Timer) {
 		}
 		return
 	}
-	trust := time.Duration(float64(p.cfg.TTL) * DefaultTrust)
+	until := trust.Fraction(p.cfg.TTL, DefaultTrust).Until(start)
 	p.mu.Lock()
-	p.validUntil = start.Add(trust)
+	p.validUntil = until
 	select {
 	case <-p.lost:
 		p.lost = make(chan struct{})
 	default:
 	}
 	p.mu.Unlock()
-	expiry.Reset(time.Until(start.Add(trust)))
+	expiry.Reset(time.Until(until))
 	p.readyOnce.Do(func() { close(p.ready) })
 }
 

@@ -1,0 +1,86 @@
+package runstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// The attempts hash (ticket key → last attempt taken) is written by Take
+// and cleared by a terminal Release or MarkFinished; the finished marker is
+// set by the same two. Which attempt comes next, and when they are used up,
+// is the lifecycle's arithmetic on what LastAttempt and History return.
+
+// LastAttempt returns the attempt of the ticket's last run (0 if unknown,
+// e.g. after Redis lost its data or after the ticket finished).
+func LastAttempt(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (int, error) {
+	n, _, err := History(ctx, rdb, ref, false)
+	return n, err
+}
+
+// History reads, in one round trip, the attempt of the ticket's last run
+// and whether it reached a terminal state within keys.FinishedTTL (a claim
+// of it then is a re-trigger).
+//
+// clearCancel also deletes a cancel request left over from the ticket's
+// previous run in the same round trip: a fresh trigger must not be
+// cancelled by it (a reclaim keeps it, so a cancel stays honoured).
+func History(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, clearCancel bool) (last int, finished bool, err error) {
+	k := ref.Key()
+	var attempt *redis.StringCmd
+	var marker *redis.IntCmd
+	_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		attempt = p.HGet(ctx, keys.Attempts(), k)
+		marker = p.Exists(ctx, keys.Finished(k))
+		if clearCancel {
+			p.Del(ctx, keys.Cancel(k))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, false, fmt.Errorf("read attempts of %s: %w", ref, err)
+	}
+	if last, err = attempt.Int(); errors.Is(err, redis.Nil) {
+		last, err = 0, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read attempts of %s: %w", ref, err)
+	}
+	return last, marker.Val() == 1, nil
+}
+
+// MarkFinished records that a ticket reached a terminal state without a run
+// to release (attempts exhausted): its attempt count is forgotten and a new
+// claim of it counts as a re-trigger.
+func MarkFinished(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
+	k := ref.Key()
+	// Pipelined: one round trip. Both keys share the daemon's one hash slot
+	// (pkg/keys), so MULTI would work on a cluster too; it is not needed:
+	// the ticket is already labelled Failed, and only a claim after a new
+	// trigger reads these keys.
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HDel(ctx, keys.Attempts(), k)
+		p.Set(ctx, keys.Finished(k), "1", keys.FinishedTTL)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark %s finished: %w", ref, err)
+	}
+	return nil
+}
+
+// Unfinished returns the ticket keys whose attempts are still counted: a
+// run is under way or the ticket waits between attempts. Retention keeps
+// their files.
+func Unfinished(ctx context.Context, rdb redis.Cmdable) ([]string, error) {
+	out, err := rdb.HKeys(ctx, keys.Attempts()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read attempts: %w", err)
+	}
+	return out, nil
+}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -95,14 +93,16 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 	}
 	// The failed run releases its heartbeat right after its last label
 	// write: until then it still owns the ticket.
-	if hb, err := c.rdb.Exists(ctx, keys.Heartbeat(ref.Key())).Result(); err != nil {
+	if running, err := runstate.Running(ctx, c.rdb, ref); err != nil {
 		return res, fmt.Errorf("retry %s: read heartbeat: %w: %w", ref, ErrRedisUnavailable, err)
-	} else if hb == 1 {
+	} else if running {
 		res.Reason = "its last run is still finishing; try again in a moment"
 		return res, nil
 	}
-	if err := freshAttempts(ctx, c.rdb, ref); err != nil {
-		return res, err
+	// Start the attempt chain over, so the new request (attempt 1) is not
+	// stale to runstate.Take and no cancel left from the failed run stops it.
+	if err := runstate.StartOver(ctx, c.rdb, ref); err != nil {
+		return res, fmt.Errorf("retry %s: reset attempts: %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	if _, err := Relabel(ctx, p.Tracker, c.cfg.Labels, t, Failed, Enqueued, OwnerClaimService); err != nil {
 		if errors.Is(err, platforms.ErrPreconditionFailed) {
@@ -125,21 +125,4 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 	c.Emit(Event{Kind: EventTransition, Ref: ref, From: Failed, To: Enqueued, Outcome: "retried", Attempt: 1,
 		Owner: OwnerClaimService, Source: source, RequestID: req.ID, Reason: reason, Retrigger: true})
 	return res, nil
-}
-
-// freshAttempts starts the ticket's attempt chain over, as a terminal
-// release does: its attempt count and any cancel request left from the
-// failed run are forgotten, so the new request (attempt 1) is not stale to
-// takeRunScript and is not cancelled by an old request.
-func freshAttempts(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
-	k := ref.Key()
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HDel(ctx, keys.Attempts(), k)
-		p.Del(ctx, keys.Cancel(k))
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("retry %s: reset attempts: %w: %w", ref, ErrRedisUnavailable, err)
-	}
-	return nil
 }

@@ -84,3 +84,20 @@ func Unfinished(ctx context.Context, rdb redis.Cmdable) ([]string, error) {
 	}
 	return out, nil
 }
+
+// StartOver forgets the ticket's attempt count and any cancel request, as a
+// terminal Release does, for a retry that starts the ticket's attempt chain
+// over: its first request (attempt 1) is then not stale to Take, and a
+// cancel left from the failed run does not stop it.
+func StartOver(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
+	k := ref.Key()
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HDel(ctx, keys.Attempts(), k)
+		p.Del(ctx, keys.Cancel(k))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("start %s over: %w", ref, err)
+	}
+	return nil
+}

@@ -78,7 +78,8 @@ func clearCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, caus
 // anything starts: a ticket found closed or untriggered, or with an
 // operator's cancel request, goes Enqueued → Failed with a comment instead
 // of running. It reports whether it handled (and acked) the request.
-func (e *Executor) cancelQueued(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, log *zap.Logger) bool {
+func (a *attempt) cancelQueued(ctx context.Context, t *platforms.Ticket) bool {
+	e, p, req, log := a.e, a.p, a.req, a.log
 	requested, err := runstate.RequestedCancel(ctx, e.rdb, req.Ref)
 	if err != nil {
 		log.Warn("read cancel request; running the request", zap.Error(err))
@@ -93,7 +94,7 @@ func (e *Executor) cancelQueued(ctx context.Context, p *Project, t *platforms.Ti
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	e.failCancelled(wctx, p, req, token, Enqueued, cause, e.fence(req.Ref, token, nil), time.Time{}, log)
+	a.failCancelled(wctx, Enqueued, cause)
 	return true
 }
 
@@ -101,10 +102,10 @@ func (e *Executor) cancelQueued(ctx context.Context, p *Project, t *platforms.Ti
 // Failed, every write fenced by the run's heartbeat, then ends the run and
 // forgets the ticket's attempt count and cancel request: nothing runs again
 // until the ticket is triggered again.
-func (e *Executor) failCancelled(ctx context.Context, p *Project, req PipelineRequest, token string,
-	from State, cause string, fence func(context.Context) error, started time.Time, log *zap.Logger) {
+func (a *attempt) failCancelled(ctx context.Context, from State, cause string) {
+	e, p, req, started, log := a.e, a.p, a.req, a.started, a.log
 	body := cancelComment(e.cfg.Labels, p.TriggerLabel, cause, from, req.Attempt, started, e.cfg.Clock())
-	if err := e.postComment(ctx, p, req.Ref, body, "", fence, log); err != nil {
+	if err := a.postComment(ctx, body, ""); err != nil {
 		if errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the cancellation comment", zap.Error(err))
 			return
@@ -113,7 +114,7 @@ func (e *Executor) failCancelled(ctx context.Context, p *Project, req PipelineRe
 	}
 	// The comment changed the ticket's version: move re-reads it.
 	err := retryTransient(ctx, func() error {
-		_, err := e.moveAs(ctx, p, nil, from, Failed, fence, req, started, "cancelled", cause)
+		_, err := a.moveAs(ctx, nil, from, Failed, "cancelled", cause)
 		return err
 	})
 	terminal := true
@@ -130,7 +131,7 @@ func (e *Executor) failCancelled(ctx context.Context, p *Project, req PipelineRe
 		terminal = false
 	}
 	// Terminal: forgets the attempt count and the cancel request too.
-	e.releaseRun(req.Ref, token, terminal, log)
+	a.releaseRun(terminal)
 }
 
 func cancelComment(labels Labels, trigger, cause string, from State, attempt int, started, now time.Time) string {
@@ -170,7 +171,8 @@ func (w *cancelWatch) causeOf() string {
 	return ""
 }
 
-func (e *Executor) watchCancel(ctx context.Context, p *Project, ref platforms.Ref, log *zap.Logger) *cancelWatch {
+func (a *attempt) watchCancel(ctx context.Context) *cancelWatch {
+	e, log := a.e, a.log
 	w := &cancelWatch{kill: make(chan struct{}), done: make(chan struct{})}
 	w.wg.Go(func() {
 		t := time.NewTicker(e.cfg.CancelCheck)
@@ -183,7 +185,7 @@ func (e *Executor) watchCancel(ctx context.Context, p *Project, ref platforms.Re
 				return
 			case <-t.C:
 			}
-			if cause := e.confirmCancel(ctx, p, ref, log); cause != "" {
+			if cause := a.confirmCancel(ctx); cause != "" {
 				w.cause.Store(&cause)
 				close(w.kill)
 				log.Info("cancelling the running pipeline", zap.String("cause", cause))
@@ -197,7 +199,8 @@ func (e *Executor) watchCancel(ctx context.Context, p *Project, ref platforms.Re
 // confirmCancel returns the cause to stop a running pipeline for, "" when
 // none is requested or the request is not confirmed. Only a request costs a
 // tracker call.
-func (e *Executor) confirmCancel(ctx context.Context, p *Project, ref platforms.Ref, log *zap.Logger) string {
+func (a *attempt) confirmCancel(ctx context.Context) string {
+	e, p, ref, log := a.e, a.p, a.req.Ref, a.log
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.CancelCheck)
 	defer cancel()
 	requested, err := runstate.RequestedCancel(rctx, e.rdb, ref)

@@ -20,8 +20,8 @@ import (
 // keeps its budget. A tracker that refuses body for good
 // (platforms.ErrRejected: too long, or anything else a 4xx says) gets short
 // instead, once; the caller moves the ticket either way.
-func (e *Executor) postComment(ctx context.Context, p *Project, ref platforms.Ref, body, short string,
-	fence func(context.Context) error, log *zap.Logger) error {
+func (a *attempt) postComment(ctx context.Context, body, short string) error {
+	p, ref, fence, log := a.p, a.req.Ref, a.fence, a.log
 	cctx, cancel := context.WithTimeout(ctx, commentTimeout)
 	defer cancel()
 	post := func(b string) error {

@@ -257,7 +257,10 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	}
 	token := ownerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
 	rec := runstate.Record{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
-	took, limited, err := e.takeRun(ctx, p, rec, log)
+	a := &attempt{e: e, p: p, req: req, token: token, log: log}
+	// Until the heartbeat runs, writes are fenced by the run's token alone.
+	a.fence = a.newFence(nil)
+	took, limited, err := a.takeRun(ctx, rec)
 	if err != nil {
 		log.Warn("take run; giving the request back", zap.Error(err))
 		e.giveBack(ctx, payload)
@@ -271,14 +274,13 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		e.ack(ctx, payload)
 		return false
 	}
-	if e.cancelQueued(ctx, p, t, req, token, log) {
+	if a.cancelQueued(ctx, t) {
 		e.ack(ctx, payload)
 		return false
 	}
-	fence := e.fence(req.Ref, token, nil)
-	t, err = e.move(ctx, p, t, Enqueued, InProgress, fence, req, time.Time{})
+	t, err = a.move(ctx, t, Enqueued, InProgress)
 	if err != nil {
-		e.releaseRun(req.Ref, token, false, log)
+		a.releaseRun(false)
 		if errors.Is(err, errStateChanged) || errors.Is(err, errLostRun) {
 			log.Info("dropping request", zap.Error(err))
 			e.ack(ctx, payload)
@@ -289,13 +291,15 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return true
 	}
 	e.ack(ctx, payload)
-	e.execute(ctx, p, t, req, token, e.cfg.Clock(), log)
+	a.started = e.cfg.Clock()
+	a.execute(ctx, t)
 	return false
 }
 
 // execute runs the pipeline and writes the outcome, unless the run lost its
 // ownership, in which case it writes nothing at all.
-func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, started time.Time, log *zap.Logger) {
+func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
+	e, p, req, token, log := a.e, a.p, a.req, a.token, a.log
 	workDir := WorkDir(e.cfg.WorkDir, req.Ref)
 	spec := pipelineSpec(p, t, req.Attempt, workDir)
 	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token)
@@ -303,9 +307,10 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	spec.TailBytes = e.cfg.TailBytes
 	// The heartbeat runs from before the pipeline starts until the outcome
 	// is written, so a slow or retried final write never outlives it.
-	hb := e.startHeartbeat(ctx, req.Ref, token, log)
+	hb := a.startHeartbeat(ctx)
+	a.hb = hb
 	defer hb.stop()
-	cw := e.watchCancel(ctx, p, req.Ref, log)
+	cw := a.watchCancel(ctx)
 	defer cw.stop()
 	var res procrun.Result
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
@@ -315,7 +320,7 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 	} else {
 		ran := make(chan struct{})
 		spec.Kill = eitherClosed(hb.kill, cw.kill, ran)
-		out := e.openOutput(ctx, req, log)
+		out := a.openOutput(ctx)
 		if out != nil {
 			spec.Output = out
 		}
@@ -333,41 +338,41 @@ func (e *Executor) execute(ctx context.Context, p *Project, t *platforms.Ticket,
 		log.Warn("run lost its ownership; pipeline killed, no label written", zap.Error(lost))
 		// Drops only this run's in-flight record: both deletes are CAS on
 		// the token, so the new owner's heartbeat is left alone.
-		e.releaseRun(req.Ref, token, false, log)
+		a.releaseRun(false)
 		return
 	}
 	// The outcome must be written even while shutting down.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	fence := e.fence(req.Ref, token, hb)
+	a.fence = a.newFence(hb)
 	if cause := cw.causeOf(); cause != "" && !res.OK() {
-		e.failCancelled(wctx, p, req, token, InProgress, cause, fence, started, log)
+		a.failCancelled(wctx, InProgress, cause)
 		return
 	}
 	switch {
 	case res.Canceled:
-		e.handBack(wctx, p, t, req, token, fence, started, log)
+		a.handBack(wctx, t)
 	case res.OK():
-		if _, err := e.moveRetrying(wctx, p, t, InProgress, Done, fence, req, started); err != nil {
+		if _, err := a.moveRetrying(wctx, t, InProgress, Done); err != nil {
 			log.Error("transition to done (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 			return
 		}
-		e.releaseRun(req.Ref, token, true, log)
+		a.releaseRun(true)
 	default:
-		e.failed(ctx, p, t, req, token, fence, hb, res, started, log)
+		a.failed(ctx, t, res)
 	}
 }
 
 // moveRetrying is move with retries of transient tracker errors (5xx,
 // timeouts) until ctx ends: a pipeline's result is not thrown away for one
 // failed request. Every try is fenced again.
-func (e *Executor) moveRetrying(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time) (*platforms.Ticket, error) {
+func (a *attempt) moveRetrying(ctx context.Context, t *platforms.Ticket, from, to State) (*platforms.Ticket, error) {
 	var out *platforms.Ticket
 	err := retryTransient(ctx, func() error {
 		// A transient failure leaves the ticket's version as it was, so the
 		// snapshot stays valid; move itself re-reads after a conflict.
 		var err error
-		out, err = e.move(ctx, p, t, from, to, fence, req, started)
+		out, err = a.move(ctx, t, from, to)
 		return err
 	})
 	return out, err
@@ -393,12 +398,13 @@ func retryTransient(ctx context.Context, f func() error) error {
 
 // handBack returns a run stopped by shutdown to the queue: InProgress →
 // Enqueued, release the run, push a request with the same attempt.
-func (e *Executor) handBack(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string, fence func(context.Context) error, started time.Time, log *zap.Logger) {
-	if _, err := e.move(ctx, p, t, InProgress, Enqueued, fence, req, started); err != nil {
+func (a *attempt) handBack(ctx context.Context, t *platforms.Ticket) {
+	e, req, log := a.e, a.req, a.log
+	if _, err := a.move(ctx, t, InProgress, Enqueued); err != nil {
 		log.Error("hand back: transition to enqueued", zap.Error(err))
 		return
 	}
-	e.releaseRun(req.Ref, token, false, log)
+	a.releaseRun(false)
 	next := PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: SourceHandBack, Attempt: req.Attempt,
 		EnqueuedAt: e.cfg.Clock().UTC(), Priority: req.Priority}
 	if err := e.queue.Push(ctx, next.Encode()); err != nil {
@@ -438,12 +444,13 @@ func (h *runHeartbeat) valid(now time.Time) bool {
 	return h.lostErr() == nil && now.UnixNano() < h.validUntil.Load()
 }
 
-func (e *Executor) startHeartbeat(ctx context.Context, ref platforms.Ref, token string, log *zap.Logger) *runHeartbeat {
+func (a *attempt) startHeartbeat(ctx context.Context) *runHeartbeat {
+	e := a.e
 	h := &runHeartbeat{kill: make(chan struct{}), done: make(chan struct{})}
 	// runstate.Take set the heartbeat just before: trust it from now.
 	h.validUntil.Store(e.heartbeatWindow().Until(e.cfg.Clock()).UnixNano())
 	h.wg.Go(func() {
-		if err := e.heartbeat(ctx, ref, token, h); err != nil {
+		if err := a.heartbeat(ctx, h); err != nil {
 			h.lost.Store(&err)
 			close(h.kill)
 		}
@@ -451,7 +458,8 @@ func (e *Executor) startHeartbeat(ctx context.Context, ref platforms.Ref, token 
 	return h
 }
 
-func (e *Executor) heartbeat(ctx context.Context, ref platforms.Ref, token string, h *runHeartbeat) error {
+func (a *attempt) heartbeat(ctx context.Context, h *runHeartbeat) error {
+	e, ref, token := a.e, a.req.Ref, a.token
 	ttl, every := e.cfg.HeartbeatTTL, e.cfg.HeartbeatRenew
 	window := e.heartbeatWindow()
 	var livenessLost <-chan struct{}
@@ -504,7 +512,8 @@ func (e *Executor) heartbeatWindow() trust.Window {
 // live) and must still hold this run's token in Redis. Writes also carry it
 // in their context, so the tracker transport repeats it after any rate-limit
 // wait, right before the request goes out.
-func (e *Executor) fence(ref platforms.Ref, token string, hb *runHeartbeat) func(context.Context) error {
+func (a *attempt) newFence(hb *runHeartbeat) func(context.Context) error {
+	e, ref, token := a.e, a.req.Ref, a.token
 	return func(ctx context.Context) error {
 		if hb != nil && !hb.valid(e.cfg.Clock()) {
 			return fmt.Errorf("%w: heartbeat no longer trusted locally", errLostRun)
@@ -527,10 +536,10 @@ func (e *Executor) fence(ref platforms.Ref, token string, hb *runHeartbeat) func
 var executorOutcomes = map[State]string{InProgress: "started", Done: "succeeded", Failed: "failed", Enqueued: "handed back"}
 
 // move writes from → to, fenced, retrying on a platform conflict after a
-// re-read as long as the ticket is still in from. started is when the
-// pipeline started (zero before it has).
-func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time) (*platforms.Ticket, error) {
-	return e.moveAs(ctx, p, t, from, to, fence, req, started, executorOutcomes[to], "")
+// re-read as long as the ticket is still in from. The attempt's started is
+// when the pipeline started (zero before it has).
+func (a *attempt) move(ctx context.Context, t *platforms.Ticket, from, to State) (*platforms.Ticket, error) {
+	return a.moveAs(ctx, t, from, to, executorOutcomes[to], "")
 }
 
 // moveAs is move reporting the transition with outcome and reason.
@@ -542,7 +551,8 @@ func (e *Executor) move(ctx context.Context, p *Project, t *platforms.Ticket, fr
 // ticket again, and a ticket that already shows the target state then is
 // this write half done: it is finished (the labels left over removed)
 // instead of being reported as a state change.
-func (e *Executor) moveAs(ctx context.Context, p *Project, t *platforms.Ticket, from, to State, fence func(context.Context) error, req PipelineRequest, started time.Time, outcome, reason string) (*platforms.Ticket, error) {
+func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to State, outcome, reason string) (*platforms.Ticket, error) {
+	e, p, req, started, fence := a.e, a.p, a.req, a.started, a.fence
 	if err := Check(from, to, OwnerExecutor); err != nil {
 		return nil, err // before reading anything; Relabel asks again before the write
 	}
@@ -610,7 +620,8 @@ func (e *Executor) moveAs(ctx context.Context, p *Project, t *platforms.Ticket, 
 // next take finishes it (handle accepts a half-done start).
 const maxTransientTries = 3
 
-func (e *Executor) releaseRun(ref platforms.Ref, token string, terminal bool, log *zap.Logger) {
+func (a *attempt) releaseRun(terminal bool) {
+	e, ref, token, log := a.e, a.req.Ref, a.token, a.log
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := runstate.Release(ctx, e.rdb, ref, token, terminal); err != nil {

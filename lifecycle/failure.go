@@ -20,17 +20,17 @@ import (
 // retries the ticket after its backoff (InProgress → Enqueued, the next
 // attempt in the delayed set), escalates it (Failed, plus the escalation
 // label and mentions), or fails it.
-func (e *Executor) failed(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string,
-	fence func(context.Context) error, hb *runHeartbeat, res procrun.Result, started time.Time, log *zap.Logger) {
+func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.Result) {
+	e, p, req, hb, log := a.e, a.p, a.req, a.hb, a.log
 	kind, retryable := p.Pipeline.classify(res, req.Attempt)
 	var delay time.Duration
 	if kind == failRetry {
 		delay = p.Pipeline.Retry.Backoff.Delay(req.Attempt, e.cfg.Rand())
 	}
-	notes := e.persist(ctx, p, t, req, token, kind, hb, log)
+	notes := a.persist(ctx, t, kind)
 	if lost := hb.lostErr(); lost != nil {
 		log.Warn("run lost its ownership while persisting; no label written", zap.Error(lost))
-		e.releaseRun(req.Ref, token, false, log)
+		a.releaseRun(false)
 		return
 	}
 	// The outcome must be written even while shutting down.
@@ -39,7 +39,7 @@ func (e *Executor) failed(ctx context.Context, p *Project, t *platforms.Ticket, 
 	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
 	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	short := shortOutcomeComment(headline, e.cfg.Instance, res, notes, limit)
-	if err := e.postComment(wctx, p, req.Ref, body, short, fence, log); err != nil {
+	if err := a.postComment(wctx, body, short); err != nil {
 		if errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the failure comment", zap.Error(err))
 			return
@@ -47,24 +47,24 @@ func (e *Executor) failed(ctx context.Context, p *Project, t *platforms.Ticket, 
 		log.Error("post failure comment", zap.Error(err))
 	}
 	if kind == failEscalate && p.Pipeline.Escalate.Label != "" {
-		if err := e.addLabel(wctx, p, req.Ref, p.Pipeline.Escalate.Label, fence); err != nil {
+		if err := a.addLabel(wctx, p.Pipeline.Escalate.Label); err != nil {
 			log.Error("add escalation label", zap.String("label", p.Pipeline.Escalate.Label), zap.Error(err))
 		}
 	}
 	reason := res.Describe()
 	if kind == failRetry {
-		e.retryLater(wctx, p, req, token, fence, started, delay, reason, log)
+		a.retryLater(wctx, delay, reason)
 		return
 	}
 	// The comment changed the ticket's version; moveAs re-reads it.
 	if err := retryTransient(wctx, func() error {
-		_, err := e.moveAs(wctx, p, nil, InProgress, Failed, fence, req, started, kind.outcome(), reason)
+		_, err := a.moveAs(wctx, nil, InProgress, Failed, kind.outcome(), reason)
 		return err
 	}); err != nil {
 		log.Error("transition to failed (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 		return
 	}
-	e.releaseRun(req.Ref, token, true, log)
+	a.releaseRun(true)
 }
 
 // retryLater hands the ticket back for its next attempt: InProgress →
@@ -72,18 +72,18 @@ func (e *Executor) failed(ctx context.Context, p *Project, t *platforms.Ticket, 
 // request put in the delayed set, due after the backoff. Were the daemon to
 // die between the transition and the delay, the ticket is Enqueued without a
 // request and EnqueuedReconciler re-pushes it.
-func (e *Executor) retryLater(ctx context.Context, p *Project, req PipelineRequest, token string, fence func(context.Context) error,
-	started time.Time, delay time.Duration, reason string, log *zap.Logger) {
+func (a *attempt) retryLater(ctx context.Context, delay time.Duration, reason string) {
+	e, req, log := a.e, a.req, a.log
 	next := NextAttempt(req.Attempt)
 	why := fmt.Sprintf("%s; attempt %d in %s", reason, next, delay)
 	if err := retryTransient(ctx, func() error {
-		_, err := e.moveAs(ctx, p, nil, InProgress, Enqueued, fence, req, started, failRetry.outcome(), why)
+		_, err := a.moveAs(ctx, nil, InProgress, Enqueued, failRetry.outcome(), why)
 		return err
 	}); err != nil {
 		log.Error("transition to enqueued for a retry (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 		return
 	}
-	e.releaseRun(req.Ref, token, false, log)
+	a.releaseRun(false)
 	due := e.cfg.Clock().Add(delay)
 	nreq := PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: SourceRetry, Attempt: next,
 		EnqueuedAt: due.UTC(), Priority: req.Priority}
@@ -96,7 +96,8 @@ func (e *Executor) retryLater(ctx context.Context, p *Project, req PipelineReque
 
 // addLabel adds label, a non-lifecycle label, to the ticket, fenced and
 // re-read after a conflict.
-func (e *Executor) addLabel(ctx context.Context, p *Project, ref platforms.Ref, label string, fence func(context.Context) error) error {
+func (a *attempt) addLabel(ctx context.Context, label string) error {
+	e, p, ref, fence := a.e, a.p, a.req.Ref, a.fence
 	return retryTransient(ctx, func() error {
 		var err error
 		for try := 0; try < 4; try++ {

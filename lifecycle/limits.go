@@ -28,7 +28,8 @@ func (e *Executor) atLimit(ctx context.Context, p *Project) (string, bool) {
 // names the full semaphore when the project (or its token) is at its limit.
 // A stale request (its ticket already ran a later attempt) is reported as
 // not taken, like one whose ticket another run owns: both are dropped.
-func (e *Executor) takeRun(ctx context.Context, p *Project, rec runstate.Record, log *zap.Logger) (took bool, limited string, err error) {
+func (a *attempt) takeRun(ctx context.Context, rec runstate.Record) (took bool, limited string, err error) {
+	e, p, log := a.e, a.p, a.log
 	res, full, err := runstate.Take(ctx, e.rdb, rec, e.cfg.HeartbeatTTL, e.cfg.Clock(), p.slots())
 	if res == runstate.Stale {
 		log.Info("request is stale: the ticket already ran a later attempt")

@@ -131,7 +131,8 @@ func (a *attemptLog) Close() error {
 // openOutput opens the attempt's log file and records where it is; on
 // failure the run goes ahead without one (the failure comment still has
 // the tail) and the problem is logged.
-func (e *Executor) openOutput(ctx context.Context, req PipelineRequest, log *zap.Logger) *attemptLog {
+func (a *attempt) openOutput(ctx context.Context) *attemptLog {
+	e, req, log := a.e, a.req, a.log
 	path := LogPath(e.cfg.WorkDir, e.cfg.LogsDir, req.Ref, req.Attempt)
 	out, err := openAttemptLog(path, e.cfg.LogMaxBytes, log)
 	if err != nil {

@@ -22,8 +22,8 @@ const DefaultPersistTimeout = 2 * time.Minute
 // Failed label, with the pipeline's environment plus AGENTSMITH_OUTCOME. It
 // never blocks the transition: a failure is logged and returned as a note
 // for the failure comment. The heartbeat's kill stops it if the run is lost.
-func (e *Executor) persist(ctx context.Context, p *Project, t *platforms.Ticket, req PipelineRequest, token string,
-	kind failureKind, hb *runHeartbeat, log *zap.Logger) []string {
+func (a *attempt) persist(ctx context.Context, t *platforms.Ticket, kind failureKind) []string {
+	e, p, req, token, hb, log := a.e, a.p, a.req, a.token, a.hb, a.log
 	if len(p.Pipeline.PersistCommand) == 0 {
 		return nil
 	}

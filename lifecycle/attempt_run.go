@@ -1,0 +1,26 @@
+package lifecycle
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// attempt is one run of a request, from the take of its run to the written
+// outcome: the values every step of it shares, so each step takes only what
+// varies per call (the ticket snapshot, the states, the outcome).
+type attempt struct {
+	e     *Executor
+	p     *Project
+	req   PipelineRequest
+	token string
+	log   *zap.Logger
+	// started is when the pipeline started; zero before it has.
+	started time.Time
+	// hb is the run's heartbeat; nil before the pipeline starts.
+	hb *runHeartbeat
+	// fence is checked before every label write: without the heartbeat
+	// before the pipeline starts, with it once the heartbeat runs.
+	fence func(context.Context) error
+}

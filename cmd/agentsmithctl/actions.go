@@ -14,6 +14,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 var timeZero time.Time
@@ -35,6 +36,22 @@ func (a *app) claims(ctx context.Context) (*lifecycle.ClaimService, *queue.Queue
 		LockTTL: a.cfg.ClaimLockTTL, Labels: a.labels(), Observer: obs}), q, flush
 }
 
+// withClaims runs fn on the ticket with the claim service and queue the
+// daemon would use, for the commands that act under a ticket's claim lock,
+// and flushes the audit events fn emitted.
+func (a *app) withClaims(ctx context.Context, ticket, project string, fn func(platforms.Ref, *lifecycle.ClaimService, *queue.Queue) error) error {
+	if err := a.loadTrackers(); err != nil {
+		return err
+	}
+	ref, err := a.loadTicket(ticket, project)
+	if err != nil {
+		return err
+	}
+	claims, q, flush := a.claims(ctx)
+	defer flush()
+	return fn(ref, claims, q)
+}
+
 func requeueCmd(a *app) *cobra.Command {
 	var project string
 	cmd := &cobra.Command{
@@ -46,16 +63,11 @@ heartbeat and that the tracker shows it Enqueued, then pushes a PipelineRequest 
 the ticket's attempt count. Otherwise it changes nothing and says why (exit 0).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := a.loadTrackers(); err != nil {
+			var res ops.RequeueResult
+			err := a.withClaims(cmd.Context(), argv[0], project, func(ref platforms.Ref, claims *lifecycle.ClaimService, q *queue.Queue) (err error) {
+				res, err = ops.Requeue(cmd.Context(), claims, q, ref)
 				return err
-			}
-			ref, err := a.loadTicket(argv[0], project)
-			if err != nil {
-				return err
-			}
-			claims, q, flush := a.claims(cmd.Context())
-			res, err := ops.Requeue(cmd.Context(), claims, q, ref)
-			flush()
+			})
 			if err != nil {
 				return err
 			}
@@ -83,16 +95,11 @@ PipelineRequest. Any other ticket (pending, enqueued, in progress, done, closed,
 trigger label) is left as it is, and the command says why (exit 0).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if err := a.loadTrackers(); err != nil {
+			var res lifecycle.RetryResult
+			err := a.withClaims(cmd.Context(), argv[0], project, func(ref platforms.Ref, claims *lifecycle.ClaimService, _ *queue.Queue) (err error) {
+				res, err = claims.Retry(cmd.Context(), ref, lifecycle.SourceOperator, a.instance())
 				return err
-			}
-			ref, err := a.loadTicket(argv[0], project)
-			if err != nil {
-				return err
-			}
-			claims, _, flush := a.claims(cmd.Context())
-			res, err := claims.Retry(cmd.Context(), ref, lifecycle.SourceOperator, a.instance())
-			flush()
+			})
 			if err != nil {
 				return err
 			}

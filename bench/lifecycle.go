@@ -78,7 +78,7 @@ func (b *bench) lifecycleScenarios(ctx context.Context, split bool) error {
 	exDone := make(chan error, 1)
 	go func() { exDone <- ex.Run(runCtx) }()
 	defer func() { cancel(); <-exDone }()
-	poller := lifecycle.NewPoller(w.claims, nil, zap.NewNop())
+	poller := lifecycle.NewPoller(w.claims, zap.NewNop())
 
 	type scenario struct {
 		name, project, repo string

@@ -82,7 +82,7 @@ const (
 	// once its headers have: deliveries are at most a few hundred KB.
 	DefaultBodyTimeout     = 10 * time.Second
 	DefaultTriggerLabel    = "agent-smith"
-	DefaultPollInterval    = 60 * time.Second
+	DefaultPollInterval    = lifecycle.DefaultPollInterval
 	MinPollInterval        = time.Second
 	DefaultPipelineTimeout = 30 * time.Minute
 	DefaultMaxAttempts     = 3
@@ -97,8 +97,8 @@ const (
 	DefaultBackoffMax      = 10 * time.Minute
 	DefaultBackoffFactor   = 2.0
 	DefaultCancelCheck     = lifecycle.DefaultCancelCheck
-	DefaultStuckEnqueued   = housekeeping.DefaultStuckEnqueued
-	DefaultStuckInProgress = housekeeping.DefaultStuckInProgress
+	DefaultStuckEnqueued   = lifecycle.DefaultStuckEnqueued
+	DefaultStuckInProgress = lifecycle.DefaultStuckInProgress
 )
 
 // Config is the whole daemon configuration. Zero values mean "default".

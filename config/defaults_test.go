@@ -74,9 +74,10 @@ func TestEmptyConfigPrintsTheServicesDefaults(t *testing.T) {
 		"projects[2].base_url":                 azuredevops.DefaultBaseURL,
 		"projects[0].pipeline.persist_timeout": lifecycle.DefaultPersistTimeout,
 		"projects[0].priority.default":         lifecycle.DefaultPriority,
-		"projects[0].stuck.enqueued_after":     housekeeping.DefaultStuckEnqueued,
-		"projects[0].stuck.in_progress_after":  housekeeping.DefaultStuckInProgress,
-		"projects[2].stuck.in_progress_after":  housekeeping.DefaultStuckInProgress,
+		"projects[0].polling.interval":         lifecycle.DefaultPollInterval,
+		"projects[0].stuck.enqueued_after":     lifecycle.DefaultStuckEnqueued,
+		"projects[0].stuck.in_progress_after":  lifecycle.DefaultStuckInProgress,
+		"projects[2].stuck.in_progress_after":  lifecycle.DefaultStuckInProgress,
 	}
 	for path, want := range owners {
 		got, err := lookup(printed, path)

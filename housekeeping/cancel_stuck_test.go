@@ -38,8 +38,8 @@ func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := NewStuckDetector(w.RDB, w.Queue, claims, StuckDetectorConfig{Clock: func() time.Time { return now },
-		Projects: map[string]StuckThresholds{lifecycletest.Project: {EnqueuedAfter: time.Minute, InProgressAfter: 5 * time.Minute, Comment: true}}})
+	claims.Projects()[lifecycletest.Project].Stuck = lifecycle.StuckThresholds{EnqueuedAfter: time.Minute, InProgressAfter: 5 * time.Minute, Comment: true}
+	d := NewStuckDetector(w.RDB, w.Queue, claims, StuckDetectorConfig{Clock: func() time.Time { return now }})
 	for range 2 { // the second cycle must add nothing
 		if err := d.Check(t.Context()); err != nil {
 			t.Fatal(err)

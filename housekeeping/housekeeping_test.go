@@ -229,7 +229,7 @@ func TestSweeperClaimsTriggersNoWebhookBroughtIn(t *testing.T) {
 	missed := w.Sim.CreateIssue(lifecycletest.Repo, "webhook refused with 503", "", "agent-smith")
 	done := w.Sim.CreateIssue(lifecycletest.Repo, "finished", "", "agent-smith", "agent-smith:done")
 	untriggered := w.Sim.CreateIssue(lifecycletest.Repo, "no trigger", "")
-	s := NewTriggerSweeper(w.Claims, TriggerSweeperConfig{Projects: []string{lifecycletest.Project}})
+	s := NewTriggerSweeper(w.Claims, TriggerSweeperConfig{})
 	if err := s.Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -245,5 +245,27 @@ func TestSweeperClaimsTriggersNoWebhookBroughtIn(t *testing.T) {
 	reqs := w.Requests(t)
 	if len(reqs) != 1 || reqs[0].Source != lifecycle.SourceSweep {
 		t.Errorf("queue = %+v, want one sweep request", reqs)
+	}
+}
+
+// A project that polls is the Poller's to list: the sweeper reads
+// lifecycle.Project.PollInterval and leaves it alone, so a triggered ticket
+// is not listed twice per cycle.
+func TestSweeperLeavesPolledProjectsToThePoller(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	w.Claims.Projects()[lifecycletest.Project].PollInterval = time.Minute
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "the poller's", "", "agent-smith")
+	if err := NewTriggerSweeper(w.Claims, TriggerSweeperConfig{}).Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.State(t, n); st != lifecycle.Pending {
+		t.Errorf("ticket of a polled project is %s after the sweep, want pending (the poller lists it)", st)
+	}
+	w.Claims.Projects()[lifecycletest.Project].PollInterval = 0
+	if err := NewTriggerSweeper(w.Claims, TriggerSweeperConfig{}).Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.State(t, n); st != lifecycle.Enqueued {
+		t.Errorf("ticket of a webhook-only project is %s after the sweep, want enqueued", st)
 	}
 }

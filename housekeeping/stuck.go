@@ -14,28 +14,11 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
-
-// Stuck thresholds' defaults (seed 004: a ticket in the same state longer
-// than 30 minutes is blocked).
-const (
-	DefaultStuckEnqueued   = 30 * time.Minute
-	DefaultStuckInProgress = 2 * time.Hour
-)
-
-// StuckThresholds are one project's limits on time in state.
-type StuckThresholds struct {
-	EnqueuedAfter   time.Duration // default DefaultStuckEnqueued
-	InProgressAfter time.Duration // default DefaultStuckInProgress
-	// Comment posts one comment per stuck state on the ticket.
-	Comment bool
-}
 
 // StuckDetectorConfig configures a StuckDetector.
 type StuckDetectorConfig struct {
-	// Projects maps project names to their thresholds; a project missing
-	// here gets the defaults, without comments.
-	Projects map[string]StuckThresholds
 	Interval time.Duration // default DefaultSlowInterval
 	// FlagTTL is how long a flag is remembered (default keys.StuckFlagTTL).
 	FlagTTL time.Duration
@@ -88,15 +71,13 @@ func (d *StuckDetector) Run(ctx context.Context) error {
 	return loop(ctx, d.log, d.cfg.Interval, d.cfg.Interval, nil, nil, d.Check, d.Check)
 }
 
-func (d *StuckDetector) thresholds(project string) StuckThresholds {
-	th := d.cfg.Projects[project]
-	if th.EnqueuedAfter <= 0 {
-		th.EnqueuedAfter = DefaultStuckEnqueued
+// thresholds are the limits of a ticket's project; a ticket whose project
+// is no longer configured gets the defaults, without comments.
+func (d *StuckDetector) thresholds(ref platforms.Ref) lifecycle.StuckThresholds {
+	if p, ok := d.claims.Projects().Lookup(ref); ok {
+		return p.Stuck
 	}
-	if th.InProgressAfter <= 0 {
-		th.InProgressAfter = DefaultStuckInProgress
-	}
-	return th
+	return lifecycle.StuckThresholds{}
 }
 
 // stay is one ticket's time in a state. req carries the ticket, attempt and
@@ -118,11 +99,8 @@ func (d *StuckDetector) Check(ctx context.Context) error {
 	now := d.cfg.Clock()
 	var errs []error
 	for _, s := range stays {
-		th := d.thresholds(s.req.Ref.Project)
-		limit := th.EnqueuedAfter
-		if s.state == lifecycle.InProgress {
-			limit = th.InProgressAfter
-		}
+		th := d.thresholds(s.req.Ref)
+		limit := th.Limit(s.state)
 		if in := now.Sub(s.since); in > limit {
 			if err := d.flag(ctx, s, in, limit, th.Comment); err != nil {
 				errs = append(errs, err)

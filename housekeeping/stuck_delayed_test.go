@@ -22,8 +22,8 @@ func TestStuckDetectorSeesTheDelayedSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := NewStuckDetector(w.RDB, w.Queue, claims, StuckDetectorConfig{Clock: func() time.Time { return now },
-		Projects: map[string]StuckThresholds{lifecycletest.Project: {EnqueuedAfter: time.Minute, InProgressAfter: 5 * time.Minute}}})
+	claims.Projects()[lifecycletest.Project].Stuck = lifecycle.StuckThresholds{EnqueuedAfter: time.Minute, InProgressAfter: 5 * time.Minute}
+	d := NewStuckDetector(w.RDB, w.Queue, claims, StuckDetectorConfig{Clock: func() time.Time { return now }})
 	if err := d.Check(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,6 @@ import (
 
 // TriggerSweeperConfig configures a TriggerSweeper.
 type TriggerSweeperConfig struct {
-	// Projects are the projects to sweep: those that do not poll. A project
-	// that polls is already listed by the poller.
-	Projects []string
-	// Blocked are the projects requiring readiness: their tickets recorded
-	// as blocked are claimed again every cycle (a blocker in another
-	// repository or project sends no close event here).
-	Blocked  []string
 	Interval time.Duration // default DefaultSlowInterval
 	// Fence is checked right before every claim's write; see
 	// StaleJobDetectorConfig.Fence.
@@ -33,6 +26,11 @@ type TriggerSweeperConfig struct {
 // not redeliver on their own), and reverted tickets whose reclaim failed.
 // Without it a webhook-only project would keep such tickets Pending until a
 // human touched them. One list call per swept project per cycle.
+//
+// It sweeps the claim service's projects that do not poll (a project that
+// polls is already listed by the Poller), and retries the tickets recorded
+// as blocked of the projects requiring readiness every cycle (a blocker in
+// another repository or project sends no close event here).
 type TriggerSweeper struct {
 	cfg    TriggerSweeperConfig
 	claims *lifecycle.ClaimService
@@ -55,10 +53,6 @@ func NewTriggerSweeper(claims *lifecycle.ClaimService, cfg TriggerSweeperConfig)
 
 // Run sweeps every Interval until ctx is done.
 func (s *TriggerSweeper) Run(ctx context.Context) error {
-	if len(s.cfg.Projects) == 0 && len(s.cfg.Blocked) == 0 {
-		<-ctx.Done()
-		return nil
-	}
 	return loop(ctx, s.log, s.cfg.Interval, s.cfg.Interval, nil, nil, s.Sweep, s.Sweep)
 }
 
@@ -67,7 +61,11 @@ func (s *TriggerSweeper) Run(ctx context.Context) error {
 func (s *TriggerSweeper) Sweep(ctx context.Context) error {
 	ctx = trackerhttp.WithFence(ctx, s.cfg.Fence)
 	var errs []error
-	for _, name := range s.cfg.Projects {
+	projects := s.claims.Projects()
+	for _, name := range projects.Names() {
+		if projects[name].PollInterval > 0 {
+			continue
+		}
 		claimed, err := s.claims.ClaimTriggered(ctx, name, lifecycle.SourceSweep, s.cfg.Fence)
 		if err != nil {
 			errs = append(errs, err)
@@ -77,7 +75,10 @@ func (s *TriggerSweeper) Sweep(ctx context.Context) error {
 				zap.String("platform", res.Request.Ref.Platform), zap.String("project", name), zap.Int("attempt", res.Request.Attempt))
 		}
 	}
-	for _, name := range s.cfg.Blocked {
+	for _, name := range projects.Names() {
+		if !projects[name].RequireNoOpenBlockers {
+			continue
+		}
 		if err := s.cfg.Fence(ctx); err != nil {
 			return fmt.Errorf("sweep blocked tickets of %s: %w", name, err)
 		}

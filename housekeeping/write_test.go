@@ -71,7 +71,7 @@ func TestGiveUpWithoutItsCommentWritesNothingAndTheNextClaimGivesUp(t *testing.T
 		t.Fatalf("attempt count %d (%v), want 2 kept", last, err)
 	}
 	p.Tracker = real
-	if err := NewTriggerSweeper(w.Claims, TriggerSweeperConfig{Projects: []string{lifecycletest.Project}}).Sweep(t.Context()); err != nil {
+	if err := NewTriggerSweeper(w.Claims, TriggerSweeperConfig{}).Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if s := w.State(t, n); s != lifecycle.Failed {

@@ -2,49 +2,75 @@ package lifecycle
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 )
 
-// Poller claims triggered tickets of the projects that opted in to polling.
-// It runs on one replica at a time, under agentsmith:leader:poller.
+// DefaultPollInterval is how often a project that opted in to polling is
+// listed when its config names no interval.
+const DefaultPollInterval = 60 * time.Second
+
+// Poller claims triggered tickets of the projects that opted in to polling
+// (Project.PollInterval > 0). It runs on one replica at a time, under
+// agentsmith:leader:poller.
 type Poller struct {
-	claims    *ClaimService
-	intervals map[string]time.Duration // project name → poll interval
-	log       *zap.Logger
+	claims *ClaimService
+	log    *zap.Logger
 }
 
-// NewPoller polls each named project at its interval.
-func NewPoller(claims *ClaimService, intervals map[string]time.Duration, log *zap.Logger) *Poller {
+// NewPoller polls the claim service's projects, each at its own interval.
+func NewPoller(claims *ClaimService, log *zap.Logger) *Poller {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Poller{claims: claims, intervals: intervals, log: log.Named("poller")}
+	return &Poller{claims: claims, log: log.Named("poller")}
 }
 
-// Run polls until ctx is done.
+// Polls reports whether any project polls: a replica whose projects are
+// all webhook-driven does not contend for the poller's lease.
+func (p *Poller) Polls() bool {
+	for _, pr := range p.claims.Projects() {
+		if pr.PollInterval > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Run polls until ctx is done. One loop serves every project: each is
+// polled when its interval has passed since its last poll began, in name
+// order when several are due, so a slow tracker delays the others' polls
+// instead of piling up concurrent ones.
 func (p *Poller) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for name, every := range p.intervals {
-		wg.Go(func() {
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
+	next := map[string]time.Time{}
+	for {
+		now := time.Now()
+		wake := now.Add(DefaultPollInterval)
+		projects := p.claims.Projects()
+		for _, name := range projects.Names() {
+			every := projects[name].PollInterval
+			if every <= 0 {
+				continue
+			}
+			if due, ok := next[name]; !ok || !now.Before(due) {
+				next[name] = now.Add(every)
 				if _, err := p.PollOnce(ctx, name); err != nil && ctx.Err() == nil {
 					p.log.Warn("poll failed", zap.String("project", name), zap.Error(err))
 				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
 			}
-		})
+			if next[name].Before(wake) {
+				wake = next[name]
+			}
+		}
+		t := time.NewTimer(time.Until(wake))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
 	}
-	wg.Wait()
-	return nil
 }
 
 // PollOnce claims the project's triggered tickets that look Pending

@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"cmp"
+	"slices"
 	"syscall"
 	"time"
 
@@ -28,6 +30,37 @@ type Project struct {
 	// Commands are the comment commands (`/agent-smith retry`) of the
 	// project's tickets; the zero value turns them off.
 	Commands Commands
+	// PollInterval is how often the Poller lists the project's triggered
+	// tickets (polling.enabled); 0 means webhooks alone bring them in and
+	// the TriggerSweeper lists the project each slow cycle instead.
+	PollInterval time.Duration
+	// Stuck says when a ticket has been Enqueued or InProgress too long.
+	Stuck StuckThresholds
+}
+
+// Default time-in-state limits past which a ticket is flagged as stuck (a
+// run of two hours is slow for most pipelines; a request waiting longer
+// than 30 minutes is blocked).
+const (
+	DefaultStuckEnqueued   = 30 * time.Minute
+	DefaultStuckInProgress = 2 * time.Hour
+)
+
+// StuckThresholds are one project's limits on time in state.
+type StuckThresholds struct {
+	EnqueuedAfter   time.Duration // default DefaultStuckEnqueued
+	InProgressAfter time.Duration // default DefaultStuckInProgress
+	// Comment posts one comment per stuck state on the ticket.
+	Comment bool
+}
+
+// Limit is the time in state past which a ticket in s is stuck, the
+// default where the threshold is unset.
+func (t StuckThresholds) Limit(s State) time.Duration {
+	if s == InProgress {
+		return cmp.Or(t.InProgressAfter, DefaultStuckInProgress)
+	}
+	return cmp.Or(t.EnqueuedAfter, DefaultStuckEnqueued)
 }
 
 // Pipeline is the command run for every claimed ticket of a project.
@@ -58,6 +91,17 @@ type Pipeline struct {
 
 // Projects indexes projects by name.
 type Projects map[string]*Project
+
+// Names are the project names in order, so every loop over projects runs
+// them in the same order on every replica and every cycle.
+func (p Projects) Names() []string {
+	names := make([]string, 0, len(p))
+	for name := range p {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Lookup returns the project a ref belongs to.
 func (p Projects) Lookup(ref platforms.Ref) (*Project, bool) {

@@ -16,7 +16,7 @@ func TestPollOnceClaimsTriggeredPendingTicketsOnly(t *testing.T) {
 	missed := w.Sim.CreateIssue("acme/app", "triggered", "", "agent-smith")
 	done := w.Sim.CreateIssue("acme/app", "finished", "", "agent-smith", "agent-smith:done")
 	untriggered := w.Sim.CreateIssue("acme/app", "no trigger", "")
-	p := lifecycle.NewPoller(w.Claims, nil, zaptest.NewLogger(t))
+	p := lifecycle.NewPoller(w.Claims, zaptest.NewLogger(t))
 	n, err := p.PollOnce(t.Context(), lifecycletest.Project)
 	if err != nil || n != 1 {
 		t.Fatalf("poll = %d, %v; want one claimed", n, err)

@@ -110,6 +110,11 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		},
 		Priority: lifecycle.PriorityPolicy{Labels: pc.Priority.Labels, Default: pc.Priority.Default},
 		Limits:   lifecycle.Limits{Concurrency: pl.Concurrency, TokenConcurrency: pc.TokenConcurrency},
+		Stuck: lifecycle.StuckThresholds{EnqueuedAfter: pc.Stuck.EnqueuedAfter, InProgressAfter: pc.Stuck.InProgressAfter,
+			Comment: pc.Stuck.Comment},
+	}
+	if pc.Polling.Enabled {
+		p.PollInterval = pc.Polling.Interval
 	}
 	// config.Load refused a run_as that does not resolve.
 	p.Pipeline.RunAs, _ = pl.RunAsCredential()

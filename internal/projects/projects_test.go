@@ -2,8 +2,10 @@ package projects
 
 import (
 	"testing"
+	"time"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -27,5 +29,33 @@ func TestWebURLShapes(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s WebURL(%s) = %q, %v; want %q", c.platform, c.id, got, err, c.want)
 		}
+	}
+}
+
+// Every per-project setting a service reads is on lifecycle.Project, built
+// here from config: the services read it from there, never from config.
+func TestLifecycleCarriesThePerProjectSettings(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+projects:
+  - {name: polled, platform: github, repo: o/a, token_env: T, polling: {enabled: true, interval: 7s}, pipeline: {command: [run]},
+     readiness: {require_no_open_blockers: true}, stuck: {enqueued_after: 5m, comment: true}}
+  - {name: hooked, platform: github, repo: o/b, token_env: T, webhook: {secret_env: S}, polling: {interval: 9s}, pipeline: {command: [run]}}
+`), func(string) (string, bool) { return "x", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled, hooked := Lifecycle(&cfg.Projects[0], nil), Lifecycle(&cfg.Projects[1], nil)
+	if polled.PollInterval != 7*time.Second || hooked.PollInterval != 0 {
+		t.Errorf("poll intervals %s, %s; want 7s and 0 (polling off: the sweeper lists it)", polled.PollInterval, hooked.PollInterval)
+	}
+	if !polled.RequireNoOpenBlockers || hooked.RequireNoOpenBlockers {
+		t.Error("require_no_open_blockers not carried")
+	}
+	want := lifecycle.StuckThresholds{EnqueuedAfter: 5 * time.Minute, InProgressAfter: lifecycle.DefaultStuckInProgress, Comment: true}
+	if polled.Stuck != want {
+		t.Errorf("stuck %+v, want %+v", polled.Stuck, want)
+	}
+	if got := hooked.Stuck.Limit(lifecycle.Enqueued); got != lifecycle.DefaultStuckEnqueued {
+		t.Errorf("default enqueued limit %s", got)
 	}
 }

@@ -18,17 +18,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/config"
-	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
-	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/connlimit"
-	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
@@ -47,6 +43,12 @@ type Daemon struct {
 	queue    *queue.Queue
 	presence *presence.Presence
 	routes   []receiver.Route
+
+	// Built by New (roles.go), started by Run.
+	webhooks http.Handler
+	admin    http.Handler
+	receiver *receiver.Receiver // nil without the receiver role
+	services []service
 
 	mu        sync.Mutex
 	addr      string
@@ -128,6 +130,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	})
 	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID), Value: cfg.InstanceID,
 		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
+	d.buildRoles()
 	return d, nil
 }
 
@@ -178,7 +181,8 @@ func (d *Daemon) Listening() <-chan struct{} { return d.listened }
 // admin listener.
 func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }
 
-// Run runs every configured role until ctx is done, then shuts down
+// Run starts what New built (the listeners, every role's services, the
+// presence key and the audit writer) and runs them until ctx is done, then shuts down
 // gracefully: receivers stop, consumers hand back what they could not
 // finish, leases are released so another replica takes over at once.
 func (d *Daemon) Run(ctx context.Context) error {
@@ -205,33 +209,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 
+	// After the servers drained: wait for the re-claims deliveries started.
+	if d.receiver != nil {
+		defer d.receiver.Close()
+	}
 	// Two listeners: the webhook listener (the only one the internet
-	// should reach) serves the webhooks of receivers and the probes; the
-	// admin listener serves /metrics, the status page and the probes.
-	ready := func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() }
-	var webhooks http.Handler
-	if cfg.HasRole(config.RoleReceiver) {
-		rc := receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
-			BodyTimeout: cfg.Webhook.BodyTimeout, DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
-		webhooks = rc.Handler()
-		// After the servers drained: wait for the re-claims deliveries started.
-		defer rc.Close()
-	} else {
-		mux := http.NewServeMux()
-		health.Register(mux, ready)
-		webhooks = mux
-	}
-	admin := http.NewServeMux()
-	health.Register(admin, ready)
-	admin.Handle("GET /metrics", statuspage.RequireToken(cfg.Status.Token.Value(), d.metrics.Handler()))
-	status := statuspage.New(statuspage.Config{RDB: d.rdb, Queue: d.queue, Projects: d.projects, Instance: cfg.InstanceID,
-		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
-		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}, Claims: d.claims})
-	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs",
-		"POST /status/login", "POST /status/logout", "POST /status/action"} {
-		admin.Handle(route, status)
-	}
-
+	// should reach) and the admin listener.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
@@ -254,7 +237,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, s := range []struct {
 		srv *http.Server
 		ln  net.Listener
-	}{{newServer(webhooks), ln}, {newServer(admin), adminLn}} {
+	}{{newServer(d.webhooks), ln}, {newServer(d.admin), adminLn}} {
 		wg.Go(func() {
 			if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("http %s: %w", s.ln.Addr(), err)
@@ -266,88 +249,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			_ = s.srv.Shutdown(sctx)
 		})
 	}
-	if cfg.HasRole(config.RoleConsumer) {
-		exec := lifecycle.NewExecutor(d.rdb, d.queue, d.projects, lifecycle.ExecutorConfig{
-			Instance: cfg.InstanceID, Concurrency: cfg.Consumer.Concurrency,
-			HeartbeatTTL: cfg.Consumer.HeartbeatTTL, HeartbeatRenew: cfg.Consumer.HeartbeatRenew,
-			ShutdownGrace: cfg.Consumer.ShutdownGrace, KillGrace: cfg.Consumer.KillGrace,
-			WorkDir: cfg.Consumer.WorkDir, TailBytes: cfg.Consumer.TailBytes,
-			LogsDir: cfg.Consumer.Output.LogsDir, LogMaxBytes: cfg.Consumer.Output.LogMaxBytes, CancelCheck: cfg.Consumer.CancelCheck, Labels: d.labels(),
-			Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
-			LimitDelay: cfg.Consumer.LimitDelay,
-		})
-		wg.Go(func() { _ = exec.Run(ctx) })
-		out := cfg.Consumer.Output
-		roots := []string{cfg.Consumer.WorkDir}
-		if out.LogsDir != "" {
-			roots = append(roots, out.LogsDir)
-		}
-		ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{Roots: roots, MaxAge: out.Retention.MaxAge,
-			MaxBytes: out.Retention.MaxBytes, Interval: out.Retention.Interval, Logger: d.log.Named("retention")})
-		wg.Go(func() { _ = ret.Run(ctx) })
-	}
-	if cfg.HasRole(config.RolePoller) {
-		intervals := map[string]time.Duration{}
-		for _, p := range cfg.Projects {
-			if p.Polling.Enabled {
-				intervals[p.Name] = p.Polling.Interval
-			}
-		}
-		if len(intervals) > 0 {
-			poller := lifecycle.NewPoller(d.claims, intervals, d.log)
-			l := lease.New(d.rdb, lease.Config{Key: keys.Leader("poller"), Instance: cfg.InstanceID,
-				TTL: cfg.Poller.LeaseTTL, Logger: d.log.Named("lease.poller")})
-			d.metrics.WatchLease("poller", l.Valid)
-			wg.Go(func() { _ = l.Run(ctx, func(lctx context.Context) { _ = poller.Run(lctx) }) })
-		}
-	}
-	if cfg.HasRole(config.RoleHousekeeping) {
-		hk := cfg.Housekeeping
-		l := lease.New(d.rdb, lease.Config{Key: keys.Leader("housekeeping"), Instance: cfg.InstanceID,
-			TTL: hk.LeaseTTL, Logger: d.log.Named("lease.housekeeping")})
-		d.metrics.WatchLease("housekeeping", l.Valid)
-		stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
-			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
-		recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
-			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
-		var sweep, blocked []string
-		stuck := map[string]housekeeping.StuckThresholds{}
-		for _, p := range cfg.Projects {
-			if !p.Polling.Enabled {
-				sweep = append(sweep, p.Name)
-			}
-			if p.Readiness.RequireNoOpenBlockers {
-				blocked = append(blocked, p.Name)
-			}
-			stuck[p.Name] = housekeeping.StuckThresholds{EnqueuedAfter: p.Stuck.EnqueuedAfter,
-				InProgressAfter: p.Stuck.InProgressAfter, Comment: p.Stuck.Comment}
-		}
-		sweeper := housekeeping.NewTriggerSweeper(d.claims, housekeeping.TriggerSweeperConfig{
-			Projects: sweep, Blocked: blocked, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
-		promoter := housekeeping.NewDelayedPromoter(d.queue, housekeeping.DelayedPromoterConfig{
-			Interval: hk.DelayedInterval, Fence: l.Fence, Logger: d.log})
-		cancels := housekeeping.NewCancelDetector(d.rdb, d.claims, housekeeping.CancelDetectorConfig{
-			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
-		stuckDetector := housekeeping.NewStuckDetector(d.rdb, d.queue, d.claims, housekeeping.StuckDetectorConfig{
-			Projects: stuck, Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
-		repairer := housekeeping.NewLabelRepairer(d.rdb, d.claims, housekeeping.LabelRepairerConfig{
-			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
-		epoch := housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Fence: l.Fence, Logger: d.log},
-			stale.Kick, recon.Kick)
+	for _, svc := range d.services {
 		wg.Go(func() {
-			_ = l.Run(ctx, func(lctx context.Context) {
-				d.log.Info("housekeeping leader")
-				var hw sync.WaitGroup
-				hw.Go(func() { _ = stale.Run(lctx) })
-				hw.Go(func() { _ = recon.Run(lctx) })
-				hw.Go(func() { _ = epoch.Run(lctx) })
-				hw.Go(func() { _ = sweeper.Run(lctx) })
-				hw.Go(func() { _ = promoter.Run(lctx) })
-				hw.Go(func() { _ = cancels.Run(lctx) })
-				hw.Go(func() { _ = stuckDetector.Run(lctx) })
-				hw.Go(func() { _ = repairer.Run(lctx) })
-				hw.Wait()
-			})
+			if err := svc.run(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("service stopped", zap.String("service", svc.name), zap.Error(err))
+			}
 		})
 	}
 	var runErr error

@@ -1,0 +1,157 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/housekeeping"
+	"github.com/agentsmithd/agentsmithd/internal/statuspage"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/pkg/health"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/lease"
+)
+
+// service is one long-running part of a replica: New builds every one
+// (one builder per role below), Run starts them and waits for them.
+type service struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// buildRoles builds the listeners' handlers and the services of the
+// replica's configured roles. Per-project settings are not read here: each
+// service reads them from the claim service's lifecycle.Projects.
+func (d *Daemon) buildRoles() {
+	d.webhooks = d.buildWebhooks()
+	d.admin = d.buildAdmin()
+	if d.cfg.HasRole(config.RoleConsumer) {
+		d.services = append(d.services, d.buildConsumer()...)
+	}
+	if d.cfg.HasRole(config.RolePoller) {
+		d.services = append(d.services, d.buildPoller()...)
+	}
+	if d.cfg.HasRole(config.RoleHousekeeping) {
+		d.services = append(d.services, d.buildHousekeeping())
+	}
+}
+
+// ready is /readyz: a replica that cannot reach Redis can claim nothing.
+func (d *Daemon) ready(ctx context.Context) error { return d.rdb.Ping(ctx).Err() }
+
+// buildWebhooks is the webhook listener's handler (the only one the
+// internet should reach): the receivers of every platform and the probes,
+// or the probes alone on a replica without the receiver role.
+func (d *Daemon) buildWebhooks() http.Handler {
+	cfg := d.cfg
+	if !cfg.HasRole(config.RoleReceiver) {
+		mux := http.NewServeMux()
+		health.Register(mux, d.ready)
+		return mux
+	}
+	d.receiver = receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
+		BodyTimeout: cfg.Webhook.BodyTimeout, DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
+	return d.receiver.Handler()
+}
+
+// buildAdmin is the admin listener's handler: /metrics, the status page and
+// the probes.
+func (d *Daemon) buildAdmin() http.Handler {
+	cfg := d.cfg
+	admin := http.NewServeMux()
+	health.Register(admin, d.ready)
+	admin.Handle("GET /metrics", statuspage.RequireToken(cfg.Status.Token.Value(), d.metrics.Handler()))
+	status := statuspage.New(statuspage.Config{RDB: d.rdb, Queue: d.queue, Projects: d.projects, Instance: cfg.InstanceID,
+		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
+		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}, Claims: d.claims})
+	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs",
+		"POST /status/login", "POST /status/logout", "POST /status/action"} {
+		admin.Handle(route, status)
+	}
+	return admin
+}
+
+// buildConsumer is the executor, which takes requests and runs pipelines,
+// and the retention of the run logs and work dirs it leaves.
+func (d *Daemon) buildConsumer() []service {
+	c := d.cfg.Consumer
+	exec := lifecycle.NewExecutor(d.rdb, d.queue, d.projects, lifecycle.ExecutorConfig{
+		Instance: d.cfg.InstanceID, Concurrency: c.Concurrency,
+		HeartbeatTTL: c.HeartbeatTTL, HeartbeatRenew: c.HeartbeatRenew,
+		ShutdownGrace: c.ShutdownGrace, KillGrace: c.KillGrace,
+		WorkDir: c.WorkDir, TailBytes: c.TailBytes,
+		LogsDir: c.Output.LogsDir, LogMaxBytes: c.Output.LogMaxBytes, CancelCheck: c.CancelCheck, Labels: d.labels(),
+		Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
+		LimitDelay: c.LimitDelay,
+	})
+	roots := []string{c.WorkDir}
+	if c.Output.LogsDir != "" {
+		roots = append(roots, c.Output.LogsDir)
+	}
+	ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{Roots: roots, MaxAge: c.Output.Retention.MaxAge,
+		MaxBytes: c.Output.Retention.MaxBytes, Interval: c.Output.Retention.Interval, Logger: d.log.Named("retention")})
+	return []service{{"executor", exec.Run}, {"retention", ret.Run}}
+}
+
+// buildPoller is the poller under its leader lease, or nothing when no
+// project polls: such a replica does not contend for the lease.
+func (d *Daemon) buildPoller() []service {
+	poller := lifecycle.NewPoller(d.claims, d.log)
+	if !poller.Polls() {
+		return nil
+	}
+	l := d.lease("poller", d.cfg.Poller.LeaseTTL)
+	return []service{{"poller", func(ctx context.Context) error {
+		return l.Run(ctx, func(lctx context.Context) { _ = poller.Run(lctx) })
+	}}}
+}
+
+// buildHousekeeping is every repair service under the housekeeping lease:
+// they run on the leader only, and each write is fenced by the lease.
+func (d *Daemon) buildHousekeeping() service {
+	hk := d.cfg.Housekeeping
+	l := d.lease("housekeeping", hk.LeaseTTL)
+	stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
+		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+	recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
+		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
+	services := []func(context.Context) error{
+		stale.Run,
+		recon.Run,
+		housekeeping.NewEpochWatcher(d.rdb, housekeeping.EpochWatcherConfig{Interval: hk.FastInterval, Fence: l.Fence, Logger: d.log},
+			stale.Kick, recon.Kick).Run,
+		housekeeping.NewTriggerSweeper(d.claims, housekeeping.TriggerSweeperConfig{
+			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
+		housekeeping.NewDelayedPromoter(d.queue, housekeeping.DelayedPromoterConfig{
+			Interval: hk.DelayedInterval, Fence: l.Fence, Logger: d.log}).Run,
+		housekeeping.NewCancelDetector(d.rdb, d.claims, housekeeping.CancelDetectorConfig{
+			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
+		housekeeping.NewStuckDetector(d.rdb, d.queue, d.claims, housekeeping.StuckDetectorConfig{
+			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
+		housekeeping.NewLabelRepairer(d.rdb, d.claims, housekeeping.LabelRepairerConfig{
+			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
+	}
+	return service{"housekeeping", func(ctx context.Context) error {
+		return l.Run(ctx, func(lctx context.Context) {
+			d.log.Info("housekeeping leader")
+			var wg sync.WaitGroup
+			for _, run := range services {
+				wg.Go(func() { _ = run(lctx) })
+			}
+			wg.Wait()
+		})
+	}}
+}
+
+// lease is the leader lease of one single-replica role, watched by the
+// agentsmith_leader metric.
+func (d *Daemon) lease(role string, ttl time.Duration) *lease.Lease {
+	l := lease.New(d.rdb, lease.Config{Key: keys.Leader(role), Instance: d.cfg.InstanceID,
+		TTL: ttl, Logger: d.log.Named("lease." + role)})
+	d.metrics.WatchLease(role, l.Valid)
+	return l
+}

@@ -4,6 +4,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/pkg/gitws"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -28,6 +29,10 @@ type Project struct {
 	// Commands are the comment commands (`/agent-smith retry`) of the
 	// project's tickets; the zero value turns them off.
 	Commands Commands
+	// Workspace, when set, keeps each ticket's work on a git branch
+	// (projects[].workspace.git): prepared before every attempt, committed
+	// and pushed after it, whatever its outcome.
+	Workspace *gitws.Repo
 }
 
 // Pipeline is the command run for every claimed ticket of a project.

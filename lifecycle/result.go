@@ -13,13 +13,12 @@ import (
 	"unicode/utf8"
 )
 
-// The files a pipeline may write in its work dir for the daemon. Their
-// names start with ".agentsmith-" so the work branch never commits them
-// (pkg/gitws excludes /.agentsmith-*).
+// ResultFileEnv names the file a pipeline may write its result to. The
+// file's name starts with ".agentsmith-" so the work branch never commits
+// it (pkg/gitws excludes /.agentsmith-*).
 const (
-	ResultFileEnv   = "AGENTSMITH_RESULT_FILE"
-	ProgressFileEnv = "AGENTSMITH_PROGRESS_FILE"
-	resultFileName  = ".agentsmith-result.json"
+	ResultFileEnv  = "AGENTSMITH_RESULT_FILE"
+	resultFileName = ".agentsmith-result.json"
 )
 
 // Bounds on a pipeline's result: it is the pipeline's output, hostile like

@@ -352,16 +352,16 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	defer cancel()
 	a.fence = a.newFence(hb)
 	if cause := cw.causeOf(); cause != "" && !res.OK() {
-		a.workNotes = a.saveWork(ctx, workDir, false, "cancelled ("+cause+")")
+		a.workNotes = a.saveWork(ctx, workDir, false, "cancelled ("+cause+")", 0)
 		a.failCancelled(wctx, InProgress, cause)
 		return
 	}
 	switch {
 	case res.Canceled:
-		a.workNotes = a.saveWork(ctx, workDir, false, "stopped by shutdown, handed back")
+		a.workNotes = a.saveWork(ctx, workDir, false, "stopped by shutdown, handed back", handBackSaveTimeout)
 		a.handBack(wctx, t)
 	case res.OK():
-		a.workNotes = a.saveWork(ctx, workDir, true, "")
+		a.workNotes = a.saveWork(ctx, workDir, true, "", 0)
 		a.doneComment(wctx, res)
 		if _, err := a.moveRetrying(wctx, t, InProgress, Done); err != nil {
 			log.Error("transition to done (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))

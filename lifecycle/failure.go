@@ -28,7 +28,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 		delay = p.Pipeline.Retry.Backoff.Delay(req.Attempt, e.cfg.Rand())
 	}
 	notes := a.persist(ctx, t, kind)
-	notes = append(notes, a.saveWork(ctx, WorkDir(e.cfg.WorkDir, req.Ref), false, res.Describe())...)
+	notes = append(notes, a.saveWork(ctx, WorkDir(e.cfg.WorkDir, req.Ref), false, res.Describe(), 0)...)
 	notes = append(notes, a.resultNotes...)
 	if lost := hb.lostErr(); lost != nil {
 		log.Warn("run lost its ownership while persisting; no label written", zap.Error(lost))

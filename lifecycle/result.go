@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -56,7 +57,9 @@ func (r Result) Empty() bool { return strings.TrimSpace(r.Summary) == "" && len(
 // http(s)) is a warning for the comment, never an error: a result is a
 // courtesy, and a bad one must not fail a transition.
 func ReadResult(path string) (Result, []string) {
-	f, err := os.Open(path)
+	// Not followed through a symlink: the pipeline must not make the daemon
+	// show a file only the daemon may read.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Result{}, nil
 	}
@@ -64,6 +67,9 @@ func ReadResult(path string) (Result, []string) {
 		return Result{}, []string{"result file: cannot be read"}
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return Result{}, []string{"result file: ignored, not a regular file"}
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
 	if err != nil {
 		return Result{}, []string{"result file: cannot be read"}

@@ -31,6 +31,15 @@ func TestReadResultWarnsOnBadFiles(t *testing.T) {
 			t.Errorf("%s: %+v %q", name, r, warn)
 		}
 	}
+	// A symlink to a file only the daemon may read is not followed.
+	secret := writeResult(t, `{"summary":"the daemon's secret"}`)
+	link := filepath.Join(t.TempDir(), resultFileName)
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if r, warn := ReadResult(link); !r.Empty() || len(warn) != 1 {
+		t.Errorf("symlinked result: %+v %q", r, warn)
+	}
 	r, warn := ReadResult(writeResult(t, `{"summary":"`+strings.Repeat("é", maxSummaryRunes+10)+`\u0000","links":[
 		{"title":"ok","url":"https://h/pr/(1)"},{"title":"js","url":"javascript:alert(1)"},{"title":"rel","url":"/x"},
 		{"title":"creds","url":"https://u:p@h/"},{"title":"","url":"http://h/x"}]}`))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -40,7 +41,11 @@ func (a *attempt) prepareWork(ctx context.Context, workDir string) error {
 // the pipeline already did). It returns the comment's note; a failed save
 // is logged and noted, never blocks the transition. A run that lost its
 // ownership never gets here: another replica may be working on the branch.
-func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause string) []string {
+//
+// within, when positive, bounds the save below the workspace's own timeout
+// (a hand-back on shutdown must not hold the replica for a whole pipeline
+// timeout).
+func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause string, within time.Duration) []string {
 	ws := a.p.Workspace
 	if ws == nil || a.branch == "" || (a.hb != nil && a.hb.lostErr() != nil) {
 		return nil
@@ -51,7 +56,13 @@ func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause s
 	}
 	// A shutdown cancels ctx: the save is what keeps the work then, so it
 	// runs on, bounded by the workspace's own timeout.
-	ctx, stop := a.killable(context.WithoutCancel(ctx))
+	ctx = context.WithoutCancel(ctx)
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	ctx, stop := a.killable(ctx)
 	defer stop()
 	s, err := ws.Save(ctx, workDir, a.branch, msg)
 	if err != nil {
@@ -61,6 +72,11 @@ func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause s
 	a.log.Info("work branch pushed", zap.String("branch", a.branch), zap.String("head", s.Head), zap.Bool("committed", s.Committed), zap.Int("merged", s.Merged))
 	return []string{fmt.Sprintf("work branch `%s`: pushed at %s", a.branch, short(s.Head))}
 }
+
+// handBackSaveTimeout bounds the work branch's save when a shutdown hands
+// the run back: long enough for a push, short enough that a replica
+// shutting down is not held for a pipeline's timeout.
+const handBackSaveTimeout = time.Minute
 
 // killable is ctx cancelled also when the run's heartbeat is lost.
 func (a *attempt) killable(ctx context.Context) (context.Context, context.CancelFunc) {

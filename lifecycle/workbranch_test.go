@@ -141,3 +141,50 @@ printf '%s' '{"summary":"Opened a PR *now* @alice","links":[{"title":"PR #1","ur
 		t.Errorf("done comment carries a javascript: link:\n%s", done)
 	}
 }
+
+// A shutdown hand-back pushes the stopped run's work before the ticket goes
+// back to the queue.
+func TestShutdownHandBackPushesTheWork(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	bare := bareRemote(t)
+	ws, err := gitws.New(gitws.Config{URL: bare, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := w.Projects[lifecycletest.Project]
+	p.Workspace = ws
+	dir := t.TempDir()
+	p.Pipeline.Env = map[string]string{"D": dir}
+	p.Pipeline.Command = []string{"sh", "-c", `echo partial > part.txt; touch "$D/started"; while :; do sleep 0.02; done`}
+	rec := &lifecycletest.Recorder{}
+	stop := replica(t, w, "replica-a", filepath.Join(dir, "work"), rec)
+	n := claim(t, w, "interrupted")
+	eventually.Wait(t, 20*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	stop()
+	if s := w.State(t, n); s != lifecycle.Enqueued {
+		t.Fatalf("state %s, want enqueued (handed back)", s)
+	}
+	branch := fmt.Sprintf("agent-smith/acme-app-%d", n)
+	if got := git(t, bare, "log", "-1", "--format=%s", branch); got != "[wip] agent-smith attempt 1: stopped by shutdown, handed back" {
+		t.Fatalf("branch head = %q", got)
+	}
+	if got := git(t, bare, "show", branch+":part.txt"); got != "partial" {
+		t.Fatalf("part.txt on the branch = %q", got)
+	}
+}
+
+// A result file that is not JSON is a warning line in the Done comment; the
+// ticket is Done all the same.
+func TestInvalidResultIsAWarningNotAFailure(t *testing.T) {
+	w := lifecycletest.New(t, 1)
+	p := w.Projects[lifecycletest.Project]
+	p.Pipeline.Command = []string{"sh", "-c", `printf '{"summary": ' > "$AGENTSMITH_RESULT_FILE"`}
+	rec := &lifecycletest.Recorder{}
+	replica(t, w, "replica-a", filepath.Join(t.TempDir(), "work"), rec)
+	n := claim(t, w, "sloppy result")
+	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+	if len(is.Comments) != 1 || !strings.Contains(is.Comments[0].Body, "- result file: ignored, not valid JSON") {
+		t.Fatalf("comments: %+v", is.Comments)
+	}
+}

@@ -16,7 +16,8 @@ import (
 )
 
 // failed handles a failed attempt while the run still owns the ticket: it
-// runs the project's persist command, posts the failure comment, then
+// runs the project's persist command, saves the work branch as a [wip]
+// commit (workbranch.go), posts the failure comment, then
 // retries the ticket after its backoff (InProgress → Enqueued, the next
 // attempt in the delayed set), escalates it (Failed, plus the escalation
 // label and mentions), or fails it.

@@ -156,12 +156,13 @@ func (r *Repo) Branch(ticketID string) (string, error) { return BranchName(r.cfg
 // own config. The credential is here and nowhere else.
 func (r *Repo) buildEnv() []string {
 	var env []string
-	for _, k := range []string{"PATH", "HOME", "LANG", "TZ", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"} {
+	for _, k := range []string{"PATH", "HOME", "TZ", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
 	}
-	env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "SSH_ASKPASS=true", "GCM_INTERACTIVE=never",
+	// C locale: rejected reads git's English messages.
+	env = append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "SSH_ASKPASS=true", "GCM_INTERACTIVE=never",
 		"GIT_AUTHOR_NAME="+r.cfg.AuthorName, "GIT_AUTHOR_EMAIL="+r.cfg.AuthorEmail,
 		"GIT_COMMITTER_NAME="+r.cfg.AuthorName, "GIT_COMMITTER_EMAIL="+r.cfg.AuthorEmail)
 	kv := [][2]string{

@@ -278,6 +278,8 @@ type Project struct {
 	Reactions bool `yaml:"reactions"`
 	// Commands are the comment commands (`/agent-smith retry`, `cancel`).
 	Commands Commands `yaml:"commands"`
+	// Workspace keeps each ticket's work on a git branch between attempts.
+	Workspace Workspace `yaml:"workspace"`
 
 	tokenEnv, tokenFile Secret
 }
@@ -587,6 +589,7 @@ func (c *Config) applyDefaults(baseDir string) {
 		setDefault(&p.Pipeline.Timeout, DefaultPipelineTimeout)
 		setDefault(&p.Pipeline.MaxAttempts, DefaultMaxAttempts)
 		p.Pipeline.applyDefaults()
+		p.Workspace.Git.applyDefaults(p.Pipeline.Timeout)
 		setDefault(&p.Priority.Default, DefaultPriority)
 		setDefault(&p.Stuck.EnqueuedAfter, DefaultStuckEnqueued)
 		setDefault(&p.Stuck.InProgressAfter, DefaultStuckInProgress)

@@ -102,6 +102,10 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 			errs.add(path+".name", fmt.Sprintf("duplicate of projects[%d]", j))
 		}
 		secret(&p.Token, path+".token")
+		p.Workspace.Git.validate(errs, path+".workspace.git")
+		if p.Workspace.Git.Token.IsSet() {
+			secret(&p.Workspace.Git.Token, path+".workspace.git.token")
+		}
 		if p.GitHubApp.PrivateKey.IsSet() {
 			secret(&p.GitHubApp.PrivateKey, path+".github_app.private_key")
 			checkRSAKey(errs, path+".github_app.private_key", p.GitHubApp.PrivateKey)

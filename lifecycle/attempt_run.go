@@ -23,4 +23,14 @@ type attempt struct {
 	// fence is checked before every label write: without the heartbeat
 	// before the pipeline starts, with it once the heartbeat runs.
 	fence func(context.Context) error
+	// branch is the work branch prepared for this attempt; "" without a
+	// workspace or when preparing it failed (then nothing is saved).
+	branch string
+	// result is what the pipeline wrote to $AGENTSMITH_RESULT_FILE, and
+	// resultNotes the warnings reading it gave.
+	result      Result
+	resultNotes []string
+	// workNotes say what became of the work branch after the pipeline
+	// (pushed at which commit, or why not), for the outcome's comment.
+	workNotes []string
 }

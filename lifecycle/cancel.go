@@ -105,6 +105,13 @@ func (a *attempt) cancelQueued(ctx context.Context, t *platforms.Ticket) bool {
 func (a *attempt) failCancelled(ctx context.Context, from State, cause string) {
 	e, p, req, started, log := a.e, a.p, a.req, a.started, a.log
 	body := cancelComment(e.cfg.Labels, p.TriggerLabel, cause, from, req.Attempt, started, e.cfg.Clock())
+	if n := noteLines(append(append([]string(nil), a.workNotes...), a.resultNotes...)); n != "" {
+		body += "\n\n" + n
+	}
+	if r := renderResult(p.Platform, a.result); r != "" {
+		body += "\n" + r
+	}
+	body = truncateRunes(body, platforms.CommentLimit(p.Tracker))
 	if err := a.postComment(ctx, body, ""); err != nil {
 		if errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the cancellation comment", zap.Error(err))

@@ -302,7 +302,8 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	e, p, req, token, log := a.e, a.p, a.req, a.token, a.log
 	workDir := WorkDir(e.cfg.WorkDir, req.Ref)
 	spec := pipelineSpec(p, t, req.Attempt, workDir)
-	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token)
+	resultFile := ResultFile(workDir)
+	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token, ResultFileEnv+"="+resultFile)
 	spec.Grace = e.cfg.KillGrace
 	spec.TailBytes = e.cfg.TailBytes
 	// The heartbeat runs from before the pipeline starts until the outcome
@@ -315,6 +316,10 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	var res procrun.Result
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
+	} else if err := removeStale(resultFile); err != nil {
+		res = procrun.Result{ExitCode: -1, Err: err}
+	} else if err := a.prepareWork(ctx, workDir); err != nil {
+		res = procrun.Result{ExitCode: -1, Err: err}
 	} else if err := handOver(e.cfg.WorkDir, workDir, p.Pipeline.RunAs); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
 	} else {
@@ -329,6 +334,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		if out != nil {
 			_ = out.Close()
 		}
+		a.result, a.resultNotes = ReadResult(resultFile)
 		if res.Err != nil && p.Pipeline.StartHint != "" {
 			res.Err = fmt.Errorf("%w (%s)", res.Err, p.Pipeline.StartHint)
 		}
@@ -346,13 +352,17 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	defer cancel()
 	a.fence = a.newFence(hb)
 	if cause := cw.causeOf(); cause != "" && !res.OK() {
+		a.workNotes = a.saveWork(ctx, workDir, false, "cancelled ("+cause+")", 0)
 		a.failCancelled(wctx, InProgress, cause)
 		return
 	}
 	switch {
 	case res.Canceled:
+		a.workNotes = a.saveWork(ctx, workDir, false, "stopped by shutdown, handed back", handBackSaveTimeout)
 		a.handBack(wctx, t)
 	case res.OK():
+		a.workNotes = a.saveWork(ctx, workDir, true, "", 0)
+		a.doneComment(wctx, res)
 		if _, err := a.moveRetrying(wctx, t, InProgress, Done); err != nil {
 			log.Error("transition to done (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 			return

@@ -16,7 +16,8 @@ import (
 )
 
 // failed handles a failed attempt while the run still owns the ticket: it
-// runs the project's persist command, posts the failure comment, then
+// runs the project's persist command, saves the work branch as a [wip]
+// commit (workbranch.go), posts the failure comment, then
 // retries the ticket after its backoff (InProgress → Enqueued, the next
 // attempt in the delayed set), escalates it (Failed, plus the escalation
 // label and mentions), or fails it.
@@ -28,6 +29,8 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 		delay = p.Pipeline.Retry.Backoff.Delay(req.Attempt, e.cfg.Rand())
 	}
 	notes := a.persist(ctx, t, kind)
+	notes = append(notes, a.saveWork(ctx, WorkDir(e.cfg.WorkDir, req.Ref), false, res.Describe(), 0)...)
+	notes = append(notes, a.resultNotes...)
 	if lost := hb.lostErr(); lost != nil {
 		log.Warn("run lost its ownership while persisting; no label written", zap.Error(lost))
 		a.releaseRun(false)
@@ -37,6 +40,9 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
+	if r := renderResult(p.Platform, a.result); r != "" {
+		headline += "\n\n" + r
+	}
 	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	short := shortOutcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	if err := a.postComment(wctx, body, short); err != nil {

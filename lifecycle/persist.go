@@ -17,8 +17,9 @@ import (
 // no timeout.
 const DefaultPersistTimeout = 2 * time.Minute
 
-// persist runs the project's persist command (seed: branch persistence) in
-// the ticket's work dir after a failed attempt, before the retry or the
+// persist runs the project's persist command in the ticket's work dir after
+// a failed attempt (an operator's hook; the seed's branch persistence is
+// built in: workbranch.go), before the retry or the
 // Failed label, with the pipeline's environment plus AGENTSMITH_OUTCOME. It
 // never blocks the transition: a failure is logged and returned as a note
 // for the failure comment. The heartbeat's kill stops it if the run is lost.

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/pkg/gitws"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -36,6 +37,10 @@ type Project struct {
 	PollInterval time.Duration
 	// Stuck says when a ticket has been Enqueued or InProgress too long.
 	Stuck StuckThresholds
+	// Workspace, when set, keeps each ticket's work on a git branch
+	// (projects[].workspace.git): prepared before every attempt, committed
+	// and pushed after it, whatever its outcome.
+	Workspace *gitws.Repo
 }
 
 // Default time-in-state limits past which a ticket is flagged as stuck (a

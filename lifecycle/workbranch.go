@@ -1,0 +1,110 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// prepareWork brings the ticket's work dir to its work branch
+// (projects[].workspace.git) before the pipeline starts: the last commit
+// pushed by any earlier attempt, on any replica, or a new branch from the
+// base. Without a workspace it does nothing. The heartbeat's kill stops git
+// as it stops the pipeline.
+func (a *attempt) prepareWork(ctx context.Context, workDir string) error {
+	ws := a.p.Workspace
+	if ws == nil {
+		return nil
+	}
+	branch, err := ws.Branch(a.req.Ref.ID)
+	if err != nil {
+		return fmt.Errorf("work branch: %w", err)
+	}
+	ctx, stop := a.killable(ctx)
+	defer stop()
+	p, err := ws.Prepare(ctx, workDir, branch)
+	if err != nil {
+		return fmt.Errorf("work branch %s: %w", branch, err)
+	}
+	a.branch = branch
+	a.log.Info("work branch ready", zap.String("branch", branch), zap.Bool("resumed", p.Resumed), zap.String("head", p.Head))
+	return nil
+}
+
+// saveWork commits everything in the work dir and pushes the work branch,
+// before the ticket moves on: after a failure, a timeout, a cancellation or
+// a shutdown hand-back as "[wip] agent-smith attempt N: <cause>", after a
+// success as "agent-smith attempt N: succeeded" (nothing is committed when
+// the pipeline already did). It returns the comment's note; a failed save
+// is logged and noted, never blocks the transition. A run that lost its
+// ownership never gets here: another replica may be working on the branch.
+//
+// within, when positive, bounds the save below the workspace's own timeout
+// (a hand-back on shutdown must not hold the replica for a whole pipeline
+// timeout).
+func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause string, within time.Duration) []string {
+	ws := a.p.Workspace
+	if ws == nil || a.branch == "" || (a.hb != nil && a.hb.lostErr() != nil) {
+		return nil
+	}
+	msg := fmt.Sprintf("agent-smith attempt %d: succeeded", a.req.Attempt)
+	if !ok {
+		msg = fmt.Sprintf("[wip] agent-smith attempt %d: %s", a.req.Attempt, cause)
+	}
+	// A shutdown cancels ctx: the save is what keeps the work then, so it
+	// runs on, bounded by the workspace's own timeout.
+	ctx = context.WithoutCancel(ctx)
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	ctx, stop := a.killable(ctx)
+	defer stop()
+	s, err := ws.Save(ctx, workDir, a.branch, msg)
+	if err != nil {
+		a.log.Warn("save the work branch; the transition goes ahead", zap.String("branch", a.branch), zap.Error(err))
+		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (%s)", a.branch, escapeFor(a.p.Platform, firstLine(err.Error(), 300)))}
+	}
+	a.log.Info("work branch pushed", zap.String("branch", a.branch), zap.String("head", s.Head), zap.Bool("committed", s.Committed), zap.Int("merged", s.Merged))
+	return []string{fmt.Sprintf("work branch `%s`: pushed at %s", a.branch, short(s.Head))}
+}
+
+// handBackSaveTimeout bounds the work branch's save when a shutdown hands
+// the run back: long enough for a push, short enough that a replica
+// shutting down is not held for a pipeline's timeout.
+const handBackSaveTimeout = time.Minute
+
+// killable is ctx cancelled also when the run's heartbeat is lost.
+func (a *attempt) killable(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if a.hb != nil {
+		stop := make(chan struct{})
+		go func() {
+			select {
+			case <-a.hb.kill:
+				cancel()
+			case <-stop:
+			}
+		}()
+		return ctx, func() { close(stop); cancel() }
+	}
+	return ctx, cancel
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return truncateRunes(s, n)
+}

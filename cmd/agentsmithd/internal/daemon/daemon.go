@@ -307,7 +307,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			TTL: hk.LeaseTTL, Logger: d.log.Named("lease.housekeeping")})
 		d.metrics.WatchLease("housekeeping", l.Valid)
 		stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
-			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log,
+			RestartGrace: cfg.Consumer.HeartbeatTTL})
 		recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
 			FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
 		var sweep, blocked []string

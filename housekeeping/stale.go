@@ -22,14 +22,14 @@ type StaleJobDetectorConfig struct {
 	// Fence is called immediately before every write; an error skips the
 	// write. The daemon passes the housekeeping lease's Fence, so a leader
 	// paused past its lease never writes after another replica took over.
-	Fence  func(context.Context) error
-	Clock  func() time.Time
+	Fence func(context.Context) error
+	Clock func() time.Time
 	// RestartGrace is how long after Redis (re)started a missing heartbeat
 	// is not yet proof of a dead run (see redisUptime): the executors'
 	// heartbeat TTL. 0 trusts a missing heartbeat at once (tests that
 	// start a fresh Redis and build the dead run themselves).
 	RestartGrace time.Duration
-	Logger *zap.Logger
+	Logger       *zap.Logger
 }
 
 // StaleJobDetector reverts InProgress tickets whose pipeline is presumed

@@ -48,6 +48,7 @@ type Report struct {
 	// SecretLeaks counts replica log lines that contain the configured
 	// token or webhook secret.
 	SecretLeaks  int
+	Rollback     rollbackFigures // Redis restored from an old snapshot; AOF crash
 	Kills, Stops int
 	Runs         int
 	LostIDs      []string
@@ -57,7 +58,7 @@ type Report struct {
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
 func (r *Report) OK() bool {
-	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0
+	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0
 }
 
 // secretLeaks scans every replica log in dir for the configured secrets.
@@ -419,6 +420,7 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		row("Redis wipe → every Enqueued ticket queued again: worst", "no wipe")
 	}
+	r.Rollback.print(row)
 	if r.RollingRestarts > 0 {
 		row("rolling restart (SIGTERM, replace, next): replicas", r.RollingRestarts)
 		row("  SIGTERM → replica exited: worst", r.RollingExitWorst.Round(10*time.Millisecond))
@@ -439,5 +441,8 @@ func (r *Report) Print(w io.Writer) {
 	}
 	for _, s := range r.StaleWrites {
 		fmt.Fprintln(w, "stale write:", s)
+	}
+	for _, s := range r.Rollback.rerun {
+		fmt.Fprintln(w, "ended ticket ran again after the rollback:", s)
 	}
 }

@@ -38,6 +38,10 @@ type Options struct {
 	// while RollingBurst fresh tickets run: no ticket may be lost.
 	Rolling      bool
 	RollingBurst int
+	// RedisRollback restores Redis from a snapshot this old, once (0: off);
+	// RedisAOF runs Redis with AOF (everysec) and kills it -9 once.
+	RedisRollback time.Duration
+	RedisAOF      bool
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -49,7 +53,7 @@ func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
 		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
-		Rolling: true, RollingBurst: 40}
+		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true}
 }
 
 type ticket struct {
@@ -74,7 +78,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		dir = d
 	}
 	fmt.Fprintf(o.Log, "chaos: work dir %s (replica logs, configs, run log)\n", dir)
-	w, err := newWorld(ctx, dir, o.Log, o.Verbose)
+	w, err := newWorld(ctx, dir, o.Log, o.Verbose, redisSpec(o))
 	if w != nil {
 		defer w.close()
 	}
@@ -218,6 +222,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			wipe = measureWipe(ctx, w, enq, time.Now())
 		}()
 	}
+	var rb rollbackFigures
+	if o.RedisRollback > 0 || o.RedisAOF {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if o.RedisRollback > 0 {
+				rb = w.rollback(fctx, ctx, o)
+			}
+			if o.RedisAOF {
+				w.aofCrash(fctx, ctx, o, &rb)
+			}
+		}()
+	}
 	if o.TrackerFault {
 		wg.Add(1)
 		go func() {
@@ -272,6 +289,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// Let the last runs' log lines land before reading the run log.
 	_ = w.sim.WaitIdle(ctx)
 	rep := analyse(w, tickets, wipe, rolling)
+	rb.rerunFinished(w.runLog)
+	rep.Rollback = rb
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }

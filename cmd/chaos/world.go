@@ -137,7 +137,7 @@ func buildDaemon(dir string) (string, error) {
 	return bin, nil
 }
 
-func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*world, error) {
+func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spec redisserver.Spec) (*world, error) {
 	w := &world{dir: dir, runLog: filepath.Join(dir, "runs.log"), logw: logw, verbose: verbose}
 	bin, err := buildDaemon(dir)
 	if err != nil {
@@ -148,7 +148,7 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*w
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	if w.redis, err = redisserver.Start(ctx, rbin, dir); err != nil {
+	if w.redis, err = redisserver.StartSpec(ctx, rbin, dir, spec); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	w.sim = sim.New(sim.Options{})

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -55,7 +56,7 @@ func NewStaleJobDetector(rdb redis.UniversalClient, claims *lifecycle.ClaimServi
 		cfg.Fence = noFence
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

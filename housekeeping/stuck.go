@@ -14,6 +14,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // Stuck thresholds' defaults (seed 004: a ticket in the same state longer
@@ -75,7 +76,7 @@ func NewStuckDetector(rdb redis.UniversalClient, q *queue.Queue, claims *lifecyc
 		cfg.Fence = noFence
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

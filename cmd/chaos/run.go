@@ -42,6 +42,9 @@ type Options struct {
 	// RedisAOF runs Redis with AOF (everysec) and kills it -9 once.
 	RedisRollback time.Duration
 	RedisAOF      bool
+	// Skew runs replica 1's wall clock this far ahead, replica 2's as far
+	// behind (0: off).
+	Skew time.Duration
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -53,7 +56,7 @@ func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
 		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
-		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true}
+		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute}
 }
 
 type ticket struct {
@@ -78,7 +81,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		dir = d
 	}
 	fmt.Fprintf(o.Log, "chaos: work dir %s (replica logs, configs, run log)\n", dir)
-	w, err := newWorld(ctx, dir, o.Log, o.Verbose, redisSpec(o))
+	w, err := newWorld(ctx, dir, o.Log, o.Verbose, redisSpec(o), o.Skew)
 	if w != nil {
 		defer w.close()
 	}

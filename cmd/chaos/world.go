@@ -85,6 +85,7 @@ type world struct {
 	runLog  string
 	logw    io.Writer
 	verbose bool
+	skew    time.Duration // replica clocks ahead and behind (skewEnv)
 
 	mu       sync.Mutex
 	replicas []*replica
@@ -137,8 +138,8 @@ func buildDaemon(dir string) (string, error) {
 	return bin, nil
 }
 
-func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spec redisserver.Spec) (*world, error) {
-	w := &world{dir: dir, runLog: filepath.Join(dir, "runs.log"), logw: logw, verbose: verbose}
+func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spec redisserver.Spec, skew time.Duration) (*world, error) {
+	w := &world{dir: dir, runLog: filepath.Join(dir, "runs.log"), logw: logw, verbose: verbose, skew: skew}
 	bin, err := buildDaemon(dir)
 	if err != nil {
 		return nil, err
@@ -216,6 +217,7 @@ func (w *world) startReplica(r *replica) error {
 	}
 	cmd := exec.Command(w.bin, "serve", "-c", cfg)
 	cmd.Env = append(os.Environ(), "CHAOS_TOKEN="+chaosToken, "CHAOS_SECRET="+chaosSecret)
+	cmd.Env = append(cmd.Env, skewEnv(r.slot, w.skew)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

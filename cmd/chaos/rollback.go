@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
 )
@@ -32,7 +33,7 @@ type rollbackFigures struct {
 	// Failed) by the rollback.
 	staleEntries int // queue, delayed or processing entries
 	staleRuns    int // in-flight records
-	heartbeats   int // heartbeat keys restored (any run; expired ones are gone on load)
+	heartbeats   int // heartbeats of restored in-flight records (expired ones are gone on load)
 	claimLocks   int // claim locks restored
 	epoch        bool
 	ended        map[string]bool // tickets terminal at the rollback
@@ -96,7 +97,7 @@ func (w *world) rollback(fctx, ctx context.Context, o Options) rollbackFigures {
 	}
 	delayed, _ := rdb.ZRange(ctx, keys.Delayed(), 0, -1).Result()
 	entries = append(entries, delayed...)
-	runs, _ := rdb.HGetAll(ctx, keys.Inflight()).Result()
+	runs, _ := runstate.Inspect(ctx, rdb)
 	for id := range f.ended {
 		for _, e := range entries {
 			if strings.Contains(e, `"id":"`+id+`"`) {
@@ -104,12 +105,16 @@ func (w *world) rollback(fctx, ctx context.Context, o Options) rollbackFigures {
 			}
 		}
 		for _, r := range runs {
-			if strings.Contains(r, `"id":"`+id+`"`) {
+			if r.Record.Ref.ID == id {
 				f.staleRuns++
 			}
 		}
 	}
-	f.heartbeats = len(scanKeys(ctx, rdb, keys.Heartbeat("*")))
+	for _, r := range runs {
+		if r.Holder != "" {
+			f.heartbeats++
+		}
+	}
 	f.claimLocks = len(scanKeys(ctx, rdb, keys.ClaimLock("*", "*")))
 	n, _ := rdb.Exists(ctx, keys.Epoch()).Result()
 	f.epoch = n == 1

@@ -47,13 +47,14 @@ type Report struct {
 	APICalls, Deliveries int
 	// SecretLeaks counts replica log lines that contain the configured
 	// token or webhook secret.
-	SecretLeaks  int
-	Rollback     rollbackFigures // Redis restored from an old snapshot; AOF crash
-	Kills, Stops int
-	Runs         int
-	LostIDs      []string
-	OverlapIDs   []string
-	Elapsed      time.Duration
+	SecretLeaks    int
+	Rollback       rollbackFigures // Redis restored from an old snapshot; AOF crash
+	Skew, SkewSeen time.Duration   // replica clocks apart (skew.go)
+	Kills, Stops   int
+	Runs           int
+	LostIDs        []string
+	OverlapIDs     []string
+	Elapsed        time.Duration
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
@@ -421,6 +422,7 @@ func (r *Report) Print(w io.Writer) {
 		row("Redis wipe → every Enqueued ticket queued again: worst", "no wipe")
 	}
 	r.Rollback.print(row)
+	printSkew(row, r.Skew, r.SkewSeen)
 	if r.RollingRestarts > 0 {
 		row("rolling restart (SIGTERM, replace, next): replicas", r.RollingRestarts)
 		row("  SIGTERM → replica exited: worst", r.RollingExitWorst.Round(10*time.Millisecond))

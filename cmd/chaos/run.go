@@ -294,6 +294,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := analyse(w, tickets, wipe, rolling)
 	rb.rerunFinished(w.runLog)
 	rep.Rollback = rb
+	rep.Skew, rep.SkewSeen = o.Skew, skewSeen(dir)
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }

@@ -50,6 +50,7 @@ type Report struct {
 	SecretLeaks    int
 	Rollback       rollbackFigures // Redis restored from an old snapshot; AOF crash
 	Skew, SkewSeen time.Duration   // replica clocks apart (skew.go)
+	Failover       failoverFigures // -cluster: a master killed, a replica promoted
 	Kills, Stops   int
 	Runs           int
 	LostIDs        []string
@@ -423,6 +424,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	r.Rollback.print(row)
 	printSkew(row, r.Skew, r.SkewSeen)
+	r.Failover.print(row)
 	if r.RollingRestarts > 0 {
 		row("rolling restart (SIGTERM, replace, next): replicas", r.RollingRestarts)
 		row("  SIGTERM → replica exited: worst", r.RollingExitWorst.Round(10*time.Millisecond))

@@ -45,6 +45,11 @@ type Options struct {
 	// Skew runs replica 1's wall clock this far ahead, replica 2's as far
 	// behind (0: off).
 	Skew time.Duration
+	// Cluster runs Redis as a cluster of 3 masters with a replica each and
+	// kills the master holding the daemon's slot at half the run. The Redis
+	// wipe, rollback, AOF crash and leader SIGSTOP (which read the one
+	// server) are off then.
+	Cluster bool
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -81,7 +86,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		dir = d
 	}
 	fmt.Fprintf(o.Log, "chaos: work dir %s (replica logs, configs, run log)\n", dir)
-	w, err := newWorld(ctx, dir, o.Log, o.Verbose, redisSpec(o), o.Skew)
+	if o.Cluster {
+		o.RedisWipe, o.RedisRollback, o.RedisAOF, o.StopEvery, o.WipeBurst = false, 0, false, 0, 0
+		// The daemon's cluster-mode key names, for finding its slot.
+		if err := keys.UseHashTag(true); err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+	}
+	w, err := newWorld(ctx, dir, o.Log, o.Verbose, redisSpec(o), o.Skew, o.Cluster)
 	if w != nil {
 		defer w.close()
 	}
@@ -225,6 +237,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			wipe = measureWipe(ctx, w, enq, time.Now())
 		}()
 	}
+	var fo failoverFigures
+	if o.Cluster {
+		wg.Add(1)
+		go func() { defer wg.Done(); fo = w.failover(fctx, ctx, o) }()
+	}
 	var rb rollbackFigures
 	if o.RedisRollback > 0 || o.RedisAOF {
 		wg.Add(1)
@@ -295,6 +312,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rb.rerunFinished(w.runLog)
 	rep.Rollback = rb
 	rep.Skew, rep.SkewSeen = o.Skew, skewSeen(dir)
+	rep.Failover = fo
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }

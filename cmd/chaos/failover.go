@@ -149,14 +149,23 @@ func (w *world) failover(fctx, ctx context.Context, o Options) failoverFigures {
 		fmt.Fprintf(w.logw, "chaos: cluster keyslot: %v\n", err)
 		return f
 	}
+	// owner is the healthy master serving slot, as rdb sees it
+	// (CLUSTER SHARDS, Redis 7).
 	owner := func(rdb *redis.Client) string {
-		ss, err := rdb.ClusterSlots(ctx).Result()
+		shards, err := rdb.ClusterShards(ctx).Result()
 		if err != nil {
 			return ""
 		}
-		for _, s := range ss {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-				return s.Nodes[0].Addr
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if r.Start > slot || slot > r.End {
+					continue
+				}
+				for _, n := range sh.Nodes {
+					if n.Role == "master" && n.Health == "online" {
+						return fmt.Sprintf("%s:%d", n.IP, n.Port)
+					}
+				}
 			}
 		}
 		return ""

@@ -58,20 +58,19 @@ func redisSpec(o Options) redisserver.Spec {
 // rollback snapshots Redis at 15 % of the run, lets the fleet work on for
 // o.RedisRollback, then kills Redis and restarts it from the snapshot on
 // the same port, and reads what came back.
-func (w *world) rollback(fctx, ctx context.Context, o Options) rollbackFigures {
-	var f rollbackFigures
+func (w *world) rollback(fctx, ctx context.Context, o Options, f *rollbackFigures) {
 	if !sleepCtx(fctx, o.Duration*15/100) {
-		return f
+		return
 	}
 	snap := filepath.Join(w.dir, "rollback.rdb")
 	if err := w.redis.Snapshot(ctx, snap); err != nil {
 		fmt.Fprintf(w.logw, "chaos: redis snapshot: %v\n", err)
-		return f
+		return
 	}
 	taken := time.Now()
 	w.record("redis-snapshot", "", 0)
 	if !sleepCtx(fctx, o.RedisRollback) {
-		return f
+		return
 	}
 	f.ended = map[string]bool{}
 	for _, is := range w.sim.Issues() {
@@ -83,7 +82,7 @@ func (w *world) rollback(fctx, ctx context.Context, o Options) rollbackFigures {
 	f.age = time.Since(taken)
 	if err := w.redis.RestartFrom(ctx, snap); err != nil {
 		fmt.Fprintf(w.logw, "chaos: redis rollback: %v\n", err)
-		return f
+		return
 	}
 	f.happened, f.up = true, time.Now()
 	w.record("redis-rollback", "", 0)
@@ -118,10 +117,10 @@ func (w *world) rollback(fctx, ctx context.Context, o Options) rollbackFigures {
 	f.claimLocks = len(scanKeys(ctx, rdb, keys.ClaimLock("*", "*")))
 	n, _ := rdb.Exists(ctx, keys.Epoch()).Result()
 	f.epoch = n == 1
-	return f
 }
 
-// aofCrash kills Redis -9 at 70 % of the run and starts it again from its
+// aofCrash kills Redis -9 at 70 % of the run (its own goroutine, beside
+// rollback's, which sets other fields of f) and starts it again from its
 // append-only file (fsync every second: up to a second of writes lost).
 func (w *world) aofCrash(fctx, ctx context.Context, o Options, f *rollbackFigures) {
 	if !sleepCtx(fctx, o.Duration*70/100) {

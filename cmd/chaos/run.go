@@ -243,17 +243,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		go func() { defer wg.Done(); fo = w.failover(fctx, ctx, o) }()
 	}
 	var rb rollbackFigures
-	if o.RedisRollback > 0 || o.RedisAOF {
+	if o.RedisRollback > 0 {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if o.RedisRollback > 0 {
-				rb = w.rollback(fctx, ctx, o)
-			}
-			if o.RedisAOF {
-				w.aofCrash(fctx, ctx, o, &rb)
-			}
-		}()
+		go func() { defer wg.Done(); w.rollback(fctx, ctx, o, &rb) }()
+	}
+	if o.RedisAOF {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.aofCrash(fctx, ctx, o, &rb) }()
 	}
 	if o.TrackerFault {
 		wg.Add(1)

@@ -56,7 +56,7 @@ func main() {
 	}
 	rep.Print(os.Stdout)
 	if !rep.OK() {
-		fmt.Println("FAIL: lost, overlapping runs, stale writes and leaked secrets must all be 0")
+		fmt.Println("FAIL: lost, overlapping runs, stale writes, leaked secrets and ended tickets run again after a rollback must all be 0")
 		os.Exit(1)
 	}
 	fmt.Println("PASS")

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // Defaults of DelayedPromoterConfig.
@@ -51,7 +52,7 @@ func NewDelayedPromoter(q *queue.Queue, cfg DelayedPromoterConfig) *DelayedPromo
 		cfg.Fence = noFence
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

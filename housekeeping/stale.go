@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -22,9 +23,14 @@ type StaleJobDetectorConfig struct {
 	// Fence is called immediately before every write; an error skips the
 	// write. The daemon passes the housekeeping lease's Fence, so a leader
 	// paused past its lease never writes after another replica took over.
-	Fence  func(context.Context) error
-	Clock  func() time.Time
-	Logger *zap.Logger
+	Fence func(context.Context) error
+	Clock func() time.Time
+	// RestartGrace is how long after Redis (re)started a missing heartbeat
+	// is not yet proof of a dead run (see redisUptime): the executors'
+	// heartbeat TTL. 0 trusts a missing heartbeat at once (tests that
+	// start a fresh Redis and build the dead run themselves).
+	RestartGrace time.Duration
+	Logger       *zap.Logger
 }
 
 // StaleJobDetector reverts InProgress tickets whose pipeline is presumed
@@ -50,7 +56,7 @@ func NewStaleJobDetector(rdb redis.UniversalClient, claims *lifecycle.ClaimServi
 		cfg.Fence = noFence
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -70,6 +76,9 @@ func (d *StaleJobDetector) Kick() { kickNow(d.kick) }
 // instance's liveness key. A run whose instance is gone is dead even though
 // its heartbeat has time left: this is what makes recovery take seconds.
 func (d *StaleJobDetector) FastCycle(ctx context.Context) error {
+	if wait, err := d.justRestarted(ctx); wait || err != nil {
+		return err
+	}
 	// Two round trips, whatever the number of runs: the in-flight index,
 	// then every heartbeat and every distinct owner instance's liveness key.
 	runs, err := runstate.Inspect(ctx, d.rdb)
@@ -106,6 +115,9 @@ func (d *StaleJobDetector) FastCycle(ctx context.Context) error {
 // no heartbeat: the path that still works after Redis lost the in-flight
 // index.
 func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
+	if wait, err := d.justRestarted(ctx); wait || err != nil {
+		return err
+	}
 	labels := d.claims.Labels()
 	var errs []error
 	for _, p := range d.claims.Projects() {
@@ -141,6 +153,26 @@ func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
 // after fencing the dead owner out (its heartbeat is deleted, so a paused
 // owner that wakes up can no longer write), then claims it again with the
 // next attempt, or fails it when no attempt is left.
+// justRestarted reports whether Redis started less than RestartGrace ago, when
+// a heartbeat may be missing because the restart lost it while its owner
+// still runs the pipeline: reverting then would start a second run beside it.
+func (d *StaleJobDetector) justRestarted(ctx context.Context) (bool, error) {
+	if d.cfg.RestartGrace <= 0 {
+		return false, nil
+	}
+	up, err := redisUptime(ctx, d.rdb)
+	if err != nil {
+		return true, err
+	}
+	// uptime_in_seconds is whole seconds, rounded down.
+	if up <= d.cfg.RestartGrace {
+		d.log.Debug("Redis restarted recently; missing heartbeats are not yet proof of dead runs",
+			zap.Duration("uptime", up), zap.Duration("restartGrace", d.cfg.RestartGrace))
+		return true, nil
+	}
+	return false, nil
+}
+
 func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token string, attempt int, reason string) error {
 	p, ok := d.claims.Projects().Lookup(ref)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -112,7 +113,7 @@ func (o Observers) Observe(ev Event) {
 // holds by construction.
 func Emit(log *zap.Logger, obs Observer, ev Event) {
 	if ev.At.IsZero() {
-		ev.At = time.Now().UTC()
+		ev.At = wallclock.Now().UTC()
 	}
 	fields := []zap.Field{
 		zap.String("ticketId", ev.Ref.ID), zap.String("platform", ev.Ref.Platform), zap.String("project", ev.Ref.Project),

@@ -20,6 +20,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -128,7 +129,7 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects Projects, c
 		cfg.Labels.Prefix = DefaultLabelPrefix
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

@@ -47,17 +47,20 @@ type Report struct {
 	APICalls, Deliveries int
 	// SecretLeaks counts replica log lines that contain the configured
 	// token or webhook secret.
-	SecretLeaks  int
-	Kills, Stops int
-	Runs         int
-	LostIDs      []string
-	OverlapIDs   []string
-	Elapsed      time.Duration
+	SecretLeaks    int
+	Rollback       rollbackFigures // Redis restored from an old snapshot; AOF crash
+	Skew, SkewSeen time.Duration   // replica clocks apart (skew.go)
+	Failover       failoverFigures // -cluster: a master killed, a replica promoted
+	Kills, Stops   int
+	Runs           int
+	LostIDs        []string
+	OverlapIDs     []string
+	Elapsed        time.Duration
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
 func (r *Report) OK() bool {
-	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0
+	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0
 }
 
 // secretLeaks scans every replica log in dir for the configured secrets.
@@ -419,6 +422,9 @@ func (r *Report) Print(w io.Writer) {
 	} else {
 		row("Redis wipe → every Enqueued ticket queued again: worst", "no wipe")
 	}
+	r.Rollback.print(row)
+	printSkew(row, r.Skew, r.SkewSeen)
+	r.Failover.print(row)
 	if r.RollingRestarts > 0 {
 		row("rolling restart (SIGTERM, replace, next): replicas", r.RollingRestarts)
 		row("  SIGTERM → replica exited: worst", r.RollingExitWorst.Round(10*time.Millisecond))
@@ -439,5 +445,8 @@ func (r *Report) Print(w io.Writer) {
 	}
 	for _, s := range r.StaleWrites {
 		fmt.Fprintln(w, "stale write:", s)
+	}
+	for _, s := range r.Rollback.rerun {
+		fmt.Fprintln(w, "ended ticket ran again after the rollback:", s)
 	}
 }

@@ -38,6 +38,18 @@ type Options struct {
 	// while RollingBurst fresh tickets run: no ticket may be lost.
 	Rolling      bool
 	RollingBurst int
+	// RedisRollback restores Redis from a snapshot this old, once (0: off);
+	// RedisAOF runs Redis with AOF (everysec) and kills it -9 once.
+	RedisRollback time.Duration
+	RedisAOF      bool
+	// Skew runs replica 1's wall clock this far ahead, replica 2's as far
+	// behind (0: off).
+	Skew time.Duration
+	// Cluster runs Redis as a cluster of 3 masters with a replica each and
+	// kills the master holding the daemon's slot at half the run. The Redis
+	// wipe, rollback, AOF crash and leader SIGSTOP (which read the one
+	// server) are off then.
+	Cluster bool
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -49,7 +61,7 @@ func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
 		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
-		Rolling: true, RollingBurst: 40}
+		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute}
 }
 
 type ticket struct {
@@ -74,7 +86,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		dir = d
 	}
 	fmt.Fprintf(o.Log, "chaos: work dir %s (replica logs, configs, run log)\n", dir)
-	w, err := newWorld(ctx, dir, o.Log, o.Verbose)
+	if o.Cluster {
+		o.RedisWipe, o.RedisRollback, o.RedisAOF, o.StopEvery, o.WipeBurst = false, 0, false, 0, 0
+		// The daemon's cluster-mode key names, for finding its slot.
+		if err := keys.UseHashTag(true); err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+	}
+	w, err := newWorld(ctx, dir, o.Log, o.Verbose, redisSpec(o), o.Skew, o.Cluster)
 	if w != nil {
 		defer w.close()
 	}
@@ -218,6 +237,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			wipe = measureWipe(ctx, w, enq, time.Now())
 		}()
 	}
+	var fo failoverFigures
+	if o.Cluster {
+		wg.Add(1)
+		go func() { defer wg.Done(); fo = w.failover(fctx, ctx, o) }()
+	}
+	var rb rollbackFigures
+	if o.RedisRollback > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.rollback(fctx, ctx, o, &rb) }()
+	}
+	if o.RedisAOF {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.aofCrash(fctx, ctx, o, &rb) }()
+	}
 	if o.TrackerFault {
 		wg.Add(1)
 		go func() {
@@ -272,6 +305,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// Let the last runs' log lines land before reading the run log.
 	_ = w.sim.WaitIdle(ctx)
 	rep := analyse(w, tickets, wipe, rolling)
+	rb.rerunFinished(w.runLog)
+	rep.Rollback = rb
+	rep.Skew, rep.SkewSeen = o.Skew, skewSeen(dir)
+	rep.Failover = fo
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }

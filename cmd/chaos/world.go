@@ -82,9 +82,11 @@ type world struct {
 	lbURL   string
 	lbSrv   *http.Server
 	redis   *redisserver.Process
+	cluster *clusterRedis // -cluster: instead of redis
 	runLog  string
 	logw    io.Writer
 	verbose bool
+	skew    time.Duration // replica clocks ahead and behind (skewEnv)
 
 	mu       sync.Mutex
 	replicas []*replica
@@ -137,8 +139,8 @@ func buildDaemon(dir string) (string, error) {
 	return bin, nil
 }
 
-func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*world, error) {
-	w := &world{dir: dir, runLog: filepath.Join(dir, "runs.log"), logw: logw, verbose: verbose}
+func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spec redisserver.Spec, skew time.Duration, cluster bool) (*world, error) {
+	w := &world{dir: dir, runLog: filepath.Join(dir, "runs.log"), logw: logw, verbose: verbose, skew: skew}
 	bin, err := buildDaemon(dir)
 	if err != nil {
 		return nil, err
@@ -148,7 +150,11 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*w
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	if w.redis, err = redisserver.Start(ctx, rbin, dir); err != nil {
+	if cluster {
+		if w.cluster, err = startCluster(ctx, rbin, dir); err != nil {
+			return w, err
+		}
+	} else if w.redis, err = redisserver.StartSpec(ctx, rbin, dir, spec); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	w.sim = sim.New(sim.Options{})
@@ -186,8 +192,8 @@ func (w *world) config(r *replica) string {
 	var b strings.Builder
 	// trackersim_writer_header: the sim's write log names the incarnation
 	// of every write, which the stale-write analysis needs.
-	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: {addr: %q}\n%sprojects:\n",
-		r.port, r.inc, w.redis.Addr(), timingsYAML)
+	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: %s\n%sprojects:\n",
+		r.port, r.inc, w.redisYAML(), timingsYAML)
 	for _, p := range projects {
 		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, p.Project(w.simURL, "CHAOS_TOKEN", "    "))
 		if p.webhook {
@@ -216,6 +222,7 @@ func (w *world) startReplica(r *replica) error {
 	}
 	cmd := exec.Command(w.bin, "serve", "-c", cfg)
 	cmd.Env = append(os.Environ(), "CHAOS_TOKEN="+chaosToken, "CHAOS_SECRET="+chaosSecret)
+	cmd.Env = append(cmd.Env, skewEnv(r.slot, w.skew)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -347,6 +354,9 @@ func (w *world) close() {
 	}
 	if w.redis != nil {
 		_ = w.redis.Stop()
+	}
+	if w.cluster != nil {
+		w.cluster.stop()
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/buildinfo"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // Namespace prefixes every series this package registers.
@@ -81,7 +82,7 @@ var _ lifecycle.Observer = (*Metrics)(nil)
 // runtime and process collectors.
 func New(cfg Config) *Metrics {
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

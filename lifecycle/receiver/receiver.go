@@ -27,6 +27,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/dedup"
 	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -115,7 +116,7 @@ func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Rou
 		cfg.Logger = zap.NewNop()
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
 	}
 	rm := make(map[string]Route, len(routes))
 	for _, r := range routes {

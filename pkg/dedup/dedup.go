@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // Seen records the delivery under key for ttl (SET NX EX) and reports
@@ -29,7 +31,7 @@ func SeenAny(ctx context.Context, rdb redis.Cmdable, ttl time.Duration, keys ...
 	if ttl < time.Millisecond {
 		return false, fmt.Errorf("dedup %v: ttl %s: must be at least 1ms", keys, ttl)
 	}
-	now := time.Now().UTC().Format(time.RFC3339)
+	now := wallclock.Now().UTC().Format(time.RFC3339)
 	cmds := make([]*redis.BoolCmd, len(keys))
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {

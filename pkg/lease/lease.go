@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // Defaults for zero Config fields.
@@ -94,7 +95,7 @@ func New(rdb redis.UniversalClient, cfg Config) *Lease {
 		cfg.Trust = DefaultTrust
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // Defaults.
@@ -53,7 +54,7 @@ func New(rdb redis.Cmdable, cfg Config) *Presence {
 		cfg.RenewEvery = cfg.TTL / 4
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

@@ -35,6 +35,13 @@ const StartTimeout = 10 * time.Second
 // exits at once (another process grabbed the port between pick and bind).
 const startAttempts = 3
 
+// dbFile is the snapshot file in the server's working directory; aofFiles
+// are where Redis 7 (a directory) and Redis 6 (a file) keep the append-only
+// file there by default.
+const dbFile = "redisserver.rdb"
+
+var aofFiles = []string{"appendonlydir", "appendonly.aof"}
+
 // ErrNoBinary is returned when no redis-server executable can be found.
 var ErrNoBinary = errors.New("redis-server not found in PATH or " + DefaultBinary)
 
@@ -51,7 +58,8 @@ func FindBinary() (string, error) {
 }
 
 // Process is one redis-server child process bound to 127.0.0.1 with
-// persistence off. It keeps its port across Restart so clients that hold its
+// persistence off unless its Spec turns AOF on (Crash restarts from it) or
+// a test snapshots it on purpose (Snapshot, RestartFrom). It keeps its port across Restart so clients that hold its
 // address reconnect to the new, empty server.
 type Process struct {
 	bin     string
@@ -115,7 +123,7 @@ func StartSpec(ctx context.Context, bin, dir string, spec Spec) (*Process, error
 			return nil, fmt.Errorf("redisserver: pick port: %w", err)
 		}
 		p.port = port
-		if lastErr = p.start(ctx); lastErr == nil {
+		if lastErr = p.startEmpty(ctx); lastErr == nil {
 			return p, nil
 		}
 		if ctx.Err() != nil {
@@ -147,22 +155,18 @@ func (p *Process) Stop() error {
 }
 
 // start launches the server on p.port and waits for PING.
-func (p *Process) start(ctx context.Context) error {
+func (p *Process) start(ctx context.Context, extra ...string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
 		return fmt.Errorf("redisserver: server on %s already running", p.Addr())
-	}
-	// Restart promises an empty server, so a snapshot a test wrote on
-	// purpose (SAVE) must not be loaded. --save "" writes none by itself.
-	if err := os.Remove(filepath.Join(p.dir, "redisserver.rdb")); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("redisserver: remove old snapshot: %w", err)
 	}
 	out := &syncBuffer{}
 	args, err := p.args()
 	if err != nil {
 		return err
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(p.bin, args...)
 	cmd.Dir = p.dir
 	cmd.Stdout = out
@@ -205,7 +209,7 @@ func (p *Process) args() ([]string, error) {
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", p.dir,
-		"--dbfilename", "redisserver.rdb",
+		"--dbfilename", dbFile,
 	), p.spec.Args...), nil
 }
 
@@ -216,7 +220,105 @@ func (p *Process) Restart(ctx context.Context) error {
 	if err := p.Kill(); err != nil {
 		return err
 	}
+	return p.startEmpty(ctx)
+}
+
+// startEmpty starts the server with nothing to load: Restart promises an
+// empty server, so a snapshot a test wrote on purpose (SAVE, Snapshot) or
+// an append-only file (Spec.Args with --appendonly yes) must not be
+// loaded. --save "" writes no snapshot by itself.
+func (p *Process) startEmpty(ctx context.Context) error {
+	if err := p.removeData(); err != nil {
+		return err
+	}
 	return p.start(ctx)
+}
+
+func (p *Process) removeData() error {
+	if err := os.Remove(filepath.Join(p.dir, dbFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("redisserver: remove old snapshot: %w", err)
+	}
+	for _, f := range aofFiles {
+		if err := os.RemoveAll(filepath.Join(p.dir, f)); err != nil {
+			return fmt.Errorf("redisserver: remove append-only files: %w", err)
+		}
+	}
+	return nil
+}
+
+// Crash kills the server with SIGKILL and starts it again on the same port
+// from what it left on disk: with Spec.Args "--appendonly yes
+// --appendfsync everysec", its append-only file, which may lack the last
+// second of writes.
+func (p *Process) Crash(ctx context.Context) error {
+	if err := p.Kill(); err != nil {
+		return err
+	}
+	return p.start(ctx)
+}
+
+// Snapshot writes the dataset to an RDB file (SAVE: the dataset of a test
+// is small, and the file is complete when it returns) and copies it to
+// path, for RestartFrom: a backup taken now.
+func (p *Process) Snapshot(ctx context.Context, path string) error {
+	rdb := redis.NewClient(p.ClientOptions())
+	defer rdb.Close()
+	if err := rdb.Save(ctx).Err(); err != nil {
+		return fmt.Errorf("redisserver: snapshot: %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(p.dir, dbFile))
+	if err != nil {
+		return fmt.Errorf("redisserver: snapshot: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("redisserver: snapshot: %w", err)
+	}
+	return nil
+}
+
+// RestartFrom kills the server and starts it again on the same port from
+// the RDB file at path (see Snapshot): Redis restored from an older backup,
+// with every key it held then (keys whose expiry time passed meanwhile are
+// gone on load, as RDB stores absolute expiry times). Append-only files are
+// removed so the snapshot is what loads; a server whose Spec turns AOF on
+// gets it back on (CONFIG SET appendonly yes) once loaded.
+func (p *Process) RestartFrom(ctx context.Context, path string) error {
+	if err := p.Kill(); err != nil {
+		return err
+	}
+	if err := p.removeData(); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("redisserver: restore %s: %w", path, err)
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, dbFile), b, 0o600); err != nil {
+		return fmt.Errorf("redisserver: restore %s: %w", path, err)
+	}
+	if err := p.start(ctx, "--appendonly", "no"); err != nil {
+		return err
+	}
+	if !p.aof() {
+		return nil
+	}
+	rdb := redis.NewClient(p.ClientOptions())
+	defer rdb.Close()
+	if err := rdb.ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
+		return fmt.Errorf("redisserver: turn AOF back on: %w", err)
+	}
+	return nil
+}
+
+// aof reports whether the Spec turns the append-only file on.
+func (p *Process) aof() bool {
+	on := false
+	for i := 0; i+1 < len(p.spec.Args); i++ {
+		if p.spec.Args[i] == "--appendonly" {
+			on = p.spec.Args[i+1] == "yes"
+		}
+	}
+	return on
 }
 
 // ClientOptions is how a client reaches the server: its address, and the

@@ -2,6 +2,8 @@ package redisserver_test
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +86,72 @@ func TestKillRestartKeepsAddrAndLosesData(t *testing.T) {
 	}
 	if n, err := rdb.Exists(ctx, "k").Result(); err != nil || n != 0 {
 		t.Fatalf("after Restart: exists=%d err=%v (want an empty server)", n, err)
+	}
+}
+
+// A rollback: RestartFrom brings back exactly what Snapshot saw, on the
+// same address, and a server with AOF on has it on again afterwards.
+func TestSnapshotRestartFromRollsBack(t *testing.T) {
+	ctx := t.Context()
+	p, err := redisserver.StartSpec(ctx, "", "", redisserver.Spec{Args: []string{"--appendonly", "yes", "--appendfsync", "everysec"}})
+	if err != nil {
+		t.Skip(err)
+	}
+	defer p.Stop()
+	rdb := redis.NewClient(p.ClientOptions())
+	defer rdb.Close()
+	if err := rdb.Set(ctx, "old", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(t.TempDir(), "dump.rdb")
+	if err := p.Snapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, "new", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.RestartFrom(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.Exists(ctx, "old", "new").Result(); err != nil || n != 1 {
+		t.Fatalf("after the rollback %d of old,new exist (%v), want only old", n, err)
+	}
+	if v, _ := rdb.Exists(ctx, "new").Result(); v != 0 {
+		t.Fatal("a key written after the snapshot survived the rollback")
+	}
+	if on, err := rdb.ConfigGet(ctx, "appendonly").Result(); err != nil || on["appendonly"] != "yes" {
+		t.Fatalf("appendonly = %v (%v), want yes again", on, err)
+	}
+	// AOF on: kill -9 and start again keeps what was acknowledged (the
+	// write reaches the file before the reply; everysec only delays the
+	// fsync, which a process crash does not need). CONFIG SET appendonly
+	// yes rewrites the file first: wait for that.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, _ := rdb.Info(ctx, "persistence").Result()
+		if strings.Contains(info, "aof_enabled:1") && strings.Contains(info, "aof_rewrite_in_progress:0") &&
+			strings.Contains(info, "aof_rewrite_scheduled:0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AOF rewrite never finished:\n%s", info)
+		}
+		time.Sleep(20 * time.Millisecond) // polling INFO with a deadline
+	}
+	if err := rdb.Set(ctx, "kept", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Crash(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.Exists(ctx, "old", "kept").Result(); err != nil || n != 2 {
+		t.Errorf("after kill -9 with AOF, %d of old,kept exist (%v), want 2", n, err)
+	}
+	// Restart still means empty, AOF or not.
+	if err := p.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.DBSize(ctx).Result(); n != 0 {
+		t.Errorf("after Restart %d keys, want an empty server", n)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // Defaults for the zero values of Options.
@@ -72,7 +74,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = zap.NewNop()
 	}
 	if o.Clock == nil {
-		o.Clock = time.Now
+		o.Clock = wallclock.Now
 	}
 	if o.MaxWait <= 0 {
 		o.MaxWait = DefaultMaxWait

@@ -116,7 +116,8 @@ func (d *Daemon) buildHousekeeping() service {
 	hk := d.cfg.Housekeeping
 	l := d.lease("housekeeping", hk.LeaseTTL)
 	stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
-		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log})
+		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log,
+		RestartGrace: d.cfg.Consumer.HeartbeatTTL})
 	recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
 		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
 	services := []func(context.Context) error{

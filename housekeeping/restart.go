@@ -1,0 +1,60 @@
+package housekeeping
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisUptime is how long Redis has been running: for a cluster the
+// youngest master's, since any master may hold a ticket's heartbeat.
+//
+// A missing heartbeat proves its owner stopped only if the key expired. A
+// Redis restart — emptied, or rolled back to an older snapshot, or an AOF
+// that lost its last second — removes heartbeats at once, while each owner
+// still trusts its run until its next renewal fails (at most the heartbeat
+// TTL after its last success). So the stale detector reverts nothing until
+// Redis has been up longer than the heartbeat TTL: the epoch cannot tell a
+// rollback (the epoch key survives in the snapshot), the uptime can.
+func redisUptime(ctx context.Context, rdb redis.UniversalClient) (time.Duration, error) {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		youngest := time.Duration(-1)
+		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			up, err := uptimeOf(ctx, n)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			if youngest < 0 || up < youngest {
+				youngest = up
+			}
+			mu.Unlock()
+			return nil
+		})
+		return max(youngest, 0), err
+	}
+	return uptimeOf(ctx, rdb)
+}
+
+func uptimeOf(ctx context.Context, rdb redis.Cmdable) (time.Duration, error) {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, fmt.Errorf("read redis uptime: %w", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "uptime_in_seconds:"); ok {
+			s, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read redis uptime %q: %w", v, err)
+			}
+			return time.Duration(s) * time.Second, nil
+		}
+	}
+	return 0, fmt.Errorf("read redis uptime: no uptime_in_seconds in INFO server")
+}

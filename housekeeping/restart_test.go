@@ -1,0 +1,71 @@
+package housekeeping
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+)
+
+// Redis rolled back to an older snapshot: the epoch survived (no wipe is
+// seen), the in-flight index holds a run that ended long ago with its
+// heartbeat expired, and the run that owns the ticket now — started after
+// the snapshot on a live replica — lost its heartbeat with the restart.
+// Its owner still runs the pipeline until its next renewal fails, so
+// neither cycle may revert the ticket (and so start a second run) until
+// Redis has been up longer than the heartbeat TTL; after that a missing
+// heartbeat is proof again and the ticket is reverted and claimed.
+func TestNoRevertWhileRedisJustRestarted(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "running on a live replica", "", "agent-smith", "agent-smith:in-progress")
+	ref := lifecycletest.Ref(n)
+	w.Redis.Restart() // the rollback: uptime starts again
+	// What the old snapshot brought back: a record of an ended run whose
+	// heartbeat expired while the dump sat on disk, and the epoch.
+	old := runstate.Record{Ref: ref, Instance: "r1.1", Token: "r1.1|webhook|0|old", Attempt: 1}
+	if took, _, err := runstate.Take(t.Context(), w.RDB, old, time.Minute, time.Now(), nil); err != nil || took != runstate.Taken {
+		t.Fatalf("take: %v %v", took, err)
+	}
+	if err := w.RDB.Del(t.Context(), keys.Heartbeat(ref.Key())).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RDB.Set(t.Context(), keys.Epoch(), "survived", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const grace = 2 * time.Second
+	d := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{RestartGrace: grace})
+	if err := d.FastCycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SlowCycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, n); s != lifecycle.InProgress {
+		t.Fatalf("ticket is %s right after the restart, want in-progress: its owner may still be running it", s)
+	}
+	if len(w.Requests(t)) != 0 {
+		t.Fatal("a request was queued for a ticket whose owner may still be running it")
+	}
+	// Once Redis has been up past the grace, the missing heartbeat counts.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if up, err := redisUptime(t.Context(), w.RDB); err != nil {
+			t.Fatal(err)
+		} else if up > grace {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("redis uptime never passed the grace")
+		}
+		time.Sleep(100 * time.Millisecond) // polling INFO with a deadline
+	}
+	if err := d.FastCycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, n); s != lifecycle.Enqueued {
+		t.Errorf("ticket is %s after the grace, want reverted and claimed again (enqueued)", s)
+	}
+}

@@ -92,6 +92,12 @@ type Order struct {
 // itself included. Main returns only an exit status for a failure of its
 // own (125, as env(1) and docker do).
 func Main(orders *os.File, stderr io.Writer) int {
+	// SIGTERM (timeout, shutdown) reaches the whole group: the pipeline
+	// decides what to do with it and the guard waits for the pipeline, so
+	// procrun's grace works as without a guard. Notify, not Ignore: an
+	// ignored signal would stay ignored in the pipeline after exec.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "agentsmithd guard: "+format+"\n", args...)
 		return 125
@@ -116,13 +122,6 @@ func Main(orders *os.File, stderr io.Writer) int {
 		return fail("redis: %v", err)
 	}
 	defer rdb.Close()
-
-	// SIGTERM (timeout, shutdown) reaches the whole group: the pipeline
-	// decides what to do with it and the guard waits for the pipeline, so
-	// procrun's grace works as without a guard. Notify, not Ignore: an
-	// ignored signal would stay ignored in the pipeline after exec.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
 	cmd := &exec.Cmd{Path: o.Path, Args: o.Argv, Env: os.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,

@@ -57,6 +57,10 @@ func setup(t *testing.T) (*redis.Client, *runguard.Launcher) {
 
 // run runs spec under a guard for token "A" in the background.
 func run(t *testing.T, l *runguard.Launcher, spec procrun.Spec) (<-chan procrun.Result, *syncBuffer) {
+	return runCtx(t, context.Background(), l, spec)
+}
+
+func runCtx(t *testing.T, ctx context.Context, l *runguard.Launcher, spec procrun.Spec) (<-chan procrun.Result, *syncBuffer) {
 	t.Helper()
 	out := &syncBuffer{}
 	spec.Output = out
@@ -67,7 +71,7 @@ func run(t *testing.T, l *runguard.Launcher, spec procrun.Spec) (<-chan procrun.
 	}
 	resc := make(chan procrun.Result, 1)
 	go func() {
-		res := procrun.Run(context.Background(), guarded)
+		res := procrun.Run(ctx, guarded)
 		done()
 		resc <- res
 	}()
@@ -144,13 +148,17 @@ exit 3`}, Env: []string{"TICKET=7"}, Stdin: []byte("hello\n"), Dir: t.TempDir()}
 		t.Errorf("the orders pipe reached the pipeline:\n%s", got)
 	}
 
-	// A timeout's SIGTERM reaches the pipeline, which exits on its own
+	// Shutdown's SIGTERM reaches the pipeline, which exits on its own
 	// terms within the grace: the guard waits for it and reports its
 	// status, it does not die first.
-	res, _ = run(t, l, procrun.Spec{Argv: []string{"/bin/sh", "-c", `trap 'exit 7' TERM; sleep 1000 & wait`},
-		Timeout: 300 * time.Millisecond, Grace: 10 * time.Second, Dir: t.TempDir()})
-	if r := <-res; r.ExitCode != 7 || !r.TimedOut {
-		t.Errorf("result %s, want exit status 7 after timeout", r.Describe())
+	ctx, cancel := context.WithCancel(t.Context())
+	dir := t.TempDir()
+	res, _ = runCtx(t, ctx, l, procrun.Spec{Argv: []string{"/bin/sh", "-c", `trap 'exit 7' TERM; sleep 1000 & echo $$ > ready; wait`},
+		Grace: 10 * time.Second, Dir: dir})
+	waitPid(t, filepath.Join(dir, "ready"))
+	cancel()
+	if r := <-res; r.ExitCode != 7 || !r.Canceled {
+		t.Errorf("result %s, want exit status 7 on shutdown", r.Describe())
 	}
 
 	// A pipeline killed by a signal reads as killed by that signal.

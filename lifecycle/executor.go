@@ -374,7 +374,7 @@ func (e *Executor) runPipeline(ctx context.Context, spec procrun.Spec, ref platf
 	if e.cfg.Guard == nil {
 		return procrun.Run(ctx, spec)
 	}
-	guarded, done, err := e.cfg.Guard.Wrap(spec, ref, token, e.heartbeatWindow().Trusted)
+	guarded, done, err := e.cfg.Guard.Wrap(spec, ref, token, e.heartbeatWindow())
 	if err != nil {
 		return procrun.Result{ExitCode: -1, Err: err}
 	}

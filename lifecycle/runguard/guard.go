@@ -3,9 +3,12 @@
 // (kill -9). The daemon starts each pipeline under a small guard process,
 // `agentsmithd guard`, which is the leader of the pipeline's process group
 // and the pipeline's parent. The guard checks the run's token in Redis on
-// its own (runstate.Check, every Order.Check) and SIGKILLs the whole group
-// the moment the run is no longer its own, so a pipeline overlaps its
-// successor for at most one check interval even while the daemon sleeps.
+// its own (runstate.Holder, every Order.Check) and SIGKILLs the whole group
+// when the run is no longer its own, or when its heartbeat has gone
+// unrenewed for as long as the daemon itself trusts it: a frozen daemon's
+// pipeline dies before the heartbeat expires (when the check interval is
+// shorter than the TTL's untrusted margin, 12 s by default), so before a
+// successor can start; in any case within one check interval of expiry.
 //
 // The daemon side (Launcher.Wrap) rewrites a procrun.Spec so the guard runs
 // instead of the pipeline; the guard side (Main) is the body of the guard
@@ -32,6 +35,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -67,10 +71,14 @@ type Order struct {
 	Token string        `json:"token"`
 	// Check is the interval between token reads (DefaultCheck when 0).
 	Check time.Duration `json:"check"`
-	// Trusted is how long the guard lets the pipeline run without a read
-	// that confirmed the token (Redis unreachable): the daemon's own trust
-	// window for its heartbeat, past which someone else may own the run.
-	Trusted time.Duration `json:"trusted"`
+	// Heartbeat is the run heartbeat's TTL and the part of it the daemon
+	// trusts after each renewal (the executor's trust.Window). A heartbeat
+	// not renewed for Heartbeat.Trusted (its remaining TTL below
+	// TTL - Trusted) means the daemon is frozen or cut off: it would have
+	// killed the pipeline itself by now, so the guard does, before the
+	// heartbeat expires and a successor can start. A guard that cannot
+	// read Redis for Heartbeat.Trusted kills the pipeline likewise.
+	Heartbeat trust.Window `json:"heartbeat"`
 	// Parent is the daemon's pid: when the guard's parent is no longer it
 	// (the daemon died and the guard was re-parented), nobody will write
 	// the run's outcome, and the guard kills the group.
@@ -171,15 +179,20 @@ func watch(o Order, rdb redis.Cmdable, exited <-chan struct{}) string {
 			return fmt.Sprintf("the daemon (pid %d) is gone", o.Parent)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), max(every, time.Second))
-		ok, err := runstate.Check(ctx, rdb, o.Ref, o.Token)
+		holder, left, err := runstate.Holder(ctx, rdb, o.Ref)
 		cancel()
+		hb := o.Heartbeat
 		switch {
-		case err == nil && !ok:
+		case err != nil:
+			if hb.Trusted > 0 && time.Since(confirmed) > hb.Trusted {
+				return fmt.Sprintf("the run of %s was not confirmed for %s (%v)", o.Ref, hb.Trusted, err)
+			}
+		case holder != o.Token:
 			return fmt.Sprintf("the run of %s is no longer this pipeline's (heartbeat expired or taken over)", o.Ref)
-		case err == nil:
+		case hb.Trusted > 0 && left < hb.TTL-hb.Trusted:
+			return fmt.Sprintf("the heartbeat of %s was not renewed for %s (the daemon is frozen or cut off from Redis)", o.Ref, hb.Trusted)
+		default:
 			confirmed = time.Now()
-		case o.Trusted > 0 && time.Since(confirmed) > o.Trusted:
-			return fmt.Sprintf("the run of %s was not confirmed for %s (%v)", o.Ref, o.Trusted, err)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -65,7 +66,7 @@ func runCtx(t *testing.T, ctx context.Context, l *runguard.Launcher, spec procru
 	out := &syncBuffer{}
 	spec.Output = out
 	spec.Env = append(spec.Env, "PATH=/usr/bin:/bin")
-	guarded, done, err := l.Wrap(spec, ref, "A", time.Minute)
+	guarded, done, err := l.Wrap(spec, ref, "A", trust.Fraction(time.Hour, trust.DefaultHeartbeatTrust))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +123,78 @@ func TestGuardKillsGroupWhenRunTakenOver(t *testing.T) {
 	}
 }
 
+// TestGuardKillsFrozenDaemonsPipelineBeforeExpiry is the daemon frozen
+// (SIGSTOP) while its pipeline runs: the heartbeat is not renewed, and the
+// guard kills the pipeline once it has gone unrenewed for the trusted part
+// of its TTL, while the heartbeat still holds the run's token, so no
+// successor can have started yet. A daemon that keeps renewing keeps its
+// pipeline.
+func TestGuardKillsFrozenDaemonsPipelineBeforeExpiry(t *testing.T) {
+	rdb, l := setup(t)
+	hb := trust.Fraction(3*time.Second, 0.5) // killed 1.5 s after the last renewal, 1.5 s before expiry
+	renew := func() {
+		if ok, err := runstate.Renew(t.Context(), rdb, ref, "A", hb.TTL); err != nil || !ok {
+			t.Fatalf("renew: %v %v", ok, err)
+		}
+	}
+
+	// Renewed every 300 ms (the test is the daemon): the pipeline runs
+	// twice the trusted window and ends on its own.
+	renew()
+	stop := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				_, _ = runstate.Renew(context.Background(), rdb, ref, "A", hb.TTL)
+			}
+		}
+	}()
+	spec := func() procrun.Spec {
+		return procrun.Spec{Argv: []string{"/bin/sleep", "3"}, Dir: t.TempDir()}
+	}
+	guarded, done, err := l.Wrap(spec(), ref, "A", hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := procrun.Run(t.Context(), guarded)
+	done()
+	close(stop)
+	<-renewed
+	if !res.OK() {
+		t.Fatalf("a renewed run's pipeline: %s, want exit status 0", res.Describe())
+	}
+
+	// Frozen: renewed once, then never again.
+	renew()
+	out := &syncBuffer{}
+	s := spec()
+	s.Argv, s.Output = []string{"/bin/sleep", "1000"}, out
+	guarded, done, err = l.Wrap(s, ref, "A", hb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	res = procrun.Run(t.Context(), guarded)
+	holder, left, err := runstate.Holder(t.Context(), rdb, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != "killed" || !strings.Contains(out.String(), "was not renewed") {
+		t.Errorf("result %s, output %q: want killed for a heartbeat not renewed", res.Describe(), out.String())
+	}
+	if holder != "A" || left <= 0 {
+		t.Errorf("heartbeat held by %q for %s more when the pipeline was gone: want still A's, killed before expiry", holder, left)
+	}
+	t.Logf("pipeline gone with %s of the heartbeat left", left)
+}
+
 // TestGuardIsTransparent: while the run is its own the guard changes
 // nothing the pipeline sees or returns — exit status, environment, stdin,
 // SIGTERM with grace on timeout — and the Redis password reaches neither
@@ -175,7 +248,8 @@ func TestGuardKillsWhenRedisUnconfirmed(t *testing.T) {
 	_, l := setup(t)
 	l.Redis.Password = "wrong"
 	out := &syncBuffer{}
-	guarded, done, err := l.Wrap(procrun.Spec{Argv: []string{"/bin/sleep", "1000"}, Output: out}, ref, "A", 500*time.Millisecond)
+	guarded, done, err := l.Wrap(procrun.Spec{Argv: []string{"/bin/sleep", "1000"}, Output: out}, ref, "A",
+		trust.Window{TTL: time.Hour, Trusted: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

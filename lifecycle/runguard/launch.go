@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -26,13 +27,12 @@ type Launcher struct {
 
 // Wrap returns spec rewritten so that a guard runs the pipeline for the run
 // of ref owned by token, and a function the caller must call once
-// procrun.Run has returned (it closes the orders pipe). trusted is how long
-// the guard may go without confirming the token (the daemon's heartbeat
-// trust window). The guard gets the pipeline's environment, stdin,
+// procrun.Run has returned (it closes the orders pipe). hb is the run
+// heartbeat's TTL and trust window, as the executor uses them. The guard gets the pipeline's environment, stdin,
 // working directory and output unchanged; a RunAs credential moves to the
 // guard's orders, so the guard stays the daemon's user (its memory holds
 // the Redis password) and only the pipeline runs as the other user.
-func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, trusted time.Duration) (procrun.Spec, func(), error) {
+func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb trust.Window) (procrun.Spec, func(), error) {
 	if l.Exe == "" {
 		return spec, func() {}, errors.New("run guard: no guard binary")
 	}
@@ -43,7 +43,7 @@ func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, trus
 	if err != nil {
 		return spec, func() {}, err
 	}
-	b, err := json.Marshal(Order{Redis: l.Redis, Ref: ref, Token: token, Check: l.Check, Trusted: trusted,
+	b, err := json.Marshal(Order{Redis: l.Redis, Ref: ref, Token: token, Check: l.Check, Heartbeat: hb,
 		Parent: os.Getpid(), Path: path, Argv: spec.Argv, Credential: spec.Credential})
 	if err != nil {
 		return spec, func() {}, fmt.Errorf("run guard: encode orders: %w", err)

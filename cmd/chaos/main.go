@@ -38,6 +38,7 @@ func main() {
 	fs.IntVar(&o.WipeBurst, "wipe-burst", o.WipeBurst, "tickets fed just before the Redis wipe, so some are Enqueued when it goes")
 	fs.BoolVar(&o.Rolling, "rolling", o.Rolling, "after the faults, restart every replica in turn with SIGTERM")
 	fs.IntVar(&o.RollingBurst, "rolling-burst", o.RollingBurst, "tickets fed just before the rolling restart")
+	fs.BoolVar(&o.FreezeDaemon, "freeze-daemon", o.FreezeDaemon, "SIGSTOP one daemon process alone (pipelines left running) past the heartbeat TTL")
 	fs.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
 	fs.BoolVar(&o.Verbose, "v", false, "log every fault as it happens")
 	_ = fs.Parse(os.Args[1:])

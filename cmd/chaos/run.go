@@ -38,6 +38,9 @@ type Options struct {
 	// while RollingBurst fresh tickets run: no ticket may be lost.
 	Rolling      bool
 	RollingBurst int
+	// FreezeDaemon SIGSTOPs one replica's daemon process alone, its
+	// pipelines left running, past the heartbeat TTL (frozen.go).
+	FreezeDaemon bool
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -49,7 +52,7 @@ func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
 		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
-		Rolling: true, RollingBurst: 40}
+		Rolling: true, RollingBurst: 40, FreezeDaemon: true}
 }
 
 type ticket struct {
@@ -249,6 +252,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
+	var frozen frozenFigures
+	if o.FreezeDaemon {
+		tmu.Lock()
+		from := len(tickets)
+		tmu.Unlock()
+		for i := range frozenBurst {
+			feed(webhookProjects()[i%len(webhookProjects())], "frozen")
+		}
+		tmu.Lock()
+		var ids []string
+		for _, t := range tickets[from:] {
+			ids = append(ids, t.id)
+		}
+		tmu.Unlock()
+		frozen = w.freezeDaemonOnly(ctx, ids)
+		fmt.Fprintf(o.Log, "chaos: frozen daemon: %+v\n", frozen)
+	}
 	var rolling rollingFigures
 	if o.Rolling {
 		// Slow runs outlast the shutdown grace, so SIGTERM hands them back.
@@ -272,6 +292,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// Let the last runs' log lines land before reading the run log.
 	_ = w.sim.WaitIdle(ctx)
 	rep := analyse(w, tickets, wipe, rolling)
+	rep.Frozen = frozen
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }

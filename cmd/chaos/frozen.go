@@ -52,7 +52,7 @@ func (f frozenFigures) print(row func(string, any)) {
 		row("daemon SIGSTOPped alone, pipelines running", "FAILED: "+f.err)
 		return
 	}
-	row("daemon SIGSTOPped alone: its running pipelines / killed by guard", fmt.Sprintf("%d / %d", f.Runs, f.Killed))
+	row("daemon alone SIGSTOPped: its pipelines / killed by guard", fmt.Sprintf("%d / %d", f.Runs, f.Killed))
 	row("  freeze → every such pipeline gone: worst", f.KillWorst.Round(10*time.Millisecond))
 	row("  re-run elsewhere while frozen", f.Rerun)
 	row(fmt.Sprintf("  overlap with successor: worst (bound %s)", guardCheck), f.OverlapWorst.Round(10*time.Millisecond))

@@ -189,7 +189,7 @@ func watch(o Order, rdb redis.Cmdable, exited <-chan struct{}) string {
 			}
 		case holder != o.Token:
 			return fmt.Sprintf("the run of %s is no longer this pipeline's (heartbeat expired or taken over)", o.Ref)
-		case hb.Trusted > 0 && left < hb.TTL-hb.Trusted:
+		case hb.Trusted > 0 && left >= 0 && left < hb.TTL-hb.Trusted: // -1: no TTL at all, never expires
 			return fmt.Sprintf("the heartbeat of %s was not renewed for %s (the daemon is frozen or cut off from Redis)", o.Ref, hb.Trusted)
 		default:
 			confirmed = time.Now()

@@ -263,6 +263,24 @@ func TestGuardKillsWhenRedisUnconfirmed(t *testing.T) {
 	}
 }
 
+// TestGuardKillsWhenDaemonGone: a guard whose parent is not the daemon
+// that started it (the daemon was kill -9ed and the guard re-parented)
+// kills the pipeline, though the run's heartbeat still holds its token.
+func TestGuardKillsWhenDaemonGone(t *testing.T) {
+	_, l := setup(t)
+	// The test binary starts the guard, so its parent is not this pid.
+	defer runguard.SetDaemonPID(os.Getpid() + 1_000_000)()
+	res, out := run(t, l, procrun.Spec{Argv: []string{"/bin/sleep", "1000"}, Dir: t.TempDir()})
+	select {
+	case r := <-res:
+		if r.Signal != "killed" || !strings.Contains(out.String(), "is gone") {
+			t.Errorf("result %s, output %q: want killed because the daemon is gone", r.Describe(), out.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pipeline still runs 10 s after its guard started without its daemon")
+	}
+}
+
 func waitPid(t *testing.T, path string) int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

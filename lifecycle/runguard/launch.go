@@ -25,6 +25,10 @@ type Launcher struct {
 	Check time.Duration
 }
 
+// daemonPID is the pid a guard expects as its parent; tests replace it to
+// play a daemon that is gone.
+var daemonPID = os.Getpid
+
 // Wrap returns spec rewritten so that a guard runs the pipeline for the run
 // of ref owned by token, and a function the caller must call once
 // procrun.Run has returned (it closes the orders pipe). hb is the run
@@ -44,7 +48,7 @@ func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb t
 		return spec, func() {}, err
 	}
 	b, err := json.Marshal(Order{Redis: l.Redis, Ref: ref, Token: token, Check: l.Check, Heartbeat: hb,
-		Parent: os.Getpid(), Path: path, Argv: spec.Argv, Credential: spec.Credential})
+		Parent: daemonPID(), Path: path, Argv: spec.Argv, Credential: spec.Credential})
 	if err != nil {
 		return spec, func() {}, fmt.Errorf("run guard: encode orders: %w", err)
 	}

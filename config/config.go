@@ -18,6 +18,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
@@ -97,6 +98,7 @@ const (
 	DefaultBackoffMax      = 10 * time.Minute
 	DefaultBackoffFactor   = 2.0
 	DefaultCancelCheck     = lifecycle.DefaultCancelCheck
+	DefaultGuardCheck      = runguard.DefaultCheck
 	DefaultStuckEnqueued   = lifecycle.DefaultStuckEnqueued
 	DefaultStuckInProgress = lifecycle.DefaultStuckInProgress
 )
@@ -210,6 +212,10 @@ type Consumer struct {
 	// concurrency limit waits in the delayed set before it is tried again.
 	LimitDelay  time.Duration `yaml:"limit_delay"`
 	CancelCheck time.Duration `yaml:"cancel_check"` // how often a running pipeline's cancel request is read
+	// GuardCheck is how often each pipeline's run guard reads the run's
+	// token in Redis: the bound on a pipeline overlapping its successor
+	// while its daemon is frozen (lifecycle/runguard).
+	GuardCheck time.Duration `yaml:"guard_check"`
 	// Output keeps every attempt's full output in a log file; see Output.
 	Output Output `yaml:"output"`
 }
@@ -546,6 +552,7 @@ func (c *Config) applyDefaults(baseDir string) {
 	cs := &c.Consumer
 	setDefault(&cs.Concurrency, DefaultConcurrency)
 	setDefault(&cs.CancelCheck, DefaultCancelCheck)
+	setDefault(&cs.GuardCheck, DefaultGuardCheck)
 	setDefault(&cs.HeartbeatTTL, DefaultHeartbeatTTL)
 	setDefault(&cs.HeartbeatRenew, DefaultHeartbeatRenew)
 	setDefault(&cs.ShutdownGrace, DefaultShutdownGrace)

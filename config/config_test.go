@@ -69,7 +69,7 @@ func TestDefaults(t *testing.T) {
 			Concurrency: 4, HeartbeatTTL: 2 * time.Minute, HeartbeatRenew: 30 * time.Second,
 			ShutdownGrace: 10 * time.Second, KillGrace: 10 * time.Second,
 			WorkDir: filepath.Join(os.TempDir(), "agentsmithd", "work"), TailBytes: 4096,
-			LowerPriorityEvery: 10, LimitDelay: 2 * time.Second, CancelCheck: 5 * time.Second,
+			LowerPriorityEvery: 10, LimitDelay: 2 * time.Second, CancelCheck: 5 * time.Second, GuardCheck: 2 * time.Second,
 			Output: Output{LogMaxBytes: DefaultLogMaxBytes, Retention: Retention{MaxAge: DefaultRetentionMaxAge, MaxBytes: DefaultRetentionMaxBytes, Interval: DefaultRetentionInterval}},
 		},
 		ClaimLockTTL: 30 * time.Second,

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
@@ -55,6 +56,7 @@ func TestEmptyConfigPrintsTheServicesDefaults(t *testing.T) {
 		"consumer.lower_priority_every":        queue.DefaultLowerEvery,
 		"consumer.limit_delay":                 lifecycle.DefaultLimitDelay,
 		"consumer.cancel_check":                lifecycle.DefaultCancelCheck,
+		"consumer.guard_check":                 runguard.DefaultCheck,
 		"consumer.output.log_max_bytes":        lifecycle.DefaultLogMaxBytes,
 		"consumer.output.retention.max_age":    housekeeping.DefaultRetentionMaxAge,
 		"consumer.output.retention.max_bytes":  housekeeping.DefaultRetentionMaxBytes,

@@ -63,6 +63,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 	}
 	atLeast(errs, "consumer.lower_priority_every", cs.LowerPriorityEvery, 1)
 	positive(errs, "consumer.limit_delay", cs.LimitDelay)
+	positive(errs, "consumer.guard_check", cs.GuardCheck)
 
 	positive(errs, "claim_lock_ttl", c.ClaimLockTTL)
 	hk := &c.Housekeeping

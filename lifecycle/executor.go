@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
@@ -82,6 +83,11 @@ type ExecutorConfig struct {
 	// Rand returns a uniform number in [0, 1) for the retry backoff's
 	// jitter; default math/rand/v2.Float64.
 	Rand func() float64
+	// Guard, when set, runs every pipeline under a run guard
+	// (lifecycle/runguard) that kills it once the run is no longer its
+	// own, even while this daemon is frozen. nil runs pipelines directly
+	// (tests that run the daemon inside the test binary).
+	Guard *runguard.Launcher
 }
 
 // Executor is the PipelineQueueConsumer and PipelineExecutor of the
@@ -330,7 +336,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		if out != nil {
 			spec.Output = out
 		}
-		res = procrun.Run(ctx, spec)
+		res = e.runPipeline(ctx, spec, req.Ref, token)
 		close(ran)
 		if out != nil {
 			_ = out.Close()
@@ -372,6 +378,19 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	default:
 		a.failed(ctx, t, res)
 	}
+}
+
+// runPipeline runs spec, under a run guard when one is configured.
+func (e *Executor) runPipeline(ctx context.Context, spec procrun.Spec, ref platforms.Ref, token string) procrun.Result {
+	if e.cfg.Guard == nil {
+		return procrun.Run(ctx, spec)
+	}
+	guarded, done, err := e.cfg.Guard.Wrap(spec, ref, token, e.heartbeatWindow())
+	if err != nil {
+		return procrun.Result{ExitCode: -1, Err: err}
+	}
+	defer done()
+	return procrun.Run(ctx, guarded)
 }
 
 // moveRetrying is move with retries of transient tracker errors (5xx,

@@ -29,6 +29,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/buildinfo"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/nodump"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
@@ -55,6 +56,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	if args[0] == "guard" {
+		// Hidden: the daemon starts it as each pipeline's parent (README
+		// "Run guard"); it is not for people.
+		return guard(stderr)
 	}
 	cmd := "serve" // flags first: `agentsmithd -c config.yaml` serves, as before
 	if !strings.HasPrefix(args[0], "-") || isHelp(args[0]) {
@@ -91,6 +97,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "agentsmithd: unknown command %q\n\n%s", cmd, usage)
 	return 2
+}
+
+// guard is `agentsmithd guard`, the run guard of one pipeline
+// (lifecycle/runguard): its orders, Redis password included, come on fd 3
+// from the daemon that started it.
+func guard(stderr io.Writer) int {
+	// Before the orders are read: the pipeline runs as the guard's user
+	// unless run_as says otherwise, and must not read the password from
+	// /proc/$PPID/mem.
+	if err := nodump.Enable(); err != nil {
+		fmt.Fprintln(stderr, "agentsmithd guard: cannot make the process non-dumpable:", err)
+		return 125
+	}
+	return runguard.Main(os.NewFile(3, "orders"), stderr)
 }
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
@@ -136,7 +156,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentsmithd: redis.addr (or redis.addrs) is empty: serve needs a Redis server (the embedded one is for `agentsmithd demo` only)")
 		return 1
 	}
-	d, err := daemon.New(cfg, daemon.Options{Logger: log})
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "agentsmithd: find own binary for the run guards:", err)
+		return 1
+	}
+	d, err := daemon.New(cfg, daemon.Options{Logger: log, GuardExe: exe})
 	if err != nil {
 		log.Error("build daemon", zap.Error(err))
 		return 1

@@ -8,17 +8,20 @@ import (
 
 // TestChaosShort is the chaos run cut down to what fits the default test
 // run: a few dozen tickets for about a minute with kill -9 of replicas,
-// duplicated webhook deliveries, Redis wiped with tickets Enqueued, and a
-// rolling restart of every replica at the end; Redis is also restored from
-// a 2 s old snapshot once and, with AOF on, killed -9 once; replica 1's
-// wall clock runs 2 minutes ahead and replica 2's 2 minutes behind. `make chaos` is the full run.
+// duplicated webhook deliveries, Redis wiped with tickets Enqueued, one
+// daemon SIGSTOPped alone while its pipelines run (their run guards must
+// kill them before the tickets run again elsewhere), and a rolling restart
+// of every replica at the end; Redis is also restored from a 2 s old
+// snapshot once and, with AOF on, killed -9 once; replica 1's wall clock
+// runs 2 minutes ahead and replica 2's 2 minutes behind. `make chaos` is
+// the full run.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of real processes")
 	}
 	o := Options{Tickets: 30, Duration: 30 * time.Second, Settle: 60 * time.Second, Seed: 7,
 		KillEvery: 4 * time.Second, Duplicate: 2, RedisWipe: true, RedisDown: time.Second, WipeBurst: 20,
-		Rolling: true, RollingBurst: 12, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, Dir: t.TempDir()}
+		Rolling: true, RollingBurst: 12, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true, Dir: t.TempDir()}
 	var log bytes.Buffer
 	o.Log = &log
 	rep, err := Run(t.Context(), o)
@@ -42,6 +45,9 @@ func TestChaosShort(t *testing.T) {
 	}
 	if rep.SkewSeen < time.Minute {
 		t.Errorf("largest queue wait logged %s: the clock skew did not reach the replicas", rep.SkewSeen)
+	}
+	if f := rep.Frozen; f.Runs == 0 || f.Killed != f.Runs || f.Rerun != f.Runs || f.OverlapWorst > guardCheck {
+		t.Errorf("frozen daemon: %+v: every pipeline it ran must be killed by its guard and re-run elsewhere, overlapping at most %s", f, guardCheck)
 	}
 	if rep.RollingRestarts != 3 {
 		t.Errorf("rolling restart replaced %d replicas, want 3", rep.RollingRestarts)

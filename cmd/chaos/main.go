@@ -42,6 +42,7 @@ func main() {
 	fs.BoolVar(&o.RedisAOF, "redis-aof", o.RedisAOF, "run Redis with AOF (everysec) and kill -9 it once")
 	fs.DurationVar(&o.Skew, "skew", o.Skew, "replica 1's wall clock this far ahead, replica 2's as far behind (0: off)")
 	fs.BoolVar(&o.Cluster, "cluster", o.Cluster, "Redis Cluster (3 masters, 3 replicas); kill the daemon's master at half the run (turns off the Redis wipe, rollback, AOF crash and leader SIGSTOP)")
+	fs.BoolVar(&o.FreezeDaemon, "freeze-daemon", o.FreezeDaemon, "SIGSTOP one daemon process alone (pipelines left running) past the heartbeat TTL")
 	fs.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
 	fs.BoolVar(&o.Verbose, "v", false, "log every fault as it happens")
 	_ = fs.Parse(os.Args[1:])

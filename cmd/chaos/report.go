@@ -56,11 +56,13 @@ type Report struct {
 	LostIDs        []string
 	OverlapIDs     []string
 	Elapsed        time.Duration
+	// Frozen: one daemon SIGSTOPped alone, its pipelines left running.
+	Frozen frozenFigures
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
 func (r *Report) OK() bool {
-	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0
+	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0 && r.Frozen.ok()
 }
 
 // secretLeaks scans every replica log in dir for the configured secrets.
@@ -434,6 +436,7 @@ func (r *Report) Print(w io.Writer) {
 	if r.Fed > 0 {
 		row("tracker API calls per ticket", fmt.Sprintf("%.1f (%d calls)", float64(r.APICalls)/float64(r.Fed), r.APICalls))
 	}
+	r.Frozen.print(row)
 	row("webhook deliveries sent (duplicates included)", r.Deliveries)
 	row("replica log lines containing the token or webhook secret", r.SecretLeaks)
 	row("elapsed", r.Elapsed.Round(time.Second))

@@ -50,6 +50,9 @@ type Options struct {
 	// wipe, rollback, AOF crash and leader SIGSTOP (which read the one
 	// server) are off then.
 	Cluster bool
+	// FreezeDaemon SIGSTOPs one replica's daemon process alone, its
+	// pipelines left running, past the heartbeat TTL (frozen.go).
+	FreezeDaemon bool
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -61,7 +64,7 @@ func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
 		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
-		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute}
+		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true}
 }
 
 type ticket struct {
@@ -282,6 +285,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
+	var frozen frozenFigures
+	if o.FreezeDaemon {
+		tmu.Lock()
+		from := len(tickets)
+		tmu.Unlock()
+		for i := range frozenBurst {
+			feed(webhookProjects()[i%len(webhookProjects())], "frozen")
+		}
+		tmu.Lock()
+		var ids []string
+		for _, t := range tickets[from:] {
+			ids = append(ids, t.id)
+		}
+		tmu.Unlock()
+		frozen = w.freezeDaemonOnly(ctx, ids)
+		fmt.Fprintf(o.Log, "chaos: frozen daemon: %+v\n", frozen)
+	}
 	var rolling rollingFigures
 	if o.Rolling {
 		// Slow runs outlast the shutdown grace, so SIGTERM hands them back.
@@ -309,6 +329,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Rollback = rb
 	rep.Skew, rep.SkewSeen = o.Skew, skewSeen(dir)
 	rep.Failover = fo
+	rep.Frozen = frozen
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }

@@ -38,13 +38,19 @@ var projects = []project{
 
 // pipelineScript is every project's pipeline. It logs start, a tick every
 // ~100 ms, term (SIGTERM seen) and end to RUN_LOG with the daemon's pid
-// ($PPID) and its own, so the run log tells runs, replicas and overlaps
-// apart without trusting the daemon. Titles choose the behaviour: "hang"
-// runs past the timeout, "stubborn" also ignores SIGTERM, "fail" exits 1,
-// "slow" runs 3.5 s (past the shutdown grace, within the timeout).
-const pipelineScript = `L() { printf '%s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$PPID" "$$" "$EPOCHREALTIME" >> "$RUN_LOG"; }
+// (its parent's, or its grandparent's when the parent is the run guard,
+// `agentsmithd guard`) and its own, so the run log tells runs, replicas and
+// overlaps apart without trusting the daemon. Titles choose the behaviour:
+// "hang" runs past the timeout, "stubborn" also ignores SIGTERM, "fail"
+// exits 1, "slow" runs 3.5 s (past the shutdown grace, within the timeout),
+// "frozen" runs 6 s on its first attempt (past the heartbeat TTL: see
+// frozen.go) and 0.5 s after.
+const pipelineScript = `D=$PPID
+case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in *" guard "*) read -r _ _ _ D _ < /proc/$PPID/stat;; esac
+L() { printf '%s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$D" "$$" "$EPOCHREALTIME" >> "$RUN_LOG"; }
 L start
 case "$AGENTSMITH_TITLE" in
+  *frozen*) trap 'L term; exit 143' TERM; n=$(( AGENTSMITH_ATTEMPT > 1 ? 5 : 60 ));;
   *stubborn*) trap 'L term' TERM; n=100000;;
   *hang*) trap 'L term; exit 143' TERM; n=100000;;
   *slow*) trap 'L term; exit 143' TERM; n=35;;
@@ -60,7 +66,7 @@ const (
 	maxAttempts  = 3
 	chaosSecret  = "chaos-webhook-secret"
 	chaosToken   = "chaos-api-token"
-	timingsYAML  = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
+	timingsYAML  = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, guard_check: 100ms}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
 	pipelineTime = 5 * time.Second
 )
 

@@ -6,6 +6,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
 
@@ -26,4 +28,18 @@ func Redis(r config.Redis, poolSize int) (redis.UniversalClient, error) {
 	return redisconn.New(redisconn.Options{Mode: r.Mode, Addrs: r.Addrs, MasterName: r.MasterName,
 		Username: r.Username, Password: r.Password.Value(), SentinelPassword: r.SentinelPassword.Value(),
 		DB: r.DB, TLS: tlsCfg, PoolSize: poolSize})
+}
+
+// GuardRedis is how a pipeline's run guard reaches the same Redis as the
+// daemon (lifecycle/runguard): the same mode, addresses, credentials, TLS
+// files and key prefix. It holds secrets: it travels only over the guard's
+// orders pipe.
+func GuardRedis(r config.Redis) runguard.Redis {
+	g := runguard.Redis{Mode: r.Mode, Addrs: r.Addrs, MasterName: r.MasterName, Username: r.Username,
+		Password: r.Password.Value(), SentinelPassword: r.SentinelPassword.Value(), DB: r.DB, HashTag: keys.HashTagged()}
+	if r.TLS.Enabled {
+		g.TLS = &redisconn.TLSFiles{CAFile: r.TLS.CAFile, CertFile: r.TLS.CertFile,
+			KeyFile: r.TLS.KeyFile, ServerName: r.TLS.ServerName, InsecureSkipVerify: r.TLS.InsecureSkipVerify}
+	}
+	return g
 }

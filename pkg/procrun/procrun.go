@@ -60,6 +60,11 @@ type Spec struct {
 	// another uid cannot read the daemon's files or signal it. nil runs it
 	// as the daemon's own user.
 	Credential *syscall.Credential
+	// ExtraFiles are inherited by the command as fds 3, 4, …: how the
+	// daemon hands a run guard (lifecycle/runguard) its orders without
+	// putting them in the command line or the environment. The caller
+	// closes them after Run returns.
+	ExtraFiles []*os.File
 }
 
 // Result is what happened to a run.
@@ -135,7 +140,7 @@ func Run(ctx context.Context, spec Spec) Result {
 	default:
 	}
 
-	path, err := lookPath(spec.Argv[0], spec.Env)
+	path, err := LookPath(spec.Argv[0], spec.Env)
 	if err != nil {
 		return fail(err)
 	}
@@ -149,6 +154,7 @@ func Run(ctx context.Context, spec Spec) Result {
 		Env:         env,
 		Dir:         spec.Dir,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential},
+		ExtraFiles:  spec.ExtraFiles,
 	}
 
 	// The pipes are ours rather than os/exec's so that we decide when to
@@ -314,10 +320,11 @@ func copyOutput(r io.Reader, tl *tail, w io.Writer) {
 	}
 }
 
-// lookPath resolves a bare command name in the PATH the command will see,
-// falling back to the daemon's PATH; names with a slash are used as given
-// (relative ones relative to Spec.Dir).
-func lookPath(name string, env []string) (string, error) {
+// LookPath resolves a bare command name in the PATH the command will see
+// (env's), falling back to the daemon's PATH; names with a slash are used as
+// given (relative ones relative to Spec.Dir). Run calls it; a run guard
+// calls it to start the pipeline exactly as Run would have.
+func LookPath(name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
 	}

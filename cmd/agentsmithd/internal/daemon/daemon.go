@@ -23,6 +23,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/connlimit"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
@@ -34,6 +35,7 @@ import (
 type Daemon struct {
 	cfg      *config.Config
 	rdb      redis.UniversalClient
+	guard    *runguard.Launcher // nil: pipelines run unguarded
 	log      *zap.Logger
 	projects lifecycle.Projects
 	observer lifecycle.Observers
@@ -66,6 +68,10 @@ type Options struct {
 	// Observer, when set, receives every lifecycle event besides the
 	// daemon's own observers (the demo prints them).
 	Observer lifecycle.Observer
+	// GuardExe, when set, is the agentsmithd binary: every pipeline then
+	// runs under `GuardExe guard` (lifecycle/runguard). Tests that run the
+	// daemon inside the test binary leave it empty.
+	GuardExe string
 }
 
 // New builds a replica from cfg. It dials nothing yet.
@@ -87,6 +93,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		}
 	}
 	d := &Daemon{cfg: cfg, rdb: rdb, log: log, projects: lifecycle.Projects{}, listened: make(chan struct{})}
+	if opts.GuardExe != "" {
+		d.guard = &runguard.Launcher{Exe: opts.GuardExe, Redis: projects.GuardRedis(cfg.Redis), Check: cfg.Consumer.GuardCheck}
+	}
 	// One registry per replica: several daemons in one process (tests, the
 	// demo) never share series.
 	d.queue = projects.Queue(rdb, cfg)

@@ -86,7 +86,7 @@ func (d *Daemon) buildConsumer() []service {
 		WorkDir: c.WorkDir, TailBytes: c.TailBytes,
 		LogsDir: c.Output.LogsDir, LogMaxBytes: c.Output.LogMaxBytes, CancelCheck: c.CancelCheck, Labels: d.labels(),
 		Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
-		LimitDelay: c.LimitDelay,
+		LimitDelay: c.LimitDelay, Guard: d.guard,
 	})
 	roots := []string{c.WorkDir}
 	if c.Output.LogsDir != "" {

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// frozenBurst is how many "frozen" tickets are fed before one daemon is
+// frozen: enough that each replica is likely running one.
+const frozenBurst = 6
+
+// guardCheck is consumer.guard_check in the chaos config (timingsYAML).
+const guardCheck = 100 * time.Millisecond
+
+// frozenFigures measure the frozen daemon: one replica's daemon process
+// SIGSTOPped alone, as a stalled process (not a paused VM) is, its
+// pipelines left running. Its run guards must kill those pipelines on
+// their own, before the tickets run again elsewhere: a pipeline may outlive
+// its run by at most one guard check interval (guardCheck).
+type frozenFigures struct {
+	enabled bool
+	// Runs is the frozen daemon's pipelines working at the freeze; Killed
+	// how many of them were gone while it was still frozen.
+	Runs, Killed int
+	// KillWorst: freeze → the last of them gone.
+	KillWorst time.Duration
+	// Rerun is how many of their tickets started again elsewhere while the
+	// daemon was frozen; OverlapWorst is the largest (a frozen run's last
+	// work line − its successor's start): negative when every frozen run
+	// was dead before its successor started.
+	Rerun        int
+	OverlapWorst time.Duration
+	err          string
+}
+
+func (f frozenFigures) ok() bool {
+	return !f.enabled || (f.err == "" && f.Runs > 0 && f.Killed == f.Runs && f.Rerun == f.Runs && f.OverlapWorst <= guardCheck)
+}
+
+func (f frozenFigures) print(row func(string, any)) {
+	if !f.enabled {
+		return
+	}
+	if f.err != "" {
+		row("daemon SIGSTOPped alone, pipelines running", "FAILED: "+f.err)
+		return
+	}
+	row("daemon alone SIGSTOPped: its pipelines / killed by guard", fmt.Sprintf("%d / %d", f.Runs, f.Killed))
+	row("  freeze → every such pipeline gone: worst", f.KillWorst.Round(10*time.Millisecond))
+	row("  re-run elsewhere while frozen", f.Rerun)
+	row(fmt.Sprintf("  overlap with successor: worst (bound %s)", guardCheck), f.OverlapWorst.Round(10*time.Millisecond))
+}
+
+// freezeDaemonOnly waits for a first attempt of one of ids to run on a
+// replica, SIGSTOPs that replica's daemon pid only (not its pipelines'
+// groups), waits for the run guards to kill its pipelines and for their
+// tickets to start again elsewhere, and thaws it.
+func (w *world) freezeDaemonOnly(ctx context.Context, ids []string) frozenFigures {
+	f := frozenFigures{enabled: true}
+	var r *replica
+	var pid int
+	deadline := time.Now().Add(30 * time.Second)
+	for r == nil && time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, run := range readRuns(w.runLog) {
+			if run.attempt != 1 || !slices.Contains(ids, run.id) || !run.ended.IsZero() {
+				continue
+			}
+			w.mu.Lock()
+			for _, c := range w.replicas {
+				if c.alive && !c.stopped && c.cmd.Process.Pid == run.ppid {
+					r, pid = c, run.ppid
+				}
+			}
+			w.mu.Unlock()
+			if r != nil {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // polling the run log with a deadline
+	}
+	if r == nil {
+		f.err = "no frozen-tagged ticket ran within 30 s"
+		return f
+	}
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	frozeAt := time.Now()
+	w.mu.Lock()
+	r.stopped = true
+	w.mu.Unlock()
+	w.record("stop", r.inc, pid)
+	defer func() {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+		w.mu.Lock()
+		r.stopped = false
+		w.mu.Unlock()
+		w.record("cont", r.inc, pid)
+	}()
+
+	// Its pipelines working at the freeze: started, not ended, logging.
+	var victims []*run
+	for _, run := range readRuns(w.runLog) {
+		if run.ppid == pid && run.ended.IsZero() && run.end.After(frozeAt.Add(-500*time.Millisecond)) {
+			victims = append(victims, run)
+		}
+	}
+	f.Runs = len(victims)
+	// Killed before the heartbeat TTL (3 s) is up, or within a check of it.
+	gone := time.Now().Add(10 * time.Second)
+	for _, v := range victims {
+		for alive(v.pid) && time.Now().Before(gone) {
+			time.Sleep(10 * time.Millisecond) // polling the process table with a deadline
+		}
+		if !alive(v.pid) {
+			f.Killed++
+			f.KillWorst = max(f.KillWorst, time.Since(frozeAt))
+		}
+	}
+	// Each ticket runs again elsewhere while the daemon still sleeps.
+	f.OverlapWorst = -time.Hour
+	rerun := time.Now().Add(20 * time.Second)
+	for _, v := range victims {
+		var next *run
+		for next == nil && time.Now().Before(rerun) && ctx.Err() == nil {
+			for _, o := range readRuns(w.runLog) {
+				if o.id == v.id && o.start.After(frozeAt) && o.ppid != pid {
+					next = o
+					break
+				}
+			}
+			if next == nil {
+				time.Sleep(50 * time.Millisecond) // polling the run log with a deadline
+			}
+		}
+		if next == nil {
+			continue
+		}
+		f.Rerun++
+		var last time.Time
+		for _, o := range readRuns(w.runLog) {
+			if o.pid == v.pid && o.id == v.id && len(o.work) > 0 {
+				last = o.work[len(o.work)-1]
+			}
+		}
+		f.OverlapWorst = max(f.OverlapWorst, last.Sub(next.start))
+	}
+	return f
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	rest := b[bytes.LastIndexByte(b, ')')+1:]
+	return !bytes.HasPrefix(bytes.TrimSpace(rest), []byte("Z"))
+}

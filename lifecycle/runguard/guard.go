@@ -1,0 +1,211 @@
+// Package runguard keeps a pipeline from outliving its run when the daemon
+// that started it cannot act: frozen (SIGSTOP, a stalled VM), or gone
+// (kill -9). The daemon starts each pipeline under a small guard process,
+// `agentsmithd guard`, which is the leader of the pipeline's process group
+// and the pipeline's parent. The guard checks the run's token in Redis on
+// its own (runstate.Holder, every Order.Check) and SIGKILLs the whole group
+// when the run is no longer its own, or when its heartbeat has gone
+// unrenewed for as long as the daemon itself trusts it: a frozen daemon's
+// pipeline dies before the heartbeat expires (when the check interval is
+// shorter than the TTL's untrusted margin, 12 s by default), so before a
+// successor can start; in any case within one check interval of expiry.
+//
+// The daemon side (Launcher.Wrap) rewrites a procrun.Spec so the guard runs
+// instead of the pipeline; the guard side (Main) is the body of the guard
+// process. The daemon hands the guard its orders (Redis address and
+// credentials, the run's ticket and token, the pipeline's command) as JSON
+// over an inherited pipe (fd 3), never on the command line or in the
+// environment, and the guard closes that fd before it starts the pipeline:
+// the pipeline's environment is exactly what it was without a guard.
+package runguard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// DefaultCheck is how often a guard reads its run's token: the bound on how
+// long a pipeline runs beside its successor when its daemon is frozen. One
+// GET per running pipeline per interval, on the guard's own connection.
+const DefaultCheck = 2 * time.Second
+
+// maxOrder bounds what the guard reads from its orders pipe.
+const maxOrder = 1 << 20
+
+// Redis says how the guard reaches Redis: the daemon's own connection
+// settings (redisconn.Options without the pool), secrets included, which is
+// why they travel only over the orders pipe.
+type Redis struct {
+	Mode             string              `json:"mode,omitempty"`
+	Addrs            []string            `json:"addrs"`
+	MasterName       string              `json:"master_name,omitempty"`
+	Username         string              `json:"username,omitempty"`
+	Password         string              `json:"password,omitempty"`
+	SentinelPassword string              `json:"sentinel_password,omitempty"`
+	DB               int                 `json:"db,omitempty"`
+	TLS              *redisconn.TLSFiles `json:"tls,omitempty"`
+	// HashTag is pkg/keys' cluster prefix mode, so the guard reads the
+	// heartbeat under the daemon's key name.
+	HashTag bool `json:"hash_tag,omitempty"`
+}
+
+// Order is what the daemon hands one guard.
+type Order struct {
+	Redis Redis         `json:"redis"`
+	Ref   platforms.Ref `json:"ref"`
+	Token string        `json:"token"`
+	// Check is the interval between token reads (DefaultCheck when 0).
+	Check time.Duration `json:"check"`
+	// Heartbeat is the run heartbeat's TTL and the part of it the daemon
+	// trusts after each renewal (the executor's trust.Window). A heartbeat
+	// not renewed for Heartbeat.Trusted (its remaining TTL below
+	// TTL - Trusted) means the daemon is frozen or cut off: it would have
+	// killed the pipeline itself by now, so the guard does, before the
+	// heartbeat expires and a successor can start. A guard that cannot
+	// read Redis for Heartbeat.Trusted kills the pipeline likewise.
+	Heartbeat trust.Window `json:"heartbeat"`
+	// Parent is the daemon's pid: when the guard's parent is no longer it
+	// (the daemon died and the guard was re-parented), nobody will write
+	// the run's outcome, and the guard kills the group.
+	Parent int `json:"parent"`
+	// Path and Argv are the pipeline's command (Path resolved by
+	// procrun.LookPath); Credential the user it runs as (nil: the guard's).
+	Path       string              `json:"path"`
+	Argv       []string            `json:"argv"`
+	Credential *syscall.Credential `json:"credential,omitempty"`
+}
+
+// Main is the guard process. It reads its Order from orders, starts the
+// pipeline in its own process group (the one procrun made for the guard)
+// with the guard's stdin, stdout, stderr, working directory and
+// environment, and watches the run. It ends the way the pipeline ended: the
+// same exit status, or the same signal raised on itself, so procrun's
+// Result reads as if there were no guard. When the run is no longer its own
+// it writes one line to stderr (the run's output) and SIGKILLs the group,
+// itself included. Main returns only an exit status for a failure of its
+// own (125, as env(1) and docker do).
+func Main(orders *os.File, stderr io.Writer) int {
+	// SIGTERM (timeout, shutdown) reaches the whole group: the pipeline
+	// decides what to do with it and the guard waits for the pipeline, so
+	// procrun's grace works as without a guard. Notify, not Ignore: an
+	// ignored signal would stay ignored in the pipeline after exec.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "agentsmithd guard: "+format+"\n", args...)
+		return 125
+	}
+	raw, err := io.ReadAll(io.LimitReader(orders, maxOrder))
+	_ = orders.Close() // before the pipeline starts: it must not inherit the fd
+	if err != nil {
+		return fail("read orders: %v", err)
+	}
+	var o Order
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return fail("decode orders: %v", err)
+	}
+	if len(o.Argv) == 0 || o.Path == "" {
+		return fail("orders name no command")
+	}
+	if err := keys.UseHashTag(o.Redis.HashTag); err != nil {
+		return fail("key prefix: %v", err)
+	}
+	rdb, err := o.Redis.client()
+	if err != nil {
+		return fail("redis: %v", err)
+	}
+	defer rdb.Close()
+
+	cmd := &exec.Cmd{Path: o.Path, Args: o.Argv, Env: os.Environ(),
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{Credential: o.Credential}}
+	if err := cmd.Start(); err != nil {
+		return fail("start %s: %v", o.Argv[0], err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	if why := watch(o, rdb, exited); why != "" {
+		fmt.Fprintf(stderr, "agentsmithd guard: %s; killing the pipeline's process group\n", why)
+		_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
+		select {} // the SIGKILL above is ours too
+	}
+	signal.Stop(sigs)
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		raise(ws.Signal())
+		// A signal whose default action does not end a process cannot
+		// have ended the pipeline; should one arrive here, the shell's
+		// convention says which it was.
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// watch checks the run every o.Check until the pipeline exits ("") or the
+// run stops being its own (the reason).
+func watch(o Order, rdb redis.Cmdable, exited <-chan struct{}) string {
+	every := o.Check
+	if every <= 0 {
+		every = DefaultCheck
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	confirmed := time.Now()
+	for {
+		select {
+		case <-exited:
+			return ""
+		case <-t.C:
+		}
+		if o.Parent > 0 && os.Getppid() != o.Parent {
+			return fmt.Sprintf("the daemon (pid %d) is gone", o.Parent)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), max(every, time.Second))
+		holder, left, err := runstate.Holder(ctx, rdb, o.Ref)
+		cancel()
+		hb := o.Heartbeat
+		switch {
+		case err != nil:
+			if hb.Trusted > 0 && time.Since(confirmed) > hb.Trusted {
+				return fmt.Sprintf("the run of %s was not confirmed for %s (%v)", o.Ref, hb.Trusted, err)
+			}
+		case holder != o.Token:
+			return fmt.Sprintf("the run of %s is no longer this pipeline's (heartbeat expired or taken over)", o.Ref)
+		case hb.Trusted > 0 && left >= 0 && left < hb.TTL-hb.Trusted: // -1: no TTL at all, never expires
+			return fmt.Sprintf("the heartbeat of %s was not renewed for %s (the daemon is frozen or cut off from Redis)", o.Ref, hb.Trusted)
+		default:
+			confirmed = time.Now()
+		}
+	}
+}
+
+func (r Redis) client() (redis.UniversalClient, error) {
+	opts := redisconn.Options{Mode: r.Mode, Addrs: r.Addrs, MasterName: r.MasterName, Username: r.Username,
+		Password: r.Password, SentinelPassword: r.SentinelPassword, DB: r.DB, PoolSize: 1}
+	if r.TLS != nil {
+		tc, err := redisconn.TLSConfig(*r.TLS)
+		if err != nil {
+			return nil, err
+		}
+		opts.TLS = tc
+	}
+	return redisconn.New(opts)
+}

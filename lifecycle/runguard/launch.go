@@ -1,0 +1,79 @@
+package runguard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/pkg/procrun"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Launcher starts pipelines under guards. The zero Launcher is unusable:
+// Exe must name a binary whose Args run Main (agentsmithd: "guard").
+type Launcher struct {
+	// Exe is the guard binary, an absolute path (os.Executable).
+	Exe string
+	// Args follow Exe on the guard's command line; default ["guard"].
+	Args []string
+	// Redis is how guards reach Redis.
+	Redis Redis
+	// Check is every guard's check interval (DefaultCheck when 0).
+	Check time.Duration
+}
+
+// daemonPID is the pid a guard expects as its parent; tests replace it to
+// play a daemon that is gone.
+var daemonPID = os.Getpid
+
+// Wrap returns spec rewritten so that a guard runs the pipeline for the run
+// of ref owned by token, and a function the caller must call once
+// procrun.Run has returned (it closes the orders pipe). hb is the run
+// heartbeat's TTL and trust window, as the executor uses them. The guard gets the pipeline's environment, stdin,
+// working directory and output unchanged; a RunAs credential moves to the
+// guard's orders, so the guard stays the daemon's user (its memory holds
+// the Redis password) and only the pipeline runs as the other user.
+func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb trust.Window) (procrun.Spec, func(), error) {
+	if l.Exe == "" {
+		return spec, func() {}, errors.New("run guard: no guard binary")
+	}
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return spec, func() {}, errors.New("run guard: empty command")
+	}
+	path, err := procrun.LookPath(spec.Argv[0], spec.Env)
+	if err != nil {
+		return spec, func() {}, err
+	}
+	b, err := json.Marshal(Order{Redis: l.Redis, Ref: ref, Token: token, Check: l.Check, Heartbeat: hb,
+		Parent: daemonPID(), Path: path, Argv: spec.Argv, Credential: spec.Credential})
+	if err != nil {
+		return spec, func() {}, fmt.Errorf("run guard: encode orders: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return spec, func() {}, fmt.Errorf("run guard: orders pipe: %w", err)
+	}
+	// Written from a goroutine: orders larger than the pipe's buffer
+	// would otherwise block until the guard reads them.
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		_, _ = w.Write(b) // EPIPE when the guard never started: the caller's cleanup closed r
+		_ = w.Close()
+	}()
+	args := l.Args
+	if args == nil {
+		args = []string{"guard"}
+	}
+	out := spec
+	out.Argv = append([]string{l.Exe}, args...)
+	out.Credential = nil
+	out.ExtraFiles = []*os.File{r}
+	return out, func() {
+		_ = r.Close()
+		<-written
+	}, nil
+}

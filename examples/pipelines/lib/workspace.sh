@@ -77,7 +77,7 @@ workspace_prepare() {
 # like aider, leaves nothing to add) and pushes the branch. Nothing new on
 # the branch fails the run: a pull request without a change is not a result.
 workspace_publish() {
-  git add -A -- . ":(exclude)$AGENTSMITH_DIR"
+  git add -A # .agentsmith/ is in .git/info/exclude (workspace_prepare)
   if ! git diff --cached --quiet; then
     git commit -q -m "$TICKET_TITLE" -m "Ticket: $TICKET_ID $TICKET_URL"
   fi

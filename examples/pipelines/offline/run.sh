@@ -22,10 +22,14 @@ api=${GITHUB_API_URL:-https://api.github.com/}
 repo=${GITHUB_REPOSITORY:-${TICKET_ID%#*}}
 body=$(printf '{"title": %s, "head": %s, "base": %s, "body": %s}' \
   "$(json_str "$TICKET_TITLE")" "$(json_str "$BRANCH")" "$(json_str "$BASE_BRANCH")" "$(json_str "Resolves $TICKET_ID")")
-answer=$(curl -fsS -X POST "${api%/}/repos/$repo/pulls" \
-  -H "Authorization: Bearer ${GITHUB_TOKEN:?GITHUB_TOKEN not set}" \
-  -H "Accept: application/vnd.github+json" -H "X-GitHub-Api-Version: 2022-11-28" \
-  --data "$body")
+auth="Authorization: Bearer ${GITHUB_TOKEN:?GITHUB_TOKEN not set}"
+if ! answer=$(curl -fsS -X POST "${api%/}/repos/$repo/pulls" -H "$auth" \
+  -H "Accept: application/vnd.github+json" -H "X-GitHub-Api-Version: 2022-11-28" --data "$body"); then
+  # A retry of a run that opened it already: GitHub answers 422 "A pull
+  # request already exists"; list pull requests by head finds it
+  # (https://docs.github.com/rest/pulls/pulls#list-pull-requests).
+  answer=$(curl -fsS "${api%/}/repos/$repo/pulls?head=${repo%%/*}:$BRANCH" -H "$auth" -H "Accept: application/vnd.github+json")
+fi
 PR_URL=$(printf '%s' "$answer" | grep -Eo '"html_url": *"[^"]*/pull/[0-9]+"' | head -n 1 | sed 's/.*"\(http[^"]*\)"$/\1/')
 [ -n "$PR_URL" ] || die "no pull request in the answer: $answer"
 echo "pull request: $PR_URL"

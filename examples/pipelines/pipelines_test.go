@@ -75,7 +75,6 @@ func remote(t *testing.T) string {
 type run struct {
 	script  string
 	workDir string
-	env     []string
 	stdout  bytes.Buffer
 	err     error
 }

@@ -191,7 +191,7 @@ func leadTimeChart(start time.Time, buckets []hourBucket) chart {
 		}
 		s := slices.Clone(b.leads)
 		slices.Sort(s)
-		medians[i] = s[len(s)/2]
+		medians[i] = s[len(s)/2] // the upper median of an even count
 		maxV = max(maxV, medians[i])
 	}
 	if maxV == 0 {

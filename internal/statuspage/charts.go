@@ -199,7 +199,12 @@ func leadTimeChart(start time.Time, buckets []hourBucket) chart {
 		maxV = time.Second
 	}
 	top := float64(maxV.Milliseconds())
-	c.yAxis(top, func(v float64) string { return humanMS(int64(v)) })
+	c.yAxis(top, func(v float64) string {
+		if top < 1000 {
+			return fmt.Sprintf("%.0f ms", v) // humanMS would say 0.0 s
+		}
+		return humanMS(int64(v))
+	})
 	for i, b := range buckets {
 		if len(b.leads) == 0 {
 			continue

@@ -20,6 +20,9 @@ import (
 // maxHistory bounds the events the ticket page shows (its newest).
 const maxHistory = 500
 
+// terminalSlot is the strip width of a finished ticket's final state.
+const terminalSlot = 24.0
+
 // tailBytes is how much of each attempt's log the ticket page shows.
 const tailBytes = 4096
 
@@ -187,13 +190,22 @@ func timeline(events []Event, now time.Time) strip {
 		span = time.Millisecond
 	}
 	s.Start, s.End = first.UTC().Format("15:04:05.000"), end.UTC().Format("15:04:05.000")
+	// A finished ticket's last state has no duration: it gets a fixed
+	// slot at the end, and the rest of the strip is scaled into what is left.
+	width := s.W
+	if ts[len(ts)-1].To.Terminal() {
+		width -= terminalSlot
+	}
 	for i, e := range ts {
 		to := end
 		if i+1 < len(ts) {
 			to = ts[i+1].At
 		}
-		x := s.W * float64(e.At.Sub(first)) / float64(span)
-		w := max(s.W*float64(to.Sub(e.At))/float64(span), 3) // a finished state still shows
+		x := width * float64(e.At.Sub(first)) / float64(span)
+		w := max(width*float64(to.Sub(e.At))/float64(span), 2) // a short state still shows
+		if i == len(ts)-1 && e.To.Terminal() {
+			x, w = width, terminalSlot
+		}
 		s.Segments = append(s.Segments, chartBar{X: x, Y: 0, W: w, H: s.H, Class: "s-" + e.To.String(),
 			Tip: fmt.Sprintf("%s from %s UTC for %s", e.To, e.At.UTC().Format("15:04:05.000"), humanMS(to.Sub(e.At).Milliseconds()))})
 	}

@@ -50,9 +50,17 @@ func TestStatusPageTicketDetailInChromium(t *testing.T) {
 			document.querySelectorAll("#chart-lead rect.lead").length === 1; })()`)
 	shot(t, ctx, "status-page-charts.png")
 
-	// The failed ticket's details link, from the tickets table.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tickets a.details[href$=%q]`, fmt.Sprintf("%%23%d", bad))))); err != nil {
-		t.Fatalf("click details: %v", err)
+	// The failed ticket's details link, from the tickets table. It is
+	// followed by navigating to its href rather than clicking: the page's
+	// 2 s refresh replaces the table, and a click can land on a node just
+	// replaced.
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(
+		`document.querySelector(%q).href`, fmt.Sprintf(`#tickets a.details[href$="%%23%d"]`, bad))))
+	if err != nil || !strings.Contains(href, "/status/ticket?ticket=github:acme%2Fapp%23") {
+		t.Fatalf("details link of %s: %q %v", ticket, href, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(href)); err != nil {
+		t.Fatalf("open details: %v", err)
 	}
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#ticket-id"))); err != nil {
 		t.Fatalf("the ticket page: %v", err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,7 +50,7 @@ const demoProject = `  - name: %s
     %s
     webhook: {secrets: [{env: DEMO_WEBHOOK_SECRET}]}
     polling: {enabled: %t, interval: 2s}
-    pipeline: {command: ["sh", "-c", %q], timeout: 30s, max_attempts: 2}
+    pipeline: %s
 `
 
 // demoProjects: one project per platform, each on its own repository of the
@@ -69,12 +70,16 @@ var demoProjects = []struct {
 
 // demoConfig is the demo's config, parsed like a config file, with the
 // token and webhook secret resolved from a private environment.
-func demoConfig(redisAddr, workDir, simURL, token, secret string) (*config.Config, error) {
+func demoConfig(redisAddr, workDir, simURL, token, secret string, pr demoPR) (*config.Config, error) {
 	env := map[string]string{"DEMO_TOKEN": token, "DEMO_WEBHOOK_SECRET": secret}
 	var yaml strings.Builder
 	fmt.Fprintf(&yaml, demoHeader, redisAddr, workDir)
 	for _, p := range demoProjects {
-		fmt.Fprintf(&yaml, demoProject, p.name, p.pc.Project(simURL, "DEMO_TOKEN", "    "), p.poll, demoPipeline)
+		pipeline := fmt.Sprintf(`{command: ["sh", "-c", %q], timeout: 30s, max_attempts: 2}`, demoPipeline)
+		if p.pc.Repo == demoPRRepo && pr.script != "" {
+			pipeline = pr.pipeline(simURL)
+		}
+		fmt.Fprintf(&yaml, demoProject, p.name, p.pc.Project(simURL, "DEMO_TOKEN", "    "), p.poll, pipeline)
 	}
 	return config.Parse([]byte(yaml.String()), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 }
@@ -103,7 +108,11 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer stopRedis()
 
-	s := sim.New(sim.Options{})
+	pr, err := setupDemoPR(tmp)
+	if err != nil {
+		say("  note: %v", err)
+	}
+	s := sim.New(sim.Options{Branches: pr.branchExists})
 	defer s.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -116,7 +125,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	simURL := "http://" + ln.Addr().String()
 
 	secret := "demo-secret-" + fmt.Sprint(time.Now().UnixNano())
-	cfg, err := demoConfig(redisAddr, filepath.Join(tmp, "work"), simURL, "demo-token", secret)
+	cfg, err := demoConfig(redisAddr, filepath.Join(tmp, "work"), simURL, "demo-token", secret, pr)
 	if err != nil {
 		say("demo: config: %v", err)
 		return 1
@@ -215,6 +224,13 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		say("  %-22s %-40q labels: %s", fmt.Sprintf("%s#%d", k.repo, k.n), is.Title, strings.Join(is.Labels, ", "))
 		for _, c := range is.Comments {
 			say("      comment: %s", strings.ReplaceAll(strings.TrimSpace(c.Body), "\n", "\n               "))
+		}
+		// The pull request the offline pipeline opened for this ticket: its
+		// body names the ticket ("Resolves demo/webshop#2").
+		for _, p := range s.PullRequests(k.repo) {
+			if slices.Contains(strings.Fields(p.Body), fmt.Sprintf("%s#%d", k.repo, k.n)) {
+				say("      pull request: %s (%s → %s)", p.HTMLURL, p.Head, p.Base)
+			}
 		}
 	}
 	say("")

@@ -16,7 +16,13 @@ func TestDemoSettlesEveryTicket(t *testing.T) {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
 	s := out.String()
-	for _, want := range []string{"in-progress  → done", "in-progress  → failed", "exit status 3", "every ticket settled", "tracker sandbox"} {
+	want := []string{"in-progress  → done", "in-progress  → failed", "exit status 3", "every ticket settled", "tracker sandbox"}
+	if _, err := setupDemoPR(t.TempDir()); err == nil {
+		// examples/pipelines/offline/run.sh pushed the work branch and
+		// opened a pull request on the sim for the Done ticket.
+		want = append(want, "pull request: http://", "/github/demo/webshop/pull/", "(agent-smith/demo-webshop-2 → main)")
+	}
+	for _, want := range want {
 		if !strings.Contains(s, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, s)
 		}

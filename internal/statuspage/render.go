@@ -50,6 +50,8 @@ type pageView struct {
 	// CanRequeue and CanRetry: the page has a claim service to do them.
 	CanRequeue, CanRetry bool
 	TokenSet             bool
+	// Charts: throughput and lead time over the last hours (charts.go).
+	Charts charts
 }
 
 // ticketRow is a ticket the page offers actions for.
@@ -89,6 +91,9 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	v.Status = st
 	v.Tickets = h.tickets(ctx, st)
 	v.Projects = h.projects(st)
+	if v.Charts, err = h.readCharts(ctx); err != nil {
+		h.cfg.Logger.Warn("status page: charts", zap.Error(err))
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// The page loads nothing from elsewhere, runs only its own script,
 	// posts its forms only here and may not be framed.

@@ -122,11 +122,12 @@ type handler struct {
 	cfg    Config
 	reader *audit.Reader
 	sess   *sessions
+	charts chartCache
 }
 
 // New returns the handler of GET /status, GET /status.json, GET
-// /status/logs, POST /status/login, POST /status/logout and POST
-// /status/action.
+// /status/logs, GET /status/ticket (ticket.go), POST /status/login, POST
+// /status/logout and POST /status/action.
 func New(cfg Config) http.Handler {
 	if cfg.Recent <= 0 {
 		cfg.Recent = DefaultRecent
@@ -146,6 +147,7 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("GET /status", h.authorized(h.servePage))
 	mux.HandleFunc("GET /status.json", h.authorized(h.serveJSON))
 	mux.HandleFunc("GET /status/logs", h.authorized(h.serveLog))
+	mux.HandleFunc("GET /status/ticket", h.authorized(h.serveTicket))
 	mux.Handle("POST /status/login", cop.Handler(http.HandlerFunc(h.login)))
 	mux.Handle("POST /status/logout", cop.Handler(http.HandlerFunc(h.logout)))
 	mux.Handle("POST /status/action", cop.Handler(http.HandlerFunc(h.action)))

@@ -48,9 +48,10 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	// (https://docs.github.com/rest/rate-limit/rate-limit#get-rate-limit-status-for-the-authenticated-user).
 	s.ghRoute(mux, "GET", "/rate_limit", "https://docs.github.com/rest/rate-limit/rate-limit", true, s.ghRateLimit)
 	s.githubCheckRoutes(mux)
+	s.githubPullRoutes(mux)
 	s.githubAppRoutes(mux)
 	mux.HandleFunc("/github/", func(w http.ResponseWriter, r *http.Request) {
-		if s.redirectWeb(w, r) {
+		if s.redirectWeb(w, r) || s.pullPage(w, r) {
 			return
 		}
 		writeGHError(w, http.StatusNotFound, "Not Found", docsREST)

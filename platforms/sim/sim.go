@@ -77,6 +77,11 @@ type Options struct {
 	// GitHubIfMatch is how the GitHub dialect treats If-Match on writes
 	// (github_etag.go). Empty means IfMatchRejectWeak, what GitHub does.
 	GitHubIfMatch IfMatchMode
+	// Branches, when set, says whether a branch exists in a repository: the
+	// GitHub dialect refuses a pull request whose head or base it denies,
+	// as GitHub refuses a branch that was never pushed (github_pulls.go).
+	// Nil: every branch exists.
+	Branches func(repo, branch string) bool
 }
 
 // Issue is a deep copy of one issue as the Go API returns it.
@@ -126,12 +131,14 @@ type Sim struct {
 	noGHDeps  bool
 	ifMatch   IfMatchMode
 
-	store  *store
-	apps   appTokens
-	faults faultState
-	rate   rateLimiter
-	hooks  hookSet
-	check  checkState // what `agentsmithd check` reads: access, Jira deployment
+	store    *store
+	pulls    pullStore
+	branches func(repo, branch string) bool
+	apps     appTokens
+	faults   faultState
+	rate     rateLimiter
+	hooks    hookSet
+	check    checkState // what `agentsmithd check` reads: access, Jira deployment
 	// jiraIndex is Jira Cloud's lagging search index (jira_index.go).
 	jiraIndex jiraIndex
 	reqSeq    atomic.Int64
@@ -145,7 +152,8 @@ type Sim struct {
 func New(opts Options) *Sim {
 	s := &Sim{log: opts.Logger, clock: opts.Clock, tokens: slices.Clone(opts.Tokens),
 		perPage: opts.PerPage, rateLimit: opts.RateLimit, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
-		noGHDeps: opts.NoGitHubIssueDependencies, ifMatch: opts.GitHubIfMatch}
+		noGHDeps: opts.NoGitHubIssueDependencies, ifMatch: opts.GitHubIfMatch,
+		branches: opts.Branches}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -68,7 +68,7 @@ func (d *Daemon) buildAdmin() http.Handler {
 	status := statuspage.New(statuspage.Config{RDB: d.rdb, Queue: d.queue, Projects: d.projects, Instance: cfg.InstanceID,
 		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
 		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}, Claims: d.claims})
-	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs",
+	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs", "GET /status/ticket",
 		"POST /status/login", "POST /status/logout", "POST /status/action"} {
 		admin.Handle(route, status)
 	}

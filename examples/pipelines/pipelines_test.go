@@ -1,0 +1,294 @@
+package pipelines_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentsmithd/agentsmithd/examples/pipelines"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+// hostileBody is a ticket body a shell would run if a script let it: the
+// test checks it reaches the agent as text and runs nothing.
+const hostileBody = "Fix it. $(touch PWNED) `touch PWNED` \"quoted\" 'single' \\n"
+
+// fakeCLI is a stand-in for a real CLI on PATH: it records its arguments
+// NUL-separated in $FAKE_LOG/<name>.args, then runs script.
+func fakeCLI(t *testing.T, bin, name, script string) {
+	t.Helper()
+	src := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > \"$FAKE_LOG/" + name + ".args\"\n" + script + "\n"
+	if err := os.WriteFile(filepath.Join(bin, name), []byte(src), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func argsOf(t *testing.T, log, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(log, name+".args"))
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x",
+		"HOME="+dir, "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// remote makes a bare repository with one commit on main, the one the
+// pipelines push to.
+func remote(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	bare := filepath.Join(root, "remote.git")
+	git(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	seed := filepath.Join(root, "seed")
+	git(t, root, "clone", "-q", bare, seed)
+	if err := os.WriteFile(filepath.Join(seed, "README.md"), []byte("# app\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, seed, "add", ".")
+	git(t, seed, "commit", "-q", "-m", "initial")
+	git(t, seed, "push", "-q", "origin", "HEAD:main")
+	return bare
+}
+
+type run struct {
+	script  string
+	workDir string
+	stdout  bytes.Buffer
+	err     error
+}
+
+// runPipeline runs script the way the daemon does: in the ticket's work
+// dir, the ticket as AGENTSMITH_* and as JSON on stdin, PATH with the fakes
+// first, HOME private so no user git config leaks in.
+func runPipeline(t *testing.T, script, workDir, bin string, extra ...string) *run {
+	t.Helper()
+	r := &run{script: script, workDir: workDir}
+	stdin, _ := json.Marshal(map[string]any{"id": "demo/app#1", "platform": "github", "project": "app",
+		"title": "Fix login redirect", "body": hostileBody, "labels": []string{"agent-smith"},
+		"url": "https://github.com/demo/app/issues/1", "attempt": 1})
+	cmd := exec.Command(script)
+	cmd.Dir = workDir
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stdout = &r.stdout
+	cmd.Stderr = &r.stdout
+	cmd.Env = append([]string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
+		"AGENTSMITH_TICKET_ID=demo/app#1", "AGENTSMITH_PLATFORM=github", "AGENTSMITH_PROJECT=app",
+		"AGENTSMITH_URL=https://github.com/demo/app/issues/1", "AGENTSMITH_TITLE=Fix login redirect",
+		"AGENTSMITH_ATTEMPT=1", "AGENTSMITH_WORKDIR=" + workDir,
+		"AGENTSMITH_RESULT_FILE=" + filepath.Join(workDir, ".agentsmith", "result.json")}, extra...)
+	r.err = cmd.Run()
+	return r
+}
+
+// inOrder: want is a subsequence of got, each flag next to its value.
+func inOrder(got, want []string) bool {
+	i := 0
+	for j := 0; j < len(got) && i < len(want); j++ {
+		if got[j] == want[i] {
+			i++
+		} else if i > 0 && strings.HasPrefix(want[i-1], "--") && !strings.HasPrefix(want[i], "--") {
+			return false // a flag's value must follow it
+		}
+	}
+	return i == len(want)
+}
+
+type result struct {
+	Summary string `json:"summary"`
+	Links   []struct {
+		Title string `json:"title"`
+		URL   string `json:"url"`
+	} `json:"links"`
+}
+
+func readResult(t *testing.T, workDir string) result {
+	t.Helper()
+	var res result
+	b, err := os.ReadFile(filepath.Join(workDir, ".agentsmith", "result.json"))
+	if err != nil {
+		t.Fatalf("result file: %v", err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("result file %q: %v", b, err)
+	}
+	return res
+}
+
+// Each agent pipeline, with fake agent and platform CLIs on PATH against a
+// real git remote: the agent is called with its documented non-interactive
+// flags and the ticket as text, its change is committed on the work branch
+// and pushed (the daemon's logs never committed), the pull/merge request is
+// opened from that branch with the platform's CLI, and the result file
+// holds the link the CLI printed.
+func TestAgentPipelines(t *testing.T) {
+	cases := []struct {
+		dir, agent, agentScript string
+		agentFlags              []string
+		cli, cliOut             string
+		cliFlags                []string
+		// daemonCheckout: the work dir is already a checkout on the work
+		// branch (the daemon's workspace: git); else GIT_REMOTE is used.
+		daemonCheckout bool
+	}{
+		{"claude-code", "claude", `echo fixed >> FIX.md; echo "Fixed the redirect loop."`,
+			[]string{"-p", "--permission-mode", "acceptEdits"},
+			"gh", "https://github.com/demo/app/pull/7", []string{"pr", "create", "--head", "agent-smith/demo-app-1", "--base", "main", "--title", "Fix login redirect"}, true},
+		{"codex", "codex", `echo fixed >> FIX.md; while [ $# -gt 0 ]; do [ "$1" = --output-last-message ] && echo "codex: fixed" > "$2"; shift; done`,
+			[]string{"exec", "--sandbox", "workspace-write", "--output-last-message"},
+			"glab", "Creating merge request for agent-smith/demo-app-1 into main in demo/app\n\nhttps://gitlab.example/demo/app/-/merge_requests/3",
+			[]string{"mr", "create", "--source-branch", "agent-smith/demo-app-1", "--target-branch", "main", "--title", "Fix login redirect", "--yes"}, false},
+		{"aider", "aider", `echo fixed >> FIX.md`,
+			[]string{"--message", "--yes-always", "--no-auto-commits"},
+			"az", "https://dev.azure.com/org/proj/_git/app/pullrequest/5",
+			[]string{"repos", "pr", "create", "--source-branch", "agent-smith/demo-app-1", "--target-branch", "main", "--title", "Fix login redirect"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.dir, func(t *testing.T) {
+			bare := remote(t)
+			bin, log, work := t.TempDir(), t.TempDir(), t.TempDir()
+			fakeCLI(t, bin, c.agent, c.agentScript)
+			fakeCLI(t, bin, c.cli, "printf '%s\\n' '"+strings.ReplaceAll(c.cliOut, "\n", "\n")+"'")
+			var extra []string
+			if c.daemonCheckout {
+				git(t, work, "clone", "-q", "-b", "main", bare, ".")
+				git(t, work, "checkout", "-q", "-b", "agent-smith/demo-app-1")
+			} else {
+				extra = append(extra, "GIT_REMOTE="+bare)
+			}
+			// The daemon's attempt log lives in the work dir by default.
+			if err := os.MkdirAll(filepath.Join(work, ".agentsmith", "logs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(work, ".agentsmith", "logs", "attempt-1.log"), []byte("log\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			script, _ := filepath.Abs(filepath.Join(c.dir, "run.sh"))
+			r := runPipeline(t, script, work, bin, append(extra, "FAKE_LOG="+log, "PR_CLI="+c.cli)...)
+			if r.err != nil {
+				t.Fatalf("%s: %v\n%s", c.dir, r.err, r.stdout.String())
+			}
+
+			agentArgs := argsOf(t, log, c.agent)
+			for _, f := range c.agentFlags {
+				if !slices.Contains(agentArgs, f) {
+					t.Errorf("%s args %q lack %q", c.agent, agentArgs, f)
+				}
+			}
+			if !strings.Contains(strings.Join(agentArgs, " "), hostileBody) {
+				t.Errorf("%s was not given the ticket body as text: %q", c.agent, agentArgs)
+			}
+			if _, err := os.Stat(filepath.Join(work, "PWNED")); err == nil {
+				t.Error("the ticket body ran as shell")
+			}
+			if got := argsOf(t, log, c.cli); !inOrder(got, c.cliFlags) {
+				t.Errorf("%s args %q, want %q in this order", c.cli, got, c.cliFlags)
+			}
+
+			tip := git(t, bare, "log", "-1", "--format=%s", "agent-smith/demo-app-1")
+			files := git(t, bare, "ls-tree", "-r", "--name-only", "agent-smith/demo-app-1")
+			if tip != "Fix login redirect" || !strings.Contains(files, "FIX.md") || strings.Contains(files, ".agentsmith") {
+				t.Errorf("pushed branch: tip %q, files %q", tip, files)
+			}
+			res := readResult(t, work)
+			wantURL := c.cliOut[strings.LastIndex(c.cliOut, "https://"):]
+			if res.Summary == "" || len(res.Links) != 1 || res.Links[0].URL != wantURL {
+				t.Errorf("result %+v, want the link %s", res, wantURL)
+			}
+		})
+	}
+}
+
+// A pipeline whose agent changed nothing fails without opening a pull
+// request, and one whose platform CLI fails fails too: exit 0 would mark
+// the ticket Done with nothing to show.
+func TestAgentPipelineFailures(t *testing.T) {
+	for name, c := range map[string]struct{ agent, gh string }{
+		"agent changed nothing": {"echo nothing to do", "echo https://github.com/demo/app/pull/1"},
+		"gh fails":              {"echo fixed >> FIX.md", "echo 'pull request create failed: GraphQL: ...' >&2; exit 1"},
+		"gh prints no URL":      {"echo fixed >> FIX.md", "echo done"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bare := remote(t)
+			bin, log, work := t.TempDir(), t.TempDir(), t.TempDir()
+			fakeCLI(t, bin, "claude", c.agent)
+			fakeCLI(t, bin, "gh", c.gh)
+			script, _ := filepath.Abs("claude-code/run.sh")
+			r := runPipeline(t, script, work, bin, "GIT_REMOTE="+bare, "FAKE_LOG="+log)
+			if r.err == nil {
+				t.Fatalf("exit 0, want a failure\n%s", r.stdout.String())
+			}
+			if name == "agent changed nothing" && argsOf(t, log, "gh") != nil {
+				t.Error("a pull request was opened for no change")
+			}
+			if _, err := os.Stat(filepath.Join(work, ".agentsmith", "result.json")); err == nil {
+				t.Error("a failed run wrote a result")
+			}
+		})
+	}
+}
+
+// The offline pipeline, installed as the demo installs it, against a real
+// trackersim whose branches are the bare repository's: it pushes the work
+// branch, opens a pull request the sim records (the sim refuses a head the
+// repository lacks), and writes its html_url to the result file. A second
+// attempt in the same work dir finds the same pull request.
+func TestOfflinePipelineOpensAPullRequestOnTrackersim(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	bare := remote(t)
+	s := sim.New(sim.Options{Tokens: []string{"pipeline-token"}, Branches: func(repo, branch string) bool {
+		return repo == "demo/app" && exec.Command("git", "--git-dir", bare, "rev-parse", "-q", "--verify", "refs/heads/"+branch).Run() == nil
+	}})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { srv.Close(); s.Close() })
+	s.CreateIssue("demo/app", "Fix login redirect", hostileBody, "agent-smith")
+
+	script, err := pipelines.InstallOffline(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	env := []string{"GIT_REMOTE=" + bare, "GITHUB_API_URL=" + srv.URL + "/github/", "GITHUB_TOKEN=pipeline-token"}
+	for attempt := 1; attempt <= 2; attempt++ {
+		r := runPipeline(t, script, work, t.TempDir(), env...)
+		if r.err != nil {
+			t.Fatalf("attempt %d: %v\n%s", attempt, r.err, r.stdout.String())
+		}
+		prs := s.PullRequests("demo/app")
+		if len(prs) != 1 || prs[0].Head != "agent-smith/demo-app-1" || prs[0].Base != "main" || prs[0].Title != "Fix login redirect" {
+			t.Fatalf("attempt %d: pull requests %+v", attempt, prs)
+		}
+		if res := readResult(t, work); len(res.Links) != 1 || res.Links[0].URL != prs[0].HTMLURL {
+			t.Fatalf("attempt %d: result %+v, want %s", attempt, res, prs[0].HTMLURL)
+		}
+		if !strings.Contains(r.stdout.String(), "pull request: "+prs[0].HTMLURL) {
+			t.Errorf("attempt %d: output lacks the link:\n%s", attempt, r.stdout.String())
+		}
+	}
+	if log := git(t, bare, "show", "agent-smith/demo-app-1:CHANGELOG.md"); strings.Count(log, "Fix login redirect (demo/app#1)") != 2 {
+		t.Errorf("CHANGELOG.md on the branch: %q", log)
+	}
+}

@@ -1,0 +1,122 @@
+package statuspage
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// writeEvents appends evs to the audit stream through the real Writer and
+// waits until Redis has them all.
+func writeEvents(t *testing.T, w *audit.Writer, evs []lifecycle.Event) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	for _, ev := range evs {
+		w.Observe(ev)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for w.Written() < uint64(len(evs)) && time.Now().Before(deadline) {
+		select {
+		case <-time.After(10 * time.Millisecond): // polling a counter, with a deadline
+		case err := <-done:
+			t.Fatalf("writer stopped: %v", err)
+		}
+	}
+	cancel()
+	<-done
+	if w.Written() != uint64(len(evs)) {
+		t.Fatalf("audit writer wrote %d of %d events", w.Written(), len(evs))
+	}
+}
+
+// The charts count what the audit stream says finished in each hour and
+// the lead time from claim to finish; the ticket page shows a ticket's
+// transitions, its attempts with their output tail (escaped) and result,
+// and its links. A hostile ticket id is text everywhere.
+func TestChartsAndTicketPage(t *testing.T) {
+	r := redistest.Start(t)
+	rdb := r.Client(t)
+	now := time.Now()
+	hour := now.Truncate(time.Hour)
+	ref := platforms.Ref{Platform: "github", Project: "app", ID: "acme/app#1"}
+	evil := platforms.Ref{Platform: "github", Project: "app", ID: `acme/app#9"><script>alert(1)</script>`}
+	tr := func(ref platforms.Ref, at time.Time, from, to lifecycle.State, attempt int) lifecycle.Event {
+		ev := lifecycle.Event{Kind: lifecycle.EventTransition, At: at, Ref: ref, From: from, To: to, Attempt: attempt,
+			Instance: "replica-a", Outcome: "ok"}
+		if from == lifecycle.InProgress {
+			ev.Run = 90 * time.Second
+		}
+		return ev
+	}
+	claimA := hour.Add(-3*time.Hour + 5*time.Minute)
+	claimB := hour.Add(-time.Hour + time.Minute)
+	writeEvents(t, audit.NewWriter(rdb, audit.WriterConfig{}), []lifecycle.Event{
+		tr(ref, claimA, lifecycle.Pending, lifecycle.Enqueued, 0),
+		tr(ref, claimA.Add(time.Minute), lifecycle.Enqueued, lifecycle.InProgress, 1),
+		tr(ref, claimA.Add(3*time.Minute), lifecycle.InProgress, lifecycle.Failed, 1),
+		tr(ref, claimB, lifecycle.Pending, lifecycle.Enqueued, 0),
+		tr(ref, claimB.Add(time.Minute), lifecycle.Enqueued, lifecycle.InProgress, 2),
+		tr(ref, claimB.Add(10*time.Minute), lifecycle.InProgress, lifecycle.Done, 2),
+		tr(evil, claimB.Add(2*time.Minute), lifecycle.Pending, lifecycle.Enqueued, 0),
+		tr(evil, claimB.Add(4*time.Minute), lifecycle.InProgress, lifecycle.Done, 1),
+	})
+	logRoot := t.TempDir()
+	for n, out := range map[int]string{1: "<b>boom</b>: the widget exploded\n", 2: strings.Repeat("x", 5000) + "\nall good\n"} {
+		p := filepath.Join(logRoot, "attempt.log"+string(rune('0'+n)))
+		if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := runstate.RecordRunLog(t.Context(), rdb, ref, runstate.RunLog{Attempt: n, Instance: "replica-a", Path: p, Started: claimA}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := New(Config{RDB: rdb, Queue: testQueue(rdb), Instance: "replica-a", LogRoots: []string{logRoot}})
+
+	page := get(t, h, "/status", "").Body.String()
+	for _, want := range []string{`id="chart-throughput"`, `id="chart-lead"`,
+		hour.Add(-3*time.Hour).UTC().Format("15:04") + " UTC: 0 done, 1 failed",
+		hour.Add(-time.Hour).UTC().Format("15:04") + " UTC: 2 done, 0 failed",
+		"median 3 m 0 s over 1 ticket(s)", // ticket A: claim to Failed
+		"median 10 m 0 s over 2 ticket(s), longest 10 m 0 s"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("/status lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "<script>alert(1)") {
+		t.Error("a ticket id reached the page as HTML")
+	}
+
+	body := get(t, h, "/status/ticket?ticket="+url.QueryEscape("github:acme/app#1"), "").Body.String()
+	for _, want := range []string{
+		`<rect class="s-enqueued"`, `<rect class="s-in-progress"`, `<rect class="s-failed"`, `<rect class="s-done"`,
+		`id="attempt-1"`, `&lt;b&gt;boom&lt;/b&gt;: the widget exploded`, // the tail, as text
+		`id="attempt-2"`, "all good", "last 4096 of 5010 bytes", "ran 1 m 30 s",
+		`href="/status/logs?attempt=2&amp;ticket=github%3Aacme%2Fapp%231"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("ticket page lacks %q", want)
+		}
+	}
+	if got := strings.Count(body, `<tr><td>`); got != 6 {
+		t.Errorf("ticket page history has %d rows, want the 6 transitions", got)
+	}
+	evilPage := get(t, h, "/status/ticket?ticket="+url.QueryEscape("github:"+evil.ID), "").Body.String()
+	if strings.Contains(evilPage, "<script>alert(1)") || !strings.Contains(evilPage, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("hostile id not escaped on its page:\n%s", evilPage)
+	}
+	if rec := get(t, h, "/status/ticket?ticket=nocolon", ""); rec.Code != 400 {
+		t.Errorf("bad ticket parameter: %d, want 400", rec.Code)
+	}
+}

@@ -47,7 +47,7 @@ type rateLimiter struct {
 	pol  RateLimits
 
 	mu      sync.Mutex
-	buckets map[string]*bucket // host+credentials → what the tracker said
+	buckets map[string]*bucket // host+credentials(+resource) → what the tracker said
 }
 
 // bucket is the rate-limit state of one host and credentials.
@@ -75,6 +75,9 @@ func newRateLimiter(next http.RoundTripper, opts Options) *rateLimiter {
 func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	key := req.URL.Host + "|" + credentialKey(req)
+	if r.pol.Resource != nil {
+		key += "|" + r.pol.Resource(req)
+	}
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	replayable := !hasBody || req.GetBody != nil
 	log := r.opts.Logger.With(zap.String("method", req.Method), zap.String("host", req.URL.Host), zap.String("path", req.URL.Path))

@@ -138,8 +138,8 @@ type Sim struct {
 	ghIndex searchIndex
 	// searchRate is GitHub's search rate limit, apart from the core one.
 	searchRate rateLimiter
-	reqSeq    atomic.Int64
-	handler   http.Handler
+	reqSeq     atomic.Int64
+	handler    http.Handler
 
 	statsMu sync.Mutex
 	stats   Stats

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -53,7 +54,13 @@ type projectSpec struct {
 }
 
 func newWorld(rdb *redis.Client, specs ...projectSpec) (*world, error) {
-	s := sim.New(sim.Options{RateLimit: 1 << 30, PerPage: 100})
+	return newWorldClock(rdb, nil, specs...)
+}
+
+// newWorldClock is newWorld with the sim on clock (nil: time.Now), so a
+// bench can let a rate-limit window pass without waiting for it.
+func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSpec) (*world, error) {
+	s := sim.New(sim.Options{RateLimit: 1 << 30, PerPage: 100, Clock: clock})
 	w := &world{sim: s, simSrv: httptest.NewServer(s.Handler()), rdb: rdb, q: queue.New(rdb, keys.Queue()),
 		projects: lifecycle.Projects{}, consumer: lifecycle.Projects{}, labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}}
 	var routes []receiver.ProjectRoute

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -37,6 +38,9 @@ const DefaultSearchMinProjects = 2
 // failure is returned for the scope's projects, whose tickets are missing
 // from the result, and the cycle is tried again on its next tick.
 func listOpen(ctx context.Context, projects []*lifecycle.Project, label string) (map[string][]*platforms.Ticket, error) {
+	// Listings yield the quota's reserve to claims and run transitions
+	// (trackerhttp.Priority); the writes that follow keep their priority.
+	ctx = trackerhttp.WithPriority(ctx, trackerhttp.PriorityLow)
 	sort.Slice(projects, func(i, j int) bool { return projects[i].Name < projects[j].Name })
 	groups := map[platforms.SearchScope][]*lifecycle.Project{}
 	var scopes []platforms.SearchScope

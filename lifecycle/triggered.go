@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 )
 
 // ClaimTriggered lists a project's open tickets carrying its trigger label
@@ -21,7 +23,8 @@ func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source strin
 	if !ok {
 		return nil, fmt.Errorf("claim triggered tickets: unknown project %q", project)
 	}
-	tickets, err := p.Tracker.ListOpen(ctx, p.TriggerLabel)
+	// Polling yields the quota's reserve to claims and run transitions.
+	tickets, err := p.Tracker.ListOpen(trackerhttp.WithPriority(ctx, trackerhttp.PriorityLow), p.TriggerLabel)
 	if err != nil {
 		return nil, fmt.Errorf("claim triggered tickets of %s: list: %w", project, err)
 	}

@@ -22,6 +22,9 @@ type RateLimits struct {
 	// Remaining names the header with the quota left; "" means
 	// X-RateLimit-Remaining.
 	Remaining string
+	// Limit names the header with the quota's size; "" means
+	// X-RateLimit-Limit. It sizes the reserve of a shared budget.
+	Limit string
 	// Resets lists the headers that say when the quota comes back, first
 	// one present wins; nil means X-RateLimit-Reset in Unix seconds. A reset
 	// is waited for only when the quota is reported exhausted or not
@@ -130,6 +133,7 @@ var (
 	GitLabRateLimits = RateLimits{
 		Name:      "gitlab",
 		Remaining: "RateLimit-Remaining",
+		Limit:     "RateLimit-Limit",
 		Resets: []ResetHeader{
 			{Name: "RateLimit-Reset", Format: ResetUnix},
 			{Name: "RateLimit-ResetTime", Format: ResetHTTPDate},
@@ -182,6 +186,9 @@ func GitHubResource(req *http.Request) string {
 func (p RateLimits) withDefaults() RateLimits {
 	if p.Remaining == "" {
 		p.Remaining = headerRemaining
+	}
+	if p.Limit == "" {
+		p.Limit = "X-RateLimit-Limit"
 	}
 	if p.Resets == nil {
 		p.Resets = []ResetHeader{{Name: headerReset, Format: ResetUnix}}

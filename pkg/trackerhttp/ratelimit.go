@@ -87,6 +87,12 @@ func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	send := req
 	for attempt := 0; ; attempt++ {
+		if err := r.admitShared(req, key, log); err != nil {
+			if send.Body != nil {
+				_ = send.Body.Close()
+			}
+			return nil, err
+		}
 		if err := r.admit(req, key, log); err != nil {
 			if send.Body != nil {
 				_ = send.Body.Close()
@@ -98,6 +104,7 @@ func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		wait, limited, explained := r.verdict(key, resp)
+		r.recordShared(ctx, key, resp, wait, limited, log)
 		if !limited {
 			return resp, nil
 		}

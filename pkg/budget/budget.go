@@ -50,7 +50,9 @@ const maxTTL = 2 * time.Hour
 // window (its remaining replaces the old); within the same window the
 // lower remaining wins, since answers from several replicas arrive out of
 // order; an earlier window's answer is stale and leaves remaining alone.
-// The key expires at the later of reset and hold (at most max TTL out).
+// The key expires at the later of reset and hold (at most max TTL out),
+// set relative to the caller's now (PEXPIRE), so a replica's clock is
+// the only clock involved.
 // Returns 1.
 var storeScript = redis.NewScript(`
 local rem, lim, reset, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -67,10 +69,10 @@ if rem >= 0 and reset > 0 then
   end
 end
 if lim > 0 then redis.call('HSET', KEYS[1], 'limit', lim) end
-local until = math.max(creset, chold)
-if until <= now then until = now + 1000 end
-if until > now + maxttl then until = now + maxttl end
-redis.call('PEXPIREAT', KEYS[1], until)
+local expat = math.max(creset, chold)
+if expat <= now then expat = now + 1000 end
+if expat > now + maxttl then expat = now + maxttl end
+redis.call("PEXPIRE", KEYS[1], math.floor(expat - now))
 return 1
 `)
 

@@ -14,8 +14,10 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
@@ -67,7 +69,10 @@ func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSp
 	for _, sp := range specs {
 		s.CreateRepo(sp.repo)
 		for _, ps := range []lifecycle.Projects{w.projects, w.consumer} {
-			tr, err := github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", Writer: "bench"})
+			// As the daemon does: the default transport, with the token's
+			// rate-limit budget shared through Redis (pkg/budget).
+			hc := trackerhttp.NewClientWith(trackerhttp.Options{Writer: "bench", RateLimits: trackerhttp.GitHubRateLimits, Budget: budget.New(rdb, clock)})
+			tr, err := github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
 			if err != nil {
 				w.close()
 				return nil, fmt.Errorf("github tracker: %w", err)

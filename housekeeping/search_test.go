@@ -150,3 +150,34 @@ func TestSearchHitIsActedOnOnlyAfterAFreshRead(t *testing.T) {
 		t.Errorf("once indexed, the orphan is %s, want reverted and claimed again (enqueued)", s)
 	}
 }
+
+// The TriggerSweeper lists the triggered tickets of projects sharing an
+// owner and token with one search, and claims each (the claim reads it
+// afresh): a finished ticket and one of an unconfigured repository are
+// left alone.
+func TestTriggerSweeperSearchesOncePerOwner(t *testing.T) {
+	w := newOrgWorld(t, trackerhttptest.NewClock(time.Now()), 0,
+		orgProject{"a", "acme/a", "t"}, orgProject{"b", "acme/b", "t"}, orgProject{"c", "acme/c", "t"})
+	missedA := w.sim.CreateIssue("acme/a", "webhook refused", "", "agent-smith")
+	missedB := w.sim.CreateIssue("acme/b", "webhook refused", "", "agent-smith")
+	done := w.sim.CreateIssue("acme/c", "finished", "", "agent-smith", "agent-smith:done")
+	foreign := w.sim.CreateIssue("acme/unconfigured", "not ours", "", "agent-smith")
+	s := NewTriggerSweeper(w.claims, TriggerSweeperConfig{Projects: []string{"a", "b", "c"}})
+	if err := s.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		repo string
+		n    int
+		want lifecycle.State
+	}{{"acme/a", missedA, lifecycle.Enqueued}, {"acme/b", missedB, lifecycle.Enqueued},
+		{"acme/c", done, lifecycle.Done}, {"acme/unconfigured", foreign, lifecycle.Pending}} {
+		if got := w.state(t, c.repo, c.n); got != c.want {
+			t.Errorf("%s#%d is %s, want %s", c.repo, c.n, got, c.want)
+		}
+	}
+	st := w.sim.Stats()
+	if st.Calls[searchRoute] != 1 || st.Calls[listRoute] != 0 {
+		t.Errorf("%d searches and %d repository lists, want 1 and 0", st.Calls[searchRoute], st.Calls[listRoute])
+	}
+}

@@ -32,7 +32,8 @@ type TriggerSweeperConfig struct {
 // in: deliveries refused while Redis or the tracker was down (platforms do
 // not redeliver on their own), and reverted tickets whose reclaim failed.
 // Without it a webhook-only project would keep such tickets Pending until a
-// human touched them. One list call per swept project per cycle.
+// human touched them. One list call per swept project per cycle, or one
+// search per search scope and trigger label (listOpen).
 type TriggerSweeper struct {
 	cfg    TriggerSweeperConfig
 	claims *lifecycle.ClaimService
@@ -67,14 +68,34 @@ func (s *TriggerSweeper) Run(ctx context.Context) error {
 func (s *TriggerSweeper) Sweep(ctx context.Context) error {
 	ctx = trackerhttp.WithFence(ctx, s.cfg.Fence)
 	var errs []error
+	// Projects sharing a trigger label and a search scope are listed with
+	// one search (listOpen); each claim reads its ticket afresh.
+	byLabel := map[string][]*lifecycle.Project{}
 	for _, name := range s.cfg.Projects {
-		claimed, err := s.claims.ClaimTriggered(ctx, name, lifecycle.SourceSweep, s.cfg.Fence)
-		if err != nil {
-			errs = append(errs, err)
+		if p, ok := s.claims.Projects()[name]; ok {
+			byLabel[p.TriggerLabel] = append(byLabel[p.TriggerLabel], p)
+		} else {
+			errs = append(errs, fmt.Errorf("sweep: unknown project %q", name))
 		}
-		for _, res := range claimed {
-			s.log.Info("claimed a triggered ticket no webhook brought in", zap.String("ticketId", res.Request.Ref.ID),
-				zap.String("platform", res.Request.Ref.Platform), zap.String("project", name), zap.Int("attempt", res.Request.Attempt))
+	}
+	for label, ps := range byLabel {
+		listed, err := listOpen(ctx, ps, label)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep triggered tickets: %w", err))
+		}
+		for _, p := range ps {
+			tickets, ok := listed[p.Name]
+			if !ok {
+				continue
+			}
+			claimed, err := s.claims.ClaimListed(ctx, p, tickets, lifecycle.SourceSweep, s.cfg.Fence)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, res := range claimed {
+				s.log.Info("claimed a triggered ticket no webhook brought in", zap.String("ticketId", res.Request.Ref.ID),
+					zap.String("platform", res.Request.Ref.Platform), zap.String("project", p.Name), zap.Int("attempt", res.Request.Attempt))
+			}
 		}
 	}
 	for _, name := range s.cfg.Blocked {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // ClaimTriggered lists a project's open tickets carrying its trigger label
@@ -28,6 +29,14 @@ func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source strin
 	if err != nil {
 		return nil, fmt.Errorf("claim triggered tickets of %s: list: %w", project, err)
 	}
+	return c.ClaimListed(ctx, p, tickets, source, fence)
+}
+
+// ClaimListed is ClaimTriggered for tickets the caller listed itself (the
+// TriggerSweeper lists many projects with one search): each one that looks
+// Pending is claimed, and the claim reads it afresh under its claim lock, so
+// a listing that lags (a search index) never decides a write.
+func (c *ClaimService) ClaimListed(ctx context.Context, p *Project, tickets []*platforms.Ticket, source string, fence func(context.Context) error) ([]ClaimResult, error) {
 	var claimed []ClaimResult
 	var errs []error
 	for _, t := range tickets {
@@ -36,7 +45,7 @@ func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source strin
 		}
 		if fence != nil {
 			if err := fence(ctx); err != nil {
-				return claimed, errors.Join(append(errs, fmt.Errorf("claim triggered tickets of %s: %w", project, err))...)
+				return claimed, errors.Join(append(errs, fmt.Errorf("claim triggered tickets of %s: %w", p.Name, err))...)
 			}
 		}
 		res, err := c.Claim(ctx, t.Ref, source, 1)

@@ -19,7 +19,7 @@ type RepoScaleResult struct {
 	Repos   int    `json:"repos"`
 	Listing string `json:"listing"` // "per project" or "search"
 	// Calls are all API requests of one slow cycle (StaleJobDetector,
-	// EnqueuedReconciler, LabelRepairer), 304s included.
+	// EnqueuedReconciler, LabelRepairer, TriggerSweeper), 304s included.
 	Calls       float64 `json:"api_calls_per_slow_cycle"`
 	NotModified float64 `json:"not_modified_304_per_slow_cycle"`
 	Searches    float64 `json:"search_calls_per_slow_cycle"`
@@ -38,7 +38,7 @@ type listOnly struct{ platforms.Tracker }
 func (b *bench) housekeepingRepos(ctx context.Context) error {
 	fmt.Println("## 5b. Housekeeping across repositories: N GitHub repositories of one owner, one token, one ticket each,")
 	fmt.Println("states cycling Pending, Enqueued (queued), InProgress (live run), Done; a steady state, so no repair writes.")
-	fmt.Printf("One slow cycle = StaleJobDetector.SlowCycle + EnqueuedReconciler.SlowCycle + LabelRepairer.Cycle; mean of %d after a warm-up.\n", hkCycles)
+	fmt.Printf("One slow cycle = StaleJobDetector.SlowCycle + EnqueuedReconciler.SlowCycle + LabelRepairer.Cycle + TriggerSweeper.Sweep\n(webhook-only projects); mean of %d after a warm-up.\n", hkCycles)
 	fmt.Println("Core = requests the 5,000/h core quota pays (not 304, not search); search requests pay the 30/min search quota.")
 	fmt.Println()
 	fmt.Println("| repositories | listing | API calls/slow cycle | of which 304 (free) | search calls | core-quota calls | time/cycle | by kind |")
@@ -90,9 +90,11 @@ func (b *bench) housekeepReposAt(ctx context.Context, n int, search bool) error 
 	}
 	for i, sp := range specs {
 		state := []lifecycle.State{lifecycle.Pending, lifecycle.Enqueued, lifecycle.InProgress, lifecycle.Done}[i%4]
-		labels := []string{trigger}
+		// Pending ones are untriggered, so the TriggerSweeper finds
+		// nothing to claim and the cycle stays a steady state.
+		var labels []string
 		if state != lifecycle.Pending {
-			labels = append(labels, w.labels.Label(state))
+			labels = append(labels, trigger, w.labels.Label(state))
 		}
 		num := w.sim.CreateIssue(sp.repo, "t", "", labels...)
 		r := ref(sp.name, sp.repo, num)
@@ -112,6 +114,11 @@ func (b *bench) housekeepReposAt(ctx context.Context, n int, search bool) error 
 	stale := housekeeping.NewStaleJobDetector(rdb, w.claims, housekeeping.StaleJobDetectorConfig{})
 	recon := housekeeping.NewEnqueuedReconciler(rdb, w.q, w.claims, housekeeping.EnqueuedReconcilerConfig{})
 	repair := housekeeping.NewLabelRepairer(rdb, w.claims, housekeeping.LabelRepairerConfig{})
+	names := make([]string, len(specs))
+	for i, sp := range specs {
+		names[i] = sp.name
+	}
+	sweep := housekeeping.NewTriggerSweeper(w.claims, housekeeping.TriggerSweeperConfig{Projects: names})
 	slow := func(ctx context.Context) error {
 		tick()
 		if err := stale.SlowCycle(ctx); err != nil {
@@ -120,7 +127,10 @@ func (b *bench) housekeepReposAt(ctx context.Context, n int, search bool) error 
 		if err := recon.SlowCycle(ctx); err != nil {
 			return err
 		}
-		return repair.Cycle(ctx)
+		if err := repair.Cycle(ctx); err != nil {
+			return err
+		}
+		return sweep.Sweep(ctx)
 	}
 	if err := slow(ctx); err != nil { // warm-up: fills the ETag caches
 		return fmt.Errorf("slow cycle: %w", err)

@@ -142,6 +142,13 @@ func (r *rateLimiter) recordShared(ctx context.Context, key string, resp *http.R
 	if q.Remaining < 0 && q.Hold.IsZero() {
 		return
 	}
+	// Far above the reserve an answer tells the other replicas nothing they
+	// would act on: skip the write, so a healthy quota costs one read per
+	// request. A stored low remaining of an earlier window is ignored once
+	// its reset passed (Quota.notBefore) and expires with it.
+	if q.Hold.IsZero() && q.Limit > 0 && float64(q.Remaining) >= 2*r.opts.Reserve*float64(q.Limit) {
+		return
+	}
 	if err := r.opts.Budget.Store(context.WithoutCancel(ctx), SharedKey(key), q); err != nil {
 		log.Warn("shared rate-limit budget not updated", zap.Error(err))
 	}

@@ -30,26 +30,28 @@ import (
 
 // Results is everything the run measured; it is what -out receives.
 type Results struct {
-	Started      time.Time          `json:"started"`
-	GoVersion    string             `json:"go_version"`
-	CPUs         int                `json:"cpus"`
-	RedisVersion string             `json:"redis_version"`
-	Queue        []QueueResult      `json:"queue_core"`
-	Lifecycle    []LifecycleResult  `json:"lifecycle"`
-	Claim        *ClaimResult       `json:"claim,omitempty"`
-	Receiver     []ReceiverResult   `json:"receiver"`
-	Housekeeping []HousekeepResult  `json:"housekeeping"`
-	Memory       *MemoryResult      `json:"memory,omitempty"`
-	Process      *ProcessResult     `json:"process,omitempty"`
-	Skipped      []string           `json:"skipped"`
-	Notes        map[string]string  `json:"notes,omitempty"`
-	Extra        map[string]float64 `json:"extra,omitempty"`
+	Started      time.Time         `json:"started"`
+	GoVersion    string            `json:"go_version"`
+	CPUs         int               `json:"cpus"`
+	RedisVersion string            `json:"redis_version"`
+	Queue        []QueueResult     `json:"queue_core"`
+	Lifecycle    []LifecycleResult `json:"lifecycle"`
+	Claim        *ClaimResult      `json:"claim,omitempty"`
+	Receiver     []ReceiverResult  `json:"receiver"`
+	Housekeeping []HousekeepResult `json:"housekeeping"`
+	// HousekeepingRepos is section 5b (-only housekeeping-repos).
+	HousekeepingRepos []RepoScaleResult  `json:"housekeeping_repos,omitempty"`
+	Memory            *MemoryResult      `json:"memory,omitempty"`
+	Process           *ProcessResult     `json:"process,omitempty"`
+	Skipped           []string           `json:"skipped"`
+	Notes             map[string]string  `json:"notes,omitempty"`
+	Extra             map[string]float64 `json:"extra,omitempty"`
 }
 
 func main() {
 	out := flag.String("out", "results.json", "write the figures as JSON to this file")
 	jobs := flag.Int("jobs", 10000, "queue-core jobs per run (after warm-up)")
-	only := flag.String("only", "queue,lifecycle,claim,receiver,housekeeping,memory,process", "comma-separated sections to run")
+	only := flag.String("only", "queue,lifecycle,claim,receiver,housekeeping,housekeeping-repos,memory,process", "comma-separated sections to run")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	maxHK := flag.Int("hk-max", 100000, "largest housekeeping size to try (100000 runs only if 10000 ran fast enough)")
 	flag.Parse()
@@ -114,6 +116,7 @@ func run(ctx context.Context, out string, jobs int, only string, maxHK int) erro
 		{"claim", b.claimPath},
 		{"receiver", b.receiver},
 		{"housekeeping", func(ctx context.Context) error { return b.housekeeping(ctx, maxHK) }},
+		{"housekeeping-repos", b.housekeepingRepos},
 		{"memory", b.memory},
 		{"process", b.processes},
 	}

@@ -8,13 +8,16 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
@@ -53,14 +56,23 @@ type projectSpec struct {
 }
 
 func newWorld(rdb *redis.Client, specs ...projectSpec) (*world, error) {
-	s := sim.New(sim.Options{RateLimit: 1 << 30, PerPage: 100})
+	return newWorldClock(rdb, nil, specs...)
+}
+
+// newWorldClock is newWorld with the sim on clock (nil: time.Now), so a
+// bench can let a rate-limit window pass without waiting for it.
+func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSpec) (*world, error) {
+	s := sim.New(sim.Options{RateLimit: 1 << 30, PerPage: 100, Clock: clock})
 	w := &world{sim: s, simSrv: httptest.NewServer(s.Handler()), rdb: rdb, q: queue.New(rdb, keys.Queue()),
 		projects: lifecycle.Projects{}, consumer: lifecycle.Projects{}, labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}}
 	var routes []receiver.ProjectRoute
 	for _, sp := range specs {
 		s.CreateRepo(sp.repo)
 		for _, ps := range []lifecycle.Projects{w.projects, w.consumer} {
-			tr, err := github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", Writer: "bench"})
+			// As the daemon does: the default transport, with the token's
+			// rate-limit budget shared through Redis (pkg/budget).
+			hc := trackerhttp.NewClientWith(trackerhttp.Options{Writer: "bench", RateLimits: trackerhttp.GitHubRateLimits, Budget: budget.New(rdb, clock)})
+			tr, err := github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
 			if err != nil {
 				w.close()
 				return nil, fmt.Errorf("github tracker: %w", err)

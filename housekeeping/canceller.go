@@ -76,15 +76,24 @@ func (d *CancelDetector) Check(ctx context.Context) error {
 	}
 	labels := d.claims.Labels()
 	var errs []error
+	var running []*lifecycle.Project
+	for name := range byProject {
+		if p, ok := d.claims.Projects()[name]; ok {
+			running = append(running, p)
+		}
+	}
+	listedBy, err := listOpen(ctx, running, labels.Label(lifecycle.InProgress))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list in-progress tickets: %w", err))
+	}
 	for name, refs := range byProject {
 		p, ok := d.claims.Projects()[name]
 		if !ok {
 			continue
 		}
-		listed, err := p.Tracker.ListOpen(ctx, labels.Label(lifecycle.InProgress))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list in-progress tickets of %s: %w", name, err))
-			continue
+		listed, ok := listedBy[name]
+		if !ok {
+			continue // its listing failed: tried again next cycle
 		}
 		open := make(map[string]*platforms.Ticket, len(listed))
 		for _, t := range listed {

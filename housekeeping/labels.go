@@ -71,20 +71,20 @@ func (r *LabelRepairer) Run(ctx context.Context) error {
 func (r *LabelRepairer) Cycle(ctx context.Context) error {
 	labels := r.claims.Labels()
 	var errs []error
-	for _, p := range r.claims.Projects() {
-		seen := map[string]bool{}
-		for _, s := range repairedStates {
-			tickets, err := p.Tracker.ListOpen(ctx, labels.Label(s))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("list %s tickets of %s: %w", s, p.Name, err))
-				continue
-			}
+	projects := r.claims.Projects()
+	seen := map[string]bool{}
+	for _, s := range repairedStates {
+		listed, err := listOpen(ctx, allProjects(projects), labels.Label(s))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list %s tickets: %w", s, err))
+		}
+		for name, tickets := range listed {
 			for _, t := range tickets {
 				if seen[t.Ref.Key()] || len(labels.Lifecycle(t.Labels)) < 2 {
 					continue
 				}
 				seen[t.Ref.Key()] = true
-				if err := r.repair(ctx, p, t.Ref); err != nil {
+				if err := r.repair(ctx, projects[name], t.Ref); err != nil {
 					errs = append(errs, err)
 				}
 			}

@@ -123,12 +123,11 @@ func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
 	labels := r.claims.Labels()
 	var errs []error
 	var candidates []*platforms.Ticket
-	for _, p := range r.claims.Projects() {
-		tickets, err := p.Tracker.ListOpen(ctx, labels.Label(lifecycle.Enqueued))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list enqueued tickets of %s: %w", p.Name, err))
-			continue
-		}
+	listed, err := listOpen(ctx, allProjects(r.claims.Projects()), labels.Label(lifecycle.Enqueued))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list enqueued tickets: %w", err))
+	}
+	for _, tickets := range listed {
 		for _, t := range tickets {
 			if labels.StateOf(t.Labels) == lifecycle.Enqueued {
 				candidates = append(candidates, t)

@@ -120,12 +120,11 @@ func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
 	}
 	labels := d.claims.Labels()
 	var errs []error
-	for _, p := range d.claims.Projects() {
-		tickets, err := p.Tracker.ListOpen(ctx, labels.Label(lifecycle.InProgress))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list in-progress tickets of %s: %w", p.Name, err))
-			continue
-		}
+	listed, err := listOpen(ctx, allProjects(d.claims.Projects()), labels.Label(lifecycle.InProgress))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list in-progress tickets: %w", err))
+	}
+	for _, tickets := range listed {
 		for _, t := range tickets {
 			if labels.StateOf(t.Labels) != lifecycle.InProgress {
 				continue

@@ -25,7 +25,8 @@ type TriggerSweeperConfig struct {
 // in: deliveries refused while Redis or the tracker was down (platforms do
 // not redeliver on their own), and reverted tickets whose reclaim failed.
 // Without it a webhook-only project would keep such tickets Pending until a
-// human touched them. One list call per swept project per cycle.
+// human touched them. One list call per swept project per cycle, or one
+// search per search scope and trigger label (listOpen).
 //
 // It sweeps the claim service's projects that do not poll (a project that
 // polls is already listed by the Poller), and retries the tickets recorded
@@ -61,18 +62,33 @@ func (s *TriggerSweeper) Run(ctx context.Context) error {
 func (s *TriggerSweeper) Sweep(ctx context.Context) error {
 	ctx = trackerhttp.WithFence(ctx, s.cfg.Fence)
 	var errs []error
+	// Projects sharing a trigger label and a search scope are listed with
+	// one search (listOpen); each claim reads its ticket afresh.
 	projects := s.claims.Projects()
+	byLabel := map[string][]*lifecycle.Project{}
 	for _, name := range projects.Names() {
-		if projects[name].PollInterval > 0 {
-			continue
+		if p := projects[name]; p.PollInterval == 0 {
+			byLabel[p.TriggerLabel] = append(byLabel[p.TriggerLabel], p)
 		}
-		claimed, err := s.claims.ClaimTriggered(ctx, name, lifecycle.SourceSweep, s.cfg.Fence)
+	}
+	for label, ps := range byLabel {
+		listed, err := listOpen(ctx, ps, label)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("sweep triggered tickets: %w", err))
 		}
-		for _, res := range claimed {
-			s.log.Info("claimed a triggered ticket no webhook brought in", zap.String("ticketId", res.Request.Ref.ID),
-				zap.String("platform", res.Request.Ref.Platform), zap.String("project", name), zap.Int("attempt", res.Request.Attempt))
+		for _, p := range ps {
+			tickets, ok := listed[p.Name]
+			if !ok {
+				continue
+			}
+			claimed, err := s.claims.ClaimListed(ctx, p, tickets, lifecycle.SourceSweep, s.cfg.Fence)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, res := range claimed {
+				s.log.Info("claimed a triggered ticket no webhook brought in", zap.String("ticketId", res.Request.Ref.ID),
+					zap.String("platform", res.Request.Ref.Platform), zap.String("project", p.Name), zap.Int("attempt", res.Request.Attempt))
+			}
 		}
 	}
 	for _, name := range projects.Names() {

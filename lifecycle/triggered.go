@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // ClaimTriggered lists a project's open tickets carrying its trigger label
@@ -21,10 +24,19 @@ func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source strin
 	if !ok {
 		return nil, fmt.Errorf("claim triggered tickets: unknown project %q", project)
 	}
-	tickets, err := p.Tracker.ListOpen(ctx, p.TriggerLabel)
+	// Polling yields the quota's reserve to claims and run transitions.
+	tickets, err := p.Tracker.ListOpen(trackerhttp.WithPriority(ctx, trackerhttp.PriorityLow), p.TriggerLabel)
 	if err != nil {
 		return nil, fmt.Errorf("claim triggered tickets of %s: list: %w", project, err)
 	}
+	return c.ClaimListed(ctx, p, tickets, source, fence)
+}
+
+// ClaimListed is ClaimTriggered for tickets the caller listed itself (the
+// TriggerSweeper lists many projects with one search): each one that looks
+// Pending is claimed, and the claim reads it afresh under its claim lock, so
+// a listing that lags (a search index) never decides a write.
+func (c *ClaimService) ClaimListed(ctx context.Context, p *Project, tickets []*platforms.Ticket, source string, fence func(context.Context) error) ([]ClaimResult, error) {
 	var claimed []ClaimResult
 	var errs []error
 	for _, t := range tickets {
@@ -33,7 +45,7 @@ func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source strin
 		}
 		if fence != nil {
 			if err := fence(ctx); err != nil {
-				return claimed, errors.Join(append(errs, fmt.Errorf("claim triggered tickets of %s: %w", project, err))...)
+				return claimed, errors.Join(append(errs, fmt.Errorf("claim triggered tickets of %s: %w", p.Name, err))...)
 			}
 		}
 		res, err := c.Claim(ctx, t.Ref, source, 1)

@@ -208,6 +208,11 @@ func ProjectSlots(project string) string { return prefix() + "slots:project:" + 
 // tracker token. tokenID is a digest of the token, never the token itself.
 func TokenSlots(tokenID string) string { return prefix() + "slots:token:" + tokenID }
 
+// RateBudget is the rate-limit quota one tracker token has left, shared by
+// every replica (pkg/budget): a hash of remaining, limit, reset and hold.
+// id is trackerhttp.SharedKey, a digest; never the token.
+func RateBudget(id string) string { return prefix() + "budget:" + id }
+
 // RunLogs is a hash of the ticket's attempts' log files: attempt number →
 // JSON {instance, path, started}. The file lives on the replica that ran the
 // attempt; agentsmithctl logs reads it there. It expires after FinishedTTL

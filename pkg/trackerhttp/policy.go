@@ -22,6 +22,9 @@ type RateLimits struct {
 	// Remaining names the header with the quota left; "" means
 	// X-RateLimit-Remaining.
 	Remaining string
+	// Limit names the header with the quota's size; "" means
+	// X-RateLimit-Limit. It sizes the reserve of a shared budget.
+	Limit string
 	// Resets lists the headers that say when the quota comes back, first
 	// one present wins; nil means X-RateLimit-Reset in Unix seconds. A reset
 	// is waited for only when the quota is reported exhausted or not
@@ -47,6 +50,12 @@ type RateLimits struct {
 	// wait out and retry (Jira Cloud: "a 503 response may be returned when
 	// a resource limit has been reached").
 	RetryUnavailable bool
+	// Resource, when set, names the quota a request spends, so a limit hit
+	// on one quota holds only the requests that spend it: GitHub's search
+	// endpoints have their own 30-a-minute limit apart from the core
+	// 5,000-an-hour one, and an exhausted search must not hold claims for
+	// the rest of its minute. nil means one quota per host and credentials.
+	Resource func(req *http.Request) string
 }
 
 // ResetFormat is how a reset header writes its time.
@@ -109,6 +118,7 @@ var (
 		Name:             "github",
 		ForbiddenMarkers: []string{"secondary rate limit", "secondary-rate-limits", "abuse"},
 		Unexplained:      Backoff{Initial: time.Minute, Max: 16 * time.Minute},
+		Resource:         GitHubResource,
 	}
 	// GitLabRateLimits: RateLimit-Limit, -Observed, -Remaining, -Reset
 	// (Unix), -ResetTime (HTTP date), without "X-", and Retry-After on a
@@ -123,6 +133,7 @@ var (
 	GitLabRateLimits = RateLimits{
 		Name:      "gitlab",
 		Remaining: "RateLimit-Remaining",
+		Limit:     "RateLimit-Limit",
 		Resets: []ResetHeader{
 			{Name: "RateLimit-Reset", Format: ResetUnix},
 			{Name: "RateLimit-ResetTime", Format: ResetHTTPDate},
@@ -160,9 +171,24 @@ var (
 	}
 )
 
+// GitHubResource is the GitHub quota a request spends, as GitHub's
+// X-RateLimit-Resource names it: "search" for the search endpoints
+// (https://docs.github.com/en/rest/search/search#rate-limit), "core" for
+// the rest. The API root may carry a prefix (GitHub Enterprise's /api/v3).
+func GitHubResource(req *http.Request) string {
+	p := req.URL.Path
+	if i := strings.Index(p, "/search/"); i >= 0 && !strings.Contains(p[:i], "/repos/") {
+		return "search"
+	}
+	return "core"
+}
+
 func (p RateLimits) withDefaults() RateLimits {
 	if p.Remaining == "" {
 		p.Remaining = headerRemaining
+	}
+	if p.Limit == "" {
+		p.Limit = "X-RateLimit-Limit"
 	}
 	if p.Resets == nil {
 		p.Resets = []ResetHeader{{Name: headerReset, Format: ResetUnix}}

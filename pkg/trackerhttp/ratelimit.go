@@ -47,7 +47,7 @@ type rateLimiter struct {
 	pol  RateLimits
 
 	mu      sync.Mutex
-	buckets map[string]*bucket // host+credentials → what the tracker said
+	buckets map[string]*bucket // host+credentials(+resource) → what the tracker said
 }
 
 // bucket is the rate-limit state of one host and credentials.
@@ -75,6 +75,9 @@ func newRateLimiter(next http.RoundTripper, opts Options) *rateLimiter {
 func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	key := req.URL.Host + "|" + credentialKey(req)
+	if r.pol.Resource != nil {
+		key += "|" + r.pol.Resource(req)
+	}
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	replayable := !hasBody || req.GetBody != nil
 	log := r.opts.Logger.With(zap.String("method", req.Method), zap.String("host", req.URL.Host), zap.String("path", req.URL.Path))
@@ -84,6 +87,12 @@ func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	send := req
 	for attempt := 0; ; attempt++ {
+		if err := r.admitShared(req, key, log); err != nil {
+			if send.Body != nil {
+				_ = send.Body.Close()
+			}
+			return nil, err
+		}
 		if err := r.admit(req, key, log); err != nil {
 			if send.Body != nil {
 				_ = send.Body.Close()
@@ -95,6 +104,7 @@ func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		wait, limited, explained := r.verdict(key, resp)
+		r.recordShared(ctx, key, resp, wait, limited, log)
 		if !limited {
 			return resp, nil
 		}

@@ -67,9 +67,18 @@ type Options struct {
 	// package sets its own (GitHubRateLimits, …). The zero value reads
 	// X-RateLimit-* like GitHub's primary limit.
 	RateLimits RateLimits
+	// Budget, when set, shares this client's rate-limit view with every
+	// replica using the same token (pkg/budget); nil keeps it per process.
+	Budget SharedBudget
+	// Reserve is the share of a quota kept for PriorityHigh requests when
+	// Budget is set; 0 means DefaultReserve.
+	Reserve float64
 }
 
 func (o Options) withDefaults() Options {
+	if o.Reserve <= 0 {
+		o.Reserve = DefaultReserve
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}

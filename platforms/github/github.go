@@ -78,6 +78,7 @@ type App struct {
 // Tracker is one GitHub repository. It is safe for concurrent use.
 type Tracker struct {
 	client      *gh.Client
+	scope       platforms.SearchScope
 	owner, name string
 	repo        string
 	project     string
@@ -133,7 +134,12 @@ func New(opts Options) (*Tracker, error) {
 	if prefix == "" {
 		prefix = platforms.DefaultLabelPrefix
 	}
+	cred := platforms.CredentialID(opts.Token)
+	if opts.App != nil {
+		cred = fmt.Sprintf("app:%d:%d", opts.App.AppID, opts.App.InstallationID)
+	}
 	return &Tracker{
+		scope:   platforms.SearchScope{Platform: Platform, Endpoint: baseURL.String(), Owner: strings.ToLower(owner), Credential: cred},
 		prefix:  prefix + ":",
 		client:  client,
 		owner:   owner,

@@ -50,6 +50,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	s.githubCheckRoutes(mux)
 	s.githubPullRoutes(mux)
 	s.githubAppRoutes(mux)
+	s.githubSearchRoutes(mux)
 	mux.HandleFunc("/github/", func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) || s.pullPage(w, r) {
 			return
@@ -414,5 +415,10 @@ func (s *Sim) ghRateLimit(w http.ResponseWriter, r *http.Request, _ *ghCall) {
 	core := map[string]any{"limit": s.rateLimit, "used": b.used, "remaining": max(s.rateLimit-b.used, 0),
 		"reset": b.reset.Unix(), "resource": "core"}
 	s.rate.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"resources": map[string]any{"core": core}, "rate": core})
+	sb := s.searchRate.get(token, s.clock(), DefaultGitHubSearchRateLimit)
+	s.searchRate.mu.Lock()
+	search := map[string]any{"limit": DefaultGitHubSearchRateLimit, "used": sb.used, "remaining": max(DefaultGitHubSearchRateLimit-sb.used, 0),
+		"reset": sb.reset.Unix(), "resource": "search"}
+	s.searchRate.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"resources": map[string]any{"core": core, "search": search}, "rate": core})
 }

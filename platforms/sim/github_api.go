@@ -46,11 +46,13 @@ func (s *Sim) ghRoute(mux *http.ServeMux, method, tmpl, doc string, free bool, h
 	key := method + " " + tmpl
 	mux.HandleFunc(method+" /github"+tmpl, func(w http.ResponseWriter, r *http.Request) {
 		s.count(func(st *Stats) { st.Calls[key]++ })
-		s.serveGitHub(w, r, doc, free, h)
+		s.serveGitHub(w, r, doc, free, &s.rate, s.rateLimit, h)
 	})
 }
 
-func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, free bool, h ghHandler) {
+// serveGitHub answers one API request, counting it against rl (whose
+// limit per window is limit) unless free.
+func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, free bool, rl *rateLimiter, limit int, h ghHandler) {
 	hdr := w.Header()
 	hdr.Set("X-GitHub-Request-Id", s.requestID())
 	hdr.Set("X-GitHub-Media-Type", "github.v3; format=json")
@@ -68,9 +70,9 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 	}
 
 	token, authOK := s.authenticate(r)
-	b := s.rate.get(token, s.clock(), s.rateLimit)
+	b := rl.get(token, s.clock(), limit)
 	if !authOK {
-		s.rate.headers(hdr, b, s.rateLimit)
+		rl.headers(hdr, b, limit)
 		msg := "Bad credentials"
 		if token == "" {
 			msg = "Requires authentication"
@@ -90,7 +92,7 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 		if fault.shape == RateLimitGitHubSecondary429 {
 			code = http.StatusTooManyRequests
 		}
-		s.rate.headers(hdr, b, s.rateLimit)
+		rl.headers(hdr, b, limit)
 		writeGHError(w, code, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "+
 			"If you reach out to GitHub Support for help, please include the request ID "+hdr.Get("X-GitHub-Request-Id")+".", docsSecondaryRateLimit)
 		return
@@ -99,21 +101,21 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 		// https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-primary-rate-limit
 		reset := s.clock().Add(time.Duration(fault.retryAfter) * time.Second)
 		hdr.Set("Retry-After", strconv.Itoa(fault.retryAfter))
-		hdr.Set("X-RateLimit-Limit", strconv.Itoa(s.rateLimit))
+		hdr.Set("X-RateLimit-Limit", strconv.Itoa(limit))
 		hdr.Set("X-RateLimit-Remaining", "0")
-		hdr.Set("X-RateLimit-Used", strconv.Itoa(s.rateLimit))
+		hdr.Set("X-RateLimit-Used", strconv.Itoa(limit))
 		hdr.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
-		hdr.Set("X-RateLimit-Resource", "core")
+		hdr.Set("X-RateLimit-Resource", rl.name())
 		writeGHError(w, http.StatusTooManyRequests, "API rate limit exceeded (injected fault).", docsRateLimit)
 		return
 	}
 	if fault.badGateway {
-		s.rate.headers(hdr, b, s.rateLimit)
+		rl.headers(hdr, b, limit)
 		writeGHError(w, http.StatusBadGateway, "Server Error", docsREST)
 		return
 	}
-	if !free && s.rate.exhausted(b, s.rateLimit) {
-		s.rate.headers(hdr, b, s.rateLimit)
+	if !free && rl.exhausted(b, limit) {
+		rl.headers(hdr, b, limit)
 		writeGHError(w, http.StatusForbidden,
 			fmt.Sprintf("API rate limit exceeded for user ID %d.", userID(botLogin)), docsRateLimit)
 		return
@@ -130,9 +132,9 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 		if code == http.StatusNotModified {
 			s.count(func(st *Stats) { st.NotModified++ })
 		} else if !free {
-			s.rate.consume(b)
+			rl.consume(b)
 		}
-		s.rate.headers(w.Header(), b, s.rateLimit)
+		rl.headers(w.Header(), b, limit)
 	}}
 	if acceptsGzip(r) {
 		gz := newGzipWriter(rw)
@@ -202,11 +204,16 @@ func (w *rateWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// rateLimiter keeps GitHub's primary rate limit per token: a fixed hour
-// window starting at the token's first request.
+// rateLimiter keeps one of GitHub's primary rate limits per token: a fixed
+// window (an hour for "core", a minute for "search") starting at the
+// token's first request.
 type rateLimiter struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
+	// window is the limit's period; zero means an hour (core).
+	window time.Duration
+	// resource is X-RateLimit-Resource; "" means "core".
+	resource string
 }
 
 type bucket struct {
@@ -219,11 +226,11 @@ func (rl *rateLimiter) get(token string, now time.Time, _ int) *bucket {
 	defer rl.mu.Unlock()
 	b, ok := rl.buckets[token]
 	if !ok {
-		b = &bucket{reset: now.Add(time.Hour)}
+		b = &bucket{reset: now.Add(rl.period())}
 		rl.buckets[token] = b
 	}
 	if !now.Before(b.reset) {
-		b.used, b.reset = 0, now.Add(time.Hour)
+		b.used, b.reset = 0, now.Add(rl.period())
 	}
 	return b
 }
@@ -249,7 +256,21 @@ func (rl *rateLimiter) headers(h http.Header, b *bucket, limit int) {
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(limit-used, 0)))
 	h.Set("X-RateLimit-Used", strconv.Itoa(used))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
-	h.Set("X-RateLimit-Resource", "core")
+	h.Set("X-RateLimit-Resource", rl.name())
+}
+
+func (rl *rateLimiter) period() time.Duration {
+	if rl.window > 0 {
+		return rl.window
+	}
+	return time.Hour
+}
+
+func (rl *rateLimiter) name() string {
+	if rl.resource != "" {
+		return rl.resource
+	}
+	return "core"
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

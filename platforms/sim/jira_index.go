@@ -35,8 +35,9 @@ const DefaultJiraSearchLag = time.Second
 // jiraMaxReconcile is the most issue ids one search may reconcile.
 const jiraMaxReconcile = 50
 
-// jiraIndex is the lagging search index, fed by every store mutation.
-type jiraIndex struct {
+// searchIndex is a lagging search index, fed by every store mutation: Jira
+// Cloud's (jiraIndex) and GitHub's issue search (ghIndex, github_search.go).
+type searchIndex struct {
 	mu   sync.Mutex
 	lag  time.Duration
 	hist map[string][]indexedSnap // issue "repo#number" → versions, oldest first
@@ -49,14 +50,14 @@ type indexedSnap struct {
 
 func jiraIndexKey(repo string, number int) string { return repo + "#" + strconv.Itoa(number) }
 
-func (ix *jiraIndex) init() {
-	ix.lag = DefaultJiraSearchLag
+func (ix *searchIndex) init(lag time.Duration) {
+	ix.lag = lag
 	ix.hist = map[string][]indexedSnap{}
 }
 
 // record indexes one issue version written at now, keeping only the
 // versions a search could still be served.
-func (ix *jiraIndex) record(now time.Time, sn snapshot) {
+func (ix *searchIndex) record(now time.Time, sn snapshot) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	k := jiraIndexKey(sn.repo, sn.number)
@@ -71,7 +72,7 @@ func (ix *jiraIndex) record(now time.Time, sn snapshot) {
 
 // view is the version of cur's issue a search at now sees; ok is false when
 // the issue is not in the index yet.
-func (ix *jiraIndex) view(now time.Time, cur snapshot) (snapshot, bool) {
+func (ix *searchIndex) view(now time.Time, cur snapshot) (snapshot, bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	h, known := ix.hist[jiraIndexKey(cur.repo, cur.number)]

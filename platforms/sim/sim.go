@@ -140,9 +140,13 @@ type Sim struct {
 	hooks    hookSet
 	check    checkState // what `agentsmithd check` reads: access, Jira deployment
 	// jiraIndex is Jira Cloud's lagging search index (jira_index.go).
-	jiraIndex jiraIndex
-	reqSeq    atomic.Int64
-	handler   http.Handler
+	jiraIndex searchIndex
+	// ghIndex is GitHub's lagging issue search index (github_search.go).
+	ghIndex searchIndex
+	// searchRate is GitHub's search rate limit, apart from the core one.
+	searchRate rateLimiter
+	reqSeq     atomic.Int64
+	handler    http.Handler
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -176,9 +180,13 @@ func New(opts Options) *Sim {
 	s.rate.buckets = map[string]*bucket{}
 	s.hooks.init(s)
 	s.store = newStore(s.clock)
-	s.jiraIndex.init()
+	s.jiraIndex.init(DefaultJiraSearchLag)
+	s.ghIndex.init(DefaultGitHubSearchLag)
+	s.searchRate.buckets = map[string]*bucket{}
+	s.searchRate.window, s.searchRate.resource = time.Minute, "search"
 	s.store.sink = func(evs []storeEvent) {
 		s.jiraIndex.record(s.clock(), evs[0].issue)
+		s.ghIndex.record(s.clock(), evs[0].issue)
 		s.onEvent(evs)
 	}
 	s.handler = s.routes()

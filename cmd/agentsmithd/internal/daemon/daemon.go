@@ -24,6 +24,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
+	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/connlimit"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
@@ -113,7 +114,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
 		hc := trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named(pc.Platform).Named("http"),
-			Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: d.metrics.TrackerCalls(pc.Platform, pc.Name), RateLimits: projects.RateLimits(pc.Platform)})
+			Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: d.metrics.TrackerCalls(pc.Platform, pc.Name), RateLimits: projects.RateLimits(pc.Platform),
+			Budget: budget.New(rdb, nil)}) // one quota per token across replicas
 		tr, dec, locator, err := projects.Tracker(pc, rdb, hc, cfg.TrackerWriter(cfg.InstanceID), cfg.LabelPrefix, log)
 		if err != nil {
 			return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)

@@ -1,0 +1,58 @@
+package budget
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+)
+
+// Answers from several replicas arrive out of order: within one reset
+// window the lower remaining wins, a later window replaces it, an earlier
+// one is ignored, and the later hold wins. The key expires with the window.
+func TestStoreMergesAnswersFromReplicas(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	rdb := redistest.Start(t).Client(t)
+	b := New(rdb, func() time.Time { return now })
+	ctx := t.Context()
+	reset := now.Add(time.Hour)
+	store := func(q trackerhttp.Quota) {
+		t.Helper()
+		if err := b.Store(ctx, "k", q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func() trackerhttp.Quota {
+		t.Helper()
+		q, err := b.Load(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	store(trackerhttp.Quota{Remaining: 10, Limit: 5000, Reset: reset})
+	store(trackerhttp.Quota{Remaining: 12, Limit: -1, Reset: reset}) // an older answer of the same window
+	if q := load(); q.Remaining != 10 || q.Limit != 5000 || !q.Reset.Equal(reset) {
+		t.Errorf("same window: %+v, want remaining 10 (the lower), limit 5000, reset %v", q, reset)
+	}
+	store(trackerhttp.Quota{Remaining: 4999, Limit: 5000, Reset: reset.Add(time.Hour)})
+	store(trackerhttp.Quota{Remaining: 3, Limit: 5000, Reset: reset}) // the old window, late
+	if q := load(); q.Remaining != 4999 || !q.Reset.Equal(reset.Add(time.Hour)) {
+		t.Errorf("new window: %+v, want remaining 4999 until %v", q, reset.Add(time.Hour))
+	}
+	hold := now.Add(2 * time.Minute)
+	store(trackerhttp.Quota{Remaining: -1, Limit: -1, Hold: hold})
+	store(trackerhttp.Quota{Remaining: -1, Limit: -1, Hold: now.Add(time.Minute)})
+	if q := load(); !q.Hold.Equal(hold) || q.Remaining != 4999 {
+		t.Errorf("holds: %+v, want the later hold %v and remaining kept", q, hold)
+	}
+	ttl, err := rdb.PTTL(ctx, keys.RateBudget("k")).Result()
+	if err != nil || ttl <= 0 {
+		t.Errorf("budget key TTL %v (%v), want it to expire", ttl, err)
+	}
+	if q, err := b.Load(ctx, "unknown"); err != nil || q.Remaining != -1 || !q.Hold.IsZero() {
+		t.Errorf("unknown key: %+v %v, want nothing known", q, err)
+	}
+}

@@ -114,22 +114,24 @@ func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("list in-progress tickets of %s: %w", p.Name, err))
 			continue
 		}
+		var inProgress []platforms.Ref
 		for _, t := range tickets {
-			if labels.StateOf(t.Labels) != lifecycle.InProgress {
+			if labels.StateOf(t.Labels) == lifecycle.InProgress {
+				inProgress = append(inProgress, t.Ref)
+			}
+		}
+		// One round trip per runstate.ManyBatch tickets, not one per
+		// ticket; revert re-reads the heartbeat under the claim lock, so a
+		// run that started since this read is left alone.
+		seen, err := runstate.InspectMany(ctx, d.rdb, inProgress)
+		if err != nil {
+			return err
+		}
+		for i, ref := range inProgress {
+			if seen[i].Running {
 				continue
 			}
-			running, err := runstate.Running(ctx, d.rdb, t.Ref)
-			if err != nil {
-				return err
-			}
-			if running {
-				continue
-			}
-			attempt, err := runstate.LastAttempt(ctx, d.rdb, t.Ref)
-			if err != nil {
-				return err
-			}
-			if err := d.revert(ctx, t.Ref, "", attempt, "no heartbeat"); err != nil {
+			if err := d.revert(ctx, ref, "", seen[i].LastAttempt, "no heartbeat"); err != nil {
 				errs = append(errs, err)
 			}
 		}

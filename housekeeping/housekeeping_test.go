@@ -11,6 +11,8 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // deadRun makes issue n look like a run owned by instance: InProgress on the
@@ -267,5 +269,65 @@ func TestSweeperLeavesPolledProjectsToThePoller(t *testing.T) {
 	}
 	if st := w.State(t, n); st != lifecycle.Enqueued {
 		t.Errorf("ticket of a webhook-only project is %s after the sweep, want enqueued", st)
+	}
+}
+
+// The slow cycle reads the run state of every listed in-progress ticket in
+// one batch (runstate.InspectMany) and decides as the per-ticket reads did:
+// a ticket with a heartbeat stays, one without is reverted and claimed
+// again with the attempt after its last one. In a steady state (every
+// ticket running) its Redis work is that one round trip, whatever the
+// number of tickets.
+func TestSlowCycleBatchedReadsDecideAsPerTicketReads(t *testing.T) {
+	w := lifecycletest.New(t, 5)
+	ctx := t.Context()
+	var running, orphans []int
+	for i := range 12 {
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "t", "", "agent-smith", "agent-smith:in-progress")
+		if i%3 == 0 {
+			orphans = append(orphans, n)
+			// A dead run: it ran attempt 1+i%2, its heartbeat is gone.
+			deadRun(t, w, n, "ghost", 1+i%2)
+			if _, err := runstate.Evict(ctx, w.RDB, lifecycletest.Ref(n), "ghost|webhook|0|tok"); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		running = append(running, n)
+		deadRun(t, w, n, "alive", 1)
+	}
+	d := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{})
+	if err := d.SlowCycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range running {
+		if s := w.State(t, n); s != lifecycle.InProgress {
+			t.Errorf("running ticket %d is %s, want in-progress", n, s)
+		}
+	}
+	want := map[platforms.Ref]int{}
+	for i, n := range orphans {
+		if s := w.State(t, n); s != lifecycle.Enqueued {
+			t.Errorf("orphan %d is %s, want enqueued again", n, s)
+		}
+		want[lifecycletest.Ref(n)] = 2 + (3*i)%2
+	}
+	reqs := w.Requests(t)
+	if len(reqs) != len(orphans) {
+		t.Fatalf("queue = %+v, want one request per orphan", reqs)
+	}
+	for _, r := range reqs {
+		if want[r.Ref] != r.Attempt {
+			t.Errorf("request %s attempt %d, want %d (the attempt after its last run)", r.Ref, r.Attempt, want[r.Ref])
+		}
+	}
+	// Steady state now: the orphans are enqueued, only running tickets
+	// are in progress.
+	rt := redistest.CountRoundTrips(w.RDB)
+	if err := d.SlowCycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rt.N() != 1 {
+		t.Errorf("steady slow cycle over %d running tickets: %d Redis round trips, want 1", len(running), rt.N())
 	}
 }

@@ -124,25 +124,27 @@ func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list in-progress tickets: %w", err))
 	}
+	var inProgress []platforms.Ref
 	for _, tickets := range listed {
 		for _, t := range tickets {
-			if labels.StateOf(t.Labels) != lifecycle.InProgress {
-				continue
+			if labels.StateOf(t.Labels) == lifecycle.InProgress {
+				inProgress = append(inProgress, t.Ref)
 			}
-			running, err := runstate.Running(ctx, d.rdb, t.Ref)
-			if err != nil {
-				return err
-			}
-			if running {
-				continue
-			}
-			attempt, err := runstate.LastAttempt(ctx, d.rdb, t.Ref)
-			if err != nil {
-				return err
-			}
-			if err := d.revert(ctx, t.Ref, "", attempt, "no heartbeat"); err != nil {
-				errs = append(errs, err)
-			}
+		}
+	}
+	// One round trip per runstate.ManyBatch tickets of every project, not
+	// one per ticket; revert re-reads the heartbeat under the claim lock,
+	// so a run that started since this read is left alone.
+	seen, err := runstate.InspectMany(ctx, d.rdb, inProgress)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for i, ref := range inProgress {
+		if seen[i].Running {
+			continue
+		}
+		if err := d.revert(ctx, ref, "", seen[i].LastAttempt, "no heartbeat"); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -139,27 +139,54 @@ func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source st
 	if _, ok := c.projects.Lookup(ref); !ok {
 		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
 	}
-	held, err := c.WithLock(ctx, ref, source, func(ctx context.Context) error {
-		var err error
-		res, err = c.claimLocked(ctx, ref, source, attempt, nil, actor)
-		return err
-	})
+	// One round trip takes the claim lock and reads the ticket's history
+	// (or names the holder); the push goes with the lock's release in a
+	// second one (claimLocked), so a claim costs Redis 2 round trips.
+	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: ownerToken(c.cfg.Instance, source, c.cfg.Clock())}
+	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
-	if !held {
+	if l.Got {
+		lock.history = l
+		defer c.releaseUnlessSent(ctx, ref, lock)
+		return c.claimLocked(ctx, ref, source, attempt, nil, actor, lock)
+	}
+	{
 		if actor != "" && c.projects[ref.Project].TriggerAllow.gated() {
 			// The holder (a sweep, say) may not know who triggered: the
 			// next claim that does not know either gates on this person.
 			c.rememberTriggerActor(ctx, ref, actor)
 		}
 		res.Outcome = AlreadyClaimed
-		if holder, _, err := redislock.Holder(ctx, c.rdb, keys.ClaimLock(ref.Platform, ref.ID)); err == nil && holder != "" {
-			res.Holder = parseOwnerToken(holder)
+		if l.Holder != "" {
+			res.Holder = parseOwnerToken(l.Holder)
 		}
 		c.logOutcome(ref, source, attempt, res)
 	}
 	return res, nil
+}
+
+// heldLock is a claim lock ClaimBy took with the ticket's history;
+// claimLocked sends its release with the push (sent) where it can.
+type heldLock struct {
+	key, token string
+	history    runstate.Locked
+	sent       bool
+}
+
+// releaseUnlessSent releases lock unless claimLocked already sent the
+// release with its push.
+func (c *ClaimService) releaseUnlessSent(ctx context.Context, ref platforms.Ref, lock *heldLock) {
+	if lock.sent {
+		return
+	}
+	// The release must happen even if the caller's context is done.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := redislock.Release(rctx, c.rdb, lock.key, lock.token); err != nil {
+		c.log.Warn("release claim lock", zap.String("ticketId", ref.ID), zap.Error(err))
+	}
 }
 
 // WithLock runs fn while holding the ticket's claim lock, so repairs
@@ -196,11 +223,14 @@ func (c *ClaimService) Projects() Projects { return c.projects }
 // (Claim, or a repair inside WithLock). t, when given, is a snapshot read
 // under that lock.
 func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket) (ClaimResult, error) {
-	return c.claimLocked(ctx, ref, source, attempt, t, "")
+	return c.claimLocked(ctx, ref, source, attempt, t, "", nil)
 }
 
 // claimLocked is ClaimLocked for a trigger by actor ("" when unknown).
-func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket, actor string) (ClaimResult, error) {
+// lock, when given, is the claim lock ClaimBy took with the ticket's
+// history: the history is not read again, and the cancel request's
+// clearing, the push and the lock's release go in one pipeline.
+func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket, actor string, lock *heldLock) (ClaimResult, error) {
 	res := ClaimResult{Ticket: ref.String()}
 	p, ok := c.projects.Lookup(ref)
 	if !ok {
@@ -245,8 +275,13 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 	// A ticket reverted after a dead run carries its attempt count in Redis:
 	// a claim from any source continues from it, so a late webhook cannot
 	// reset the count and run the ticket more than max_attempts times.
-	last, finished, err := runstate.History(ctx, c.rdb, ref, source != SourceReclaim)
-	if err != nil {
+	var last int
+	var finished bool
+	if lock != nil {
+		// Read under the same lock, with it: nothing that changes the
+		// history of a Pending ticket runs without the claim lock.
+		last, finished = lock.history.Last, lock.history.Finished
+	} else if last, finished, err = runstate.History(ctx, c.rdb, ref, source != SourceReclaim); err != nil {
 		return res, fmt.Errorf("claim %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	ran := AttemptsRan(last, attempt)
@@ -265,7 +300,7 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 	now := c.cfg.Clock().UTC()
 	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now,
 		Priority: p.Priority.Of(t.Labels)}
-	if err := c.queue.Push(ctx, req.Encode()); err != nil {
+	if err := c.push(ctx, p, ref, source, req, lock); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.
 		return res, fmt.Errorf("claim %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
@@ -281,6 +316,39 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 		Retrigger: finished && last == 0})
 	c.react(ctx, p, ref)
 	return res, nil
+}
+
+// push queues req. With lock (ClaimBy's), the stale cancel request is
+// cleared (a fresh trigger must not be cancelled by it; a reclaim keeps
+// it), the request pushed and the lock released in one round trip: after
+// the push the claim has nothing left to guard. A gated project keeps the
+// lock until it forgot the trigger's actor, so its release stays apart.
+func (c *ClaimService) push(ctx context.Context, p *Project, ref platforms.Ref, source string, req PipelineRequest, lock *heldLock) error {
+	if lock == nil {
+		return c.queue.Push(ctx, req.Encode())
+	}
+	var pushed *redis.IntCmd
+	_, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		if source != SourceReclaim {
+			_ = runstate.ClearCancel(ctx, pipe, ref, "")
+		}
+		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
+		if !p.TriggerAllow.gated() {
+			redislock.ReleaseOn(ctx, pipe, lock.key, lock.token)
+			lock.sent = true
+		}
+		return nil
+	})
+	if err != nil && pushed != nil && pushed.Err() == nil {
+		// The push went; a failed clear or release is the lock's TTL's to end.
+		c.log.Warn("claim: clear cancel request or release claim lock", zap.String("ticketId", ref.ID), zap.Error(err))
+		err = nil
+	}
+	if err != nil {
+		lock.sent = false // let the deferred release try again
+		return fmt.Errorf("queue push: %w", err)
+	}
+	return nil
 }
 
 // reactTimeout bounds the best-effort reaction so a slow tracker delays a

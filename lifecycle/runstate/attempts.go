@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -100,4 +102,68 @@ func StartOver(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error 
 		return fmt.Errorf("start %s over: %w", ref, err)
 	}
 	return nil
+}
+
+// lockHistoryScript takes a claim lock and, only when it got it, reads the
+// ticket's history: a claim's lock and History in one round trip. When the
+// lock is held it returns the holder's token instead, which a contended
+// claim reports (AlreadyClaimed names the holder) without another read.
+//
+//	KEYS[1]  the claim lock (keys.ClaimLock)
+//	KEYS[2]  attempts hash
+//	KEYS[3]  finished marker of the ticket
+//	ARGV[1]  lock token
+//	ARGV[2]  lock TTL in milliseconds
+//	ARGV[3]  ticket key (hash field)
+//
+// Returns {1, last attempt or "0", 1 if finished else 0} when the lock was
+// taken, {0, holder token or ""} when not.
+var lockHistoryScript = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, redis.call('HGET', KEYS[2], ARGV[3]) or '0', redis.call('EXISTS', KEYS[3])}
+end
+return {0, redis.call('GET', KEYS[1]) or ''}
+`)
+
+// Locked is what LockWithHistory saw.
+type Locked struct {
+	// Got is whether the lock was taken; Holder is the token of whoever
+	// holds it when not ("" if it expired in between).
+	Got    bool
+	Holder string
+	// Last and Finished are History's answers, read under the lock (only
+	// when Got).
+	Last     int
+	Finished bool
+}
+
+// LockWithHistory sets lockKey to token for ttl if it is free (SET NX PX,
+// as redislock.Acquire) and, when it did, reads what History reads, in one
+// round trip. The claim lock's release stays redislock.Release. It does
+// not clear a cancel request: the claim does that only once the ticket is
+// known to be claimable (ClearCancel, pipelined with its push).
+func LockWithHistory(ctx context.Context, rdb redis.Scripter, lockKey, token string, ttl time.Duration, ref platforms.Ref) (Locked, error) {
+	if ttl < time.Millisecond {
+		return Locked{}, fmt.Errorf("lock %s: ttl %v below 1 ms", lockKey, ttl)
+	}
+	k := ref.Key()
+	vals, err := lockHistoryScript.Run(ctx, rdb, []string{lockKey, keys.Attempts(), keys.Finished(k)}, token, ttl.Milliseconds(), k).Slice()
+	if err != nil {
+		return Locked{}, fmt.Errorf("lock %s and read attempts of %s: %w", lockKey, ref, err)
+	}
+	if len(vals) >= 2 && vals[0] == int64(0) {
+		holder, _ := vals[1].(string)
+		return Locked{Holder: holder}, nil
+	}
+	if len(vals) != 3 {
+		return Locked{}, fmt.Errorf("lock %s: unexpected reply %v", lockKey, vals)
+	}
+	raw, _ := vals[1].(string)
+	last, err := strconv.Atoi(raw)
+	if err != nil {
+		// An undecodable count reads as unknown, as History's caller would
+		// have failed on it; the lock is ours either way.
+		last = 0
+	}
+	return Locked{Got: true, Last: last, Finished: vals[2] == int64(1)}, nil
 }

@@ -220,11 +220,18 @@ func (q *Queue) levelKey(payload []byte) string {
 
 // Push appends payload to the tail of its level.
 func (q *Queue) Push(ctx context.Context, payload []byte) error {
-	key := q.levelKey(payload)
-	if err := q.rdb.RPush(ctx, key, payload).Err(); err != nil {
-		return fmt.Errorf("queue push %s: %w", key, err)
+	if err := q.PushOn(ctx, q.rdb, payload).Err(); err != nil {
+		return fmt.Errorf("queue push %s: %w", q.levelKey(payload), err)
 	}
 	return nil
+}
+
+// PushOn queues Push's command on c, a pipeline (or transaction) of the
+// queue's client, so a caller can send the push in a round trip it makes
+// anyway (the claim sends it with its lock release). The result is known
+// once c is executed.
+func (q *Queue) PushOn(ctx context.Context, c redis.Cmdable, payload []byte) *redis.IntCmd {
+	return c.RPush(ctx, q.levelKey(payload), payload)
 }
 
 // Take atomically moves the head of the queue to the tail of processingKey

@@ -103,6 +103,14 @@ func Release(ctx context.Context, rdb redis.Cmdable, key, token string) (bool, e
 	return n == 1, nil
 }
 
+// ReleaseOn queues Release on p, a pipeline, so a holder can send its
+// release with its last writes in one round trip. The script is sent in
+// full (EVAL, not EVALSHA): a pipeline cannot fall back after NOSCRIPT.
+// The command's Int() is 1 when the lock was still token's.
+func ReleaseOn(ctx context.Context, p redis.Pipeliner, key, token string) *redis.Cmd {
+	return releaseScript.Eval(ctx, p, []string{key}, token)
+}
+
 // Holder returns the token that holds key and its remaining TTL, or "" and 0
 // when the key is free. ttl is negative if the key exists without an expiry
 // (which these locks never set).

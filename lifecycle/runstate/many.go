@@ -1,0 +1,67 @@
+package runstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// ManyBatch is how many tickets InspectMany reads per round trip. A pipeline
+// of 2×ManyBatch commands is a few hundred KiB on the wire at most, so a
+// slow cycle over 100k tickets takes tens of round trips instead of one per
+// ticket, without one reply holding Redis (single-threaded) for long.
+const ManyBatch = 1000
+
+// Seen is one ticket's run state as InspectMany read it.
+type Seen struct {
+	// Running is whether a run holds the ticket's heartbeat (Running).
+	Running bool
+	// LastAttempt is the attempt of its last run (LastAttempt).
+	LastAttempt int
+}
+
+// InspectMany reads, for every ref, what Running and LastAttempt would
+// return, in one round trip per ManyBatch tickets: the slow housekeeping
+// cycles list thousands of tickets and must not make a round trip per
+// ticket. The answer is in refs' order. Like Inspect it is not atomic: a
+// caller that acts on a ticket re-reads its state under the claim lock.
+func InspectMany(ctx context.Context, rdb redis.Cmdable, refs []platforms.Ref) ([]Seen, error) {
+	out := make([]Seen, len(refs))
+	for lo := 0; lo < len(refs); lo += ManyBatch {
+		hi := min(lo+ManyBatch, len(refs))
+		hb := make([]*redis.IntCmd, hi-lo)
+		at := make([]*redis.StringCmd, hi-lo)
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, ref := range refs[lo:hi] {
+				k := ref.Key()
+				hb[i] = p.Exists(ctx, keys.Heartbeat(k))
+				at[i] = p.HGet(ctx, keys.Attempts(), k)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("read heartbeats and attempts of %d tickets: %w", hi-lo, err)
+		}
+		for i := range hb {
+			ref := refs[lo+i]
+			n, err := hb[i].Result()
+			if err != nil {
+				return nil, fmt.Errorf("read heartbeat of %s: %w", ref, err)
+			}
+			last, err := at[i].Int()
+			if errors.Is(err, redis.Nil) {
+				last, err = 0, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read attempts of %s: %w", ref, err)
+			}
+			out[lo+i] = Seen{Running: n == 1, LastAttempt: last}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,65 @@
+package runstate_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// InspectMany answers what Running and LastAttempt answer ticket by
+// ticket, in refs' order, across batch boundaries, in one round trip per
+// runstate.ManyBatch tickets.
+func TestInspectManyMatchesPerTicketReads(t *testing.T) {
+	rdb := client(t)
+	ctx := t.Context()
+	n := 2*runstate.ManyBatch + 37
+	refs := make([]platforms.Ref, n)
+	for i := range refs {
+		refs[i] = ref(fmt.Sprint(i))
+		switch i % 4 {
+		case 0: // running, attempt 1..3
+			take(t, rdb, fmt.Sprint(i), fmt.Sprint("tok", i), 1+i%3, time.Hour, time.Now(), nil)
+		case 1: // ran attempt 2, heartbeat gone (a dead run)
+			take(t, rdb, fmt.Sprint(i), fmt.Sprint("tok", i), 2, time.Hour, time.Now(), nil)
+			if ok, err := runstate.Evict(ctx, rdb, refs[i], fmt.Sprint("tok", i)); err != nil || !ok {
+				t.Fatalf("evict %d: %v %v", i, ok, err)
+			}
+		} // 2, 3: never ran
+	}
+	rt := redistest.CountRoundTrips(rdb)
+	seen, err := runstate.InspectMany(ctx, rdb, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rt.N(), int64((n+runstate.ManyBatch-1)/runstate.ManyBatch); got != want {
+		t.Errorf("InspectMany of %d tickets took %d round trips, want %d", n, got, want)
+	}
+	if len(seen) != n {
+		t.Fatalf("%d answers for %d tickets", len(seen), n)
+	}
+	for i, r := range refs {
+		running, err := runstate.Running(ctx, rdb, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, err := runstate.LastAttempt(ctx, rdb, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[i] != (runstate.Seen{Running: running, LastAttempt: last}) {
+			t.Fatalf("ticket %d: InspectMany %+v, per-ticket reads running=%v last=%d", i, seen[i], running, last)
+		}
+	}
+	// The fixture really mixes the cases.
+	if !seen[0].Running || seen[1].Running || seen[1].LastAttempt != 2 || seen[2].Running || seen[2].LastAttempt != 0 {
+		t.Errorf("fixture: %+v %+v %+v", seen[0], seen[1], seen[2])
+	}
+	rt.Reset()
+	if seen, err := runstate.InspectMany(ctx, rdb, nil); err != nil || len(seen) != 0 || rt.N() != 0 {
+		t.Errorf("no tickets: %v %v, %d round trips; want nothing sent", seen, err, rt.N())
+	}
+}

@@ -47,7 +47,9 @@ type Report struct {
 	APICalls, Deliveries int
 	// SecretLeaks counts replica log lines that contain the configured
 	// token or webhook secret.
-	SecretLeaks  int
+	SecretLeaks int
+	// Partitions are the network partitions' rows (partition.go).
+	Partitions   []*partition
 	Kills, Stops int
 	Runs         int
 	LostIDs      []string
@@ -57,6 +59,11 @@ type Report struct {
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
 func (r *Report) OK() bool {
+	for _, p := range r.Partitions {
+		if len(p.Problems) > 0 {
+			return false
+		}
+	}
 	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0
 }
 
@@ -174,7 +181,7 @@ func stateOf(ls []string) string {
 	return state
 }
 
-func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigures) *Report {
+func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigures, parts []*partition) *Report {
 	rep := &Report{Fed: len(tickets), Wiped: wipe.happened,
 		WipeEnqueued: wipe.enqueued, WipeWorst: wipe.worst, WipeMissing: wipe.missing,
 		RollingRestarts: rolling.restarts, RollingExitWorst: rolling.exitWorst}
@@ -195,6 +202,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	}
 	runs := readRuns(w.runLog)
 	rep.Runs = len(runs)
+	overlapBy := map[string]int{}
 	byTicket := map[string][]*run{}
 	for _, r := range runs {
 		byTicket[r.id] = append(byTicket[r.id], r)
@@ -205,6 +213,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 			for j := 0; j < i; j++ {
 				if workedDuring(rs[i], rs[j]) || workedDuring(rs[j], rs[i]) {
 					rep.Overlapping++
+					overlapBy[id]++
 					rep.OverlapIDs = append(rep.OverlapIDs, fmt.Sprintf("%s a%d(pid %d %s..%s) a%d(pid %d from %s)", id,
 						rs[j].attempt, rs[j].ppid, rs[j].start.Format("15:04:05.000"), rs[j].end.Format("15:04:05.000"),
 						rs[i].attempt, rs[i].ppid, rs[i].start.Format("15:04:05.000")))
@@ -292,6 +301,24 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		rep.RecoveryMedian = recov[len(recov)/2]
 	}
 	rep.StaleWrites = append(unnamedWrites(w.sim.Writes(), events), staleWrites(w.sim.Writes(), events)...)
+	w.mu.Lock()
+	rep.StaleWrites = append(rep.StaleWrites, w.lateWrites...)
+	w.mu.Unlock()
+	rep.Partitions = parts
+	for _, p := range parts {
+		for _, t := range p.tickets {
+			if ls := states[t.id]; !has(ls, "done") && !has(ls, "failed") {
+				p.Lost++
+			}
+			p.Overlapping += overlapBy[t.id]
+			key := fmt.Sprintf("%s#%d", t.p.Repo, t.n)
+			for _, s := range rep.StaleWrites {
+				if f := strings.Fields(s); len(f) > 1 && f[1] == key {
+					p.Stale++
+				}
+			}
+		}
+	}
 	st := w.sim.Stats()
 	for _, n := range st.Calls {
 		rep.APICalls += n
@@ -399,8 +426,8 @@ func lc(ls []string) []string {
 
 // Print writes the table.
 func (r *Report) Print(w io.Writer) {
-	row := func(k string, v any) { fmt.Fprintf(w, "| %-58s | %-22v |\n", k, v) }
-	fmt.Fprintf(w, "| %-58s | %-22s |\n|%s|%s|\n", "figure", "value", strings.Repeat("-", 60), strings.Repeat("-", 24))
+	row := func(k string, v any) { fmt.Fprintf(w, "| %-66s | %-28v |\n", k, v) }
+	fmt.Fprintf(w, "| %-66s | %-28s |\n|%s|%s|\n", "figure", "value", strings.Repeat("-", 68), strings.Repeat("-", 30))
 	row("tickets fed", r.Fed)
 	row("reached Done", r.Done)
 	row("reached Failed", r.Failed)
@@ -429,6 +456,12 @@ func (r *Report) Print(w io.Writer) {
 		row("tracker API calls per ticket", fmt.Sprintf("%.1f (%d calls)", float64(r.APICalls)/float64(r.Fed), r.APICalls))
 	}
 	row("webhook deliveries sent (duplicates included)", r.Deliveries)
+	for _, p := range r.Partitions {
+		row("partition: "+p.Name, fmt.Sprintf("lost %d, overlap %d, stale %d", p.Lost, p.Overlapping, p.Stale))
+		for _, f := range p.Figures {
+			row("  "+f[0], f[1])
+		}
+	}
 	row("replica log lines containing the token or webhook secret", r.SecretLeaks)
 	row("elapsed", r.Elapsed.Round(time.Second))
 	for _, s := range r.LostIDs {
@@ -439,5 +472,10 @@ func (r *Report) Print(w io.Writer) {
 	}
 	for _, s := range r.StaleWrites {
 		fmt.Fprintln(w, "stale write:", s)
+	}
+	for _, p := range r.Partitions {
+		for _, s := range p.Problems {
+			fmt.Fprintf(w, "partition %q: %s\n", p.Name, s)
+		}
 	}
 }

@@ -38,6 +38,12 @@ type Options struct {
 	// while RollingBurst fresh tickets run: no ticket may be lost.
 	Rolling      bool
 	RollingBurst int
+	// Network partitions, each on its own after the faults above, through
+	// the replicas' proxies (partition.go): a replica cut from Redis that
+	// still reaches the tracker (split brain), a replica cut from the
+	// tracker, Redis slow then flapping for every replica, and a receiver
+	// cut from Redis.
+	SplitBrain, TrackerCut, RedisSlow, ReceiverCut bool
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -49,7 +55,8 @@ func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
 		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
-		Rolling: true, RollingBurst: 40}
+		Rolling: true, RollingBurst: 40,
+		SplitBrain: true, TrackerCut: true, RedisSlow: true, ReceiverCut: true}
 }
 
 type ticket struct {
@@ -97,7 +104,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var tmu sync.Mutex
 	// feed creates one triggered ticket; tag ("" or "slow") picks its
 	// pipeline's behaviour, and only untagged tickets may hang or fail.
-	feed := func(p project, tag string) {
+	feed := func(p project, tag string) *ticket {
 		tmu.Lock()
 		i := len(tickets)
 		tmu.Unlock()
@@ -120,9 +127,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		} else if p.polling {
 			src = "webhook+poll"
 		}
+		t := &ticket{p: p, n: n, id: p.ID(n), fed: time.Now(), source: src}
 		tmu.Lock()
-		tickets = append(tickets, &ticket{p: p, n: n, id: p.ID(n), fed: time.Now(), source: src})
+		tickets = append(tickets, t)
 		tmu.Unlock()
+		return t
 	}
 	wg.Add(1)
 	go func() {
@@ -249,6 +258,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
+	var parts []*partition
+	for _, sc := range []struct {
+		on  bool
+		run func() *partition
+	}{
+		{o.SplitBrain, func() *partition { return splitBrain(ctx, w, feed) }},
+		{o.ReceiverCut, func() *partition { return receiverCut(ctx, w, feed) }},
+		{o.TrackerCut, func() *partition { return trackerCut(ctx, w, feed) }},
+		{o.RedisSlow, func() *partition { return redisSlow(ctx, w, feed, o.Seed) }},
+	} {
+		if sc.on && ctx.Err() == nil {
+			p := sc.run()
+			fmt.Fprintf(o.Log, "chaos: partition %q done\n", p.Name)
+			parts = append(parts, p)
+		}
+	}
 	var rolling rollingFigures
 	if o.Rolling {
 		// Slow runs outlast the shutdown grace, so SIGTERM hands them back.
@@ -271,7 +296,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	// Let the last runs' log lines land before reading the run log.
 	_ = w.sim.WaitIdle(ctx)
-	rep := analyse(w, tickets, wipe, rolling)
+	rep := analyse(w, tickets, wipe, rolling, parts)
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/cmd/chaos/internal/netproxy"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/pkg/proctree"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
@@ -41,13 +42,15 @@ var projects = []project{
 // ($PPID) and its own, so the run log tells runs, replicas and overlaps
 // apart without trusting the daemon. Titles choose the behaviour: "hang"
 // runs past the timeout, "stubborn" also ignores SIGTERM, "fail" exits 1,
-// "slow" runs 3.5 s (past the shutdown grace, within the timeout).
+// "slow" runs 3.5 s (past the shutdown grace, within the timeout), "medium"
+// 2 s (the partitions': still running when the cut comes, ending within it).
 const pipelineScript = `L() { printf '%s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$PPID" "$$" "$EPOCHREALTIME" >> "$RUN_LOG"; }
 L start
 case "$AGENTSMITH_TITLE" in
   *stubborn*) trap 'L term' TERM; n=100000;;
   *hang*) trap 'L term; exit 143' TERM; n=100000;;
   *slow*) trap 'L term; exit 143' TERM; n=35;;
+  *medium*) trap 'L term; exit 143' TERM; n=20;;
   *) trap 'L term; exit 143' TERM; n=$((3 + RANDOM % 10));;
 esac
 i=0
@@ -57,11 +60,15 @@ L end
 `
 
 const (
-	maxAttempts  = 3
-	chaosSecret  = "chaos-webhook-secret"
-	chaosToken   = "chaos-api-token"
-	timingsYAML  = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
-	pipelineTime = 5 * time.Second
+	maxAttempts = 3
+	chaosSecret = "chaos-webhook-secret"
+	chaosToken  = "chaos-api-token"
+	// heartbeatTTL and heartbeatRenew are the replicas' run heartbeat
+	// (timingsYAML); the split-brain partition measures against them.
+	heartbeatTTL   = 3 * time.Second
+	heartbeatRenew = 500 * time.Millisecond
+	timingsYAML    = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
+	pipelineTime   = 5 * time.Second
 )
 
 // event is one fault the chaos loop caused, for the analysis.
@@ -90,6 +97,13 @@ type world struct {
 	replicas []*replica
 	events   []event
 	rr       int
+	// pin, when set, is the one replica the load balancer routes to, and
+	// answers records the status of every delivery it answered meanwhile.
+	pin     *replica
+	answers []answer
+	// lateWrites are label writes a replica cut from Redis made after its
+	// trust window (splitBrain): stale writes.
+	lateWrites []string
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -105,6 +119,12 @@ func (w *world) record(kind, inc string, pid int) {
 	w.logf("%s %s %d", kind, inc, pid)
 }
 
+// answer is a delivery's status as the load balancer passed it on.
+type answer struct {
+	code int
+	at   time.Time
+}
+
 // replica is one of the three slots; each (re)start is a new incarnation
 // with its own instance_id, so the sim's write log names the incarnation.
 type replica struct {
@@ -115,6 +135,9 @@ type replica struct {
 	done      chan struct{}
 	stopped   bool
 	alive     bool
+	// redisNet and trackerNet sit between the slot (every incarnation)
+	// and Redis and the tracker: the network the partitions cut.
+	redisNet, trackerNet *netproxy.Proxy
 }
 
 func serve(h http.Handler) (*http.Server, string, error) {
@@ -170,6 +193,13 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool) (*w
 			return nil, err
 		}
 		r := &replica{slot: slot, port: port}
+		if r.redisNet, err = netproxy.New(w.redis.Addr()); err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		if r.trackerNet, err = netproxy.New(strings.TrimPrefix(w.simURL, "http://")); err != nil {
+			r.redisNet.Close()
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
 		// forward reads the list under w.mu, and the sim's ping to the
 		// load balancer can arrive while replicas are still being added.
 		w.mu.Lock()
@@ -187,9 +217,9 @@ func (w *world) config(r *replica) string {
 	// trackersim_writer_header: the sim's write log names the incarnation
 	// of every write, which the stale-write analysis needs.
 	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: {addr: %q}\n%sprojects:\n",
-		r.port, r.inc, w.redis.Addr(), timingsYAML)
+		r.port, r.inc, r.redisNet.Addr(), timingsYAML)
 	for _, p := range projects {
-		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, p.Project(w.simURL, "CHAOS_TOKEN", "    "))
+		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, p.Project("http://"+r.trackerNet.Addr(), "CHAOS_TOKEN", "    "))
 		if p.webhook {
 			b.WriteString("    webhook: {secret_env: CHAOS_SECRET}\n")
 		}
@@ -292,11 +322,12 @@ func (w *world) forward(rw http.ResponseWriter, req *http.Request) {
 	var ports []int
 	for i := range w.replicas {
 		r := w.replicas[(w.rr+i)%len(w.replicas)]
-		if r.alive && !r.stopped {
+		if r.alive && !r.stopped && (w.pin == nil || w.pin == r) {
 			ports = append(ports, r.port)
 		}
 	}
 	w.rr++
+	pinned := w.pin != nil
 	w.mu.Unlock()
 	for _, port := range ports {
 		ctx, cancel := context.WithTimeout(req.Context(), 8*time.Second)
@@ -311,6 +342,11 @@ func (w *world) forward(rw http.ResponseWriter, req *http.Request) {
 			rw.Header()[k] = v
 		}
 		rw.WriteHeader(resp.StatusCode)
+		if pinned {
+			w.mu.Lock()
+			w.answers = append(w.answers, answer{code: resp.StatusCode, at: time.Now()})
+			w.mu.Unlock()
+		}
 		_, _ = io.Copy(rw, resp.Body)
 		resp.Body.Close()
 		cancel()
@@ -335,6 +371,13 @@ func (w *world) close() {
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		<-r.done
+	}
+	for _, r := range rs {
+		for _, p := range []*netproxy.Proxy{r.redisNet, r.trackerNet} {
+			if p != nil {
+				p.Close()
+			}
+		}
 	}
 	if w.lbSrv != nil {
 		_ = w.lbSrv.Close()

@@ -9,14 +9,16 @@ import (
 // TestChaosShort is the chaos run cut down to what fits the default test
 // run: a few dozen tickets for about a minute with kill -9 of replicas,
 // duplicated webhook deliveries, Redis wiped with tickets Enqueued, and a
-// rolling restart of every replica at the end. `make chaos` is the full run.
+// rolling restart of every replica, and two network partitions: a replica
+// running pipelines cut from Redis while it reaches the tracker (split
+// brain) and a receiver cut from Redis. `make chaos` is the full run.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of real processes")
 	}
 	o := Options{Tickets: 30, Duration: 30 * time.Second, Settle: 60 * time.Second, Seed: 7,
 		KillEvery: 4 * time.Second, Duplicate: 2, RedisWipe: true, RedisDown: time.Second, WipeBurst: 20,
-		Rolling: true, RollingBurst: 12, Dir: t.TempDir()}
+		Rolling: true, RollingBurst: 12, SplitBrain: true, ReceiverCut: true, Dir: t.TempDir()}
 	var log bytes.Buffer
 	o.Log = &log
 	rep, err := Run(t.Context(), o)
@@ -34,6 +36,14 @@ func TestChaosShort(t *testing.T) {
 	}
 	if !rep.Wiped || rep.WipeMissing > 0 {
 		t.Errorf("Redis wipe: happened %v, %d of %d Enqueued tickets never queued again", rep.Wiped, rep.WipeMissing, rep.WipeEnqueued)
+	}
+	if len(rep.Partitions) != 2 {
+		t.Errorf("%d partitions ran, want 2 (split brain, receiver cut)", len(rep.Partitions))
+	}
+	for _, p := range rep.Partitions {
+		if len(p.Problems) > 0 || p.Lost+p.Overlapping+p.Stale > 0 {
+			t.Errorf("partition %q: lost %d, overlapping %d, stale %d, problems %q", p.Name, p.Lost, p.Overlapping, p.Stale, p.Problems)
+		}
 	}
 	if rep.RollingRestarts != 3 {
 		t.Errorf("rolling restart replaced %d replicas, want 3", rep.RollingRestarts)

@@ -135,10 +135,16 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 	w.record("redis-restored", inc, pid)
 	waitTerminal(ctx, w, p.tickets, partitionWait)
 
-	window := trust.Fraction(heartbeatTTL, trust.DefaultHeartbeatTrust).Trusted
-	// The earliest another replica can take a run: its heartbeat was last
-	// renewed at most one renew interval before the cut.
-	takeover := heartbeatTTL - heartbeatRenew
+	// Every label write of a run is fenced by the replica's liveness
+	// (trusted for 60 % of its TTL after each renewal) and the run's
+	// heartbeat (90 %): the narrower, liveness, is how long the cut replica
+	// may still believe it owns anything.
+	window := min(trust.Fraction(instanceTTL, trust.DefaultPresenceTrust).Trusted,
+		trust.Fraction(heartbeatTTL, trust.DefaultHeartbeatTrust).Trusted)
+	// The earliest another replica can take its runs: its liveness key and
+	// its heartbeats were last renewed at most one renew interval before
+	// the cut, and housekeeping acts on whichever expires first.
+	takeover := min(instanceTTL-instanceTTL/4, heartbeatTTL-heartbeatRenew)
 	writes, last := 0, time.Duration(0)
 	for _, wr := range w.sim.Writes() {
 		if wr.Writer != inc || !wr.At.After(cut) || !wr.At.Before(restored) {
@@ -155,31 +161,42 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 	// How long its pipelines kept working, and when their tickets ran again.
 	all := readRuns(w.runLog)
 	var worked, again time.Duration
+	first := time.Duration(-1)
 	rerun := 0
 	for _, r := range runs {
 		for _, r2 := range all {
-			if r2.pid == r.pid {
-				for _, t := range r2.work {
-					if t.After(cut) {
-						worked = max(worked, t.Sub(cut))
-					}
+			if r2.pid != r.pid {
+				continue
+			}
+			for _, t := range r2.work {
+				if t.After(cut) {
+					worked = max(worked, t.Sub(cut))
 				}
 			}
+		}
+		for _, r2 := range all {
 			if r2.id == r.id && r2.ppid != pid && r2.start.After(cut) {
 				again = max(again, r2.start.Sub(cut))
+				if first < 0 || r2.start.Sub(cut) < first {
+					first = r2.start.Sub(cut)
+				}
 				rerun++
 				break
 			}
 		}
+	}
+	if last >= takeover {
+		p.problem("%s wrote a label %s after the cut, past the earliest takeover (%s)", inc, last, takeover)
 	}
 	if worked >= takeover {
 		p.problem("a pipeline of %s worked %s after the cut, past the earliest takeover (%s)", inc, worked, takeover)
 	}
 	p.figure("cut replica / its runs working at the cut", fmt.Sprintf("%s / %d", inc, len(runs)))
 	p.figure("its label writes after the cut (last)", fmt.Sprintf("%d (+%s)", writes, last.Round(time.Millisecond)))
+	p.figure("  earliest takeover by another replica", "+"+takeover.String())
 	p.figure("  writes after its trust window (+"+window.String()+")", countAfter(w.lateWrites, inc))
 	p.figure("its pipelines' last work after the cut", fmt.Sprintf("+%s (< +%s)", worked.Round(10*time.Millisecond), takeover))
-	p.figure("its runs running again elsewhere: n / worst", fmt.Sprintf("%d / +%s", rerun, again.Round(10*time.Millisecond)))
+	p.figure("its runs running again elsewhere: n / first / worst", fmt.Sprintf("%d / %s / %s", rerun, signed(first), signed(again)))
 	return p
 }
 

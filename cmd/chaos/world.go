@@ -67,8 +67,11 @@ const (
 	// (timingsYAML); the split-brain partition measures against them.
 	heartbeatTTL   = 3 * time.Second
 	heartbeatRenew = 500 * time.Millisecond
-	timingsYAML    = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
-	pipelineTime   = 5 * time.Second
+	// instanceTTL is the replicas' liveness key's TTL (housekeeping's
+	// instance_ttl in timingsYAML), renewed every quarter of it (pkg/presence).
+	instanceTTL  = 2 * time.Second
+	timingsYAML  = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
+	pipelineTime = 5 * time.Second
 )
 
 // event is one fault the chaos loop caused, for the analysis.

@@ -47,7 +47,7 @@ type feeder func(pr project, tag string) *ticket
 // How long each partition lasts: longer than a heartbeat TTL, so another
 // replica can take a run from a replica cut from Redis.
 const (
-	splitBrainHold = 8 * time.Second
+	splitBrainHold = 5 * time.Second
 	trackerCutHold = 5 * time.Second
 	redisSlowHold  = 6 * time.Second
 	redisFlapHold  = 6 * time.Second

@@ -196,7 +196,13 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 	p.figure("  earliest takeover by another replica", "+"+takeover.String())
 	p.figure("  writes after its trust window (+"+window.String()+")", countAfter(w.lateWrites, inc))
 	p.figure("its pipelines' last work after the cut", fmt.Sprintf("+%s (< +%s)", worked.Round(10*time.Millisecond), takeover))
-	p.figure("its runs running again elsewhere: n / first / worst", fmt.Sprintf("%d / %s / %s", rerun, signed(first), signed(again)))
+	if rerun > 0 {
+		p.figure("its runs running again elsewhere: n / first / worst", fmt.Sprintf("%d / %s / %s", rerun, signed(first), signed(again)))
+	} else {
+		// Its runs ended before the cut could matter (and wrote before it,
+		// or lost their outcome write and ended as housekeeping decided).
+		p.figure("its runs running again elsewhere: n / first / worst", "0 / - / -")
+	}
 	return p
 }
 

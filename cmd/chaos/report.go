@@ -48,6 +48,9 @@ type Report struct {
 	// SecretLeaks counts replica log lines that contain the configured
 	// token or webhook secret.
 	SecretLeaks int
+	// StaleHistory is every write of the tickets with a stale write, so a
+	// reader can tell a daemon bug from a gap in the analysis.
+	StaleHistory []string
 	// Partitions are the network partitions' rows (partition.go).
 	Partitions   []*partition
 	Kills, Stops int
@@ -304,6 +307,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	w.mu.Lock()
 	rep.StaleWrites = append(rep.StaleWrites, w.lateWrites...)
 	w.mu.Unlock()
+	rep.StaleHistory = staleHistory(w.sim.Writes(), rep.StaleWrites)
 	rep.Partitions = parts
 	for _, p := range parts {
 		for _, t := range p.tickets {
@@ -473,9 +477,29 @@ func (r *Report) Print(w io.Writer) {
 	for _, s := range r.StaleWrites {
 		fmt.Fprintln(w, "stale write:", s)
 	}
+	for _, s := range r.StaleHistory {
+		fmt.Fprintln(w, "  history:", s)
+	}
 	for _, p := range r.Partitions {
 		for _, s := range p.Problems {
 			fmt.Fprintf(w, "partition %q: %s\n", p.Name, s)
 		}
 	}
+}
+
+// staleHistory lists every write of each ticket a stale write names.
+func staleHistory(ws []sim.Write, stale []string) []string {
+	keys := map[string]bool{}
+	for _, s := range stale {
+		if f := strings.Fields(s); len(f) > 1 {
+			keys[f[1]] = true
+		}
+	}
+	var out []string
+	for _, wr := range ws {
+		if key := fmt.Sprintf("%s#%d", wr.Repo, wr.Number); keys[key] {
+			out = append(out, fmt.Sprintf("%s %s by %s: %v → %v", wr.At.Format("15:04:05.000"), key, wr.Writer, lc(wr.Before), lc(wr.After)))
+		}
+	}
+	return out
 }

@@ -223,7 +223,7 @@ func countAfter(lines []string, inc string) int {
 // mean the result was thrown away).
 func trackerCut(ctx context.Context, w *world, feed feeder) *partition {
 	p := &partition{Name: "replica cut from the tracker, reaching Redis"}
-	p.tickets = feedN(feed, 6, "medium")
+	p.tickets = feedN(feed, 6, "brief")
 	victim, _ := busyReplica(ctx, w, 15*time.Second)
 	if victim == nil {
 		p.problem("no replica ran a pipeline to cut")

@@ -54,25 +54,31 @@ const (
 	partitionWait  = 60 * time.Second // deadline for a scenario's tickets to end
 )
 
-// runsWorking returns, per replica pid, the runs still working: started,
-// not ended, with a line logged in the last 400 ms (a tick every 100 ms).
-func runsWorking(w *world) map[int][]*run {
+// runsWorking returns, per replica pid, the runs of ts still working:
+// started, not ended, with a line logged in the last 400 ms (a tick every
+// 100 ms). Runs of other tickets (a hanging one of the earlier faults, say)
+// are left out: the scenario measures its own.
+func runsWorking(w *world, ts []*ticket) map[int][]*run {
+	ids := map[string]bool{}
+	for _, t := range ts {
+		ids[t.id] = true
+	}
 	out := map[int][]*run{}
 	now := time.Now()
 	for _, r := range readRuns(w.runLog) {
-		if r.ended.IsZero() && now.Sub(r.end) < 400*time.Millisecond {
+		if ids[r.id] && r.ended.IsZero() && now.Sub(r.end) < 400*time.Millisecond {
 			out[r.ppid] = append(out[r.ppid], r)
 		}
 	}
 	return out
 }
 
-// busyReplica waits until a live replica runs a pipeline and returns the
-// busiest one with its runs.
-func busyReplica(ctx context.Context, w *world, within time.Duration) (*replica, []*run) {
+// busyReplica waits until a live replica runs a pipeline of ts and returns
+// the busiest one with those runs.
+func busyReplica(ctx context.Context, w *world, ts []*ticket, within time.Duration) (*replica, []*run) {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		working := runsWorking(w)
+		working := runsWorking(w, ts)
 		var best *replica
 		w.mu.Lock()
 		for _, r := range w.replicas {
@@ -118,7 +124,7 @@ func feedN(feed feeder, n int, tag string) []*ticket {
 func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 	p := &partition{Name: "replica cut from Redis, reaching the tracker (split brain)"}
 	p.tickets = feedN(feed, 6, "medium")
-	victim, runs := busyReplica(ctx, w, 15*time.Second)
+	victim, runs := busyReplica(ctx, w, p.tickets, 15*time.Second)
 	if victim == nil {
 		p.problem("no replica ran a pipeline to cut")
 		return p
@@ -224,7 +230,7 @@ func countAfter(lines []string, inc string) int {
 func trackerCut(ctx context.Context, w *world, feed feeder) *partition {
 	p := &partition{Name: "replica cut from the tracker, reaching Redis"}
 	p.tickets = feedN(feed, 6, "brief")
-	victim, _ := busyReplica(ctx, w, 15*time.Second)
+	victim, _ := busyReplica(ctx, w, p.tickets, 15*time.Second)
 	if victim == nil {
 		p.problem("no replica ran a pipeline to cut")
 		return p

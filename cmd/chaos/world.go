@@ -128,6 +128,7 @@ func (w *world) record(kind, inc string, pid int) {
 type answer struct {
 	code int
 	at   time.Time
+	body []byte // the delivery, to tell the scenario's from others
 }
 
 // replica is one of the three slots; each (re)start is a new incarnation
@@ -349,7 +350,7 @@ func (w *world) forward(rw http.ResponseWriter, req *http.Request) {
 		rw.WriteHeader(resp.StatusCode)
 		if pinned {
 			w.mu.Lock()
-			w.answers = append(w.answers, answer{code: resp.StatusCode, at: time.Now()})
+			w.answers = append(w.answers, answer{code: resp.StatusCode, at: time.Now(), body: body})
 			w.mu.Unlock()
 		}
 		_, _ = io.Copy(rw, resp.Body)

@@ -492,7 +492,20 @@ func (a *attempt) heartbeat(ctx context.Context, h *runHeartbeat) error {
 			// take the run.
 			timeout := min(every, time.Duration(h.validUntil.Load()-start.UnixNano()))
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			// Nor may it hold back a liveness lapse, which the select
+			// above sees only between renewals.
+			watched := make(chan struct{})
+			if livenessLost != nil {
+				go func() {
+					select {
+					case <-livenessLost:
+						cancel()
+					case <-watched:
+					}
+				}()
+			}
 			ok, err := runstate.Renew(rctx, e.rdb, ref, token, ttl)
+			close(watched)
 			cancel()
 			switch {
 			case err != nil:

@@ -127,7 +127,7 @@ func feedN(feed feeder, n int, tag string) []*ticket {
 func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 	p := &partition{Name: "replica cut from Redis, reaching the tracker (split brain)"}
 	p.tickets = feedN(feed, 6, "medium")
-	victim, runs := busyReplica(ctx, w, p.tickets, 15*time.Second)
+	victim, runs := busyReplica(ctx, w, p.tickets, 45*time.Second)
 	if victim == nil {
 		p.problem("no replica ran a pipeline to cut")
 		return p
@@ -233,7 +233,7 @@ func countAfter(lines []string, inc string) int {
 func trackerCut(ctx context.Context, w *world, feed feeder) *partition {
 	p := &partition{Name: "replica cut from the tracker, reaching Redis"}
 	p.tickets = feedN(feed, 6, "brief")
-	victim, _ := busyReplica(ctx, w, p.tickets, 15*time.Second)
+	victim, _ := busyReplica(ctx, w, p.tickets, 45*time.Second)
 	if victim == nil {
 		p.problem("no replica ran a pipeline to cut")
 		return p

@@ -510,8 +510,32 @@ func (a *attempt) heartbeat(ctx context.Context, h *runHeartbeat) error {
 			return fmt.Errorf("heartbeat not renewed within %s", window.Trusted)
 		case <-ticker.C:
 			start := e.cfg.Clock()
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), every)
+			if !h.valid(start) {
+				// The deadline timer is ready too; don't let a renewal
+				// start after the trust ended.
+				return fmt.Errorf("heartbeat not renewed within %s", window.Trusted)
+			}
+			// A renewal that hangs (a partition that drops packets) ends at
+			// the trust deadline at the latest: the deadline timer is only
+			// looked at between renewals, and the pipeline must be killed
+			// then, before the heartbeat can expire and another replica
+			// take the run.
+			timeout := min(every, time.Duration(h.validUntil.Load()-start.UnixNano()))
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			// Nor may it hold back a liveness lapse, which the select
+			// above sees only between renewals.
+			watched := make(chan struct{})
+			if livenessLost != nil {
+				go func() {
+					select {
+					case <-livenessLost:
+						cancel()
+					case <-watched:
+					}
+				}()
+			}
 			ok, err := runstate.Renew(rctx, e.rdb, ref, token, ttl)
+			close(watched)
 			cancel()
 			switch {
 			case err != nil:

@@ -13,15 +13,16 @@ import (
 // kill them before the tickets run again elsewhere), and a rolling restart
 // of every replica at the end; Redis is also restored from a 2 s old
 // snapshot once and, with AOF on, killed -9 once; replica 1's wall clock
-// runs 2 minutes ahead and replica 2's 2 minutes behind. `make chaos` is
-// the full run.
+// runs 2 minutes ahead and replica 2's 2 minutes behind. two network partitions: a
+// replica running pipelines cut from Redis while it reaches the tracker
+// (split brain) and a receiver cut from Redis. `make chaos` is the full run.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of real processes")
 	}
 	o := Options{Tickets: 30, Duration: 30 * time.Second, Settle: 60 * time.Second, Seed: 7,
 		KillEvery: 4 * time.Second, Duplicate: 2, RedisWipe: true, RedisDown: time.Second, WipeBurst: 20,
-		Rolling: true, RollingBurst: 12, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true, Dir: t.TempDir()}
+		Rolling: true, RollingBurst: 12, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true, SplitBrain: true, ReceiverCut: true, Dir: t.TempDir()}
 	var log bytes.Buffer
 	o.Log = &log
 	rep, err := Run(t.Context(), o)
@@ -48,6 +49,14 @@ func TestChaosShort(t *testing.T) {
 	}
 	if f := rep.Frozen; f.Runs == 0 || f.Killed != f.Runs || f.Rerun != f.Runs || f.OverlapWorst > guardCheck {
 		t.Errorf("frozen daemon: %+v: every pipeline it ran must be killed by its guard and re-run elsewhere, overlapping at most %s", f, guardCheck)
+	}
+	if len(rep.Partitions) != 2 {
+		t.Errorf("%d partitions ran, want 2 (split brain, receiver cut)", len(rep.Partitions))
+	}
+	for _, p := range rep.Partitions {
+		if len(p.Problems) > 0 || p.Lost+p.Overlapping+p.Stale > 0 {
+			t.Errorf("partition %q: lost %d, overlapping %d, stale %d, problems %q", p.Name, p.Lost, p.Overlapping, p.Stale, p.Problems)
+		}
 	}
 	if rep.RollingRestarts != 3 {
 		t.Errorf("rolling restart replaced %d replicas, want 3", rep.RollingRestarts)

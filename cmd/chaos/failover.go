@@ -223,9 +223,11 @@ func (f *failoverFigures) print(row func(string, any)) {
 
 // redisYAML is the replicas' redis config: the one server, or the
 // cluster's nodes as seeds.
-func (w *world) redisYAML() string {
+// replicaRedisYAML is a replica's redis block: through its own proxy to
+// the standalone server (partitions cut it), or the cluster's nodes.
+func (w *world) replicaRedisYAML(r *replica) string {
 	if w.cluster == nil {
-		return fmt.Sprintf("{addr: %q}", w.redis.Addr())
+		return fmt.Sprintf("{addr: %q}", r.redisNet.Addr())
 	}
 	return fmt.Sprintf("{mode: cluster, addrs: [%s]}", `"`+strings.Join(w.cluster.addrs(), `", "`)+`"`)
 }

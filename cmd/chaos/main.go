@@ -5,7 +5,10 @@
 // over loopback HTTP). It kills replicas with kill -9, freezes the
 // housekeeping leader past its lease, wipes Redis, duplicates webhook
 // deliveries, makes the tracker slow, failing and rate-limited, and runs
-// pipelines that hang or ignore SIGTERM; then it prints a table of figures
+// pipelines that hang or ignore SIGTERM; then it partitions the network
+// through a proxy between each replica and Redis and the tracker (a
+// replica cut from Redis while it reaches the tracker, one cut from the
+// tracker, Redis slow and flapping, a receiver cut from Redis); then it prints a table of figures
 // and exits non-zero unless lost, overlapping runs and stale writes are 0.
 //
 //	go run ./cmd/chaos -tickets 300 -duration 2m -seed 1
@@ -43,6 +46,10 @@ func main() {
 	fs.DurationVar(&o.Skew, "skew", o.Skew, "replica 1's wall clock this far ahead, replica 2's as far behind (0: off)")
 	fs.BoolVar(&o.Cluster, "cluster", o.Cluster, "Redis Cluster (3 masters, 3 replicas); kill the daemon's master at half the run (turns off the Redis wipe, rollback, AOF crash and leader SIGSTOP)")
 	fs.BoolVar(&o.FreezeDaemon, "freeze-daemon", o.FreezeDaemon, "SIGSTOP one daemon process alone (pipelines left running) past the heartbeat TTL")
+	fs.BoolVar(&o.SplitBrain, "split-brain", o.SplitBrain, "cut a replica running pipelines from Redis while it reaches the tracker")
+	fs.BoolVar(&o.TrackerCut, "tracker-cut", o.TrackerCut, "cut a replica running pipelines from the tracker while it reaches Redis")
+	fs.BoolVar(&o.RedisSlow, "redis-slow", o.RedisSlow, "make Redis slow (0.5-3 s per command), then flapping, for every replica")
+	fs.BoolVar(&o.ReceiverCut, "receiver-cut", o.ReceiverCut, "route a delivery to a receiver cut from Redis")
 	fs.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
 	fs.BoolVar(&o.Verbose, "v", false, "log every fault as it happens")
 	_ = fs.Parse(os.Args[1:])

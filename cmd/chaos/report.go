@@ -51,17 +51,27 @@ type Report struct {
 	Rollback       rollbackFigures // Redis restored from an old snapshot; AOF crash
 	Skew, SkewSeen time.Duration   // replica clocks apart (skew.go)
 	Failover       failoverFigures // -cluster: a master killed, a replica promoted
-	Kills, Stops   int
-	Runs           int
-	LostIDs        []string
-	OverlapIDs     []string
-	Elapsed        time.Duration
+	// StaleHistory is every write of the tickets with a stale write, so a
+	// reader can tell a daemon bug from a gap in the analysis.
+	StaleHistory []string
+	// Partitions are the network partitions' rows (partition.go).
+	Partitions   []*partition
+	Kills, Stops int
+	Runs         int
+	LostIDs      []string
+	OverlapIDs   []string
+	Elapsed      time.Duration
 	// Frozen: one daemon SIGSTOPped alone, its pipelines left running.
 	Frozen frozenFigures
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
 func (r *Report) OK() bool {
+	for _, p := range r.Partitions {
+		if len(p.Problems) > 0 {
+			return false
+		}
+	}
 	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0 && r.Frozen.ok()
 }
 
@@ -179,7 +189,7 @@ func stateOf(ls []string) string {
 	return state
 }
 
-func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigures) *Report {
+func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigures, parts []*partition) *Report {
 	rep := &Report{Fed: len(tickets), Wiped: wipe.happened,
 		WipeEnqueued: wipe.enqueued, WipeWorst: wipe.worst, WipeMissing: wipe.missing,
 		RollingRestarts: rolling.restarts, RollingExitWorst: rolling.exitWorst}
@@ -200,6 +210,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	}
 	runs := readRuns(w.runLog)
 	rep.Runs = len(runs)
+	overlapBy := map[string]int{}
 	byTicket := map[string][]*run{}
 	for _, r := range runs {
 		byTicket[r.id] = append(byTicket[r.id], r)
@@ -210,6 +221,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 			for j := 0; j < i; j++ {
 				if workedDuring(rs[i], rs[j]) || workedDuring(rs[j], rs[i]) {
 					rep.Overlapping++
+					overlapBy[id]++
 					rep.OverlapIDs = append(rep.OverlapIDs, fmt.Sprintf("%s a%d(pid %d %s..%s) a%d(pid %d from %s)", id,
 						rs[j].attempt, rs[j].ppid, rs[j].start.Format("15:04:05.000"), rs[j].end.Format("15:04:05.000"),
 						rs[i].attempt, rs[i].ppid, rs[i].start.Format("15:04:05.000")))
@@ -297,6 +309,25 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		rep.RecoveryMedian = recov[len(recov)/2]
 	}
 	rep.StaleWrites = append(unnamedWrites(w.sim.Writes(), events), staleWrites(w.sim.Writes(), events)...)
+	w.mu.Lock()
+	rep.StaleWrites = append(rep.StaleWrites, w.lateWrites...)
+	w.mu.Unlock()
+	rep.StaleHistory = staleHistory(w.sim.Writes(), rep.StaleWrites)
+	rep.Partitions = parts
+	for _, p := range parts {
+		for _, t := range p.tickets {
+			if ls := states[t.id]; !has(ls, "done") && !has(ls, "failed") {
+				p.Lost++
+			}
+			p.Overlapping += overlapBy[t.id]
+			key := fmt.Sprintf("%s#%d", t.p.Repo, t.n)
+			for _, s := range rep.StaleWrites {
+				if f := strings.Fields(s); len(f) > 1 && f[1] == key {
+					p.Stale++
+				}
+			}
+		}
+	}
 	st := w.sim.Stats()
 	for _, n := range st.Calls {
 		rep.APICalls += n
@@ -404,8 +435,8 @@ func lc(ls []string) []string {
 
 // Print writes the table.
 func (r *Report) Print(w io.Writer) {
-	row := func(k string, v any) { fmt.Fprintf(w, "| %-58s | %-22v |\n", k, v) }
-	fmt.Fprintf(w, "| %-58s | %-22s |\n|%s|%s|\n", "figure", "value", strings.Repeat("-", 60), strings.Repeat("-", 24))
+	row := func(k string, v any) { fmt.Fprintf(w, "| %-66s | %-28v |\n", k, v) }
+	fmt.Fprintf(w, "| %-66s | %-28s |\n|%s|%s|\n", "figure", "value", strings.Repeat("-", 68), strings.Repeat("-", 30))
 	row("tickets fed", r.Fed)
 	row("reached Done", r.Done)
 	row("reached Failed", r.Failed)
@@ -438,6 +469,12 @@ func (r *Report) Print(w io.Writer) {
 	}
 	r.Frozen.print(row)
 	row("webhook deliveries sent (duplicates included)", r.Deliveries)
+	for _, p := range r.Partitions {
+		row("partition: "+p.Name, fmt.Sprintf("lost %d, overlap %d, stale %d", p.Lost, p.Overlapping, p.Stale))
+		for _, f := range p.Figures {
+			row("  "+f[0], f[1])
+		}
+	}
 	row("replica log lines containing the token or webhook secret", r.SecretLeaks)
 	row("elapsed", r.Elapsed.Round(time.Second))
 	for _, s := range r.LostIDs {
@@ -452,4 +489,29 @@ func (r *Report) Print(w io.Writer) {
 	for _, s := range r.Rollback.rerun {
 		fmt.Fprintln(w, "ended ticket ran again after the rollback:", s)
 	}
+	for _, s := range r.StaleHistory {
+		fmt.Fprintln(w, "  history:", s)
+	}
+	for _, p := range r.Partitions {
+		for _, s := range p.Problems {
+			fmt.Fprintf(w, "partition %q: %s\n", p.Name, s)
+		}
+	}
+}
+
+// staleHistory lists every write of each ticket a stale write names.
+func staleHistory(ws []sim.Write, stale []string) []string {
+	keys := map[string]bool{}
+	for _, s := range stale {
+		if f := strings.Fields(s); len(f) > 1 {
+			keys[f[1]] = true
+		}
+	}
+	var out []string
+	for _, wr := range ws {
+		if key := fmt.Sprintf("%s#%d", wr.Repo, wr.Number); keys[key] {
+			out = append(out, fmt.Sprintf("%s %s by %s: %v → %v", wr.At.Format("15:04:05.000"), key, wr.Writer, lc(wr.Before), lc(wr.After)))
+		}
+	}
+	return out
 }

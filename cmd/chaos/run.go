@@ -53,6 +53,12 @@ type Options struct {
 	// FreezeDaemon SIGSTOPs one replica's daemon process alone, its
 	// pipelines left running, past the heartbeat TTL (frozen.go).
 	FreezeDaemon bool
+	// Network partitions, each on its own after the faults above, through
+	// the replicas' proxies (partition.go): a replica cut from Redis that
+	// still reaches the tracker (split brain), a replica cut from the
+	// tracker, Redis slow then flapping for every replica, and a receiver
+	// cut from Redis.
+	SplitBrain, TrackerCut, RedisSlow, ReceiverCut bool
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -64,7 +70,8 @@ func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
 		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
-		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true}
+		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true,
+		SplitBrain: true, TrackerCut: true, RedisSlow: true, ReceiverCut: true}
 }
 
 type ticket struct {
@@ -91,6 +98,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	fmt.Fprintf(o.Log, "chaos: work dir %s (replica logs, configs, run log)\n", dir)
 	if o.Cluster {
 		o.RedisWipe, o.RedisRollback, o.RedisAOF, o.StopEvery, o.WipeBurst = false, 0, false, 0, 0
+		// The partitions cut the standalone server's proxies.
+		o.SplitBrain, o.TrackerCut, o.RedisSlow, o.ReceiverCut = false, false, false, false
 		// The daemon's cluster-mode key names, for finding its slot.
 		if err := keys.UseHashTag(true); err != nil {
 			return nil, fmt.Errorf("chaos: %w", err)
@@ -119,7 +128,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var tmu sync.Mutex
 	// feed creates one triggered ticket; tag ("" or "slow") picks its
 	// pipeline's behaviour, and only untagged tickets may hang or fail.
-	feed := func(p project, tag string) {
+	feed := func(p project, tag string) *ticket {
 		tmu.Lock()
 		i := len(tickets)
 		tmu.Unlock()
@@ -142,9 +151,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		} else if p.polling {
 			src = "webhook+poll"
 		}
+		t := &ticket{p: p, n: n, id: p.ID(n), fed: time.Now(), source: src}
 		tmu.Lock()
-		tickets = append(tickets, &ticket{p: p, n: n, id: p.ID(n), fed: time.Now(), source: src})
+		tickets = append(tickets, t)
 		tmu.Unlock()
+		return t
 	}
 	wg.Add(1)
 	go func() {
@@ -302,6 +313,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		frozen = w.freezeDaemonOnly(ctx, ids)
 		fmt.Fprintf(o.Log, "chaos: frozen daemon: %+v\n", frozen)
 	}
+	var parts []*partition
+	for _, sc := range []struct {
+		on  bool
+		run func() *partition
+	}{
+		{o.SplitBrain, func() *partition { return splitBrain(ctx, w, feed) }},
+		{o.ReceiverCut, func() *partition { return receiverCut(ctx, w, feed) }},
+		{o.TrackerCut, func() *partition { return trackerCut(ctx, w, feed) }},
+		{o.RedisSlow, func() *partition { return redisSlow(ctx, w, feed, o.Seed) }},
+	} {
+		if sc.on && ctx.Err() == nil {
+			p := sc.run()
+			fmt.Fprintf(o.Log, "chaos: partition %q done\n", p.Name)
+			parts = append(parts, p)
+		}
+	}
 	var rolling rollingFigures
 	if o.Rolling {
 		// Slow runs outlast the shutdown grace, so SIGTERM hands them back.
@@ -324,7 +351,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	// Let the last runs' log lines land before reading the run log.
 	_ = w.sim.WaitIdle(ctx)
-	rep := analyse(w, tickets, wipe, rolling)
+	rep := analyse(w, tickets, wipe, rolling, parts)
 	rb.rerunFinished(w.runLog)
 	rep.Rollback = rb
 	rep.Skew, rep.SkewSeen = o.Skew, skewSeen(dir)

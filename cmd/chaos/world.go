@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/cmd/chaos/internal/netproxy"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/pkg/proctree"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
@@ -44,7 +45,9 @@ var projects = []project{
 // "hang" runs past the timeout, "stubborn" also ignores SIGTERM, "fail"
 // exits 1, "slow" runs 3.5 s (past the shutdown grace, within the timeout),
 // "frozen" runs 6 s on its first attempt (past the heartbeat TTL: see
-// frozen.go) and 0.5 s after.
+// frozen.go) and 0.5 s after, "medium" 2 s and "brief" 1 s (the
+// partitions': running when the cut comes, brief ones ending within it
+// even on a loaded machine, where a tick takes longer).
 const pipelineScript = `D=$PPID
 case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in *" guard "*) read -r _ _ _ D _ < /proc/$PPID/stat;; esac
 L() { printf '%s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$D" "$$" "$EPOCHREALTIME" >> "$RUN_LOG"; }
@@ -54,6 +57,8 @@ case "$AGENTSMITH_TITLE" in
   *stubborn*) trap 'L term' TERM; n=100000;;
   *hang*) trap 'L term; exit 143' TERM; n=100000;;
   *slow*) trap 'L term; exit 143' TERM; n=35;;
+  *medium*) trap 'L term; exit 143' TERM; n=20;;
+  *brief*) trap 'L term; exit 143' TERM; n=10;;
   *) trap 'L term; exit 143' TERM; n=$((3 + RANDOM % 10));;
 esac
 i=0
@@ -63,9 +68,16 @@ L end
 `
 
 const (
-	maxAttempts  = 3
-	chaosSecret  = "chaos-webhook-secret"
-	chaosToken   = "chaos-api-token"
+	maxAttempts = 3
+	chaosSecret = "chaos-webhook-secret"
+	chaosToken  = "chaos-api-token"
+	// heartbeatTTL and heartbeatRenew are the replicas' run heartbeat
+	// (timingsYAML); the split-brain partition measures against them.
+	heartbeatTTL   = 3 * time.Second
+	heartbeatRenew = 500 * time.Millisecond
+	// instanceTTL is the replicas' liveness key's TTL (housekeeping's
+	// instance_ttl in timingsYAML), renewed every quarter of it (pkg/presence).
+	instanceTTL  = 2 * time.Second
 	timingsYAML  = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, guard_check: 100ms}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
 	pipelineTime = 5 * time.Second
 )
@@ -98,6 +110,13 @@ type world struct {
 	replicas []*replica
 	events   []event
 	rr       int
+	// pin, when set, is the one replica the load balancer routes to, and
+	// answers records the status of every delivery it answered meanwhile.
+	pin     *replica
+	answers []answer
+	// lateWrites are label writes a replica cut from Redis made after its
+	// trust window (splitBrain): stale writes.
+	lateWrites []string
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -113,6 +132,13 @@ func (w *world) record(kind, inc string, pid int) {
 	w.logf("%s %s %d", kind, inc, pid)
 }
 
+// answer is a delivery's status as the load balancer passed it on.
+type answer struct {
+	code int
+	at   time.Time
+	body []byte // the delivery, to tell the scenario's from others
+}
+
 // replica is one of the three slots; each (re)start is a new incarnation
 // with its own instance_id, so the sim's write log names the incarnation.
 type replica struct {
@@ -123,6 +149,9 @@ type replica struct {
 	done      chan struct{}
 	stopped   bool
 	alive     bool
+	// redisNet and trackerNet sit between the slot (every incarnation)
+	// and Redis and the tracker: the network the partitions cut.
+	redisNet, trackerNet *netproxy.Proxy
 }
 
 func serve(h http.Handler) (*http.Server, string, error) {
@@ -182,6 +211,22 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spe
 			return nil, err
 		}
 		r := &replica{slot: slot, port: port}
+		// The Redis proxy fronts the one standalone server; a cluster's
+		// clients follow MOVED redirects to the nodes' own addresses, so in
+		// cluster mode the proxy is idle and the partitions are off.
+		redisAddr := ""
+		if w.redis != nil {
+			redisAddr = w.redis.Addr()
+		} else {
+			redisAddr = w.cluster.addrs()[0]
+		}
+		if r.redisNet, err = netproxy.New(redisAddr); err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+		if r.trackerNet, err = netproxy.New(strings.TrimPrefix(w.simURL, "http://")); err != nil {
+			r.redisNet.Close()
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
 		// forward reads the list under w.mu, and the sim's ping to the
 		// load balancer can arrive while replicas are still being added.
 		w.mu.Lock()
@@ -199,9 +244,9 @@ func (w *world) config(r *replica) string {
 	// trackersim_writer_header: the sim's write log names the incarnation
 	// of every write, which the stale-write analysis needs.
 	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: %s\n%sprojects:\n",
-		r.port, r.inc, w.redisYAML(), timingsYAML)
+		r.port, r.inc, w.replicaRedisYAML(r), timingsYAML)
 	for _, p := range projects {
-		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, p.Project(w.simURL, "CHAOS_TOKEN", "    "))
+		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, p.Project("http://"+r.trackerNet.Addr(), "CHAOS_TOKEN", "    "))
 		if p.webhook {
 			b.WriteString("    webhook: {secret_env: CHAOS_SECRET}\n")
 		}
@@ -305,11 +350,12 @@ func (w *world) forward(rw http.ResponseWriter, req *http.Request) {
 	var ports []int
 	for i := range w.replicas {
 		r := w.replicas[(w.rr+i)%len(w.replicas)]
-		if r.alive && !r.stopped {
+		if r.alive && !r.stopped && (w.pin == nil || w.pin == r) {
 			ports = append(ports, r.port)
 		}
 	}
 	w.rr++
+	pinned := w.pin != nil
 	w.mu.Unlock()
 	for _, port := range ports {
 		ctx, cancel := context.WithTimeout(req.Context(), 8*time.Second)
@@ -324,6 +370,11 @@ func (w *world) forward(rw http.ResponseWriter, req *http.Request) {
 			rw.Header()[k] = v
 		}
 		rw.WriteHeader(resp.StatusCode)
+		if pinned {
+			w.mu.Lock()
+			w.answers = append(w.answers, answer{code: resp.StatusCode, at: time.Now(), body: body})
+			w.mu.Unlock()
+		}
 		_, _ = io.Copy(rw, resp.Body)
 		resp.Body.Close()
 		cancel()
@@ -348,6 +399,13 @@ func (w *world) close() {
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		<-r.done
+	}
+	for _, r := range rs {
+		for _, p := range []*netproxy.Proxy{r.redisNet, r.trackerNet} {
+			if p != nil {
+				p.Close()
+			}
+		}
 	}
 	if w.lbSrv != nil {
 		_ = w.lbSrv.Close()

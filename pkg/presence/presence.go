@@ -104,13 +104,30 @@ func (p *Presence) Run(ctx context.Context) error {
 		case <-expiry.C:
 			p.expire(false)
 		case <-ticker.C:
+			// A renewal that ran into the trust deadline leaves both
+			// ready; the lapse goes first.
+			select {
+			case <-expiry.C:
+				p.expire(false)
+			default:
+			}
 		}
 	}
 }
 
 func (p *Presence) renew(ctx context.Context, expiry *time.Timer) {
 	start := p.cfg.Clock()
-	rctx, cancel := context.WithTimeout(ctx, p.cfg.RenewEvery)
+	// A renewal that hangs (a partition that drops packets) must not hold
+	// back the lapse: Run looks at the expiry timer only between renewals,
+	// so the call ends at the trust deadline at the latest, and Lost
+	// closes then, before the key can expire for the other replicas.
+	timeout := p.cfg.RenewEvery
+	p.mu.Lock()
+	if !p.validUntil.IsZero() {
+		timeout = min(timeout, p.validUntil.Sub(start))
+	}
+	p.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	err := p.rdb.Set(rctx, p.cfg.Key, p.cfg.Value, p.cfg.TTL).Err()
 	cancel()
 	if err != nil {

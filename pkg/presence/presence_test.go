@@ -2,11 +2,14 @@ package presence_test
 
 import (
 	"context"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
@@ -92,5 +95,67 @@ func TestLostIsClosedWhileNotValid(t *testing.T) {
 	case <-p.Lost():
 	default:
 		t.Fatal("a presence that never renewed must report Lost")
+	}
+}
+
+// hangHook makes every command hang until its context ends once hang is
+// set, the way a Redis behind a dropped network answers nothing; until
+// then it records when each command started.
+type hangHook struct {
+	hang   atomic.Bool
+	mu     sync.Mutex
+	lastOK time.Time
+}
+
+func (h *hangHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *hangHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.hang.Load() {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		h.mu.Lock()
+		h.lastOK = time.Now()
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *hangHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A renewal that hangs (Redis unreachable without an error: a partition
+// that drops packets) must not hold back the lapse: Lost closes at the
+// trust deadline, before the key can expire for the other replicas, not
+// when the hanging call gives up. Before the fix Run waited out the
+// renewal's whole RenewEvery timeout before it looked at the expiry timer,
+// so with RenewEvery 1 s and a 2 s TTL the lapse came when the key had
+// already expired and another replica could have taken over the work.
+func TestLostDoesNotWaitForAHangingRenewal(t *testing.T) {
+	r := redistest.Start(t)
+	rdb := r.Client(t)
+	h := &hangHook{}
+	rdb.AddHook(h)
+	const ttl = 2 * time.Second
+	p := presence.New(rdb, presence.Config{Key: "agentsmith:instance:h", Value: "h", TTL: ttl, RenewEvery: time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-p.Ready()
+	lost := p.Lost()
+	h.hang.Store(true)
+	h.mu.Lock()
+	last := h.lastOK // the start of the last renewal that reached Redis
+	h.mu.Unlock()
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost did not close while renewals hung")
+	}
+	if at, expires := time.Now(), last.Add(ttl); !at.Before(expires) {
+		t.Errorf("Lost closed %s after the key could expire (last renewal %s, TTL %s)", at.Sub(expires), last.Format("15:04:05.000"), ttl)
 	}
 }

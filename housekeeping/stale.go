@@ -27,7 +27,8 @@ type StaleJobDetectorConfig struct {
 	Clock func() time.Time
 	// RestartGrace is how long after Redis (re)started a missing heartbeat
 	// is not yet proof of a dead run (see redisUptime): the executors'
-	// heartbeat TTL. 0 trusts a missing heartbeat at once (tests that
+	// heartbeat renewal interval plus their kill grace, by when every live
+	// owner has found its heartbeat gone and stopped its pipeline. 0 trusts a missing heartbeat at once (tests that
 	// start a fresh Redis and build the dead run themselves).
 	RestartGrace time.Duration
 	Logger       *zap.Logger
@@ -150,10 +151,6 @@ func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// revert moves a dead run's ticket InProgress → Pending under its claim lock,
-// after fencing the dead owner out (its heartbeat is deleted, so a paused
-// owner that wakes up can no longer write), then claims it again with the
-// next attempt, or fails it when no attempt is left.
 // justRestarted reports whether Redis started less than RestartGrace ago, when
 // a heartbeat may be missing because the restart lost it while its owner
 // still runs the pipeline: reverting then would start a second run beside it.
@@ -174,6 +171,10 @@ func (d *StaleJobDetector) justRestarted(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// revert moves a dead run's ticket InProgress → Pending under its claim lock,
+// after fencing the dead owner out (its heartbeat is deleted, so a paused
+// owner that wakes up can no longer write), then claims it again with the
+// next attempt, or fails it when no attempt is left.
 func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token string, attempt int, reason string) error {
 	p, ok := d.claims.Projects().Lookup(ref)
 	if !ok {

@@ -73,6 +73,7 @@ func readmeDir(t *testing.T) string {
 	t.Setenv("GH_WEBHOOK_SECRET", testSecret)
 	t.Setenv("REDIS_PASSWORD", testRedisPassword)
 	t.Setenv("SENTINEL_PASSWORD", testSentinelPassword)
+	t.Setenv("GIT_PUSH_TOKEN", testToken)
 	return dir
 }
 

@@ -117,7 +117,7 @@ func (d *Daemon) buildHousekeeping() service {
 	l := d.lease("housekeeping", hk.LeaseTTL)
 	stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
 		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log,
-		RestartGrace: d.cfg.Consumer.HeartbeatTTL})
+		RestartGrace: d.cfg.Consumer.HeartbeatRenew + d.cfg.Consumer.KillGrace})
 	recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
 		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
 	services := []func(context.Context) error{

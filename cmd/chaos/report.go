@@ -408,6 +408,13 @@ func staleWrites(ws []sim.Write, events []event) []string {
 		switch {
 		case from != "in-progress" && to == "in-progress":
 			owner[key], ownerLost[key] = wr.Writer, false
+		case from == "in-progress" && to == "in-progress" && slices.Contains(wr.Before, "agent-smith:enqueued") &&
+			!slices.Contains(wr.After, "agent-smith:enqueued"):
+			// The second half of Enqueued → InProgress (GitHub: add
+			// in-progress, then remove enqueued). A replica whose first
+			// half landed and whose second failed gives the request back;
+			// the replica that completes the move takes the run.
+			owner[key], ownerLost[key] = wr.Writer, false
 		case from == "in-progress" && to != "in-progress":
 			ends := to == "done" || to == "enqueued"
 			if wr.Writer != owner[key] {

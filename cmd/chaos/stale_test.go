@@ -44,6 +44,19 @@ func TestStaleWritesReadStatesLikeTheDaemon(t *testing.T) {
 	if got := staleWrites(foreign, nil); len(got) != 1 {
 		t.Errorf("another replica ending r1.1's run: %q, want one stale write", got)
 	}
+	// r1.1 added in-progress, its removal of enqueued failed (a tracker
+	// 5xx) and it gave the request back; r2.1 took the request, completed
+	// the move and ran it (seen in a default chaos run: acme/app#41).
+	handedBack := []sim.Write{
+		mk(1, "r1.1", "|", "enqueued"),
+		mk(2, "r1.1", "enqueued", "|", "enqueued", "in-progress"),
+		mk(5, "r2.1", "enqueued", "in-progress", "|", "in-progress"),
+		mk(6, "r2.1", "in-progress", "|", "in-progress", "done"),
+		mk(7, "r2.1", "in-progress", "done", "|", "done"),
+	}
+	if got := staleWrites(handedBack, nil); len(got) != 0 {
+		t.Errorf("the replica that completed a handed-back start counted as stale: %q", got)
+	}
 }
 
 // A write that names no started incarnation (the replicas sent no writer

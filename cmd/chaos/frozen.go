@@ -35,13 +35,16 @@ type frozenFigures struct {
 	// daemon was frozen; OverlapWorst is the largest (a frozen run's last
 	// work line − its successor's start): negative when every frozen run
 	// was dead before its successor started.
-	Rerun        int
+	Rerun int
+	// LastAttempt counts the frozen runs that were their ticket's last
+	// attempt: reverted, such a ticket is Failed, not run again.
+	LastAttempt  int
 	OverlapWorst time.Duration
 	err          string
 }
 
 func (f frozenFigures) ok() bool {
-	return !f.enabled || (f.err == "" && f.Runs > 0 && f.Killed == f.Runs && f.Rerun == f.Runs && f.OverlapWorst <= guardCheck)
+	return !f.enabled || (f.err == "" && f.Runs > 0 && f.Killed == f.Runs && f.Rerun == f.Runs-f.LastAttempt && f.OverlapWorst <= guardCheck)
 }
 
 func (f frozenFigures) print(row func(string, any)) {
@@ -54,7 +57,7 @@ func (f frozenFigures) print(row func(string, any)) {
 	}
 	row("daemon alone SIGSTOPped: its pipelines / killed by guard", fmt.Sprintf("%d / %d", f.Runs, f.Killed))
 	row("  freeze → every such pipeline gone: worst", f.KillWorst.Round(10*time.Millisecond))
-	row("  re-run elsewhere while frozen", f.Rerun)
+	row("  re-run elsewhere while frozen / last attempts (Failed instead)", fmt.Sprintf("%d / %d", f.Rerun, f.LastAttempt))
 	row(fmt.Sprintf("  overlap with successor: worst (bound %s)", guardCheck), f.OverlapWorst.Round(10*time.Millisecond))
 }
 
@@ -126,6 +129,12 @@ func (w *world) freezeDaemonOnly(ctx context.Context, ids []string) frozenFigure
 	f.OverlapWorst = -time.Hour
 	rerun := time.Now().Add(20 * time.Second)
 	for _, v := range victims {
+		if v.attempt >= maxAttempts {
+			// Not waited for: a victim that never runs again must not use
+			// up the deadline of those after it.
+			f.LastAttempt++
+			continue
+		}
 		var next *run
 		for next == nil && time.Now().Before(rerun) && ctx.Err() == nil {
 			for _, o := range readRuns(w.runLog) {

@@ -145,7 +145,10 @@ func (p *Presence) renew(ctx context.Context, expiry *time.Timer) {
 	default:
 	}
 	p.mu.Unlock()
-	expiry.Reset(time.Until(until))
+	// The clock that set until, not time.Now: with an injected or skewed
+	// clock (pkg/wallclock) time.Until would be off by the skew, and the
+	// lapse would fire minutes late or never.
+	expiry.Reset(until.Sub(p.cfg.Clock()))
 	p.readyOnce.Do(func() { close(p.ready) })
 }
 

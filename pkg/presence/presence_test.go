@@ -159,3 +159,39 @@ func TestLostDoesNotWaitForAHangingRenewal(t *testing.T) {
 		t.Errorf("Lost closed %s after the key could expire (last renewal %s, TTL %s)", at.Sub(expires), last.Format("15:04:05.000"), ttl)
 	}
 }
+
+// A replica whose clock runs behind or ahead (pkg/wallclock skew) still
+// sees its lapse before its key can expire: the expiry timer is measured
+// on the clock that set the trust deadline. With time.Until a clock two
+// minutes behind never closed Lost, and one ahead closed it two minutes
+// late (found by the chaos run's split brain with skewed replicas).
+func TestLostDoesNotDependOnClockSkew(t *testing.T) {
+	for _, skew := range []time.Duration{-2 * time.Minute, 2 * time.Minute} {
+		r := redistest.Start(t)
+		rdb := r.Client(t)
+		h := &hangHook{}
+		rdb.AddHook(h)
+		const ttl = 2 * time.Second
+		p := presence.New(rdb, presence.Config{Key: "agentsmith:instance:s", Value: "s", TTL: ttl, RenewEvery: time.Second,
+			Clock: func() time.Time { return time.Now().Add(skew) }})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = p.Run(ctx) }()
+		<-p.Ready()
+		lost := p.Lost()
+		h.hang.Store(true)
+		h.mu.Lock()
+		last := h.lastOK
+		h.mu.Unlock()
+		select {
+		case <-lost:
+		case <-time.After(10 * time.Second):
+			t.Errorf("skew %s: Lost did not close within 10 s of renewals hanging", skew)
+		}
+		if at, expires := time.Now(), last.Add(ttl); !at.Before(expires) {
+			t.Errorf("skew %s: Lost closed %s after the key could expire", skew, at.Sub(expires))
+		}
+		cancel()
+		<-done
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/cmd/chaos/internal/netproxy"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
@@ -133,16 +134,7 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 		return p
 	}
 	inc, pid := victim.inc, victim.cmd.Process.Pid
-	cut := time.Now()
-	victim.redisNet.Cut()
-	w.record("redis-cut", inc, pid)
-	time.Sleep(splitBrainHold) // the fault itself
-	restored := time.Now()
-	if err := victim.redisNet.Restore(); err != nil {
-		p.problem("restore: %v", err)
-	}
-	w.record("redis-restored", inc, pid)
-	waitTerminal(ctx, w, p.tickets, partitionWait)
+	cut, restored := cutFor(ctx, w, p, victim, victim.redisNet, "redis", splitBrainHold)
 
 	// Every label write of a run is fenced by the replica's liveness
 	// (trusted for 60 % of its TTL after each renewal) and the run's
@@ -239,16 +231,7 @@ func trackerCut(ctx context.Context, w *world, feed feeder) *partition {
 		return p
 	}
 	inc, pid := victim.inc, victim.cmd.Process.Pid
-	cut := time.Now()
-	victim.trackerNet.Cut()
-	w.record("tracker-cut", inc, pid)
-	time.Sleep(trackerCutHold) // the fault itself
-	restored := time.Now()
-	if err := victim.trackerNet.Restore(); err != nil {
-		p.problem("restore: %v", err)
-	}
-	w.record("tracker-restored", inc, pid)
-	waitTerminal(ctx, w, p.tickets, partitionWait)
+	cut, restored := cutFor(ctx, w, p, victim, victim.trackerNet, "tracker", trackerCutHold)
 
 	all := readRuns(w.runLog)
 	ws := w.sim.Writes()
@@ -424,4 +407,23 @@ func signed(d time.Duration) string {
 		return "-" + (-d).Round(10*time.Millisecond).String()
 	}
 	return "+" + d.Round(10*time.Millisecond).String()
+}
+
+// cutFor cuts one of the victim's links for hold, restores it, records both
+// in the event log (kind-cut, kind-restored), and waits for the
+// partition's tickets to end.
+func cutFor(ctx context.Context, w *world, p *partition, victim *replica, link *netproxy.Proxy, kind string,
+	hold time.Duration) (cut, restored time.Time) {
+	inc, pid := victim.inc, victim.cmd.Process.Pid
+	cut = time.Now()
+	link.Cut()
+	w.record(kind+"-cut", inc, pid)
+	time.Sleep(hold) // the fault itself
+	restored = time.Now()
+	if err := link.Restore(); err != nil {
+		p.problem("restore: %v", err)
+	}
+	w.record(kind+"-restored", inc, pid)
+	waitTerminal(ctx, w, p.tickets, partitionWait)
+	return cut, restored
 }

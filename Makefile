@@ -1,4 +1,4 @@
-.PHONY: demo test lint fuzz build chaos image
+.PHONY: demo test lint fuzz build chaos soak image
 
 # The one image name (compose, Kubernetes, Helm, .goreleaser.yaml use it too).
 IMAGE ?= ghcr.io/agentsmithd/agentsmithd
@@ -34,3 +34,10 @@ fuzz:
 
 chaos:
 	go run ./cmd/chaos
+
+# The soak: chaos at a steady rate for SOAK (30m by default; SOAK=2h), sampling
+# RSS, goroutines, fds and Redis every minute; fails on unbounded growth or a
+# lost ticket, prints the table and writes soak.png in its work dir (docs/soak.md).
+SOAK ?= 30m
+soak:
+	go run ./cmd/chaos -soak $(SOAK)

@@ -20,12 +20,29 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
 	o := DefaultOptions()
+	// -soak picks the soak's defaults before the other flags are read, so
+	// they can still change any of them.
+	for i, a := range os.Args[1:] {
+		v, ok := strings.CutPrefix(strings.TrimLeft(a, "-"), "soak=")
+		if !ok && strings.TrimLeft(a, "-") == "soak" && i+2 < len(os.Args) {
+			v, ok = os.Args[i+2], true
+		}
+		if d, err := time.ParseDuration(v); ok && err == nil {
+			o = SoakOptions(d)
+		}
+	}
 	fs := flag.NewFlagSet("chaos", flag.ExitOnError)
+	fs.Func("soak", "run the soak of this length (soak.go: steady load, faults, samples, slope test; make soak)", func(string) error { return nil })
+	fs.DurationVar(&o.Sample, "sample", o.Sample, "sample RSS, goroutines, fds and Redis this often (0: off)")
+	fs.StringVar(&o.Plot, "plot", o.Plot, "write the samples' PNG plot here (relative to -dir)")
+	fs.DurationVar(&o.KillWindow, "kill-window", o.KillWindow, "kill replicas only this long after the start (0: the whole run)")
 	fs.IntVar(&o.Tickets, "tickets", o.Tickets, "tickets to feed")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "how long faults run (tickets are fed in the first 60%)")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "deadline for every ticket to end after the faults stop")

@@ -57,10 +57,12 @@ type Report struct {
 	// Partitions are the network partitions' rows (partition.go).
 	Partitions   []*partition
 	Kills, Stops int
-	Runs         int
-	LostIDs      []string
-	OverlapIDs   []string
-	Elapsed      time.Duration
+	// Soak: the samples and the slope test's verdicts (soak.go), when sampled.
+	Soak       *soakFigures
+	Runs       int
+	LostIDs    []string
+	OverlapIDs []string
+	Elapsed    time.Duration
 	// Frozen: one daemon SIGSTOPped alone, its pipelines left running.
 	Frozen frozenFigures
 }
@@ -72,7 +74,7 @@ func (r *Report) OK() bool {
 			return false
 		}
 	}
-	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0 && r.Frozen.ok()
+	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0 && r.Frozen.ok() && r.Soak.ok()
 }
 
 // secretLeaks scans every replica log in dir for the configured secrets.
@@ -484,6 +486,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	row("replica log lines containing the token or webhook secret", r.SecretLeaks)
 	row("elapsed", r.Elapsed.Round(time.Second))
+	r.Soak.print(w)
 	for _, s := range r.LostIDs {
 		fmt.Fprintln(w, "lost:", s)
 	}

@@ -60,6 +60,16 @@ type Options struct {
 	// cut from Redis.
 	SplitBrain, TrackerCut, RedisSlow, ReceiverCut bool
 
+	// The soak's knobs (soak.go): KillWindow ends the kills this long
+	// after the start (0: the whole run), FeedAll spreads the tickets over
+	// the whole run instead of its first 60 %, Sample > 0 samples the
+	// processes and Redis that often, and Plot names the PNG of the
+	// samples (relative to Dir).
+	KillWindow time.Duration
+	FeedAll    bool
+	Sample     time.Duration
+	Plot       string
+
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
 	Log     io.Writer
@@ -160,7 +170,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		gap := time.Duration(float64(o.Duration) * 0.6 / float64(max(o.Tickets, 1)))
+		share := 0.6
+		if o.FeedAll {
+			share = 1
+		}
+		gap := time.Duration(float64(o.Duration) * share / float64(max(o.Tickets, 1)))
 		for i := 0; i < o.Tickets && fctx.Err() == nil; i++ {
 			feed(projects[i%len(projects)], "")
 			sleepCtx(fctx, gap)
@@ -171,7 +185,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for sleepCtx(fctx, o.KillEvery) {
+			kctx := fctx
+			if o.KillWindow > 0 {
+				var cancel context.CancelFunc
+				kctx, cancel = context.WithTimeout(fctx, o.KillWindow)
+				defer cancel()
+			}
+			for sleepCtx(kctx, o.KillEvery) {
 				r := w.replicas[rnd(len(w.replicas))]
 				w.mu.Lock()
 				busy := r.stopped
@@ -283,6 +303,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}()
 	}
+	var samples []soakSample
+	if o.Sample > 0 && w.redis != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); samples = sampleLoop(fctx, w, w.redis.Addr(), o.Sample, start) }()
+	}
 	wg.Wait()
 	// Faults off: every replica running, Redis up, the tracker healthy.
 	w.sim.SetFaults(sim.Faults{Seed: int64(o.Seed)})
@@ -357,6 +382,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Skew, rep.SkewSeen = o.Skew, skewSeen(dir)
 	rep.Failover = fo
 	rep.Frozen = frozen
+	if o.Sample > 0 {
+		rep.Soak = newSoakFigures(samples, o.Duration, dir, o.Plot)
+	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }

@@ -144,6 +144,8 @@ type answer struct {
 type replica struct {
 	slot, gen int
 	port      int
+	// adminPort serves /metrics (the soak reads go_goroutines there).
+	adminPort int
 	inc       string
 	cmd       *exec.Cmd
 	done      chan struct{}
@@ -210,7 +212,11 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spe
 		if err != nil {
 			return nil, err
 		}
-		r := &replica{slot: slot, port: port}
+		adminPort, err := redisserver.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		r := &replica{slot: slot, port: port, adminPort: adminPort}
 		// The Redis proxy fronts the one standalone server; a cluster's
 		// clients follow MOVED redirects to the nodes' own addresses, so in
 		// cluster mode the proxy is idle and the partitions are off.
@@ -243,8 +249,8 @@ func (w *world) config(r *replica) string {
 	var b strings.Builder
 	// trackersim_writer_header: the sim's write log names the incarnation
 	// of every write, which the stale-write analysis needs.
-	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: %s\n%sprojects:\n",
-		r.port, r.inc, w.replicaRedisYAML(r), timingsYAML)
+	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:%d\ninstance_id: %s\ntrackersim_writer_header: true\nredis: %s\n%sprojects:\n",
+		r.port, r.adminPort, r.inc, w.replicaRedisYAML(r), timingsYAML)
 	for _, p := range projects {
 		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, p.Project("http://"+r.trackerNet.Addr(), "CHAOS_TOKEN", "    "))
 		if p.webhook {

@@ -53,7 +53,7 @@ func main() {
 	jobs := flag.Int("jobs", 10000, "queue-core jobs per run (after warm-up)")
 	only := flag.String("only", "queue,lifecycle,claim,receiver,housekeeping,housekeeping-repos,memory,process", "comma-separated sections to run")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
-	maxHK := flag.Int("hk-max", 100000, "largest housekeeping size to try (100000 runs only if 10000 ran fast enough)")
+	maxHK := flag.Int("hk-max", 100000, "largest housekeeping size to run")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +36,7 @@ const (
 type world struct {
 	sim      *sim.Sim
 	simSrv   *httptest.Server
+	simNanos atomic.Int64 // time spent inside the sim's handler
 	rdb      *redis.Client
 	q        *queue.Queue
 	projects lifecycle.Projects
@@ -63,8 +65,16 @@ func newWorld(rdb *redis.Client, specs ...projectSpec) (*world, error) {
 // bench can let a rate-limit window pass without waiting for it.
 func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSpec) (*world, error) {
 	s := sim.New(sim.Options{RateLimit: 1 << 30, PerPage: 100, Clock: clock})
-	w := &world{sim: s, simSrv: httptest.NewServer(s.Handler()), rdb: rdb, q: queue.New(rdb, keys.Queue()),
+	w := &world{sim: s, rdb: rdb, q: queue.New(rdb, keys.Queue()),
 		projects: lifecycle.Projects{}, consumer: lifecycle.Projects{}, labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}}
+	// The sim's own time, summed over its requests, so a figure can tell
+	// the daemon's time from the emulator's.
+	h := s.Handler()
+	w.simSrv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(rw, r)
+		w.simNanos.Add(int64(time.Since(start)))
+	}))
 	var routes []receiver.ProjectRoute
 	for _, sp := range specs {
 		s.CreateRepo(sp.repo)

@@ -286,9 +286,19 @@ type Project struct {
 	Commands Commands `yaml:"commands"`
 	// Workspace keeps each ticket's work on a git branch between attempts.
 	Workspace Workspace `yaml:"workspace"`
+	// Progress "comment" keeps one comment per run on the ticket, edited in
+	// place from the lines the pipeline appends to $AGENTSMITH_PROGRESS_FILE
+	// (at most every 30 s); "" or "off" posts none.
+	Progress string `yaml:"progress"`
 
 	tokenEnv, tokenFile Secret
 }
+
+// Progress modes (projects[].progress).
+const (
+	ProgressOff     = "off"
+	ProgressComment = "comment"
+)
 
 // DefaultCommandPrefix opens a comment command.
 const DefaultCommandPrefix = "/agent-smith"

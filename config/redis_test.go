@@ -101,3 +101,15 @@ func TestReactionsOnlyWherePlatformsHaveThem(t *testing.T) {
 		t.Errorf("jira with reactions: %q", got)
 	}
 }
+
+func TestProgressModes(t *testing.T) {
+	vars := map[string]string{"T": "t"}
+	c := mustParse(t, oneProject+"    token_env: T\n    progress: comment\n", vars)
+	if c.Projects[0].Progress != ProgressComment {
+		t.Errorf("progress: comment read as %q", c.Projects[0].Progress)
+	}
+	got := parseErrs(t, oneProject+"    token_env: T\n    progress: comments\n", vars)
+	if !slices.Contains(got, `projects[0].progress: "comments" is not a progress mode: "comment" or "off"`) {
+		t.Errorf("progress: comments: %q", got)
+	}
+}

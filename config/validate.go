@@ -160,6 +160,11 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		} else if msg := checkBaseURL(p.BaseURL); msg != "" {
 			errs.add(path+".base_url", msg)
 		}
+		switch p.Progress {
+		case "", ProgressOff, ProgressComment:
+		default:
+			errs.add(path+".progress", fmt.Sprintf("%q is not a progress mode: %q or %q", p.Progress, ProgressComment, ProgressOff))
+		}
 		if p.Reactions && !rules.Reactions {
 			errs.add(path+".reactions", "only for platforms with issue reactions (github, gitlab)")
 		}

@@ -34,9 +34,12 @@ const DefaultSearchMinProjects = 2
 // later cycle.
 //
 // A scope whose search fails with platforms.ErrSearchIncomplete (more hits
-// than the platform serves) is listed project by project instead; any other
-// failure is returned for the scope's projects, whose tickets are missing
-// from the result, and the cycle is tried again on its next tick.
+// than the platform serves), or is refused for good (platforms.ErrNotFound,
+// platforms.ErrRejected: a token that reaches each project but not their
+// group, such as GitLab project access tokens, gets 404 from the group's
+// issue list), is listed project by project instead; any other failure is
+// returned for the scope's projects, whose tickets are missing from the
+// result, and the cycle is tried again on its next tick.
 func listOpen(ctx context.Context, projects []*lifecycle.Project, label string) (map[string][]*platforms.Ticket, error) {
 	// Listings yield the quota's reserve to claims and run transitions
 	// (trackerhttp.Priority); the writes that follow keep their priority.
@@ -66,7 +69,7 @@ func listOpen(ctx context.Context, projects []*lifecycle.Project, label string) 
 			continue
 		}
 		hits, err := group[0].Tracker.(platforms.Searcher).ListAcross(ctx, scope, label)
-		if errors.Is(err, platforms.ErrSearchIncomplete) {
+		if errors.Is(err, platforms.ErrSearchIncomplete) || errors.Is(err, platforms.ErrNotFound) || errors.Is(err, platforms.ErrRejected) {
 			single = append(single, group...)
 			continue
 		}

@@ -83,6 +83,9 @@ type ExecutorConfig struct {
 	// Rand returns a uniform number in [0, 1) for the retry backoff's
 	// jitter; default math/rand/v2.Float64.
 	Rand func() float64
+	// ProgressInterval is the least time between two writes of a progress
+	// comment (default DefaultProgressInterval).
+	ProgressInterval time.Duration
 	// Guard, when set, runs every pipeline under a run guard
 	// (lifecycle/runguard) that kills it once the run is no longer its
 	// own, even while this daemon is frozen. nil runs pipelines directly
@@ -127,6 +130,9 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects Projects, c
 	}
 	if cfg.TakeWait <= 0 {
 		cfg.TakeWait = DefaultTakeWait
+	}
+	if cfg.ProgressInterval <= 0 {
+		cfg.ProgressInterval = DefaultProgressInterval
 	}
 	if cfg.CancelCheck <= 0 {
 		cfg.CancelCheck = DefaultCancelCheck
@@ -325,6 +331,8 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
 	} else if err := removeStale(resultFile); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
+	} else if err := removeStale(ProgressFile(workDir)); err != nil {
+		res = procrun.Result{ExitCode: -1, Err: err}
 	} else if err := a.prepareWork(ctx, workDir); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
 	} else if err := handOver(e.cfg.WorkDir, workDir, p.Pipeline.RunAs); err != nil {
@@ -336,7 +344,9 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		if out != nil {
 			spec.Output = out
 		}
+		stopProgress := a.startProgress(ctx, hb, workDir, &spec)
 		res = e.runPipeline(ctx, spec, req.Ref, token)
+		stopProgress()
 		close(ran)
 		if out != nil {
 			_ = out.Close()
@@ -378,6 +388,29 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	default:
 		a.failed(ctx, t, res)
 	}
+}
+
+// startProgress keeps the run's progress comment when the project wants
+// one (progress: comment) and its tracker can edit comments: it names the
+// file in spec's environment and writes from it until the returned stop,
+// which waits for the last write.
+func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir string, spec *procrun.Spec) (stop func()) {
+	e, p := a.e, a.p
+	ed, ok := p.Tracker.(platforms.CommentEditor)
+	if !p.ProgressComment || !ok {
+		return func() {}
+	}
+	path := ProgressFile(workDir)
+	spec.Env = append(spec.Env, ProgressFileEnv+"="+path)
+	c := &progressComment{ed: ed, ref: a.req.Ref, path: path, every: e.cfg.ProgressInterval,
+		body: func(lines string) string {
+			return progressBody(e.cfg.Labels.Prefix, a.req.Attempt, e.cfg.Instance, lines)
+		},
+		fence: a.newFence(hb), clock: e.cfg.Clock, log: a.log}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); c.run(pctx, min(c.every, time.Second)) }()
+	return func() { cancel(); <-done }
 }
 
 // runPipeline runs spec, under a run guard when one is configured.

@@ -41,6 +41,10 @@ type Project struct {
 	// (projects[].workspace.git): prepared before every attempt, committed
 	// and pushed after it, whatever its outcome.
 	Workspace *gitws.Repo
+	// ProgressComment keeps one comment per run, edited in place from the
+	// pipeline's $AGENTSMITH_PROGRESS_FILE (progress.go), where the tracker
+	// is a platforms.CommentEditor.
+	ProgressComment bool
 }
 
 // Default time-in-state limits past which a ticket is flagged as stuck (a

@@ -1,6 +1,7 @@
 package platforms
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -48,4 +49,19 @@ func CommentLimit(t Tracker) int {
 		return l.CommentLimit()
 	}
 	return DefaultCommentLimit
+}
+
+// CommentEditor is the optional capability behind progress comments
+// (projects[].progress: comment): one comment per run, posted once and then
+// edited in place, so a long run shows where it is without filling the
+// ticket with comments and notifying its watchers each time. Comment ids are
+// the platform's, as strings. Every platform lets the author edit their
+// comment (GitHub PATCH issues/comments/{id}, GitLab PUT notes/{id}, Azure
+// DevOps PATCH comments/{id}, Jira PUT comment/{id}).
+type CommentEditor interface {
+	// AddComment posts body on the ticket and returns the comment's id.
+	AddComment(ctx context.Context, ref Ref, body string) (string, error)
+	// EditComment replaces the body of the comment id on the ticket;
+	// ErrNotFound when it is gone (deleted by a person).
+	EditComment(ctx context.Context, ref Ref, id, body string) error
 }

@@ -112,6 +112,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		Limits:   lifecycle.Limits{Concurrency: pl.Concurrency, TokenConcurrency: pc.TokenConcurrency},
 		Stuck: lifecycle.StuckThresholds{EnqueuedAfter: pc.Stuck.EnqueuedAfter, InProgressAfter: pc.Stuck.InProgressAfter,
 			Comment: pc.Stuck.Comment},
+		ProgressComment: pc.Progress == config.ProgressComment,
 	}
 	if pc.Polling.Enabled {
 		p.PollInterval = pc.Polling.Interval

@@ -307,22 +307,60 @@ func checkAnswer(rev int, want []string, got *platforms.Ticket) error {
 // Comment posts body on the work item as Markdown, through the work item
 // comments API (a preview API in every version the SDK knows).
 func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) error {
+	_, err := t.AddComment(ctx, ref, body)
+	return err
+}
+
+// AddComment posts body as a Markdown comment and returns its id
+// (platforms.CommentEditor).
+func (t *Tracker) AddComment(ctx context.Context, ref platforms.Ref, body string) (string, error) {
 	id, err := t.workItemID(ref)
 	if err != nil {
-		return err
+		return "", err
 	}
 	c, err := t.sdk.client(ctx)
 	if err != nil {
-		return fmt.Errorf("azuredevops: comment on %s: %w", ref.ID, err)
+		return "", fmt.Errorf("azuredevops: comment on %s: %w", ref.ID, err)
 	}
-	_, err = c.AddWorkItemComment(ctx, workitemtracking.AddWorkItemCommentArgs{
+	cm, err := c.AddWorkItemComment(ctx, workitemtracking.AddWorkItemCommentArgs{
 		Request:    &workitemtracking.CommentCreate{Text: &body},
 		Project:    &t.project,
 		WorkItemId: &id,
 		Format:     ptr(workitemtracking.CommentFormatValues.Markdown),
 	})
 	if err != nil {
-		return fmt.Errorf("azuredevops: comment on %s: %w", ref.ID, classify(err))
+		return "", fmt.Errorf("azuredevops: comment on %s: %w", ref.ID, classify(err))
+	}
+	if cm == nil || cm.Id == nil {
+		return "", fmt.Errorf("azuredevops: comment on %s: the answer carries no comment id", ref.ID)
+	}
+	return strconv.Itoa(*cm.Id), nil
+}
+
+// EditComment replaces the text of comment id, as Markdown (Comments -
+// Update Work Item Comment, a preview API like Add).
+func (t *Tracker) EditComment(ctx context.Context, ref platforms.Ref, id, body string) error {
+	wid, err := t.workItemID(ref)
+	if err != nil {
+		return err
+	}
+	cid, err := strconv.Atoi(id)
+	if err != nil || cid <= 0 {
+		return fmt.Errorf("azuredevops: edit comment %q on %s: not a comment id", id, ref.ID)
+	}
+	c, err := t.sdk.client(ctx)
+	if err != nil {
+		return fmt.Errorf("azuredevops: edit comment on %s: %w", ref.ID, err)
+	}
+	_, err = c.UpdateWorkItemComment(ctx, workitemtracking.UpdateWorkItemCommentArgs{
+		Request:    &workitemtracking.CommentUpdate{Text: &body},
+		Project:    &t.project,
+		WorkItemId: &wid,
+		CommentId:  &cid,
+		Format:     ptr(workitemtracking.CommentFormatValues.Markdown),
+	})
+	if err != nil {
+		return fmt.Errorf("azuredevops: edit comment %s on %s: %w", id, ref.ID, classify(err))
 	}
 	return nil
 }

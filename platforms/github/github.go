@@ -380,12 +380,34 @@ func contains(list []string, s string) bool {
 
 // Comment posts body on the issue.
 func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) error {
+	_, err := t.AddComment(ctx, ref, body)
+	return err
+}
+
+// AddComment posts body on the issue and returns the comment's id
+// (platforms.CommentEditor).
+func (t *Tracker) AddComment(ctx context.Context, ref platforms.Ref, body string) (string, error) {
 	n, err := t.number(ref)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if _, _, err := t.client.Issues.CreateComment(ctx, t.owner, t.name, n, &gh.IssueComment{Body: &body}); err != nil {
-		return fmt.Errorf("github: comment on %s: %w", ref.ID, classify(err))
+	c, _, err := t.client.Issues.CreateComment(ctx, t.owner, t.name, n, &gh.IssueComment{Body: &body})
+	if err != nil {
+		return "", fmt.Errorf("github: comment on %s: %w", ref.ID, classify(err))
+	}
+	return strconv.FormatInt(c.GetID(), 10), nil
+}
+
+// EditComment replaces the body of comment id: PATCH
+// /repos/{o}/{r}/issues/comments/{id}
+// (https://docs.github.com/rest/issues/comments#update-an-issue-comment).
+func (t *Tracker) EditComment(ctx context.Context, ref platforms.Ref, id, body string) error {
+	cid, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || cid <= 0 {
+		return fmt.Errorf("github: edit comment %q on %s: not a comment id", id, ref.ID)
+	}
+	if _, _, err := t.client.Issues.EditComment(ctx, t.owner, t.name, cid, &gh.IssueComment{Body: &body}); err != nil {
+		return fmt.Errorf("github: edit comment %s on %s: %w", id, ref.ID, classify(err))
 	}
 	return nil
 }

@@ -71,6 +71,7 @@ type Tracker struct {
 	repo    string
 	project string
 	prefix  string
+	scope   platforms.SearchScope
 	log     *zap.Logger
 }
 
@@ -105,7 +106,9 @@ func New(opts Options) (*Tracker, error) {
 		repo:    opts.Repo,
 		project: opts.Project,
 		prefix:  prefix + ":",
-		log:     log.With(zap.String("platform", Platform), zap.String("repo", opts.Repo)),
+		scope: platforms.SearchScope{Platform: Platform, Endpoint: strings.TrimSuffix(opts.BaseURL, "/"),
+			Owner: strings.ToLower(strings.SplitN(opts.Repo, "/", 2)[0]), Credential: platforms.CredentialID(opts.Token)},
+		log: log.With(zap.String("platform", Platform), zap.String("repo", opts.Repo)),
 	}, nil
 }
 
@@ -243,8 +246,38 @@ func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) e
 	if err != nil {
 		return err
 	}
-	if err := t.api.createNote(ctx, t.repo, n, body); err != nil {
+	if _, err := t.api.createNote(ctx, t.repo, n, body); err != nil {
 		return fmt.Errorf("gitlab: comment on %s: %w", ref.ID, err)
+	}
+	return nil
+}
+
+// AddComment posts body as a note and returns the note's id
+// (platforms.CommentEditor).
+func (t *Tracker) AddComment(ctx context.Context, ref platforms.Ref, body string) (string, error) {
+	n, err := t.iid(ref)
+	if err != nil {
+		return "", err
+	}
+	id, err := t.api.createNote(ctx, t.repo, n, body)
+	if err != nil {
+		return "", fmt.Errorf("gitlab: comment on %s: %w", ref.ID, err)
+	}
+	return strconv.Itoa(id), nil
+}
+
+// EditComment replaces the body of note id on the issue.
+func (t *Tracker) EditComment(ctx context.Context, ref platforms.Ref, id, body string) error {
+	n, err := t.iid(ref)
+	if err != nil {
+		return err
+	}
+	nid, err := strconv.Atoi(id)
+	if err != nil || nid <= 0 {
+		return fmt.Errorf("gitlab: edit note %q on %s: not a note id", id, ref.ID)
+	}
+	if err := t.api.editNote(ctx, t.repo, n, nid, body); err != nil {
+		return fmt.Errorf("gitlab: edit note %s on %s: %w", id, ref.ID, err)
 	}
 	return nil
 }

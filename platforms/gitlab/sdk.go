@@ -88,8 +88,18 @@ func (s *sdk) editLabels(ctx context.Context, project string, iid int, add, remo
 }
 
 // createNote is POST /projects/:id/issues/:iid/notes.
-func (s *sdk) createNote(ctx context.Context, project string, iid int, body string) error {
-	_, _, err := s.c.Notes.CreateIssueNote(project, iid, &gl.CreateIssueNoteOptions{Body: &body}, gl.WithContext(ctx))
+func (s *sdk) createNote(ctx context.Context, project string, iid int, body string) (int, error) {
+	n, _, err := s.c.Notes.CreateIssueNote(project, iid, &gl.CreateIssueNoteOptions{Body: &body}, gl.WithContext(ctx))
+	if err != nil {
+		return 0, classify(err)
+	}
+	return n.ID, nil
+}
+
+// editNote is PUT /projects/:id/issues/:iid/notes/:note_id
+// (https://docs.gitlab.com/api/notes/#modify-existing-issue-note).
+func (s *sdk) editNote(ctx context.Context, project string, iid, note int, body string) error {
+	_, _, err := s.c.Notes.UpdateIssueNote(project, iid, note, &gl.UpdateIssueNoteOptions{Body: &body}, gl.WithContext(ctx))
 	return classify(err)
 }
 

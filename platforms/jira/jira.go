@@ -122,6 +122,7 @@ type Tracker struct {
 	log     *zap.Logger
 	// recent are this tracker's recent writes, reconciled by Cloud searches.
 	recent recentWrites
+	scope  platforms.SearchScope
 }
 
 var _ platforms.Tracker = (*Tracker)(nil)
@@ -207,6 +208,8 @@ func New(opts Options) (*Tracker, error) {
 		clock = time.Now
 	}
 	return &Tracker{
+		scope: platforms.SearchScope{Platform: Platform, Endpoint: site + api, Owner: strings.ToLower(u.Host),
+			Credential: platforms.CredentialID(opts.Email + ":" + opts.Token)},
 		recent:  recentWrites{now: clock, window: window},
 		client:  client,
 		site:    site,
@@ -314,18 +317,49 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 // wiki markup, so ``` fences become {code} blocks).
 // Docs: POST /rest/api/3/issue/{issueIdOrKey}/comment, 201 Created.
 func (t *Tracker) Comment(ctx context.Context, ref platforms.Ref, body string) error {
+	_, err := t.AddComment(ctx, ref, body)
+	return err
+}
+
+// AddComment posts body and returns the comment's id
+// (platforms.CommentEditor).
+func (t *Tracker) AddComment(ctx context.Context, ref platforms.Ref, body string) (string, error) {
+	key, err := t.issueKey(ref)
+	if err != nil {
+		return "", err
+	}
+	var out struct {
+		ID string `json:"id"`
+	}
+	if err := t.do(ctx, http.MethodPost, t.api+"issue/"+url.PathEscape(key)+"/comment", t.commentPayload(body), &out); err != nil {
+		return "", fmt.Errorf("jira: comment on %s: %w", key, err)
+	}
+	return out.ID, nil
+}
+
+// EditComment replaces the body of comment id: PUT
+// /rest/api/{2|3}/issue/{key}/comment/{id}, the body in the same form as
+// Comment's (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-comments/#api-rest-api-3-issue-issueidorkey-comment-id-put).
+func (t *Tracker) EditComment(ctx context.Context, ref platforms.Ref, id, body string) error {
 	key, err := t.issueKey(ref)
 	if err != nil {
 		return err
 	}
-	var payload any = map[string]any{"body": TextToWiki(body)}
-	if t.cloud {
-		payload = map[string]any{"body": TextToADF(body)}
+	if id == "" || strings.Trim(id, "0123456789") != "" {
+		return fmt.Errorf("jira: edit comment %q on %s: not a comment id", id, key)
 	}
-	if err := t.do(ctx, http.MethodPost, t.api+"issue/"+url.PathEscape(key)+"/comment", payload, nil); err != nil {
-		return fmt.Errorf("jira: comment on %s: %w", key, err)
+	if err := t.do(ctx, http.MethodPut, t.api+"issue/"+url.PathEscape(key)+"/comment/"+id, t.commentPayload(body), nil); err != nil {
+		return fmt.Errorf("jira: edit comment %s on %s: %w", id, key, err)
 	}
 	return nil
+}
+
+// commentPayload is a comment's body as the API version takes it.
+func (t *Tracker) commentPayload(body string) any {
+	if t.cloud {
+		return map[string]any{"body": TextToADF(body)}
+	}
+	return map[string]any{"body": TextToWiki(body)}
 }
 
 // ListQuery is the JQL ListOpen sends for label in project; the emulator
@@ -351,13 +385,22 @@ func jqlString(s string) string {
 // v1.16's IssueService.Search calls. Data Center keeps GET
 // /rest/api/2/search with startAt/maxResults/total, which is consistent.
 func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Ticket, error) {
-	jql := ListQuery(t.key, label)
+	out, err := t.search(ctx, ListQuery(t.key, label), label, t.ticket)
+	if err != nil {
+		return nil, fmt.Errorf("jira: list open issues labelled %q in %s: %w", label, t.key, err)
+	}
+	return out, nil
+}
+
+// search runs jql through the deployment's search, following pagination,
+// and keeps the issues carrying label exactly (JQL compares labels by its
+// own rules; the lifecycle needs the exact label, so look-alikes are
+// dropped), converted by conv.
+func (t *Tracker) search(ctx context.Context, jql, label string, conv func(*apiIssue) *platforms.Ticket) ([]*platforms.Ticket, error) {
 	var out []*platforms.Ticket
 	collect := func(res *searchResult) {
 		for i := range res.Issues {
-			// JQL compares labels by its own rules; the lifecycle needs
-			// the exact label, so look-alikes are dropped here.
-			if tk := t.ticket(&res.Issues[i]); tk.HasLabel(label) {
+			if tk := conv(&res.Issues[i]); tk.HasLabel(label) {
 				out = append(out, tk)
 			}
 		}
@@ -368,7 +411,7 @@ func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Tick
 		for page := 1; ; page++ {
 			var res searchResult
 			if err := t.do(ctx, http.MethodPost, t.api+"search/jql", req, &res); err != nil {
-				return nil, fmt.Errorf("jira: list open issues labelled %q in %s (page %d): %w", label, t.key, page, err)
+				return nil, fmt.Errorf("page %d: %w", page, err)
 			}
 			collect(&res)
 			if res.IsLast || res.NextPageToken == "" || len(res.Issues) == 0 {
@@ -384,7 +427,7 @@ func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Tick
 	for page := 1; ; page++ {
 		var res searchResult
 		if err := t.do(ctx, http.MethodGet, t.api+"search?"+q.Encode(), nil, &res); err != nil {
-			return nil, fmt.Errorf("jira: list open issues labelled %q in %s (page %d): %w", label, t.key, page, err)
+			return nil, fmt.Errorf("page %d: %w", page, err)
 		}
 		collect(&res)
 		next := res.StartAt + len(res.Issues)

@@ -90,6 +90,7 @@ func (s *Sim) adoRoutes(mux *http.ServeMux) {
 	s.adoRoute(mux, "POST", proj+"/workItemsBatch", true, s.adoWorkItemsBatch)
 	s.adoRoute(mux, "POST", proj+"/wiql", true, s.adoQueryByWiql)
 	s.adoRoute(mux, "POST", proj+"/workItems/{id}/comments", true, s.adoAddComment)
+	s.adoRoute(mux, "PATCH", proj+"/workItems/{id}/comments/{comment}", true, s.adoUpdateComment)
 	s.adoCheckRoutes(mux)
 	mux.HandleFunc(adoPrefix, func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) {

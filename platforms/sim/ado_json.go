@@ -153,7 +153,7 @@ func adoCommentJSON(orgBase string, sn snapshot, commentID int64, format string)
 		"createdBy":    who,
 		"createdDate":  adoTime(c.at),
 		"modifiedBy":   who,
-		"modifiedDate": adoTime(c.at),
+		"modifiedDate": adoTime(c.updated()),
 		"url":          adoWorkItemURL(orgBase, sn.number) + "/comments/" + strconv.FormatInt(commentID, 10),
 	}
 }

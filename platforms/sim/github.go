@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	s.ghRoute(mux, "PATCH", issue, docsIssues+"#update-an-issue", false, s.ghUpdateIssue)
 	s.ghRoute(mux, "GET", issue+"/comments", docsComments+"#list-issue-comments", false, s.ghListComments)
 	s.ghRoute(mux, "POST", issue+"/comments", docsComments+"#create-an-issue-comment", false, s.ghCreateComment)
+	s.ghRoute(mux, "PATCH", "/repos/{owner}/{repo}/issues/comments/{id}", docsComments+"#update-an-issue-comment", false, s.ghEditComment)
 	s.ghRoute(mux, "POST", issue+"/reactions", docsReactions, false, s.ghCreateReaction)
 	s.ghRoute(mux, "GET", issue+"/dependencies/blocked_by", "https://docs.github.com/rest/issues/issue-dependencies", false, s.ghBlockedBy)
 	s.ghRoute(mux, "GET", issue+"/labels", docsLabels+"#list-labels-for-an-issue", false, s.ghListIssueLabels)
@@ -81,11 +83,6 @@ func (s *Sim) ghGetRepo(w http.ResponseWriter, r *http.Request, c *ghCall) {
 // labels (comma-separated, all required), since, sort (created, updated,
 // comments; default created), direction (default desc), per_page and page.
 func (s *Sim) ghListIssues(w http.ResponseWriter, r *http.Request, c *ghCall) {
-	all, err := s.store.list(c.repo)
-	if err != nil {
-		s.writeStoreError(w, c, err)
-		return
-	}
 	q := r.URL.Query()
 	state := q.Get("state")
 	if state == "" {
@@ -104,6 +101,7 @@ func (s *Sim) ghListIssues(w http.ResponseWriter, r *http.Request, c *ghCall) {
 	}
 	var since time.Time
 	if v := q.Get("since"); v != "" {
+		var err error
 		if since, err = time.Parse(time.RFC3339, v); err != nil {
 			writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
 				Errors: []ghFieldError{{Resource: "Issue", Field: "since", Code: "invalid"}}})
@@ -111,13 +109,13 @@ func (s *Sim) ghListIssues(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		}
 	}
 	creator := q.Get("creator")
-	var hits []snapshot
-	for _, is := range all {
-		if (state == "open" && !is.open) || (state == "closed" && is.open) ||
-			(creator != "" && is.author != creator) || is.updatedAt.Before(since) || !hasAll(is, want) {
-			continue
-		}
-		hits = append(hits, is)
+	hits, err := s.store.listWhere(c.repo, func(is *issue) bool {
+		return !((state == "open" && !is.open) || (state == "closed" && is.open) ||
+			(creator != "" && is.author != creator) || is.updatedAt.Before(since) || !containsAll(is.labels, want))
+	})
+	if err != nil {
+		s.writeStoreError(w, c, err)
+		return
 	}
 	sortIssues(hits, q.Get("sort"), q.Get("direction"))
 	lo, hi := s.paginate(w, r, c, len(hits))
@@ -126,6 +124,16 @@ func (s *Sim) ghListIssues(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		out = append(out, s.ghIssue(c.base, is))
 	}
 	s.writeCollection(w, r, out)
+}
+
+// containsAll reports whether names holds every one of want.
+func containsAll(names, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(names, w) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasAll(sn snapshot, want []string) bool {

@@ -193,7 +193,7 @@ func (s *Sim) ghComment(base string, sn snapshot, c comment) ghComment {
 		URL:      fmt.Sprintf("%s/issues/comments/%d", apiRepoURL(base, sn.repo), c.id),
 		HTMLURL:  fmt.Sprintf("%s-comment-%d", issueHTMLURL(base, sn), c.id),
 		IssueURL: fmt.Sprintf("%s/issues/%d", apiRepoURL(base, sn.repo), sn.number),
-		Body:     c.body, User: s.ghUser(base, c.author), CreatedAt: ghTime(c.at), UpdatedAt: ghTime(c.at),
+		Body:     c.body, User: s.ghUser(base, c.author), CreatedAt: ghTime(c.at), UpdatedAt: ghTime(c.updated()),
 		AuthorAssociation: "OWNER"}
 }
 

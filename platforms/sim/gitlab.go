@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -65,8 +66,10 @@ func (s *Sim) gitlabRoutes(mux *http.ServeMux) {
 	s.glRoute(mux, "GET", issue+"/notes", s.glListNotes)
 	s.glRoute(mux, "GET", issue+"/links", s.glLinks)
 	s.glRoute(mux, "POST", issue+"/notes", s.glCreateNote)
+	s.glRoute(mux, "PUT", issue+"/notes/{note}", s.glEditNote)
 	s.glRoute(mux, "POST", issue+"/award_emoji", s.glAwardEmoji)
 	s.glRoute(mux, "GET", issue+"/resource_label_events", s.glResourceLabelEvents)
+	s.glGroupRoute(mux, "GET", "/groups/{id}/issues", s.glListGroupIssues)
 	s.gitlabCheckRoutes(mux)
 	s.gitlabPeopleRoutes(mux)
 	// Unknown API paths: Grape's catch-all answer.
@@ -81,10 +84,20 @@ func (s *Sim) gitlabRoutes(mux *http.ServeMux) {
 // glRoute registers one endpoint; "METHOD /gitlab/api/v4<tmpl>" is also the
 // Stats.Calls key.
 func (s *Sim) glRoute(mux *http.ServeMux, method, tmpl string, h glHandler) {
+	s.glRouteOn(mux, method, tmpl, h, s.glProject, "404 Project Not Found")
+}
+
+// glGroupRoute registers an endpoint of a group (/groups/:id/…): c.repo is
+// then the group's path.
+func (s *Sim) glGroupRoute(mux *http.ServeMux, method, tmpl string, h glHandler) {
+	s.glRouteOn(mux, method, tmpl, h, s.glGroup, "404 Group Not Found")
+}
+
+func (s *Sim) glRouteOn(mux *http.ServeMux, method, tmpl string, h glHandler, resolve func(string) (string, bool), notFound string) {
 	key := method + " " + glAPI + tmpl
 	mux.HandleFunc(method+" "+glAPI+tmpl, func(w http.ResponseWriter, r *http.Request) {
 		s.countCall(key)
-		s.serveGitLab(w, r, h)
+		s.serveGitLab(w, r, h, resolve, notFound)
 	})
 }
 
@@ -104,7 +117,7 @@ func glMessage(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"message": msg})
 }
 
-func (s *Sim) serveGitLab(w http.ResponseWriter, r *http.Request, h glHandler) {
+func (s *Sim) serveGitLab(w http.ResponseWriter, r *http.Request, h glHandler, resolve func(string) (string, bool), notFound string) {
 	w.Header().Set("X-Request-Id", s.requestID())
 	w.Header().Set("X-Gitlab-Meta", `{"correlation_id":"sim","version":"1"}`)
 	fault, ok := s.applyFault(r)
@@ -144,9 +157,9 @@ func (s *Sim) serveGitLab(w http.ResponseWriter, r *http.Request, h glHandler) {
 		_, _ = w.Write([]byte("502 Bad Gateway\n"))
 		return
 	}
-	repo, ok := s.glProject(r.PathValue("id"))
+	repo, ok := resolve(r.PathValue("id"))
 	if !ok {
-		glMessage(w, http.StatusNotFound, "404 Project Not Found")
+		glMessage(w, http.StatusNotFound, notFound)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
@@ -292,6 +305,18 @@ func (s *Sim) glListIssues(w http.ResponseWriter, r *http.Request, c *glCall) {
 		}
 		hits = append(hits, is)
 	}
+	glSortIssues(hits, q)
+	lo, hi := glPaginate(w, r, c.base, len(hits))
+	out := make([]glIssue, 0, hi-lo)
+	for _, is := range hits[lo:hi] {
+		out = append(out, glIssueJSON(c.base, is))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// glSortIssues orders issues as GitLab's list endpoints do: order_by
+// created_at (default) or updated_at, sort desc (default) or asc.
+func glSortIssues(hits []snapshot, q url.Values) {
 	key := func(sn snapshot) time.Time { return sn.createdAt }
 	if q.Get("order_by") == "updated_at" {
 		key = func(sn snapshot) time.Time { return sn.updatedAt }
@@ -307,12 +332,6 @@ func (s *Sim) glListIssues(w http.ResponseWriter, r *http.Request, c *glCall) {
 		}
 		return a.id > b.id
 	})
-	lo, hi := glPaginate(w, r, c.base, len(hits))
-	out := make([]glIssue, 0, hi-lo)
-	for _, is := range hits[lo:hi] {
-		out = append(out, glIssueJSON(c.base, is))
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func glHasLabels(sn snapshot, want []string) bool {
@@ -664,6 +683,6 @@ func glIssueJSON(base string, sn snapshot) glIssue {
 
 func glNoteJSON(base string, sn snapshot, cm comment) glNote {
 	return glNote{ID: cm.id, Body: cm.body, Author: glUserJSON(base, cm.author), CreatedAt: glTime(cm.at),
-		UpdatedAt: glTime(cm.at), NoteableID: sn.id, NoteableType: "Issue", ProjectID: sn.repoID,
+		UpdatedAt: glTime(cm.updated()), NoteableID: sn.id, NoteableType: "Issue", ProjectID: sn.repoID,
 		NoteableIID: sn.number}
 }

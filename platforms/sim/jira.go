@@ -64,6 +64,7 @@ func (s *Sim) jiraRoutes(mux *http.ServeMux) {
 	s.jiraRoute(mux, "GET", issue, s.jiraGetIssue)
 	s.jiraRoute(mux, "PUT", issue, s.jiraEditIssue)
 	s.jiraRoute(mux, "POST", issue+"/comment", s.jiraAddComment)
+	s.jiraRoute(mux, "PUT", issue+"/comment/{comment}", s.jiraEditComment)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search", s.jiraSearch)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search/jql", s.jiraSearchJQL)
 	s.jiraCheckRoutes(mux)
@@ -339,32 +340,8 @@ func (s *Sim) jiraAddComment(w http.ResponseWriter, r *http.Request, c *jiraCall
 	if !ok {
 		return
 	}
-	var req struct {
-		Body json.RawMessage `json:"body"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil {
-		jiraError(w, http.StatusBadRequest, "Unexpected character or end of input: the request body is not valid JSON")
-		return
-	}
-	var text string
-	if c.version == "3" {
-		var doc adfNode
-		if err := json.Unmarshal(req.Body, &doc); err != nil {
-			jiraFieldError(w, "comment", "Comment body is not valid! Operation value must be an Atlassian Document (see the Atlassian Document Format).")
-			return
-		}
-		t, valid := jiraADFText(doc)
-		if !valid {
-			jiraFieldError(w, "comment", "Comment body is not valid! INVALID_INPUT")
-			return
-		}
-		text = t
-	} else if err := json.Unmarshal(req.Body, &text); err != nil {
-		jiraFieldError(w, "comment", "Comment body is not valid! Expected a string.")
-		return
-	}
-	if strings.TrimSpace(text) == "" {
-		jiraFieldError(w, "comment", "Comment body can not be empty!")
+	raw, text, ok := jiraCommentBody(w, r, c)
+	if !ok {
 		return
 	}
 	sn, id, err := s.store.apply(repo, n, nil, c.by, update{Comment: &text})
@@ -375,7 +352,7 @@ func (s *Sim) jiraAddComment(w http.ResponseWriter, r *http.Request, c *jiraCall
 	ids := strconv.FormatInt(id, 10)
 	writeJSON(w, http.StatusCreated, jiraComment{
 		Self: c.base + "/jira/rest/api/" + c.version + "/issue/" + strconv.FormatInt(sn.id, 10) + "/comment/" + ids,
-		ID:   ids, Author: jiraUserOf(c.base, c.by.login), Body: req.Body,
+		ID:   ids, Author: jiraUserOf(c.base, c.by.login), Body: raw,
 		Created: jiraTime(sn.updatedAt), Updated: jiraTime(sn.updatedAt),
 	})
 }
@@ -388,10 +365,22 @@ func (s *Sim) jiraQuery(w http.ResponseWriter, jql string, view func([]snapshot)
 		jiraError(w, http.StatusBadRequest, fmt.Sprintf("Error in the JQL Query: %v; %s.", err, jqlSupported))
 		return nil, false
 	}
-	all, err := s.store.list(q.project)
-	if err != nil {
-		jiraError(w, http.StatusBadRequest, fmt.Sprintf("The value '%s' does not exist for the field 'project'.", q.project))
-		return nil, false
+	var all []snapshot
+	if q.project == "" {
+		// No project clause: every project of the site. The store holds
+		// every dialect's repositories; Jira's are the ones named by a
+		// project key (no "/"), in key order as ORDER BY key wants.
+		for _, sn := range s.store.all() {
+			if !strings.Contains(sn.repo, "/") {
+				all = append(all, sn)
+			}
+		}
+	} else {
+		var err error
+		if all, err = s.store.list(q.project); err != nil {
+			jiraError(w, http.StatusBadRequest, fmt.Sprintf("The value '%s' does not exist for the field 'project'.", q.project))
+			return nil, false
+		}
 	}
 	if view != nil {
 		all = view(all)
@@ -564,4 +553,39 @@ func (s *Sim) jiraIssues(c *jiraCall, fields string, sns []snapshot) []jiraIssue
 		out[i].Expand = ""
 	}
 	return out
+}
+
+// jiraCommentBody reads a comment's body as Add and Update take it: an ADF
+// document on v3, a string on v2. It answers the request itself when the
+// body is not valid.
+func jiraCommentBody(w http.ResponseWriter, r *http.Request, c *jiraCall) (json.RawMessage, string, bool) {
+	var req struct {
+		Body json.RawMessage `json:"body"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil {
+		jiraError(w, http.StatusBadRequest, "Unexpected character or end of input: the request body is not valid JSON")
+		return nil, "", false
+	}
+	var text string
+	if c.version == "3" {
+		var doc adfNode
+		if err := json.Unmarshal(req.Body, &doc); err != nil {
+			jiraFieldError(w, "comment", "Comment body is not valid! Operation value must be an Atlassian Document (see the Atlassian Document Format).")
+			return nil, "", false
+		}
+		t, valid := jiraADFText(doc)
+		if !valid {
+			jiraFieldError(w, "comment", "Comment body is not valid! INVALID_INPUT")
+			return nil, "", false
+		}
+		text = t
+	} else if err := json.Unmarshal(req.Body, &text); err != nil {
+		jiraFieldError(w, "comment", "Comment body is not valid! Expected a string.")
+		return nil, "", false
+	}
+	if strings.TrimSpace(text) == "" {
+		jiraFieldError(w, "comment", "Comment body can not be empty!")
+		return nil, "", false
+	}
+	return req.Body, text, true
 }

@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// The Jira dialect's JQL subset: exactly the query the daemon's tracker
-// sends (platforms/jira.ListQuery),
+// The Jira dialect's JQL subset: exactly the queries the daemon's tracker
+// sends (platforms/jira.ListQuery, and AcrossQuery without the project
+// clause, which searches every project of the site),
 //
 //	project = "PROJ" AND labels = "x" AND statusCategory != Done ORDER BY key ASC
 //
@@ -27,7 +28,7 @@ type jqlQuery struct {
 }
 
 // jqlSupported is the refusal's explanation.
-const jqlSupported = `the trackersim supports only: project = "KEY" AND labels = "label" [AND statusCategory != Done] [ORDER BY key ASC|DESC]`
+const jqlSupported = `the trackersim supports only: [project = "KEY" AND] labels = "label" [AND statusCategory != Done] [ORDER BY key ASC|DESC]`
 
 type jqlToken struct {
 	text   string
@@ -128,9 +129,6 @@ func parseJQL(q string) (jqlQuery, error) {
 			break
 		}
 		return out, fmt.Errorf("unsupported operator or clause %q (only AND and ORDER BY key)", toks[i].text)
-	}
-	if out.project == "" {
-		return out, fmt.Errorf("a project clause is required")
 	}
 	return out, nil
 }

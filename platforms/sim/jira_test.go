@@ -300,10 +300,15 @@ func TestJiraSearch(t *testing.T) {
 		t.Errorf("v3 search: %d %s", a.code, a.body)
 	}
 
+	// No project clause (AcrossQuery): every project of the site.
+	across := url.Values{"jql": {`labels = "agent-smith:pending" ORDER BY key ASC`}}
+	if keys, _ := keysOf(jiraDo(t, "GET", api+"3/search/jql?"+across.Encode(), "", nil).body); !slices.Contains(keys, "OTHER-1") || !slices.Contains(keys, "OPS-1") {
+		t.Errorf("no project clause: %q, want the issues of OPS and OTHER", keys)
+	}
+
 	for name, q := range map[string]string{
 		"other field":    `project = "OPS" AND assignee = "me"`,
 		"OR":             `project = "OPS" OR labels = "x"`,
-		"no project":     `labels = "x"`,
 		"unterminated":   `project = "OPS`,
 		"trailing AND":   `project = "OPS" AND`,
 		"ORDER BY other": `project = "OPS" ORDER BY created`,

@@ -67,6 +67,15 @@ type comment struct {
 	body   string
 	author string
 	at     time.Time
+	edited time.Time // zero until edited (comment_edit.go)
+}
+
+// updated is when the comment last changed.
+func (c comment) updated() time.Time {
+	if c.edited.IsZero() {
+		return c.at
+	}
+	return c.edited
 }
 
 type issue struct {
@@ -320,6 +329,31 @@ func (st *store) list(repoName string) ([]snapshot, error) {
 		out = append(out, st.snap(r, is))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].number < out[j].number })
+	return out, nil
+}
+
+// listWhere returns snapshots of the repository's issues keep accepts, in
+// number order. keep sees the issue under the store's lock and must only
+// read it; filtering before copying keeps a listing of a few matches cheap
+// in a repository of 100,000 issues.
+func (st *store) listWhere(repoName string, keep func(*issue) bool) ([]snapshot, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.repos[repoName]
+	if !ok {
+		return nil, fmt.Errorf("repository %s: %w", repoName, ErrNotFound)
+	}
+	var hits []*issue
+	for _, is := range r.issues {
+		if keep(is) {
+			hits = append(hits, is)
+		}
+	}
+	slices.SortFunc(hits, func(a, b *issue) int { return a.number - b.number })
+	out := make([]snapshot, 0, len(hits))
+	for _, is := range hits {
+		out = append(out, st.snap(r, is))
+	}
 	return out, nil
 }
 

@@ -190,6 +190,7 @@ func Run(t *testing.T, h Harness) {
 		{"RelabelRace", testRelabelRace},
 		{"ConcurrentHumanEditor", testConcurrentHumanEditor},
 		{"Comment", testComment},
+		{"EditComment", testEditComment},
 		{"React", testReact},
 		{"ListOpen", testListOpen},
 		{"OpenBlockers", testOpenBlockers},
@@ -460,6 +461,32 @@ func testComment(t *testing.T, h Harness) {
 	}
 	if got := h.Comments(t, ref); !slices.Contains(got, body) {
 		t.Errorf("comments = %q, want one %q", got, body)
+	}
+}
+
+// testEditComment: a comment posted through platforms.CommentEditor is
+// edited in place (one comment, the new body), and an unknown id is
+// ErrNotFound, the answer a person's deletion of the comment gives.
+func testEditComment(t *testing.T, h Harness) {
+	tr := h.New(t)
+	ed, ok := tr.(platforms.CommentEditor)
+	if !ok {
+		t.Fatalf("%T is not a platforms.CommentEditor", tr)
+	}
+	ref := h.Create(t, "edit comment")
+	id, err := ed.AddComment(ctx(t), ref, "progress: step 1")
+	if err != nil || id == "" {
+		t.Fatalf("AddComment: id %q, %v", id, err)
+	}
+	if err := ed.EditComment(ctx(t), ref, id, "progress: step 2\n\nsecond line"); err != nil {
+		t.Fatalf("EditComment: %v", err)
+	}
+	got := h.Comments(t, ref)
+	if len(got) != 1 || !strings.Contains(got[0], "step 2") || strings.Contains(got[0], "step 1") {
+		t.Errorf("comments after the edit: %q, want the one comment with the new body", got)
+	}
+	if err := ed.EditComment(ctx(t), ref, "99999999", "x"); !errors.Is(err, platforms.ErrNotFound) {
+		t.Errorf("EditComment of an unknown id: %v, want ErrNotFound", err)
 	}
 }
 

@@ -28,6 +28,10 @@ AGENTSMITH_DIR=.agentsmith
 
 die() { echo "pipeline: $*" >&2; exit 1; }
 
+# progress appends a line to $AGENTSMITH_PROGRESS_FILE, which a project with
+# progress: comment shows in one comment edited in place; without it, no-op.
+progress() { [ -z "${AGENTSMITH_PROGRESS_FILE:-}" ] || printf '%s\n' "$*" >> "$AGENTSMITH_PROGRESS_FILE"; }
+
 # slug turns a ticket id (owner/repo#12, PROJ-7) into a branch-safe segment.
 slug() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-' | sed 's/--*/-/g; s/^-//; s/-$//'; }
 
@@ -71,6 +75,7 @@ workspace_prepare() {
   grep -qx "/$AGENTSMITH_DIR/" .git/info/exclude 2> /dev/null || echo "/$AGENTSMITH_DIR/" >> .git/info/exclude
   git config user.name > /dev/null || git config user.name "${GIT_AUTHOR_NAME:-agentsmithd}"
   git config user.email > /dev/null || git config user.email "${GIT_AUTHOR_EMAIL:-agentsmithd@localhost}"
+  progress "workspace ready on $BRANCH; the agent is working"
 }
 
 # workspace_publish commits every change (an agent that committed itself,
@@ -84,6 +89,7 @@ workspace_publish() {
   [ "$(git rev-list --count "origin/$BASE_BRANCH..HEAD" 2> /dev/null || git rev-list --count HEAD)" -gt 0 ] ||
     die "the agent changed nothing"
   git push -q -u origin "HEAD:refs/heads/$BRANCH"
+  progress "pushed $BRANCH; opening the pull request"
 }
 
 # pr_open opens the pull/merge request with the platform's CLI and sets

@@ -20,6 +20,9 @@ func (c *Config) resolveCommands(baseDir string) {
 		pl.commandDir = baseDir
 		resolveArgv0(pl.Command, baseDir)
 		resolveArgv0(pl.PersistCommand, baseDir)
+		for _, o := range c.Projects[i].Overrides {
+			resolveArgv0(o.Command, baseDir)
+		}
 	}
 }
 
@@ -50,6 +53,11 @@ func (c *Config) CheckCommands() error {
 		}
 		if msg := checkCommand(pl.PersistCommand, pl); msg != "" {
 			errs.add(path+".persist_command[0]", msg)
+		}
+		for k, o := range c.Projects[i].Overrides {
+			if msg := checkCommand(o.Command, pl); msg != "" {
+				errs.add(fmt.Sprintf("projects[%d].overrides[%d].command[0]", i, k), msg)
+			}
 		}
 	}
 	if len(errs) > 0 {

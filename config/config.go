@@ -290,6 +290,11 @@ type Project struct {
 	// place from the lines the pipeline appends to $AGENTSMITH_PROGRESS_FILE
 	// (at most every 30 s); "" or "off" posts none.
 	Progress string `yaml:"progress"`
+	// Repos names a GitHub project's repositories by pattern instead of
+	// Repo ("acme/*", "!acme/legacy-*"); see config/discovery.go.
+	Repos []string `yaml:"repos"`
+	// Overrides change the trigger label or pipeline of some of Repos.
+	Overrides []Override `yaml:"overrides"`
 
 	tokenEnv, tokenFile Secret
 }

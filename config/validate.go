@@ -165,12 +165,15 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		default:
 			errs.add(path+".progress", fmt.Sprintf("%q is not a progress mode: %q or %q", p.Progress, ProgressComment, ProgressOff))
 		}
+		p.validateDiscovery(errs, path)
 		if p.Reactions && !rules.Reactions {
 			errs.add(path+".reactions", "only for platforms with issue reactions (github, gitlab)")
 		}
-		if p.Repo == "" {
-			errs.add(path+".repo", "required")
-		} else if rules.CheckRepo != nil {
+		switch {
+		case p.Repo == "" && p.Discovered():
+		case p.Repo == "":
+			errs.add(path+".repo", "required (or repos, patterns of GitHub repositories)")
+		case rules.CheckRepo != nil:
 			if err := rules.CheckRepo(p.Repo); err != nil {
 				errs.add(path+".repo", err.Error())
 			}

@@ -40,7 +40,7 @@ func (a *app) claims(ctx context.Context) (*lifecycle.ClaimService, *queue.Queue
 // daemon would use, for the commands that act under a ticket's claim lock,
 // and flushes the audit events fn emitted.
 func (a *app) withClaims(ctx context.Context, ticket, project string, fn func(platforms.Ref, *lifecycle.ClaimService, *queue.Queue) error) error {
-	if err := a.loadTrackers(); err != nil {
+	if err := a.loadTrackers(ctx); err != nil {
 		return err
 	}
 	ref, err := a.loadTicket(ticket, project)

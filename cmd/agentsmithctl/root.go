@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -94,7 +95,7 @@ func (a *app) queue() *queue.Queue { return projects.Queue(a.rdb, a.cfg) }
 // loadTrackers loads the whole config, tracker secrets included, and
 // builds every project's tracker, for the commands that talk to trackers
 // (tickets, requeue).
-func (a *app) loadTrackers() error {
+func (a *app) loadTrackers(ctx context.Context) error {
 	if err := a.load(); err != nil {
 		return err
 	}
@@ -103,6 +104,9 @@ func (a *app) loadTrackers() error {
 	}
 	cfg, err := config.Load(a.cfgPath)
 	if err != nil {
+		return err
+	}
+	if _, err := discovery.Expand(ctx, cfg, discovery.Options{}); err != nil {
 		return err
 	}
 	a.cfg = cfg

@@ -27,7 +27,7 @@ or in every state when --state is not given. Pending means: carries the trigger 
 lifecycle label.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.loadTrackers(); err != nil {
+			if err := a.loadTrackers(cmd.Context()); err != nil {
 				return err
 			}
 			pc, err := a.project(project)

@@ -29,6 +29,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/buildinfo"
+	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/nodump"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
@@ -159,6 +160,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(stderr, "agentsmithd: find own binary for the run guards:", err)
+		return 1
+	}
+	// Projects that name their repositories by pattern become one project
+	// per repository before anything is built from them.
+	if _, err := discovery.Expand(ctx, cfg, discovery.Options{Logger: log.Named("discovery")}); err != nil {
+		log.Error("discover repositories", zap.Error(err))
 		return 1
 	}
 	d, err := daemon.New(cfg, daemon.Options{Logger: log, GuardExe: exe})

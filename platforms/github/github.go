@@ -101,35 +101,10 @@ func New(opts Options) (*Tracker, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.GitHubRateLimits})
-	}
-	base := DefaultBaseURL
-	if opts.BaseURL != "" {
-		base = opts.BaseURL
-		if !strings.HasSuffix(base, "/") {
-			base += "/"
-		}
-	}
-	baseURL, err := url.Parse(base)
+	client, baseURL, err := newClient(opts, log)
 	if err != nil {
-		return nil, fmt.Errorf("github: base URL %q: %w", opts.BaseURL, err)
+		return nil, err
 	}
-	var client *gh.Client
-	switch {
-	case opts.App != nil:
-		if hc, err = appClient(hc, *opts.App, base); err != nil {
-			return nil, err
-		}
-		client = gh.NewClient(hc)
-	default:
-		client = gh.NewClient(hc)
-		if opts.Token != "" {
-			client = client.WithAuthToken(opts.Token)
-		}
-	}
-	client.BaseURL = baseURL
 	prefix := opts.LabelPrefix
 	if prefix == "" {
 		prefix = platforms.DefaultLabelPrefix
@@ -148,6 +123,41 @@ func New(opts Options) (*Tracker, error) {
 		project: opts.Project,
 		log:     log.With(zap.String("platform", Platform), zap.String("repo", owner+"/"+name)),
 	}, nil
+}
+
+// newClient builds the SDK client of opts: its base URL, the token or the
+// App installation's, over opts.HTTPClient or the platform's default.
+func newClient(opts Options, log *zap.Logger) (*gh.Client, *url.URL, error) {
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.GitHubRateLimits})
+	}
+	base := DefaultBaseURL
+	if opts.BaseURL != "" {
+		base = opts.BaseURL
+		if !strings.HasSuffix(base, "/") {
+			base += "/"
+		}
+	}
+	baseURL, err := url.Parse(base)
+	if err != nil {
+		return nil, nil, fmt.Errorf("github: base URL %q: %w", opts.BaseURL, err)
+	}
+	var client *gh.Client
+	switch {
+	case opts.App != nil:
+		if hc, err = appClient(hc, *opts.App, base); err != nil {
+			return nil, nil, err
+		}
+		client = gh.NewClient(hc)
+	default:
+		client = gh.NewClient(hc)
+		if opts.Token != "" {
+			client = client.WithAuthToken(opts.Token)
+		}
+	}
+	client.BaseURL = baseURL
+	return client, baseURL, nil
 }
 
 // DefaultBaseURL is GitHub.com's REST API root.

@@ -53,6 +53,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	s.githubPullRoutes(mux)
 	s.githubAppRoutes(mux)
 	s.githubSearchRoutes(mux)
+	s.githubRepoListRoutes(mux)
 	mux.HandleFunc("/github/", func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) || s.pullPage(w, r) {
 			return
@@ -68,6 +69,7 @@ func (s *Sim) ghGetRepo(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		return
 	}
 	out := s.ghRepo(c.base, c.repo, id, created)
+	out.Archived = s.store.isArchived(c.repo)
 	out.Permissions = s.ghPermissions(w, r)
 	if issues, err := s.store.list(c.repo); err == nil {
 		for _, is := range issues {

@@ -125,6 +125,14 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 	if o, rp := r.PathValue("owner"), r.PathValue("repo"); o != "" && rp != "" {
 		c.owner, c.repo = o, o+"/"+rp
 	}
+	if r.Method != http.MethodGet && c.repo != "" && s.store.isArchived(c.repo) {
+		// "Repository was archived so is read-only." on every write
+		// (https://docs.github.com/en/repositories/archiving-a-github-repository/archiving-repositories).
+		rl.consume(b)
+		rl.headers(hdr, b, limit)
+		writeGHError(w, http.StatusForbidden, "Repository was archived so is read-only.", c.doc)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	rw := &rateWriter{ResponseWriter: w, onHeader: func(code int) {
 		// A 304 does not count against the rate limit

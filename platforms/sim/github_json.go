@@ -92,6 +92,8 @@ type ghRepo struct {
 	DefaultBranch   string `json:"default_branch"`
 	HasIssues       bool   `json:"has_issues"`
 	OpenIssuesCount int    `json:"open_issues_count"`
+	Archived        bool   `json:"archived"`
+	Disabled        bool   `json:"disabled"`
 	CreatedAt       string `json:"created_at,omitempty"`
 	// Permissions is the authenticated user's role on the repository
 	// (admin, maintain, push, triage, pull), present on GET /repos/{o}/{r}.

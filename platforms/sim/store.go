@@ -121,6 +121,7 @@ type repository struct {
 	id        int64
 	fullName  string
 	createdAt time.Time
+	archived  bool // read-only: GitHub writes answer 403 (github_repos.go)
 	next      int
 	issues    map[int]*issue
 	labels    map[string]*label
@@ -175,6 +176,7 @@ type store struct {
 	clock  func() time.Time
 	seq    int64
 	repos  map[string]*repository
+	users  map[string]bool // lower-case logins that are user accounts, not organisations
 	writes []Write
 	sink   func([]storeEvent)
 	inter  interleaver

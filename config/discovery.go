@@ -1,0 +1,201 @@
+package config
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+)
+
+// A GitHub project may name its repositories by pattern instead of one by
+// one (repos: ["acme/*", "!acme/legacy-*"]): the daemon lists each owner's
+// repositories when it starts (internal/discovery) and runs one project
+// per match, named "<name>.<repo>", so platform teams serve an
+// organisation from one block and one organisation webhook.
+
+// Override changes what some of a discovered project's repositories get.
+// The first override whose Repos match a repository applies; fields left
+// empty keep the project's.
+type Override struct {
+	// Repos are owner/name patterns (path.Match syntax) this override is for.
+	Repos        []string      `yaml:"repos"`
+	TriggerLabel string        `yaml:"trigger_label"`
+	Command      []string      `yaml:"command"`
+	Timeout      time.Duration `yaml:"timeout"`
+	MaxAttempts  int           `yaml:"max_attempts"`
+}
+
+// RepoPlaceholder in a discovered project's workspace.git.url stands for
+// each repository's owner/name.
+const RepoPlaceholder = "{repo}"
+
+// Discovered reports whether the project names its repositories by
+// pattern (repos) and must be expanded before trackers are built.
+func (p *Project) Discovered() bool { return len(p.Repos) > 0 }
+
+// RepoPattern is one parsed entry of repos: Exclude for a leading "!".
+type RepoPattern struct {
+	Owner, Name string // Name is a path.Match pattern
+	Exclude     bool
+}
+
+// ParseRepoPattern parses "owner/pattern" or "!owner/pattern". The owner is
+// literal: discovery lists one owner's repositories per distinct owner, and
+// a pattern over owners would mean listing every owner on the site.
+func ParseRepoPattern(s string) (RepoPattern, error) {
+	var p RepoPattern
+	if rest, ok := strings.CutPrefix(s, "!"); ok {
+		p.Exclude, s = true, rest
+	}
+	owner, name, ok := strings.Cut(s, "/")
+	switch {
+	case !ok || owner == "" || name == "":
+		return p, fmt.Errorf("%q: want owner/pattern, e.g. acme/* or !acme/legacy-*", s)
+	case !ghName.MatchString(owner):
+		return p, fmt.Errorf("%q: the owner must be a literal GitHub login (A-Z, a-z, 0-9, ., _, -)", s)
+	}
+	if _, err := path.Match(name, ""); err != nil {
+		return p, fmt.Errorf("%q: %v", s, err)
+	}
+	p.Owner, p.Name = owner, name
+	return p, nil
+}
+
+// Match reports whether the pattern names repository owner/name; owners
+// and names compare case-insensitively, as GitHub's do.
+func (p RepoPattern) Match(owner, name string) bool {
+	if !strings.EqualFold(p.Owner, owner) {
+		return false
+	}
+	ok, _ := path.Match(strings.ToLower(p.Name), strings.ToLower(name))
+	return ok
+}
+
+func (p *Project) validateDiscovery(errs *Errors, path string) {
+	if !p.Discovered() {
+		if len(p.Overrides) > 0 {
+			errs.add(path+".overrides", "only with repos (patterns of repositories)")
+		}
+		return
+	}
+	if p.Platform != "github" {
+		errs.add(path+".repos", "repository discovery is for platform github; list other platforms' projects one by one")
+	}
+	if p.Repo != "" {
+		errs.add(path+".repo", "set either repo or repos, not both")
+	}
+	if g := p.Workspace.Git; g.On() && !strings.Contains(g.URL, RepoPlaceholder) {
+		errs.add(path+".workspace.git.url", "with repos it needs "+RepoPlaceholder+" (each repository's owner/name), or every repository would push to one")
+	}
+	includes := 0
+	for i, s := range p.Repos {
+		if _, err := ParseRepoPattern(s); err != nil {
+			errs.add(fmt.Sprintf("%s.repos[%d]", path, i), err.Error())
+		}
+		if !strings.HasPrefix(s, "!") {
+			includes++
+		}
+	}
+	if includes == 0 {
+		errs.add(path+".repos", "needs at least one pattern without \"!\"")
+	}
+	for i, o := range p.Overrides {
+		op := fmt.Sprintf("%s.overrides[%d]", path, i)
+		if len(o.Repos) == 0 {
+			errs.add(op+".repos", "required")
+		}
+		for k, s := range o.Repos {
+			if rp, err := ParseRepoPattern(s); err != nil {
+				errs.add(fmt.Sprintf("%s.repos[%d]", op, k), err.Error())
+			} else if rp.Exclude {
+				errs.add(fmt.Sprintf("%s.repos[%d]", op, k), "an override names the repositories it is for; \"!\" is for the project's repos")
+			}
+		}
+		if o.Timeout < 0 || o.MaxAttempts < 0 {
+			errs.add(op, "timeout and max_attempts must not be negative")
+		}
+		if o.TriggerLabel != "" && strings.TrimSpace(o.TriggerLabel) == "" {
+			errs.add(op+".trigger_label", "must not be blank")
+		}
+	}
+}
+
+// Expand returns the project of one discovered repository: a copy of p
+// with repo set, named "<name>.<repo>" (lower case, which the project name
+// rules allow and GitHub's case-insensitive names keep unique), and the
+// first matching override applied, and "{repo}" in workspace.git.url
+// replaced by owner/name. The copy shares p's maps and secrets, which
+// nothing changes after loading.
+func (p *Project) Expand(owner, name string) Project {
+	q := *p
+	q.Repos, q.Overrides = nil, nil
+	q.Repo = owner + "/" + name
+	q.Name = p.Name + "." + strings.ToLower(name)
+	q.Pipeline.Command = append([]string(nil), p.Pipeline.Command...)
+	q.Workspace.Git.URL = strings.ReplaceAll(p.Workspace.Git.URL, RepoPlaceholder, q.Repo)
+	for _, o := range p.Overrides {
+		if !matchAny(o.Repos, owner, name) {
+			continue
+		}
+		if o.TriggerLabel != "" {
+			q.TriggerLabel = o.TriggerLabel
+		}
+		if len(o.Command) > 0 {
+			q.Pipeline.Command = append([]string(nil), o.Command...)
+		}
+		if o.Timeout > 0 {
+			q.Pipeline.Timeout = o.Timeout
+		}
+		if o.MaxAttempts > 0 {
+			q.Pipeline.MaxAttempts = o.MaxAttempts
+		}
+		break
+	}
+	return q
+}
+
+// Wants reports whether the project's repos patterns take owner/name: some
+// include matches and no exclude does.
+func (p *Project) Wants(owner, name string) bool {
+	in := false
+	for _, s := range p.Repos {
+		rp, err := ParseRepoPattern(s)
+		if err != nil || !rp.Match(owner, name) {
+			continue
+		}
+		if rp.Exclude {
+			return false
+		}
+		in = true
+	}
+	return in
+}
+
+// RepoOwners are the distinct owners the project's include patterns name,
+// in order of first appearance.
+func (p *Project) RepoOwners() []string {
+	var out []string
+	for _, s := range p.Repos {
+		rp, err := ParseRepoPattern(s)
+		if err != nil || rp.Exclude {
+			continue
+		}
+		seen := false
+		for _, o := range out {
+			seen = seen || strings.EqualFold(o, rp.Owner)
+		}
+		if !seen {
+			out = append(out, rp.Owner)
+		}
+	}
+	return out
+}
+
+func matchAny(patterns []string, owner, name string) bool {
+	for _, s := range patterns {
+		if rp, err := ParseRepoPattern(s); err == nil && !rp.Exclude && rp.Match(owner, name) {
+			return true
+		}
+	}
+	return false
+}

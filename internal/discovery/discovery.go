@@ -1,0 +1,131 @@
+// Package discovery turns a project that names its GitHub repositories by
+// pattern (repos: ["acme/*", "!acme/legacy-*"]) into one project per
+// repository, from the owner's repository listing, before any tracker is
+// built. It runs once, when a process starts: the daemon and agentsmithctl
+// then see ordinary projects, and one organisation webhook reaches them all
+// because each expanded project routes by its own owner/repo.
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms/github"
+)
+
+// Lister lists owner's repositories with pc's credentials.
+type Lister func(ctx context.Context, pc *config.Project, owner string) ([]github.Repository, error)
+
+// Options configures Expand. The zero value lists over the real API with
+// the platform's default HTTP client.
+type Options struct {
+	List   Lister
+	Logger *zap.Logger
+}
+
+// Found is what one discovered project expanded to.
+type Found struct {
+	Project  string   // the configured name
+	Repos    []string // owner/name of each project made, sorted
+	Archived int      // matching repositories left out as archived or disabled
+	Excluded int      // repositories a "!" pattern left out
+}
+
+// Expand replaces, in place and in order, every project of cfg with repos
+// patterns by one project per repository its patterns take (config's
+// Project.Expand), and leaves the others as they are. Archived and disabled
+// repositories are left out: GitHub refuses writes to them. A failed
+// listing fails the whole expansion, because a daemon that silently
+// watched a subset of an organisation would leave tickets unclaimed with
+// nothing in its logs; so does a name that clashes with another project.
+func Expand(ctx context.Context, cfg *config.Config, opts Options) ([]Found, error) {
+	if opts.List == nil {
+		opts.List = listGitHub
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	var out []config.Project
+	var found []Found
+	for i := range cfg.Projects {
+		pc := &cfg.Projects[i]
+		if !pc.Discovered() {
+			out = append(out, *pc)
+			continue
+		}
+		f := Found{Project: pc.Name}
+		var made []config.Project
+		for _, owner := range pc.RepoOwners() {
+			repos, err := opts.List(ctx, pc, owner)
+			if err != nil {
+				return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
+			}
+			for _, r := range repos {
+				switch {
+				case !pc.Wants(r.Owner, r.Name):
+					if matchesInclude(pc, r) {
+						f.Excluded++
+					}
+				case r.Archived || r.Disabled:
+					f.Archived++
+				default:
+					made = append(made, pc.Expand(r.Owner, r.Name))
+				}
+			}
+		}
+		slices.SortFunc(made, func(a, b config.Project) int { return strings.Compare(a.Name, b.Name) })
+		for _, m := range made {
+			f.Repos = append(f.Repos, m.Repo)
+		}
+		if len(made) == 0 {
+			log.Warn("repos matched no repository that can be watched", zap.String("project", pc.Name),
+				zap.Strings("repos", pc.Repos), zap.Int("archived", f.Archived), zap.Int("excluded", f.Excluded))
+		} else {
+			log.Info("discovered repositories", zap.String("project", pc.Name), zap.Int("repositories", len(made)),
+				zap.Int("archived", f.Archived), zap.Int("excluded", f.Excluded))
+		}
+		out = append(out, made...)
+		found = append(found, f)
+	}
+	seen := map[string]bool{}
+	for _, p := range out {
+		if seen[p.Name] {
+			return nil, fmt.Errorf("project name %q appears twice after discovery (a discovered repository is named <project>.<repo>); rename one", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no project to serve: every repos pattern matched nothing that can be watched")
+	}
+	cfg.Projects = out
+	return found, nil
+}
+
+// matchesInclude reports whether an include pattern takes r, so a
+// repository an exclude left out is counted apart from the owner's others.
+func matchesInclude(pc *config.Project, r github.Repository) bool {
+	for _, s := range pc.Repos {
+		if rp, err := config.ParseRepoPattern(s); err == nil && !rp.Exclude && rp.Match(r.Owner, r.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// listGitHub lists over the real API with the project's token or App.
+func listGitHub(ctx context.Context, pc *config.Project, owner string) ([]github.Repository, error) {
+	opts := github.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(),
+		HTTPClient: trackerhttp.NewClientWith(trackerhttp.Options{RateLimits: trackerhttp.GitHubRateLimits})}
+	if a := pc.GitHubApp; a.IsSet() {
+		opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
+	}
+	return github.ListRepositories(ctx, opts, owner)
+}

@@ -1,0 +1,163 @@
+package discovery_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/discovery"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+const token = "ghp_discovery_test_token"
+
+func world(t *testing.T) (*sim.Sim, string) {
+	t.Helper()
+	s := sim.New(sim.Options{Tokens: []string{token}})
+	t.Cleanup(s.Close)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return s, srv.URL + "/github/"
+}
+
+func parse(t *testing.T, yml string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yml), func(k string) (string, bool) { return token, k == "GH_TOKEN" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// An organisation of 120 repositories (two pages of 100) expands to one
+// project per repository the patterns take: excluded and archived ones are
+// left out and counted, another owner's are not listed, a user account is
+// listed through /users/{login}/repos after /orgs answers 404, and the
+// explicit project beside them keeps its place.
+func TestExpandListsTheOrganisation(t *testing.T) {
+	s, base := world(t)
+	var want []string
+	for i := range 117 {
+		name := fmt.Sprintf("acme/svc-%03d", i)
+		s.CreateRepo(name)
+		want = append(want, name)
+	}
+	s.CreateRepo("acme/legacy-one")
+	s.CreateRepo("acme/legacy-two")
+	s.CreateRepo("acme/svc-archived")
+	s.ArchiveRepo("acme/svc-archived")
+	s.CreateRepo("rival/svc-000")
+	s.CreateRepo("Jo/dotfiles")
+	s.CreateRepo("jo/tools")
+	s.SetUserAccount("jo")
+	want = append(want, "jo/tools")
+
+	cfg := parse(t, fmt.Sprintf(`
+projects:
+  - name: solo
+    platform: github
+    base_url: %[1]s
+    repo: rival/svc-000
+    token_env: GH_TOKEN
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+  - name: acme
+    platform: github
+    base_url: %[1]s
+    repos: ["acme/*", "!acme/legacy-*", "jo/tools"]
+    token_env: GH_TOKEN
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+`, base))
+	found, err := discovery.Expand(context.Background(), cfg, discovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Project != "acme" || found[0].Archived != 1 || found[0].Excluded != 2 {
+		t.Fatalf("found %+v", found)
+	}
+	if !slices.Equal(found[0].Repos, want) {
+		t.Fatalf("repositories: %d, want %d (first %q)", len(found[0].Repos), len(want), found[0].Repos[:3])
+	}
+	if len(cfg.Projects) != 1+len(want) || cfg.Projects[0].Name != "solo" {
+		t.Fatalf("%d projects, first %q", len(cfg.Projects), cfg.Projects[0].Name)
+	}
+	for _, p := range cfg.Projects[1:] {
+		if p.Discovered() || p.Name != "acme."+strings.ToLower(strings.SplitN(p.Repo, "/", 2)[1]) {
+			t.Fatalf("expanded project %q repo %q", p.Name, p.Repo)
+		}
+	}
+	calls := s.Stats().Calls
+	if calls["GET /orgs/{org}/repos"] != 3 || calls["GET /users/{username}/repos"] != 1 {
+		t.Fatalf("listing calls: orgs %d (want 2 pages of acme + jo's 404), users %d", calls["GET /orgs/{org}/repos"], calls["GET /users/{username}/repos"])
+	}
+}
+
+// A listing that fails (an owner nobody has, a bad token) fails the
+// expansion: a daemon must not start watching part of an organisation.
+func TestExpandFailsOnAFailedListing(t *testing.T) {
+	s, base := world(t)
+	s.CreateRepo("acme/a")
+	for owner, tok := range map[string]string{"nobody": "GH_TOKEN", "acme": "BAD_TOKEN"} {
+		yml := fmt.Sprintf(`
+projects:
+  - name: acme
+    platform: github
+    base_url: %s
+    repos: ["%s/*"]
+    token_env: %s
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+`, base, owner, tok)
+		cfg, err := config.Parse([]byte(yml), func(k string) (string, bool) {
+			if k == "BAD_TOKEN" {
+				return "ghp_wrong", true
+			}
+			return token, k == "GH_TOKEN"
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = discovery.Expand(context.Background(), cfg, discovery.Options{})
+		if err == nil || !strings.Contains(err.Error(), "list repositories of "+owner) {
+			t.Errorf("%s with %s: %v", owner, tok, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "ghp_wrong") {
+			t.Errorf("the token reached the error: %v", err)
+		}
+		if !cfg.Projects[0].Discovered() {
+			t.Errorf("a failed expansion changed the config")
+		}
+	}
+}
+
+// Expanded names must stay unique: a discovered repository named like an
+// explicit project is refused, not silently merged.
+func TestExpandRefusesAClash(t *testing.T) {
+	s, base := world(t)
+	s.CreateRepo("acme/web")
+	cfg := parse(t, fmt.Sprintf(`
+projects:
+  - name: acme.web
+    platform: github
+    base_url: %[1]s
+    repo: acme/web
+    token_env: GH_TOKEN
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+  - name: acme
+    platform: github
+    base_url: %[1]s
+    repos: ["acme/*"]
+    token_env: GH_TOKEN
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+`, base))
+	if _, err := discovery.Expand(context.Background(), cfg, discovery.Options{}); err == nil || !strings.Contains(err.Error(), `"acme.web" appears twice`) {
+		t.Fatalf("clash: %v", err)
+	}
+}

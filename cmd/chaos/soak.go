@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -85,7 +87,7 @@ func sampleWorld(ctx context.Context, w *world, rdb *redis.Client, at time.Durat
 			if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
 				ps.FDs = len(fds)
 			}
-			ps.Goroutines = goroutines(ctx, r.adminPort)
+			ps.Goroutines = goroutines(ctx, adminAddr(filepath.Join(w.dir, inc+".log")))
 		}
 		s.Replicas = append(s.Replicas, ps)
 	}
@@ -112,12 +114,41 @@ func vmRSS(pid int) int64 {
 	return 0
 }
 
-// goroutines scrapes go_goroutines from the replica's /metrics (-1 when it
-// does not answer within 2 s, as a SIGSTOPped replica does not).
-func goroutines(ctx context.Context, port int) int {
+// adminAddr is the admin listener's address an incarnation logged when it
+// started listening ("listening" with admin_addr), or "" before that.
+func adminAddr(logPath string) string {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"admin_addr"`)) {
+			continue
+		}
+		var l struct {
+			Msg       string `json:"msg"`
+			AdminAddr string `json:"admin_addr"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Msg == "listening" {
+			return l.AdminAddr
+		}
+	}
+	return ""
+}
+
+// goroutines scrapes go_goroutines from the replica's /metrics at addr (-1
+// when it does not answer within 2 s, as a SIGSTOPped replica does not).
+func goroutines(ctx context.Context, addr string) int {
+	if addr == "" {
+		return -1
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return -1
 	}

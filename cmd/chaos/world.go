@@ -144,8 +144,6 @@ type answer struct {
 type replica struct {
 	slot, gen int
 	port      int
-	// adminPort serves /metrics (the soak reads go_goroutines there).
-	adminPort int
 	inc       string
 	cmd       *exec.Cmd
 	done      chan struct{}
@@ -212,11 +210,7 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spe
 		if err != nil {
 			return nil, err
 		}
-		adminPort, err := redisserver.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		r := &replica{slot: slot, port: port, adminPort: adminPort}
+		r := &replica{slot: slot, port: port}
 		// The Redis proxy fronts the one standalone server; a cluster's
 		// clients follow MOVED redirects to the nodes' own addresses, so in
 		// cluster mode the proxy is idle and the partitions are off.
@@ -249,8 +243,12 @@ func (w *world) config(r *replica) string {
 	var b strings.Builder
 	// trackersim_writer_header: the sim's write log names the incarnation
 	// of every write, which the stale-write analysis needs.
-	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:%d\ninstance_id: %s\ntrackersim_writer_header: true\nredis: %s\n%sprojects:\n",
-		r.port, r.adminPort, r.inc, w.replicaRedisYAML(r), timingsYAML)
+	// admin_listen is port 0: a port fixed across restarts can be taken,
+	// while the replica is down, as another connection's ephemeral port
+	// (a default run failed so: "bind: address already in use"); the soak
+	// reads each incarnation's bound address from its log (adminAddr).
+	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: %s\n%sprojects:\n",
+		r.port, r.inc, w.replicaRedisYAML(r), timingsYAML)
 	for _, p := range projects {
 		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, p.Project("http://"+r.trackerNet.Addr(), "CHAOS_TOKEN", "    "))
 		if p.webhook {
@@ -269,6 +267,20 @@ func (w *world) config(r *replica) string {
 func (w *world) startReplica(r *replica) error {
 	r.gen++
 	r.inc = fmt.Sprintf("r%d.%d", r.slot, r.gen)
+	// The slot's port, kept across restarts, can be taken while the
+	// replica is down as another connection's ephemeral port: move the
+	// slot to a free one rather than fail to bind.
+	if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", r.port)); err == nil {
+		ln.Close()
+	} else {
+		port, err := redisserver.FreePort()
+		if err != nil {
+			return err
+		}
+		w.mu.Lock()
+		r.port = port
+		w.mu.Unlock()
+	}
 	cfg := filepath.Join(w.dir, r.inc+".yaml")
 	if err := os.WriteFile(cfg, []byte(w.config(r)), 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)

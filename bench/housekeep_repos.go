@@ -11,22 +11,30 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
+	"github.com/agentsmithd/agentsmithd/platforms/jira"
 )
 
 // RepoScaleResult is one slow cycle at one repository count, listing per
 // project (before platforms.Searcher) or by search per owner (after).
 type RepoScaleResult struct {
-	Repos   int    `json:"repos"`
-	Listing string `json:"listing"` // "per project" or "search"
+	Platform string `json:"platform"`
+	Repos    int    `json:"repos"`
+	Listing  string `json:"listing"` // "per project" or "search"
 	// Calls are all API requests of one slow cycle (StaleJobDetector,
 	// EnqueuedReconciler, LabelRepairer, TriggerSweeper), 304s included.
 	Calls       float64 `json:"api_calls_per_slow_cycle"`
 	NotModified float64 `json:"not_modified_304_per_slow_cycle"`
-	Searches    float64 `json:"search_calls_per_slow_cycle"`
-	// Core is what the core quota (5,000/h) pays: requests that are
-	// neither 304 nor searches.
+	// Searches are the cross-project listings: GitHub's issue search,
+	// GitLab's group issues, Jira's JQL over the site.
+	Searches float64 `json:"search_calls_per_slow_cycle"`
+	// Core is what the token's main quota pays (GitHub's core 5,000/h):
+	// requests that are not 304s and, on GitHub, not searches, which
+	// have their own quota. GitLab and Jira searches spend the main one.
 	Core        float64        `json:"core_quota_calls_per_slow_cycle"`
 	Ms          float64        `json:"ms_per_slow_cycle"`
+	SimMs       float64        `json:"sim_ms_per_slow_cycle"`
 	CallsByKind map[string]int `json:"calls_by_kind_total"`
 }
 
@@ -36,20 +44,24 @@ type RepoScaleResult struct {
 type listOnly struct{ platforms.Tracker }
 
 func (b *bench) housekeepingRepos(ctx context.Context) error {
-	fmt.Println("## 5b. Housekeeping across repositories: N GitHub repositories of one owner, one token, one ticket each,")
-	fmt.Println("states cycling Pending, Enqueued (queued), InProgress (live run), Done; a steady state, so no repair writes.")
+	fmt.Println("## 5b. Housekeeping across repositories: N repositories (GitHub), projects in one group (GitLab) or Jira")
+	fmt.Println("projects of one site, one token, one ticket each, states cycling Pending, Enqueued (queued), InProgress (live run), Done;")
+	fmt.Println("a steady state, so no repair writes.")
 	fmt.Printf("One slow cycle = StaleJobDetector.SlowCycle + EnqueuedReconciler.SlowCycle + LabelRepairer.Cycle + TriggerSweeper.Sweep\n(webhook-only projects); mean of %d after a warm-up.\n", hkCycles)
-	fmt.Println("Core = requests the 5,000/h core quota pays (not 304, not search); search requests pay the 30/min search quota.")
+	fmt.Println("Search calls are the cross-project listings (GitHub issue search, GitLab group issues, Jira JQL over the site).")
+	fmt.Println("Quota calls = requests the token's main quota pays: not 304 and, on GitHub, not search (its own 30/min quota).")
 	fmt.Println()
-	fmt.Println("| repositories | listing | API calls/slow cycle | of which 304 (free) | search calls | core-quota calls | time/cycle | by kind |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---|")
-	for _, n := range []int{10, 100, 1000} {
-		for _, search := range []bool{false, true} {
-			if err := b.flush(ctx); err != nil {
-				return err
-			}
-			if err := b.housekeepReposAt(ctx, n, search); err != nil {
-				return err
+	fmt.Println("| platform | repositories | listing | API calls/slow cycle | of which 304 (free) | search calls | quota calls | time/cycle | of which sim | by kind |")
+	fmt.Println("|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
+	for _, plat := range []string{github.Platform, gitlab.Platform, jira.Platform} {
+		for _, n := range []int{10, 100, 1000} {
+			for _, search := range []bool{false, true} {
+				if err := b.flush(ctx); err != nil {
+					return err
+				}
+				if err := b.housekeepReposAt(ctx, plat, n, search); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -57,12 +69,33 @@ func (b *bench) housekeepingRepos(ctx context.Context) error {
 	return nil
 }
 
-func (b *bench) housekeepReposAt(ctx context.Context, n int, search bool) error {
+// searchKinds are the sim's Stats.Calls keys of each platform's
+// cross-project listing.
+var searchKinds = map[string][]string{
+	github.Platform: {"GET /search/issues"},
+	gitlab.Platform: {"GET /gitlab/api/v4/groups/{id}/issues"},
+	jira.Platform:   {"GET /jira/rest/api/{v}/search/jql", "POST /jira/rest/api/{v}/search/jql", "GET /jira/rest/api/{v}/search"},
+}
+
+// repoName is the i-th repository of one owner as the platform names it:
+// acme/rI on GitHub, a project in the acme group on GitLab, a project key
+// on Jira.
+func repoName(platform string, i int) string {
+	switch platform {
+	case gitlab.Platform:
+		return fmt.Sprintf("acme/platform/r%d", i)
+	case jira.Platform:
+		return fmt.Sprintf("R%d", i)
+	}
+	return fmt.Sprintf("acme/r%d", i)
+}
+
+func (b *bench) housekeepReposAt(ctx context.Context, platform string, n int, search bool) error {
 	rdb, _ := b.countedClient()
 	defer rdb.Close()
 	specs := make([]projectSpec, n)
 	for i := range specs {
-		specs[i] = projectSpec{name: fmt.Sprintf("r%d", i), repo: fmt.Sprintf("acme/r%d", i), command: []string{"true"}}
+		specs[i] = projectSpec{name: fmt.Sprintf("r%d", i), repo: repoName(platform, i), command: []string{"true"}, platform: platform}
 	}
 	// The sim's clock moves a minute before each cycle, as the slow
 	// interval (DefaultSlowInterval) does, so the 30-a-minute search limit
@@ -77,6 +110,7 @@ func (b *bench) housekeepReposAt(ctx context.Context, n int, search bool) error 
 	}
 	defer w.close()
 	w.sim.SetGitHubSearchLag(0)
+	w.sim.SetJiraSearchLag(0)
 	listing := "search"
 	if !search {
 		listing = "per project"
@@ -97,7 +131,7 @@ func (b *bench) housekeepReposAt(ctx context.Context, n int, search bool) error 
 			labels = append(labels, trigger, w.labels.Label(state))
 		}
 		num := w.sim.CreateIssue(sp.repo, "t", "", labels...)
-		r := ref(sp.name, sp.repo, num)
+		r := refOn(sp, num)
 		switch state {
 		case lifecycle.Enqueued:
 			req := lifecycle.PipelineRequest{ID: fmt.Sprintf("r%d", i), Ref: r, Source: lifecycle.SourcePoll, Attempt: 1, EnqueuedAt: time.Now()}
@@ -132,6 +166,7 @@ func (b *bench) housekeepReposAt(ctx context.Context, n int, search bool) error 
 		return fmt.Errorf("slow cycle: %w", err)
 	}
 	before := w.apiSnap()
+	sim0 := w.simNanos.Load()
 	start := time.Now()
 	for range hkCycles {
 		if err := slow(ctx); err != nil {
@@ -139,12 +174,22 @@ func (b *bench) housekeepReposAt(ctx context.Context, n int, search bool) error 
 		}
 	}
 	el := time.Since(start)
+	simEl := time.Duration(w.simNanos.Load() - sim0)
 	d, api, nm := w.apiDelta(before)
 	k := float64(hkCycles)
-	searches := d["GET /search/issues"]
-	r := RepoScaleResult{Repos: n, Listing: listing, Calls: float64(api) / k, NotModified: float64(nm) / k,
-		Searches: float64(searches) / k, Core: float64(api-nm-searches) / k, Ms: msf(el) / k, CallsByKind: d}
+	searches := 0
+	if search {
+		for _, kind := range searchKinds[platform] {
+			searches += d[kind]
+		}
+	}
+	quota := api - nm
+	if platform == github.Platform {
+		quota -= searches
+	}
+	r := RepoScaleResult{Platform: platform, Repos: n, Listing: listing, Calls: float64(api) / k, NotModified: float64(nm) / k,
+		Searches: float64(searches) / k, Core: float64(quota) / k, Ms: msf(el) / k, SimMs: msf(simEl) / k, CallsByKind: d}
 	b.res.HousekeepingRepos = append(b.res.HousekeepingRepos, r)
-	fmt.Printf("| %d | %s | %.1f | %.1f | %.1f | %.1f | %.1f ms | %s |\n", n, listing, r.Calls, r.NotModified, r.Searches, r.Core, r.Ms, kinds(d, k))
+	fmt.Printf("| %s | %d | %s | %.1f | %.1f | %.1f | %.1f | %.1f ms | %.1f ms | %s |\n", platform, n, listing, r.Calls, r.NotModified, r.Searches, r.Core, r.Ms, r.SimMs, kinds(d, k))
 	return nil
 }

@@ -13,14 +13,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
+	"github.com/agentsmithd/agentsmithd/platforms/jira"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
@@ -55,6 +59,8 @@ type projectSpec struct {
 	name, repo string
 	command    []string
 	webhook    bool
+	// platform is the tracker's ("" is GitHub); webhooks are GitHub's only.
+	platform string
 }
 
 func newWorld(rdb *redis.Client, specs ...projectSpec) (*world, error) {
@@ -81,13 +87,13 @@ func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSp
 		for _, ps := range []lifecycle.Projects{w.projects, w.consumer} {
 			// As the daemon does: the default transport, with the token's
 			// rate-limit budget shared through Redis (pkg/budget).
-			hc := trackerhttp.NewClientWith(trackerhttp.Options{Writer: "bench", RateLimits: trackerhttp.GitHubRateLimits, Budget: budget.New(rdb, clock)})
-			tr, err := github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
+			hc := trackerhttp.NewClientWith(trackerhttp.Options{Writer: "bench", RateLimits: projects.RateLimits(sp.plat()), Budget: budget.New(rdb, clock)})
+			tr, err := w.tracker(sp, hc)
 			if err != nil {
 				w.close()
-				return nil, fmt.Errorf("github tracker: %w", err)
+				return nil, fmt.Errorf("%s tracker: %w", sp.plat(), err)
 			}
-			ps[sp.name] = &lifecycle.Project{Name: sp.name, Platform: github.Platform, Tracker: tr, TriggerLabel: trigger,
+			ps[sp.name] = &lifecycle.Project{Name: sp.name, Platform: sp.plat(), Tracker: tr, TriggerLabel: trigger,
 				Pipeline: lifecycle.Pipeline{Command: sp.command, MaxAttempts: 1}}
 		}
 		// One secret per project: a secret authenticates only its project.
@@ -130,6 +136,37 @@ func (w *world) executor(concurrency int, split bool) *lifecycle.Executor {
 	}
 	return lifecycle.NewExecutor(w.rdb, w.q, ps, lifecycle.ExecutorConfig{Instance: "bench", Concurrency: concurrency,
 		WorkDir: w.workDir, Labels: w.labels})
+}
+
+func (sp projectSpec) plat() string {
+	if sp.platform == "" {
+		return github.Platform
+	}
+	return sp.platform
+}
+
+// tracker builds sp's tracker against the sim, as internal/projects does
+// for a configured project.
+func (w *world) tracker(sp projectSpec, hc *http.Client) (platforms.Tracker, error) {
+	switch sp.plat() {
+	case gitlab.Platform:
+		return gitlab.New(gitlab.Options{BaseURL: w.simSrv.URL + "/gitlab/api/v4/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
+	case jira.Platform:
+		return jira.New(jira.Options{BaseURL: w.simSrv.URL + "/jira/", Repo: sp.repo, Project: sp.name, Token: "t",
+			Email: "bot@acme.example", Locker: redislock.Locker{RDB: w.rdb}, HTTPClient: hc})
+	}
+	return github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
+}
+
+// refOn is ticket n of sp as its platform spells the id.
+func refOn(sp projectSpec, n int) platforms.Ref {
+	switch sp.plat() {
+	case gitlab.Platform:
+		return platforms.Ref{Platform: gitlab.Platform, Project: sp.name, ID: gitlab.FormatID(sp.repo, n)}
+	case jira.Platform:
+		return platforms.Ref{Platform: jira.Platform, Project: sp.name, ID: jira.FormatID(sp.repo, n)}
+	}
+	return ref(sp.name, sp.repo, n)
 }
 
 func ref(project, repo string, n int) platforms.Ref {

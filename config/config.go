@@ -293,6 +293,9 @@ type Project struct {
 	// Repos names a GitHub project's repositories by pattern instead of
 	// Repo ("acme/*", "!acme/legacy-*"); see config/discovery.go.
 	Repos []string `yaml:"repos"`
+	// Group names a GitLab group whose projects (subgroups included) the
+	// project serves, instead of Repo; Repos then filter their paths.
+	Group string `yaml:"group"`
 	// Overrides change the trigger label or pipeline of some of Repos.
 	Overrides []Override `yaml:"overrides"`
 

@@ -8,10 +8,12 @@ import (
 )
 
 // A GitHub project may name its repositories by pattern instead of one by
-// one (repos: ["acme/*", "!acme/legacy-*"]): the daemon lists each owner's
-// repositories when it starts (internal/discovery) and runs one project
-// per match, named "<name>.<repo>", so platform teams serve an
-// organisation from one block and one organisation webhook.
+// one (repos: ["acme/*", "!acme/legacy-*"]), and a GitLab project a group
+// (group: acme/platform, subgroups included, repos then filtering the
+// projects' full paths): the daemon lists them when it starts
+// (internal/discovery) and runs one project per match, named
+// "<name>.<path>", so platform teams serve an organisation from one block
+// and one organisation or group webhook.
 
 // Override changes what some of a discovered project's repositories get.
 // The first override whose Repos match a repository applies; fields left
@@ -30,8 +32,8 @@ type Override struct {
 const RepoPlaceholder = "{repo}"
 
 // Discovered reports whether the project names its repositories by
-// pattern (repos) and must be expanded before trackers are built.
-func (p *Project) Discovered() bool { return len(p.Repos) > 0 }
+// pattern or group and must be expanded before trackers are built.
+func (p *Project) Discovered() bool { return len(p.Repos) > 0 || p.Group != "" }
 
 // RepoPattern is one parsed entry of repos: Exclude for a leading "!".
 type RepoPattern struct {
@@ -52,7 +54,7 @@ func ParseRepoPattern(s string) (RepoPattern, error) {
 	case !ok || owner == "" || name == "":
 		return p, fmt.Errorf("%q: want owner/pattern, e.g. acme/* or !acme/legacy-*", s)
 	case !ghName.MatchString(owner):
-		return p, fmt.Errorf("%q: the owner must be a literal GitHub login (A-Z, a-z, 0-9, ., _, -)", s)
+		return p, fmt.Errorf("%q: the owner (GitHub login, GitLab top-level group) must be literal (A-Z, a-z, 0-9, ., _, -)", s)
 	}
 	if _, err := path.Match(name, ""); err != nil {
 		return p, fmt.Errorf("%q: %v", s, err)
@@ -61,31 +63,42 @@ func ParseRepoPattern(s string) (RepoPattern, error) {
 	return p, nil
 }
 
-// Match reports whether the pattern names repository owner/name; owners
-// and names compare case-insensitively, as GitHub's do.
-func (p RepoPattern) Match(owner, name string) bool {
-	if !strings.EqualFold(p.Owner, owner) {
+// Match reports whether the pattern names the repository at full path
+// (owner/name, or group/subgroup/project on GitLab, where "*" stays within
+// one segment); paths compare case-insensitively, as both platforms' do.
+func (p RepoPattern) Match(full string) bool {
+	owner, name, ok := strings.Cut(full, "/")
+	if !ok || !strings.EqualFold(p.Owner, owner) {
 		return false
 	}
-	ok, _ := path.Match(strings.ToLower(p.Name), strings.ToLower(name))
+	ok, _ = path.Match(strings.ToLower(p.Name), strings.ToLower(name))
 	return ok
 }
 
 func (p *Project) validateDiscovery(errs *Errors, path string) {
 	if !p.Discovered() {
 		if len(p.Overrides) > 0 {
-			errs.add(path+".overrides", "only with repos (patterns of repositories)")
+			errs.add(path+".overrides", "only with repos or group (repositories found when the daemon starts)")
 		}
 		return
 	}
-	if p.Platform != "github" {
-		errs.add(path+".repos", "repository discovery is for platform github; list other platforms' projects one by one")
+	switch {
+	case p.Platform == "gitlab" && p.Group == "":
+		errs.add(path+".group", "required with repos on gitlab: the group whose projects are listed (subgroups included)")
+	case p.Platform == "gitlab":
+		if err := checkGitLabGroup(p.Group); err != nil {
+			errs.add(path+".group", err.Error())
+		}
+	case p.Group != "":
+		errs.add(path+".group", "only for platform gitlab; a GitHub project names repos patterns")
+	case p.Platform != "github":
+		errs.add(path+".repos", "repository discovery is for platforms github and gitlab; list other platforms' projects one by one")
 	}
 	if p.Repo != "" {
-		errs.add(path+".repo", "set either repo or repos, not both")
+		errs.add(path+".repo", "set either repo or repos/group, not both")
 	}
 	if g := p.Workspace.Git; g.On() && !strings.Contains(g.URL, RepoPlaceholder) {
-		errs.add(path+".workspace.git.url", "with repos it needs "+RepoPlaceholder+" (each repository's owner/name), or every repository would push to one")
+		errs.add(path+".workspace.git.url", "with repos or group it needs "+RepoPlaceholder+" (each repository's path), or every repository would push to one")
 	}
 	includes := 0
 	for i, s := range p.Repos {
@@ -96,7 +109,7 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 			includes++
 		}
 	}
-	if includes == 0 {
+	if includes == 0 && p.Group == "" {
 		errs.add(path+".repos", "needs at least one pattern without \"!\"")
 	}
 	for i, o := range p.Overrides {
@@ -120,21 +133,29 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 	}
 }
 
-// Expand returns the project of one discovered repository: a copy of p
-// with repo set, named "<name>.<repo>" (lower case, which the project name
-// rules allow and GitHub's case-insensitive names keep unique), and the
-// first matching override applied, and "{repo}" in workspace.git.url
-// replaced by owner/name. The copy shares p's maps and secrets, which
-// nothing changes after loading.
-func (p *Project) Expand(owner, name string) Project {
+// Expand returns the project of the discovered repository at full path
+// (owner/name; group/…/project on GitLab): a copy of p with repo set,
+// named "<name>.<path>" with the path taken below the group on GitLab and
+// "/" written "." (lower case, which the project name rules allow and the
+// platforms' case-insensitive paths keep unique), the first matching
+// override applied, and "{repo}" in workspace.git.url replaced by the
+// path. The copy shares p's maps and secrets, which nothing changes after
+// loading.
+func (p *Project) Expand(full string) Project {
 	q := *p
-	q.Repos, q.Overrides = nil, nil
-	q.Repo = owner + "/" + name
-	q.Name = p.Name + "." + strings.ToLower(name)
+	q.Repos, q.Overrides, q.Group = nil, nil, ""
+	q.Repo = full
+	rel := full
+	if g := p.Group; g != "" && len(full) > len(g) && strings.EqualFold(full[:len(g)+1], g+"/") {
+		rel = full[len(g)+1:]
+	} else if _, name, ok := strings.Cut(full, "/"); ok {
+		rel = name
+	}
+	q.Name = p.Name + "." + strings.ToLower(strings.ReplaceAll(rel, "/", "."))
 	q.Pipeline.Command = append([]string(nil), p.Pipeline.Command...)
 	q.Workspace.Git.URL = strings.ReplaceAll(p.Workspace.Git.URL, RepoPlaceholder, q.Repo)
 	for _, o := range p.Overrides {
-		if !matchAny(o.Repos, owner, name) {
+		if !matchAny(o.Repos, full) {
 			continue
 		}
 		if o.TriggerLabel != "" {
@@ -154,13 +175,20 @@ func (p *Project) Expand(owner, name string) Project {
 	return q
 }
 
-// Wants reports whether the project's repos patterns take owner/name: some
-// include matches and no exclude does.
-func (p *Project) Wants(owner, name string) bool {
-	in := false
+// Wants reports whether the project's patterns take the repository at
+// full path: some include matches (or, for a group without includes,
+// every project of it) and no exclude does.
+func (p *Project) Wants(full string) bool {
+	in, includes := false, false
 	for _, s := range p.Repos {
 		rp, err := ParseRepoPattern(s)
-		if err != nil || !rp.Match(owner, name) {
+		if err != nil {
+			continue
+		}
+		if !rp.Exclude {
+			includes = true
+		}
+		if !rp.Match(full) {
 			continue
 		}
 		if rp.Exclude {
@@ -168,12 +196,15 @@ func (p *Project) Wants(owner, name string) bool {
 		}
 		in = true
 	}
-	return in
+	return in || !includes
 }
 
-// RepoOwners are the distinct owners the project's include patterns name,
-// in order of first appearance.
+// RepoOwners are what discovery lists: the group on GitLab, else the
+// distinct owners the include patterns name, in order of first appearance.
 func (p *Project) RepoOwners() []string {
+	if p.Group != "" {
+		return []string{p.Group}
+	}
 	var out []string
 	for _, s := range p.Repos {
 		rp, err := ParseRepoPattern(s)
@@ -191,11 +222,21 @@ func (p *Project) RepoOwners() []string {
 	return out
 }
 
-func matchAny(patterns []string, owner, name string) bool {
+func matchAny(patterns []string, full string) bool {
 	for _, s := range patterns {
-		if rp, err := ParseRepoPattern(s); err == nil && !rp.Exclude && rp.Match(owner, name) {
+		if rp, err := ParseRepoPattern(s); err == nil && !rp.Exclude && rp.Match(full) {
 			return true
 		}
 	}
 	return false
+}
+
+// checkGitLabGroup validates a group path: "acme" or "acme/platform".
+func checkGitLabGroup(g string) error {
+	for _, seg := range strings.Split(g, "/") {
+		if seg == "" || strings.TrimSpace(seg) != seg || strings.ContainsAny(seg, "#?%*[") {
+			return fmt.Errorf("%q: want a group path such as acme or acme/platform", g)
+		}
+	}
+	return nil
 }

@@ -1,9 +1,10 @@
 // Package discovery turns a project that names its GitHub repositories by
-// pattern (repos: ["acme/*", "!acme/legacy-*"]) into one project per
-// repository, from the owner's repository listing, before any tracker is
-// built. It runs once, when a process starts: the daemon and agentsmithctl
-// then see ordinary projects, and one organisation webhook reaches them all
-// because each expanded project routes by its own owner/repo.
+// pattern (repos: ["acme/*", "!acme/legacy-*"]) or a GitLab group (group:
+// acme/platform) into one project per repository, from the owner's or
+// group's listing, before any tracker is built. It runs once, when a
+// process starts: the daemon and agentsmithctl then see ordinary projects,
+// and one organisation or group webhook reaches them all because each
+// expanded project routes by its own path.
 package discovery
 
 import (
@@ -18,10 +19,19 @@ import (
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
 )
 
-// Lister lists owner's repositories with pc's credentials.
-type Lister func(ctx context.Context, pc *config.Project, owner string) ([]github.Repository, error)
+// Repo is one listed repository (a GitLab project).
+type Repo struct {
+	Path string // owner/name; group/…/project on GitLab
+	// Archived (or disabled) repositories refuse writes and are left out.
+	Archived bool
+}
+
+// Lister lists what owner (a GitHub owner, a GitLab group) holds, with
+// pc's credentials.
+type Lister func(ctx context.Context, pc *config.Project, owner string) ([]Repo, error)
 
 // Options configures Expand. The zero value lists over the real API with
 // the platform's default HTTP client.
@@ -47,7 +57,7 @@ type Found struct {
 // nothing in its logs; so does a name that clashes with another project.
 func Expand(ctx context.Context, cfg *config.Config, opts Options) ([]Found, error) {
 	if opts.List == nil {
-		opts.List = listGitHub
+		opts.List = listPlatform
 	}
 	log := opts.Logger
 	if log == nil {
@@ -70,14 +80,14 @@ func Expand(ctx context.Context, cfg *config.Config, opts Options) ([]Found, err
 			}
 			for _, r := range repos {
 				switch {
-				case !pc.Wants(r.Owner, r.Name):
-					if matchesInclude(pc, r) {
+				case !pc.Wants(r.Path):
+					if matchesInclude(pc, r.Path) {
 						f.Excluded++
 					}
-				case r.Archived || r.Disabled:
+				case r.Archived:
 					f.Archived++
 				default:
-					made = append(made, pc.Expand(r.Owner, r.Name))
+					made = append(made, pc.Expand(r.Path))
 				}
 			}
 		}
@@ -109,23 +119,51 @@ func Expand(ctx context.Context, cfg *config.Config, opts Options) ([]Found, err
 	return found, nil
 }
 
-// matchesInclude reports whether an include pattern takes r, so a
-// repository an exclude left out is counted apart from the owner's others.
-func matchesInclude(pc *config.Project, r github.Repository) bool {
+// matchesInclude reports whether an include pattern (or, for a GitLab
+// group without includes, the group) takes the repository at path, so one
+// an exclude left out is counted apart from the owner's others.
+func matchesInclude(pc *config.Project, path string) bool {
+	includes := false
 	for _, s := range pc.Repos {
-		if rp, err := config.ParseRepoPattern(s); err == nil && !rp.Exclude && rp.Match(r.Owner, r.Name) {
+		rp, err := config.ParseRepoPattern(s)
+		if err != nil || rp.Exclude {
+			continue
+		}
+		includes = true
+		if rp.Match(path) {
 			return true
 		}
 	}
-	return false
+	return !includes && pc.Group != ""
 }
 
-// listGitHub lists over the real API with the project's token or App.
-func listGitHub(ctx context.Context, pc *config.Project, owner string) ([]github.Repository, error) {
-	opts := github.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(),
-		HTTPClient: trackerhttp.NewClientWith(trackerhttp.Options{RateLimits: trackerhttp.GitHubRateLimits})}
-	if a := pc.GitHubApp; a.IsSet() {
-		opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
+// listPlatform lists over the real API with the project's credentials.
+func listPlatform(ctx context.Context, pc *config.Project, owner string) ([]Repo, error) {
+	var out []Repo
+	switch pc.Platform {
+	case gitlab.Platform:
+		ps, err := gitlab.ListGroupProjects(ctx, gitlab.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value()}, owner)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			out = append(out, Repo{Path: p.Path, Archived: p.Archived})
+		}
+	case github.Platform:
+		opts := github.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(),
+			HTTPClient: trackerhttp.NewClientWith(trackerhttp.Options{RateLimits: trackerhttp.GitHubRateLimits})}
+		if a := pc.GitHubApp; a.IsSet() {
+			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
+		}
+		rs, err := github.ListRepositories(ctx, opts, owner)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			out = append(out, Repo{Path: r.Owner + "/" + r.Name, Archived: r.Archived || r.Disabled})
+		}
+	default:
+		return nil, fmt.Errorf("%s: repository discovery is not supported", pc.Platform)
 	}
-	return github.ListRepositories(ctx, opts, owner)
+	return out, nil
 }

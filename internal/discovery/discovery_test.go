@@ -161,3 +161,53 @@ projects:
 		t.Fatalf("clash: %v", err)
 	}
 }
+
+// A GitLab group expands to every project below it, subgroups included,
+// except archived ones, excluded ones, projects beside the group and those
+// of another group; 130 projects take two pages of 100.
+func TestExpandListsTheGitLabGroup(t *testing.T) {
+	s, base := world(t)
+	var want []string
+	for i := range 120 {
+		p := fmt.Sprintf("acme/platform/svc-%03d", i)
+		s.CreateRepo(p)
+		want = append(want, p)
+	}
+	for i := range 8 {
+		p := fmt.Sprintf("acme/platform/deep/sub/x-%d", i)
+		s.CreateRepo(p)
+		want = append(want, p)
+	}
+	s.CreateRepo("acme/platform/legacy/old-1")
+	s.CreateRepo("acme/platform/gone")
+	s.ArchiveRepo("acme/platform/gone")
+	s.CreateRepo("acme/other/svc")
+	s.CreateRepo("acme/platformer")
+	cfg := parse(t, fmt.Sprintf(`
+projects:
+  - name: plat
+    platform: gitlab
+    base_url: %s/gitlab/api/v4/
+    group: acme/platform
+    repos: ["!acme/platform/legacy/*"]
+    token_env: GH_TOKEN
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+`, strings.TrimSuffix(base, "/github/")))
+	found, err := discovery.Expand(context.Background(), cfg, discovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	got := slices.Clone(found[0].Repos)
+	slices.Sort(got)
+	if !slices.Equal(got, want) || found[0].Archived != 1 || found[0].Excluded != 1 {
+		t.Fatalf("found %d repositories (want %d), archived %d, excluded %d", len(got), len(want), found[0].Archived, found[0].Excluded)
+	}
+	if p, ok := cfg.Project("plat.deep.sub.x-3"); !ok || p.Repo != "acme/platform/deep/sub/x-3" || p.Platform != "gitlab" {
+		t.Fatalf("a subgroup's project: %+v %v", p, ok)
+	}
+	if n := s.Stats().Calls["GET /gitlab/api/v4/groups/{id}/projects"]; n != 2 {
+		t.Fatalf("group listing calls: %d, want 2 pages", n)
+	}
+}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -39,5 +40,28 @@ func TestArchivedRepositoryAndOwnerListings(t *testing.T) {
 	}
 	if repos, _, err := c.Repositories.ListByUser(ctx, "jo", &github.RepositoryListByUserOptions{}); err != nil || len(repos) != 1 {
 		t.Fatalf("user listing: %v %v", repos, err)
+	}
+}
+
+// An archived GitLab project is read-only too: a write is a 403.
+func TestArchivedGitLabProjectRefusesWrites(t *testing.T) {
+	s, _, srv := start(t, Options{})
+	n := s.CreateIssue("acme/sub/old", "t", "")
+	s.ArchiveRepo("acme/sub/old")
+	url := fmt.Sprintf("%s/gitlab/api/v4/projects/acme%%2Fsub%%2Fold/issues/%d", srv.URL, n)
+	for method, want := range map[string]int{http.MethodGet: http.StatusOK, http.MethodPut: http.StatusForbidden} {
+		req, _ := http.NewRequest(method, url+"?add_labels=x", nil)
+		req.Header.Set("PRIVATE-TOKEN", "t")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: %d, want %d", method, resp.StatusCode, want)
+		}
+	}
+	if is, _ := s.Issue("acme/sub/old", n); len(is.Labels) != 0 {
+		t.Fatalf("the refused write changed the issue: %v", is.Labels)
 	}
 }

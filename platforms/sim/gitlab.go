@@ -70,6 +70,7 @@ func (s *Sim) gitlabRoutes(mux *http.ServeMux) {
 	s.glRoute(mux, "POST", issue+"/award_emoji", s.glAwardEmoji)
 	s.glRoute(mux, "GET", issue+"/resource_label_events", s.glResourceLabelEvents)
 	s.glGroupRoute(mux, "GET", "/groups/{id}/issues", s.glListGroupIssues)
+	s.glGroupRoute(mux, "GET", "/groups/{id}/projects", s.glListGroupProjects)
 	s.gitlabCheckRoutes(mux)
 	s.gitlabPeopleRoutes(mux)
 	// Unknown API paths: Grape's catch-all answer.
@@ -160,6 +161,13 @@ func (s *Sim) serveGitLab(w http.ResponseWriter, r *http.Request, h glHandler, r
 	repo, ok := resolve(r.PathValue("id"))
 	if !ok {
 		glMessage(w, http.StatusNotFound, notFound)
+		return
+	}
+	if r.Method != http.MethodGet && s.store.isArchived(repo) {
+		// An archived project is read-only
+		// (https://docs.gitlab.com/user/project/working_with_projects/#archive-a-project):
+		// the API refuses its writes.
+		glMessage(w, http.StatusForbidden, "403 Forbidden")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)

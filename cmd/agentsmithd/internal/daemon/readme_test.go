@@ -110,6 +110,9 @@ func readmeConfigs(t *testing.T, blocks []readme.Block) map[string][]byte {
 			if _, app := frag["github_app"]; app {
 				delete(p, "token_env") // an app replaces the token
 			}
+			if _, group := frag["group"]; group {
+				delete(p, "repo") // a group replaces the one repository
+			}
 			add(name, doc)
 		default: // top-level redis: examples, one after the other
 			for i, chunk := range topLevelChunks(b.Text) {

@@ -4,11 +4,12 @@
 // `agentsmithd guard`, which is the leader of the pipeline's process group
 // and the pipeline's parent. The guard checks the run's token in Redis on
 // its own (runstate.Holder, every Order.Check) and SIGKILLs the whole group
-// when the run is no longer its own, or when its heartbeat has gone
-// unrenewed for as long as the daemon itself trusts it: a frozen daemon's
-// pipeline dies before the heartbeat expires (when the check interval is
-// shorter than the TTL's untrusted margin, 12 s by default), so before a
-// successor can start; in any case within one check interval of expiry.
+// when the run is no longer its own, or when its heartbeat or the daemon's
+// liveness key has gone unrenewed for as long as the daemon itself trusts
+// it: a frozen daemon's pipeline dies before either key can expire (when
+// the check interval is shorter than the keys' untrusted margins: 6 s of
+// the liveness key's 15 s by default), so before a successor can start;
+// in any case within one check interval of the takeover.
 //
 // The daemon side (Launcher.Wrap) rewrites a procrun.Spec so the guard runs
 // instead of the pipeline; the guard side (Main) is the body of the guard
@@ -35,6 +36,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -79,6 +81,16 @@ type Order struct {
 	// heartbeat expires and a successor can start. A guard that cannot
 	// read Redis for Heartbeat.Trusted kills the pipeline likewise.
 	Heartbeat trust.Window `json:"heartbeat"`
+	// Instance is the daemon's instance id and Presence its liveness key's
+	// TTL and trust window (pkg/presence). Another replica takes a run
+	// over as soon as its owner's liveness key is gone, which comes long
+	// before the heartbeat expires (15 s against 2 min by default); a
+	// liveness key not renewed for Presence.Trusted means the daemon has
+	// stopped its runs itself by now, or is frozen and cannot, so the
+	// guard kills the pipeline then, before the key can expire. "" turns
+	// the check off.
+	Instance string       `json:"instance,omitempty"`
+	Presence trust.Window `json:"presence"`
 	// Parent is the daemon's pid: when the guard's parent is no longer it
 	// (the daemon died and the guard was re-parented), nobody will write
 	// the run's outcome, and the guard kills the group.
@@ -179,22 +191,61 @@ func watch(o Order, rdb redis.Cmdable, exited <-chan struct{}) string {
 			return fmt.Sprintf("the daemon (pid %d) is gone", o.Parent)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), max(every, time.Second))
-		holder, left, err := runstate.Holder(ctx, rdb, o.Ref)
+		why, err := check(ctx, o, rdb)
 		cancel()
-		hb := o.Heartbeat
 		switch {
+		case why != "":
+			return why
 		case err != nil:
-			if hb.Trusted > 0 && time.Since(confirmed) > hb.Trusted {
-				return fmt.Sprintf("the run of %s was not confirmed for %s (%v)", o.Ref, hb.Trusted, err)
+			// Unconfirmed for as long as the shorter trust window: the
+			// daemon, cut off the same way, has stopped the run itself.
+			if trusted := o.unconfirmedLimit(); trusted > 0 && time.Since(confirmed) > trusted {
+				return fmt.Sprintf("the run of %s was not confirmed for %s (%v)", o.Ref, trusted, err)
 			}
-		case holder != o.Token:
-			return fmt.Sprintf("the run of %s is no longer this pipeline's (heartbeat expired or taken over)", o.Ref)
-		case hb.Trusted > 0 && left >= 0 && left < hb.TTL-hb.Trusted: // -1: no TTL at all, never expires
-			return fmt.Sprintf("the heartbeat of %s was not renewed for %s (the daemon is frozen or cut off from Redis)", o.Ref, hb.Trusted)
 		default:
 			confirmed = time.Now()
 		}
 	}
+}
+
+// check reads the run's heartbeat and, with o.Instance, the daemon's
+// liveness key, and returns why the pipeline must die ("" while the run is
+// its own and trusted).
+func check(ctx context.Context, o Order, rdb redis.Cmdable) (string, error) {
+	holder, left, err := runstate.Holder(ctx, rdb, o.Ref)
+	hb := o.Heartbeat
+	switch {
+	case err != nil:
+		return "", err
+	case holder != o.Token:
+		return fmt.Sprintf("the run of %s is no longer this pipeline's (heartbeat expired or taken over)", o.Ref), nil
+	case hb.Trusted > 0 && left >= 0 && left < hb.TTL-hb.Trusted: // -1: no TTL at all, never expires
+		return fmt.Sprintf("the heartbeat of %s was not renewed for %s (the daemon is frozen or cut off from Redis)", o.Ref, hb.Trusted), nil
+	}
+	pr := o.Presence
+	if o.Instance == "" || pr.Trusted <= 0 {
+		return "", nil
+	}
+	v, left, err := redislock.Holder(ctx, rdb, keys.Instance(o.Instance))
+	switch {
+	case err != nil:
+		return "", err
+	case v == "":
+		return fmt.Sprintf("the daemon's liveness key (%s) is gone: another replica may take the run over", o.Instance), nil
+	case left >= 0 && left < pr.TTL-pr.Trusted:
+		return fmt.Sprintf("the daemon's liveness key (%s) was not renewed for %s (the daemon is frozen or cut off from Redis)", o.Instance, pr.Trusted), nil
+	}
+	return "", nil
+}
+
+// unconfirmedLimit is how long the guard runs on without a successful
+// check: the shorter of the two trust windows it knows.
+func (o Order) unconfirmedLimit() time.Duration {
+	t := o.Heartbeat.Trusted
+	if o.Instance != "" && o.Presence.Trusted > 0 && (t <= 0 || o.Presence.Trusted < t) {
+		t = o.Presence.Trusted
+	}
+	return t
 }
 
 func (r Redis) client() (redis.UniversalClient, error) {

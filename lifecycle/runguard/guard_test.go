@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
@@ -329,4 +330,75 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestGuardKillsBeforeTheDaemonsLivenessKeyExpires is the frozen daemon
+// whose liveness key lapses long before the run's heartbeat (15 s against
+// 2 min by default): another replica takes over a run as soon as the
+// owner's liveness key is gone, so the guard holds that key to the
+// daemon's own presence trust and kills the pipeline while the key still
+// exists. A daemon that keeps renewing the key keeps its pipeline, and a
+// liveness key that is gone outright kills at once.
+func TestGuardKillsBeforeTheDaemonsLivenessKeyExpires(t *testing.T) {
+	rdb, l := setup(t)
+	const instance = "i1"
+	l.Instance, l.Presence = instance, trust.Fraction(2*time.Second, 0.5) // killed 1 s after the last renewal, 1 s before expiry
+	key := keys.Instance(instance)
+	renew := func() {
+		if err := rdb.Set(t.Context(), key, instance, l.Presence.TTL).Err(); err != nil {
+			t.Fatalf("renew liveness: %v", err)
+		}
+	}
+
+	// Renewed every 300 ms: a 2.5 s pipeline outlives the trusted second
+	// and ends on its own.
+	renew()
+	stop := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				_ = rdb.Set(context.Background(), key, instance, l.Presence.TTL).Err()
+			}
+		}
+	}()
+	res, out := run(t, l, procrun.Spec{Argv: []string{"/bin/sleep", "2.5"}, Dir: t.TempDir()})
+	r := <-res
+	close(stop)
+	<-renewed
+	if !r.OK() {
+		t.Fatalf("a live daemon's pipeline: %s (%q), want exit status 0", r.Describe(), out.String())
+	}
+
+	// Frozen: renewed once, then never again. The heartbeat (an hour)
+	// stays valid throughout; the liveness key is what kills.
+	renew()
+	res, out = run(t, l, procrun.Spec{Argv: []string{"/bin/sleep", "1000"}, Dir: t.TempDir()})
+	r = <-res
+	left, err := rdb.PTTL(t.Context(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Signal != "killed" || !strings.Contains(out.String(), "liveness key (i1) was not renewed") {
+		t.Errorf("result %s, output %q: want killed for a liveness key not renewed", r.Describe(), out.String())
+	}
+	if left <= 0 {
+		t.Errorf("liveness key had %s left when the pipeline was gone: want killed before it expired", left)
+	}
+	t.Logf("pipeline gone with %s of the liveness key left", left)
+
+	// Gone outright (the key deleted): killed at the next check.
+	if err := rdb.Del(t.Context(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, out = run(t, l, procrun.Spec{Argv: []string{"/bin/sleep", "1000"}, Dir: t.TempDir()})
+	if r := <-res; r.Signal != "killed" || !strings.Contains(out.String(), "liveness key (i1) is gone") {
+		t.Errorf("result %s, output %q: want killed for a liveness key that is gone", r.Describe(), out.String())
+	}
 }

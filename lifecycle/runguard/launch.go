@@ -23,6 +23,10 @@ type Launcher struct {
 	Redis Redis
 	// Check is every guard's check interval (DefaultCheck when 0).
 	Check time.Duration
+	// Instance and Presence are the daemon's instance id and liveness
+	// key's trust window (Order.Instance): "" leaves the key unwatched.
+	Instance string
+	Presence trust.Window
 }
 
 // daemonPID is the pid a guard expects as its parent; tests replace it to
@@ -48,7 +52,7 @@ func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb t
 		return spec, func() {}, err
 	}
 	b, err := json.Marshal(Order{Redis: l.Redis, Ref: ref, Token: token, Check: l.Check, Heartbeat: hb,
-		Parent: daemonPID(), Path: path, Argv: spec.Argv, Credential: spec.Credential})
+		Instance: l.Instance, Presence: l.Presence, Parent: daemonPID(), Path: path, Argv: spec.Argv, Credential: spec.Credential})
 	if err != nil {
 		return spec, func() {}, fmt.Errorf("run guard: encode orders: %w", err)
 	}

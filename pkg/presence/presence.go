@@ -23,6 +23,16 @@ const (
 	DefaultTrust = trust.DefaultPresenceTrust // fraction of TTL a renewal is trusted for, from the start of the call (pkg/trust)
 )
 
+// Window is the trust window of a liveness key with TTL ttl (DefaultTTL
+// when 0), as Presence trusts each renewal: what a process watching the
+// key for this replica (a run guard) must hold it to.
+func Window(ttl time.Duration) trust.Window {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	return trust.Fraction(ttl, DefaultTrust)
+}
+
 // Config configures a Presence.
 type Config struct {
 	Key        string
@@ -136,7 +146,7 @@ func (p *Presence) renew(ctx context.Context, expiry *time.Timer) {
 		}
 		return
 	}
-	until := trust.Fraction(p.cfg.TTL, DefaultTrust).Until(start)
+	until := Window(p.cfg.TTL).Until(start)
 	p.mu.Lock()
 	p.validUntil = until
 	select {

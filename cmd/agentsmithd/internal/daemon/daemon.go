@@ -95,7 +95,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	}
 	d := &Daemon{cfg: cfg, rdb: rdb, log: log, projects: lifecycle.Projects{}, listened: make(chan struct{})}
 	if opts.GuardExe != "" {
-		d.guard = &runguard.Launcher{Exe: opts.GuardExe, Redis: projects.GuardRedis(cfg.Redis), Check: cfg.Consumer.GuardCheck}
+		d.guard = &runguard.Launcher{Exe: opts.GuardExe, Redis: projects.GuardRedis(cfg.Redis), Check: cfg.Consumer.GuardCheck,
+			Instance: cfg.InstanceID, Presence: presence.Window(cfg.Housekeeping.InstanceTTL)}
 	}
 	// One registry per replica: several daemons in one process (tests, the
 	// demo) never share series.

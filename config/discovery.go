@@ -8,7 +8,8 @@ import (
 )
 
 // A GitHub project may name its repositories by pattern instead of one by
-// one (repos: ["acme/*", "!acme/legacy-*"]), and a GitLab project a group
+// one (repos: ["acme/*", "!acme/legacy-*"]), an Azure DevOps project the
+// projects of an organisation (repos: ["acmeorg/*"]), and a GitLab project a group
 // (group: acme/platform, subgroups included, repos then filtering the
 // projects' full paths): the daemon lists them when it starts
 // (internal/discovery) and runs one project per match, named
@@ -91,8 +92,8 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 		}
 	case p.Group != "":
 		errs.add(path+".group", "only for platform gitlab; a GitHub project names repos patterns")
-	case p.Platform != "github":
-		errs.add(path+".repos", "repository discovery is for platforms github and gitlab; list other platforms' projects one by one")
+	case p.Platform != "github" && p.Platform != "azuredevops":
+		errs.add(path+".repos", "repository discovery is for platforms github, gitlab and azuredevops; list Jira projects one by one")
 	}
 	if p.Repo != "" {
 		errs.add(path+".repo", "set either repo or repos/group, not both")
@@ -151,7 +152,7 @@ func (p *Project) Expand(full string) Project {
 	} else if _, name, ok := strings.Cut(full, "/"); ok {
 		rel = name
 	}
-	q.Name = p.Name + "." + strings.ToLower(strings.ReplaceAll(rel, "/", "."))
+	q.Name = p.Name + "." + nameSegment(rel)
 	q.Pipeline.Command = append([]string(nil), p.Pipeline.Command...)
 	q.Workspace.Git.URL = strings.ReplaceAll(p.Workspace.Git.URL, RepoPlaceholder, q.Repo)
 	for _, o := range p.Overrides {
@@ -239,4 +240,23 @@ func checkGitLabGroup(g string) error {
 		}
 	}
 	return nil
+}
+
+// nameSegment turns a repository path below its owner into the project
+// name's tail: lower case, "/" written ".", and anything else outside the
+// project name's a-z 0-9 . _ - (an Azure DevOps project may hold spaces
+// and punctuation) written "-". Two paths that meet here clash, which
+// discovery refuses.
+func nameSegment(rel string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '/':
+			return '.'
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return '-'
+	}, rel)
 }

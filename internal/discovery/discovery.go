@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
 )
@@ -161,6 +162,16 @@ func listPlatform(ctx context.Context, pc *config.Project, owner string) ([]Repo
 		}
 		for _, r := range rs {
 			out = append(out, Repo{Path: r.Owner + "/" + r.Name, Archived: r.Archived || r.Disabled})
+		}
+	case azuredevops.Platform:
+		ps, err := azuredevops.ListProjects(ctx, azuredevops.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value()}, owner)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			// A project being created, deleted or renamed is not usable
+			// yet; it is counted with the archived.
+			out = append(out, Repo{Path: owner + "/" + p.Name, Archived: p.State != "wellFormed"})
 		}
 	default:
 		return nil, fmt.Errorf("%s: repository discovery is not supported", pc.Platform)

@@ -211,3 +211,43 @@ projects:
 		t.Fatalf("group listing calls: %d, want 2 pages", n)
 	}
 }
+
+// An Azure DevOps organisation's projects (250, three pages of 100 by
+// continuation token) expand to one project each, names with spaces made
+// name-safe, excluded ones left out.
+func TestExpandListsTheAzureDevOpsOrganisation(t *testing.T) {
+	s, base := world(t)
+	var want []string
+	for i := range 250 {
+		p := fmt.Sprintf("acmeorg/Team %03d", i)
+		s.CreateRepo(p)
+		want = append(want, p)
+	}
+	s.CreateRepo("acmeorg/Sandbox")
+	s.CreateRepo("otherorg/Team 000")
+	cfg := parse(t, fmt.Sprintf(`
+projects:
+  - name: ado
+    platform: azuredevops
+    base_url: %s/ado/
+    repos: ["acmeorg/*", "!acmeorg/sandbox"]
+    token_env: GH_TOKEN
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+`, strings.TrimSuffix(base, "/github/")))
+	found, err := discovery.Expand(context.Background(), cfg, discovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Clone(found[0].Repos)
+	slices.Sort(got)
+	if !slices.Equal(got, want) || found[0].Excluded != 1 {
+		t.Fatalf("found %d projects (want %d), excluded %d", len(got), len(want), found[0].Excluded)
+	}
+	if p, ok := cfg.Project("ado.team-007"); !ok || p.Repo != "acmeorg/Team 007" || p.Platform != "azuredevops" {
+		t.Fatalf("a project with a space: %+v %v", p, ok)
+	}
+	if n := s.Stats().Calls["GET /ado/{org}/_apis/projects"]; n != 3 {
+		t.Fatalf("listing calls: %d, want 3 pages", n)
+	}
+}

@@ -142,21 +142,7 @@ func TestGuardKillsFrozenDaemonsPipelineBeforeExpiry(t *testing.T) {
 	// Renewed every 300 ms (the test is the daemon): the pipeline runs
 	// twice the trusted window and ends on its own.
 	renew()
-	stop := make(chan struct{})
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		tick := time.NewTicker(300 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				_, _ = runstate.Renew(context.Background(), rdb, ref, "A", hb.TTL)
-			}
-		}
-	}()
+	stopRenewing := every(300*time.Millisecond, func() { _, _ = runstate.Renew(context.Background(), rdb, ref, "A", hb.TTL) })
 	spec := func() procrun.Spec {
 		return procrun.Spec{Argv: []string{"/bin/sleep", "3"}, Dir: t.TempDir()}
 	}
@@ -166,8 +152,7 @@ func TestGuardKillsFrozenDaemonsPipelineBeforeExpiry(t *testing.T) {
 	}
 	res := procrun.Run(t.Context(), guarded)
 	done()
-	close(stop)
-	<-renewed
+	stopRenewing()
 	if !res.OK() {
 		t.Fatalf("a renewed run's pipeline: %s, want exit status 0", res.Describe())
 	}
@@ -353,25 +338,10 @@ func TestGuardKillsBeforeTheDaemonsLivenessKeyExpires(t *testing.T) {
 	// Renewed every 300 ms: a 2.5 s pipeline outlives the trusted second
 	// and ends on its own.
 	renew()
-	stop := make(chan struct{})
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		tick := time.NewTicker(300 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				_ = rdb.Set(context.Background(), key, instance, l.Presence.TTL).Err()
-			}
-		}
-	}()
+	stopRenewing := every(300*time.Millisecond, func() { _ = rdb.Set(context.Background(), key, instance, l.Presence.TTL).Err() })
 	res, out := run(t, l, procrun.Spec{Argv: []string{"/bin/sleep", "2.5"}, Dir: t.TempDir()})
 	r := <-res
-	close(stop)
-	<-renewed
+	stopRenewing()
 	if !r.OK() {
 		t.Fatalf("a live daemon's pipeline: %s (%q), want exit status 0", r.Describe(), out.String())
 	}
@@ -401,4 +371,25 @@ func TestGuardKillsBeforeTheDaemonsLivenessKeyExpires(t *testing.T) {
 	if r := <-res; r.Signal != "killed" || !strings.Contains(out.String(), "liveness key (i1) is gone") {
 		t.Errorf("result %s, output %q: want killed for a liveness key that is gone", r.Describe(), out.String())
 	}
+}
+
+// every calls f every period (the test playing a live daemon that renews
+// its keys) until the returned stop is called; stop returns once f has
+// stopped being called.
+func every(period time.Duration, f func()) (stop func()) {
+	quit, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				f()
+			}
+		}
+	}()
+	return func() { close(quit); <-stopped }
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -13,6 +14,7 @@ func (s *Sim) adoCheckRoutes(mux *http.ServeMux) {
 	const org = adoPrefix + "{org}"
 	s.adoRoute(mux, "GET", org+"/_apis/connectionData", false, s.adoConnectionData)
 	s.adoRoute(mux, "GET", org+"/_apis/projects/{project}", true, s.adoGetProject)
+	s.adoRoute(mux, "GET", org+"/_apis/projects", false, s.adoListProjects)
 	s.adoRoute(mux, "GET", org+"/_apis/hooks/subscriptions", false, s.adoListSubscriptions)
 	s.adoRoute(mux, "GET", org+"/_apis/identities", false, s.adoReadIdentities)
 }
@@ -40,6 +42,36 @@ func (s *Sim) adoGetProject(w http.ResponseWriter, _ *http.Request, c *adoCall) 
 	name := c.repo[strings.IndexByte(c.repo, '/')+1:]
 	writeJSON(w, http.StatusOK, map[string]any{"id": adoProjectID(id), "name": name, "state": "wellFormed",
 		"visibility": "private", "revision": 1, "url": c.base + "/_apis/projects/" + adoProjectID(id)})
+}
+
+// adoListProjects: GET {org}/_apis/projects
+// (https://learn.microsoft.com/rest/api/azure/devops/core/projects/list):
+// {count, value} of the organisation's projects ordered by name, at most
+// $top (default 100) a page; when more remain the x-ms-continuationtoken
+// header carries the token the next page's continuationToken passes back
+// (opaque to clients; here the offset).
+func (s *Sim) adoListProjects(w http.ResponseWriter, r *http.Request, c *adoCall) {
+	repos, _ := s.store.ownerRepos(c.org)
+	q := r.URL.Query()
+	top := 100
+	if v, err := strconv.Atoi(q.Get("$top")); err == nil && v > 0 {
+		top = v
+	}
+	from := 0
+	if v, err := strconv.Atoi(q.Get("continuationToken")); err == nil && v > 0 {
+		from = min(v, len(repos))
+	}
+	to := min(from+top, len(repos))
+	if to < len(repos) {
+		w.Header().Set("X-Ms-Continuationtoken", strconv.Itoa(to))
+	}
+	out := make([]map[string]any, 0, to-from)
+	for _, rp := range repos[from:to] {
+		name := rp.fullName[strings.IndexByte(rp.fullName, '/')+1:]
+		out = append(out, map[string]any{"id": adoProjectID(rp.id), "name": name, "state": "wellFormed",
+			"visibility": "private", "revision": 1, "url": c.base + "/_apis/projects/" + adoProjectID(rp.id)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "value": out})
 }
 
 // adoListSubscriptions: GET {org}/_apis/hooks/subscriptions

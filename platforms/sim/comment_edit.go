@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Editing a comment, as a progress comment does (lifecycle/progress.go).
@@ -61,24 +60,11 @@ func (s *Sim) ghEditComment(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		writeGHError(w, http.StatusNotFound, "Not Found", c.doc)
 		return
 	}
-	var req struct {
-		Body *string `json:"body"`
-	}
-	if !decodeJSON(w, r, c, &req) {
+	body, ok := ghCommentBody(w, r, c)
+	if !ok {
 		return
 	}
-	if req.Body == nil || *req.Body == "" {
-		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
-			Errors: []ghFieldError{{Resource: "IssueComment", Field: "body", Code: "missing_field"}}})
-		return
-	}
-	if utf8.RuneCountInString(*req.Body) > ghMaxCommentChars {
-		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
-			Errors: []ghFieldError{{Resource: "IssueComment", Field: "data", Code: "unprocessable",
-				Message: fmt.Sprintf("Body is too long (maximum is %d characters)", ghMaxCommentChars)}}})
-		return
-	}
-	sn, cm, err := s.store.editComment(c.repo, 0, id, *req.Body)
+	sn, cm, err := s.store.editComment(c.repo, 0, id, body)
 	if err != nil {
 		s.writeStoreError(w, c, err)
 		return
@@ -99,17 +85,11 @@ func (s *Sim) glEditNote(w http.ResponseWriter, r *http.Request, c *glCall) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"message": "404 Not found"})
 		return
 	}
-	m, ok := glDecode(r)
+	body, ok := glNoteBody(w, r)
 	if !ok {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "400 Bad request"})
 		return
 	}
-	body, ok := glString(m, "body")
-	if !ok || body == nil || strings.TrimSpace(*body) == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body is missing"})
-		return
-	}
-	sn, cm, err := s.store.editComment(c.repo, n, id, *body)
+	sn, cm, err := s.store.editComment(c.repo, n, id, body)
 	if err != nil {
 		s.glStoreError(w, err)
 		return

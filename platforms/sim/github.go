@@ -385,26 +385,11 @@ func (s *Sim) ghCreateComment(w http.ResponseWriter, r *http.Request, c *ghCall)
 	if !ok {
 		return
 	}
-	var req struct {
-		Body *string `json:"body"`
-	}
-	if !decodeJSON(w, r, c, &req) {
+	body, ok := ghCommentBody(w, r, c)
+	if !ok {
 		return
 	}
-	if req.Body == nil || *req.Body == "" {
-		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
-			Errors: []ghFieldError{{Resource: "IssueComment", Field: "body", Code: "missing_field"}}})
-		return
-	}
-	// GitHub refuses bodies over 65,536 characters with this 422
-	// (jmikedupont2/ai-ticket#51, telia-oss/github-pr-resource#259).
-	if utf8.RuneCountInString(*req.Body) > ghMaxCommentChars {
-		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
-			Errors: []ghFieldError{{Resource: "IssueComment", Field: "data", Code: "unprocessable",
-				Message: fmt.Sprintf("Body is too long (maximum is %d characters)", ghMaxCommentChars)}}})
-		return
-	}
-	sn, id, ok := s.applyWrite(w, r, c, n, update{Comment: req.Body})
+	sn, id, ok := s.applyWrite(w, r, c, n, update{Comment: &body})
 	if !ok {
 		return
 	}
@@ -431,4 +416,29 @@ func (s *Sim) ghRateLimit(w http.ResponseWriter, r *http.Request, _ *ghCall) {
 		"reset": sb.reset.Unix(), "resource": "search"}
 	s.searchRate.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"resources": map[string]any{"core": core, "search": search}, "rate": core})
+}
+
+// ghCommentBody decodes a comment's {"body"} for a create or an edit and
+// answers GitHub's 422 for a missing, empty or too long body.
+func ghCommentBody(w http.ResponseWriter, r *http.Request, c *ghCall) (string, bool) {
+	var req struct {
+		Body *string `json:"body"`
+	}
+	if !decodeJSON(w, r, c, &req) {
+		return "", false
+	}
+	if req.Body == nil || *req.Body == "" {
+		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
+			Errors: []ghFieldError{{Resource: "IssueComment", Field: "body", Code: "missing_field"}}})
+		return "", false
+	}
+	// GitHub refuses bodies over 65,536 characters with this 422
+	// (jmikedupont2/ai-ticket#51, telia-oss/github-pr-resource#259).
+	if utf8.RuneCountInString(*req.Body) > ghMaxCommentChars {
+		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
+			Errors: []ghFieldError{{Resource: "IssueComment", Field: "data", Code: "unprocessable",
+				Message: fmt.Sprintf("Body is too long (maximum is %d characters)", ghMaxCommentChars)}}})
+		return "", false
+	}
+	return *req.Body, true
 }

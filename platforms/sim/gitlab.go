@@ -558,17 +558,11 @@ func (s *Sim) glCreateNote(w http.ResponseWriter, r *http.Request, c *glCall) {
 	if !ok {
 		return
 	}
-	m, ok := glDecode(r)
+	body, ok := glNoteBody(w, r)
 	if !ok {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "400 Bad request"})
 		return
 	}
-	body, ok := glString(m, "body")
-	if !ok || body == nil || strings.TrimSpace(*body) == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body is missing"})
-		return
-	}
-	sn, id, err := s.store.apply(c.repo, n, nil, c.by, update{Comment: body})
+	sn, id, err := s.store.apply(c.repo, n, nil, c.by, update{Comment: &body})
 	if err != nil {
 		s.glStoreError(w, err)
 		return
@@ -693,4 +687,20 @@ func glNoteJSON(base string, sn snapshot, cm comment) glNote {
 	return glNote{ID: cm.id, Body: cm.body, Author: glUserJSON(base, cm.author), CreatedAt: glTime(cm.at),
 		UpdatedAt: glTime(cm.updated()), NoteableID: sn.id, NoteableType: "Issue", ProjectID: sn.repoID,
 		NoteableIID: sn.number}
+}
+
+// glNoteBody decodes a note's body for a create or an edit and answers
+// GitLab's 400 for a missing or blank one.
+func glNoteBody(w http.ResponseWriter, r *http.Request) (string, bool) {
+	m, ok := glDecode(r)
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "400 Bad request"})
+		return "", false
+	}
+	body, ok := glString(m, "body")
+	if !ok || body == nil || strings.TrimSpace(*body) == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "body is missing"})
+		return "", false
+	}
+	return *body, true
 }

@@ -1,0 +1,106 @@
+package azuredevops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+)
+
+// OrgProject is one project an organisation listing returned.
+type OrgProject struct {
+	Name string
+	// State is the project's lifecycle state; only "wellFormed" projects
+	// are usable (the others are being created, deleted or renamed).
+	State string
+}
+
+// maxListedProjects bounds one organisation's listing, so a listing that
+// never ends cannot hold a replica's start forever.
+const maxListedProjects = 100_000
+
+// ListProjects lists the projects of organisation org that opts' token can
+// see: GET {org}/_apis/projects?api-version=7.1&$top=100, following the
+// x-ms-continuationtoken response header with continuationToken
+// (https://learn.microsoft.com/rest/api/azure/devops/core/projects/list).
+// Plain REST rather than the SDK's core client: the call needs no route
+// discovery, and the token stays in the Authorization header only.
+func ListProjects(ctx context.Context, opts Options, org string) ([]OrgProject, error) {
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		log := opts.Logger
+		if log == nil {
+			log = zap.NewNop()
+		}
+		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), RateLimits: trackerhttp.AzureDevOpsRateLimits})
+	}
+	auth := ""
+	if opts.Token != "" {
+		auth = newSDKClient("", opts.Token, hc).conn.AuthorizationString
+	}
+	var out []OrgProject
+	token := ""
+	for page := 1; ; page++ {
+		q := url.Values{"api-version": {"7.1"}, "$top": {"100"}}
+		if token != "" {
+			q.Set("continuationToken", token)
+		}
+		u := strings.TrimRight(base, "/") + "/" + url.PathEscape(org) + "/_apis/projects?" + q.Encode()
+		var body struct {
+			Value []struct {
+				Name  string `json:"name"`
+				State string `json:"state"`
+			} `json:"value"`
+		}
+		next, err := getPage(ctx, hc, u, auth, &body)
+		if err != nil {
+			return nil, fmt.Errorf("azuredevops: list projects of %s (page %d): %w", org, page, err)
+		}
+		for _, p := range body.Value {
+			out = append(out, OrgProject{Name: p.Name, State: p.State})
+		}
+		if len(out) >= maxListedProjects {
+			return nil, fmt.Errorf("azuredevops: list projects of %s: more than %d", org, maxListedProjects)
+		}
+		if next == "" || next == token {
+			return out, nil
+		}
+		token = next
+	}
+}
+
+// getPage GETs u into v and returns the response's continuation token.
+func getPage(ctx context.Context, hc *http.Client, u, auth string, v any) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		return "", fmt.Errorf("GET %s: %s", req.URL.Path, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(v); err != nil {
+		return "", fmt.Errorf("decode %s: %w", req.URL.Path, err)
+	}
+	return resp.Header.Get("X-Ms-Continuationtoken"), nil
+}

@@ -9,7 +9,8 @@ import (
 
 // A GitHub project may name its repositories by pattern instead of one by
 // one (repos: ["acme/*", "!acme/legacy-*"]), an Azure DevOps project the
-// projects of an organisation (repos: ["acmeorg/*"]), and a GitLab project a group
+// projects of an organisation (repos: ["acmeorg/*"]), a Jira project the
+// site's project keys (repos: ["APP*", "!LEGACY"]), and a GitLab project a group
 // (group: acme/platform, subgroups included, repos then filtering the
 // projects' full paths): the daemon lists them when it starts
 // (internal/discovery) and runs one project per match, named
@@ -52,6 +53,13 @@ func ParseRepoPattern(s string) (RepoPattern, error) {
 	}
 	owner, name, ok := strings.Cut(s, "/")
 	switch {
+	case !ok && s != "":
+		// A pattern over a Jira site's project keys: no owner.
+		if _, err := path.Match(s, ""); err != nil {
+			return p, fmt.Errorf("%q: %v", s, err)
+		}
+		p.Name = s
+		return p, nil
 	case !ok || owner == "" || name == "":
 		return p, fmt.Errorf("%q: want owner/pattern, e.g. acme/* or !acme/legacy-*", s)
 	case !ghName.MatchString(owner):
@@ -68,6 +76,10 @@ func ParseRepoPattern(s string) (RepoPattern, error) {
 // (owner/name, or group/subgroup/project on GitLab, where "*" stays within
 // one segment); paths compare case-insensitively, as both platforms' do.
 func (p RepoPattern) Match(full string) bool {
+	if p.Owner == "" { // a Jira project key
+		ok, _ := path.Match(strings.ToLower(p.Name), strings.ToLower(full))
+		return ok && !strings.Contains(full, "/")
+	}
 	owner, name, ok := strings.Cut(full, "/")
 	if !ok || !strings.EqualFold(p.Owner, owner) {
 		return false
@@ -92,8 +104,6 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 		}
 	case p.Group != "":
 		errs.add(path+".group", "only for platform gitlab; a GitHub project names repos patterns")
-	case p.Platform != "github" && p.Platform != "azuredevops":
-		errs.add(path+".repos", "repository discovery is for platforms github, gitlab and azuredevops; list Jira projects one by one")
 	}
 	if p.Repo != "" {
 		errs.add(path+".repo", "set either repo or repos/group, not both")
@@ -103,8 +113,14 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 	}
 	includes := 0
 	for i, s := range p.Repos {
-		if _, err := ParseRepoPattern(s); err != nil {
+		rp, err := ParseRepoPattern(s)
+		switch {
+		case err != nil:
 			errs.add(fmt.Sprintf("%s.repos[%d]", path, i), err.Error())
+		case p.Platform == "jira" && rp.Owner != "":
+			errs.add(fmt.Sprintf("%s.repos[%d]", path, i), fmt.Sprintf("%q: a Jira pattern is over the site's project keys (APP*, !LEGACY), no owner", s))
+		case p.Platform != "jira" && rp.Owner == "":
+			errs.add(fmt.Sprintf("%s.repos[%d]", path, i), fmt.Sprintf("%q: want owner/pattern, e.g. acme/* or !acme/legacy-*", s))
 		}
 		if !strings.HasPrefix(s, "!") {
 			includes++
@@ -200,11 +216,15 @@ func (p *Project) Wants(full string) bool {
 	return in || !includes
 }
 
-// RepoOwners are what discovery lists: the group on GitLab, else the
-// distinct owners the include patterns name, in order of first appearance.
+// RepoOwners are what discovery lists: the group on GitLab, the site ("")
+// on Jira, else the distinct owners the include patterns name, in order of
+// first appearance.
 func (p *Project) RepoOwners() []string {
 	if p.Group != "" {
 		return []string{p.Group}
+	}
+	if p.Platform == "jira" {
+		return []string{""} // the site
 	}
 	var out []string
 	for _, s := range p.Repos {

@@ -117,7 +117,7 @@ projects:
     polling: {enabled: true}
     pipeline: {command: [run]}
 `, vars)
-	if len(got) != 1 || !strings.Contains(got[0], "repository discovery is for platforms github, gitlab and azuredevops") {
+	if len(got) != 1 || !strings.Contains(got[0], "a Jira pattern is over the site's project keys") {
 		t.Errorf("jira repos: %q", got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
+	"github.com/agentsmithd/agentsmithd/platforms/jira"
 )
 
 // Repo is one listed repository (a GitLab project).
@@ -172,6 +173,15 @@ func listPlatform(ctx context.Context, pc *config.Project, owner string) ([]Repo
 			// A project being created, deleted or renamed is not usable
 			// yet; it is counted with the archived.
 			out = append(out, Repo{Path: owner + "/" + p.Name, Archived: p.State != "wellFormed"})
+		}
+	case jira.Platform:
+		keys, err := jira.ListProjects(ctx, jira.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(),
+			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment})
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			out = append(out, Repo{Path: k})
 		}
 	default:
 		return nil, fmt.Errorf("%s: repository discovery is not supported", pc.Platform)

@@ -251,3 +251,53 @@ projects:
 		t.Fatalf("listing calls: %d, want 3 pages", n)
 	}
 }
+
+// A Jira site's projects (120, three pages of 50 on Cloud; one array on
+// Data Center) expand to one project per key the patterns take; archived
+// projects and other dialects' repositories are not listed.
+func TestExpandListsTheJiraSite(t *testing.T) {
+	for _, deployment := range []string{"cloud", "datacenter"} {
+		t.Run(deployment, func(t *testing.T) {
+			s, base := world(t)
+			s.SetJiraDeployment(deployment)
+			var want []string
+			for i := range 120 {
+				k := fmt.Sprintf("APP%03d", i)
+				s.CreateRepo(k)
+				want = append(want, k)
+			}
+			s.CreateRepo("LEGACY")
+			s.CreateRepo("OLD")
+			s.ArchiveRepo("OLD")
+			s.CreateRepo("acme/app") // another dialect's repository
+			cfg := parse(t, fmt.Sprintf(`
+projects:
+  - name: jira
+    platform: jira
+    base_url: %s/jira/
+    repos: ["*", "!LEGACY"]
+    token_env: GH_TOKEN
+    jira: {email: bot@acme.example, deployment: %s}
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+`, strings.TrimSuffix(base, "/github/"), deployment))
+			found, err := discovery.Expand(context.Background(), cfg, discovery.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(found[0].Repos, want) || found[0].Excluded != 1 {
+				t.Fatalf("found %d projects (want %d), excluded %d", len(found[0].Repos), len(want), found[0].Excluded)
+			}
+			if p, ok := cfg.Project("jira.app007"); !ok || p.Repo != "APP007" || p.Platform != "jira" {
+				t.Fatalf("expanded: %+v %v", p, ok)
+			}
+			calls := s.Stats().Calls
+			if deployment == "cloud" && calls["GET /jira/rest/api/{v}/project/search"] != 3 {
+				t.Fatalf("cloud listing calls: %v", calls["GET /jira/rest/api/{v}/project/search"])
+			}
+			if deployment == "datacenter" && calls["GET /jira/rest/api/{v}/project"] != 1 {
+				t.Fatalf("data center listing calls: %v", calls["GET /jira/rest/api/{v}/project"])
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -22,6 +23,8 @@ func (s *Sim) jiraCheckRoutes(mux *http.ServeMux) {
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/serverInfo", s.jiraServerInfo)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/myself", s.jiraMyself)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/project/{key}", s.jiraGetProject)
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/project/search", s.jiraSearchProjects)
+	s.jiraRoute(mux, "GET", "/rest/api/{v}/project", s.jiraListProjects)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/mypermissions", s.jiraMyPermissions)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/user/permission/search", s.jiraUserPermissionSearch)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/user/groups", s.jiraUserGroups)
@@ -81,6 +84,53 @@ func (s *Sim) jiraGetProject(w http.ResponseWriter, r *http.Request, c *jiraCall
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": strconv.FormatInt(id, 10), "key": key, "name": key,
 		"self": c.base + "/jira/rest/api/" + c.version + "/project/" + strconv.FormatInt(id, 10), "projectTypeKey": "software"})
+}
+
+// jiraProjects are the site's live projects (store keys without "/"; the
+// other dialects' repositories have one), by key; archived ones are left
+// out, as both listings below do by default.
+func (s *Sim) jiraProjects(base, version string) []map[string]any {
+	st := s.store
+	st.mu.Lock()
+	var out []map[string]any
+	for key, r := range st.repos {
+		if strings.Contains(key, "/") || r.archived {
+			continue
+		}
+		id := strconv.FormatInt(r.id, 10)
+		out = append(out, map[string]any{"id": id, "key": key, "name": key, "projectTypeKey": "software",
+			"self": base + "/jira/rest/api/" + version + "/project/" + id})
+	}
+	st.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i]["key"].(string) < out[j]["key"].(string) })
+	return out
+}
+
+// jiraSearchProjects: GET /rest/api/{2|3}/project/search (Jira Cloud), the
+// paginated project list: startAt, maxResults (default 50, at most 100
+// here), {startAt, maxResults, total, isLast, values}; live projects only
+// unless status says otherwise, which the sim does not serve
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-projects/#api-rest-api-3-project-search-get).
+func (s *Sim) jiraSearchProjects(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	all := s.jiraProjects(c.base, c.version)
+	q := r.URL.Query()
+	start, _ := strconv.Atoi(q.Get("startAt"))
+	start = min(max(start, 0), len(all))
+	per := 50
+	if v, err := strconv.Atoi(q.Get("maxResults")); err == nil && v > 0 {
+		per = min(v, 100)
+	}
+	end := min(start+per, len(all))
+	writeJSON(w, http.StatusOK, map[string]any{"startAt": start, "maxResults": per, "total": len(all),
+		"isLast": end == len(all), "values": all[start:end]})
+}
+
+// jiraListProjects: GET /rest/api/2/project (Jira Data Center), every
+// project the user can browse in one array, archived ones left out
+// (includeArchived defaults to false)
+// (https://docs.atlassian.com/software/jira/docs/api/REST/9.12.0/#api/2/project-getAllProjects).
+func (s *Sim) jiraListProjects(w http.ResponseWriter, _ *http.Request, c *jiraCall) {
+	writeJSON(w, http.StatusOK, s.jiraProjects(c.base, c.version))
 }
 
 // jiraMyPermissions: GET /rest/api/{2|3}/mypermissions?projectKey=&permissions=

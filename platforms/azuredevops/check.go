@@ -2,9 +2,6 @@ package azuredevops
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -124,25 +121,6 @@ func (t *Tracker) getJSON(ctx context.Context, path string, v any) (int, error) 
 
 // getJSONAt is getJSON for a full URL (another host of the organization).
 func (t *Tracker) getJSONAt(ctx context.Context, u string, v any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if a := t.sdk.conn.AuthorizationString; a != "" {
-		req.Header.Set("Authorization", a)
-	}
-	resp, err := t.sdk.hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return resp.StatusCode, fmt.Errorf("GET %s: %s", req.URL.Path, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(v); err != nil {
-		return resp.StatusCode, fmt.Errorf("decode %s: %w", req.URL.Path, err)
-	}
-	return resp.StatusCode, nil
+	code, _, err := getJSON(ctx, t.sdk.hc, u, t.sdk.conn.AuthorizationString, v)
+	return code, err
 }

@@ -63,7 +63,7 @@ func ListProjects(ctx context.Context, opts Options, org string) ([]OrgProject, 
 				State string `json:"state"`
 			} `json:"value"`
 		}
-		next, err := getPage(ctx, hc, u, auth, &body)
+		_, next, err := getJSON(ctx, hc, u, auth, &body)
 		if err != nil {
 			return nil, fmt.Errorf("azuredevops: list projects of %s (page %d): %w", org, page, err)
 		}
@@ -80,11 +80,13 @@ func ListProjects(ctx context.Context, opts Options, org string) ([]OrgProject, 
 	}
 }
 
-// getPage GETs u into v and returns the response's continuation token.
-func getPage(ctx context.Context, hc *http.Client, u, auth string, v any) (string, error) {
+// getJSON GETs u with the Authorization header auth (none when "") and
+// decodes a 200's JSON body into v; it returns the status and the
+// x-ms-continuationtoken header, which paged lists set while more remain.
+func getJSON(ctx context.Context, hc *http.Client, u, auth string, v any) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
 	req.Header.Set("Accept", "application/json")
 	if auth != "" {
@@ -92,15 +94,15 @@ func getPage(ctx context.Context, hc *http.Client, u, auth string, v any) (strin
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", err
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return "", fmt.Errorf("GET %s: %s", req.URL.Path, resp.Status)
+		return resp.StatusCode, "", fmt.Errorf("GET %s: %s", req.URL.Path, resp.Status)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(v); err != nil {
-		return "", fmt.Errorf("decode %s: %w", req.URL.Path, err)
+		return resp.StatusCode, "", fmt.Errorf("decode %s: %w", req.URL.Path, err)
 	}
-	return resp.Header.Get("X-Ms-Continuationtoken"), nil
+	return resp.StatusCode, resp.Header.Get("X-Ms-Continuationtoken"), nil
 }

@@ -172,17 +172,7 @@ func New(opts Options) (*Tracker, error) {
 	if hc == nil {
 		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.JiraRateLimits})
 	}
-	if opts.Token != "" {
-		// Authentication wraps the caller's transport so trackerhttp sees
-		// the credential and keeps rate-limit state per token.
-		authed := *hc
-		if opts.Email != "" {
-			authed.Transport = &jirasdk.BasicAuthTransport{Username: opts.Email, Password: opts.Token, Transport: hc.Transport}
-		} else {
-			authed.Transport = &jirasdk.BearerAuthTransport{Token: opts.Token, Transport: hc.Transport}
-		}
-		hc = &authed
-	}
+	hc = authed(hc, opts)
 	site := opts.BaseURL
 	if !strings.HasSuffix(site, "/") {
 		site += "/"
@@ -586,4 +576,21 @@ func (t *Tracker) WebURL(ref platforms.Ref) (string, error) {
 		return "", err
 	}
 	return t.site + "browse/" + ref.ID, nil
+}
+
+// authed returns hc authenticating as opts say: Cloud's basic auth with
+// the account's email and API token, Data Center's bearer personal access
+// token. It wraps the caller's transport, so trackerhttp sees the
+// credential and keeps rate-limit state per token; no token, no change.
+func authed(hc *http.Client, opts Options) *http.Client {
+	if opts.Token == "" {
+		return hc
+	}
+	c := *hc
+	if opts.Email != "" {
+		c.Transport = &jirasdk.BasicAuthTransport{Username: opts.Email, Password: opts.Token, Transport: hc.Transport}
+	} else {
+		c.Transport = &jirasdk.BearerAuthTransport{Token: opts.Token, Transport: hc.Transport}
+	}
+	return &c
 }

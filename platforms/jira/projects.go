@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	jirasdk "github.com/andygrunwald/go-jira"
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
@@ -39,15 +38,7 @@ func ListProjects(ctx context.Context, opts Options) ([]string, error) {
 		}
 		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), RateLimits: trackerhttp.JiraRateLimits})
 	}
-	if opts.Token != "" {
-		authed := *hc
-		if opts.Email != "" {
-			authed.Transport = &jirasdk.BasicAuthTransport{Username: opts.Email, Password: opts.Token, Transport: hc.Transport}
-		} else {
-			authed.Transport = &jirasdk.BearerAuthTransport{Token: opts.Token, Transport: hc.Transport}
-		}
-		hc = &authed
-	}
+	hc = authed(hc, opts)
 	site := strings.TrimRight(opts.BaseURL, "/") + "/"
 	type project struct {
 		Key string `json:"key"`

@@ -296,6 +296,9 @@ type Project struct {
 	// Group names a GitLab group whose projects (subgroups included) the
 	// project serves, instead of Repo; Repos then filter their paths.
 	Group string `yaml:"group"`
+	// Installation "all" serves every repository a GitHub App project's
+	// installation can access, instead of Repo; Repos then filter them.
+	Installation string `yaml:"installation"`
 	// Overrides change the trigger label or pipeline of some of Repos.
 	Overrides []Override `yaml:"overrides"`
 

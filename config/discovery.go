@@ -35,7 +35,12 @@ const RepoPlaceholder = "{repo}"
 
 // Discovered reports whether the project names its repositories by
 // pattern or group and must be expanded before trackers are built.
-func (p *Project) Discovered() bool { return len(p.Repos) > 0 || p.Group != "" }
+func (p *Project) Discovered() bool {
+	return len(p.Repos) > 0 || p.Group != "" || p.Installation != ""
+}
+
+// InstallationAll is projects[].installation's one value.
+const InstallationAll = "all"
 
 // RepoPattern is one parsed entry of repos: Exclude for a leading "!".
 type RepoPattern struct {
@@ -105,6 +110,13 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 	case p.Group != "":
 		errs.add(path+".group", "only for platform gitlab; a GitHub project names repos patterns")
 	}
+	switch {
+	case p.Installation == "":
+	case p.Installation != InstallationAll:
+		errs.add(path+".installation", fmt.Sprintf("%q: the one value is %q (every repository of the App's installation)", p.Installation, InstallationAll))
+	case p.Platform != "github" || !p.GitHubApp.IsSet():
+		errs.add(path+".installation", "only for a github project authenticated with github_app")
+	}
 	if p.Repo != "" {
 		errs.add(path+".repo", "set either repo or repos/group, not both")
 	}
@@ -126,7 +138,7 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 			includes++
 		}
 	}
-	if includes == 0 && p.Group == "" {
+	if includes == 0 && p.Group == "" && p.Installation == "" {
 		errs.add(path+".repos", "needs at least one pattern without \"!\"")
 	}
 	for i, o := range p.Overrides {
@@ -160,7 +172,7 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 // loading.
 func (p *Project) Expand(full string) Project {
 	q := *p
-	q.Repos, q.Overrides, q.Group = nil, nil, ""
+	q.Repos, q.Overrides, q.Group, q.Installation = nil, nil, "", ""
 	q.Repo = full
 	rel := full
 	if g := p.Group; g != "" && len(full) > len(g) && strings.EqualFold(full[:len(g)+1], g+"/") {
@@ -193,8 +205,8 @@ func (p *Project) Expand(full string) Project {
 }
 
 // Wants reports whether the project's patterns take the repository at
-// full path: some include matches (or, for a group without includes,
-// every project of it) and no exclude does.
+// full path: some include matches (or, for a group or an installation
+// without includes, every repository of it) and no exclude does.
 func (p *Project) Wants(full string) bool {
 	in, includes := false, false
 	for _, s := range p.Repos {
@@ -217,13 +229,13 @@ func (p *Project) Wants(full string) bool {
 }
 
 // RepoOwners are what discovery lists: the group on GitLab, the site ("")
-// on Jira, else the distinct owners the include patterns name, in order of
+// on Jira and for a GitHub App's whole installation, else the distinct owners the include patterns name, in order of
 // first appearance.
 func (p *Project) RepoOwners() []string {
 	if p.Group != "" {
 		return []string{p.Group}
 	}
-	if p.Platform == "jira" {
+	if p.Platform == "jira" || p.Installation != "" {
 		return []string{""} // the site
 	}
 	var out []string

@@ -136,7 +136,7 @@ func matchesInclude(pc *config.Project, path string) bool {
 			return true
 		}
 	}
-	return !includes && pc.Group != ""
+	return !includes && (pc.Group != "" || pc.Installation != "")
 }
 
 // listPlatform lists over the real API with the project's credentials.
@@ -157,7 +157,13 @@ func listPlatform(ctx context.Context, pc *config.Project, owner string) ([]Repo
 		if a := pc.GitHubApp; a.IsSet() {
 			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
 		}
-		rs, err := github.ListRepositories(ctx, opts, owner)
+		var rs []github.Repository
+		var err error
+		if pc.Installation == config.InstallationAll {
+			rs, err = github.ListInstallationRepositories(ctx, opts)
+		} else {
+			rs, err = github.ListRepositories(ctx, opts, owner)
+		}
 		if err != nil {
 			return nil, err
 		}

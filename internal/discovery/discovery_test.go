@@ -2,6 +2,10 @@ package discovery_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/http/httptest"
 	"slices"
@@ -299,5 +303,84 @@ projects:
 				t.Fatalf("data center listing calls: %v", calls["GET /jira/rest/api/{v}/project"])
 			}
 		})
+	}
+}
+
+// installation: all serves every repository a GitHub App installation can
+// access, across owners: "all" (every repository here) for one
+// installation, the granted ones for a "selected" installation, "!"
+// patterns and archived repositories left out; a PAT cannot list an
+// installation's repositories.
+func TestExpandListsTheAppInstallation(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sim.New(sim.Options{Tokens: []string{token}, Apps: []sim.App{{ID: 901, PublicKey: &key.PublicKey,
+		Installations: []int64{55, 56}, Selected: map[int64][]string{56: {"acme/one", "jo/two"}}}}})
+	t.Cleanup(s.Close)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	var all []string
+	for i := range 130 {
+		r := fmt.Sprintf("acme/r%03d", i)
+		s.CreateRepo(r)
+		all = append(all, r)
+	}
+	for _, r := range []string{"acme/one", "jo/two", "acme/legacy-x", "acme/gone"} {
+		s.CreateRepo(r)
+	}
+	s.ArchiveRepo("acme/gone")
+	s.CreateRepo("acme/sub/gitlab-project") // another dialect's: not a GitHub repository
+	s.CreateRepo("JIRAKEY")
+	all = append(all, "acme/one", "jo/two")
+	slices.Sort(all)
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	lookup := func(k string) (string, bool) {
+		switch k {
+		case "APP_KEY":
+			return string(pemKey), true
+		case "GH_TOKEN":
+			return token, true
+		}
+		return "", false
+	}
+	expand := func(auth string) ([]discovery.Found, *config.Config, error) {
+		cfg, err := config.Parse([]byte(fmt.Sprintf(`
+projects:
+  - name: org
+    platform: github
+    base_url: %s/github/
+    installation: all
+    repos: ["!acme/legacy-*"]
+    %s
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+`, srv.URL, auth)), lookup)
+		if err != nil {
+			return nil, nil, err
+		}
+		found, err := discovery.Expand(context.Background(), cfg, discovery.Options{})
+		return found, cfg, err
+	}
+	found, cfg, err := expand("github_app: {app_id: 901, installation_id: 55, private_key_env: APP_KEY}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := found[0].Repos; !slices.Equal(got, all) || found[0].Archived != 1 || found[0].Excluded != 1 {
+		t.Fatalf("installation 55: %d repositories (want %d), archived %d, excluded %d", len(got), len(all), found[0].Archived, found[0].Excluded)
+	}
+	if p, ok := cfg.Project("org.two"); !ok || p.Repo != "jo/two" || !p.GitHubApp.IsSet() {
+		t.Fatalf("another owner's repository: %+v %v", p, ok)
+	}
+	if n := s.Stats().Calls["GET /installation/repositories"]; n != 2 {
+		t.Fatalf("listing calls: %d, want 2 pages", n)
+	}
+	found, _, err = expand("github_app: {app_id: 901, installation_id: 56, private_key_env: APP_KEY}")
+	if err != nil || !slices.Equal(found[0].Repos, []string{"acme/one", "jo/two"}) {
+		t.Fatalf("selected installation: %v %v", found, err)
+	}
+	if _, _, err := expand("token_env: GH_TOKEN"); err == nil || !strings.Contains(err.Error(), "installation: only for a github project authenticated with github_app") {
+		t.Fatalf("installation with a token: %v", err)
 	}
 }

@@ -81,3 +81,33 @@ func listAll(list func(page int) ([]*gh.Repository, *gh.Response, error)) ([]Rep
 	}
 	return out, nil
 }
+
+// ListInstallationRepositories lists every repository the App installation
+// of opts.App can access: GET /installation/repositories, 100 per page
+// (https://docs.github.com/rest/apps/installations#list-repositories-accessible-to-the-app-installation),
+// across owners, archived ones marked. It needs opts.App: GitHub answers
+// any other token 403.
+func ListInstallationRepositories(ctx context.Context, opts Options) ([]Repository, error) {
+	if opts.App == nil {
+		return nil, fmt.Errorf("github: list installation repositories: needs a GitHub App installation (github_app)")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	client, _, err := newClient(opts, log)
+	if err != nil {
+		return nil, err
+	}
+	out, err := listAll(func(page int) ([]*gh.Repository, *gh.Response, error) {
+		list, resp, err := client.Apps.ListRepos(ctx, &gh.ListOptions{PerPage: 100, Page: page})
+		if list == nil {
+			return nil, resp, err
+		}
+		return list.Repositories, resp, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("github: list repositories of installation %d: %w", opts.App.InstallationID, err)
+	}
+	return out, nil
+}

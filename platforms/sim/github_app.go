@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,13 +42,36 @@ type App struct {
 	ID            int64
 	PublicKey     *rsa.PublicKey
 	Installations []int64
+	// Selected names the repositories an installation was granted
+	// (repository_selection "selected"); an installation not in it has
+	// "all": every repository the sim holds.
+	Selected map[int64][]string
 }
 
-// appTokens holds the installation tokens issued, with their expiry.
+// appTokens holds the installation tokens issued, with their expiry and
+// the installation each is for.
 type appTokens struct {
 	mu     sync.Mutex
 	apps   []App
 	issued map[string]time.Time
+	inst   map[string]appInstallation
+}
+
+type appInstallation struct {
+	app App
+	id  int64
+}
+
+// installation is the installation token was issued for, while it is valid.
+func (a *appTokens) installation(token string, now time.Time) (appInstallation, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	exp, ok := a.issued[token]
+	if !ok || !now.Before(exp) {
+		return appInstallation{}, false
+	}
+	in, ok := a.inst[token]
+	return in, ok
 }
 
 func (a *appTokens) valid(token string, now time.Time) bool {
@@ -90,12 +115,57 @@ func (s *Sim) ghCreateInstallationToken(w http.ResponseWriter, r *http.Request) 
 	exp := now.Add(installationTokenTTL).UTC().Truncate(time.Second)
 	s.apps.mu.Lock()
 	s.apps.issued[token] = exp
+	if s.apps.inst == nil {
+		s.apps.inst = map[string]appInstallation{}
+	}
+	s.apps.inst[token] = appInstallation{app: app, id: id}
 	s.apps.mu.Unlock()
+	selection := "all"
+	if _, ok := app.Selected[id]; ok {
+		selection = "selected"
+	}
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"token": token, "expires_at": exp.Format(time.RFC3339),
 		"permissions":          map[string]string{"issues": "write", "metadata": "read"},
-		"repository_selection": "all",
+		"repository_selection": selection,
 	})
+}
+
+// ghListInstallationRepos is "List repositories accessible to the app
+// installation": GET /installation/repositories with an installation
+// token, {total_count, repository_selection, repositories}, per_page at
+// most 100 with Link pagination; any other token is refused with 403
+// (https://docs.github.com/rest/apps/installations#list-repositories-accessible-to-the-app-installation).
+func (s *Sim) ghListInstallationRepos(w http.ResponseWriter, r *http.Request, c *ghCall) {
+	token, _ := s.authenticate(r)
+	in, ok := s.apps.installation(token, s.clock())
+	if !ok {
+		writeGHError(w, http.StatusForbidden, "You must authenticate with an installation access token in order to list repositories for an installation.", c.doc)
+		return
+	}
+	selected, only := in.app.Selected[in.id]
+	st := s.store
+	st.mu.Lock()
+	var repos []repository
+	for name, rp := range st.repos {
+		if strings.Count(name, "/") == 1 && (!only || slices.Contains(selected, name)) {
+			repos = append(repos, repository{id: rp.id, fullName: rp.fullName, createdAt: rp.createdAt, archived: rp.archived})
+		}
+	}
+	st.mu.Unlock()
+	sort.Slice(repos, func(i, j int) bool { return repos[i].fullName < repos[j].fullName })
+	lo, hi := s.paginate(w, r, c, len(repos))
+	out := make([]ghRepo, 0, hi-lo)
+	for _, rp := range repos[lo:hi] {
+		j := s.ghRepo(c.base, rp.fullName, rp.id, rp.createdAt)
+		j.Archived = rp.archived
+		out = append(out, j)
+	}
+	selection := "all"
+	if only {
+		selection = "selected"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repository_selection": selection, "repositories": out})
 }
 
 // verifyAppJWT checks an app JWT and returns the app that signed it, or

@@ -18,6 +18,7 @@ const (
 func (s *Sim) githubRepoListRoutes(mux *http.ServeMux) {
 	s.ghRoute(mux, "GET", "/orgs/{org}/repos", docsListOrgRepos, false, s.ghListOrgRepos)
 	s.ghRoute(mux, "GET", "/users/{username}/repos", docsListUserRepos, false, s.ghListUserRepos)
+	s.ghRoute(mux, "GET", "/installation/repositories", "https://docs.github.com/rest/apps/installations#list-repositories-accessible-to-the-app-installation", false, s.ghListInstallationRepos)
 }
 
 // ArchiveRepo archives a repository: it stays listed, with "archived":

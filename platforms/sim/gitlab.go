@@ -298,20 +298,15 @@ func (s *Sim) glListIssues(w http.ResponseWriter, r *http.Request, c *glCall) {
 		return
 	}
 	q := r.URL.Query()
-	state := q.Get("state")
-	switch state {
-	case "", "all", "opened", "closed":
-	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "state does not have a valid value"})
+	keep, ok := glIssueFilter(w, q)
+	if !ok {
 		return
 	}
-	want, _ := glLabelsParam(json.RawMessage(strconv.Quote(q.Get("labels"))))
 	var hits []snapshot
 	for _, is := range all {
-		if (state == "opened" && !is.open) || (state == "closed" && is.open) || !glHasLabels(is, want) {
-			continue
+		if keep(is) {
+			hits = append(hits, is)
 		}
-		hits = append(hits, is)
 	}
 	glSortIssues(hits, q)
 	lo, hi := glPaginate(w, r, c.base, len(hits))
@@ -703,4 +698,21 @@ func glNoteBody(w http.ResponseWriter, r *http.Request) (string, bool) {
 		return "", false
 	}
 	return *body, true
+}
+
+// glIssueFilter reads an issue list's state (opened, closed, all; default
+// all) and labels (all required) parameters, shared by the project and
+// group lists, answering 400 for a state GitLab does not know.
+func glIssueFilter(w http.ResponseWriter, q url.Values) (func(snapshot) bool, bool) {
+	state := q.Get("state")
+	switch state {
+	case "", "all", "opened", "closed":
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "state does not have a valid value"})
+		return nil, false
+	}
+	want, _ := glLabelsParam(json.RawMessage(strconv.Quote(q.Get("labels"))))
+	return func(is snapshot) bool {
+		return !(state == "opened" && !is.open) && !(state == "closed" && is.open) && glHasLabels(is, want)
+	}, true
 }

@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -32,19 +30,14 @@ func (s *Sim) glGroup(id string) (string, bool) {
 // so does the sim.
 func (s *Sim) glListGroupIssues(w http.ResponseWriter, r *http.Request, c *glCall) {
 	q := r.URL.Query()
-	state := q.Get("state")
-	switch state {
-	case "", "all", "opened", "closed":
-	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "state does not have a valid value"})
+	keep, ok := glIssueFilter(w, q)
+	if !ok {
 		return
 	}
-	want, _ := glLabelsParam(json.RawMessage(strconv.Quote(q.Get("labels"))))
 	prefix := strings.ToLower(c.repo) + "/"
 	var hits []snapshot
 	for _, sn := range s.store.all() {
-		if !strings.HasPrefix(strings.ToLower(sn.repo), prefix) ||
-			(state == "opened" && !sn.open) || (state == "closed" && sn.open) || !glHasLabels(sn, want) {
+		if !strings.HasPrefix(strings.ToLower(sn.repo), prefix) || !keep(sn) {
 			continue
 		}
 		hits = append(hits, sn)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -54,6 +55,12 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if output != "table" && output != "json" {
 		fmt.Fprintf(stderr, "check: -o %q: want table or json\n", output)
 		return 2
+	}
+	// A project that names its repositories by pattern is checked as the
+	// daemon will run it: one project per repository found.
+	if _, err := discovery.Expand(ctx, cfg, discovery.Options{}); err != nil {
+		fmt.Fprintf(stderr, "check: discover repositories: %v\n", err)
+		return 1
 	}
 	rep := runChecks(ctx, cfg, receiverURL, timeout)
 	if output == "json" {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -294,4 +295,23 @@ func TestCheckAzureDevOps(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit %d, want 0\n%s", code, out)
 	}
+}
+
+// check expands a project with repos patterns as the daemon does and
+// checks each repository found under its own name.
+func TestCheckDiscoveredRepositories(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo"}})
+	w.sim.CreateIssue("acme/api", "first", "", "agent-smith")
+	w.sim.CreateRepo("acme/legacy-x")
+	p := strings.Replace(w.githubProject("org", "acme/api", "CHECK_TOKEN"), "repo: acme/api", `repos: ["acme/*", "!acme/legacy-*"]`, 1)
+	_, rep, out := w.run(t, p)
+	var got []string
+	for _, pr := range rep.Projects {
+		got = append(got, pr.Name+"="+pr.Repo)
+	}
+	if !slices.Equal(got, []string{"org.api=acme/api", "org.app=acme/app"}) { // acme/app is the world's
+		t.Fatalf("checked %q, want org.api and org.app\n%s", got, out)
+	}
+	wantStatuses(t, rep, "org.api", map[string]string{"auth": "ok", "repository": "ok", "trigger label": "ok"})
 }

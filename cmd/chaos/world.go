@@ -265,8 +265,11 @@ func (w *world) config(r *replica) string {
 
 // startReplica starts a new incarnation of slot r on its fixed port.
 func (w *world) startReplica(r *replica) error {
+	// Under w.mu: the soak's sampler reads inc while a replica restarts.
+	w.mu.Lock()
 	r.gen++
 	r.inc = fmt.Sprintf("r%d.%d", r.slot, r.gen)
+	w.mu.Unlock()
 	// The slot's port, kept across restarts, can be taken while the
 	// replica is down as another connection's ephemeral port: move the
 	// slot to a free one rather than fail to bind.

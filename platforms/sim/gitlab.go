@@ -308,7 +308,13 @@ func (s *Sim) glListIssues(w http.ResponseWriter, r *http.Request, c *glCall) {
 			hits = append(hits, is)
 		}
 	}
-	glSortIssues(hits, q)
+	s.glWriteIssues(w, r, c, hits)
+}
+
+// glWriteIssues answers an issue list (a project's or a group's) as GitLab
+// does: ordered by order_by/sort, one offset page with its headers.
+func (s *Sim) glWriteIssues(w http.ResponseWriter, r *http.Request, c *glCall, hits []snapshot) {
+	glSortIssues(hits, r.URL.Query())
 	lo, hi := glPaginate(w, r, c.base, len(hits))
 	out := make([]glIssue, 0, hi-lo)
 	for _, is := range hits[lo:hi] {

@@ -42,13 +42,7 @@ func (s *Sim) glListGroupIssues(w http.ResponseWriter, r *http.Request, c *glCal
 		}
 		hits = append(hits, sn)
 	}
-	glSortIssues(hits, q)
-	lo, hi := glPaginate(w, r, c.base, len(hits))
-	out := make([]glIssue, 0, hi-lo)
-	for _, is := range hits[lo:hi] {
-		out = append(out, glIssueJSON(c.base, is))
-	}
-	writeJSON(w, http.StatusOK, out)
+	s.glWriteIssues(w, r, c, hits)
 }
 
 // glListGroupProjects is "List a group's projects"

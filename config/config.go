@@ -115,6 +115,7 @@ type Config struct {
 	ClaimLockTTL time.Duration `yaml:"claim_lock_ttl"`
 	Housekeeping Housekeeping  `yaml:"housekeeping"`
 	Poller       Poller        `yaml:"poller"`
+	Discovery    Discovery     `yaml:"discovery"`
 	Webhook      Webhook       `yaml:"webhook"`
 	Audit        Audit         `yaml:"audit"`
 	Status       Status        `yaml:"status"`
@@ -236,6 +237,28 @@ type Housekeeping struct {
 type Poller struct {
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
 }
+
+// Discovery says how often a replica lists the repositories of its
+// discovered projects again (repos patterns, group, installation), so a
+// repository created or archived after it started is served or left
+// without a restart. Every replica lists for itself: each has its own
+// trackers and webhook routes.
+type Discovery struct {
+	// Interval is the full listing's period (default 10 min): what finds a
+	// change no webhook reported (GitLab, Azure DevOps, Jira, or a GitHub
+	// delivery lost).
+	Interval time.Duration `yaml:"interval"`
+	// SignalCheck is how often the replica reads the counter a GitHub
+	// repository or installation_repositories webhook bumps (one Redis GET;
+	// default 5 s), and so how soon every replica lists again after one.
+	SignalCheck time.Duration `yaml:"signal_check"`
+}
+
+// Defaults of discovery.
+const (
+	DefaultDiscoveryInterval    = 10 * time.Minute
+	DefaultDiscoverySignalCheck = 5 * time.Second
+)
 
 // Webhook bounds what the receiver accepts.
 type Webhook struct {
@@ -595,6 +618,8 @@ func (c *Config) applyDefaults(baseDir string) {
 	setDefault(&hk.LeaseTTL, DefaultLeaseTTL)
 	setDefault(&hk.DelayedInterval, DefaultDelayedInterval)
 	setDefault(&c.Poller.LeaseTTL, DefaultLeaseTTL)
+	setDefault(&c.Discovery.Interval, DefaultDiscoveryInterval)
+	setDefault(&c.Discovery.SignalCheck, DefaultDiscoverySignalCheck)
 	setDefault(&c.Webhook.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&c.Webhook.DeliveryTTL, DefaultDeliveryTTL)
 	setDefault(&c.Webhook.MaxConnections, DefaultMaxConnections)

@@ -74,6 +74,8 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 	positive(errs, "housekeeping.lease_ttl", hk.LeaseTTL)
 	positive(errs, "housekeeping.delayed_interval", hk.DelayedInterval)
 	positive(errs, "poller.lease_ttl", c.Poller.LeaseTTL)
+	positive(errs, "discovery.interval", c.Discovery.Interval)
+	positive(errs, "discovery.signal_check", c.Discovery.SignalCheck)
 	if c.Webhook.MaxBodyBytes < 1 {
 		errs.add("webhook.max_body_bytes", "must be at least 1")
 	}

@@ -86,12 +86,14 @@ type ClaimService struct {
 	cfg      ClaimConfig
 	rdb      redis.UniversalClient
 	queue    *queue.Queue
-	projects Projects
+	projects ProjectSource
 	log      *zap.Logger
 }
 
-// NewClaimService wires a claim service.
-func NewClaimService(rdb redis.UniversalClient, q *queue.Queue, projects Projects, cfg ClaimConfig) *ClaimService {
+// NewClaimService wires a claim service. It claims tickets of the watched
+// projects only (ProjectSource.Watched): a project discovery retired
+// starts no new run.
+func NewClaimService(rdb redis.UniversalClient, q *queue.Queue, projects ProjectSource, cfg ClaimConfig) *ClaimService {
 	if cfg.LockTTL <= 0 {
 		cfg.LockTTL = keys.ClaimLockTTL
 	}
@@ -136,7 +138,8 @@ func (c *ClaimService) Claim(ctx context.Context, ref platforms.Ref, source stri
 // TriggerAllow admits actor. An empty actor is Claim.
 func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source string, attempt int, actor string) (ClaimResult, error) {
 	res := ClaimResult{Ticket: ref.String()}
-	if _, ok := c.projects.Lookup(ref); !ok {
+	p, ok := c.projects.Watched().Lookup(ref)
+	if !ok {
 		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
 	}
 	// One round trip takes the claim lock and reads the ticket's history
@@ -153,7 +156,7 @@ func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source st
 		return c.claimLocked(ctx, ref, source, attempt, nil, actor, lock)
 	}
 	{
-		if actor != "" && c.projects[ref.Project].TriggerAllow.gated() {
+		if actor != "" && p.TriggerAllow.gated() {
 			// The holder (a sweep, say) may not know who triggered: the
 			// next claim that does not know either gates on this person.
 			c.rememberTriggerActor(ctx, ref, actor)
@@ -216,8 +219,15 @@ func (c *ClaimService) WithLock(ctx context.Context, ref platforms.Ref, source s
 // Labels returns the lifecycle label mapping in use.
 func (c *ClaimService) Labels() Labels { return c.cfg.Labels }
 
-// Projects returns the configured projects.
-func (c *ClaimService) Projects() Projects { return c.projects }
+// Projects returns the watched projects: a snapshot, so a caller that
+// reads several of them in one pass sees one consistent set while
+// discovery replaces it.
+func (c *ClaimService) Projects() Projects { return c.projects.Watched() }
+
+// LookupAny resolves a ref's project whether it is watched or was retired
+// by discovery after its ticket was claimed: for what finishes a run
+// already started (a requeue, a cancel), never for starting one.
+func (c *ClaimService) LookupAny(ref platforms.Ref) (*Project, bool) { return c.projects.Lookup(ref) }
 
 // ClaimLocked does the claim's work for a caller that holds the claim lock
 // (Claim, or a repair inside WithLock). t, when given, is a snapshot read
@@ -232,7 +242,7 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 // clearing, the push and the lock's release go in one pipeline.
 func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket, actor string, lock *heldLock) (ClaimResult, error) {
 	res := ClaimResult{Ticket: ref.String()}
-	p, ok := c.projects.Lookup(ref)
+	p, ok := c.projects.Watched().Lookup(ref)
 	if !ok {
 		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
 	}

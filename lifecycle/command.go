@@ -81,7 +81,7 @@ func CommandCause(actor string) string {
 // permission lookup is ErrPermissionUnknown and nothing is done.
 func (c *ClaimService) RunCommand(ctx context.Context, ref platforms.Ref, actor, command string) (CommandResult, error) {
 	res := CommandResult{Command: command}
-	p, ok := c.projects.Lookup(ref)
+	p, ok := c.projects.Watched().Lookup(ref)
 	if !ok {
 		return res, fmt.Errorf("command %s: unknown project %q", ref, ref.Project)
 	}

@@ -100,13 +100,13 @@ type Executor struct {
 	cfg        ExecutorConfig
 	rdb        redis.UniversalClient
 	queue      *queue.Queue
-	projects   Projects
+	projects   ProjectSource
 	log        *zap.Logger
 	processing string
 }
 
 // NewExecutor wires an executor.
-func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects Projects, cfg ExecutorConfig) *Executor {
+func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects ProjectSource, cfg ExecutorConfig) *Executor {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}

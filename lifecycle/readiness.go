@@ -61,7 +61,7 @@ func (c *ClaimService) forgetBlocked(ctx context.Context, ref platforms.Ref) {
 // the ticket with id closed was blocking (a close event). It returns how
 // many were claimed.
 func (c *ClaimService) RetryBlocked(ctx context.Context, project, closed, source string) (int, error) {
-	p, ok := c.projects[project]
+	p, ok := c.projects.Watched()[project]
 	if !ok || !p.RequireNoOpenBlockers {
 		return 0, nil
 	}

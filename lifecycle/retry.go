@@ -43,7 +43,7 @@ func (r RetryResult) Retried() bool { return r.Request != nil }
 // not checked again: a person asked for this run.
 func (c *ClaimService) Retry(ctx context.Context, ref platforms.Ref, source, actor string) (RetryResult, error) {
 	res := RetryResult{Ticket: ref.String()}
-	p, ok := c.projects.Lookup(ref)
+	p, ok := c.projects.Watched().Lookup(ref)
 	if !ok {
 		return res, fmt.Errorf("retry %s: unknown project %q", ref, ref.Project)
 	}

@@ -20,7 +20,7 @@ import (
 // One ticket's failed claim does not stop the others: the claims that
 // enqueued a request are returned with the other claims' errors joined.
 func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source string, fence func(context.Context) error) ([]ClaimResult, error) {
-	p, ok := c.projects[project]
+	p, ok := c.projects.Watched()[project]
 	if !ok {
 		return nil, fmt.Errorf("claim triggered tickets: unknown project %q", project)
 	}

@@ -163,6 +163,12 @@ const (
 	// there), Actor its author, Ticket the ticket it is on. Comments the
 	// platform marks as made by a bot or the system are EventIgnored.
 	EventComment
+	// EventRepositories says the repositories a discovered project serves
+	// may have changed (GitHub: a repository created, archived, deleted,
+	// renamed or transferred; repositories added to or removed from an App
+	// installation): the receiver asks every replica to list them again.
+	// Locator names the repository when the payload has one.
+	EventRepositories
 )
 
 // WebhookEvent is a parsed, authenticated delivery.

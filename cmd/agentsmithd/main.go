@@ -163,12 +163,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	// Projects that name their repositories by pattern become one project
-	// per repository before anything is built from them.
+	// per repository before anything is built from them; the daemon keeps
+	// the patterns to list them again while it runs.
+	configured := cfg.Projects
 	if _, err := discovery.Expand(ctx, cfg, discovery.Options{Logger: log.Named("discovery")}); err != nil {
 		log.Error("discover repositories", zap.Error(err))
 		return 1
 	}
-	d, err := daemon.New(cfg, daemon.Options{Logger: log, GuardExe: exe})
+	d, err := daemon.New(cfg, daemon.Options{Logger: log, GuardExe: exe, Configured: configured})
 	if err != nil {
 		log.Error("build daemon", zap.Error(err))
 		return 1

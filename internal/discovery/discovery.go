@@ -58,6 +58,17 @@ type Found struct {
 // watched a subset of an organisation would leave tickets unclaimed with
 // nothing in its logs; so does a name that clashes with another project.
 func Expand(ctx context.Context, cfg *config.Config, opts Options) ([]Found, error) {
+	out, found, err := ExpandProjects(ctx, cfg.Projects, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Projects = out
+	return found, nil
+}
+
+// ExpandProjects is Expand over a project list, which it leaves as it is:
+// the Refresher expands the configured list again while the daemon runs.
+func ExpandProjects(ctx context.Context, projects []config.Project, opts Options) ([]config.Project, []Found, error) {
 	if opts.List == nil {
 		opts.List = listPlatform
 	}
@@ -67,8 +78,8 @@ func Expand(ctx context.Context, cfg *config.Config, opts Options) ([]Found, err
 	}
 	var out []config.Project
 	var found []Found
-	for i := range cfg.Projects {
-		pc := &cfg.Projects[i]
+	for i := range projects {
+		pc := &projects[i]
 		if !pc.Discovered() {
 			out = append(out, *pc)
 			continue
@@ -78,7 +89,7 @@ func Expand(ctx context.Context, cfg *config.Config, opts Options) ([]Found, err
 		for _, owner := range pc.RepoOwners() {
 			repos, err := opts.List(ctx, pc, owner)
 			if err != nil {
-				return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
+				return nil, nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 			}
 			for _, r := range repos {
 				switch {
@@ -110,15 +121,14 @@ func Expand(ctx context.Context, cfg *config.Config, opts Options) ([]Found, err
 	seen := map[string]bool{}
 	for _, p := range out {
 		if seen[p.Name] {
-			return nil, fmt.Errorf("project name %q appears twice after discovery (a discovered repository is named <project>.<repo>); rename one", p.Name)
+			return nil, nil, fmt.Errorf("project name %q appears twice after discovery (a discovered repository is named <project>.<repo>); rename one", p.Name)
 		}
 		seen[p.Name] = true
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no project to serve: every repos pattern matched nothing that can be watched")
+		return nil, nil, errors.New("no project to serve: every repos pattern matched nothing that can be watched")
 	}
-	cfg.Projects = out
-	return found, nil
+	return out, found, nil
 }
 
 // matchesInclude reports whether an include pattern (or, for a GitLab

@@ -103,7 +103,8 @@ func (b badRequest) Error() string { return b.msg }
 
 // do runs the action and says what happened, for the flash message.
 func (h *handler) do(ctx context.Context, action, ticket, project string) (string, error) {
-	p, ok := h.cfg.Projects[project]
+	// A retired project's tickets can still be cancelled or looked at.
+	p, ok := h.cfg.Projects.Lookup(platforms.Ref{Project: project})
 	if !ok || !clean(project) {
 		return "", badRequest{"unknown project"}
 	}

@@ -178,7 +178,7 @@ func (h *handler) projects(st Status) []projectRow {
 		paused[st.Paused[i].Project] = &st.Paused[i]
 	}
 	var out []projectRow
-	for name := range h.cfg.Projects {
+	for name := range h.cfg.Projects.Watched() {
 		out = append(out, projectRow{Name: name, Paused: paused[name]})
 	}
 	slices.SortFunc(out, func(a, b projectRow) int { return strings.Compare(a.Name, b.Name) })

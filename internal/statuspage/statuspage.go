@@ -37,7 +37,7 @@ type Config struct {
 	// Queue is the queue with the fleet's layout (projects.Queue): the page
 	// counts its every level and delayed set.
 	Queue    *queue.Queue
-	Projects lifecycle.Projects // to link tickets to their tracker pages
+	Projects lifecycle.ProjectSource // to link tickets to their tracker pages
 	// Instance is the replica serving the page.
 	Instance     string
 	HeartbeatTTL time.Duration
@@ -137,6 +137,9 @@ func New(cfg Config) http.Handler {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Projects == nil {
+		cfg.Projects = lifecycle.Projects{}
 	}
 	h := &handler{cfg: cfg, reader: audit.NewReader(cfg.RDB), sess: newSessions(cfg.Token, cfg.SessionTTL, cfg.Clock)}
 	// Actions are POSTs from this page only: Sec-Fetch-Site / Origin must
@@ -250,7 +253,7 @@ func (h *handler) Read(ctx context.Context) (Status, error) {
 
 // WebURL is the ticket's page on its tracker, "" when its project is not
 // configured here or its tracker cannot tell.
-func WebURL(projects lifecycle.Projects, ref platforms.Ref) string {
+func WebURL(projects lifecycle.ProjectSource, ref platforms.Ref) string {
 	p, ok := projects.Lookup(ref)
 	if !ok {
 		return ""

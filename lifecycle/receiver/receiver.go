@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -53,6 +54,11 @@ type Route struct {
 	// resolves names: GitHub and GitLab serve "Acme/App" and "acme/app" as
 	// one repository, and payloads carry the name as it was created.
 	FoldLocator bool
+
+	// secrets are every project's secrets, each once (SetRoutes): the
+	// hundreds of repositories of one organisation webhook share one, and
+	// a delivery is authenticated with one HMAC, not one per repository.
+	secrets [][]byte
 }
 
 // Config configures a Receiver.
@@ -96,7 +102,7 @@ type Receiver struct {
 	cfg    Config
 	rdb    redis.UniversalClient
 	claims *lifecycle.ClaimService
-	routes map[string]Route
+	routes atomic.Pointer[map[string]Route] // replaced whole by SetRoutes
 	log    *zap.Logger
 	// bg runs the re-claims close events start; bgCtx ends them on Close.
 	bg       sync.WaitGroup
@@ -118,13 +124,28 @@ func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Rou
 	if cfg.Clock == nil {
 		cfg.Clock = wallclock.Now
 	}
-	rm := make(map[string]Route, len(routes))
-	for _, r := range routes {
-		rm[r.Platform] = r
-	}
-	rc := &Receiver{cfg: cfg, rdb: rdb, claims: claims, routes: rm, log: cfg.Logger.Named("receiver")}
+	rc := &Receiver{cfg: cfg, rdb: rdb, claims: claims, log: cfg.Logger.Named("receiver")}
+	rc.SetRoutes(routes)
 	rc.bgCtx, rc.bgCancel = context.WithCancel(context.Background())
 	return rc
+}
+
+// SetRoutes replaces the routes while deliveries are being served:
+// discovery adds a repository's project to its platform's route, or takes
+// one away, without a restart. A delivery already past its route lookup
+// finishes with the routes it found.
+func (rc *Receiver) SetRoutes(routes []Route) {
+	rm := make(map[string]Route, len(routes))
+	for _, r := range routes {
+		r.secrets = allSecrets(r.Projects)
+		rm[r.Platform] = r
+	}
+	rc.routes.Store(&rm)
+}
+
+func (rc *Receiver) route(platform string) (Route, bool) {
+	r, ok := (*rc.routes.Load())[platform]
+	return r, ok
 }
 
 // Handler returns the HTTP handler.
@@ -144,7 +165,7 @@ func (rc *Receiver) observe(next http.HandlerFunc) http.HandlerFunc {
 		sw := &statusWriter{ResponseWriter: w}
 		next(sw, r)
 		platform := r.PathValue("platform")
-		if _, ok := rc.routes[platform]; !ok {
+		if _, ok := rc.route(platform); !ok {
 			platform = UnknownPlatform
 		}
 		if sw.status == 0 {
@@ -191,6 +212,29 @@ type answer struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// OutcomeDiscovery answers (202) a repository delivery: every replica
+// will list its discovered repositories again.
+const OutcomeDiscovery = "discovery"
+
+// requestDiscovery bumps the counter every replica's discovery refresher
+// reads (keys.Discovery), so a repository created, archived or added to
+// the App's installation is served, or left, within one
+// discovery.signal_check instead of one discovery.interval. Redeliveries
+// need no de-duplication: a second bump costs one more listing, and the
+// refreshers read the counter at most once per check, however many bumps.
+func (rc *Receiver) requestDiscovery(w http.ResponseWriter, r *http.Request, ev platforms.WebhookEvent, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(r.Context(), claimTimeout)
+	defer cancel()
+	if err := rc.rdb.Incr(ctx, keys.Discovery()).Err(); err != nil {
+		log.Warn("repository webhook deferred: Redis unreachable", zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Error: "redis unreachable"})
+		return
+	}
+	log.Info("repositories changed: discovery will list them again", zap.String("event", ev.Name+"/"+ev.Action),
+		zap.String("repository", ev.Locator))
+	writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeDiscovery})
+}
+
 // OutcomeIgnored answers (202) an authenticated, well-formed delivery the
 // daemon does not act on. Never a 4xx: trackers count failed deliveries
 // and GitLab disables a hook after four in a row (gitlab-org/gitlab!166329).
@@ -198,7 +242,7 @@ const OutcomeIgnored = "ignored"
 
 func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	platform := r.PathValue("platform")
-	route, ok := rc.routes[platform]
+	route, ok := rc.route(platform)
 	if !ok {
 		writeJSON(w, http.StatusNotFound, answer{Outcome: "rejected", Error: "no webhook route for platform " + platform})
 		return
@@ -234,7 +278,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := rc.log.With(zap.String("platform", platform))
-	if _, err := route.Decoder.Verify(r.Header, body, allSecrets(route.Projects)); err != nil {
+	if _, err := route.Decoder.Verify(r.Header, body, route.secrets); err != nil {
 		log.Warn("webhook rejected: authentication failed", zap.String("remote", r.RemoteAddr))
 		writeJSON(w, http.StatusUnauthorized, answer{Outcome: "rejected", Error: "signature missing or invalid"})
 		return
@@ -261,6 +305,9 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeIgnored, Reason: ev.Reason})
 		return
+	case platforms.EventRepositories:
+		rc.requestDiscovery(w, r, ev, log)
+		return
 	}
 	project, status := route.resolve(r.Header, body, ev.Locator)
 	switch status {
@@ -279,6 +326,13 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, answer{Outcome: "rejected", Error: "no project configured for " + ev.Locator + " with this secret"})
 		return
 	}
+	p, ok := rc.claims.Projects()[project]
+	if !ok {
+		// Routed a moment before discovery retired the project (its
+		// repository archived or gone): nothing new starts for it.
+		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeIgnored, Reason: "project " + project + " is no longer watched"})
+		return
+	}
 	log = log.With(zap.String("project", project), zap.String("delivery", ev.DeliveryID), zap.String("event", ev.Name+"/"+ev.Action))
 	ctx, cancel := context.WithTimeout(r.Context(), claimTimeout)
 	defer cancel()
@@ -292,7 +346,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	command, isCommand := "", false
 	if ev.Kind == platforms.EventComment {
-		if command, isCommand = rc.claims.Projects()[project].Commands.Parse(ev.Comment); !isCommand || ev.Ticket == nil {
+		if command, isCommand = p.Commands.Parse(ev.Comment); !isCommand || ev.Ticket == nil {
 			// Most comments: answered without touching Redis.
 			writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeIgnored, Project: project, Reason: "not a command"})
 			return
@@ -321,7 +375,6 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeCommand, Project: project})
 		return
 	}
-	p := rc.claims.Projects()[project]
 	if !t.Open {
 		rc.retryBlocked(p, t.Ref.ID, log)
 	}
@@ -363,8 +416,14 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 
 func allSecrets(projects []ProjectRoute) [][]byte {
 	var secrets [][]byte
+	seen := map[string]bool{}
 	for _, p := range projects {
-		secrets = append(secrets, p.Secrets...)
+		for _, s := range p.Secrets {
+			if !seen[string(s)] {
+				seen[string(s)] = true
+				secrets = append(secrets, s)
+			}
+		}
 	}
 	return secrets
 }

@@ -213,6 +213,12 @@ func TokenSlots(tokenID string) string { return prefix() + "slots:token:" + toke
 // id is trackerhttp.SharedKey, a digest; never the token.
 func RateBudget(id string) string { return prefix() + "budget:" + id }
 
+// Discovery is the counter a repository webhook (GitHub repository,
+// installation_repositories) increments: every replica reads it every
+// discovery.signal_check and lists its discovered repositories again when
+// it moved, so one delivery reaching one replica reaches them all.
+func Discovery() string { return prefix() + "discovery:generation" }
+
 // RunLogs is a hash of the ticket's attempts' log files: attempt number →
 // JSON {instance, path, started}. The file lives on the replica that ran the
 // attempt; agentsmithctl logs reads it there. It expires after FinishedTTL

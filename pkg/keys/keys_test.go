@@ -40,6 +40,7 @@ var builders = map[string]func() string{
 	"ProjectSlots":      func() string { return ProjectSlots("p") },
 	"TokenSlots":        func() string { return TokenSlots("t") },
 	"RunLogs":           func() string { return RunLogs("github:a/b#1") },
+	"Discovery":         func() string { return Discovery() },
 	"TriggerPermission": func() string { return TriggerPermission("p", "d") },
 	"TriggerTeam":       func() string { return TriggerTeam("p", "t", "d") },
 	"TriggerActor":      func() string { return TriggerActor("github:a/b#1") },

@@ -75,6 +75,8 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	case "ping":
 		ev.Kind = platforms.EventPing
 		return ev, nil
+	case "repository", "installation_repositories":
+		return repositoriesEvent(ev, body)
 	case "issues":
 		if ticketActions[ev.Action] {
 			break
@@ -200,4 +202,40 @@ func (is *issuesPayloadIssue) ticket(repo string) *platforms.Ticket {
 		Open:   is.State == "open",
 		Labels: labels,
 	}
+}
+
+// repositoryActions are the repository actions that change which
+// repositories discovery finds or may write to
+// (https://docs.github.com/en/webhooks/webhook-events-and-payloads#repository):
+// "edited" (a description, a topic) changes nothing it reads, and is the
+// frequent one.
+var repositoryActions = map[string]bool{"created": true, "deleted": true, "archived": true, "unarchived": true,
+	"renamed": true, "transferred": true, "privatized": true, "publicized": true}
+
+// repositoriesEvent is a repository delivery (an organisation webhook or a
+// GitHub App's) or an installation_repositories one, added or removed
+// (https://docs.github.com/en/webhooks/webhook-events-and-payloads#installation_repositories):
+// EventRepositories, so every replica lists its discovered repositories
+// again. Other actions are EventIgnored.
+func repositoriesEvent(ev platforms.WebhookEvent, body []byte) (platforms.WebhookEvent, error) {
+	switch {
+	case ev.Name == "repository" && repositoryActions[ev.Action]:
+	case ev.Name == "installation_repositories" && (ev.Action == "added" || ev.Action == "removed"):
+	default:
+		return ev, nil
+	}
+	var p struct {
+		Repository struct {
+			FullName string `json:"full_name"`
+		} `json:"repository"`
+	}
+	// The locator only names the repository in logs: a delivery without one
+	// (installation_repositories lists several) still asks for a listing.
+	if json.Unmarshal(body, &p) == nil {
+		if _, _, ok := splitRepo(p.Repository.FullName); ok {
+			ev.Locator = p.Repository.FullName
+		}
+	}
+	ev.Kind = platforms.EventRepositories
+	return ev, nil
 }

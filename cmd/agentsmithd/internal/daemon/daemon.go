@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,18 +19,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
-	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/connlimit"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // Daemon is one replica.
@@ -38,7 +39,7 @@ type Daemon struct {
 	rdb      redis.UniversalClient
 	guard    *runguard.Launcher // nil: pipelines run unguarded
 	log      *zap.Logger
-	projects lifecycle.Projects
+	projects *lifecycle.ProjectSet
 	observer lifecycle.Observers
 	metrics  *metrics.Metrics
 	audit    *audit.Writer // nil when audit.enabled is false
@@ -46,6 +47,15 @@ type Daemon struct {
 	queue    *queue.Queue
 	presence *presence.Presence
 	routes   []receiver.Route
+
+	// What discovery changes while the replica runs (discovered.go):
+	// served holds every project built, watched or retired, by name;
+	// decoders the webhook decoder of each platform. Only New and
+	// applyDiscovered, which the Refresher calls from one goroutine, touch
+	// them.
+	served    map[string]servedProject
+	decoders  map[string]platforms.WebhookDecoder
+	refresher *discovery.Refresher // nil: no project is discovered
 
 	// Built by New (roles.go), started by Run.
 	webhooks http.Handler
@@ -73,6 +83,12 @@ type Options struct {
 	// runs under `GuardExe guard` (lifecycle/runguard). Tests that run the
 	// daemon inside the test binary leave it empty.
 	GuardExe string
+	// Configured are the projects as the config wrote them, before
+	// discovery expanded cfg.Projects: when any names its repositories by
+	// pattern, group or installation, the replica lists them again while
+	// it runs (discovery.interval, and on a repository webhook) and starts
+	// or stops serving repositories without a restart.
+	Configured []config.Project
 }
 
 // New builds a replica from cfg. It dials nothing yet.
@@ -93,7 +109,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d := &Daemon{cfg: cfg, rdb: rdb, log: log, projects: lifecycle.Projects{}, listened: make(chan struct{})}
+	d := &Daemon{cfg: cfg, rdb: rdb, log: log, listened: make(chan struct{})}
 	if opts.GuardExe != "" {
 		d.guard = &runguard.Launcher{Exe: opts.GuardExe, Redis: projects.GuardRedis(cfg.Redis), Check: cfg.Consumer.GuardCheck,
 			Instance: cfg.InstanceID, Presence: presence.Window(cfg.Housekeeping.InstanceTTL)}
@@ -111,30 +127,24 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		d.audit = audit.NewWriter(rdb, audit.WriterConfig{MaxLen: cfg.Audit.MaxLen, Logger: log})
 		d.observer = append(d.observer, d.audit)
 	}
-	routes := map[string]*receiver.Route{}
+	d.served = map[string]servedProject{}
+	d.decoders = map[string]platforms.WebhookDecoder{}
+	watched := lifecycle.Projects{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
-		hc := trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named(pc.Platform).Named("http"),
-			Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: d.metrics.TrackerCalls(pc.Platform, pc.Name), RateLimits: projects.RateLimits(pc.Platform),
-			Budget: budget.New(rdb, nil)}) // one quota per token across replicas
-		tr, dec, locator, err := projects.Tracker(pc, rdb, hc, cfg.TrackerWriter(cfg.InstanceID), cfg.LabelPrefix, log)
+		sp, err := d.buildProject(pc)
 		if err != nil {
 			return nil, fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}
-		d.projects[pc.Name] = projects.Lifecycle(pc, tr)
-		r := routes[pc.Platform]
-		if r == nil {
-			r = &receiver.Route{Platform: pc.Platform, Decoder: dec, FoldLocator: pc.Platform == "github" || pc.Platform == "gitlab"}
-			routes[pc.Platform] = r
-		}
-		pr := receiver.ProjectRoute{Name: pc.Name, Locator: locator}
-		for _, s := range pc.Webhook.Secrets {
-			pr.Secrets = append(pr.Secrets, []byte(s.Value()))
-		}
-		r.Projects = append(r.Projects, pr)
+		d.served[pc.Name] = sp
+		watched[pc.Name] = sp.project
 	}
-	for _, r := range routes {
-		d.routes = append(d.routes, *r)
+	d.projects = lifecycle.NewProjectSet(watched)
+	d.routes = d.buildRoutes()
+	if slices.ContainsFunc(opts.Configured, func(p config.Project) bool { return p.Discovered() }) {
+		d.refresher = discovery.NewRefresher(discovery.RefresherConfig{RDB: rdb, Projects: opts.Configured,
+			Interval: cfg.Discovery.Interval, SignalCheck: cfg.Discovery.SignalCheck, Apply: d.applyDiscovered,
+			Logger: log.Named("discovery")})
 	}
 	d.claims = lifecycle.NewClaimService(rdb, d.queue, d.projects, lifecycle.ClaimConfig{
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
@@ -143,6 +153,9 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID), Value: cfg.InstanceID,
 		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
 	d.buildRoles()
+	if d.refresher != nil {
+		d.services = append(d.services, service{"discovery", d.refresher.Run})
+	}
 	return d, nil
 }
 
@@ -201,7 +214,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cfg := d.cfg
-	d.log.Info("starting", zap.Strings("roles", cfg.Roles), zap.Int("projects", len(d.projects)))
+	d.log.Info("starting", zap.Strings("roles", cfg.Roles), zap.Int("projects", len(d.projects.Watched())))
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
 

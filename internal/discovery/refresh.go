@@ -1,0 +1,102 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+)
+
+// RefresherConfig configures a Refresher.
+type RefresherConfig struct {
+	RDB redis.UniversalClient
+	// Projects are the projects as configured, before expansion.
+	Projects []config.Project
+	// Interval is the full listing's period (discovery.interval).
+	Interval time.Duration
+	// SignalCheck is how often keys.Discovery is read (discovery.signal_check).
+	SignalCheck time.Duration
+	// Apply receives every successful expansion; it decides what changed.
+	Apply func(ctx context.Context, projects []config.Project) error
+	// List lists the platforms; default the real APIs.
+	List   Lister
+	Logger *zap.Logger
+}
+
+// Refresher keeps a running replica's discovered repositories current. It
+// expands the configured projects again every Interval, and at once when
+// a repository webhook moved the Redis counter keys.Discovery (which any
+// replica's receiver bumps), and hands each result to Apply. A failed
+// listing keeps what the replica serves: at start a failed listing stops
+// the replica (Expand), but a running one that forgot an organisation on a
+// tracker's 502 would leave its tickets unserved.
+type Refresher struct {
+	cfg RefresherConfig
+	log *zap.Logger
+}
+
+// NewRefresher builds a Refresher.
+func NewRefresher(cfg RefresherConfig) *Refresher {
+	if cfg.Interval <= 0 {
+		cfg.Interval = config.DefaultDiscoveryInterval
+	}
+	if cfg.SignalCheck <= 0 {
+		cfg.SignalCheck = config.DefaultDiscoverySignalCheck
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Refresher{cfg: cfg, log: cfg.Logger}
+}
+
+// Run refreshes until ctx is done. The counter's value when Run starts is
+// the baseline: the listing at start saw at least what it stands for.
+func (r *Refresher) Run(ctx context.Context) error {
+	seen, _ := r.signal(ctx)
+	full := time.NewTicker(r.cfg.Interval)
+	defer full.Stop()
+	check := time.NewTicker(r.cfg.SignalCheck)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-full.C:
+		case <-check.C:
+			gen, err := r.signal(ctx)
+			if err != nil || gen == seen {
+				continue
+			}
+			seen = gen
+			r.log.Info("a repository webhook asked for a listing", zap.String("generation", gen))
+		}
+		// However it was asked for, a listing restarts the full period.
+		full.Reset(r.cfg.Interval)
+		if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("discovery refresh failed: serving the repositories already found", zap.Error(err))
+		}
+	}
+}
+
+// signal reads keys.Discovery; "" when it was never bumped.
+func (r *Refresher) signal(ctx context.Context) (string, error) {
+	v, err := r.cfg.RDB.Get(ctx, keys.Discovery()).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
+}
+
+// Refresh lists once and applies the result.
+func (r *Refresher) Refresh(ctx context.Context) error {
+	projects, _, err := ExpandProjects(ctx, r.cfg.Projects, Options{List: r.cfg.List, Logger: r.log})
+	if err != nil {
+		return err
+	}
+	return r.cfg.Apply(ctx, projects)
+}

@@ -54,10 +54,15 @@ func NewRefresher(cfg RefresherConfig) *Refresher {
 	return &Refresher{cfg: cfg, log: cfg.Logger}
 }
 
-// Run refreshes until ctx is done. The counter's value when Run starts is
-// the baseline: the listing at start saw at least what it stands for.
+// Run refreshes until ctx is done. It reads the counter, then lists once
+// at once: a webhook that bumped the counter between the process's first
+// listing and this read would otherwise wait a whole Interval. That costs
+// one listing more per replica start.
 func (r *Refresher) Run(ctx context.Context) error {
 	seen, _ := r.signal(ctx)
+	if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
+		r.log.Warn("discovery refresh failed: serving the repositories already found", zap.Error(err))
+	}
 	full := time.NewTicker(r.cfg.Interval)
 	defer full.Stop()
 	check := time.NewTicker(r.cfg.SignalCheck)

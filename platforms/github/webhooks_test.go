@@ -87,6 +87,8 @@ func TestParseKinds(t *testing.T) {
 		{"issues", "issues.unlabeled.json", platforms.EventTicket},
 		{"pull_request", "pull_request.opened.json", platforms.EventIgnored},
 		{"issue_comment", "issue_comment.created.json", platforms.EventComment},
+		{"repository", "repository.archived.json", platforms.EventRepositories},
+		{"installation_repositories", "installation_repositories.added.json", platforms.EventRepositories},
 	} {
 		ev, err := (Webhooks{}).Parse(delivery(c.event), readFixture(t, c.file))
 		if err != nil || ev.Kind != c.want {
@@ -196,6 +198,30 @@ func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		if _, err := (Webhooks{}).Parse(h, body); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// Repository changes that alter what discovery finds ask for a listing;
+// "edited" (descriptions, topics: the frequent action) and actions GitHub
+// may add later are ignored, and the repository is named for the log only
+// when the payload names a well-formed one.
+func TestParseRepositoryEvents(t *testing.T) {
+	for _, c := range []struct {
+		event, body, locator string
+		want                 platforms.EventKind
+	}{
+		{"repository", `{"action":"created","repository":{"full_name":"acme/new"}}`, "acme/new", platforms.EventRepositories},
+		{"repository", `{"action":"renamed","repository":{"full_name":"acme/renamed"}}`, "acme/renamed", platforms.EventRepositories},
+		{"repository", `{"action":"edited","repository":{"full_name":"acme/app"}}`, "", platforms.EventIgnored},
+		{"repository", `{"action":"deleted","repository":{"full_name":"no-slash"}}`, "", platforms.EventRepositories},
+		{"repository", `{"action":"deleted"}`, "", platforms.EventRepositories},
+		{"installation_repositories", `{"action":"removed","repositories_removed":[{"full_name":"acme/a"}]}`, "", platforms.EventRepositories},
+		{"installation_repositories", `{"action":"suspended"}`, "", platforms.EventIgnored},
+	} {
+		ev, err := (Webhooks{}).Parse(delivery(c.event), []byte(c.body))
+		if err != nil || ev.Kind != c.want || ev.Locator != c.locator {
+			t.Errorf("%s %s: kind %d locator %q err %v; want %d %q", c.event, c.body, ev.Kind, ev.Locator, err, c.want, c.locator)
 		}
 	}
 }

@@ -22,12 +22,61 @@ func (s *Sim) githubRepoListRoutes(mux *http.ServeMux) {
 }
 
 // ArchiveRepo archives a repository: it stays listed, with "archived":
-// true, and every write to it is a 403, as on GitHub.
-func (s *Sim) ArchiveRepo(repo string) {
+// true, and every write to it is a 403, as on GitHub. Webhooks get a
+// repository "archived" delivery.
+func (s *Sim) ArchiveRepo(repo string) { s.setArchived(repo, true) }
+
+// UnarchiveRepo makes an archived repository writable again, with a
+// repository "unarchived" delivery.
+func (s *Sim) UnarchiveRepo(repo string) { s.setArchived(repo, false) }
+
+func (s *Sim) setArchived(repo string, archived bool) {
 	st := s.store
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.ensureRepo(repo).archived = true
+	r := st.ensureRepo(repo)
+	changed := r.archived != archived
+	r.archived = archived
+	st.mu.Unlock()
+	if changed {
+		action := "archived"
+		if !archived {
+			action = "unarchived"
+		}
+		s.githubRepositoryEvent(action, repo)
+	}
+}
+
+// ghRepositoryEvent is the repository webhook payload
+// (https://docs.github.com/en/webhooks/webhook-events-and-payloads#repository):
+// GitHub sends it to the organisation's webhooks and GitHub Apps, and for
+// actions on an existing repository to that repository's webhooks too.
+type ghRepositoryEvent struct {
+	Action     string `json:"action"`
+	Repository ghRepo `json:"repository"`
+	Sender     ghUser `json:"sender"`
+}
+
+// githubRepositoryEvent queues a repository delivery to every GitHub hook
+// that sees repo: the organisation-wide ones (Repo "") and, except for
+// "created", the repository's own.
+func (s *Sim) githubRepositoryEvent(action, repo string) {
+	id, created, ok := s.store.repoInfo(repo)
+	if !ok {
+		return
+	}
+	var hooks []*hookQueue
+	for _, q := range s.hooks.matching(repo) {
+		if isGitHubHook(q.hook) && (q.hook.Repo == "" || action != "created") {
+			hooks = append(hooks, q)
+		}
+	}
+	if len(hooks) == 0 {
+		return
+	}
+	base := s.base()
+	r := s.ghRepo(base, repo, id, created)
+	r.Archived = s.store.isArchived(repo)
+	s.githubSend("repository", ghRepositoryEvent{Action: action, Repository: r, Sender: s.ghUser(base, humanActor.login)}, hooks)
 }
 
 // SetUserAccount makes login a user account rather than an organisation:

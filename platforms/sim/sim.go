@@ -209,7 +209,11 @@ func (s *Sim) CreateIssue(repo, title, body string, labels ...string) int {
 
 // CreateRepo makes an empty repository, so the API answers for it (an empty
 // list rather than 404) before its first issue.
-func (s *Sim) CreateRepo(repo string) { s.store.createRepo(repo) }
+func (s *Sim) CreateRepo(repo string) {
+	if s.store.createRepo(repo) {
+		s.githubRepositoryEvent("created", repo)
+	}
+}
 
 // AddLabels adds labels as a human user, firing issues/labeled per new label.
 func (s *Sim) AddLabels(repo string, number int, labels ...string) error {

@@ -241,10 +241,12 @@ func (st *store) emit(evs []storeEvent) {
 }
 
 // createRepo makes an empty repository so it answers before its first issue.
-func (st *store) createRepo(name string) {
+func (st *store) createRepo(name string) (created bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	_, had := st.repos[name]
 	st.ensureRepo(name)
+	return !had
 }
 
 // create adds an issue, numbered per repository from 1. mustExist refuses

@@ -10,6 +10,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 )
 
 // One project block with repos patterns serves an organisation through one
@@ -61,5 +62,55 @@ func TestDiscoveredRepositoriesRunFromOneOrganisationWebhook(t *testing.T) {
 		if got := e.state(n); got != lifecycle.Pending {
 			t.Errorf("%s#%d was claimed: %v", repo, n, got)
 		}
+	}
+}
+
+// A running daemon follows the organisation: a repository created after it
+// started is served once GitHub's repository webhook reaches one replica
+// (the full listing is an hour away, so only the webhook's signal can add
+// it); an archived repository stops being watched, and its ticket that was
+// running when it left finishes once it is unarchived and watched again.
+func TestDiscoveryFollowsRepositoriesWhileRunning(t *testing.T) {
+	e := newEnv(t)
+	e.sim.CreateRepo("acme/api")
+	yml := strings.Replace(e.configYAML("r1", "discovery: {interval: 1h, signal_check: 100ms}\n"), "repo: acme/app", `repos: ["acme/*"]`, 1)
+	cfg, err := config.Parse([]byte(yml), lookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.configured = cfg.Projects
+	if _, err := discovery.Expand(context.Background(), cfg, discovery.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	d := e.startDaemon(cfg)
+	hook := simcases.GitHub.Hook("http://"+d.Addr(), testSecret)
+	hook.Repo = "" // an organisation webhook
+	e.sim.AddHook(hook)
+	watched := func(name string) bool { _, ok := d.Claims().Projects()[name]; return ok }
+	if !watched("app.api") || watched("app.new") {
+		t.Fatalf("watched at start: %v", d.Claims().Projects().Names())
+	}
+
+	e.sim.CreateRepo("acme/new")
+	eventually.Wait(t, 10*time.Second, "the new repository to be watched", func() bool { return watched("app.new") })
+	e.repo = "acme/new"
+	n := e.sim.CreateIssue("acme/new", "plain", "", "agent-smith")
+	if got := e.waitState(n, 30*time.Second, lifecycle.Done, lifecycle.Failed); got != lifecycle.Done {
+		t.Fatalf("acme/new#%d: %v", n, got)
+	}
+
+	e.repo = "acme/api"
+	held := e.sim.CreateIssue("acme/api", "hold", "", "agent-smith")
+	e.waitState(held, 30*time.Second, lifecycle.InProgress)
+	e.sim.ArchiveRepo("acme/api")
+	eventually.Wait(t, 10*time.Second, "the archived repository to be retired", func() bool { return !watched("app.api") })
+	e.sim.UnarchiveRepo("acme/api")
+	eventually.Wait(t, 10*time.Second, "the unarchived repository to be watched again", func() bool { return watched("app.api") })
+	e.openGate()
+	if got := e.waitState(held, 30*time.Second, lifecycle.Done, lifecycle.Failed); got != lifecycle.Done {
+		t.Fatalf("acme/api#%d: %v", held, got)
+	}
+	if log, _ := e.readRunLog(); strings.Count(log, "start acme/api#") != 1 {
+		t.Errorf("acme/api#%d ran %d times, want 1", held, strings.Count(log, "start acme/api#"))
 	}
 }

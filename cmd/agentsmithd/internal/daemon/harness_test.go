@@ -81,6 +81,9 @@ type env struct {
 	// projectExtra is appended to every project's YAML block (lines
 	// indented by four spaces).
 	projectExtra string
+	// configured, when set, are the projects before discovery expanded
+	// them (daemon.Options.Configured): the daemon lists them again.
+	configured []config.Project
 }
 
 // newEnv is a GitHub world.
@@ -198,7 +201,7 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 			}
 		}
 	})
-	d, err := daemon.New(cfg, daemon.Options{Logger: log})
+	d, err := daemon.New(cfg, daemon.Options{Logger: log, Configured: e.configured})
 	if err != nil {
 		e.t.Fatal(err)
 	}

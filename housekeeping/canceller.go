@@ -82,7 +82,7 @@ func (d *CancelDetector) Check(ctx context.Context) error {
 			running = append(running, p)
 		}
 	}
-	listedBy, err := listOpen(ctx, running, labels.Label(lifecycle.InProgress))
+	listedBy, err := lifecycle.ListOpen(ctx, running, labels.Label(lifecycle.InProgress))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list in-progress tickets: %w", err))
 	}

@@ -74,7 +74,7 @@ func (r *LabelRepairer) Cycle(ctx context.Context) error {
 	projects := r.claims.Projects()
 	seen := map[string]bool{}
 	for _, s := range repairedStates {
-		listed, err := listOpen(ctx, allProjects(projects), labels.Label(s))
+		listed, err := lifecycle.ListOpen(ctx, allProjects(projects), labels.Label(s))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list %s tickets: %w", s, err))
 		}

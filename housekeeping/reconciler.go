@@ -123,7 +123,7 @@ func (r *EnqueuedReconciler) SlowCycle(ctx context.Context) error {
 	labels := r.claims.Labels()
 	var errs []error
 	var candidates []*platforms.Ticket
-	listed, err := listOpen(ctx, allProjects(r.claims.Projects()), labels.Label(lifecycle.Enqueued))
+	listed, err := lifecycle.ListOpen(ctx, allProjects(r.claims.Projects()), labels.Label(lifecycle.Enqueued))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list enqueued tickets: %w", err))
 	}

@@ -94,8 +94,8 @@ func TestRefusedSearchFallsBackToProjectLists(t *testing.T) {
 		{Name: "a", Tracker: refusedSearcher{scope: scope, lists: &lists}},
 		{Name: "b", Tracker: refusedSearcher{scope: scope, lists: &lists}},
 	}
-	got, err := listOpen(t.Context(), ps, "agent-smith:in-progress")
+	got, err := lifecycle.ListOpen(t.Context(), ps, "agent-smith:in-progress")
 	if err != nil || len(got) != 2 || lists != 2 {
-		t.Errorf("listOpen: %d projects listed, %d project lists, err %v: want both listed one by one", len(got), lists, err)
+		t.Errorf("ListOpen: %d projects listed, %d project lists, err %v: want both listed one by one", len(got), lists, err)
 	}
 }

@@ -121,7 +121,7 @@ func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
 	}
 	labels := d.claims.Labels()
 	var errs []error
-	listed, err := listOpen(ctx, allProjects(d.claims.Projects()), labels.Label(lifecycle.InProgress))
+	listed, err := lifecycle.ListOpen(ctx, allProjects(d.claims.Projects()), labels.Label(lifecycle.InProgress))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list in-progress tickets: %w", err))
 	}

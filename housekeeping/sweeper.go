@@ -26,7 +26,7 @@ type TriggerSweeperConfig struct {
 // not redeliver on their own), and reverted tickets whose reclaim failed.
 // Without it a webhook-only project would keep such tickets Pending until a
 // human touched them. One list call per swept project per cycle, or one
-// search per search scope and trigger label (listOpen).
+// search per search scope and trigger label (lifecycle.ListOpen).
 //
 // It sweeps the claim service's projects that do not poll (a project that
 // polls is already listed by the Poller), and retries the tickets recorded
@@ -63,7 +63,7 @@ func (s *TriggerSweeper) Sweep(ctx context.Context) error {
 	ctx = trackerhttp.WithFence(ctx, s.cfg.Fence)
 	var errs []error
 	// Projects sharing a trigger label and a search scope are listed with
-	// one search (listOpen); each claim reads its ticket afresh.
+	// one search (lifecycle.ListOpen); each claim reads its ticket afresh.
 	projects := s.claims.Projects()
 	byLabel := map[string][]*lifecycle.Project{}
 	for _, name := range projects.Names() {
@@ -72,7 +72,7 @@ func (s *TriggerSweeper) Sweep(ctx context.Context) error {
 		}
 	}
 	for label, ps := range byLabel {
-		listed, err := listOpen(ctx, ps, label)
+		listed, err := lifecycle.ListOpen(ctx, ps, label)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sweep triggered tickets: %w", err))
 		}

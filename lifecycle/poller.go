@@ -39,36 +39,73 @@ func (p *Poller) Polls() bool {
 }
 
 // Run polls until ctx is done. One loop serves every project: each is
-// polled when its interval has passed since its last poll began, in name
-// order when several are due, so a slow tracker delays the others' polls
-// instead of piling up concurrent ones.
+// polled when its interval has passed since its last poll began. The
+// projects due together (a discovered organisation's repositories share
+// their interval) are listed with one search per scope and trigger label
+// where the tracker has one (ListOpen), so polling 1,000 repositories
+// costs a few searches, not 1,000 list calls; a slow tracker delays the
+// others' polls instead of piling up concurrent ones.
 func (p *Poller) Run(ctx context.Context) error {
 	next := map[string]time.Time{}
 	for {
 		now := time.Now()
 		wake := now.Add(DefaultPollInterval)
 		projects := p.claims.Projects()
+		var due []*Project
 		for _, name := range projects.Names() {
 			every := projects[name].PollInterval
 			if every <= 0 {
 				continue
 			}
-			if due, ok := next[name]; !ok || !now.Before(due) {
+			if at, ok := next[name]; !ok || !now.Before(at) {
 				next[name] = now.Add(every)
-				if _, err := p.PollOnce(ctx, name); err != nil && ctx.Err() == nil {
-					p.log.Warn("poll failed", zap.String("project", name), zap.Error(err))
-				}
+				due = append(due, projects[name])
 			}
 			if next[name].Before(wake) {
 				wake = next[name]
 			}
 		}
+		for name := range next {
+			if _, ok := projects[name]; !ok {
+				delete(next, name) // retired by discovery
+			}
+		}
+		p.poll(ctx, due)
 		t := time.NewTimer(time.Until(wake))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+// poll lists the triggered tickets of the due projects and claims each
+// that looks Pending; every claim reads its ticket afresh under its claim
+// lock, so a search hit that lags never decides a write (ClaimListed).
+func (p *Poller) poll(ctx context.Context, due []*Project) {
+	byLabel := map[string][]*Project{}
+	var labels []string
+	for _, pr := range due {
+		if _, ok := byLabel[pr.TriggerLabel]; !ok {
+			labels = append(labels, pr.TriggerLabel)
+		}
+		byLabel[pr.TriggerLabel] = append(byLabel[pr.TriggerLabel], pr)
+	}
+	for _, label := range labels {
+		listed, err := ListOpen(ctx, byLabel[label], label)
+		if err != nil && ctx.Err() == nil {
+			p.log.Warn("poll failed", zap.String("label", label), zap.Error(err))
+		}
+		for _, pr := range byLabel[label] {
+			tickets, ok := listed[pr.Name]
+			if !ok {
+				continue
+			}
+			if _, err := p.claims.ClaimListed(ctx, pr, tickets, SourcePoll, nil); err != nil && ctx.Err() == nil {
+				p.log.Warn("poll failed", zap.String("project", pr.Name), zap.Error(err))
+			}
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
@@ -44,16 +45,18 @@ type RepoScaleResult struct {
 type listOnly struct{ platforms.Tracker }
 
 func (b *bench) housekeepingRepos(ctx context.Context) error {
-	fmt.Println("## 5b. Housekeeping across repositories: N repositories (GitHub), projects in one group (GitLab) or Jira")
-	fmt.Println("projects of one site, one token, one ticket each, states cycling Pending, Enqueued (queued), InProgress (live run), Done;")
+	fmt.Println("## 5b. Housekeeping across repositories: N repositories (GitHub), projects in one group (GitLab), Jira")
+	fmt.Println("projects of one site or Azure DevOps projects of one organisation, one token, one ticket each, states cycling")
+	fmt.Println("Pending, Enqueued (queued), InProgress (live run), Done;")
 	fmt.Println("a steady state, so no repair writes.")
 	fmt.Printf("One slow cycle = StaleJobDetector.SlowCycle + EnqueuedReconciler.SlowCycle + LabelRepairer.Cycle + TriggerSweeper.Sweep\n(webhook-only projects); mean of %d after a warm-up.\n", hkCycles)
-	fmt.Println("Search calls are the cross-project listings (GitHub issue search, GitLab group issues, Jira JQL over the site).")
+	fmt.Println("Search calls are the cross-project listings (GitHub issue search, GitLab group issues, Jira JQL over the site,")
+	fmt.Println("Azure DevOps organisation-level WIQL).")
 	fmt.Println("Quota calls = requests the token's main quota pays: not 304 and, on GitHub, not search (its own 30/min quota).")
 	fmt.Println()
 	fmt.Println("| platform | repositories | listing | API calls/slow cycle | of which 304 (free) | search calls | quota calls | time/cycle | of which sim | by kind |")
 	fmt.Println("|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
-	for _, plat := range []string{github.Platform, gitlab.Platform, jira.Platform} {
+	for _, plat := range []string{github.Platform, gitlab.Platform, jira.Platform, azuredevops.Platform} {
 		for _, n := range []int{10, 100, 1000} {
 			for _, search := range []bool{false, true} {
 				if err := b.flush(ctx); err != nil {
@@ -75,6 +78,9 @@ var searchKinds = map[string][]string{
 	github.Platform: {"GET /search/issues"},
 	gitlab.Platform: {"GET /gitlab/api/v4/groups/{id}/issues"},
 	jira.Platform:   {"GET /jira/rest/api/{v}/search/jql", "POST /jira/rest/api/{v}/search/jql", "GET /jira/rest/api/{v}/search"},
+	// The organisation-level query; its batch reads (POST
+	// {org}/_apis/wit/workItemsBatch) are counted with the API calls.
+	azuredevops.Platform: {"POST /ado/{org}/_apis/wit/wiql"},
 }
 
 // repoName is the i-th repository of one owner as the platform names it:
@@ -86,6 +92,8 @@ func repoName(platform string, i int) string {
 		return fmt.Sprintf("acme/platform/r%d", i)
 	case jira.Platform:
 		return fmt.Sprintf("R%d", i)
+	case azuredevops.Platform:
+		return fmt.Sprintf("acmeorg/r%d", i)
 	}
 	return fmt.Sprintf("acme/r%d", i)
 }

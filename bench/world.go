@@ -22,6 +22,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
@@ -71,6 +72,9 @@ func newWorld(rdb *redis.Client, specs ...projectSpec) (*world, error) {
 // bench can let a rate-limit window pass without waiting for it.
 func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSpec) (*world, error) {
 	s := sim.New(sim.Options{RateLimit: 1 << 30, PerPage: 100, Clock: clock})
+	// Azure DevOps numbers work items per organisation (the bench's
+	// Azure DevOps projects are acmeorg/rN).
+	s.NumberWorkItemsPerOrganisation("acmeorg")
 	w := &world{sim: s, rdb: rdb, q: queue.New(rdb, keys.Queue()),
 		projects: lifecycle.Projects{}, consumer: lifecycle.Projects{}, labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}}
 	// The sim's own time, summed over its requests, so a figure can tell
@@ -154,6 +158,8 @@ func (w *world) tracker(sp projectSpec, hc *http.Client) (platforms.Tracker, err
 	case jira.Platform:
 		return jira.New(jira.Options{BaseURL: w.simSrv.URL + "/jira/", Repo: sp.repo, Project: sp.name, Token: "t",
 			Email: "bot@acme.example", Locker: redislock.Locker{RDB: w.rdb}, HTTPClient: hc})
+	case azuredevops.Platform:
+		return azuredevops.New(azuredevops.Options{BaseURL: w.simSrv.URL + "/ado/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
 	}
 	return github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
 }
@@ -165,6 +171,8 @@ func refOn(sp projectSpec, n int) platforms.Ref {
 		return platforms.Ref{Platform: gitlab.Platform, Project: sp.name, ID: gitlab.FormatID(sp.repo, n)}
 	case jira.Platform:
 		return platforms.Ref{Platform: jira.Platform, Project: sp.name, ID: jira.FormatID(sp.repo, n)}
+	case azuredevops.Platform:
+		return platforms.Ref{Platform: azuredevops.Platform, Project: sp.name, ID: azuredevops.FormatID(sp.repo, n)}
 	}
 	return ref(sp.name, sp.repo, n)
 }

@@ -104,6 +104,7 @@ type Tracker struct {
 	name         string // configured project name
 	spellings    []string
 	log          *zap.Logger
+	scope        platforms.SearchScope
 }
 
 var _ platforms.Tracker = (*Tracker)(nil)
@@ -141,6 +142,8 @@ func New(opts Options) (*Tracker, error) {
 		name:      opts.Project,
 		spellings: slices.Clone(opts.Spellings),
 		log:       log.With(zap.String("platform", Platform), zap.String("repo", loc)),
+		scope: platforms.SearchScope{Platform: Platform, Endpoint: strings.TrimRight(base, "/"), Owner: strings.ToLower(org),
+			Credential: platforms.CredentialID(opts.Token)},
 	}, nil
 }
 
@@ -451,15 +454,22 @@ func (t *Tracker) ticket(wi *workitemtracking.WorkItem) (*platforms.Ticket, erro
 	if p := stringField(f, fieldProject); p != "" && !strings.EqualFold(p, t.project) {
 		return nil, fmt.Errorf("work item %d is in project %q: %w", *wi.Id, p, platforms.ErrNotFound)
 	}
+	return t.ticketIn(wi, f, t.project, t.locator, t.name), nil
+}
+
+// ticketIn converts a work item of project (locator its canonical
+// "org/project"), as configured project name shows it ("" for a search hit
+// whose project the caller resolves).
+func (t *Tracker) ticketIn(wi *workitemtracking.WorkItem, f map[string]any, project, locator, name string) *platforms.Ticket {
 	return &platforms.Ticket{
-		Ref:     platforms.Ref{Platform: Platform, Project: t.name, ID: FormatID(t.locator, *wi.Id)},
+		Ref:     platforms.Ref{Platform: Platform, Project: name, ID: FormatID(locator, *wi.Id)},
 		Title:   stringField(f, fieldTitle),
 		Body:    stringField(f, fieldDescription),
-		URL:     EditURL(t.orgURL, t.project, *wi.Id),
+		URL:     EditURL(t.orgURL, project, *wi.Id),
 		Open:    isOpen(stringField(f, fieldState)),
 		Labels:  respell(splitTags(stringField(f, fieldTags)), t.spellings),
 		Version: strconv.Itoa(*wi.Rev),
-	}, nil
+	}
 }
 
 // EditURL is the web page of a work item: {org URL}/{project}/_workitems/edit/{id}.

@@ -89,6 +89,13 @@ func (s *Sim) adoRoutes(mux *http.ServeMux) {
 	s.adoRoute(mux, "GET", proj+"/workItems/{id}/updates", true, s.adoWorkItemUpdates)
 	s.adoRoute(mux, "POST", proj+"/workItemsBatch", true, s.adoWorkItemsBatch)
 	s.adoRoute(mux, "POST", proj+"/wiql", true, s.adoQueryByWiql)
+	// The project is optional in both: an organisation-level query spans
+	// its projects, and the batch reads items of any of them
+	// (https://learn.microsoft.com/rest/api/azure/devops/wit/wiql/query-by-wiql,
+	// .../wit/work-items/get-work-items-batch: "project: Project ID or
+	// project name", optional).
+	s.adoRoute(mux, "POST", org+"/_apis/wit/wiql", false, s.adoQueryByWiql)
+	s.adoRoute(mux, "POST", org+"/_apis/wit/workItemsBatch", false, s.adoWorkItemsBatch)
 	s.adoRoute(mux, "POST", proj+"/workItems/{id}/comments", true, s.adoAddComment)
 	s.adoRoute(mux, "PATCH", proj+"/workItems/{id}/comments/{comment}", true, s.adoUpdateComment)
 	s.adoCheckRoutes(mux)
@@ -513,9 +520,17 @@ func (s *Sim) adoWorkItemsBatch(w http.ResponseWriter, r *http.Request, c *adoCa
 		adoError(w, http.StatusBadRequest, "ConflictingParametersException", "The expand parameter can not be used with the fields parameter.")
 		return
 	}
+	if c.repo == "" && !s.orgNumbered(c.org) {
+		adoError(w, http.StatusBadRequest, "VssServiceException", adoOrgLevelRefusal)
+		return
+	}
 	out := make([]*adoWorkItem, 0, len(req.IDs))
 	for _, id := range req.IDs {
-		sn, err := s.store.get(c.repo, id)
+		repo := c.repo
+		if repo == "" {
+			repo = s.adoFindWorkItem(c.org, id)
+		}
+		sn, err := s.store.get(repo, id)
 		if errors.Is(err, ErrNotFound) && strings.EqualFold(req.ErrorPolicy, "omit") {
 			out = append(out, nil)
 			continue
@@ -559,4 +574,47 @@ func (s *Sim) adoAddComment(w http.ResponseWriter, r *http.Request, c *adoCall) 
 		return
 	}
 	writeJSON(w, http.StatusOK, adoCommentJSON(c.base, sn, commentID, format))
+}
+
+// adoOrgLevelRefusal answers an organisation-level read of an organisation
+// whose work items the sim numbers per project: ids would collide across
+// projects, which Azure DevOps never lets happen, so the sim refuses
+// rather than answer what the service cannot.
+const adoOrgLevelRefusal = "sim: organisation-level work item reads need the organisation numbered as Azure DevOps numbers it (Sim.NumberWorkItemsPerOrganisation)"
+
+// NumberWorkItemsPerOrganisation numbers org's work items from one sequence
+// across its projects, as Azure DevOps does ("the ID is unique within the
+// organization", https://learn.microsoft.com/azure/devops/boards/work-items/about-work-items),
+// so organisation-level WIQL and batch reads can be served. Call it before
+// any work item of org exists; other owners keep per-repository numbers
+// (GitHub, GitLab).
+func (s *Sim) NumberWorkItemsPerOrganisation(org string) {
+	st := s.store
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.orgNumbers == nil {
+		st.orgNumbers = map[string]*int{}
+	}
+	if _, ok := st.orgNumbers[strings.ToLower(org)]; !ok {
+		next := 1
+		st.orgNumbers[strings.ToLower(org)] = &next
+	}
+}
+
+func (s *Sim) orgNumbered(org string) bool {
+	st := s.store
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.orgNumbers[strings.ToLower(org)]
+	return ok
+}
+
+// adoFindWorkItem is the project of org holding work item id, "" when none.
+func (s *Sim) adoFindWorkItem(org string, id int) string {
+	for _, repo := range s.adoOrgRepos(org) {
+		if _, err := s.store.get(repo, id); err == nil {
+			return repo
+		}
+	}
+	return ""
 }

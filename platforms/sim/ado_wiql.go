@@ -31,9 +31,10 @@ import (
 // wiqlQuery is a parsed query: a conjunction of predicates.
 type wiqlQuery struct {
 	conds []func(sn snapshot, project string) bool
-	// project is set when a condition scopes the query to one project.
-	project    bool
-	descending bool
+	// project is set when a condition scopes the query to one project,
+	// atProject when that condition is the @project macro.
+	project, atProject bool
+	descending         bool
 }
 
 type wiqlToken struct {
@@ -214,6 +215,7 @@ func (p *wiqlParser) cond(q *wiqlQuery) error {
 		var match func(sn snapshot, project string) bool
 		switch {
 		case t.kind == 'm' && strings.EqualFold(t.text, "@project"):
+			q.atProject = true
 			match = func(sn snapshot, project string) bool { return strings.EqualFold(adoProject(sn.repo), project) }
 		case t.kind == 's':
 			name := t.text
@@ -293,9 +295,17 @@ func (s *Sim) adoQueryByWiql(w http.ResponseWriter, r *http.Request, c *adoCall)
 		adoError(w, http.StatusBadRequest, "WiqlSyntaxException", "TF51006: The query statement is not supported by the sim: "+err.Error())
 		return
 	}
+	if c.repo == "" && q.atProject {
+		adoError(w, http.StatusBadRequest, "WiqlSyntaxException", "TF51011: The @project macro needs a project in the request's route.")
+		return
+	}
+	if c.repo == "" && !s.orgNumbered(c.org) {
+		adoError(w, http.StatusBadRequest, "VssServiceException", adoOrgLevelRefusal)
+		return
+	}
 	project := adoProject(c.repo)
 	repos := []string{c.repo}
-	if !q.project {
+	if !q.project || c.repo == "" {
 		repos = s.adoOrgRepos(c.org)
 	}
 	var hits []snapshot

@@ -172,14 +172,18 @@ type storeEvent struct {
 // every event of one mutation at once (a dialect such as GitLab sends one
 // webhook per write, GitHub one per event); it must not call the store.
 type store struct {
-	mu     sync.Mutex
-	clock  func() time.Time
-	seq    int64
-	repos  map[string]*repository
-	users  map[string]bool // lower-case logins that are user accounts, not organisations
-	writes []Write
-	sink   func([]storeEvent)
-	inter  interleaver
+	mu    sync.Mutex
+	clock func() time.Time
+	seq   int64
+	repos map[string]*repository
+	users map[string]bool // lower-case logins that are user accounts, not organisations
+	// orgNumbers holds the next work item id of each Azure DevOps
+	// organisation (lower-case) numbered as Azure DevOps numbers: one
+	// sequence across its projects (NumberWorkItemsPerOrganisation).
+	orgNumbers map[string]*int
+	writes     []Write
+	sink       func([]storeEvent)
+	inter      interleaver
 }
 
 func newStore(clock func() time.Time) *store {
@@ -265,13 +269,12 @@ func (st *store) create(repoName, title, body string, labels []string, by actor,
 		r = st.ensureRepo(repoName)
 	}
 	now := st.clock()
-	is := &issue{id: st.nextID(), number: r.next, title: title, body: body, open: true,
+	is := &issue{id: st.nextID(), number: st.takeNumber(r), title: title, body: body, open: true,
 		labels: dedupe(labels), author: by.login, createdAt: now, updatedAt: now}
 	is.version, is.rev = st.nextID(), 1
 	if len(is.labels) > 0 {
 		is.history = append(is.history, labelChange{id: st.nextID(), login: by.login, at: now, rev: 1, after: slices.Clone(is.labels)})
 	}
-	r.next++
 	r.issues[is.number] = is
 	s := st.snap(r, is)
 	evs := []storeEvent{{action: "opened", sender: by.login, issue: s}}
@@ -291,10 +294,24 @@ func (st *store) reserve(repoName, title string, labels []string) snapshot {
 	defer st.mu.Unlock()
 	r := st.ensureRepo(repoName)
 	now := st.clock()
-	is := &issue{id: st.nextID(), number: r.next, title: title, open: true, labels: dedupe(labels),
+	is := &issue{id: st.nextID(), number: st.takeNumber(r), title: title, open: true, labels: dedupe(labels),
 		author: "sim", createdAt: now, updatedAt: now, version: st.nextID(), rev: 1}
-	r.next++
 	return st.snap(r, is)
+}
+
+// takeNumber is the next issue number of r: per repository, or per owner
+// where the owner numbers per organisation (NumberWorkItemsPerOrganisation).
+// Caller holds mu.
+func (st *store) takeNumber(r *repository) int {
+	owner, _, _ := strings.Cut(r.fullName, "/")
+	if next, ok := st.orgNumbers[strings.ToLower(owner)]; ok {
+		n := *next
+		*next++
+		return n
+	}
+	n := r.next
+	r.next++
+	return n
 }
 
 // get returns a snapshot of one issue.

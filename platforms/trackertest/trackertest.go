@@ -115,6 +115,8 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		"issues.unlabeled.trigger-while-enqueued": platforms.EventTicket,
 		"pull_request.opened":                     platforms.EventIgnored,
 		"issue_comment.created":                   platforms.EventComment, // a command may be in it
+		"repository.archived":                     platforms.EventRepositories,
+		"installation_repositories.added":         platforms.EventRepositories,
 	},
 	"jira": {
 		"issue_created":                      platforms.EventTicket,

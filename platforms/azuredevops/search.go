@@ -1,0 +1,95 @@
+package azuredevops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/workitemtracking"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+var _ platforms.Searcher = (*Tracker)(nil)
+
+// SearchScope is the organisation seen through this tracker's token: one
+// WIQL query without a project clause spans every project the token can
+// read, and work item ids are unique across them.
+func (t *Tracker) SearchScope() platforms.SearchScope { return t.scope }
+
+// Covers reports whether ref is a work item of this tracker's project
+// (organisation and project names are case-insensitive).
+func (t *Tracker) Covers(ref platforms.Ref) bool {
+	repo, _, err := ParseID(ref.ID)
+	return err == nil && ref.Platform == Platform && strings.EqualFold(repo, t.locator)
+}
+
+// AcrossQuery is the WIQL ListAcross sends for label: ListQuery without
+// its project clause, so it spans the organisation
+// (https://learn.microsoft.com/azure/devops/boards/queries/wiql-syntax:
+// a query without [System.TeamProject] is not scoped to a project).
+func AcrossQuery(label string) string {
+	return strings.Replace(ListQuery(label), "[System.TeamProject] = @project AND ", "", 1)
+}
+
+// ListAcross lists the open work items tagged label in every project of
+// the organisation with one organisation-level query (POST
+// {org}/_apis/wit/wiql) and organisation-level batch reads of at most 200
+// ids each (POST {org}/_apis/wit/workitemsbatch), each item's
+// System.TeamProject naming its project. Ref.Project is unset. WIQL reads
+// the work item store, not a search index, but a hit is still only a
+// hint (platforms.Searcher): it is acted on after a fresh read.
+func (t *Tracker) ListAcross(ctx context.Context, scope platforms.SearchScope, label string) ([]*platforms.Ticket, error) {
+	if scope.Platform != Platform || scope != t.scope {
+		return nil, fmt.Errorf("azuredevops: query %s: not this tracker's organisation and token", scope)
+	}
+	c, err := t.sdk.client(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: list open work items tagged %q across %s: %w", label, t.org, err)
+	}
+	q := AcrossQuery(label)
+	res, err := c.QueryByWiql(ctx, workitemtracking.QueryByWiqlArgs{Wiql: &workitemtracking.Wiql{Query: &q}})
+	if err != nil {
+		return nil, fmt.Errorf("azuredevops: list open work items tagged %q across %s: query: %w", label, t.org, classify(err))
+	}
+	var ids []int
+	if res.WorkItems != nil {
+		for _, r := range *res.WorkItems {
+			if r.Id != nil {
+				ids = append(ids, *r.Id)
+			}
+		}
+	}
+	out := make([]*platforms.Ticket, 0, len(ids))
+	fields := listFields
+	for start := 0; start < len(ids); start += batchSize {
+		chunk := ids[start:min(start+batchSize, len(ids))]
+		items, err := c.GetWorkItemsBatch(ctx, workitemtracking.GetWorkItemsBatchArgs{
+			WorkItemGetRequest: &workitemtracking.WorkItemBatchGetRequest{
+				Ids: &chunk, Fields: &fields, ErrorPolicy: ptr(workitemtracking.WorkItemErrorPolicyValues.Omit),
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("azuredevops: list open work items tagged %q across %s (batch at %d): %w", label, t.org, start, classify(err))
+		}
+		if items == nil {
+			continue
+		}
+		for i := range *items {
+			wi := &(*items)[i]
+			if wi.Id == nil || wi.Rev == nil { // omitted: deleted since the query
+				continue
+			}
+			f := map[string]any{}
+			if wi.Fields != nil {
+				f = *wi.Fields
+			}
+			project := stringField(f, fieldProject)
+			if project == "" || strings.ContainsAny(project, "/#") {
+				continue // cannot be placed in a project: no project claims it
+			}
+			out = append(out, t.ticketIn(wi, f, project, Locator(t.org, project), ""))
+		}
+	}
+	return out, nil
+}

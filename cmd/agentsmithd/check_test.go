@@ -298,11 +298,14 @@ func TestCheckAzureDevOps(t *testing.T) {
 }
 
 // check expands a project with repos patterns as the daemon does and
-// checks each repository found under its own name.
+// checks each repository found under its own name; the organisation
+// webhook serving them, listed by GitHub under the organisation and not
+// the repository, passes the webhook row.
 func TestCheckDiscoveredRepositories(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo"}})
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo", "admin:org_hook"}})
 	w.sim.CreateIssue("acme/api", "first", "", "agent-smith")
+	w.sim.AddHook(sim.Hook{URL: checkRecv + "/webhooks/github", Secret: checkSecret}) // every repository: an organisation webhook
 	w.sim.CreateRepo("acme/legacy-x")
 	p := strings.Replace(w.githubProject("org", "acme/api", "CHECK_TOKEN"), "repo: acme/api", `repos: ["acme/*", "!acme/legacy-*"]`, 1)
 	_, rep, out := w.run(t, p)
@@ -313,5 +316,21 @@ func TestCheckDiscoveredRepositories(t *testing.T) {
 	if !slices.Equal(got, []string{"org.api=acme/api", "org.app=acme/app"}) { // acme/app is the world's
 		t.Fatalf("checked %q, want org.api and org.app\n%s", got, out)
 	}
-	wantStatuses(t, rep, "org.api", map[string]string{"auth": "ok", "repository": "ok", "trigger label": "ok"})
+	wantStatuses(t, rep, "org.api", map[string]string{"auth": "ok", "repository": "ok", "trigger label": "ok", "webhook": "ok"})
+}
+
+// A GitLab group's projects checked one by one pass the webhook row through
+// the group's hook, which GitLab lists under the group (Owner only), not
+// under each project.
+func TestCheckDiscoveredGitLabGroup(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	w.sim.CreateIssue("plat/sub/api", "first", "", "agent-smith")
+	w.sim.AddHook(sim.Hook{URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"}) // a group webhook
+	p := strings.Replace(w.gitlabProject("plat", "plat/sub/api"), "repo: plat/sub/api", "group: plat", 1)
+	_, rep, out := w.run(t, p)
+	if len(rep.Projects) != 1 || rep.Projects[0].Name != "plat.sub.api" {
+		t.Fatalf("checked %+v\n%s", rep.Projects, out)
+	}
+	wantStatuses(t, rep, "plat.sub.api", map[string]string{"auth": "ok", "repository": "ok", "webhook": "ok"})
 }

@@ -120,29 +120,50 @@ func (t *Tracker) checkHooks(ctx context.Context, opts platforms.CheckOptions, i
 	if !opts.Webhooks {
 		return platforms.PollingOnly()
 	}
+	// The repository's own hooks, then its organisation's: one
+	// organisation webhook serves every discovered repository, and GitHub
+	// lists it under the organisation only
+	// (https://docs.github.com/rest/orgs/webhooks#list-organization-webhooks).
+	repoHooks, repoErr := listAllHooks(func(lo *gh.ListOptions) ([]*gh.Hook, *gh.Response, error) {
+		return t.client.Repositories.ListHooks(ctx, t.owner, t.name, lo)
+	})
+	orgHooks, orgErr := listAllHooks(func(lo *gh.ListOptions) ([]*gh.Hook, *gh.Response, error) {
+		return t.client.Organizations.ListHooks(ctx, t.owner, lo)
+	})
+	// 404: not an admin, not an organisation owner, or a user account
+	// (GitHub hides the hooks rather than answer 403).
+	hidden := func(err error) bool { c := statusOf(err); return c == 404 || c == 403 }
+	switch {
+	case repoErr != nil && !hidden(repoErr):
+		return platforms.HTTPFailure("webhook", statusOf(repoErr), repoErr, platforms.Fixes{})
+	case orgErr != nil && !hidden(orgErr):
+		return platforms.HTTPFailure("webhook", statusOf(orgErr), orgErr, platforms.Fixes{})
+	case repoErr != nil && (orgErr != nil || len(orgHooks) == 0):
+		if isApp {
+			return platforms.HooksHidden(Platform, "the app's settings (its own webhook, event Issues)")
+		}
+		return platforms.HooksHidden(Platform, hooksWhere)
+	}
+	return platforms.CheckHooks(append(repoHooks, orgHooks...), Platform, opts, []string{"issues"}, hooksWhere)
+}
+
+// listAllHooks follows a hook list's pages.
+func listAllHooks(list func(*gh.ListOptions) ([]*gh.Hook, *gh.Response, error)) ([]platforms.Hook, error) {
 	var all []platforms.Hook
 	lo := &gh.ListOptions{PerPage: perPage}
 	for {
-		hooks, resp, err := t.client.Repositories.ListHooks(ctx, t.owner, t.name, lo)
+		hooks, resp, err := list(lo)
 		if err != nil {
-			// 404: not an admin (GitHub hides the hooks rather than answer 403).
-			if c := statusOf(err); c == 404 || c == 403 {
-				if isApp {
-					return platforms.HooksHidden(Platform, "the app's settings (its own webhook, event Issues)")
-				}
-				return platforms.HooksHidden(Platform, hooksWhere)
-			}
-			return platforms.HTTPFailure("webhook", statusOf(err), err, platforms.Fixes{})
+			return all, err
 		}
 		for _, h := range hooks {
 			all = append(all, platforms.Hook{URL: h.Config.GetURL(), Active: h.GetActive(), Events: h.Events})
 		}
 		if resp.NextPage == 0 {
-			break
+			return all, nil
 		}
 		lo.Page = resp.NextPage
 	}
-	return platforms.CheckHooks(all, Platform, opts, []string{"issues"}, hooksWhere)
 }
 
 // statusOf is the HTTP status of a go-github (or ghinstallation) error; 0

@@ -3,6 +3,7 @@ package gitlab
 import (
 	"context"
 	"fmt"
+	"path"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -56,16 +57,37 @@ func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []plat
 	if !opts.Webhooks {
 		return append(out, platforms.PollingOnly())
 	}
+	return append(out, t.checkHooks(ctx, opts))
+}
+
+// checkHooks reads the project's hooks and those of each group above it
+// (a group hook serves every project below it, and GitLab lists it under
+// the group only): one group webhook serving a discovered group passes.
+// Listing a group's hooks needs Owner; a group the token may not read is
+// skipped.
+func (t *Tracker) checkHooks(ctx context.Context, opts platforms.CheckOptions) platforms.CheckResult {
 	hooks, err := t.api.projectHooks(ctx, t.repo)
-	switch {
-	case err == nil:
-		out = append(out, platforms.CheckHooks(hooks, Platform, opts, []string{"issues_events"}, hooksWhere))
-	case statusOf(err) == 403 || statusOf(err) == 404:
-		out = append(out, platforms.HooksHidden(Platform, hooksWhere))
-	default:
-		out = append(out, platforms.HTTPFailure("webhook", statusOf(err), err, platforms.Fixes{}))
+	hidden := func(err error) bool { return statusOf(err) == 403 || statusOf(err) == 404 }
+	if err != nil && !hidden(err) {
+		return platforms.HTTPFailure("webhook", statusOf(err), err, platforms.Fixes{})
 	}
-	return out
+	projectHidden := err != nil
+	groups := 0
+	for g := path.Dir(t.repo); g != "." && g != "/"; g = path.Dir(g) {
+		gh, gerr := t.api.groupHooks(ctx, g)
+		if gerr != nil {
+			if hidden(gerr) {
+				continue
+			}
+			return platforms.HTTPFailure("webhook", statusOf(gerr), gerr, platforms.Fixes{})
+		}
+		groups++
+		hooks = append(hooks, gh...)
+	}
+	if projectHidden && groups == 0 {
+		return platforms.HooksHidden(Platform, hooksWhere)
+	}
+	return platforms.CheckHooks(hooks, Platform, opts, []string{"issues_events"}, hooksWhere)
 }
 
 func checkAccessLevel(level int) platforms.CheckResult {

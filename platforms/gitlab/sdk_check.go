@@ -60,21 +60,46 @@ func (s *sdk) projectHooks(ctx context.Context, project string) ([]platforms.Hoo
 			return nil, err
 		}
 		for _, h := range hooks {
-			var events []string
-			if h.IssuesEvents {
-				events = append(events, "issues_events")
-			}
-			if h.ConfidentialIssuesEvents {
-				events = append(events, "confidential_issues_events")
-			}
-			active := h.AlertStatus == "" || h.AlertStatus == "executable"
-			out = append(out, platforms.Hook{URL: h.URL, Active: active, Events: events})
+			out = append(out, hookOf(h.URL, h.AlertStatus, h.IssuesEvents, h.ConfidentialIssuesEvents))
 		}
 		if resp.NextPage == 0 {
 			return out, nil
 		}
 		opt.Page = resp.NextPage
 	}
+}
+
+// groupHooks is GET /groups/:id/hooks, every page; Owner only
+// (https://docs.gitlab.com/api/group_webhooks/#list-group-hooks). A group
+// hook fires for every project below the group, subgroups included.
+func (s *sdk) groupHooks(ctx context.Context, group string) ([]platforms.Hook, error) {
+	var out []platforms.Hook
+	opt := &gl.ListGroupHooksOptions{PerPage: 100, Page: 1}
+	for {
+		hooks, resp, err := s.c.Groups.ListGroupHooks(group, opt, gl.WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hooks {
+			out = append(out, hookOf(h.URL, h.AlertStatus, h.IssuesEvents, h.ConfidentialIssuesEvents))
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
+	}
+}
+
+// hookOf is a project or group hook as the check reads it.
+func hookOf(url, alertStatus string, issues, confidential bool) platforms.Hook {
+	var events []string
+	if issues {
+		events = append(events, "issues_events")
+	}
+	if confidential {
+		events = append(events, "confidential_issues_events")
+	}
+	return platforms.Hook{URL: url, Active: alertStatus == "" || alertStatus == "executable", Events: events}
 }
 
 // statusOf is the HTTP status of a go-gitlab error (go-gitlab turns a 404

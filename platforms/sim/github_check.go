@@ -10,7 +10,10 @@ import (
 // uses: who the token is, its role on the repository, and the repository's
 // hooks.
 
-const docsRepoHooks = "https://docs.github.com/rest/repos/webhooks#list-repository-webhooks"
+const (
+	docsRepoHooks = "https://docs.github.com/rest/repos/webhooks#list-repository-webhooks"
+	docsOrgHooks  = "https://docs.github.com/rest/orgs/webhooks#list-organization-webhooks"
+)
 
 func (s *Sim) githubCheckRoutes(mux *http.ServeMux) {
 	s.ghRoute(mux, "GET", "/user", "https://docs.github.com/rest/users/users#get-the-authenticated-user", false,
@@ -20,6 +23,7 @@ func (s *Sim) githubCheckRoutes(mux *http.ServeMux) {
 			writeJSON(w, http.StatusOK, s.ghUser(c.base, a.Login))
 		})
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/hooks", docsRepoHooks, false, s.ghListHooks)
+	s.ghRoute(mux, "GET", "/orgs/{org}/hooks", docsOrgHooks, false, s.ghListOrgHooks)
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", ghPermissionDoc, false, s.ghCollaboratorPermission)
 	s.ghRoute(mux, "GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}", ghTeamMembershipDoc, false, s.ghTeamMembership)
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/issues/{number}/events", ghIssueEventsDoc, false, s.ghIssueEvents)
@@ -73,15 +77,45 @@ func (s *Sim) ghListHooks(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		writeGHError(w, http.StatusNotFound, "Not Found", c.doc)
 		return
 	}
+	// A repository's list holds its own hooks only: an organisation's
+	// hooks are listed under the organisation, though they fire for the
+	// repository too.
 	out := []ghHook{}
 	for _, h := range s.hooksOf(c.repo, "github") {
-		gh := ghHook{Type: "Repository", ID: h.id, Name: "web", Active: true, Events: h.hook.events("issues"),
-			Config: ghHookConfig{URL: h.hook.URL, ContentType: "json", InsecureSSL: "0"},
-			URL:    apiRepoURL(c.base, c.repo) + "/hooks/" + strconv.FormatInt(h.id, 10)}
-		if h.hook.Secret != "" {
-			gh.Config.Secret = "********"
+		if h.hook.Repo != "" {
+			out = append(out, ghHookJSON(h, "Repository", apiRepoURL(c.base, c.repo)))
 		}
-		out = append(out, gh)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// ghListOrgHooks is "List organization webhooks": the hooks of every
+// repository (Hook.Repo ""), for an organisation owner (the admin:org_hook
+// scope on a classic token); anyone else, and a login that is no
+// organisation, gets 404, as GitHub hides what a token may not see.
+func (s *Sim) ghListOrgHooks(w http.ResponseWriter, r *http.Request, c *ghCall) {
+	org := r.PathValue("org")
+	repos, user := s.store.ownerRepos(org)
+	if user || len(repos) == 0 || !atLeast(s.requestAccess(r).Role, RoleAdmin) {
+		writeGHError(w, http.StatusNotFound, "Not Found", c.doc)
+		return
+	}
+	out := []ghHook{}
+	for _, h := range s.hooksOf("", "github") {
+		if h.hook.Repo == "" {
+			out = append(out, ghHookJSON(h, "Organization", c.base+"/orgs/"+org))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ghHookJSON is a hook as the hook lists return it, under parent's URL.
+func ghHookJSON(h listedHook, kind, parent string) ghHook {
+	gh := ghHook{Type: kind, ID: h.id, Name: "web", Active: true, Events: h.hook.events("issues"),
+		Config: ghHookConfig{URL: h.hook.URL, ContentType: "json", InsecureSSL: "0"},
+		URL:    parent + "/hooks/" + strconv.FormatInt(h.id, 10)}
+	if h.hook.Secret != "" {
+		gh.Config.Secret = "********"
+	}
+	return gh
 }

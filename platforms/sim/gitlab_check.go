@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"hash/fnv"
 	"net/http"
 	"strings"
 )
@@ -29,6 +30,7 @@ func (s *Sim) gitlabCheckRoutes(mux *http.ServeMux) {
 	s.glRoute(mux, "GET", "/projects/{id}", s.glGetProject)
 	s.glRoute(mux, "GET", "/projects/{id}/labels/{label}", s.glGetLabel)
 	s.glRoute(mux, "GET", "/projects/{id}/hooks", s.glListHooks)
+	s.glGroupRoute(mux, "GET", "/groups/{id}/hooks", s.glListGroupHooks)
 }
 
 // glGetProject is "Get a single project"
@@ -71,15 +73,55 @@ func (s *Sim) glListHooks(w http.ResponseWriter, r *http.Request, c *glCall) {
 		return
 	}
 	id, _, _ := s.store.repoInfo(c.repo)
+	// The project's own hooks only: a group's are listed under the group,
+	// though they fire for the project too.
 	out := []map[string]any{}
 	for _, h := range s.hooksOf(c.repo, "gitlab") {
-		hook := map[string]any{"id": h.id, "url": h.hook.URL, "project_id": id, "push_events": false,
-			"issues_events": false, "confidential_issues_events": false, "enable_ssl_verification": true,
-			"alert_status": "executable", "disabled_until": nil}
-		for _, e := range h.hook.events("issues_events") {
-			hook[e] = true
+		if h.hook.Repo != "" {
+			out = append(out, glHookJSON(h, "project_id", id))
 		}
-		out = append(out, hook)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// glListGroupHooks is "List group hooks", Owner role required
+// (https://docs.gitlab.com/api/group_webhooks/#list-group-hooks; the sim's
+// highest role, RoleAdmin, stands for it); below it GitLab answers 403. A
+// hook of every repository (Hook.Repo "") is a hook of each top-level
+// group: it fires for every project below it.
+func (s *Sim) glListGroupHooks(w http.ResponseWriter, r *http.Request, c *glCall) {
+	if !atLeast(s.requestAccess(r).Role, RoleAdmin) {
+		glMessage(w, http.StatusForbidden, "403 Forbidden")
+		return
+	}
+	out := []map[string]any{}
+	if !strings.Contains(c.repo, "/") {
+		for _, h := range s.hooksOf("", "gitlab") {
+			if h.hook.Repo == "" {
+				out = append(out, glHookJSON(h, "group_id", glGroupID(c.repo)))
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// glHookJSON is a hook as the hook lists return it; the token is never
+// returned. A Hook's Events name the *_events flags set; nil sets
+// issues_events.
+func glHookJSON(h listedHook, parentKey string, parentID int64) map[string]any {
+	hook := map[string]any{"id": h.id, "url": h.hook.URL, parentKey: parentID, "push_events": false,
+		"issues_events": false, "confidential_issues_events": false, "enable_ssl_verification": true,
+		"alert_status": "executable", "disabled_until": nil}
+	for _, e := range h.hook.events("issues_events") {
+		hook[e] = true
+	}
+	return hook
+}
+
+// glGroupID is a stable id for a group path: the sim keeps no groups, only
+// the projects below them.
+func glGroupID(path string) int64 {
+	f := fnv.New32a()
+	_, _ = f.Write([]byte(strings.ToLower(path)))
+	return int64(f.Sum32())
 }

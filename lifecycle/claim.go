@@ -15,6 +15,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -69,6 +70,10 @@ func parseOwnerToken(token string) *Holder {
 	return &Holder{Instance: parts[0], Source: parts[1], Since: time.UnixMilli(ms).UTC()}
 }
 
+// errLivenessLapsed fences off a claim's write on a replica whose presence
+// lapsed: its claim lock may have expired and been taken since.
+var errLivenessLapsed = errors.New("this replica's liveness is not confirmed (Redis unreachable?): claim abandoned, another replica will make it")
+
 // ClaimConfig configures a ClaimService.
 type ClaimConfig struct {
 	Instance string
@@ -78,6 +83,12 @@ type ClaimConfig struct {
 	Logger   *zap.Logger
 	// Observer receives every claim outcome and transition (metrics, audit).
 	Observer Observer
+	// Liveness, when set, fences every tracker write of a claim: a replica
+	// whose presence is no longer trusted (cut from Redis, frozen) writes
+	// no Enqueued label after its trust window, when the claim lock it
+	// holds may already be another replica's. nil: unfenced (agentsmithctl,
+	// tests of the claim alone).
+	Liveness Liveness
 }
 
 // ClaimService moves Pending tickets to Enqueued and pushes exactly one
@@ -245,6 +256,14 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 	p, ok := c.projects.Watched().Lookup(ref)
 	if !ok {
 		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
+	}
+	if live := c.cfg.Liveness; live != nil {
+		ctx = trackerhttp.WithFence(ctx, func(context.Context) error {
+			if !live.Valid() {
+				return errLivenessLapsed
+			}
+			return nil
+		})
 	}
 	var err error
 	if t == nil {

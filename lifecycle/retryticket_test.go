@@ -4,11 +4,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
@@ -24,6 +27,12 @@ func TestRetryRunsAFailedTicketAgainWithAFreshAttemptCount(t *testing.T) {
 	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
 
 	ref := lifecycletest.Ref(n)
+	// The Failed label is written before the run lets go of its heartbeat:
+	// a retry in between is refused as "still finishing" (a flake CI met).
+	eventually.Wait(t, 10*time.Second, "the failed run to let go of the ticket", func() bool {
+		running, err := runstate.Running(t.Context(), w.RDB, ref)
+		return err == nil && !running
+	})
 	// A count left behind (say by a reclaim that raced the failure) would
 	// make attempt 1 stale to the consumer.
 	if err := w.RDB.HSet(t.Context(), keys.Attempts(), ref.Key(), 4).Err(); err != nil {

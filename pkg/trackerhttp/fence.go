@@ -12,8 +12,19 @@ type fenceKey struct{}
 // sends each write made with ctx: after any rate-limit hold and before every
 // retry. A check made only before calling the SDK could be minutes old by
 // the time a held request goes out; this one cannot. An error aborts the
-// request unsent.
+// request unsent. A fence ctx already carries still runs, first: a claim
+// made under the housekeeping lease's fence and fenced by the replica's
+// liveness too must pass both.
 func WithFence(ctx context.Context, fence func(context.Context) error) context.Context {
+	if outer, ok := ctx.Value(fenceKey{}).(func(context.Context) error); ok && outer != nil && fence != nil {
+		inner := fence
+		fence = func(ctx context.Context) error {
+			if err := outer(ctx); err != nil {
+				return err
+			}
+			return inner(ctx)
+		}
+	}
 	return context.WithValue(ctx, fenceKey{}, fence)
 }
 

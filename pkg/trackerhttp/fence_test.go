@@ -51,3 +51,35 @@ func TestFenceRunsAfterRateLimitWait(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// A second fence adds to the one ctx carries: either one refusing keeps the
+// write unsent, in the order they were attached.
+func TestFencesCompose(t *testing.T) {
+	var writes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { writes.Add(1) }))
+	defer srv.Close()
+	var order []string
+	fence := func(name string, err error) func(context.Context) error {
+		return func(context.Context) error { order = append(order, name); return err }
+	}
+	client := &http.Client{Transport: NewTransport(nil, Options{})}
+	for _, c := range []struct {
+		outer, inner error
+		sent         bool
+	}{{nil, nil, true}, {errors.New("lease lost"), nil, false}, {nil, errors.New("liveness lost"), false}} {
+		order = nil
+		ctx := WithFence(WithFence(context.Background(), fence("lease", c.outer)), fence("liveness", c.inner))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader("{}"))
+		before := writes.Load()
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if sent := writes.Load() > before; sent != c.sent || (err == nil) != c.sent {
+			t.Errorf("outer %v inner %v: sent %v err %v, want sent %v", c.outer, c.inner, sent, err, c.sent)
+		}
+		if order[0] != "lease" {
+			t.Errorf("fences ran in order %v, want the outer first", order)
+		}
+	}
+}

@@ -146,12 +146,12 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			Interval: cfg.Discovery.Interval, SignalCheck: cfg.Discovery.SignalCheck, Apply: d.applyDiscovered,
 			Logger: log.Named("discovery")})
 	}
-	d.claims = lifecycle.NewClaimService(rdb, d.queue, d.projects, lifecycle.ClaimConfig{
-		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
-		Observer: d.observer,
-	})
 	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID), Value: cfg.InstanceID,
 		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
+	d.claims = lifecycle.NewClaimService(rdb, d.queue, d.projects, lifecycle.ClaimConfig{
+		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
+		Observer: d.observer, Liveness: d.presence,
+	})
 	d.buildRoles()
 	if d.refresher != nil {
 		d.services = append(d.services, service{"discovery", d.refresher.Run})

@@ -17,7 +17,9 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -113,7 +115,13 @@ func (a *app) loadTrackers(ctx context.Context) error {
 	a.projects = lifecycle.Projects{}
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
-		tr, _, _, err := projects.Tracker(pc, a.rdb, nil, cfg.TrackerWriter(a.instance()), cfg.LabelPrefix, zap.NewNop())
+		// The daemon's transport: the token's rate-limit budget is the one
+		// every replica shares through Redis, so an operator's command
+		// neither spends what a replica already learnt is gone nor keeps
+		// what it learns to itself.
+		hc := trackerhttp.NewClientWith(trackerhttp.Options{Writer: cfg.TrackerWriter(a.instance()),
+			RateLimits: projects.RateLimits(pc.Platform), Budget: budget.New(a.rdb, nil)})
+		tr, _, _, err := projects.Tracker(pc, a.rdb, hc, cfg.TrackerWriter(a.instance()), cfg.LabelPrefix, zap.NewNop())
 		if err != nil {
 			return fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)
 		}

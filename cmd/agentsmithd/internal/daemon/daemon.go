@@ -56,6 +56,8 @@ type Daemon struct {
 	served    map[string]servedProject
 	decoders  map[string]platforms.WebhookDecoder
 	refresher *discovery.Refresher // nil: no project is discovered
+	// configured are the projects before discovery (Options.Configured).
+	configured []config.Project
 
 	// Built by New (roles.go), started by Run.
 	webhooks http.Handler
@@ -109,7 +111,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d := &Daemon{cfg: cfg, rdb: rdb, log: log, listened: make(chan struct{})}
+	d := &Daemon{cfg: cfg, rdb: rdb, log: log, listened: make(chan struct{}), configured: opts.Configured}
 	if opts.GuardExe != "" {
 		d.guard = &runguard.Launcher{Exe: opts.GuardExe, Redis: projects.GuardRedis(cfg.Redis), Check: cfg.Consumer.GuardCheck,
 			Instance: cfg.InstanceID, Presence: presence.Window(cfg.Housekeeping.InstanceTTL)}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,7 +102,9 @@ func (d *Daemon) buildConsumer() []service {
 // project polls: such a replica does not contend for the lease.
 func (d *Daemon) buildPoller() []service {
 	poller := lifecycle.NewPoller(d.claims, d.log)
-	if !poller.Polls() {
+	if !poller.Polls() && !slices.ContainsFunc(d.configured, func(p config.Project) bool { return p.Polling.Enabled }) {
+		// Neither a project served now nor a discovered block that may
+		// find repositories later polls.
 		return nil
 	}
 	l := d.lease("poller", d.cfg.Poller.LeaseTTL)

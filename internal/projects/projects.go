@@ -92,6 +92,19 @@ func RateLimits(platform string) trackerhttp.RateLimits {
 	return trackerhttp.RateLimits{}
 }
 
+// AnyPolls reports whether any of pcs, as configured (a discovered block
+// before expansion included), polls: a replica whose discovered block
+// matched nothing yet still contends for the poller's lease, so the
+// repositories it finds later are polled.
+func AnyPolls(pcs []config.Project) bool {
+	for i := range pcs {
+		if pcs[i].Polling.Enabled {
+			return true
+		}
+	}
+	return false
+}
+
 // Lifecycle is the lifecycle's view of pc, served by tr.
 func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 	pl := pc.Pipeline

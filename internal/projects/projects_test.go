@@ -59,3 +59,13 @@ projects:
 		t.Errorf("default enqueued limit %s", got)
 	}
 }
+
+// A discovered block that polls counts before it is expanded, so a replica
+// contends for the poller's lease even while it matched no repository.
+func TestAnyPollsSeesConfiguredBlocks(t *testing.T) {
+	hooked := config.Project{Name: "hooked"}
+	org := config.Project{Name: "org", Repos: []string{"acme/*"}, Polling: config.Polling{Enabled: true}}
+	if AnyPolls([]config.Project{hooked}) || !AnyPolls([]config.Project{hooked, org}) {
+		t.Errorf("AnyPolls: want false for a webhook project alone, true with a polling discovered block")
+	}
+}

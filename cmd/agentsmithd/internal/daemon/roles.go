@@ -3,12 +3,12 @@ package daemon
 import (
 	"context"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/housekeeping"
+	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
@@ -102,7 +102,7 @@ func (d *Daemon) buildConsumer() []service {
 // project polls: such a replica does not contend for the lease.
 func (d *Daemon) buildPoller() []service {
 	poller := lifecycle.NewPoller(d.claims, d.log)
-	if !poller.Polls() && !slices.ContainsFunc(d.configured, func(p config.Project) bool { return p.Polling.Enabled }) {
+	if !poller.Polls() && !projects.AnyPolls(d.configured) {
 		// Neither a project served now nor a discovered block that may
 		// find repositories later polls.
 		return nil

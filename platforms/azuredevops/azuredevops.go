@@ -391,14 +391,33 @@ func wiqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''")
 // between the two steps are skipped. Each ticket carries its revision, so
 // it can be relabelled without another read.
 func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Ticket, error) {
-	c, err := t.sdk.client(ctx)
+	items, err := t.queryItems(ctx, ListQuery(label), &t.project)
 	if err != nil {
 		return nil, fmt.Errorf("azuredevops: list open work items tagged %q in %s: %w", label, t.locator, err)
 	}
-	q := ListQuery(label)
-	res, err := c.QueryByWiql(ctx, workitemtracking.QueryByWiqlArgs{Wiql: &workitemtracking.Wiql{Query: &q}, Project: &t.project})
+	out := make([]*platforms.Ticket, 0, len(items))
+	for i := range items {
+		tk, err := t.ticket(&items[i])
+		if err != nil {
+			return nil, fmt.Errorf("azuredevops: list open work items tagged %q in %s: %w", label, t.locator, err)
+		}
+		out = append(out, tk)
+	}
+	return out, nil
+}
+
+// queryItems runs a WIQL query in project (nil: the whole organisation)
+// and reads the work items it names with listFields in batches of
+// batchSize, which is how the API paginates; items deleted between the two
+// steps are left out.
+func (t *Tracker) queryItems(ctx context.Context, q string, project *string) ([]workitemtracking.WorkItem, error) {
+	c, err := t.sdk.client(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("azuredevops: list open work items tagged %q in %s: query: %w", label, t.locator, classify(err))
+		return nil, err
+	}
+	res, err := c.QueryByWiql(ctx, workitemtracking.QueryByWiqlArgs{Wiql: &workitemtracking.Wiql{Query: &q}, Project: project})
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", classify(err))
 	}
 	var ids []int
 	if res.WorkItems != nil {
@@ -408,7 +427,7 @@ func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Tick
 			}
 		}
 	}
-	out := make([]*platforms.Ticket, 0, len(ids))
+	var out []workitemtracking.WorkItem
 	fields := listFields
 	for start := 0; start < len(ids); start += batchSize {
 		chunk := ids[start:min(start+batchSize, len(ids))]
@@ -418,24 +437,18 @@ func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Tick
 				Fields:      &fields,
 				ErrorPolicy: ptr(workitemtracking.WorkItemErrorPolicyValues.Omit),
 			},
-			Project: &t.project,
+			Project: project,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("azuredevops: list open work items tagged %q in %s (batch at %d): %w", label, t.locator, start, classify(err))
+			return nil, fmt.Errorf("batch at %d: %w", start, classify(err))
 		}
 		if items == nil {
 			continue
 		}
-		for i := range *items {
-			wi := &(*items)[i]
-			if wi.Id == nil { // omitted: deleted since the query
-				continue
+		for _, wi := range *items {
+			if wi.Id != nil { // nil: omitted, deleted since the query
+				out = append(out, wi)
 			}
-			tk, err := t.ticket(wi)
-			if err != nil {
-				return nil, fmt.Errorf("azuredevops: list open work items tagged %q in %s: %w", label, t.locator, err)
-			}
-			out = append(out, tk)
 		}
 	}
 	return out, nil

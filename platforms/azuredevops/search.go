@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/workitemtracking"
-
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -43,53 +41,25 @@ func (t *Tracker) ListAcross(ctx context.Context, scope platforms.SearchScope, l
 	if scope.Platform != Platform || scope != t.scope {
 		return nil, fmt.Errorf("azuredevops: query %s: not this tracker's organisation and token", scope)
 	}
-	c, err := t.sdk.client(ctx)
+	items, err := t.queryItems(ctx, AcrossQuery(label), nil)
 	if err != nil {
 		return nil, fmt.Errorf("azuredevops: list open work items tagged %q across %s: %w", label, t.org, err)
 	}
-	q := AcrossQuery(label)
-	res, err := c.QueryByWiql(ctx, workitemtracking.QueryByWiqlArgs{Wiql: &workitemtracking.Wiql{Query: &q}})
-	if err != nil {
-		return nil, fmt.Errorf("azuredevops: list open work items tagged %q across %s: query: %w", label, t.org, classify(err))
-	}
-	var ids []int
-	if res.WorkItems != nil {
-		for _, r := range *res.WorkItems {
-			if r.Id != nil {
-				ids = append(ids, *r.Id)
-			}
-		}
-	}
-	out := make([]*platforms.Ticket, 0, len(ids))
-	fields := listFields
-	for start := 0; start < len(ids); start += batchSize {
-		chunk := ids[start:min(start+batchSize, len(ids))]
-		items, err := c.GetWorkItemsBatch(ctx, workitemtracking.GetWorkItemsBatchArgs{
-			WorkItemGetRequest: &workitemtracking.WorkItemBatchGetRequest{
-				Ids: &chunk, Fields: &fields, ErrorPolicy: ptr(workitemtracking.WorkItemErrorPolicyValues.Omit),
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("azuredevops: list open work items tagged %q across %s (batch at %d): %w", label, t.org, start, classify(err))
-		}
-		if items == nil {
+	out := make([]*platforms.Ticket, 0, len(items))
+	for i := range items {
+		wi := &items[i]
+		if wi.Rev == nil {
 			continue
 		}
-		for i := range *items {
-			wi := &(*items)[i]
-			if wi.Id == nil || wi.Rev == nil { // omitted: deleted since the query
-				continue
-			}
-			f := map[string]any{}
-			if wi.Fields != nil {
-				f = *wi.Fields
-			}
-			project := stringField(f, fieldProject)
-			if project == "" || strings.ContainsAny(project, "/#") {
-				continue // cannot be placed in a project: no project claims it
-			}
-			out = append(out, t.ticketIn(wi, f, project, Locator(t.org, project), ""))
+		f := map[string]any{}
+		if wi.Fields != nil {
+			f = *wi.Fields
 		}
+		project := stringField(f, fieldProject)
+		if project == "" || strings.ContainsAny(project, "/#") {
+			continue // cannot be placed in a project: no project claims it
+		}
+		out = append(out, t.ticketIn(wi, f, project, Locator(t.org, project), ""))
 	}
 	return out, nil
 }

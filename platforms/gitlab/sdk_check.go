@@ -52,41 +52,43 @@ func (s *sdk) label(ctx context.Context, project, name string) error {
 // A hook GitLab disabled after failing deliveries has alert_status
 // "disabled" or "temporarily_disabled" (gitlab-org/gitlab!166329).
 func (s *sdk) projectHooks(ctx context.Context, project string) ([]platforms.Hook, error) {
-	var out []platforms.Hook
-	opt := &gl.ListProjectHooksOptions{PerPage: 100, Page: 1}
-	for {
-		hooks, resp, err := s.c.Projects.ListProjectHooks(project, opt, gl.WithContext(ctx))
-		if err != nil {
-			return nil, err
-		}
+	return allHooks(func(page int) ([]platforms.Hook, *gl.Response, error) {
+		hooks, resp, err := s.c.Projects.ListProjectHooks(project, &gl.ListProjectHooksOptions{PerPage: 100, Page: page}, gl.WithContext(ctx))
+		var out []platforms.Hook
 		for _, h := range hooks {
 			out = append(out, hookOf(h.URL, h.AlertStatus, h.IssuesEvents, h.ConfidentialIssuesEvents))
 		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opt.Page = resp.NextPage
-	}
+		return out, resp, err
+	})
 }
 
 // groupHooks is GET /groups/:id/hooks, every page; Owner only
 // (https://docs.gitlab.com/api/group_webhooks/#list-group-hooks). A group
 // hook fires for every project below the group, subgroups included.
 func (s *sdk) groupHooks(ctx context.Context, group string) ([]platforms.Hook, error) {
-	var out []platforms.Hook
-	opt := &gl.ListGroupHooksOptions{PerPage: 100, Page: 1}
-	for {
-		hooks, resp, err := s.c.Groups.ListGroupHooks(group, opt, gl.WithContext(ctx))
-		if err != nil {
-			return nil, err
-		}
+	return allHooks(func(page int) ([]platforms.Hook, *gl.Response, error) {
+		hooks, resp, err := s.c.Groups.ListGroupHooks(group, &gl.ListGroupHooksOptions{PerPage: 100, Page: page}, gl.WithContext(ctx))
+		var out []platforms.Hook
 		for _, h := range hooks {
 			out = append(out, hookOf(h.URL, h.AlertStatus, h.IssuesEvents, h.ConfidentialIssuesEvents))
 		}
+		return out, resp, err
+	})
+}
+
+// allHooks follows a hook list's pages from the first.
+func allHooks(page func(int) ([]platforms.Hook, *gl.Response, error)) ([]platforms.Hook, error) {
+	var out []platforms.Hook
+	for p := 1; ; {
+		hooks, resp, err := page(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hooks...)
 		if resp.NextPage == 0 {
 			return out, nil
 		}
-		opt.Page = resp.NextPage
+		p = resp.NextPage
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -70,9 +71,9 @@ func parseOwnerToken(token string) *Holder {
 	return &Holder{Instance: parts[0], Source: parts[1], Since: time.UnixMilli(ms).UTC()}
 }
 
-// errLivenessLapsed fences off a claim's write on a replica whose presence
-// lapsed: its claim lock may have expired and been taken since.
-var errLivenessLapsed = errors.New("this replica's liveness is not confirmed (Redis unreachable?): claim abandoned, another replica will make it")
+// errClaimLockLapsed fences off a claim's write once its claim lock is no
+// longer trusted: it may have expired and been taken since.
+var errClaimLockLapsed = errors.New("claim lock no longer trusted (held too long): claim abandoned, the next delivery or sweep makes it")
 
 // ClaimConfig configures a ClaimService.
 type ClaimConfig struct {
@@ -83,12 +84,6 @@ type ClaimConfig struct {
 	Logger   *zap.Logger
 	// Observer receives every claim outcome and transition (metrics, audit).
 	Observer Observer
-	// Liveness, when set, fences every tracker write of a claim: a replica
-	// whose presence is no longer trusted (cut from Redis, frozen) writes
-	// no Enqueued label after its trust window, when the claim lock it
-	// holds may already be another replica's. nil: unfenced (agentsmithctl,
-	// tests of the claim alone).
-	Liveness Liveness
 }
 
 // ClaimService moves Pending tickets to Enqueued and pushes exactly one
@@ -156,7 +151,8 @@ func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source st
 	// One round trip takes the claim lock and reads the ticket's history
 	// (or names the holder); the push goes with the lock's release in a
 	// second one (claimLocked), so a claim costs Redis 2 round trips.
-	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: ownerToken(c.cfg.Instance, source, c.cfg.Clock())}
+	now := c.cfg.Clock()
+	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: ownerToken(c.cfg.Instance, source, now), asked: now}
 	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref)
 	if err != nil {
 		return res, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
@@ -185,6 +181,7 @@ func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source st
 // claimLocked sends its release with the push (sent) where it can.
 type heldLock struct {
 	key, token string
+	asked      time.Time // when the SET NX was sent: the lock's trust window starts here
 	history    runstate.Locked
 	sent       bool
 }
@@ -257,10 +254,15 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 	if !ok {
 		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
 	}
-	if live := c.cfg.Liveness; live != nil {
+	if lock != nil {
+		// The claim lock is the claim's only title to the ticket: past its
+		// trust window it may have expired and been taken by another
+		// replica (this one cut from Redis, frozen, or held up by a slow
+		// tracker), so no write of this claim goes out after it.
+		until := trust.Fraction(c.cfg.LockTTL, trust.DefaultClaimLockTrust).Until(lock.asked)
 		ctx = trackerhttp.WithFence(ctx, func(context.Context) error {
-			if !live.Valid() {
-				return errLivenessLapsed
+			if !c.cfg.Clock().Before(until) {
+				return errClaimLockLapsed
 			}
 			return nil
 		})

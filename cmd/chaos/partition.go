@@ -142,6 +142,10 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 	// may still believe it owns anything.
 	window := min(trust.Fraction(instanceTTL, trust.DefaultPresenceTrust).Trusted,
 		trust.Fraction(heartbeatTTL, trust.DefaultHeartbeatTrust).Trusted)
+	// A claim's write (from no lifecycle label) is fenced by its claim lock
+	// instead, which no other replica can take before it expires: its
+	// trust window, counted from a lock asked for at the latest at the cut.
+	claimWindow := trust.Fraction(claimLockTTL, trust.DefaultClaimLockTrust).Trusted
 	// The earliest another replica can take its runs: its liveness key and
 	// its heartbeats were last renewed at most one renew interval before
 	// the cut, and housekeeping acts on whichever expires first.
@@ -153,10 +157,14 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 		}
 		writes++
 		last = max(last, wr.At.Sub(cut))
-		if wr.At.After(cut.Add(window)) {
+		allowed := window
+		if len(lc(wr.Before)) == 0 {
+			allowed = claimWindow
+		}
+		if wr.At.After(cut.Add(allowed)) {
 			// Counted as a stale write of the run (analyse adds it).
 			w.lateWrites = append(w.lateWrites, fmt.Sprintf("%s %s#%d by %s: %v → %v (+%s after its Redis was cut, past the %s trust window)",
-				wr.At.Format("15:04:05.000"), wr.Repo, wr.Number, inc, lc(wr.Before), lc(wr.After), wr.At.Sub(cut).Round(time.Millisecond), window))
+				wr.At.Format("15:04:05.000"), wr.Repo, wr.Number, inc, lc(wr.Before), lc(wr.After), wr.At.Sub(cut).Round(time.Millisecond), allowed))
 		}
 	}
 	// How long its pipelines kept working, and when their tickets ran again.
@@ -195,7 +203,7 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 	p.figure("cut replica / its runs working at the cut", fmt.Sprintf("%s / %d", inc, len(runs)))
 	p.figure("its label writes after the cut (last)", fmt.Sprintf("%d (+%s)", writes, last.Round(time.Millisecond)))
 	p.figure("  earliest takeover by another replica", "+"+takeover.String())
-	p.figure("  writes after its trust window (+"+window.String()+")", countAfter(w.lateWrites, inc))
+	p.figure("  writes after its trust window (+"+window.String()+"; a claim's lock: +"+claimWindow.String()+")", countAfter(w.lateWrites, inc))
 	p.figure("its pipelines' last work after the cut", fmt.Sprintf("+%s (< +%s)", worked.Round(10*time.Millisecond), takeover))
 	if rerun > 0 {
 		p.figure("its runs running again elsewhere: n / first / worst", fmt.Sprintf("%d / %s / %s", rerun, signed(first), signed(again)))

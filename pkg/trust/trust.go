@@ -1,6 +1,7 @@
 // Package trust answers "how long may I still act?" for the holder of a
 // Redis key with a TTL: a leader lease (pkg/lease), a replica's liveness key
-// (pkg/presence), a run's heartbeat (lifecycle's executor). Other replicas
+// (pkg/presence), a run's heartbeat (lifecycle's executor), a claim lock
+// (lifecycle's claim service). Other replicas
 // take over once the key is gone, so the holder must stop acting before
 // that can happen, from its own clock, without asking Redis.
 //
@@ -37,6 +38,11 @@ const (
 	// every 30 s, so three renewals in a row may fail before the pipeline
 	// is stopped.
 	DefaultHeartbeatTrust = 0.9
+	// DefaultClaimLockTrust is a claim lock's: at the default 30 s TTL, a
+	// claim writes its Enqueued label within 18 s of asking for the lock,
+	// or not at all; the lock is never renewed, and a claim takes a read
+	// and a write.
+	DefaultClaimLockTrust = 0.6
 )
 
 // Window is the part of a key's TTL its holder trusts.

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"sort"
@@ -121,7 +122,7 @@ func (s *Sim) ghCreateInstallationToken(w http.ResponseWriter, r *http.Request) 
 	s.apps.inst[token] = appInstallation{app: app, id: id}
 	s.apps.mu.Unlock()
 	selection := "all"
-	if _, ok := app.Selected[id]; ok {
+	if _, only := s.apps.selection(app, id); only {
 		selection = "selected"
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{
@@ -143,7 +144,7 @@ func (s *Sim) ghListInstallationRepos(w http.ResponseWriter, r *http.Request, c 
 		writeGHError(w, http.StatusForbidden, "You must authenticate with an installation access token in order to list repositories for an installation.", c.doc)
 		return
 	}
-	selected, only := in.app.Selected[in.id]
+	selected, only := s.apps.selection(in.app, in.id)
 	st := s.store
 	st.mu.Lock()
 	var repos []repository
@@ -166,6 +167,80 @@ func (s *Sim) ghListInstallationRepos(w http.ResponseWriter, r *http.Request, c 
 		selection = "selected"
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repository_selection": selection, "repositories": out})
+}
+
+// selection is installation id's selected repositories, and whether it
+// has a selection at all ("selected" rather than "all"); read under the
+// lock, since GrantRepositories changes it.
+func (a *appTokens) selection(app App, id int64) ([]string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	sel, ok := app.Selected[id]
+	return slices.Clone(sel), ok
+}
+
+// GrantRepositories adds repos to a "selected" installation, as an
+// organisation owner does in the installation's settings, and sends the
+// App's webhook (the sim's GitHub hooks of every repository) an
+// installation_repositories "added" delivery; RevokeRepositories removes
+// them, "removed"
+// (https://docs.github.com/en/webhooks/webhook-events-and-payloads#installation_repositories).
+// An installation with "all" repositories is left as it is.
+func (s *Sim) GrantRepositories(installation int64, repos ...string) {
+	s.changeSelection(installation, "added", repos)
+}
+
+// RevokeRepositories is GrantRepositories' inverse.
+func (s *Sim) RevokeRepositories(installation int64, repos ...string) {
+	s.changeSelection(installation, "removed", repos)
+}
+
+func (s *Sim) changeSelection(installation int64, action string, repos []string) {
+	a := &s.apps
+	a.mu.Lock()
+	changed := false
+	for i := range a.apps {
+		sel, ok := a.apps[i].Selected[installation]
+		if !ok {
+			continue
+		}
+		if action == "added" {
+			sel = append(sel, repos...)
+		} else {
+			sel = slices.DeleteFunc(sel, func(r string) bool { return slices.Contains(repos, r) })
+		}
+		a.apps[i].Selected[installation] = sel
+		changed = true
+	}
+	a.mu.Unlock()
+	if !changed {
+		return
+	}
+	var hooks []*hookQueue
+	for _, q := range s.hooks.matching("") {
+		if isGitHubHook(q.hook) && q.hook.Repo == "" {
+			hooks = append(hooks, q)
+		}
+	}
+	if len(hooks) == 0 {
+		return
+	}
+	base := s.base()
+	var listed []map[string]any
+	for _, r := range repos {
+		id, _, _ := s.store.repoInfo(r)
+		_, name, _ := strings.Cut(r, "/")
+		listed = append(listed, map[string]any{"id": id, "node_id": fmt.Sprintf("R_sim%d", id), "name": name, "full_name": r, "private": true})
+	}
+	added, removed := listed, []map[string]any{}
+	if action == "removed" {
+		added, removed = []map[string]any{}, listed
+	}
+	sender := s.ghUser(base, humanActor.login)
+	s.githubSend("installation_repositories", map[string]any{"action": action,
+		"installation":         map[string]any{"id": installation, "repository_selection": "selected"},
+		"repository_selection": "selected", "repositories_added": added, "repositories_removed": removed,
+		"requester": sender, "sender": sender}, hooks)
 }
 
 // verifyAppJWT checks an app JWT and returns the app that signed it, or

@@ -152,7 +152,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
 	d.claims = lifecycle.NewClaimService(rdb, d.queue, d.projects, lifecycle.ClaimConfig{
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
-		Observer: d.observer, Liveness: d.presence,
+		Observer: d.observer,
 	})
 	d.buildRoles()
 	if d.refresher != nil {

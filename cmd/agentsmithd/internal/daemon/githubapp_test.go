@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -13,8 +14,10 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
@@ -49,4 +52,59 @@ func TestGitHubAppWebhookToDone(t *testing.T) {
 	if got := e.sim.Stats().Calls["POST /app/installations/{installation_id}/access_tokens"]; got < 1 {
 		t.Errorf("access token requests = %d, want at least 1", got)
 	}
+}
+
+// A GitHub App project with installation: all follows what the
+// installation is granted: a repository added to a "selected" installation
+// is served once GitHub's installation_repositories delivery reaches the
+// daemon (the full listing is an hour away), and one removed is retired.
+func TestAppInstallationRepositoriesAreFollowed(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWithSim(t, simcases.GitHub, sim.Options{Tokens: []string{"no-static-token-is-used"},
+		Apps: []sim.App{{ID: 901, PublicKey: &key.PublicKey, Installations: []int64{55}, Selected: map[int64][]string{55: {"acme/app"}}}}})
+	e.sim.CreateRepo("acme/app")
+	keyFile := filepath.Join(e.dir, "app.pem")
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yml := e.configYAML("replica-a", "discovery: {interval: 1h, signal_check: 100ms}\n")
+	yml = strings.Replace(yml, "token: {env: E2E_TOKEN}",
+		fmt.Sprintf("github_app: {app_id: 901, installation_id: 55, private_key_file: %q}", keyFile), 1)
+	yml = strings.Replace(yml, "repo: acme/app", "installation: all", 1)
+	cfg, err := config.Parse([]byte(yml), lookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.configured = cfg.Projects
+	if _, err := discovery.Expand(context.Background(), cfg, discovery.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	d := e.startDaemon(cfg)
+	hook := simcases.GitHub.Hook("http://"+d.Addr(), testSecret)
+	hook.Repo = "" // the App's webhook: every repository of the installation
+	e.sim.AddHook(hook)
+	watched := func(name string) bool { _, ok := d.Claims().Projects()[name]; return ok }
+
+	e.sim.CreateRepo("acme/new") // not granted: its repository delivery finds nothing new
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.sim.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !watched("app.app") || watched("app.new") {
+		t.Fatalf("watched before the grant: %v", d.Claims().Projects().Names())
+	}
+	e.sim.GrantRepositories(55, "acme/new")
+	eventually.Wait(t, 10*time.Second, "the granted repository to be watched", func() bool { return watched("app.new") })
+	e.repo = "acme/new"
+	n := e.sim.CreateIssue("acme/new", "plain", "", "agent-smith")
+	if got := e.waitState(n, 30*time.Second, lifecycle.Done, lifecycle.Failed); got != lifecycle.Done {
+		t.Fatalf("acme/new#%d: %v", n, got)
+	}
+	e.sim.RevokeRepositories(55, "acme/new")
+	eventually.Wait(t, 10*time.Second, "the revoked repository to be retired", func() bool { return !watched("app.new") })
 }

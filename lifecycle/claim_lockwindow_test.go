@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 
@@ -10,28 +11,33 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
-// liveness is a presence a test turns off.
-type liveness struct{ ok atomic.Bool }
-
-func (l *liveness) Valid() bool           { return l.ok.Load() }
-func (l *liveness) Lost() <-chan struct{} { return nil }
-
-// A replica whose liveness lapsed (cut from Redis after taking the claim
-// lock, or frozen) writes no label for a claim: its lock may have expired
-// and been taken by another replica since. With liveness back, the claim
-// is made.
-func TestClaimWritesNothingWithoutLiveness(t *testing.T) {
+// A claim that got its lock but reaches its write past the lock's trust
+// window (its replica cut from Redis, frozen, or held up by a slow tracker)
+// writes no label: the lock may have expired and been taken by another
+// replica. Within the window the same claim is made.
+func TestClaimWritesNothingPastItsLocksTrustWindow(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	live := &liveness{}
+	base := time.Now()
+	var late atomic.Bool
+	var calls atomic.Int32
+	clock := func() time.Time {
+		// The first reading stamps the lock; every later one is, when
+		// late, an hour on.
+		if calls.Add(1) > 1 && late.Load() {
+			return base.Add(time.Hour)
+		}
+		return base
+	}
 	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
-		Logger: zaptest.NewLogger(t), Liveness: live})
+		LockTTL: 5 * time.Second, Clock: clock, Logger: zaptest.NewLogger(t)})
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "triggered", "", "agent-smith")
 	writes := len(w.Sim.Writes())
+	late.Store(true)
 	if res, err := claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1); err == nil {
-		t.Fatalf("claim without liveness: %+v, want an error", res)
+		t.Fatalf("claim past its lock's window: %+v, want an error", res)
 	}
 	if got := w.Sim.Writes()[writes:]; len(got) != 0 {
-		t.Errorf("writes without liveness: %+v", got)
+		t.Errorf("writes past the lock's window: %+v", got)
 	}
 	if s := w.State(t, n); s != lifecycle.Pending {
 		t.Errorf("state %v, want pending", s)
@@ -39,9 +45,9 @@ func TestClaimWritesNothingWithoutLiveness(t *testing.T) {
 	if reqs := w.Requests(t); len(reqs) != 0 {
 		t.Errorf("queued %d requests, want none", len(reqs))
 	}
-	live.ok.Store(true)
-	// The abandoned claim released its lock (Redis answers here).
+	late.Store(false)
+	calls.Store(0)
 	if res, err := claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
-		t.Fatalf("claim with liveness: %+v %v", res, err)
+		t.Fatalf("claim within the window: %+v %v", res, err)
 	}
 }

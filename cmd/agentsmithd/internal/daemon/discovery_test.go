@@ -91,6 +91,11 @@ func TestDiscoveryFollowsRepositoriesWhileRunning(t *testing.T) {
 		t.Fatalf("watched at start: %v", d.Claims().Projects().Names())
 	}
 
+	// One listing at start (Expand), one the refresher begins with: only
+	// the webhook's signal can list again after that.
+	eventually.Wait(t, 10*time.Second, "the refresher's first listing", func() bool {
+		return e.sim.Stats().Calls["GET /orgs/{org}/repos"] >= 2
+	})
 	e.sim.CreateRepo("acme/new")
 	eventually.Wait(t, 10*time.Second, "the new repository to be watched", func() bool { return watched("app.new") })
 	e.repo = "acme/new"

@@ -89,12 +89,17 @@ func TestAppInstallationRepositoriesAreFollowed(t *testing.T) {
 	e.sim.AddHook(hook)
 	watched := func(name string) bool { _, ok := d.Claims().Projects()[name]; return ok }
 
-	e.sim.CreateRepo("acme/new") // not granted: its repository delivery finds nothing new
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.sim.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// Not granted: its repository delivery makes the daemon list the
+	// installation, which finds nothing new. The grant waits for that
+	// listing, so only the grant's own delivery can add the repository.
+	const listing = "GET /installation/repositories"
+	// One listing at start (Expand), one the refresher begins with.
+	eventually.Wait(t, 10*time.Second, "the refresher's first listing", func() bool { return e.sim.Stats().Calls[listing] >= 2 })
+	before := e.sim.Stats().Calls[listing]
+	e.sim.CreateRepo("acme/new")
+	eventually.Wait(t, 10*time.Second, "the listing the repository delivery asked for", func() bool {
+		return e.sim.Stats().Calls[listing] > before
+	})
 	if !watched("app.app") || watched("app.new") {
 		t.Fatalf("watched before the grant: %v", d.Claims().Projects().Names())
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
@@ -74,19 +75,7 @@ func TestDiscoveryFollowsRepositoriesWhileRunning(t *testing.T) {
 	e := newEnv(t)
 	e.sim.CreateRepo("acme/api")
 	yml := strings.Replace(e.configYAML("r1", "discovery: {interval: 1h, signal_check: 100ms}\n"), "repo: acme/app", `repos: ["acme/*"]`, 1)
-	cfg, err := config.Parse([]byte(yml), lookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.configured = cfg.Projects
-	if _, err := discovery.Expand(context.Background(), cfg, discovery.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	d := e.startDaemon(cfg)
-	hook := simcases.GitHub.Hook("http://"+d.Addr(), testSecret)
-	hook.Repo = "" // an organisation webhook
-	e.sim.AddHook(hook)
-	watched := func(name string) bool { _, ok := d.Claims().Projects()[name]; return ok }
+	d, watched := e.startFollowing(yml)
 	if !watched("app.api") || watched("app.new") {
 		t.Fatalf("watched at start: %v", d.Claims().Projects().Names())
 	}
@@ -118,4 +107,25 @@ func TestDiscoveryFollowsRepositoriesWhileRunning(t *testing.T) {
 	if log, _ := e.readRunLog(); strings.Count(log, "start acme/api#") != 1 {
 		t.Errorf("acme/api#%d ran %d times, want 1", held, strings.Count(log, "start acme/api#"))
 	}
+}
+
+// startFollowing starts a replica on yml whose projects discovery expands,
+// keeping them as configured so the replica follows changes, with one
+// GitHub hook for every repository (an organisation's, or a GitHub App's);
+// watched reports whether a project is served now.
+func (e *env) startFollowing(yml string) (d *daemon.Daemon, watched func(name string) bool) {
+	e.t.Helper()
+	cfg, err := config.Parse([]byte(yml), lookupEnv)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.configured = cfg.Projects
+	if _, err := discovery.Expand(context.Background(), cfg, discovery.Options{}); err != nil {
+		e.t.Fatal(err)
+	}
+	d = e.startDaemon(cfg)
+	hook := simcases.GitHub.Hook("http://"+d.Addr(), testSecret)
+	hook.Repo = "" // every repository
+	e.sim.AddHook(hook)
+	return d, func(name string) bool { _, ok := d.Claims().Projects()[name]; return ok }
 }

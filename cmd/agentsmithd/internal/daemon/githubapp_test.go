@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/config"
-	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
@@ -75,19 +73,7 @@ func TestAppInstallationRepositoriesAreFollowed(t *testing.T) {
 	yml = strings.Replace(yml, "token: {env: E2E_TOKEN}",
 		fmt.Sprintf("github_app: {app_id: 901, installation_id: 55, private_key_file: %q}", keyFile), 1)
 	yml = strings.Replace(yml, "repo: acme/app", "installation: all", 1)
-	cfg, err := config.Parse([]byte(yml), lookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.configured = cfg.Projects
-	if _, err := discovery.Expand(context.Background(), cfg, discovery.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	d := e.startDaemon(cfg)
-	hook := simcases.GitHub.Hook("http://"+d.Addr(), testSecret)
-	hook.Repo = "" // the App's webhook: every repository of the installation
-	e.sim.AddHook(hook)
-	watched := func(name string) bool { _, ok := d.Claims().Projects()[name]; return ok }
+	d, watched := e.startFollowing(yml)
 
 	// Not granted: its repository delivery makes the daemon list the
 	// installation, which finds nothing new. The grant waits for that

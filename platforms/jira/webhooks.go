@@ -94,8 +94,9 @@ type changelog struct {
 // EventTicket; jira:issue_updated is EventTicket only when its changelog
 // changes the labels or the status (see ticketFields); every other
 // well-formed delivery is EventIgnored, answered 2xx, and read no further
-// than its webhookEvent: comments, worklogs, sprints, projects, issue
-// events without an issue, and events Atlassian adds later. Jira names the
+// than its webhookEvent: comments, worklogs, sprints, issue events without
+// an issue, and events Atlassian adds later. Project events that change
+// which projects discovery finds are EventRepositories. Jira names the
 // event in the body only, so only a body that is not a JSON object, or an
 // issue event the daemon acts on whose issue has no valid key, is
 // ErrMalformed. It never panics, whatever the input.
@@ -114,6 +115,9 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	ev.Name, ev.Action = head.String("webhookEvent"), head.String("issue_event_type_name")
 	if ev.Name == EventCommentCreated && head.Has("issue") && head.Has("comment") {
 		return parseComment(ev, body)
+	}
+	if projectEvents[ev.Name] {
+		return projectEvent(ev, body), nil
 	}
 	if ev.Name != EventIssueCreated && ev.Name != EventIssueUpdated || !head.Has("issue") {
 		// Jira Cloud documents no issue event without an issue; a sender
@@ -258,4 +262,29 @@ func parseComment(ev platforms.WebhookEvent, body []byte) (platforms.WebhookEven
 		ev.At = time.UnixMilli(p.Timestamp)
 	}
 	return ev, nil
+}
+
+// projectEvents are the project webhook events that change which projects
+// a site's discovery finds or may write to (Jira Cloud's admin webhooks,
+// sent without a JQL filter: https://developer.atlassian.com/cloud/jira/platform/webhooks/
+// lists project_created, project_updated, project_deleted,
+// project_soft_deleted, project_restored_deleted, project_archived and
+// project_restored_archived). project_updated (a name, a lead) changes
+// nothing discovery reads and is left out.
+var projectEvents = map[string]bool{"project_created": true, "project_deleted": true, "project_soft_deleted": true,
+	"project_restored_deleted": true, "project_archived": true, "project_restored_archived": true}
+
+// projectEvent is EventRepositories, with the project's key as the locator
+// when the payload has a valid one (for the log only).
+func projectEvent(ev platforms.WebhookEvent, body []byte) platforms.WebhookEvent {
+	var p struct {
+		Project struct {
+			Key string `json:"key"`
+		} `json:"project"`
+	}
+	if json.Unmarshal(body, &p) == nil && projectKey.MatchString(p.Project.Key) {
+		ev.Locator = p.Project.Key
+	}
+	ev.Kind = platforms.EventRepositories
+	return ev
 }

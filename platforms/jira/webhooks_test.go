@@ -240,3 +240,24 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// Project events that change what a site's discovery finds ask for a
+// listing; project_updated and unknown project events do not, and the key
+// names the project in the log only when it is a valid one.
+func TestParseProjectEvents(t *testing.T) {
+	for _, c := range []struct {
+		body, locator string
+		want          platforms.EventKind
+	}{
+		{`{"webhookEvent":"project_created","project":{"key":"OPS"}}`, "OPS", platforms.EventRepositories},
+		{`{"webhookEvent":"project_archived","project":{"key":"OLD"}}`, "OLD", platforms.EventRepositories},
+		{`{"webhookEvent":"project_restored_deleted","project":{"key":"a b"}}`, "", platforms.EventRepositories},
+		{`{"webhookEvent":"project_deleted"}`, "", platforms.EventRepositories},
+		{`{"webhookEvent":"project_updated","project":{"key":"OPS"}}`, "", platforms.EventIgnored},
+	} {
+		ev, err := (Webhooks{}).Parse(http.Header{}, []byte(c.body))
+		if err != nil || ev.Kind != c.want || ev.Locator != c.locator {
+			t.Errorf("%s: kind %d locator %q err %v; want %d %q", c.body, ev.Kind, ev.Locator, err, c.want, c.locator)
+		}
+	}
+}

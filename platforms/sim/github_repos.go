@@ -37,12 +37,18 @@ func (s *Sim) setArchived(repo string, archived bool) {
 	changed := r.archived != archived
 	r.archived = archived
 	st.mu.Unlock()
-	if changed {
-		action := "archived"
+	switch {
+	case !changed:
+	case !strings.Contains(repo, "/"): // a Jira project key
+		event := "project_archived"
 		if !archived {
-			action = "unarchived"
+			event = "project_restored_archived"
 		}
-		s.githubRepositoryEvent(action, repo)
+		s.jiraProjectEvent(event, repo)
+	case archived:
+		s.githubRepositoryEvent("archived", repo)
+	default:
+		s.githubRepositoryEvent("unarchived", repo)
 	}
 }
 

@@ -143,3 +143,28 @@ func jiraChangelogItems(evs []storeEvent, sn snapshot) []jiraChangelogItem {
 	}
 	return items
 }
+
+// jiraProjectEvent queues a project event (project_created,
+// project_archived, project_restored_archived) of the Jira project key to
+// every Jira admin webhook, those of every project (Hook.Repo ""): Jira
+// sends project events without a JQL filter
+// (https://developer.atlassian.com/cloud/jira/platform/webhooks/).
+func (s *Sim) jiraProjectEvent(event, key string) {
+	id, _, ok := s.store.repoInfo(key)
+	if !ok {
+		return
+	}
+	body, err := json.Marshal(map[string]any{"timestamp": s.clock().UnixMilli(), "webhookEvent": event,
+		"project": map[string]any{"self": s.base() + "/jira/rest/api/2/project/" + strconv.FormatInt(id, 10),
+			"id": id, "key": key, "name": key, "projectTypeKey": "software"}})
+	if err != nil {
+		s.log.Error("marshal jira project event", zap.Error(err))
+		return
+	}
+	for _, q := range s.hooks.matching("") {
+		if q.hook.Dialect == "jira" && q.hook.Repo == "" {
+			drop, extra := s.faults.delivery()
+			s.hooks.enqueue(q, jiraOutgoing(event, body, q.hook), drop, extra)
+		}
+	}
+}

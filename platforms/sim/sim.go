@@ -210,8 +210,13 @@ func (s *Sim) CreateIssue(repo, title, body string, labels ...string) int {
 // CreateRepo makes an empty repository, so the API answers for it (an empty
 // list rather than 404) before its first issue.
 func (s *Sim) CreateRepo(repo string) {
-	if s.store.createRepo(repo) {
+	if !s.store.createRepo(repo) {
+		return
+	}
+	if strings.Contains(repo, "/") {
 		s.githubRepositoryEvent("created", repo)
+	} else { // a Jira project key
+		s.jiraProjectEvent("project_created", repo)
 	}
 }
 

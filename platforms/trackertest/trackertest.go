@@ -130,6 +130,7 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		"comment_created":                    platforms.EventComment, // a command may be in it
 		// An event without an issue (the worklog names only its issueId).
 		"worklog_created": platforms.EventIgnored,
+		"project_created": platforms.EventRepositories,
 	},
 	"gitlab": {
 		"issue.open":               platforms.EventTicket,

@@ -110,9 +110,10 @@ func TestDiscoveryFollowsRepositoriesWhileRunning(t *testing.T) {
 }
 
 // startFollowing starts a replica on yml whose projects discovery expands,
-// keeping them as configured so the replica follows changes, with one
-// GitHub hook for every repository (an organisation's, or a GitHub App's);
-// watched reports whether a project is served now.
+// keeping them as configured so the replica follows changes, with one hook
+// of the env's platform for every repository (a GitHub organisation's or
+// App's, a Jira admin webhook); watched reports whether a project is served
+// now.
 func (e *env) startFollowing(yml string) (d *daemon.Daemon, watched func(name string) bool) {
 	e.t.Helper()
 	cfg, err := config.Parse([]byte(yml), lookupEnv)
@@ -124,8 +125,35 @@ func (e *env) startFollowing(yml string) (d *daemon.Daemon, watched func(name st
 		e.t.Fatal(err)
 	}
 	d = e.startDaemon(cfg)
-	hook := simcases.GitHub.Hook("http://"+d.Addr(), testSecret)
+	hook := e.pc.Hook("http://"+d.Addr(), testSecret)
 	hook.Repo = "" // every repository
 	e.sim.AddHook(hook)
 	return d, func(name string) bool { _, ok := d.Claims().Projects()[name]; return ok }
+}
+
+// A Jira site's projects are followed the same way through Jira's project
+// events: a project created after the start is served once its
+// project_created delivery reaches the daemon (the full listing is an hour
+// away), its ticket runs to Done, and an archived project is retired.
+func TestDiscoveryFollowsJiraProjects(t *testing.T) {
+	e := newEnvFor(t, simcases.Jira)
+	e.sim.CreateRepo("APP")
+	yml := strings.Replace(e.configYAML("r1", "discovery: {interval: 1h, signal_check: 100ms}\n"), "repo: APP", `repos: ["*"]`, 1)
+	d, watched := e.startFollowing(yml)
+	if !watched("app.app") || watched("app.ops") {
+		t.Fatalf("watched at start: %v", d.Claims().Projects().Names())
+	}
+	// One listing at start (Expand), one the refresher begins with.
+	const listing = "GET /jira/rest/api/{v}/project/search"
+	eventually.Wait(t, 10*time.Second, "the refresher's first listing", func() bool { return e.sim.Stats().Calls[listing] >= 2 })
+	e.sim.CreateRepo("OPS")
+	eventually.Wait(t, 10*time.Second, "the new project to be watched", func() bool { return watched("app.ops") })
+	e.repo = "OPS"
+	e.pc = e.pc.WithRepo("OPS")
+	n := e.sim.CreateIssue("OPS", "plain", "", "agent-smith")
+	if got := e.waitState(n, 30*time.Second, lifecycle.Done, lifecycle.Failed); got != lifecycle.Done {
+		t.Fatalf("OPS-%d: %v", n, got)
+	}
+	e.sim.ArchiveRepo("OPS")
+	eventually.Wait(t, 10*time.Second, "the archived project to be retired", func() bool { return !watched("app.ops") })
 }

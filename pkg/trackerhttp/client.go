@@ -20,6 +20,19 @@ func NewClient(log *zap.Logger, writer string) *http.Client {
 	return NewClientWith(Options{Logger: log.Named("http"), Writer: writer})
 }
 
+// ClientOr is hc, or when nil a client with limits and log (nil: none):
+// what a platform's one-off call (a listing at start) uses when its caller
+// brings no client of its own.
+func ClientOr(hc *http.Client, log *zap.Logger, limits RateLimits) *http.Client {
+	if hc != nil {
+		return hc
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return NewClientWith(Options{Logger: log.Named("http"), RateLimits: limits})
+}
+
 // NewClientWith is NewClient with every transport option open, for callers
 // that inject more than a logger (the daemon's call metrics).
 func NewClientWith(opts Options) *http.Client {

@@ -9,8 +9,6 @@ import (
 	"net/url"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 )
 
@@ -37,14 +35,7 @@ func ListProjects(ctx context.Context, opts Options, org string) ([]OrgProject, 
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		log := opts.Logger
-		if log == nil {
-			log = zap.NewNop()
-		}
-		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), RateLimits: trackerhttp.AzureDevOpsRateLimits})
-	}
+	hc := trackerhttp.ClientOr(opts.HTTPClient, opts.Logger, trackerhttp.AzureDevOpsRateLimits)
 	auth := ""
 	if opts.Token != "" {
 		auth = newSDKClient("", opts.Token, hc).conn.AuthorizationString

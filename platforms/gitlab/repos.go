@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	gl "github.com/xanzy/go-gitlab"
-	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 )
@@ -29,14 +28,7 @@ const maxListedProjects = 100_000
 // the group (the endpoint's default includes them); archived projects are
 // returned marked, for the caller to leave out.
 func ListGroupProjects(ctx context.Context, opts Options, group string) ([]GroupProject, error) {
-	hc := opts.HTTPClient
-	if hc == nil {
-		log := opts.Logger
-		if log == nil {
-			log = zap.NewNop()
-		}
-		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), RateLimits: trackerhttp.GitLabRateLimits})
-	}
+	hc := trackerhttp.ClientOr(opts.HTTPClient, opts.Logger, trackerhttp.GitLabRateLimits)
 	api, err := newSDK(opts.BaseURL, opts.Token, hc)
 	if err != nil {
 		return nil, fmt.Errorf("gitlab: base URL %q: %w", opts.BaseURL, err)

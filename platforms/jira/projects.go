@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 )
 
@@ -30,14 +28,7 @@ func ListProjects(ctx context.Context, opts Options) ([]string, error) {
 	if opts.BaseURL == "" {
 		return nil, fmt.Errorf("jira: base URL is required")
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		log := opts.Logger
-		if log == nil {
-			log = zap.NewNop()
-		}
-		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), RateLimits: trackerhttp.JiraRateLimits})
-	}
+	hc := trackerhttp.ClientOr(opts.HTTPClient, opts.Logger, trackerhttp.JiraRateLimits)
 	hc = authed(hc, opts)
 	site := strings.TrimRight(opts.BaseURL, "/") + "/"
 	type project struct {

@@ -365,21 +365,33 @@ func (s *Sim) jiraQuery(w http.ResponseWriter, jql string, view func([]snapshot)
 		jiraError(w, http.StatusBadRequest, fmt.Sprintf("Error in the JQL Query: %v; %s.", err, jqlSupported))
 		return nil, false
 	}
+	jiraRepos := s.jiraProjectKeys()
+	for _, v := range q.projects() {
+		if _, ok := jiraRepos[strings.ToLower(v)]; !ok {
+			jiraError(w, http.StatusBadRequest, fmt.Sprintf("The value '%s' does not exist for the field 'project'.", v))
+			return nil, false
+		}
+	}
 	var all []snapshot
-	if q.project == "" {
-		// No project clause: every project of the site. The store holds
-		// every dialect's repositories; Jira's are the ones named by a
-		// project key (no "/"), in key order as ORDER BY key wants.
+	if keys, ok := q.onlyProjects(); ok {
+		// The query pins its projects: read only theirs.
+		names := make([]string, 0, len(keys))
+		for _, k := range keys {
+			names = append(names, jiraRepos[strings.ToLower(k)])
+		}
+		slices.Sort(names)
+		for _, n := range slices.Compact(names) {
+			l, _ := s.store.list(n)
+			all = append(all, l...)
+		}
+	} else {
+		// Every project of the site. The store holds every dialect's
+		// repositories; Jira's are the ones named by a project key (no
+		// "/"), in key order as ORDER BY key wants.
 		for _, sn := range s.store.all() {
 			if !strings.Contains(sn.repo, "/") {
 				all = append(all, sn)
 			}
-		}
-	} else {
-		var err error
-		if all, err = s.store.list(q.project); err != nil {
-			jiraError(w, http.StatusBadRequest, fmt.Sprintf("The value '%s' does not exist for the field 'project'.", q.project))
-			return nil, false
 		}
 	}
 	if view != nil {

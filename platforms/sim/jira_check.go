@@ -182,3 +182,19 @@ func (s *Sim) jiraListWebhooks(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// jiraProjectKeys maps every Jira project's key, lower-cased, to the key as
+// stored: JQL names projects case-insensitively, and an archived project
+// still exists for it.
+func (s *Sim) jiraProjectKeys() map[string]string {
+	st := s.store
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make(map[string]string, len(st.repos))
+	for key := range st.repos {
+		if !strings.Contains(key, "/") {
+			out[strings.ToLower(key)] = key
+		}
+	}
+	return out
+}

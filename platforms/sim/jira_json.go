@@ -111,6 +111,7 @@ func jiraIssueOf(base, v string, sn snapshot, want map[string]bool) jiraIssue {
 		"summary":     sn.title,
 		"description": desc,
 		"labels":      sn.labelNames(),
+		"components":  jiraComponents(sn.components),
 		"status":      jiraStatusOf(sn.open),
 		"project": jiraProject{Self: base + "/jira/rest/api/" + v + "/project/" + strconv.FormatInt(sn.repoID, 10),
 			ID: strconv.FormatInt(sn.repoID, 10), Key: sn.repo, Name: sn.repo},
@@ -257,4 +258,15 @@ type jiraChangelogItem struct {
 	FromString *string `json:"fromString"`
 	To         *string `json:"to"`
 	ToString   *string `json:"toString"`
+}
+
+// jiraComponents renders an issue's components as Jira's fields.components
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get):
+// objects with the component's name, never null.
+func jiraComponents(names []string) []map[string]string {
+	out := make([]map[string]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, map[string]string{"name": n})
+	}
+	return out
 }

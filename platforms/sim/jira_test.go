@@ -306,18 +306,25 @@ func TestJiraSearch(t *testing.T) {
 		t.Errorf("no project clause: %q, want the issues of OPS and OTHER", keys)
 	}
 
+	// A scope over projects: OR, in, parentheses.
+	scope := url.Values{"jql": {`(project in (OPS, other) OR project = OPS) AND labels = "agent-smith:pending" AND statusCategory != Done ORDER BY key ASC`}}
+	if keys, _ := keysOf(jiraDo(t, "GET", api+"2/search?"+scope.Encode(), "", nil).body); !slices.Contains(keys, "OTHER-1") || !slices.Contains(keys, "OPS-1") || slices.Contains(keys, "OPS-9") {
+		t.Errorf("project in: %q, want the open issues of OPS and OTHER", keys)
+	}
+
 	for name, q := range map[string]string{
 		"other field":    `project = "OPS" AND assignee = "me"`,
-		"OR":             `project = "OPS" OR labels = "x"`,
+		"~":              `project = "OPS" AND summary ~ "x"`,
 		"unterminated":   `project = "OPS`,
 		"trailing AND":   `project = "OPS" AND`,
 		"ORDER BY other": `project = "OPS" ORDER BY created`,
 		"unknown":        `project = "NOPE"`,
+		"unknown in":     `project in (OPS, NOPE)`,
 	} {
 		a := jiraDo(t, "GET", api+"2/search?"+url.Values{"jql": {q}}.Encode(), "", nil)
 		if e := a.errs(t); a.code != 400 || len(e.ErrorMessages) != 1 {
 			t.Errorf("%s: %d %s", name, a.code, a.body)
-		} else if name != "unknown" && !strings.Contains(e.ErrorMessages[0], "supports only") {
+		} else if !strings.HasPrefix(name, "unknown") && !strings.Contains(e.ErrorMessages[0], "supports the fields") {
 			t.Errorf("%s: message %q does not say what is supported", name, e.ErrorMessages[0])
 		}
 	}
@@ -432,17 +439,80 @@ func sameWords(a, b string) bool {
 }
 
 func TestParseJQL(t *testing.T) {
-	q, err := parseJQL(`statusCategory != "Done" and labels = 'it\'s' AND project = "A\"B" order by KEY asc`)
-	if err != nil || q.project != `A"B` || !slices.Equal(q.labels, []string{"it's"}) || q.doneCategory == nil || *q.doneCategory || q.descending {
-		t.Fatalf("parseJQL = %+v, %v", q, err)
+	open := func(repo string, number int, labels, components []string) snapshot {
+		sn := snapshot{repo: repo, number: number, open: true, components: components}
+		for _, l := range labels {
+			sn.labels = append(sn.labels, label{name: l})
+		}
+		return sn
 	}
-	q, err = parseJQL(`project = OPS AND statusCategory = Done`)
-	if err != nil || q.project != "OPS" || q.doneCategory == nil || !*q.doneCategory {
-		t.Fatalf("parseJQL = %+v, %v", q, err)
+	a1 := open("A", 1, []string{"it's", "x"}, []string{"Payments"})
+	a2 := open("A", 2, nil, []string{"Search"})
+	b1 := open("B", 1, []string{"x"}, nil)
+	c1 := open("C", 1, []string{"x"}, []string{"payments"})
+	done := open("A", 3, []string{"x"}, []string{"Payments"})
+	done.open = false
+	all := []snapshot{a1, a2, b1, c1, done}
+	for _, tc := range []struct {
+		jql  string
+		want []string // issue keys, in all's order
+		desc bool
+	}{
+		{`statusCategory != "Done" and labels = 'it\'s' AND project = "a" order by KEY asc`, []string{"A-1"}, false},
+		{`project = A AND statusCategory = Done`, []string{"A-3"}, false},
+		{`project in (A, B) AND component = Payments`, []string{"A-1", "A-3"}, false},
+		{`(project in (A, B) OR project = C) AND component = "PAYMENTS" AND statusCategory != Done`, []string{"A-1", "C-1"}, false},
+		{`component != Payments`, []string{"A-2"}, false}, // != never matches an empty field (B-1)
+		{`component is EMPTY`, []string{"B-1"}, false},
+		{`component is not EMPTY AND NOT project = C`, []string{"A-1", "A-2", "A-3"}, false},
+		{`labels not in (x, y)`, nil, false}, // A-2 has no labels: not in never matches it
+		{`issuekey = a-2 OR key in ("B-1")`, []string{"A-2", "B-1"}, false},
+		{`ORDER BY key DESC`, []string{"A-1", "A-2", "B-1", "C-1", "A-3"}, true},
+	} {
+		q, err := parseJQL(tc.jql)
+		if err != nil {
+			t.Errorf("parseJQL(%q): %v", tc.jql, err)
+			continue
+		}
+		var got []string
+		for _, sn := range all {
+			if q.matches(sn) {
+				got = append(got, jiraKey(sn))
+			}
+		}
+		if !slices.Equal(got, tc.want) || q.descending != tc.desc {
+			t.Errorf("%s matched %v (descending %v), want %v (%v)", tc.jql, got, q.descending, tc.want, tc.desc)
+		}
 	}
-	for _, bad := range []string{"", "project", `project = "A" AND project = "B"`, `project ~ "A"`, `project = "A" ORDER BY key ASC extra`, `project = "A" AND statusCategory != "In Progress"`} {
+	for _, bad := range []string{"project", `project ~ "A"`, `project = "A" ORDER BY key ASC extra`,
+		`project = "A" AND statusCategory != "In Progress"`, `assignee = bob`, `(project = A`, `project in (A,`,
+		`project = A AND`, `project in A`, strings.Repeat("(", 40) + "project = A" + strings.Repeat(")", 40)} {
 		if _, err := parseJQL(bad); err == nil {
 			t.Errorf("parseJQL(%q) accepted", bad)
 		}
 	}
+	q, _ := parseJQL(`project in (A, B) AND (component = X OR project = C)`)
+	if keys, ok := q.onlyProjects(); !ok || !slices.Equal(keys, []string{"A", "B"}) || !slices.Equal(q.projects(), []string{"A", "B", "C"}) {
+		t.Errorf("onlyProjects = %v, %v; projects = %v", keys, ok, q.projects())
+	}
+	if q, _ := parseJQL(`project = A OR component = X`); q.where != nil {
+		if _, ok := q.onlyProjects(); ok {
+			t.Error("an OR of a project clause pinned the projects")
+		}
+	}
+}
+
+// FuzzParseJQL: any query parses or is refused, never panics, and a parsed
+// one evaluates.
+func FuzzParseJQL(f *testing.F) {
+	for _, s := range []string{`project in (A, B) AND component = X`, `NOT (labels = "a" OR key = A-1) ORDER BY key DESC`, `component is not EMPTY`, `((((`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		if parsed, err := parseJQL(q); err == nil {
+			parsed.matches(snapshot{repo: "A", number: 1, open: true})
+			parsed.projects()
+			parsed.onlyProjects()
+		}
+	})
 }

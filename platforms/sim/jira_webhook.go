@@ -124,6 +124,10 @@ func jiraChangelogItems(evs []storeEvent, sn snapshot) []jiraChangelogItem {
 				items = append(items, jiraChangelogItem{Field: "description", FieldType: "jira", FieldID: "description",
 					FromString: str(from), ToString: str(sn.body)})
 			}
+			if from, ok := ev.changes["components"]; ok {
+				items = append(items, jiraChangelogItem{Field: "Component", FieldType: "jira", FieldID: "components",
+					FromString: str(from), ToString: str(strings.Join(sn.components, ","))})
+			}
 		case "closed", "reopened":
 			from, to := jiraStatusOf(!sn.open), jiraStatusOf(sn.open)
 			items = append(items, jiraChangelogItem{Field: "status", FieldType: "jira", FieldID: "status",

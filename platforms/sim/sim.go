@@ -239,6 +239,13 @@ func (s *Sim) EditLabel(repo string, number int, label string, add bool) error {
 	return s.RemoveLabel(repo, number, label)
 }
 
+// SetComponents sets a Jira issue's components, as someone editing the
+// issue would (an issue_updated delivery with a Component changelog item).
+func (s *Sim) SetComponents(repo string, number int, components ...string) error {
+	_, _, err := s.store.apply(repo, number, nil, actor{login: HumanLogin}, update{Components: &components})
+	return err
+}
+
 // SetOpen closes or reopens an issue as a human user.
 func (s *Sim) SetOpen(repo string, number int, open bool) error {
 	return s.As(HumanLogin).SetOpen(repo, number, open)

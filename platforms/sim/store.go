@@ -85,13 +85,15 @@ type issue struct {
 	open        bool
 	stateReason string
 	labels      []string
-	comments    []comment
-	reactions   []reaction
-	author      string
-	createdAt   time.Time
-	updatedAt   time.Time
-	closedAt    time.Time
-	closedBy    string
+	// components are a Jira issue's components (SetComponents).
+	components []string
+	comments   []comment
+	reactions  []reaction
+	author     string
+	createdAt  time.Time
+	updatedAt  time.Time
+	closedAt   time.Time
+	closedBy   string
 	// version changes on every change of the issue; it is drawn from the
 	// store-wide counter so a token is never reused, even after A→B→A.
 	version int64
@@ -138,6 +140,7 @@ type snapshot struct {
 	open        bool
 	stateReason string
 	labels      []label
+	components  []string
 	comments    []comment
 	author      string
 	createdAt   time.Time
@@ -230,7 +233,8 @@ func (st *store) snap(r *repository, is *issue) snapshot {
 	s := snapshot{repoID: r.id, repo: r.fullName, id: is.id, number: is.number, title: is.title,
 		body: is.body, open: is.open, stateReason: is.stateReason, author: is.author,
 		createdAt: is.createdAt, updatedAt: is.updatedAt, closedAt: is.closedAt,
-		closedBy: is.closedBy, version: is.version, rev: is.rev, comments: slices.Clone(is.comments)}
+		closedBy: is.closedBy, version: is.version, rev: is.rev, comments: slices.Clone(is.comments),
+		components: slices.Clone(is.components)}
 	s.labels = make([]label, 0, len(is.labels))
 	for _, n := range is.labels {
 		s.labels = append(s.labels, *st.labelFor(r, n))
@@ -440,6 +444,7 @@ type update struct {
 	Add         []string
 	Remove      []string
 	Comment     *string
+	Components  *[]string
 }
 
 // precondition decides, under the store's lock, whether a conditional write
@@ -478,6 +483,9 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 	}
 	if u.Body != nil && *u.Body != is.body {
 		edits["body"], is.body = is.body, *u.Body
+	}
+	if u.Components != nil && !slices.Equal(*u.Components, is.components) {
+		edits["components"], is.components = strings.Join(is.components, ","), slices.Clone(*u.Components)
 	}
 	if len(edits) > 0 {
 		changed = true

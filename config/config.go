@@ -374,6 +374,10 @@ func (a *GitHubApp) IsSet() bool {
 type Jira struct {
 	Deployment string `yaml:"deployment"` // "cloud" (default) or "datacenter"
 	Email      string `yaml:"email"`      // required for cloud: the API token's account
+	// JQL, instead of repo, makes the project the issues a JQL query
+	// selects across the site ("project in (PAY, OPS) AND component =
+	// Payments"); see platforms/jira/scope.go.
+	JQL string `yaml:"jql"`
 }
 
 // ProjectWebhook holds the secrets deliveries are verified against. More

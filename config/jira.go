@@ -2,9 +2,11 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // jiraKey is a Jira project key: Jira's default pattern is an uppercase
@@ -45,5 +47,64 @@ func checkJiraDeployment(errs *Errors, path string, j *Jira) {
 	}
 	if j.Deployment == "cloud" && !strings.Contains(j.Email, "@") {
 		errs.add(path+".jira.email", "required for Jira Cloud: the e-mail of the API token's account")
+	}
+}
+
+// maxJiraScope bounds jira.jql: it is sent with every search and claim
+// (platforms/jira.MaxScopeLength, which the config cannot import).
+const maxJiraScope = 2000
+
+// jiraOrderBy finds an ORDER BY clause in a scope.
+var jiraOrderBy = regexp.MustCompile(`(?i)\border\s+by\b`)
+
+// checkJiraScope validates jira.jql: instead of repo and repos, one line of
+// JQL without ORDER BY (the daemon orders its own searches). Jira parses
+// the rest; agentsmithd check runs it once.
+func checkJiraScope(errs *Errors, path string, p *Project) {
+	q := p.Jira.JQL
+	if q == "" {
+		return
+	}
+	jp := path + ".jira.jql"
+	switch {
+	case p.Repo != "" || len(p.Repos) > 0:
+		errs.add(jp, "set either repo/repos (project keys) or jira.jql (a scope across projects), not both")
+	case strings.TrimSpace(q) == "":
+		errs.add(jp, "must not be blank")
+	case len(q) > maxJiraScope:
+		errs.add(jp, fmt.Sprintf("is %d bytes; at most %d", len(q), maxJiraScope))
+	case !utf8.ValidString(q) || strings.ContainsFunc(q, func(r rune) bool { return r < ' ' && r != '\t' && r != '\n' && r != '\r' }):
+		errs.add(jp, "holds control characters or invalid UTF-8")
+	case jiraOrderBy.MatchString(q):
+		errs.add(jp, "must not have an ORDER BY clause: the daemon orders its own searches")
+	}
+}
+
+// checkJiraScopesApart refuses a JQL scope that shares its site with an
+// earlier one and either its query or a webhook secret: the receiver tells
+// scopes apart by the secret that verifies a delivery, since a Jira payload
+// names a project key, not the webhook's filter.
+func checkJiraScopesApart(errs *Errors, path string, p *Project, earlier []Project) {
+	if p.Platform != "jira" || p.Jira.JQL == "" {
+		return
+	}
+	site := strings.TrimSuffix(strings.ToLower(p.BaseURL), "/")
+	for j := range earlier {
+		q := &earlier[j]
+		if q.Platform != "jira" || q.Jira.JQL == "" || strings.TrimSuffix(strings.ToLower(q.BaseURL), "/") != site {
+			continue
+		}
+		if strings.TrimSpace(q.Jira.JQL) == strings.TrimSpace(p.Jira.JQL) {
+			errs.add(path+".jira.jql", fmt.Sprintf("the same scope as project %q on the same site", q.Name))
+			continue
+		}
+		for _, a := range p.Webhook.Secrets {
+			for _, b := range q.Webhook.Secrets {
+				if a.Value() != "" && a.Value() == b.Value() {
+					errs.add(path+".webhook", fmt.Sprintf("shares a secret with the JQL scope of project %q on the same site: give each scope its own Jira webhook and secret, which is how a delivery finds its scope", q.Name))
+					return
+				}
+			}
+		}
 	}
 }

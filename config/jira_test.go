@@ -85,3 +85,44 @@ func TestJiraDeploymentNeedsEmailOnCloud(t *testing.T) {
 		t.Errorf("unknown deployment: %v", err)
 	}
 }
+
+func TestJiraScope(t *testing.T) {
+	vars := map[string]string{"T": "t", "S1": "one", "S2": "two"}
+	scope := func(name, jql, secret string) string {
+		return "  - name: " + name + `
+    platform: jira
+    base_url: https://acme.atlassian.net/
+    token_env: T
+    webhook: {secret_env: ` + secret + `}
+    pipeline: {command: [run]}
+    jira: {email: bot@acme.example, jql: '` + jql + `'}
+`
+	}
+	c := mustParse(t, "projects:\n"+scope("pay", "project in (PAY, OPS) AND component = Payments", "S1")+
+		scope("search", "project = OPS AND component = Search", "S2"), vars)
+	if p := c.Projects[0]; p.Repo != "" || p.Jira.JQL != "project in (PAY, OPS) AND component = Payments" {
+		t.Fatalf("project %+v", p)
+	}
+	for name, c := range map[string]struct{ yml, want string }{
+		"with repo": {"projects:\n" + strings.Replace(scope("pay", "project = PAY", "S1"), "    token_env", "    repo: PAY\n    token_env", 1),
+			"projects[0].jira.jql: set either repo/repos (project keys) or jira.jql (a scope across projects), not both"},
+		"order by": {"projects:\n" + scope("pay", "project = PAY order  BY created", "S1"),
+			"projects[0].jira.jql: must not have an ORDER BY clause: the daemon orders its own searches"},
+		"blank": {"projects:\n" + scope("pay", "   ", "S1"), "projects[0].jira.jql: must not be blank"},
+		"long":  {"projects:\n" + scope("pay", "project = PAY"+strings.Repeat(" ", 2000), "S1"), "projects[0].jira.jql: is 2013 bytes; at most 2000"},
+		"same scope": {"projects:\n" + scope("a", "project = PAY", "S1") + scope("b", "project = PAY", "S2"),
+			`projects[1].jira.jql: the same scope as project "a" on the same site`},
+		"shared secret": {"projects:\n" + scope("a", "project = PAY", "S1") + scope("b", "project = OPS", "S1"),
+			`projects[1].webhook: shares a secret with the JQL scope of project "a" on the same site: give each scope its own Jira webhook and secret, which is how a delivery finds its scope`},
+		"not jira": {strings.Replace(oneProject, "repo: o/r", "repo: o/r\n    jira: {jql: project = X}", 1) + "    token_env: T\n",
+			"projects[0].jira: only for platform jira"},
+	} {
+		if got := parseErrs(t, c.yml, vars); !slices.Equal(got, []string{c.want}) {
+			t.Errorf("%s:\n got %q\nwant %q", name, got, c.want)
+		}
+	}
+	// A scope may share its secret with project keys: their deliveries are
+	// theirs by key first.
+	mustParse(t, "projects:\n"+scope("a", "project = PAY", "S1")+strings.TrimPrefix(strings.Replace(jiraProject,
+		"    token_env: T\n", "    token_env: T\n    webhook: {secret_env: S1}\n", 1), "\nprojects:\n"), vars)
+}

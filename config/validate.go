@@ -116,6 +116,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 		for k := range p.Webhook.Secrets {
 			secret(&p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
 		}
+		checkJiraScopesApart(errs, path, p, c.Projects[:i])
 		validateRunAs(errs, path+".pipeline", p.Pipeline)
 		for k := range p.Pipeline.Secrets {
 			ps := &p.Pipeline.Secrets[k]
@@ -172,7 +173,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 			errs.add(path+".reactions", "only for platforms with issue reactions (github, gitlab)")
 		}
 		switch {
-		case p.Repo == "" && p.Discovered():
+		case p.Repo == "" && (p.Discovered() || p.Jira.JQL != ""):
 		case p.Repo == "":
 			errs.add(path+".repo", "required (or repos, patterns of GitHub repositories)")
 		case rules.CheckRepo != nil:
@@ -230,6 +231,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	if p.Platform == "jira" {
 		checkJiraLabels(errs, path, p.TriggerLabel, labelPrefix)
 		checkJiraDeployment(errs, path, &p.Jira)
+		checkJiraScope(errs, path, p)
 	} else if p.Jira != (Jira{}) {
 		errs.add(path+".jira", "only for platform jira")
 	}

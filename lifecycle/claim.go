@@ -287,6 +287,14 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 		c.logOutcome(ref, source, attempt, res)
 		return res, nil
 	}
+	if reason, err := c.inScope(ctx, p, ref); err != nil || reason != "" {
+		if err != nil {
+			return res, err
+		}
+		res.Outcome, res.Reason = NotEligible, reason
+		c.logOutcome(ref, source, attempt, res)
+		return res, nil
+	}
 	if reason, err := c.gateTrigger(ctx, p, t, actor); err != nil || reason != "" {
 		if err != nil {
 			return res, err
@@ -347,6 +355,29 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 		Retrigger: finished && last == 0})
 	c.react(ctx, p, ref)
 	return res, nil
+}
+
+// OutOfScopeReason is why a ticket its project's query does not select
+// (a Jira JQL scope) is not claimed.
+const OutOfScopeReason = "outside the project's scope"
+
+// inScope asks a scoped project's tracker whether ref is one of its
+// tickets (platforms.Scoped): a webhook routed by its secret, or a search
+// hit read from a lagging index, does not say so. Any other project's
+// tickets are its own by their locator.
+func (c *ClaimService) inScope(ctx context.Context, p *Project, ref platforms.Ref) (string, error) {
+	sc, ok := p.Tracker.(platforms.Scoped)
+	if !ok {
+		return "", nil
+	}
+	in, err := sc.InScope(ctx, ref)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("claim %s: %w", ref, err)
+	case !in:
+		return OutOfScopeReason, nil
+	}
+	return "", nil
 }
 
 // push queues req. With lock (ClaimBy's), the stale cancel request is

@@ -95,7 +95,7 @@ func (c *ClaimService) RunCommand(ctx context.Context, ref platforms.Ref, actor,
 	allowed := actor != ""
 	if allowed && p.TriggerAllow.gated() {
 		var err error
-		if allowed, err = c.mayTrigger(ctx, p, actor); err != nil {
+		if allowed, err = c.mayTrigger(ctx, p, ref, actor); err != nil {
 			return res, fmt.Errorf("command %s: may %q start runs: %w: %w", ref, actor, ErrPermissionUnknown, err)
 		}
 	}

@@ -88,7 +88,7 @@ func (c *ClaimService) gateTrigger(ctx context.Context, p *Project, t *platforms
 			return "", err
 		}
 	}
-	ok, err := c.mayTrigger(ctx, p, actor)
+	ok, err := c.mayTrigger(ctx, p, ref, actor)
 	if known && (err != nil || !ok) {
 		// Whoever claims next without knowing (the sweeper) checks this
 		// person again rather than no one.
@@ -161,7 +161,7 @@ func (c *ClaimService) forgetTriggerActor(ctx context.Context, ref platforms.Ref
 // keys.TriggerPermissionTTL. A lookup that fails does not stop the next
 // one: a member of a listed team may trigger while write access cannot be
 // read; only when nothing admits the actor is the failure the answer.
-func (c *ClaimService) mayTrigger(ctx context.Context, p *Project, actor string) (bool, error) {
+func (c *ClaimService) mayTrigger(ctx context.Context, p *Project, ref platforms.Ref, actor string) (bool, error) {
 	if p.TriggerAllow.listed(actor) {
 		return true, nil
 	}
@@ -170,7 +170,16 @@ func (c *ClaimService) mayTrigger(ctx context.Context, p *Project, actor string)
 	}
 	digest := actorDigest(actor)
 	var failed error
-	if pc, ok := p.Tracker.(platforms.PermissionChecker); ok && p.TriggerAllow.Write {
+	if pc, ok := p.Tracker.(platforms.TicketPermissionChecker); ok && p.TriggerAllow.Write && pc.PermissionScope(ref) != "" {
+		scope := pc.PermissionScope(ref)
+		may, err := c.cachedAnswer(ctx, p, keys.TriggerPermissionIn(p.Name, scope, digest), func(ctx context.Context) (bool, error) {
+			return pc.MayWriteIn(ctx, scope, actor)
+		})
+		if may {
+			return true, nil
+		}
+		failed = err
+	} else if pc, ok := p.Tracker.(platforms.PermissionChecker); ok && p.TriggerAllow.Write {
 		may, err := c.cachedAnswer(ctx, p, keys.TriggerPermission(p.Name, digest), func(ctx context.Context) (bool, error) {
 			return pc.MayWrite(ctx, actor)
 		})

@@ -27,6 +27,9 @@ type SearchScope struct {
 	// Credential is CredentialID of the token (or an App installation's
 	// id): never the secret itself, so a scope may be logged.
 	Credential string
+	// Filter is a Jira JQL scope's query: such a project is searched with
+	// its own query, never in the site-wide search of project keys.
+	Filter string
 }
 
 func (s SearchScope) String() string { return s.Platform + ":" + s.Owner }

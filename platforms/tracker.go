@@ -121,6 +121,29 @@ type PermissionChecker interface {
 	MayWrite(ctx context.Context, actor string) (bool, error)
 }
 
+// TicketPermissionChecker is PermissionChecker for a tracker whose tickets
+// live in several projects with their own permission schemes (a Jira JQL
+// scope): write access is asked of the ticket's project, and cached per
+// project.
+type TicketPermissionChecker interface {
+	// PermissionScope names where write access to ref is decided (the
+	// Jira project key of "A-12": "A"); "" when the tracker's one project
+	// decides, which PermissionChecker.MayWrite answers.
+	PermissionScope(ref Ref) string
+	// MayWriteIn is MayWrite in that scope.
+	MayWriteIn(ctx context.Context, scope, actor string) (bool, error)
+}
+
+// Scoped is the optional capability of a tracker whose tickets are chosen
+// by a query the tracker evaluates (a Jira JQL scope across projects): a
+// webhook cannot tell from its payload whether a ticket belongs to the
+// project, so the claim asks before it writes.
+type Scoped interface {
+	// InScope reports whether ref is one of the project's tickets now. An
+	// error means the tracker could not tell; the claim is tried again.
+	InScope(ctx context.Context, ref Ref) (bool, error)
+}
+
 // TeamChecker is the optional capability behind trigger.allow.teams: a
 // member of a listed team (GitHub) or group (GitLab, Azure DevOps, Jira)
 // may start runs without write access, as Atlantis and Prow admit teams.

@@ -63,7 +63,7 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 		}
 		return tr, azuredevops.Webhooks{}, tr.Locator(), nil
 	case jira.Platform:
-		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Token: pc.Token.Value(),
+		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, JQL: pc.Jira.JQL, Project: pc.Name, Token: pc.Token.Value(),
 			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: writer,
 			Locker: redislock.Locker{RDB: rdb}, HTTPClient: hc})
 		if err != nil {

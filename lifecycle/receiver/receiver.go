@@ -40,8 +40,12 @@ const (
 
 // ProjectRoute is one project reachable through a platform's route.
 type ProjectRoute struct {
-	Name    string
-	Locator string   // as the payload names it, e.g. GitHub "owner/repo"
+	Name string
+	// Locator is the repository as the payload names it (GitHub
+	// "owner/repo"). "" is a scope across repositories (a Jira JQL
+	// scope): a delivery no locator claims is its own when its secret
+	// verifies, and the claim asks the tracker whether the ticket is in it.
+	Locator string
 	Secrets [][]byte // any of them authenticates (rotation)
 }
 
@@ -440,13 +444,26 @@ func (rt Route) sameLocator(a, b string) bool {
 // delivery: one project's secret never authenticates deliveries for another,
 // and every project sharing a secret (an organisation's webhook) gets its
 // own deliveries, whichever project's copy of the secret matched first.
+//
+// A scope (ProjectRoute.Locator "") takes a delivery that no project of its
+// locator verified, when the scope's own secret does: each scope has its
+// own webhook and secret (config refuses two scopes sharing one), since the
+// payload cannot say which scope's filter sent it.
 func (rt Route) resolve(h http.Header, body []byte, locator string) (string, int) {
 	known := false
 	for _, p := range rt.Projects {
-		if !rt.sameLocator(p.Locator, locator) {
+		if p.Locator == "" || !rt.sameLocator(p.Locator, locator) {
 			continue
 		}
 		known = true
+		if _, err := rt.Decoder.Verify(h, body, p.Secrets); err == nil {
+			return p.Name, http.StatusOK
+		}
+	}
+	for _, p := range rt.Projects {
+		if p.Locator != "" || len(p.Secrets) == 0 {
+			continue
+		}
 		if _, err := rt.Decoder.Verify(h, body, p.Secrets); err == nil {
 			return p.Name, http.StatusOK
 		}
@@ -462,7 +479,7 @@ func (rt Route) resolve(h http.Header, body []byte, locator string) (string, int
 // webhook, the poller and the repairs use one Redis key per ticket.
 func (rt Route) canonicalID(project, locator, id string) string {
 	for _, p := range rt.Projects {
-		if p.Name == project && p.Locator != locator && strings.HasPrefix(id, locator) {
+		if p.Name == project && p.Locator != "" && p.Locator != locator && strings.HasPrefix(id, locator) {
 			return p.Locator + id[len(locator):]
 		}
 	}

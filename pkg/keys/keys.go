@@ -232,6 +232,14 @@ func TriggerPermission(project, actorDigest string) string {
 	return prefix() + "trigger-permission:" + project + ":" + actorDigest
 }
 
+// TriggerPermissionIn is TriggerPermission for a project whose tickets
+// live in several permission schemes (a Jira JQL scope): scope names the
+// one asked ("PAY", the Jira project key of PAY-12). "@" cannot occur in a
+// project name, so the two never share a key.
+func TriggerPermissionIn(project, scope, actorDigest string) string {
+	return prefix() + "trigger-permission:" + project + "@" + scope + ":" + actorDigest
+}
+
 // TriggerTeam caches whether one user is a member of one team or group
 // listed in a project's trigger.allow.teams, for TriggerPermissionTTL.
 // Both are digests, so neither names appears in key listings.

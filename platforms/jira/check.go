@@ -63,6 +63,14 @@ func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []plat
 		out = append(out, platforms.Fail("deployment", fmt.Sprintf("the site is %s %s; the config says cloud", info.DeploymentType, info.Version),
 			"set jira.deployment: datacenter and use a personal access token"))
 	}
+	if t.jql != "" {
+		// A scope spans projects: Jira checks it whole, and each issue's
+		// project decides the permissions.
+		out = append(out, t.checkScope(ctx))
+		out = append(out, platforms.OK("permissions", "asked of each issue's project when it is claimed"))
+		out = append(out, platforms.OK("trigger label", "%q: Jira labels need not exist beforehand", opts.TriggerLabel))
+		return append(out, t.checkWebhooks(ctx, opts))
+	}
 	var project struct {
 		Key  string `json:"key"`
 		Name string `json:"name"`

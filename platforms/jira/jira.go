@@ -74,8 +74,12 @@ type Options struct {
 	// or https://example.com/jira/). Required: Jira has no shared host. The
 	// emulator's is its URL + "/jira/".
 	BaseURL string
-	// Repo is the Jira project key ("PROJ").
+	// Repo is the Jira project key ("PROJ"). Empty when JQL is set.
 	Repo string
+	// JQL, instead of Repo, makes the tracker's tickets the issues a JQL
+	// query selects across the site's projects ("project in (A, B) AND
+	// component = Payments"); see scope.go.
+	JQL string
 	// Project is the configured project name, copied into every Ref.
 	Project string
 	// Token is the Cloud API token (with Email) or the Data Center personal
@@ -115,7 +119,8 @@ type Tracker struct {
 	site    string // BaseURL with a trailing slash, for browse links
 	api     string // "rest/api/3/" or "rest/api/2/"
 	cloud   bool
-	key     string
+	key     string // the project key; "" for a JQL scope
+	jql     string // the JQL scope; "" for a project key
 	project string
 	locker  platforms.Locker
 	lockTTL time.Duration
@@ -142,8 +147,17 @@ func CheckProjectKey(key string) error {
 
 // New validates opts and builds a Tracker. It makes no network call.
 func New(opts Options) (*Tracker, error) {
-	if err := CheckProjectKey(opts.Repo); err != nil {
-		return nil, err
+	switch {
+	case opts.JQL != "" && opts.Repo != "":
+		return nil, errors.New("jira: set either a project key (repo) or a JQL scope, not both")
+	case opts.JQL != "":
+		if err := CheckScope(opts.JQL); err != nil {
+			return nil, err
+		}
+	default:
+		if err := CheckProjectKey(opts.Repo); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Locker == nil {
 		return nil, errors.New("jira: a Locker is required: Jira label writes are unconditional and run only under agentsmith:jira-label-lock")
@@ -199,7 +213,8 @@ func New(opts Options) (*Tracker, error) {
 	}
 	return &Tracker{
 		scope: platforms.SearchScope{Platform: Platform, Endpoint: site + api, Owner: strings.ToLower(u.Host),
-			Credential: platforms.CredentialID(opts.Email + ":" + opts.Token)},
+			Credential: platforms.CredentialID(opts.Email + ":" + opts.Token), Filter: opts.JQL},
+		jql:     opts.JQL,
 		recent:  recentWrites{now: clock, window: window},
 		client:  client,
 		site:    site,
@@ -209,12 +224,13 @@ func New(opts Options) (*Tracker, error) {
 		project: opts.Project,
 		locker:  opts.Locker,
 		lockTTL: ttl,
-		log:     log.With(zap.String("platform", Platform), zap.String("repo", opts.Repo)),
+		log:     log.With(zap.String("platform", Platform), zap.String("repo", opts.Repo), zap.Bool("jqlScope", opts.JQL != "")),
 	}, nil
 }
 
 // Locator is the project key the tracker is bound to; webhook events carry
-// the same string (issue.fields.project.key) to route a delivery.
+// the same string (issue.fields.project.key) to route a delivery. A JQL
+// scope has none: its deliveries are routed by their secret (scope.go).
 func (t *Tracker) Locator() string { return t.key }
 
 // FormatID is the platform-unique ticket ID: the issue key, "PROJ-12".
@@ -229,7 +245,18 @@ func ParseID(id string) (projectKey string, number int, err error) { return idFo
 
 // issueKey resolves ref to an issue key of this tracker's project. A ref of
 // another project is refused: the token and the project belong to this one.
+// A JQL scope spans projects: any issue key of the site resolves, and
+// membership is the claim's to check (InScope).
 func (t *Tracker) issueKey(ref platforms.Ref) (string, error) {
+	if t.jql != "" {
+		if ref.Platform != Platform {
+			return "", fmt.Errorf("jira: ticket %s is not a Jira issue", ref)
+		}
+		if _, _, err := ParseID(ref.ID); err != nil {
+			return "", err
+		}
+		return ref.ID, nil
+	}
 	if _, err := idForm.Resolve(ref, t.key); err != nil {
 		return "", err
 	}
@@ -375,9 +402,13 @@ func jqlString(s string) string {
 // v1.16's IssueService.Search calls. Data Center keeps GET
 // /rest/api/2/search with startAt/maxResults/total, which is consistent.
 func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Ticket, error) {
-	out, err := t.search(ctx, ListQuery(t.key, label), label, t.ticket)
+	jql, where := ListQuery(t.key, label), t.key
+	if t.jql != "" {
+		jql, where = ScopeQuery(t.jql, label), "the JQL scope"
+	}
+	out, err := t.search(ctx, jql, label, t.ticket)
 	if err != nil {
-		return nil, fmt.Errorf("jira: list open issues labelled %q in %s: %w", label, t.key, err)
+		return nil, fmt.Errorf("jira: list open issues labelled %q in %s: %w", label, where, err)
 	}
 	return out, nil
 }
@@ -572,7 +603,7 @@ func descriptionText(raw json.RawMessage) string {
 
 // WebURL is the issue's page, {site}/browse/{KEY-n}.
 func (t *Tracker) WebURL(ref platforms.Ref) (string, error) {
-	if _, err := idForm.Resolve(ref, t.key); err != nil {
+	if _, err := t.issueKey(ref); err != nil {
 		return "", err
 	}
 	return t.site + "browse/" + ref.ID, nil

@@ -36,10 +36,35 @@ type permittedUser struct {
 // be used. The token's account needs the "Browse users and groups" global
 // permission; without it Jira answers 403, an error (the trigger waits).
 func (t *Tracker) MayWrite(ctx context.Context, actor string) (bool, error) {
+	if t.jql != "" {
+		return false, errors.New("jira: a JQL scope spans projects: write access is asked of the issue's project (MayWriteIn)")
+	}
+	return t.MayWriteIn(ctx, t.key, actor)
+}
+
+var _ platforms.TicketPermissionChecker = (*Tracker)(nil)
+
+// PermissionScope is the project whose permission scheme decides write
+// access to ref in a JQL scope: the issue key's project ("A" for A-12);
+// "" for a tracker bound to one project, which MayWrite answers for.
+func (t *Tracker) PermissionScope(ref platforms.Ref) string {
+	if t.jql == "" {
+		return ""
+	}
+	key, _, _ := ParseID(ref.ID)
+	return strings.ToUpper(key)
+}
+
+// MayWriteIn is MayWrite in the project key: a JQL scope's issues live
+// in several projects, each with its own permission scheme.
+func (t *Tracker) MayWriteIn(ctx context.Context, key, actor string) (bool, error) {
 	if actor == "" {
 		return false, nil
 	}
-	q := url.Values{"permissions": {editIssues}, "projectKey": {t.key}, "maxResults": {"50"}}
+	if err := CheckProjectKey(key); err != nil {
+		return false, err
+	}
+	q := url.Values{"permissions": {editIssues}, "projectKey": {key}, "maxResults": {"50"}}
 	if t.cloud {
 		q.Set("accountId", actor)
 	} else {

@@ -62,6 +62,14 @@ func (r *recentWrites) learn(key, id string) {
 	r.ids[key] = n
 }
 
+// idOf is the issue's id, when a read returned it.
+func (r *recentWrites) idOf(key string) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, ok := r.ids[key]
+	return id, ok
+}
+
 // wrote records a write of the issue key.
 func (r *recentWrites) wrote(key string) {
 	r.mu.Lock()

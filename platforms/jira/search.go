@@ -15,9 +15,14 @@ var _ platforms.Searcher = (*Tracker)(nil)
 func (t *Tracker) SearchScope() platforms.SearchScope { return t.scope }
 
 // Covers reports whether ref is an issue of this tracker's project. Jira
-// project keys are case-insensitive in JQL and URLs.
+// project keys are case-insensitive in JQL and URLs. A JQL scope is
+// searched with its own query (SearchScope.Filter), so every issue its
+// search returns is one of its own.
 func (t *Tracker) Covers(ref platforms.Ref) bool {
 	key, _, err := ParseID(ref.ID)
+	if t.jql != "" {
+		return err == nil && ref.Platform == Platform
+	}
 	return err == nil && ref.Platform == Platform && strings.EqualFold(key, t.key)
 }
 
@@ -38,7 +43,11 @@ func (t *Tracker) ListAcross(ctx context.Context, scope platforms.SearchScope, l
 	if scope.Platform != Platform || scope != t.scope {
 		return nil, fmt.Errorf("jira: search %s: not this tracker's site and credentials", scope)
 	}
-	out, err := t.search(ctx, AcrossQuery(label), label, func(is *apiIssue) *platforms.Ticket { return issueTicket(t.site, is) })
+	jql := AcrossQuery(label)
+	if t.jql != "" {
+		jql = ScopeQuery(t.jql, label)
+	}
+	out, err := t.search(ctx, jql, label, func(is *apiIssue) *platforms.Ticket { return issueTicket(t.site, is) })
 	if err != nil {
 		return nil, fmt.Errorf("jira: search open issues labelled %q across %s: %w", label, scope, err)
 	}

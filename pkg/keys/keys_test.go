@@ -42,6 +42,7 @@ var builders = map[string]func() string{
 	"RunLogs":           func() string { return RunLogs("github:a/b#1") },
 	"Discovery":         func() string { return Discovery() },
 	"TriggerPermission": func() string { return TriggerPermission("p", "d") },
+	"TriggerPermissionIn": func() string { return TriggerPermissionIn("p", "KEY", "d") },
 	"TriggerTeam":       func() string { return TriggerTeam("p", "t", "d") },
 	"TriggerActor":      func() string { return TriggerActor("github:a/b#1") },
 	"TriggerRefusal":    func() string { return TriggerRefusal("github:a/b#1", "d") },

@@ -74,6 +74,8 @@ func readmeDir(t *testing.T) string {
 	t.Setenv("REDIS_PASSWORD", testRedisPassword)
 	t.Setenv("SENTINEL_PASSWORD", testSentinelPassword)
 	t.Setenv("GIT_PUSH_TOKEN", testToken)
+	t.Setenv("JIRA_TOKEN", testToken)
+	t.Setenv("PAYMENTS_HOOK_SECRET", testSecret)
 	return dir
 }
 

@@ -9,7 +9,10 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
@@ -57,12 +60,16 @@ func (b *bench) housekeepingRepos(ctx context.Context) error {
 	fmt.Println("| platform | repositories | listing | API calls/slow cycle | of which 304 (free) | search calls | quota calls | time/cycle | of which sim | by kind |")
 	fmt.Println("|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, plat := range []string{github.Platform, gitlab.Platform, jira.Platform, azuredevops.Platform} {
+		modes := []string{listPerProject, listSearch}
+		if plat == jira.Platform {
+			modes = append(modes, listJQLScope)
+		}
 		for _, n := range []int{10, 100, 1000} {
-			for _, search := range []bool{false, true} {
+			for _, mode := range modes {
 				if err := b.flush(ctx); err != nil {
 					return err
 				}
-				if err := b.housekeepReposAt(ctx, plat, n, search); err != nil {
+				if err := b.housekeepReposAt(ctx, plat, n, mode); err != nil {
 					return err
 				}
 			}
@@ -98,7 +105,20 @@ func repoName(platform string, i int) string {
 	return fmt.Sprintf("acme/r%d", i)
 }
 
-func (b *bench) housekeepReposAt(ctx context.Context, platform string, n int, search bool) error {
+// The listing modes of section 5b: one list call per project, the
+// platform's search across them, or (Jira) one project that is a JQL scope
+// over all of them.
+const (
+	listPerProject = "per project"
+	listSearch     = "search"
+	listJQLScope   = "jql scope"
+)
+
+// benchScope is the JQL scope of the jql-scope rows: every issue of the
+// site's component Payments, whatever its project.
+const benchScope = "component = Payments"
+
+func (b *bench) housekeepReposAt(ctx context.Context, platform string, n int, mode string) error {
 	rdb, _ := b.countedClient()
 	defer rdb.Close()
 	specs := make([]projectSpec, n)
@@ -119,12 +139,25 @@ func (b *bench) housekeepReposAt(ctx context.Context, platform string, n int, se
 	defer w.close()
 	w.sim.SetGitHubSearchLag(0)
 	w.sim.SetJiraSearchLag(0)
-	listing := "search"
-	if !search {
-		listing = "per project"
+	listing, search := mode, mode != listPerProject
+	switch mode {
+	case listPerProject:
 		for _, p := range w.projects {
 			p.Tracker = listOnly{p.Tracker}
 		}
+	case listJQLScope:
+		// One project instead of n: the claim service reads the same map.
+		hc := trackerhttp.NewClientWith(trackerhttp.Options{Writer: "bench", RateLimits: trackerhttp.JiraRateLimits, Budget: budget.New(rdb, clock)})
+		tr, err := jira.New(jira.Options{BaseURL: w.simSrv.URL + "/jira/", JQL: benchScope, Project: "scope", Token: "t",
+			Email: "bot@acme.example", Locker: redislock.Locker{RDB: rdb}, HTTPClient: hc})
+		if err != nil {
+			return err
+		}
+		for name := range w.projects {
+			delete(w.projects, name)
+		}
+		w.projects["scope"] = &lifecycle.Project{Name: "scope", Platform: jira.Platform, Tracker: tr, TriggerLabel: trigger,
+			Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 1}}
 	}
 	const live = "live"
 	if err := rdb.Set(ctx, keys.Instance(live), "1", time.Hour).Err(); err != nil {
@@ -140,6 +173,12 @@ func (b *bench) housekeepReposAt(ctx context.Context, platform string, n int, se
 		}
 		num := w.sim.CreateIssue(sp.repo, "t", "", labels...)
 		r := refOn(sp, num)
+		if mode == listJQLScope {
+			if err := w.sim.SetComponents(sp.repo, num, "Payments"); err != nil {
+				return err
+			}
+			r.Project = "scope"
+		}
 		switch state {
 		case lifecycle.Enqueued:
 			req := lifecycle.PipelineRequest{ID: fmt.Sprintf("r%d", i), Ref: r, Source: lifecycle.SourcePoll, Attempt: 1, EnqueuedAt: time.Now()}

@@ -28,7 +28,22 @@ const (
 	EventIssueHook = "Issue Hook"
 	// EventNoteHook is the X-Gitlab-Event of comment events.
 	EventNoteHook = "Note Hook"
+	// EventSystemHook is the X-Gitlab-Event of a self-managed instance's
+	// system hooks (https://docs.gitlab.com/administration/system_hooks/).
+	EventSystemHook = "System Hook"
 )
+
+// projectEvents are the system hook events that change which projects of
+// a group exist or where (https://docs.gitlab.com/administration/system_hooks/):
+// created, destroyed, renamed (path), transferred (namespace), and updated,
+// which covers archiving ("an attribute of a project is changed"). Group
+// webhooks send none of them: the events they send are listed at
+// https://docs.gitlab.com/user/project/integrations/webhook_events/, and
+// gitlab-org/gitlab#3003 and #326922 still ask for project events there.
+var projectEvents = map[string]bool{
+	"project_create": true, "project_destroy": true, "project_rename": true,
+	"project_transfer": true, "project_update": true,
+}
 
 // Webhooks authenticates and parses GitLab deliveries. It holds no state:
 // the secrets come per call, so a receiver can rotate them without a restart.
@@ -141,6 +156,9 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	}
 	if ev.Name == EventNoteHook {
 		return parseNote(ev, body)
+	}
+	if ev.Name == EventSystemHook {
+		return systemEvent(ev, head), nil
 	}
 	if ev.Name != EventIssueHook {
 		return ev, nil // EventIgnored
@@ -258,4 +276,25 @@ func parseNote(ev platforms.WebhookEvent, body []byte) (platforms.WebhookEvent, 
 		ev.Actor = p.User.Username
 	}
 	return ev, nil
+}
+
+// systemEvent reads a system hook delivery: a project event is
+// EventRepositories, so every replica lists its GitLab groups again; any
+// other (users, keys, groups, and the pushes and merge requests an
+// administrator may also enable) is EventIgnored. Locator is the project's
+// path as the event names it, for the log.
+func systemEvent(ev platforms.WebhookEvent, head platforms.WebhookBody) platforms.WebhookEvent {
+	name := head.String("event_name")
+	if name == "" {
+		name = head.String("object_kind")
+	}
+	ev.Action = name
+	if !projectEvents[name] {
+		return ev
+	}
+	ev.Kind = platforms.EventRepositories
+	if p := head.String("path_with_namespace"); CheckRepo(p) == nil {
+		ev.Locator = p
+	}
+	return ev
 }

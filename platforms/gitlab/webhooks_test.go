@@ -141,11 +141,44 @@ func TestParseTopLevelLabelsFallback(t *testing.T) {
 	}
 }
 
+// A self-managed instance's system hook reports projects created,
+// destroyed, renamed, transferred and updated: EventRepositories, so the
+// replicas list their groups again. Its other events are ignored.
+func TestParseSystemHook(t *testing.T) {
+	ev, err := Webhooks{}.Parse(header(EventSystemHook, ""), fixture(t, "system.project_create"))
+	if err != nil || ev.Kind != platforms.EventRepositories || ev.Locator != "acme/platform/billing" || ev.Action != "project_create" {
+		t.Fatalf("project_create: %+v, %v", ev, err)
+	}
+	for _, name := range []string{"project_destroy", "project_rename", "project_transfer", "project_update"} {
+		if ev, err := (Webhooks{}).Parse(header(EventSystemHook, ""), []byte(`{"event_name":"`+name+`","path_with_namespace":"a/b"}`)); err != nil || ev.Kind != platforms.EventRepositories {
+			t.Errorf("%s: %+v, %v", name, ev, err)
+		}
+	}
+	for _, body := range []string{`{"event_name":"user_create"}`, `{"object_kind":"push","event_name":"push"}`, `{}`,
+		`{"event_name":"project_create","path_with_namespace":"no namespace"}`} {
+		ev, err := Webhooks{}.Parse(header(EventSystemHook, ""), []byte(body))
+		if err != nil {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		if want := platforms.EventIgnored; body != `{"event_name":"project_create","path_with_namespace":"no namespace"}` && ev.Kind != want {
+			t.Errorf("%s: kind %v, want ignored", body, ev.Kind)
+		}
+		if ev.Locator != "" {
+			t.Errorf("%s: locator %q from an invalid or absent path", body, ev.Locator)
+		}
+	}
+	if _, err := (Webhooks{}).Parse(header(EventSystemHook, ""), []byte(`[1]`)); !errors.Is(err, platforms.ErrMalformed) {
+		t.Errorf("a body that is no object: %v", err)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, name := range []string{"issue.open", "issue.update", "issue.reopen", "issue.close", "issue.close.enqueued", "issue.update.untriggered", "note.create", "push"} {
 		f.Add(EventIssueHook, fixture(f, name))
 	}
 	f.Add("Note Hook", []byte(`{"object_kind":"note"}`))
+	f.Add(EventSystemHook, fixture(f, "system.project_create"))
 	f.Add(EventIssueHook, []byte(`{"object_kind":"issue","project":null,"object_attributes":null}`))
 	f.Fuzz(func(t *testing.T, event string, body []byte) {
 		ev, err := Webhooks{}.Parse(header(event, ""), body)

@@ -114,7 +114,7 @@ func (s *Sim) hooksOf(repo, dialectName string) []listedHook {
 	var out []listedHook
 	for _, q := range hs.list {
 		sameDialect := q.hook.Dialect == dialectName || (isGitHubHook(q.hook) && (dialectName == "" || dialectName == "github"))
-		if sameDialect && (repo == "" || q.hook.Repo == "" || q.hook.Repo == repo) {
+		if sameDialect && !q.hook.System && (repo == "" || q.hook.Repo == "" || q.hook.Repo == repo) {
 			out = append(out, listedHook{id: q.id, hook: q.hook})
 		}
 	}

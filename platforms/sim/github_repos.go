@@ -47,8 +47,10 @@ func (s *Sim) setArchived(repo string, archived bool) {
 		s.jiraProjectEvent(event, repo)
 	case archived:
 		s.githubRepositoryEvent("archived", repo)
+		s.gitlabSystemEvent("project_update", repo)
 	default:
 		s.githubRepositoryEvent("unarchived", repo)
+		s.gitlabSystemEvent("project_update", repo)
 	}
 }
 

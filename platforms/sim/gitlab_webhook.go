@@ -311,3 +311,52 @@ func (s *Sim) SendGitLabWorkItem(repo, typ, title string, labels ...string) int 
 	}
 	return sn.number
 }
+
+// gitlabSystemEvent queues a system hook delivery of a project event
+// (project_create, project_update) to every GitLab system hook, in the
+// documented shape (https://docs.gitlab.com/administration/system_hooks/):
+// X-Gitlab-Event "System Hook", the project's path_with_namespace and id
+// at the top level.
+func (s *Sim) gitlabSystemEvent(event, repo string) {
+	hooks := s.hooks.system()
+	if len(hooks) == 0 {
+		return
+	}
+	id, created, ok := s.store.repoInfo(repo)
+	if !ok {
+		return
+	}
+	ns, name := repo, repo
+	if i := strings.LastIndex(repo, "/"); i >= 0 {
+		ns, name = repo[:i], repo[i+1:]
+	}
+	body, err := json.Marshal(map[string]any{
+		"created_at": created.UTC().Format(time.RFC3339), "updated_at": s.clock().UTC().Format(time.RFC3339),
+		"event_name": event, "name": name, "path": name, "path_with_namespace": repo,
+		"project_id": id, "project_namespace_id": glGroupID(ns), "owner_name": ns, "owner_email": "",
+		"owners": []map[string]string{}, "project_visibility": "private",
+	})
+	if err != nil {
+		s.log.Error("marshal gitlab system hook", zap.Error(err))
+		return
+	}
+	eventUUID := glUUID(fmt.Sprintf("system|%s|%s|%p|%d", event, glSalt, s, s.clock().UnixNano()))
+	for _, q := range hooks {
+		if q.hook.Dialect != "gitlab" {
+			continue
+		}
+		key := glUUID(fmt.Sprintf("delivery|%s|%d", eventUUID, q.id))
+		hdr := http.Header{}
+		hdr.Set("Content-Type", "application/json")
+		hdr.Set("User-Agent", "GitLab/"+glVersion)
+		hdr.Set("X-Gitlab-Event", "System Hook")
+		hdr.Set("X-Gitlab-Event-UUID", eventUUID)
+		hdr.Set("X-Gitlab-Instance", s.base()+"/gitlab")
+		hdr.Set("Idempotency-Key", key)
+		if q.hook.Secret != "" {
+			hdr.Set("X-Gitlab-Token", q.hook.Secret)
+		}
+		drop, extra := s.faults.delivery()
+		s.hooks.enqueue(q, outgoing{event: "System Hook", guid: key, body: body, header: hdr}, drop, extra)
+	}
+}

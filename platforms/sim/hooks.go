@@ -29,6 +29,11 @@ type Hook struct {
 	// AutoDisable picks a GitLab hook's disabling rule: HookDisableCurrent
 	// (the default), HookDisableLegacy or HookDisableOff; see hookstate.go.
 	AutoDisable string `json:"auto_disable,omitempty"`
+	// System makes a GitLab hook a self-managed instance's system hook: it
+	// gets the project events (project_create, project_update on archiving
+	// and unarchiving) of every project, and no issue events, which system
+	// hooks do not send (https://docs.gitlab.com/administration/system_hooks/).
+	System bool `json:"system,omitempty"`
 }
 
 // outgoing is one delivery, ready to send except for the per-hook headers.
@@ -120,7 +125,20 @@ func (hs *hookSet) matching(repo string) []*hookQueue {
 	defer hs.mu.Unlock()
 	var out []*hookQueue
 	for _, q := range hs.list {
-		if q.hook.Repo == "" || q.hook.Repo == repo {
+		if !q.hook.System && (q.hook.Repo == "" || q.hook.Repo == repo) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// system returns the system hooks.
+func (hs *hookSet) system() []*hookQueue {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	var out []*hookQueue
+	for _, q := range hs.list {
+		if q.hook.System {
 			out = append(out, q)
 		}
 	}

@@ -215,6 +215,7 @@ func (s *Sim) CreateRepo(repo string) {
 	}
 	if strings.Contains(repo, "/") {
 		s.githubRepositoryEvent("created", repo)
+		s.gitlabSystemEvent("project_create", repo)
 	} else { // a Jira project key
 		s.jiraProjectEvent("project_created", repo)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
 // One project block with repos patterns serves an organisation through one
@@ -156,4 +157,32 @@ func TestDiscoveryFollowsJiraProjects(t *testing.T) {
 	}
 	e.sim.ArchiveRepo("OPS")
 	eventually.Wait(t, 10*time.Second, "the archived project to be retired", func() bool { return !watched("app.ops") })
+}
+
+// A GitLab group on a self-managed instance is followed through its system
+// hook: with the full listing an hour away, a project created in the group
+// after the start is served once its project_create delivery arrives, its
+// ticket runs to Done, and an archived project (project_update) is retired.
+// Group webhooks send no project events; GitLab.com has no system hooks, so
+// there the interval alone follows the group.
+func TestDiscoveryFollowsGitLabSystemHooks(t *testing.T) {
+	e := newEnvFor(t, simcases.GitLab)
+	e.sim.CreateRepo("acme/sub/app")
+	yml := strings.Replace(e.configYAML("r1", "discovery: {interval: 1h, signal_check: 100ms}\n"), "repo: acme/sub/app", "group: acme/sub", 1)
+	d, watched := e.startFollowing(yml)
+	if !watched("app.app") || watched("app.new") {
+		t.Fatalf("watched at start: %v", d.Claims().Projects().Names())
+	}
+	e.sim.AddHook(sim.Hook{URL: "http://" + d.Addr() + "/webhooks/gitlab", Secret: testSecret, Dialect: "gitlab", System: true})
+	const listing = "GET /gitlab/api/v4/groups/{id}/projects"
+	eventually.Wait(t, 10*time.Second, "the refresher's first listing", func() bool { return e.sim.Stats().Calls[listing] >= 2 })
+	e.sim.CreateRepo("acme/sub/new")
+	eventually.Wait(t, 10*time.Second, "the new project to be watched", func() bool { return watched("app.new") })
+	e.repo, e.pc = "acme/sub/new", e.pc.WithRepo("acme/sub/new")
+	n := e.sim.CreateIssue("acme/sub/new", "plain", "", "agent-smith")
+	if got := e.waitState(n, 30*time.Second, lifecycle.Done, lifecycle.Failed); got != lifecycle.Done {
+		t.Fatalf("acme/sub/new#%d: %v", n, got)
+	}
+	e.sim.ArchiveRepo("acme/sub/new")
+	eventually.Wait(t, 10*time.Second, "the archived project to be retired", func() bool { return !watched("app.new") })
 }

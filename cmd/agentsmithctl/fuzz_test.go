@@ -41,3 +41,21 @@ func FuzzParseSince(f *testing.F) {
 		}
 	})
 }
+
+// A ticket whose project key no key-bound Jira project has belongs to the
+// site's JQL scope, when there is exactly one; with two, --project says.
+func TestTicketOfAJQLScope(t *testing.T) {
+	ops := config.Project{Name: "ops", Platform: "jira", Repo: "OPS"}
+	pay := config.Project{Name: "payments", Platform: "jira", Jira: config.Jira{JQL: "component = Payments"}}
+	a := &app{cfg: &config.Config{Projects: []config.Project{ops, pay}}}
+	for arg, want := range map[string]string{"jira:OPS-7": "ops", "jira:PAY-3": "payments"} {
+		if ref, err := a.ticket(arg, ""); err != nil || ref.Project != want {
+			t.Errorf("ticket(%q) = %+v, %v; want project %s", arg, ref, err, want)
+		}
+	}
+	second := config.Project{Name: "search", Platform: "jira", Jira: config.Jira{JQL: "component = Search"}}
+	a.cfg.Projects = append(a.cfg.Projects, second)
+	if ref, err := a.ticket("jira:PAY-3", ""); err == nil {
+		t.Errorf("two scopes: ticket bound to %s without --project", ref.Project)
+	}
+}

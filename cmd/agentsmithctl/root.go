@@ -187,12 +187,22 @@ func (a *app) ticket(arg, project string) (platforms.Ref, error) {
 		ref.Project = p.Name
 		return ref, nil
 	}
+	var scopes []string
 	for i := range a.cfg.Projects {
 		pc := &a.cfg.Projects[i]
 		if pc.Platform == platform && belongs(id, pc.Repo) {
 			ref.Project = pc.Name
 			return ref, nil
 		}
+		if pc.Platform == platform && pc.Jira.JQL != "" {
+			scopes = append(scopes, pc.Name)
+		}
+	}
+	if len(scopes) == 1 {
+		// The site's one JQL scope: a key no key-bound project claims is
+		// its, as the receiver routes it.
+		ref.Project = scopes[0]
+		return ref, nil
 	}
 	return ref, notFound("ticket %s: no configured %s project has repository %q (use --project)", arg, platform, locatorOf(id))
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,6 +42,8 @@ func run() error {
 	seed := flag.Int("seed-issues", 0, "create this many demo issues in "+demoRepo)
 	ifMatch := flag.String("github-if-match", string(sim.IfMatchRejectWeak),
 		"how the GitHub dialect answers If-Match on writes: reject-weak (GitHub's behaviour: 400 for a weak validator), ignore, or 412-apply (412 although the write is applied)")
+	adoOrgs := flag.String("ado-organisations", "",
+		"comma-separated Azure DevOps organisations whose work items are numbered across their projects, as Azure DevOps numbers them, so organisation-level WIQL and batch reads are served (owners not named keep per-repository numbers, as GitHub and GitLab number issues)")
 	flag.Parse()
 	mode, err := sim.ParseIfMatchMode(*ifMatch)
 	if err != nil {
@@ -63,6 +66,11 @@ func run() error {
 
 	s := sim.New(sim.Options{Logger: log, BaseURL: base, GitHubIfMatch: mode})
 	defer s.Close()
+	for _, org := range strings.Split(*adoOrgs, ",") {
+		if org = strings.TrimSpace(org); org != "" {
+			s.NumberWorkItemsPerOrganisation(org)
+		}
+	}
 	s.CreateRepo(demoRepo)
 	for i := 1; i <= *seed; i++ {
 		s.CreateIssue(demoRepo, fmt.Sprintf("Demo issue %d", i), "Created by trackersim --seed-issues.")

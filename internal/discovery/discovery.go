@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -38,7 +39,14 @@ type Lister func(ctx context.Context, pc *config.Project, owner string) ([]Repo,
 // Options configures Expand. The zero value lists over the real API with
 // the platform's default HTTP client.
 type Options struct {
-	List   Lister
+	List Lister
+	// Client, when set, is the HTTP client the default Lister lists pc's
+	// repositories through; nil builds a fresh default client per listing.
+	// The Refresher keeps one per configured project, so a relisting
+	// revalidates each page with the ETag of the last: GitHub answers an
+	// unchanged page 304, which its rate limit does not count
+	// (https://docs.github.com/rest/using-the-rest-api/best-practices-for-using-the-rest-api#use-conditional-requests-if-appropriate).
+	Client func(pc *config.Project) *http.Client
 	Logger *zap.Logger
 }
 
@@ -70,7 +78,13 @@ func Expand(ctx context.Context, cfg *config.Config, opts Options) ([]Found, err
 // the Refresher expands the configured list again while the daemon runs.
 func ExpandProjects(ctx context.Context, projects []config.Project, opts Options) ([]config.Project, []Found, error) {
 	if opts.List == nil {
-		opts.List = listPlatform
+		opts.List = func(ctx context.Context, pc *config.Project, owner string) ([]Repo, error) {
+			var hc *http.Client
+			if opts.Client != nil {
+				hc = opts.Client(pc)
+			}
+			return listPlatform(ctx, pc, owner, hc)
+		}
 	}
 	log := opts.Logger
 	if log == nil {
@@ -149,12 +163,13 @@ func matchesInclude(pc *config.Project, path string) bool {
 	return !includes && (pc.Group != "" || pc.Installation != "")
 }
 
-// listPlatform lists over the real API with the project's credentials.
-func listPlatform(ctx context.Context, pc *config.Project, owner string) ([]Repo, error) {
+// listPlatform lists over the real API with the project's credentials,
+// through hc (nil: each platform's default client).
+func listPlatform(ctx context.Context, pc *config.Project, owner string, hc *http.Client) ([]Repo, error) {
 	var out []Repo
 	switch pc.Platform {
 	case gitlab.Platform:
-		ps, err := gitlab.ListGroupProjects(ctx, gitlab.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value()}, owner)
+		ps, err := gitlab.ListGroupProjects(ctx, gitlab.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(), HTTPClient: hc}, owner)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +178,7 @@ func listPlatform(ctx context.Context, pc *config.Project, owner string) ([]Repo
 		}
 	case github.Platform:
 		opts := github.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(),
-			HTTPClient: trackerhttp.NewClientWith(trackerhttp.Options{RateLimits: trackerhttp.GitHubRateLimits})}
+			HTTPClient: trackerhttp.ClientOr(hc, nil, trackerhttp.GitHubRateLimits)}
 		if a := pc.GitHubApp; a.IsSet() {
 			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
 		}
@@ -181,7 +196,7 @@ func listPlatform(ctx context.Context, pc *config.Project, owner string) ([]Repo
 			out = append(out, Repo{Path: r.Owner + "/" + r.Name, Archived: r.Archived || r.Disabled})
 		}
 	case azuredevops.Platform:
-		ps, err := azuredevops.ListProjects(ctx, azuredevops.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value()}, owner)
+		ps, err := azuredevops.ListProjects(ctx, azuredevops.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(), HTTPClient: hc}, owner)
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +207,7 @@ func listPlatform(ctx context.Context, pc *config.Project, owner string) ([]Repo
 		}
 	case jira.Platform:
 		keys, err := jira.ListProjects(ctx, jira.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(),
-			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment})
+			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, HTTPClient: hc})
 		if err != nil {
 			return nil, err
 		}

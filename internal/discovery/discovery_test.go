@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
@@ -382,5 +383,47 @@ projects:
 	}
 	if _, _, err := expand("token_env: GH_TOKEN"); err == nil || !strings.Contains(err.Error(), "installation: only for a github project authenticated with github_app") {
 		t.Fatalf("installation with a token: %v", err)
+	}
+}
+
+// The Refresher lists each configured project through one client it keeps,
+// so a relisting of an unchanged organisation revalidates every page with
+// its ETag: two 304s for 150 repositories, which GitHub's rate limit does
+// not count. A changed page is a 200 and the change is seen; the page
+// before it stays a 304.
+func TestRefresherRevalidatesUnchangedListings(t *testing.T) {
+	s, base := world(t)
+	for i := range 150 {
+		s.CreateRepo(fmt.Sprintf("acme/svc-%03d", i))
+	}
+	cfg := parse(t, fmt.Sprintf(`
+projects:
+  - name: acme
+    platform: github
+    base_url: %s
+    repos: ["acme/*"]
+    token_env: GH_TOKEN
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+`, base))
+	var got [][]config.Project
+	r := discovery.NewRefresher(discovery.RefresherConfig{RDB: redistest.Start(t).Client(t), Projects: cfg.Projects,
+		Apply: func(_ context.Context, ps []config.Project) error { got = append(got, ps); return nil }})
+	for range 2 {
+		if err := r.Refresh(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const listing = "GET /orgs/{org}/repos"
+	if st := s.Stats(); st.Calls[listing] != 4 || st.NotModified != 2 || len(got[1]) != 150 {
+		t.Fatalf("two listings: %d page calls, %d answered 304, %d projects; want 4, 2 (the second listing's pages), 150",
+			st.Calls[listing], st.NotModified, len(got[1]))
+	}
+	s.CreateRepo("acme/svc-new")
+	if err := r.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); len(got[2]) != 151 || st.NotModified != 3 {
+		t.Errorf("after a new repository: %d projects, %d answered 304 in all; want 151, 3 (the first page unchanged, the second not)", len(got[2]), st.NotModified)
 	}
 }

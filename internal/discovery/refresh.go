@@ -3,13 +3,18 @@ package discovery
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/projects"
+	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 )
 
 // RefresherConfig configures a Refresher.
@@ -23,8 +28,13 @@ type RefresherConfig struct {
 	SignalCheck time.Duration
 	// Apply receives every successful expansion; it decides what changed.
 	Apply func(ctx context.Context, projects []config.Project) error
-	// List lists the platforms; default the real APIs.
-	List   Lister
+	// List lists the platforms; default the real APIs, through Client.
+	List Lister
+	// Client builds the HTTP client one configured project's listings go
+	// through, built once per project and kept, so every relisting
+	// revalidates with its ETags (Options.Client). Default: the platform's
+	// rate limits with the token's budget shared through RDB (pkg/budget).
+	Client func(pc *config.Project) *http.Client
 	Logger *zap.Logger
 }
 
@@ -38,6 +48,9 @@ type RefresherConfig struct {
 type Refresher struct {
 	cfg RefresherConfig
 	log *zap.Logger
+
+	mu      sync.Mutex
+	clients map[string]*http.Client // by configured project name
 }
 
 // NewRefresher builds a Refresher.
@@ -51,7 +64,26 @@ func NewRefresher(cfg RefresherConfig) *Refresher {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &Refresher{cfg: cfg, log: cfg.Logger}
+	if cfg.Client == nil {
+		log := cfg.Logger.Named("http")
+		cfg.Client = func(pc *config.Project) *http.Client {
+			return trackerhttp.NewClientWith(trackerhttp.Options{Logger: log, RateLimits: projects.RateLimits(pc.Platform),
+				Budget: budget.New(cfg.RDB, nil)})
+		}
+	}
+	return &Refresher{cfg: cfg, log: cfg.Logger, clients: map[string]*http.Client{}}
+}
+
+// client is pc's listing client, the same for every listing.
+func (r *Refresher) client(pc *config.Project) *http.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hc, ok := r.clients[pc.Name]
+	if !ok {
+		hc = r.cfg.Client(pc)
+		r.clients[pc.Name] = hc
+	}
+	return hc
 }
 
 // Run refreshes until ctx is done. It reads the counter, then lists once
@@ -97,11 +129,13 @@ func (r *Refresher) signal(ctx context.Context) (string, error) {
 	return v, err
 }
 
-// Refresh lists once and applies the result.
+// Refresh lists once and applies the result. Listings yield the token's
+// reserve to claims and run transitions, as housekeeping's do.
 func (r *Refresher) Refresh(ctx context.Context) error {
-	projects, _, err := ExpandProjects(ctx, r.cfg.Projects, Options{List: r.cfg.List, Logger: r.log})
+	ctx = trackerhttp.WithPriority(ctx, trackerhttp.PriorityLow)
+	expanded, _, err := ExpandProjects(ctx, r.cfg.Projects, Options{List: r.cfg.List, Client: r.client, Logger: r.log})
 	if err != nil {
 		return err
 	}
-	return r.cfg.Apply(ctx, projects)
+	return r.cfg.Apply(ctx, expanded)
 }

@@ -34,6 +34,10 @@ type Hook struct {
 	// and unarchiving) of every project, and no issue events, which system
 	// hooks do not send (https://docs.gitlab.com/administration/system_hooks/).
 	System bool `json:"system,omitempty"`
+	// JQL is a Jira admin webhook's JQL filter: its issue events are sent
+	// only for issues the query selects after the change ("" sends every
+	// project's).
+	JQL string `json:"jql,omitempty"`
 }
 
 // outgoing is one delivery, ready to send except for the per-hook headers.

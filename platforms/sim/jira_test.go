@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -515,4 +516,48 @@ func FuzzParseJQL(f *testing.F) {
 			parsed.onlyProjects()
 		}
 	})
+}
+
+// An admin webhook with a JQL filter is sent only the events of issues the
+// filter selects as the change left them: an issue of another component,
+// then that issue once its component joins.
+func TestJiraWebhookJQLFilter(t *testing.T) {
+	s, _ := startJira(t)
+	var mu sync.Mutex
+	var keys []string
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p struct {
+			Issue struct {
+				Key string `json:"key"`
+			} `json:"issue"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		mu.Lock()
+		keys = append(keys, p.Issue.Key)
+		mu.Unlock()
+	}))
+	t.Cleanup(rcv.Close)
+	s.CreateRepo("PAY")
+	s.CreateRepo("OPS")
+	s.AddHook(Hook{URL: rcv.URL, Secret: "s", Dialect: "jira", JQL: "project in (PAY, OPS) AND component = Payments"})
+	pay := s.CreateIssue("PAY", "t", "") // no component yet: not sent
+	if err := s.SetComponents("PAY", pay, "Payments"); err != nil {
+		t.Fatal(err)
+	}
+	s.CreateIssue("OTHER", "t", "")
+	if err := s.SetComponents("OTHER", 1, "Payments"); err != nil {
+		t.Fatal(err)
+	}
+	ops := s.CreateIssue("OPS", "t", "")
+	if err := s.SetComponents("OPS", ops, "Search"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(keys, []string{"PAY-1"}) {
+		t.Errorf("deliveries for %v, want PAY-1 once (its component change)", keys)
+	}
 }

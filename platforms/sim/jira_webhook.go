@@ -27,6 +27,9 @@ import (
 // A new comment is its own comment_created callback (jiraComment).
 
 func (s *Sim) jiraDeliveries(evs []storeEvent, hookID int64, h Hook) []outgoing {
+	if len(evs) > 0 && !s.jiraHookWants(h, evs[0].issue) {
+		return nil
+	}
 	evs, c := splitComment(evs)
 	var out []outgoing
 	if c != nil {
@@ -171,4 +174,22 @@ func (s *Sim) jiraProjectEvent(event, key string) {
 			s.hooks.enqueue(q, jiraOutgoing(event, body, q.hook), drop, extra)
 		}
 	}
+}
+
+// jiraHookWants applies an admin webhook's JQL filter (Hook.JQL) to the
+// issue as the change left it: "the JQL filter that specifies which issues
+// the webhook is sent for"
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-webhooks/#api-rest-api-3-webhook-post).
+// A filter the sim cannot parse sends nothing and is logged, as a hook
+// Jira refused to save would.
+func (s *Sim) jiraHookWants(h Hook, sn snapshot) bool {
+	if h.JQL == "" {
+		return true
+	}
+	q, err := parseJQL(h.JQL)
+	if err != nil {
+		s.log.Warn("jira webhook JQL filter not understood: nothing sent", zap.String("jql", h.JQL), zap.Error(err))
+		return false
+	}
+	return q.matches(sn)
 }

@@ -287,29 +287,22 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 		c.logOutcome(ref, source, attempt, res)
 		return res, nil
 	}
-	if reason, err := c.inScope(ctx, p, ref); err != nil || reason != "" {
+	// The gates that ask the tracker, in order of cost: is the ticket the
+	// project's (a JQL scope), may its trigger start runs, is it ready.
+	for _, gate := range []func() (string, error){
+		func() (string, error) { return c.inScope(ctx, p, ref) },
+		func() (string, error) { return c.gateTrigger(ctx, p, t, actor) },
+		func() (string, error) { return c.checkBlockers(ctx, p, ref) },
+	} {
+		reason, err := gate()
 		if err != nil {
 			return res, err
 		}
-		res.Outcome, res.Reason = NotEligible, reason
-		c.logOutcome(ref, source, attempt, res)
-		return res, nil
-	}
-	if reason, err := c.gateTrigger(ctx, p, t, actor); err != nil || reason != "" {
-		if err != nil {
-			return res, err
+		if reason != "" {
+			res.Outcome, res.Reason = NotEligible, reason
+			c.logOutcome(ref, source, attempt, res)
+			return res, nil
 		}
-		res.Outcome, res.Reason = NotEligible, reason
-		c.logOutcome(ref, source, attempt, res)
-		return res, nil
-	}
-	if reason, err := c.checkBlockers(ctx, p, ref); err != nil || reason != "" {
-		if err != nil {
-			return res, err
-		}
-		res.Outcome, res.Reason = NotEligible, reason
-		c.logOutcome(ref, source, attempt, res)
-		return res, nil
 	}
 	// A ticket reverted after a dead run carries its attempt count in Redis:
 	// a claim from any source continues from it, so a late webhook cannot

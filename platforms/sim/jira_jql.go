@@ -233,43 +233,33 @@ func parseJQL(q string) (jqlQuery, error) {
 }
 
 func (p *jqlParser) or() (jqlExpr, error) {
-	x, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	or := jqlOr{x}
-	for p.word("OR") {
-		p.i++
-		y, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		or = append(or, y)
-	}
-	if len(or) == 1 {
-		return x, nil
-	}
-	return or, nil
+	return p.joined("OR", p.and, func(xs []jqlExpr) jqlExpr { return jqlOr(xs) })
 }
 
 func (p *jqlParser) and() (jqlExpr, error) {
-	x, err := p.unary()
+	return p.joined("AND", p.unary, func(xs []jqlExpr) jqlExpr { return jqlAnd(xs) })
+}
+
+// joined parses operands separated by the keyword op, made one node by
+// wrap when there is more than one.
+func (p *jqlParser) joined(op string, operand func() (jqlExpr, error), wrap func([]jqlExpr) jqlExpr) (jqlExpr, error) {
+	x, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	and := jqlAnd{x}
-	for p.word("AND") {
+	xs := []jqlExpr{x}
+	for p.word(op) {
 		p.i++
-		y, err := p.unary()
+		y, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		and = append(and, y)
+		xs = append(xs, y)
 	}
-	if len(and) == 1 {
+	if len(xs) == 1 {
 		return x, nil
 	}
-	return and, nil
+	return wrap(xs), nil
 }
 
 func (p *jqlParser) unary() (jqlExpr, error) {

@@ -149,6 +149,8 @@ var fixtureKinds = map[string]map[string]platforms.EventKind{
 		"note.create":                 platforms.EventComment, // a command may be in it
 		"merge_request.open":          platforms.EventIgnored,
 		"push":                        platforms.EventIgnored,
+		// A self-managed instance's system hook: a project created.
+		"system.project_create": platforms.EventRepositories,
 	},
 	"azuredevops": {
 		"workitem.created":          platforms.EventTicket,

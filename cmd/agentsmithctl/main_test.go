@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -21,10 +22,12 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
+	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
@@ -449,5 +452,33 @@ func TestRetry(t *testing.T) {
 	out = w.mustCtl("history", ticket)
 	if !strings.Contains(out, "failed → enqueued") {
 		t.Errorf("history after retry:\n%s", out)
+	}
+}
+
+// An operator's command spends the token's budget every replica shares:
+// after a replica was answered 429 with an hour's Retry-After, `retry`
+// sends nothing to the tracker and says why, instead of spending (or
+// learning alone) a limit a replica already hit.
+func TestCommandsShareTheTokensBudget(t *testing.T) {
+	w := newWorld(t)
+	n := w.sim.CreateIssue(repo, "Failed", "", "agent-smith", "agent-smith:failed")
+	pc, _ := w.cfg.Project("app")
+	// A replica's client, as the daemon builds it: the shared budget.
+	hc := trackerhttp.NewClientWith(trackerhttp.Options{RateLimits: projects.RateLimits(pc.Platform), Budget: budget.New(w.rdb, nil)})
+	tr, _, _, err := projects.Tracker(pc, w.rdb, hc, "replica-a", w.cfg.LabelPrefix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sim.SetFaults(sim.Faults{RateLimitNext: 1, RetryAfter: 3600})
+	if _, err := tr.Get(t.Context(), refOf("app", n)); !errors.Is(err, trackerhttp.ErrRateLimited) {
+		t.Fatalf("the replica's read: %v, want ErrRateLimited", err)
+	}
+	before := w.sim.Stats().Requests()
+	code, out, errOut := w.ctl("retry", fmt.Sprintf("github:%s#%d", repo, n))
+	if sent := w.sim.Stats().Requests() - before; sent != 0 || code == 0 {
+		t.Errorf("retry during the replica's hold: exit %d, %d tracker requests; want an error and 0\nstdout: %s\nstderr: %s", code, sent, out, errOut)
+	}
+	if !strings.Contains(errOut, "rate") {
+		t.Errorf("retry's error does not say the token is rate limited: %s", errOut)
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/agentsmithd/agentsmithd/platforms/jira"
 )
 
 // jiraKey is a Jira project key: Jira's default pattern is an uppercase
@@ -50,33 +51,19 @@ func checkJiraDeployment(errs *Errors, path string, j *Jira) {
 	}
 }
 
-// maxJiraScope bounds jira.jql: it is sent with every search and claim
-// (platforms/jira.MaxScopeLength, which the config cannot import).
-const maxJiraScope = 2000
-
-// jiraOrderBy finds an ORDER BY clause in a scope.
-var jiraOrderBy = regexp.MustCompile(`(?i)\border\s+by\b`)
-
-// checkJiraScope validates jira.jql: instead of repo and repos, one line of
-// JQL without ORDER BY (the daemon orders its own searches). Jira parses
-// the rest; agentsmithd check runs it once.
+// checkJiraScope validates jira.jql: instead of repo and repos, a scope
+// the Jira tracker accepts (platforms/jira.CheckScope owns that rule).
 func checkJiraScope(errs *Errors, path string, p *Project) {
-	q := p.Jira.JQL
-	if q == "" {
+	if p.Jira.JQL == "" {
 		return
 	}
 	jp := path + ".jira.jql"
-	switch {
-	case p.Repo != "" || len(p.Repos) > 0:
+	if p.Repo != "" || len(p.Repos) > 0 {
 		errs.add(jp, "set either repo/repos (project keys) or jira.jql (a scope across projects), not both")
-	case strings.TrimSpace(q) == "":
-		errs.add(jp, "must not be blank")
-	case len(q) > maxJiraScope:
-		errs.add(jp, fmt.Sprintf("is %d bytes; at most %d", len(q), maxJiraScope))
-	case !utf8.ValidString(q) || strings.ContainsFunc(q, func(r rune) bool { return r < ' ' && r != '\t' && r != '\n' && r != '\r' }):
-		errs.add(jp, "holds control characters or invalid UTF-8")
-	case jiraOrderBy.MatchString(q):
-		errs.add(jp, "must not have an ORDER BY clause: the daemon orders its own searches")
+		return
+	}
+	if err := jira.CheckScope(p.Jira.JQL); err != nil {
+		errs.add(jp, err.Error())
 	}
 }
 

@@ -152,7 +152,7 @@ func New(opts Options) (*Tracker, error) {
 		return nil, errors.New("jira: set either a project key (repo) or a JQL scope, not both")
 	case opts.JQL != "":
 		if err := CheckScope(opts.JQL); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("jira: the JQL scope %w", err)
 		}
 	default:
 		if err := CheckProjectKey(opts.Repo); err != nil {

@@ -41,17 +41,19 @@ const MaxScopeLength = 2000
 var orderBy = regexp.MustCompile(`(?i)\border\s+by\b`)
 
 // CheckScope validates a configured JQL scope as far as it can be without
-// the site: Jira itself parses it (agentsmithd check runs it once).
+// the site: Jira itself parses it (agentsmithd check runs it once). The
+// config's validation and New both ask it; its messages read after the
+// field's name ("jira.jql: must not be blank").
 func CheckScope(jql string) error {
 	switch {
 	case strings.TrimSpace(jql) == "":
-		return errors.New("jira: the JQL scope is empty")
+		return errors.New("must not be blank")
 	case len(jql) > MaxScopeLength:
-		return fmt.Errorf("jira: the JQL scope is %d bytes; at most %d", len(jql), MaxScopeLength)
+		return fmt.Errorf("is %d bytes; at most %d", len(jql), MaxScopeLength)
 	case !utf8.ValidString(jql) || strings.ContainsFunc(jql, func(r rune) bool { return r < ' ' && r != '\t' && r != '\n' && r != '\r' }):
-		return errors.New("jira: the JQL scope holds control characters or invalid UTF-8")
+		return errors.New("holds control characters or invalid UTF-8")
 	case orderBy.MatchString(jql):
-		return errors.New("jira: the JQL scope must not have an ORDER BY clause: the daemon orders its own searches")
+		return errors.New("must not have an ORDER BY clause: the daemon orders its own searches")
 	}
 	return nil
 }

@@ -3,21 +3,16 @@ package config
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
 )
 
-// jiraKey is a Jira project key: Jira's default pattern is an uppercase
-// letter followed by uppercase letters, digits or "_"; administrators may
-// widen it, so case is not enforced.
-var jiraKey = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
-
-// checkJiraProjectKey validates a Jira project's repo: its key ("PROJ").
+// checkJiraProjectKey validates a Jira project's repo: its key ("PROJ"),
+// in the shape platforms/jira.CheckProjectKey owns.
 func checkJiraProjectKey(repo string) error {
-	if !jiraKey.MatchString(repo) {
+	if jira.CheckProjectKey(repo) != nil {
 		return errors.New(`expected a Jira project key such as "PROJ"`)
 	}
 	return nil

@@ -36,7 +36,9 @@ const (
 // projectEvents are the system hook events that change which projects of
 // a group exist or where (https://docs.gitlab.com/administration/system_hooks/):
 // created, destroyed, renamed (path), transferred (namespace), and updated,
-// which covers archiving ("an attribute of a project is changed"). Group
+// which covers archiving ("an attribute of a project is changed"; users
+// report project_update on archiving, its payload without the archived
+// flag, uselagoon/lagoon#3022, so the listing that follows tells). Group
 // webhooks send none of them: the events they send are listed at
 // https://docs.gitlab.com/user/project/integrations/webhook_events/, and
 // gitlab-org/gitlab#3003 and #326922 still ask for project events there.

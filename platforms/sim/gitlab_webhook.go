@@ -316,7 +316,8 @@ func (s *Sim) SendGitLabWorkItem(repo, typ, title string, labels ...string) int 
 // (project_create, project_update) to every GitLab system hook, in the
 // documented shape (https://docs.gitlab.com/administration/system_hooks/):
 // X-Gitlab-Event "System Hook", the project's path_with_namespace and id
-// at the top level.
+// at the top level. Archiving and unarchiving send project_update without
+// an archived flag, as users report (uselagoon/lagoon#3022).
 func (s *Sim) gitlabSystemEvent(event, repo string) {
 	hooks := s.hooks.system()
 	if len(hooks) == 0 {

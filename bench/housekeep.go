@@ -97,7 +97,7 @@ func (b *bench) housekeepAt(ctx context.Context, n int) error {
 				return err
 			}
 			runs++
-			if _, _, err := runstate.Take(ctx, rdb, runstate.Record{Ref: r, Instance: live, Token: fmt.Sprintf("tok%d", i), Attempt: 1, Started: time.Now()}, time.Hour, time.Now(), nil); err != nil {
+			if _, err := runstate.Take(ctx, rdb, runstate.Record{Ref: r, Instance: live, Token: fmt.Sprintf("tok%d", i), Attempt: 1, Started: time.Now()}, runstate.TakeArgs{TTL: time.Hour, Now: time.Now()}); err != nil {
 				return err
 			}
 		}

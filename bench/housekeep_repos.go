@@ -187,7 +187,7 @@ func (b *bench) housekeepReposAt(ctx context.Context, platform string, n int, mo
 			}
 		case lifecycle.InProgress:
 			rec := runstate.Record{Ref: r, Instance: live, Token: fmt.Sprintf("tok%d", i), Attempt: 1, Started: time.Now()}
-			if _, _, err := runstate.Take(ctx, rdb, rec, time.Hour, time.Now(), nil); err != nil {
+			if _, err := runstate.Take(ctx, rdb, rec, runstate.TakeArgs{TTL: time.Hour, Now: time.Now()}); err != nil {
 				return err
 			}
 		}

@@ -29,7 +29,7 @@ func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 	waiting := w.Sim.CreateIssue(lifecycletest.Repo, "long wait", "", "agent-smith", "agent-smith:enqueued")
 	fresh := w.Sim.CreateIssue(lifecycletest.Repo, "just queued", "", "agent-smith", "agent-smith:enqueued")
 	rec := runstate.Record{Ref: lifecycletest.Ref(running), Instance: "r", Token: "r|webhook|0|tok", Attempt: 1, Started: now.Add(-10 * time.Minute)}
-	if ok, _, err := runstate.Take(t.Context(), w.RDB, rec, time.Minute, time.Now(), nil); err != nil || ok != runstate.Taken {
+	if ok, err := runstate.Take(t.Context(), w.RDB, rec, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()}); err != nil || ok.Result != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
 	}
 	for n, at := range map[int]time.Time{waiting: now.Add(-2 * time.Minute), fresh: now.Add(-10 * time.Second)} {
@@ -66,7 +66,7 @@ func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Token = "r|reclaim|0|tok2"
-	if ok, _, err := runstate.Take(t.Context(), w.RDB, rec, time.Minute, time.Now(), nil); err != nil || ok != runstate.Taken {
+	if ok, err := runstate.Take(t.Context(), w.RDB, rec, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()}); err != nil || ok.Result != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
 	}
 	if err := d.Check(t.Context()); err != nil {

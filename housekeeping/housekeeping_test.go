@@ -20,8 +20,8 @@ import (
 func deadRun(t *testing.T, w *lifecycletest.World, n int, instance string, attempt int) {
 	t.Helper()
 	rec := runstate.Record{Ref: lifecycletest.Ref(n), Instance: instance, Token: instance + "|webhook|0|tok", Attempt: attempt}
-	ok, _, err := runstate.Take(t.Context(), w.RDB, rec, time.Minute, time.Now(), nil)
-	if err != nil || ok != runstate.Taken {
+	ok, err := runstate.Take(t.Context(), w.RDB, rec, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()})
+	if err != nil || ok.Result != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
 	}
 }

@@ -167,7 +167,7 @@ func TestStaleSearchHitDoesNotCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := runstate.Record{Ref: w.ref(n), Instance: "consumer", Token: "consumer|poll|0|tok", Attempt: 1}
-	if ok, _, err := runstate.Take(t.Context(), w.rdb, rec, time.Minute, time.Now(), nil); err != nil || ok != runstate.Taken {
+	if ok, err := runstate.Take(t.Context(), w.rdb, rec, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()}); err != nil || ok.Result != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
 	}
 	listed, err := w.claims.Projects()["ops"].Tracker.ListOpen(t.Context(), "agent-smith:in-progress")

@@ -18,9 +18,11 @@ import (
 // Redis restart — emptied, or rolled back to an older snapshot, or an AOF
 // that lost its last second — removes heartbeats at once, while each owner
 // still trusts its run until its next renewal fails (at most the heartbeat
-// TTL after its last success). So the stale detector reverts nothing until
-// Redis has been up longer than the heartbeat TTL: the epoch cannot tell a
-// rollback (the epoch key survives in the snapshot), the uptime can.
+// TTL after its last success, sooner by its run guard). So the stale
+// detector reverts nothing until Redis has been up longer than its
+// RestartGrace (lifecycle.RestartGrace), as the executors take no run (the
+// check inside runstate.Take): the epoch cannot tell a rollback (the epoch
+// key survives in the snapshot), the uptime can.
 func redisUptime(ctx context.Context, rdb redis.UniversalClient) (time.Duration, error) {
 	if c, ok := rdb.(*redis.ClusterClient); ok {
 		var mu sync.Mutex

@@ -26,7 +26,7 @@ func TestNoRevertWhileRedisJustRestarted(t *testing.T) {
 	// What the old snapshot brought back: a record of an ended run whose
 	// heartbeat expired while the dump sat on disk, and the epoch.
 	old := runstate.Record{Ref: ref, Instance: "r1.1", Token: "r1.1|webhook|0|old", Attempt: 1}
-	if took, _, err := runstate.Take(t.Context(), w.RDB, old, time.Minute, time.Now(), nil); err != nil || took != runstate.Taken {
+	if took, err := runstate.Take(t.Context(), w.RDB, old, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()}); err != nil || took.Result != runstate.Taken {
 		t.Fatalf("take: %v %v", took, err)
 	}
 	if err := w.RDB.Del(t.Context(), keys.Heartbeat(ref.Key())).Err(); err != nil {

@@ -26,10 +26,11 @@ type StaleJobDetectorConfig struct {
 	Fence func(context.Context) error
 	Clock func() time.Time
 	// RestartGrace is how long after Redis (re)started a missing heartbeat
-	// is not yet proof of a dead run (see redisUptime): the executors'
-	// heartbeat renewal interval plus their kill grace, by when every live
-	// owner has found its heartbeat gone and stopped its pipeline. 0 trusts a missing heartbeat at once (tests that
-	// start a fresh Redis and build the dead run themselves).
+	// is not yet proof of a dead run (see redisUptime): lifecycle.RestartGrace,
+	// by when every live owner has found its heartbeat gone and stopped its
+	// pipeline; the executors wait as long before they take a run. 0 trusts
+	// a missing heartbeat at once (tests that start a fresh Redis and build
+	// the dead run themselves).
 	RestartGrace time.Duration
 	Logger       *zap.Logger
 }

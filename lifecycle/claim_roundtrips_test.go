@@ -22,7 +22,7 @@ func TestClaimInTwoRoundTripsKeepsItsRules(t *testing.T) {
 	r := lifecycletest.Ref(n)
 	// A dead run left attempt 2 and a cancel request behind.
 	rec := runstate.Record{Ref: r, Instance: "ghost", Token: "tok", Attempt: 2}
-	if res, _, err := runstate.Take(ctx, w.RDB, rec, time.Minute, time.Now(), nil); err != nil || res != runstate.Taken {
+	if res, err := runstate.Take(ctx, w.RDB, rec, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()}); err != nil || res.Result != runstate.Taken {
 		t.Fatal(res, err)
 	}
 	if _, err := runstate.Release(ctx, w.RDB, r, "tok", false); err != nil {

@@ -86,6 +86,11 @@ type ExecutorConfig struct {
 	// ProgressInterval is the least time between two writes of a progress
 	// comment (default DefaultProgressInterval).
 	ProgressInterval time.Duration
+	// RestartGrace: no run starts until Redis has been up this long, since
+	// a restart may have lost the heartbeat of a run that goes on until it
+	// next looks (RestartGrace). 0 starts at once: tests of the executor
+	// alone, on a Redis they just started.
+	RestartGrace time.Duration
 	// Guard, when set, runs every pipeline under a run guard
 	// (lifecycle/runguard) that kills it once the run is no longer its
 	// own, even while this daemon is frozen. nil runs pipelines directly
@@ -247,7 +252,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return retry
 	}
 	if slot, full := e.atLimit(ctx, p); full {
-		return e.delayLimited(ctx, payload, slot, log)
+		return e.delay(ctx, payload, e.cfg.LimitDelay, "concurrency limit reached ("+slot+")", log)
 	}
 	t, err := p.Tracker.Get(ctx, req.Ref)
 	if err != nil {
@@ -273,14 +278,14 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	a := &attempt{e: e, p: p, req: req, token: token, log: log}
 	// Until the heartbeat runs, writes are fenced by the run's token alone.
 	a.fence = a.newFence(nil)
-	took, limited, err := a.takeRun(ctx, rec)
+	took, wait, why, err := a.takeRun(ctx, rec)
 	if err != nil {
 		log.Warn("take run; giving the request back", zap.Error(err))
 		e.giveBack(ctx, payload)
 		return true
 	}
-	if limited != "" {
-		return e.delayLimited(ctx, payload, limited, log)
+	if wait > 0 {
+		return e.delay(ctx, payload, wait, why, log)
 	}
 	if !took {
 		e.dropContended(ctx, req)
@@ -327,6 +332,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	cw := a.watchCancel(ctx)
 	defer cw.stop()
 	var res procrun.Result
+	lostEarly := false
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
 	} else if err := removeStale(resultFile); err != nil {
@@ -337,6 +343,12 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		res = procrun.Result{ExitCode: -1, Err: err}
 	} else if err := handOver(e.cfg.WorkDir, workDir, p.Pipeline.RunAs); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
+	} else if err := a.fence(ctx); err != nil {
+		// Looked at once more right before the start: a Redis restart
+		// since the take may have lost the run lock, and a run started now
+		// would go on beside its successor until the next renewal.
+		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("before starting the pipeline: %w", err)}
+		lostEarly = errors.Is(err, errLostRun)
 	} else {
 		ran := make(chan struct{})
 		spec.Kill = eitherClosed(hb.kill, cw.kill, ran)
@@ -357,6 +369,11 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		}
 	}
 	cw.stop()
+	if lostEarly {
+		log.Warn("run lost its ownership before its pipeline started; nothing run, no label written", zap.Error(res.Err))
+		a.releaseRun(false)
+		return
+	}
 	if lost := hb.lostErr(); lost != nil {
 		log.Warn("run lost its ownership; pipeline killed, no label written", zap.Error(lost))
 		// Drops only this run's in-flight record: both deletes are CAS on

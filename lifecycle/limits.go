@@ -24,33 +24,41 @@ func (e *Executor) atLimit(ctx context.Context, p *Project) (string, bool) {
 	return key, full
 }
 
-// takeRun takes the run and a place in each of p's semaphores; limited
-// names the full semaphore when the project (or its token) is at its limit.
-// A stale request (its ticket already ran a later attempt) is reported as
-// not taken, like one whose ticket another run owns: both are dropped.
-func (a *attempt) takeRun(ctx context.Context, rec runstate.Record) (took bool, limited string, err error) {
+// takeRun takes the run and a place in each of p's semaphores; wait is how
+// long to put the request aside instead: a semaphore of p (or of its
+// token) is full, or Redis restarted within the restart grace. A stale
+// request (its ticket already ran a later attempt) is reported as not
+// taken, like one whose ticket another run owns: both are dropped.
+func (a *attempt) takeRun(ctx context.Context, rec runstate.Record) (took bool, wait time.Duration, why string, err error) {
 	e, p, log := a.e, a.p, a.log
-	res, full, err := runstate.Take(ctx, e.rdb, rec, e.cfg.HeartbeatTTL, e.cfg.Clock(), p.slots())
-	if res == runstate.Stale {
+	res, err := runstate.Take(ctx, e.rdb, rec, runstate.TakeArgs{TTL: e.cfg.HeartbeatTTL, Now: e.cfg.Clock(),
+		Slots: p.slots(), RestartGrace: e.cfg.RestartGrace})
+	switch res.Result {
+	case runstate.Stale:
 		log.Info("request is stale: the ticket already ran a later attempt")
+	case runstate.Limited:
+		return false, e.cfg.LimitDelay, "concurrency limit reached (" + res.Slot + ")", err
+	case runstate.Restarting:
+		// A little past the grace, so the next take finds it over.
+		return false, res.Wait + 100*time.Millisecond, "Redis restarted less than the restart grace ago", err
 	}
-	return res == runstate.Taken, full, err
+	return res.Result == runstate.Taken && err == nil, 0, "", err
 }
 
-// delayLimited gives a request whose project is at its limit back through
-// the delayed set: it keeps its attempt (nothing ran), and the worker takes
-// other work meanwhile instead of spinning on it.
-func (e *Executor) delayLimited(ctx context.Context, payload []byte, slot string, log *zap.Logger) (retry bool) {
+// delay puts a request that cannot run yet back through the delayed set
+// for wait: it keeps its attempt (nothing ran), and the worker takes other
+// work meanwhile instead of spinning on it.
+func (e *Executor) delay(ctx context.Context, payload []byte, wait time.Duration, why string, log *zap.Logger) (retry bool) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	due := e.cfg.Clock().Add(e.cfg.LimitDelay)
+	due := e.cfg.Clock().Add(wait)
 	if err := e.queue.Delay(dctx, payload, due); err != nil {
-		log.Warn("delay request at its concurrency limit; giving it back", zap.Error(err))
+		log.Warn("delay request; giving it back", zap.String("why", why), zap.Error(err))
 		e.giveBack(ctx, payload)
 		return true
 	}
 	e.ack(ctx, payload)
-	log.Info("concurrency limit reached; request delayed", zap.String("slot", slot), zap.Duration("delay", e.cfg.LimitDelay))
+	log.Info("request delayed", zap.String("why", why), zap.Duration("delay", wait))
 	return false
 }
 

@@ -39,7 +39,7 @@ admin_listen: 127.0.0.1:0
 instance_id: demo-replica
 trackersim_writer_header: true
 redis: {addr: "%s"}
-consumer: {concurrency: 3, work_dir: "%s"}
+consumer: {concurrency: 3, work_dir: "%s", heartbeat_renew: 1s}
 housekeeping: {fast_interval: 1s, slow_interval: 5s}
 projects:
 `

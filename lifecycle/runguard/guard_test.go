@@ -44,9 +44,9 @@ func setup(t *testing.T) (*redis.Client, *runguard.Launcher) {
 	t.Helper()
 	srv := redistest.StartSpec(t, redistest.Spec{Args: []string{"--requirepass", password}, Password: password})
 	rdb := srv.Client(t)
-	res, _, err := runstate.Take(t.Context(), rdb, runstate.Record{Ref: ref, Instance: "i1", Token: "A", Attempt: 1},
-		time.Hour, time.Now(), nil)
-	if err != nil || res != runstate.Taken {
+	res, err := runstate.Take(t.Context(), rdb, runstate.Record{Ref: ref, Instance: "i1", Token: "A", Attempt: 1},
+		runstate.TakeArgs{TTL: time.Hour, Now: time.Now()})
+	if err != nil || res.Result != runstate.Taken {
 		t.Fatalf("take run: %v %v", res, err)
 	}
 	exe, err := os.Executable()
@@ -97,8 +97,8 @@ func TestGuardKillsGroupWhenRunTakenOver(t *testing.T) {
 	if ok, err := runstate.Evict(t.Context(), rdb, ref, "A"); err != nil || !ok {
 		t.Fatalf("evict: %v %v", ok, err)
 	}
-	if res, _, err := runstate.Take(t.Context(), rdb, runstate.Record{Ref: ref, Instance: "i2", Token: "B", Attempt: 2},
-		time.Hour, time.Now(), nil); err != nil || res != runstate.Taken {
+	if res, err := runstate.Take(t.Context(), rdb, runstate.Record{Ref: ref, Instance: "i2", Token: "B", Attempt: 2},
+		runstate.TakeArgs{TTL: time.Hour, Now: time.Now()}); err != nil || res.Result != runstate.Taken {
 		t.Fatalf("take run for B: %v %v", res, err)
 	}
 	taken := time.Now()

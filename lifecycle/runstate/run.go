@@ -37,6 +37,14 @@ type Record struct {
 // all when one of them is full; expired slots (a dead replica's) are pruned
 // first, so they free themselves within the heartbeat TTL.
 //
+// A free run lock proves no run holds the ticket only if the lock expired
+// or was released: a Redis restart (emptied, rolled back to an older
+// snapshot, or an AOF that lost its last second) loses heartbeats at once
+// while their runs go on until they next look (see RestartGrace). So while
+// the Redis node holding the lock has been up for less than the grace,
+// nothing is taken. INFO runs on that node: in a cluster it is the
+// ticket's own master.
+//
 //	KEYS[1]   heartbeat key of the ticket
 //	KEYS[2]   in-flight index (hash)
 //	KEYS[3]   attempts hash
@@ -47,24 +55,38 @@ type Record struct {
 //	ARGV[4]   Record JSON
 //	ARGV[5]   attempt
 //	ARGV[6]   now in unix milliseconds
-//	ARGV[6+i] the limit of KEYS[3+i]
+//	ARGV[7]   restart grace in milliseconds (0: none)
+//	ARGV[7+i] the limit of KEYS[3+i]
 //
-// Returns 1 when taken, 0 when another run holds the heartbeat, 2 when the
-// ticket already ran a later attempt (the request is stale: say an old
-// retry outlived a re-trigger), -i when semaphore KEYS[3+i] is full.
+// Returns {code, n}: {1, 0} when taken, {0, 0} when another run holds the
+// heartbeat, {2, 0} when the ticket already ran a later attempt (the
+// request is stale: say an old retry outlived a re-trigger), {3, i} when
+// semaphore KEYS[3+i] is full, {4, ms} when Redis started less than the
+// grace ago and ms more must pass.
 var takeScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
+  return {0, 0}
+end
+local grace = tonumber(ARGV[7])
+if grace > 0 then
+  local up = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
+  if up == nil then
+    return redis.error_reply('no uptime_in_seconds in INFO server')
+  end
+  -- Whole seconds, rounded down: up is a lower bound of the uptime.
+  if up * 1000 <= grace then
+    return {4, (math.floor(grace / 1000) + 1 - up) * 1000}
+  end
 end
 local last = tonumber(redis.call('HGET', KEYS[3], ARGV[3]) or '0') or 0
 if tonumber(ARGV[5]) < last then
-  return 2
+  return {2, 0}
 end
 local now = tonumber(ARGV[6])
 for i = 4, #KEYS do
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
-  if redis.call('ZCARD', KEYS[i]) >= tonumber(ARGV[i + 3]) then
-    return 3 - i
+  if redis.call('ZCARD', KEYS[i]) >= tonumber(ARGV[i + 4]) then
+    return {3, i - 3}
   end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -73,7 +95,7 @@ redis.call('HSET', KEYS[3], ARGV[3], ARGV[5])
 for i = 4, #KEYS do
   redis.call('ZADD', KEYS[i], now + tonumber(ARGV[2]), ARGV[1])
 end
-return 1
+return {1, 0}
 `)
 
 // releaseScript ends a run: it deletes the heartbeat and the in-flight
@@ -125,46 +147,70 @@ type TakeResult int
 
 // Take's results.
 const (
-	Taken   TakeResult = iota
-	Held               // another run owns the ticket
-	Limited            // a semaphore is full; nothing was taken
-	Stale              // the ticket already ran a later attempt than the request's
+	Taken      TakeResult = iota
+	Held                  // another run owns the ticket
+	Limited               // a semaphore is full; nothing was taken
+	Stale                 // the ticket already ran a later attempt than the request's
+	Restarting            // Redis restarted within the grace; nothing was taken
 )
 
+// TakeArgs are what a Take asks for besides the record.
+type TakeArgs struct {
+	TTL   time.Duration // the heartbeat's
+	Now   time.Time     // scores the semaphores' places
+	Slots []Slot
+	// RestartGrace: nothing is taken until the Redis node has been up this
+	// long (0: at once, for tests that start a fresh Redis).
+	RestartGrace time.Duration
+}
+
+// Took is how a Take ended, with what the caller needs to wait.
+type Took struct {
+	Result TakeResult
+	Slot   string        // Limited: the full semaphore's key
+	Wait   time.Duration // Restarting: how long until the grace has passed
+}
+
 // Take records rec as the owner of its ticket's run (heartbeat set to
-// rec.Token for ttl, in-flight entry, attempt count) and takes a place in
-// every slot, atomically: all or nothing. A full slot is Limited and names
-// the slot's key; rec.Slots is set to the slots' keys so every release
-// (also StaleJobDetector's) frees them.
-func Take(ctx context.Context, rdb redis.Scripter, rec Record, ttl time.Duration, now time.Time, slots []Slot) (TakeResult, string, error) {
+// rec.Token for a.TTL, in-flight entry, attempt count) and takes a place
+// in every slot, atomically: all or nothing. A full slot is Limited and
+// names the slot's key; rec.Slots is set to the slots' keys so every
+// release (also StaleJobDetector's) frees them.
+func Take(ctx context.Context, rdb redis.Scripter, rec Record, a TakeArgs) (Took, error) {
 	k := rec.Ref.Key()
 	rec.Slots = nil
-	for _, s := range slots {
+	for _, s := range a.Slots {
 		rec.Slots = append(rec.Slots, s.Key)
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
-		return 0, "", fmt.Errorf("take run: %w", err)
+		return Took{}, fmt.Errorf("take run: %w", err)
 	}
 	keyList := append([]string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts()}, rec.Slots...)
-	args := []any{rec.Token, ttl.Milliseconds(), k, string(b), rec.Attempt, now.UnixMilli()}
-	for _, s := range slots {
+	args := []any{rec.Token, a.TTL.Milliseconds(), k, string(b), rec.Attempt, a.Now.UnixMilli(), max(a.RestartGrace.Milliseconds(), 0)}
+	for _, s := range a.Slots {
 		args = append(args, s.Limit)
 	}
-	n, err := takeScript.Run(ctx, rdb, keyList, args...).Int()
-	switch {
-	case err != nil:
-		return 0, "", fmt.Errorf("take run %s: %w", k, err)
-	case n == 1:
-		return Taken, "", nil
-	case n == 0:
-		return Held, "", nil
-	case n == 2:
-		return Stale, "", nil
-	case -n <= len(slots):
-		return Limited, slots[-n-1].Key, nil
+	res, err := takeScript.Run(ctx, rdb, keyList, args...).Int64Slice()
+	if err != nil {
+		return Took{}, fmt.Errorf("take run %s: %w", k, err)
 	}
-	return 0, "", fmt.Errorf("take run %s: unexpected answer %d", k, n)
+	if len(res) != 2 {
+		return Took{}, fmt.Errorf("take run %s: unexpected answer %v", k, res)
+	}
+	switch code, n := res[0], res[1]; {
+	case code == 1:
+		return Took{Result: Taken}, nil
+	case code == 0:
+		return Took{Result: Held}, nil
+	case code == 2:
+		return Took{Result: Stale}, nil
+	case code == 3 && n >= 1 && int(n) <= len(a.Slots):
+		return Took{Result: Limited, Slot: a.Slots[n-1].Key}, nil
+	case code == 4:
+		return Took{Result: Restarting, Wait: time.Duration(n) * time.Millisecond}, nil
+	}
+	return Took{}, fmt.Errorf("take run %s: unexpected answer %v", k, res)
 }
 
 // Release ends the run owned by token; terminal forgets the attempt count

@@ -26,11 +26,11 @@ func ref(id string) platforms.Ref { return platforms.Ref{Platform: "github", Pro
 func take(t *testing.T, rdb *redis.Client, id, token string, attempt int, ttl time.Duration, at time.Time, slots []runstate.Slot) (runstate.TakeResult, string) {
 	t.Helper()
 	rec := runstate.Record{Ref: ref(id), Instance: "i", Token: token, Attempt: attempt}
-	res, full, err := runstate.Take(t.Context(), rdb, rec, ttl, at, slots)
+	res, err := runstate.Take(t.Context(), rdb, rec, runstate.TakeArgs{TTL: ttl, Now: at, Slots: slots})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res, full
+	return res.Result, res.Slot
 }
 
 // The semaphores: all or nothing across project and token, a token's
@@ -261,5 +261,36 @@ func TestRunLogs(t *testing.T) {
 	}
 	if ttl := rdb.TTL(ctx, keys.RunLogs(r.Key())).Val(); ttl <= 0 || ttl > keys.FinishedTTL {
 		t.Fatalf("run logs TTL %s", ttl)
+	}
+}
+
+// A free run lock on a Redis that started less than the restart grace ago
+// proves nothing (the restart may have lost it): Take takes nothing and
+// says how long to wait, while a held lock still answers Held. The uptime
+// is the node's own, read inside the script.
+func TestTakeWaitsOutTheRestartGrace(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := t.Context()
+	rec := runstate.Record{Ref: ref("1"), Instance: "i", Token: "A", Attempt: 1}
+	args := runstate.TakeArgs{TTL: time.Minute, Now: time.Now(), RestartGrace: time.Hour}
+	res, err := runstate.Take(ctx, rdb, rec, args)
+	if err != nil || res.Result != runstate.Restarting || res.Wait <= 59*time.Minute || res.Wait > time.Hour+time.Second {
+		t.Fatalf("take within the grace: %+v %v, want Restarting with about an hour to wait", res, err)
+	}
+	if n, _ := rdb.Exists(ctx, keys.Heartbeat(rec.Ref.Key())).Result(); n != 0 {
+		t.Fatal("a take refused for the restart grace set the heartbeat")
+	}
+	if res, err := runstate.Take(ctx, rdb, rec, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()}); err != nil || res.Result != runstate.Taken {
+		t.Fatalf("take without a grace: %+v %v", res, err)
+	}
+	other := rec
+	other.Token = "B"
+	if res, err := runstate.Take(ctx, rdb, other, args); err != nil || res.Result != runstate.Held {
+		t.Fatalf("take of a held run within the grace: %+v %v, want Held", res, err)
+	}
+	srv.Restart() // the lock is lost with everything else
+	if res, err := runstate.Take(ctx, rdb, other, args); err != nil || res.Result != runstate.Restarting {
+		t.Fatalf("take after the restart: %+v %v, want Restarting", res, err)
 	}
 }

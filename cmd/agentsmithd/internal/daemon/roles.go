@@ -87,7 +87,7 @@ func (d *Daemon) buildConsumer() []service {
 		WorkDir: c.WorkDir, TailBytes: c.TailBytes,
 		LogsDir: c.Output.LogsDir, LogMaxBytes: c.Output.LogMaxBytes, CancelCheck: c.CancelCheck, Labels: d.labels(),
 		Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
-		LimitDelay: c.LimitDelay, Guard: d.guard,
+		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.restartGrace(),
 	})
 	roots := []string{c.WorkDir}
 	if c.Output.LogsDir != "" {
@@ -96,6 +96,18 @@ func (d *Daemon) buildConsumer() []service {
 	ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{Roots: roots, MaxAge: c.Output.Retention.MaxAge,
 		MaxBytes: c.Output.Retention.MaxBytes, Interval: c.Output.Retention.Interval, Logger: d.log.Named("retention")})
 	return []service{{"executor", exec.Run}, {"retention", ret.Run}}
+}
+
+// restartGrace is how long after a Redis restart this replica's executor
+// takes no run and its StaleJobDetector reverts nothing: the longest its
+// runs take to find a lost heartbeat, by the guard's checks when pipelines
+// run under one.
+func (d *Daemon) restartGrace() time.Duration {
+	var check time.Duration
+	if d.guard != nil {
+		check = d.cfg.Consumer.GuardCheck
+	}
+	return lifecycle.RestartGrace(d.cfg.Consumer.HeartbeatRenew, check)
 }
 
 // buildPoller is the poller under its leader lease, or nothing when no
@@ -120,7 +132,7 @@ func (d *Daemon) buildHousekeeping() service {
 	l := d.lease("housekeeping", hk.LeaseTTL)
 	stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
 		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log,
-		RestartGrace: d.cfg.Consumer.HeartbeatRenew + d.cfg.Consumer.KillGrace})
+		RestartGrace: d.restartGrace()})
 	recon := housekeeping.NewEnqueuedReconciler(d.rdb, d.queue, d.claims, housekeeping.EnqueuedReconcilerConfig{
 		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Grace: hk.EnqueuedGrace, Fence: l.Fence, Logger: d.log})
 	services := []func(context.Context) error{

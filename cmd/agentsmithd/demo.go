@@ -39,7 +39,7 @@ admin_listen: 127.0.0.1:0
 instance_id: demo-replica
 trackersim_writer_header: true
 redis: {addr: "%s"}
-consumer: {concurrency: 3, work_dir: "%s", heartbeat_renew: 1s}
+consumer: {concurrency: 3, work_dir: "%s"}
 housekeeping: {fast_interval: 1s, slow_interval: 5s}
 projects:
 `
@@ -134,7 +134,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		log = newLogger("console", stderr)
 	}
-	d, err := daemon.New(cfg, daemon.Options{Logger: log})
+	d, err := daemon.New(cfg, daemon.Options{Logger: log, OwnRedis: true}) // it started Redis just now
 	if err != nil {
 		say("demo: %v", err)
 		return 1

@@ -30,7 +30,7 @@ func TestDemoMetricsCarryNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.New(cfg, daemon.Options{})
+	d, err := daemon.New(cfg, daemon.Options{OwnRedis: true}) // as the demo: Redis started for it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ type Daemon struct {
 	cfg      *config.Config
 	rdb      redis.UniversalClient
 	guard    *runguard.Launcher // nil: pipelines run unguarded
+	ownRedis bool               // Options.OwnRedis
 	log      *zap.Logger
 	projects *lifecycle.ProjectSet
 	observer lifecycle.Observers
@@ -85,6 +86,11 @@ type Options struct {
 	// runs under `GuardExe guard` (lifecycle/runguard). Tests that run the
 	// daemon inside the test binary leave it empty.
 	GuardExe string
+	// OwnRedis says the caller started Redis itself, for this daemon, just
+	// before (the demo, tests of the daemon inside the test binary): no run
+	// predates it, so the executor need not wait out the restart grace
+	// (lifecycle.RestartGrace) on it. The StaleJobDetector still does.
+	OwnRedis bool
 	// Configured are the projects as the config wrote them, before
 	// discovery expanded cfg.Projects: when any names its repositories by
 	// pattern, group or installation, the replica lists them again while
@@ -111,7 +117,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d := &Daemon{cfg: cfg, rdb: rdb, log: log, listened: make(chan struct{}), configured: opts.Configured}
+	d := &Daemon{cfg: cfg, rdb: rdb, log: log, listened: make(chan struct{}), configured: opts.Configured, ownRedis: opts.OwnRedis}
 	if opts.GuardExe != "" {
 		d.guard = &runguard.Launcher{Exe: opts.GuardExe, Redis: projects.GuardRedis(cfg.Redis), Check: cfg.Consumer.GuardCheck,
 			Instance: cfg.InstanceID, Presence: presence.Window(cfg.Housekeeping.InstanceTTL)}

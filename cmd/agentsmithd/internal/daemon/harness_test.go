@@ -201,7 +201,9 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 			}
 		}
 	})
-	d, err := daemon.New(cfg, daemon.Options{Logger: log, Configured: e.configured})
+	// The harness started Redis for this test (OwnRedis): runs need not
+	// wait out the restart grace; the binary's tests and the chaos run do.
+	d, err := daemon.New(cfg, daemon.Options{Logger: log, Configured: e.configured, OwnRedis: true})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func (d *Daemon) buildConsumer() []service {
 		WorkDir: c.WorkDir, TailBytes: c.TailBytes,
 		LogsDir: c.Output.LogsDir, LogMaxBytes: c.Output.LogMaxBytes, CancelCheck: c.CancelCheck, Labels: d.labels(),
 		Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
-		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.restartGrace(),
+		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.takeGrace(),
 	})
 	roots := []string{c.WorkDir}
 	if c.Output.LogsDir != "" {
@@ -108,6 +108,15 @@ func (d *Daemon) restartGrace() time.Duration {
 		check = d.cfg.Consumer.GuardCheck
 	}
 	return lifecycle.RestartGrace(d.cfg.Consumer.HeartbeatRenew, check)
+}
+
+// takeGrace is the executor's restart grace: none on a Redis the caller
+// started for this daemon alone (Options.OwnRedis).
+func (d *Daemon) takeGrace() time.Duration {
+	if d.ownRedis {
+		return 0
+	}
+	return d.restartGrace()
 }
 
 // buildPoller is the poller under its leader lease, or nothing when no

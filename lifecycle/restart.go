@@ -9,8 +9,8 @@ import "time"
 // guard reads the run lock every guardCheck and SIGKILLs the pipeline once
 // the lock is not its own (0: no guard); the executor's renewal, every
 // renew, does the same without a guard. Two periods cover a look that
-// fails on the connection the restart broke; the second's second covers
-// the kill and the scheduling around it.
+// fails on the connection the restart broke; the added second covers the
+// kill and the scheduling around it.
 //
 // The executor takes no run, and the StaleJobDetector reverts nothing,
 // until Redis has been up this long (runstate.TakeArgs, StaleJobDetector's

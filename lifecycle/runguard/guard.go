@@ -3,8 +3,9 @@
 // (kill -9). The daemon starts each pipeline under a small guard process,
 // `agentsmithd guard`, which is the leader of the pipeline's process group
 // and the pipeline's parent. The guard checks the run's token in Redis on
-// its own (runstate.Holder, every Order.Check) and SIGKILLs the whole group
-// when the run is no longer its own, or when its heartbeat or the daemon's
+// its own (runstate.Holder, once before the pipeline starts and every
+// Order.Check after), never starts a run that is not its own, and SIGKILLs
+// the whole group when the run is no longer its own, or when its heartbeat or the daemon's
 // liveness key has gone unrenewed for as long as the daemon itself trusts
 // it: a frozen daemon's pipeline dies before either key can expire (when
 // the check interval is shorter than the keys' untrusted margins: 6 s of
@@ -143,6 +144,18 @@ func Main(orders *os.File, stderr io.Writer) int {
 	}
 	defer rdb.Close()
 
+	// The run is checked once before the pipeline starts, not only every
+	// o.Check after: a daemon frozen between its own last check and
+	// starting this guard wakes with a run another replica may have taken
+	// over meanwhile, and that pipeline must never start. A check that
+	// cannot reach Redis is left to the watch below (its unconfirmed limit),
+	// as the daemon checked just before.
+	pctx, cancel := context.WithTimeout(context.Background(), max(o.Check, time.Second))
+	why, _ := check(pctx, o, rdb)
+	cancel()
+	if why != "" {
+		return fail("%s; not starting the pipeline", why)
+	}
 	cmd := &exec.Cmd{Path: o.Path, Args: o.Argv, Env: os.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Credential: o.Credential}}

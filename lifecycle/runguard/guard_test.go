@@ -363,11 +363,18 @@ func TestGuardKillsBeforeTheDaemonsLivenessKeyExpires(t *testing.T) {
 	}
 	t.Logf("pipeline gone with %s of the liveness key left", left)
 
-	// Gone outright (the key deleted): killed at the next check.
+	// Gone outright (the key deleted while the pipeline runs): killed at
+	// the next check. (Gone before the guard starts, the pipeline never
+	// starts: TestGuardNeverStartsARunTakenOverBeforeIt's check.)
+	renew()
+	stopRenewing = every(300*time.Millisecond, func() { _ = rdb.Set(context.Background(), key, instance, l.Presence.TTL).Err() })
+	dir := t.TempDir()
+	res, out = run(t, l, procrun.Spec{Argv: []string{"/bin/sh", "-c", `echo $$ > ready; exec sleep 1000`}, Dir: dir})
+	waitPid(t, filepath.Join(dir, "ready"))
+	stopRenewing()
 	if err := rdb.Del(t.Context(), key).Err(); err != nil {
 		t.Fatal(err)
 	}
-	res, out = run(t, l, procrun.Spec{Argv: []string{"/bin/sleep", "1000"}, Dir: t.TempDir()})
 	if r := <-res; r.Signal != "killed" || !strings.Contains(out.String(), "liveness key (i1) is gone") {
 		t.Errorf("result %s, output %q: want killed for a liveness key that is gone", r.Describe(), out.String())
 	}
@@ -392,4 +399,28 @@ func every(period time.Duration, f func()) (stop func()) {
 		}
 	}()
 	return func() { close(quit); <-stopped }
+}
+
+// TestGuardNeverStartsARunTakenOverBeforeIt is the daemon frozen between
+// its last check of the run and starting the guard: by the time the guard
+// runs, the run is another owner's, and the pipeline must not start at
+// all, not even until the first periodic check.
+func TestGuardNeverStartsARunTakenOverBeforeIt(t *testing.T) {
+	rdb, l := setup(t)
+	if ok, err := runstate.Evict(t.Context(), rdb, ref, "A"); err != nil || !ok {
+		t.Fatalf("evict: %v %v", ok, err)
+	}
+	if res, err := runstate.Take(t.Context(), rdb, runstate.Record{Ref: ref, Instance: "i2", Token: "B", Attempt: 2},
+		runstate.TakeArgs{TTL: time.Hour, Now: time.Now()}); err != nil || res.Result != runstate.Taken {
+		t.Fatalf("take run for B: %v %v", res, err)
+	}
+	dir := t.TempDir()
+	resc, out := run(t, l, procrun.Spec{Argv: []string{"/bin/sh", "-c", `touch started; sleep 1000`}, Dir: dir})
+	r := <-resc
+	if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+		t.Errorf("the pipeline of a run taken over started (result %s)", r.Describe())
+	}
+	if r.ExitCode != 125 || !strings.Contains(out.String(), "not starting the pipeline") {
+		t.Errorf("result %s, output %q: want exit status 125 saying why nothing started", r.Describe(), out.String())
+	}
 }

@@ -343,13 +343,18 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		res = procrun.Result{ExitCode: -1, Err: err}
 	} else if err := handOver(e.cfg.WorkDir, workDir, p.Pipeline.RunAs); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
-	} else if err := a.fence(ctx); err != nil {
-		// Looked at once more right before the start: a Redis restart
-		// since the take may have lost the run lock, and a run started now
-		// would go on beside its successor until the next renewal.
+	} else if err := a.fence(ctx); errors.Is(err, errLostRun) {
+		// Looked at once more right before the start: a Redis restart or
+		// a freeze since the take may have cost the run its lock, and a
+		// run started now would go on beside its successor until the next
+		// renewal. A Redis that cannot be read is left to the heartbeat
+		// and the run guard, as before; it costs no attempt here.
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("before starting the pipeline: %w", err)}
-		lostEarly = errors.Is(err, errLostRun)
+		lostEarly = true
 	} else {
+		if err != nil {
+			log.Warn("could not read the run lock before starting the pipeline; the heartbeat watches it", zap.Error(err))
+		}
 		ran := make(chan struct{})
 		spec.Kill = eitherClosed(hb.kill, cw.kill, ran)
 		out := a.openOutput(ctx)

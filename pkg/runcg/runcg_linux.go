@@ -18,6 +18,10 @@ import (
 // cgroup, so a process outside a run cgroup never kills its own.
 const prefix = "run-"
 
+// probes numbers Detect's probe cgroups: several daemons in one process
+// (tests, the demo) detect at once.
+var probes atomic.Uint64
+
 // Parent is the cgroup run cgroups are created in: the daemon's own.
 type Parent struct {
 	dir string
@@ -33,7 +37,7 @@ func Detect() (*Parent, error) {
 		return nil, err
 	}
 	p := &Parent{dir: dir}
-	probe := filepath.Join(dir, fmt.Sprintf("%s%d-probe", prefix, os.Getpid()))
+	probe := filepath.Join(dir, fmt.Sprintf("%s%d-probe-%d", prefix, os.Getpid(), probes.Add(1)))
 	if err := os.Mkdir(probe, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("create a cgroup in %s (needs write access: systemd Delegate=yes): %w", dir, err)
 	}

@@ -45,7 +45,29 @@ func Detect() (*Parent, error) {
 	if _, err := os.Stat(filepath.Join(probe, "cgroup.kill")); err != nil {
 		return nil, fmt.Errorf("cgroup.kill (Linux 5.14): %w", err)
 	}
+	p.sweep()
 	return p, nil
+}
+
+// sweep kills and removes the run cgroups of daemons that are gone (killed
+// -9, crashed): their runs have no owner left, and whatever those runs
+// started must not keep running. A cgroup whose daemon's pid is alive, or
+// reused, is left alone.
+func (p *Parent) sweep() {
+	ents, _ := os.ReadDir(p.dir)
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid <= 0 || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		g := &Group{dir: filepath.Join(p.dir, e.Name())}
+		_ = g.remove()
+	}
 }
 
 // Dir is where run cgroups are created.
@@ -87,6 +109,11 @@ func (g *Group) Kill() error { return kill(g.dir) }
 // removes it.
 func (g *Group) Close() error {
 	defer g.fd.Close()
+	return g.remove()
+}
+
+// remove kills the group, waits until it is empty and removes it.
+func (g *Group) remove() error {
 	if err := g.Kill(); err != nil {
 		return err
 	}

@@ -55,3 +55,31 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+// A run cgroup left by a daemon that is gone (its pid free) is killed and
+// removed by the next Detect; one of a live daemon is kept.
+func TestDetectSweepsRunCgroupsOfGoneDaemons(t *testing.T) {
+	p, err := Detect()
+	if err != nil {
+		t.Skipf("no run cgroups here: %v", err)
+	}
+	gone := filepath.Join(p.Dir(), prefix+"999999999-1") // above pid_max: never a live pid
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(gone) })
+	live, err := p.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = live.Close() })
+	if _, err := Detect(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Errorf("the gone daemon's run cgroup is still there: %v", err)
+	}
+	if _, err := os.Stat(live.Dir()); err != nil {
+		t.Errorf("the live daemon's run cgroup was removed: %v", err)
+	}
+}

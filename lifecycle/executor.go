@@ -19,6 +19,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/runcg"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
@@ -96,6 +97,11 @@ type ExecutorConfig struct {
 	// own, even while this daemon is frozen. nil runs pipelines directly
 	// (tests that run the daemon inside the test binary).
 	Guard *runguard.Launcher
+	// Cgroups, when set, runs every pipeline and persist command in a
+	// cgroup of its own, killed when the run ends (pkg/runcg): nothing the
+	// pipeline started survives it, even outside its process group. nil
+	// leaves that to the process group and the run guard's subreaper.
+	Cgroups *runcg.Parent
 }
 
 // Executor is the PipelineQueueConsumer and PipelineExecutor of the
@@ -437,6 +443,7 @@ func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir s
 
 // runPipeline runs spec, under a run guard when one is configured.
 func (e *Executor) runPipeline(ctx context.Context, spec procrun.Spec, ref platforms.Ref, token string) procrun.Result {
+	spec.Cgroups = e.cfg.Cgroups
 	if e.cfg.Guard == nil {
 		return procrun.Run(ctx, spec)
 	}

@@ -43,6 +43,7 @@ func (a *attempt) persist(ctx context.Context, t *platforms.Ticket, kind failure
 	spec.Grace = e.cfg.KillGrace
 	spec.TailBytes = e.cfg.TailBytes
 	spec.Kill = hb.kill
+	spec.Cgroups = e.cfg.Cgroups
 	res := procrun.Run(ctx, spec)
 	if res.OK() {
 		log.Info("persist command succeeded", zap.Duration("duration", res.Duration))

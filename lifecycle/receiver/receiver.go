@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/dedup"
 	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/membudget"
 	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -35,8 +35,23 @@ import (
 // Defaults.
 const (
 	DefaultMaxBody = 1 << 20 // 1 MiB
-	claimTimeout   = 20 * time.Second
+	// DefaultBodyBudget bounds the bytes of all webhook bodies held at once
+	// before their signatures are checked: 64 deliveries of the largest
+	// size, where 1,024 connections could otherwise make 1 GiB.
+	DefaultBodyBudget = 64 << 20
+	// DefaultBudgetWait is how long a delivery waits for room in the body
+	// budget before it is answered 503 (the platform redelivers later).
+	DefaultBudgetWait = 2 * time.Second
+	claimTimeout      = 20 * time.Second
 )
+
+// budgetRetryAfter is the Retry-After, in seconds, of a 503 for a full
+// body budget.
+const budgetRetryAfter = "5"
+
+// chunk is the first buffer a body is read into; it doubles as the body
+// grows, each growth reserved in the body budget before it is allocated.
+const chunk = 32 << 10
 
 // ProjectRoute is one project reachable through a platform's route.
 type ProjectRoute struct {
@@ -79,6 +94,13 @@ type Config struct {
 	// Deliveries, when set, learns the answer to every webhook request
 	// (metrics).
 	Deliveries DeliveryObserver
+	// BodyBudget holds the bytes of every body being read, before its
+	// signature is checked: however many connections send at once, the
+	// receiver holds no more than this (DefaultBodyBudget, and at least
+	// MaxBody, when nil). A delivery that finds no room within BudgetWait
+	// (DefaultBudgetWait when 0) is answered 503 with Retry-After.
+	BodyBudget *membudget.Budget
+	BudgetWait time.Duration
 }
 
 // DeliveryObserver sees the status code the receiver answered a webhook
@@ -127,6 +149,12 @@ func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Rou
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = wallclock.Now
+	}
+	if cfg.BodyBudget == nil {
+		cfg.BodyBudget = membudget.New(max(DefaultBodyBudget, cfg.MaxBody))
+	}
+	if cfg.BudgetWait <= 0 {
+		cfg.BudgetWait = DefaultBudgetWait
 	}
 	rc := &Receiver{cfg: cfg, rdb: rdb, claims: claims, log: cfg.Logger.Named("receiver")}
 	rc.SetRoutes(routes)
@@ -266,9 +294,23 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		// Wall-clock: a connection deadline is not the injected clock's.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(rc.cfg.BodyTimeout))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rc.cfg.MaxBody))
+	if r.ContentLength > rc.cfg.MaxBody {
+		writeJSON(w, http.StatusRequestEntityTooLarge, answer{Outcome: "rejected", Error: "body exceeds the configured limit"})
+		return
+	}
+	body, release, err := rc.readBody(w, r)
+	defer release()
 	if err != nil {
 		var tooBig *http.MaxBytesError
+		if errors.Is(err, errNoRoom) {
+			log := rc.log.With(zap.String("platform", platform))
+			log.Warn("webhook deferred: the body budget is full", zap.String("remote", r.RemoteAddr),
+				zap.Int64("budget", rc.cfg.BodyBudget.Limit()))
+			w.Header().Set("Retry-After", budgetRetryAfter)
+			w.Header().Set("Connection", "close")
+			writeJSON(w, http.StatusServiceUnavailable, answer{Outcome: "unavailable", Error: "too many deliveries in flight"})
+			return
+		}
 		if errors.As(err, &tooBig) {
 			writeJSON(w, http.StatusRequestEntityTooLarge, answer{Outcome: "rejected", Error: "body exceeds the configured limit"})
 			return

@@ -19,6 +19,16 @@
 // over an inherited pipe (fd 3), never on the command line or in the
 // environment, and the guard closes that fd before it starts the pipeline:
 // the pipeline's environment is exactly what it was without a guard.
+//
+// No process of the run outlives it, though a pipeline can leave its
+// process group (setsid, a double fork): the guard is the subreaper of
+// everything the pipeline starts (PR_SET_CHILD_SUBREAPER), so orphans are
+// re-parented to it, and once the pipeline has exited, or when the guard
+// kills the run, it SIGKILLs every process below it. When the daemon
+// started the guard in a run cgroup (pkg/runcg), the guard's kill also
+// kills that cgroup. The pipeline gets SIGKILL should the guard die
+// (PR_SET_PDEATHSIG); what it started then is left to the daemon's
+// cgroup kill, or to init where there is no cgroup.
 package runguard
 
 import (
@@ -29,6 +39,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -38,6 +49,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/runcg"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -101,6 +113,10 @@ type Order struct {
 	Path       string              `json:"path"`
 	Argv       []string            `json:"argv"`
 	Credential *syscall.Credential `json:"credential,omitempty"`
+	// Cgroup says the daemon started the guard in a run cgroup of its own
+	// (pkg/runcg): the guard kills that whole cgroup when it kills the
+	// run, which reaches every process of the run wherever it went.
+	Cgroup bool `json:"cgroup,omitempty"`
 }
 
 // Main is the guard process. It reads its Order from orders, starts the
@@ -156,9 +172,17 @@ func Main(orders *os.File, stderr io.Writer) int {
 	if why != "" {
 		return fail("%s; not starting the pipeline", why)
 	}
+	// Orphans of the pipeline come to the guard, not to init, however
+	// they left its process group.
+	if err := becomeSubreaper(); err != nil {
+		return fail("become the pipeline's subreaper: %v", err)
+	}
+	// The pipeline's parent-death signal fires when the thread that
+	// started it exits: this one, locked for the guard's life.
+	runtime.LockOSThread()
 	cmd := &exec.Cmd{Path: o.Path, Args: o.Argv, Env: os.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{Credential: o.Credential}}
+		SysProcAttr: pipelineAttr(o.Credential)}
 	if err := cmd.Start(); err != nil {
 		return fail("start %s: %v", o.Argv[0], err)
 	}
@@ -167,12 +191,22 @@ func Main(orders *os.File, stderr io.Writer) int {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	if why := watch(o, rdb, exited); why != "" {
-		fmt.Fprintf(stderr, "agentsmithd guard: %s; killing the pipeline's process group\n", why)
+	if why := watch(o, rdb, exited, cmd.Process.Pid); why != "" {
+		fmt.Fprintf(stderr, "agentsmithd guard: %s; killing the pipeline and every process it started\n", why)
+		if o.Cgroup {
+			if err := runcg.KillOwn(); err != nil {
+				fmt.Fprintf(stderr, "agentsmithd guard: %v\n", err)
+			}
+		}
+		killDescendants(cmd.Process.Pid)
 		_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
 		select {} // the SIGKILL above is ours too
 	}
 	signal.Stop(sigs)
+	// The pipeline has exited; nothing it started outlives it.
+	if n := killDescendants(0); n > 0 {
+		fmt.Fprintf(stderr, "agentsmithd guard: killed %d process(es) the pipeline left running\n", n)
+	}
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
 		raise(ws.Signal())
@@ -186,7 +220,7 @@ func Main(orders *os.File, stderr io.Writer) int {
 
 // watch checks the run every o.Check until the pipeline exits ("") or the
 // run stops being its own (the reason).
-func watch(o Order, rdb redis.Cmdable, exited <-chan struct{}) string {
+func watch(o Order, rdb redis.Cmdable, exited <-chan struct{}, pipeline int) string {
 	every := o.Check
 	if every <= 0 {
 		every = DefaultCheck
@@ -200,6 +234,7 @@ func watch(o Order, rdb redis.Cmdable, exited <-chan struct{}) string {
 			return ""
 		case <-t.C:
 		}
+		reapOrphans(pipeline)
 		if o.Parent > 0 && os.Getppid() != o.Parent {
 			return fmt.Sprintf("the daemon (pid %d) is gone", o.Parent)
 		}

@@ -52,7 +52,8 @@ func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb t
 		return spec, func() {}, err
 	}
 	b, err := json.Marshal(Order{Redis: l.Redis, Ref: ref, Token: token, Check: l.Check, Heartbeat: hb,
-		Instance: l.Instance, Presence: l.Presence, Parent: daemonPID(), Path: path, Argv: spec.Argv, Credential: spec.Credential})
+		Instance: l.Instance, Presence: l.Presence, Parent: daemonPID(), Path: path, Argv: spec.Argv, Credential: spec.Credential,
+		Cgroup: spec.Cgroups != nil})
 	if err != nil {
 		return spec, func() {}, fmt.Errorf("run guard: encode orders: %w", err)
 	}

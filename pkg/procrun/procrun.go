@@ -4,7 +4,10 @@
 //
 // The group matters because pipelines are shell scripts that start other
 // programs: signalling only the direct child would leave its children
-// running (and holding the output pipe) after a timeout or shutdown.
+// running (and holding the output pipe) after a timeout or shutdown. A
+// process can leave its group (setsid); with Spec.Cgroups the command also
+// runs in a cgroup of its own (pkg/runcg), which nothing can leave, and
+// nothing the command started survives Run at all.
 package procrun
 
 import (
@@ -18,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentsmithd/agentsmithd/pkg/runcg"
 )
 
 // Defaults for zero Spec fields.
@@ -65,6 +70,12 @@ type Spec struct {
 	// putting them in the command line or the environment. The caller
 	// closes them after Run returns.
 	ExtraFiles []*os.File
+	// Cgroups, when set, runs the command in a cgroup of its own created
+	// there (pkg/runcg) and kills that cgroup when Run returns: every
+	// process the command started ends with the run, including those that
+	// left its process group (setsid, a double fork). nil leaves the
+	// process group as the only bound.
+	Cgroups *runcg.Parent
 }
 
 // Result is what happened to a run.
@@ -77,6 +88,9 @@ type Result struct {
 	Killed   bool   // Spec.Kill was closed
 	Tail     []byte // last TailBytes of output, starting at a rune boundary
 	Err      error  // start failure, nil otherwise
+	// Leftover is set when the run's cgroup could not be killed or
+	// removed: processes of the run may still exist.
+	Leftover error
 
 	timeout time.Duration // for Describe
 }
@@ -117,7 +131,8 @@ func (r Result) Describe() string {
 // or ctx cancellation the group gets SIGTERM, then SIGKILL after Grace;
 // closing spec.Kill sends SIGKILL at once. When the group leader exits, the
 // rest of its group is killed too, so background children cannot outlive
-// the run or keep Run from returning.
+// the run or keep Run from returning; with spec.Cgroups, so is the rest of
+// its cgroup.
 func Run(ctx context.Context, spec Spec) Result {
 	start := time.Now()
 	res := Result{ExitCode: -1, timeout: spec.Timeout}
@@ -156,6 +171,13 @@ func Run(ctx context.Context, spec Spec) Result {
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential},
 		ExtraFiles:  spec.ExtraFiles,
 	}
+	var cg *runcg.Group
+	if spec.Cgroups != nil {
+		if cg, err = spec.Cgroups.New(); err != nil {
+			return fail(err)
+		}
+		startIn(cmd.SysProcAttr, cg)
+	}
 
 	// The pipes are ours rather than os/exec's so that we decide when to
 	// stop reading: after the group is dead, not when every holder of the
@@ -184,9 +206,20 @@ func Run(ctx context.Context, spec Spec) Result {
 		if inW != nil {
 			inW.Close()
 		}
+		if cg != nil {
+			res.Leftover = cg.Close()
+		}
 		return fail(fmt.Errorf("start %s: %w", spec.Argv[0], err))
 	}
 	pgid := cmd.Process.Pid
+	// kill ends the group at once, and the cgroup with every process that
+	// left the group.
+	kill := func() {
+		signalGroup(pgid, syscall.SIGKILL)
+		if cg != nil {
+			_ = cg.Kill()
+		}
+	}
 
 	size := spec.TailBytes
 	if size <= 0 {
@@ -226,7 +259,7 @@ func Run(ctx context.Context, spec Spec) Result {
 		}
 		terminating = true
 		if grace < 0 {
-			signalGroup(pgid, syscall.SIGKILL)
+			kill()
 			return
 		}
 		signalGroup(pgid, syscall.SIGTERM)
@@ -251,14 +284,18 @@ wait:
 		case <-killC:
 			killC = nil
 			res.Killed = true
-			signalGroup(pgid, syscall.SIGKILL)
+			kill()
 		case <-graceC:
 			graceC = nil
-			signalGroup(pgid, syscall.SIGKILL)
+			kill()
 		}
 	}
-	// The leader is gone; whatever it left behind in its group goes too.
+	// The leader is gone; whatever it left behind in its group goes too,
+	// and with a cgroup whatever left the group.
 	signalGroup(pgid, syscall.SIGKILL)
+	if cg != nil {
+		res.Leftover = cg.Close()
+	}
 
 	drain := time.NewTimer(drainTimeout)
 	select {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
@@ -15,6 +17,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
+	"github.com/agentsmithd/agentsmithd/pkg/runcg"
 )
 
 // service is one long-running part of a replica: New builds every one
@@ -87,7 +90,7 @@ func (d *Daemon) buildConsumer() []service {
 		WorkDir: c.WorkDir, TailBytes: c.TailBytes,
 		LogsDir: c.Output.LogsDir, LogMaxBytes: c.Output.LogMaxBytes, CancelCheck: c.CancelCheck, Labels: d.labels(),
 		Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
-		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.takeGrace(),
+		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.takeGrace(), Cgroups: d.runCgroups(),
 	})
 	roots := []string{c.WorkDir}
 	if c.Output.LogsDir != "" {
@@ -96,6 +99,26 @@ func (d *Daemon) buildConsumer() []service {
 	ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{Roots: roots, MaxAge: c.Output.Retention.MaxAge,
 		MaxBytes: c.Output.Retention.MaxBytes, Interval: c.Output.Retention.Interval, Logger: d.log.Named("retention")})
 	return []service{{"executor", exec.Run}, {"retention", ret.Run}}
+}
+
+// runCgroups detects whether each pipeline can run in a cgroup of its own
+// and says which bound on a run's processes holds.
+func (d *Daemon) runCgroups() *runcg.Parent {
+	cg, err := runcg.Detect()
+	if err == nil {
+		d.log.Info("pipelines run in a cgroup each: every process a run starts is killed with it",
+			zap.String("cgroup", cg.Dir()))
+		return cg
+	}
+	if d.guard != nil {
+		d.log.Warn("no cgroup per run: a run's processes are killed through its process group and its guard's subreaper; "+
+			"one that left the group survives should the guard itself be killed (give the daemon a delegated cgroup v2: systemd Delegate=yes)",
+			zap.Error(err))
+	} else {
+		d.log.Warn("no cgroup per run and no run guard: only a run's process group is killed with it (setsid escapes it)",
+			zap.Error(err))
+	}
+	return nil
 }
 
 // restartGrace is how long after a Redis restart this replica's executor

@@ -62,8 +62,9 @@ type ExecutorConfig struct {
 	KillGrace      time.Duration // SIGTERM → SIGKILL
 	WorkDir        string
 	TailBytes      int
-	// LogsDir holds attempt logs ("": in each ticket's work dir) and
-	// LogMaxBytes caps each (default DefaultLogMaxBytes).
+	// LogsDir holds attempt logs ("": DefaultLogsDir(WorkDir), next to the
+	// work root, never in it) and LogMaxBytes caps each (default
+	// DefaultLogMaxBytes).
 	LogsDir     string
 	LogMaxBytes int64
 	TakeWait    time.Duration

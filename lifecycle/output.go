@@ -50,7 +50,7 @@ func LogPath(workRoot, logsDir string, ref platforms.Ref, attempt int) string {
 
 // logName is an attempt's log file relative to the logs root.
 func logName(ref platforms.Ref, attempt int) string {
-	return filepath.Join(pathSegment(ref.Project), TicketDirName(ref.Platform, ref.ID), "attempt-"+strconv.Itoa(attempt)+".log")
+	return filepath.Join(ticketRel(ref), "attempt-"+strconv.Itoa(attempt)+".log")
 }
 
 // attemptLog keeps one attempt's full output: a file capped at max bytes,

@@ -34,13 +34,7 @@ exit 75; fi
 echo "attempt 2 output"`}
 	p.Pipeline.Env = map[string]string{"SECRET": secret}
 	p.Pipeline.Retry = lifecycle.RetryPolicy{ExitCodes: []int{75}, Backoff: lifecycle.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Multiplier: 1}}
-	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
-		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
-		WorkDir: work, TakeWait: 100 * time.Millisecond, Logger: zap.NewNop()})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ex.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := runExecutor(t, w, lifecycle.ExecutorConfig{WorkDir: work})
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "plant a link", "", "agent-smith")
 	ref := lifecycletest.Ref(n)
 	if _, err := w.Claims.Claim(ctx, ref, lifecycle.SourcePoll, 0); err != nil {
@@ -60,4 +54,18 @@ echo "attempt 2 output"`}
 	if b, err := os.ReadFile(log); err != nil || string(b) != "attempt 2 output\n" {
 		t.Fatalf("attempt 2's log: %q %v", b, err)
 	}
+}
+
+// runExecutor runs one executor on w with cfg, quick heartbeats and takes
+// filled in, until the test ends; the context is the executor's.
+func runExecutor(t *testing.T, w *lifecycletest.World, cfg lifecycle.ExecutorConfig) context.Context {
+	t.Helper()
+	cfg.Instance, cfg.Concurrency, cfg.Logger = "exec-1", 1, zap.NewNop()
+	cfg.HeartbeatTTL, cfg.HeartbeatRenew, cfg.TakeWait = 2*time.Second, 100*time.Millisecond, 100*time.Millisecond
+	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ex.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx
 }

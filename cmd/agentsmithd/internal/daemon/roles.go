@@ -89,7 +89,7 @@ func (d *Daemon) buildConsumer() []service {
 		Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
 		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.takeGrace(),
 	})
-	ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{Roots: []string{c.WorkDir, c.Output.LogsDir}, MaxAge: c.Output.Retention.MaxAge,
+	ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{WorkDir: c.WorkDir, LogsDir: c.Output.LogsDir, MaxAge: c.Output.Retention.MaxAge,
 		MaxBytes: c.Output.Retention.MaxBytes, Interval: c.Output.Retention.Interval, Logger: d.log.Named("retention")})
 	return []service{{"executor", exec.Run}, {"retention", ret.Run}}
 }

@@ -573,9 +573,9 @@ func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string) (
 	}
 	c.applyDefaults(baseDir)
 	c.resolveCommands(baseDir)
-	c.Consumer.Output.applyDefaults(baseDir)
+	c.Consumer.Output.applyDefaults(baseDir, c.Consumer.WorkDir)
 	c.validate(&errs, lookupEnv, baseDir)
-	c.Consumer.Output.validate(&errs)
+	c.Consumer.Output.validate(&errs, c.Consumer.WorkDir)
 	if len(errs) > 0 {
 		return nil, errs
 	}

@@ -70,7 +70,7 @@ func TestDefaults(t *testing.T) {
 			ShutdownGrace: 10 * time.Second, KillGrace: 10 * time.Second,
 			WorkDir: filepath.Join(os.TempDir(), "agentsmithd", "work"), TailBytes: 4096,
 			LowerPriorityEvery: 10, LimitDelay: 2 * time.Second, CancelCheck: 5 * time.Second, GuardCheck: 2 * time.Second,
-			Output: Output{LogMaxBytes: DefaultLogMaxBytes, Retention: Retention{MaxAge: DefaultRetentionMaxAge, MaxBytes: DefaultRetentionMaxBytes, Interval: DefaultRetentionInterval}},
+			Output: Output{LogsDir: filepath.Join(os.TempDir(), "agentsmithd", "work-logs"), LogMaxBytes: DefaultLogMaxBytes, Retention: Retention{MaxAge: DefaultRetentionMaxAge, MaxBytes: DefaultRetentionMaxBytes, Interval: DefaultRetentionInterval}},
 		},
 		ClaimLockTTL: 30 * time.Second,
 		Housekeeping: Housekeeping{

@@ -23,6 +23,7 @@ func LoadRedisOnly(path string) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, errs)
 	}
 	c.applyDefaults(baseDir)
+	c.Consumer.Output.applyDefaults(baseDir, c.Consumer.WorkDir)
 	c.resolveCommands(baseDir)
 	c.Redis.validate(&errs, baseDir)
 	c.Redis.Password.resolve("redis.password", os.LookupEnv, baseDir, &errs)

@@ -21,8 +21,10 @@ const (
 // Output says where each attempt's full output is kept and how long
 // finished tickets' working directories and logs stay on this replica.
 type Output struct {
-	// LogsDir holds the logs as {logs_dir}/{project}/{ticket}/attempt-N.log;
-	// empty keeps them in the ticket's work dir, under .agentsmith/logs.
+	// LogsDir holds the logs as {logs_dir}/{project}/{ticket}/attempt-N.log
+	// (default {work_dir}-logs, next to the work dir). It must be outside
+	// the work dir and writable by the daemon's user alone: a pipeline that
+	// could write there could plant a link in place of the next log.
 	// Relative to the config file's directory.
 	LogsDir string `yaml:"logs_dir"`
 	// LogMaxBytes caps one attempt's log file; output past it is dropped
@@ -41,8 +43,11 @@ type Retention struct {
 	Interval time.Duration `yaml:"interval"`
 }
 
-func (o *Output) applyDefaults(baseDir string) {
-	if o.LogsDir != "" && baseDir != "" && !filepath.IsAbs(o.LogsDir) {
+func (o *Output) applyDefaults(baseDir, workDir string) {
+	switch {
+	case o.LogsDir == "":
+		o.LogsDir = lifecycle.DefaultLogsDir(workDir)
+	case baseDir != "" && !filepath.IsAbs(o.LogsDir):
 		o.LogsDir = filepath.Join(baseDir, o.LogsDir)
 	}
 	setDefault(&o.LogMaxBytes, DefaultLogMaxBytes)
@@ -51,7 +56,10 @@ func (o *Output) applyDefaults(baseDir string) {
 	setDefault(&o.Retention.Interval, DefaultRetentionInterval)
 }
 
-func (o *Output) validate(errs *Errors) {
+func (o *Output) validate(errs *Errors, workDir string) {
+	if within(o.LogsDir, workDir) || within(workDir, o.LogsDir) {
+		errs.add("consumer.output.logs_dir", "must be outside consumer.work_dir (and not contain it): pipelines write in the work dir")
+	}
 	if o.LogMaxBytes < minLogMaxBytes {
 		errs.add("consumer.output.log_max_bytes", "must be at least 1024")
 	}
@@ -62,4 +70,10 @@ func (o *Output) validate(errs *Errors) {
 	if o.Retention.Interval < minRetentionInterval {
 		errs.add("consumer.output.retention.interval", "must be at least 1s")
 	}
+}
+
+// within reports whether path is dir or beneath it, lexically.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
+	return err == nil && filepath.IsLocal(rel)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // Retention defaults (config consumer.output.retention).
@@ -26,9 +27,11 @@ const (
 
 // RetentionConfig configures a Retention.
 type RetentionConfig struct {
-	// Roots are the directories laid out {root}/{project}/{ticket}: the
-	// work root and, when set apart, the logs dir.
-	Roots    []string
+	// WorkDir and LogsDir are the work root and the logs dir, both laid
+	// out {root}/{project}/{ticket} ("" LogsDir: lifecycle.DefaultLogsDir).
+	// A ticket's last-use mark is in LogsDir (lifecycle.LastUsed).
+	WorkDir  string
+	LogsDir  string
 	MaxAge   time.Duration
 	MaxBytes int64
 	Interval time.Duration
@@ -37,8 +40,12 @@ type RetentionConfig struct {
 }
 
 // Retention removes finished tickets' work dirs and logs from this
-// replica's disk: a ticket untouched for MaxAge goes, and while the rest
-// exceeds MaxBytes the least recently touched go first. Unlike the other
+// replica's disk: a ticket unused for MaxAge goes, and while the rest
+// exceeds MaxBytes the least recently used go first. A ticket is dated by
+// the last-use mark the executor writes in the logs dir with the daemon's
+// clock (lifecycle.MarkUsed), never by a file time: a pipeline can set
+// every time in its work dir. A ticket found without a mark is marked when
+// first found, so it is kept MaxAge from then. Unlike the other
 // housekeeping services it runs on every consumer replica, not only the
 // leader, because the files are local. A ticket is finished when Redis no
 // longer counts its attempts (runstate.Unfinished): a ticket between attempts
@@ -60,7 +67,10 @@ func NewRetention(rdb redis.UniversalClient, cfg RetentionConfig) *Retention {
 		cfg.Interval = DefaultRetentionInterval
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = time.Now
+		cfg.Clock = wallclock.Now
+	}
+	if cfg.LogsDir == "" {
+		cfg.LogsDir = lifecycle.DefaultLogsDir(cfg.WorkDir)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -84,11 +94,13 @@ func (r *Retention) Run(ctx context.Context) error {
 	}
 }
 
-// ticketDir is one {root}/{project}/{ticket} directory.
+// ticketDir is one ticket's {project}/{ticket} directories, in the work
+// root and the logs dir.
 type ticketDir struct {
-	path    string
-	name    string
-	touched time.Time // newest modification inside
+	rel     string   // {project}/{ticket}
+	name    string   // {ticket}
+	paths   []string // the work dir's first, the logs dir's last
+	touched time.Time
 	size    int64
 }
 
@@ -105,17 +117,17 @@ func (r *Retention) Sweep(ctx context.Context) ([]string, error) {
 			keep[lifecycle.TicketDirName(platform, id)] = true
 		}
 	}
-	var dirs []ticketDir
-	for _, root := range r.cfg.Roots {
-		dirs = append(dirs, scanTicketDirs(root)...)
-	}
 	now := r.cfg.Clock()
+	dirs := scanTicketDirs([]string{r.cfg.WorkDir, r.cfg.LogsDir})
+	for i := range dirs {
+		dirs[i].touched = r.lastUsed(dirs[i].rel, now)
+	}
 	var removed []string
 	var left []ticketDir
 	var total int64
 	for _, d := range dirs {
 		if !keep[d.name] && now.Sub(d.touched) > r.cfg.MaxAge {
-			removed = append(removed, r.remove(d, "older than max_age"))
+			removed = append(removed, r.remove(d, "unused for max_age")...)
 			continue
 		}
 		left = append(left, d)
@@ -129,62 +141,102 @@ func (r *Retention) Sweep(ctx context.Context) ([]string, error) {
 		if keep[d.name] {
 			continue
 		}
-		removed = append(removed, r.remove(d, "over max_bytes"))
+		removed = append(removed, r.remove(d, "over max_bytes")...)
 		total -= d.size
 	}
 	return removed, nil
 }
 
-func (r *Retention) remove(d ticketDir, why string) string {
-	if err := os.RemoveAll(d.path); err != nil {
-		r.cfg.Logger.Warn("retention: remove", zap.String("dir", d.path), zap.Error(err))
-	} else {
-		r.cfg.Logger.Info("retention: removed a finished ticket's files", zap.String("dir", d.path),
-			zap.String("why", why), zap.Int64("bytes", d.size), zap.Time("touched", d.touched))
+// lastUsed is the ticket's last-use mark; a ticket without one is marked
+// now (and one whose mark cannot be read or written is taken as used now:
+// kept, never removed on a guess).
+func (r *Retention) lastUsed(rel string, now time.Time) time.Time {
+	at, err := lifecycle.LastUsed(r.cfg.LogsDir, rel)
+	if err == nil {
+		return at
 	}
-	return d.path
+	if errors.Is(err, fs.ErrNotExist) {
+		err = lifecycle.MarkTicketDirUsed(r.cfg.LogsDir, rel, now)
+	}
+	if err != nil {
+		r.cfg.Logger.Warn("retention: last-use mark", zap.String("ticket", rel), zap.Error(err))
+	}
+	return now
 }
 
-// scanTicketDirs lists root's {project}/{ticket} directories with their
-// size and newest modification time. Unreadable parts are skipped.
-func scanTicketDirs(root string) []ticketDir {
-	projects, err := os.ReadDir(root)
-	if err != nil {
-		return nil
-	}
-	var out []ticketDir
-	for _, p := range projects {
-		if !p.IsDir() {
-			continue
+// remove removes the ticket's directories, the logs dir's (holding the
+// mark) last, and returns those it removed. os.RemoveAll never follows a
+// link below the path it is given (it works from directory descriptors),
+// and the path's parents are the daemon's.
+func (r *Retention) remove(d ticketDir, why string) []string {
+	var removed []string
+	for _, p := range d.paths {
+		if err := os.RemoveAll(p); err != nil {
+			r.cfg.Logger.Warn("retention: remove", zap.String("dir", p), zap.Error(err))
+			return removed
 		}
-		tickets, err := os.ReadDir(filepath.Join(root, p.Name()))
+		removed = append(removed, p)
+	}
+	r.cfg.Logger.Info("retention: removed a finished ticket's files", zap.Strings("dirs", removed),
+		zap.String("why", why), zap.Int64("bytes", d.size), zap.Time("lastUsed", d.touched))
+	return removed
+}
+
+// scanTicketDirs lists the {project}/{ticket} directories under roots,
+// one entry per ticket, with their size. Unreadable parts are skipped.
+func scanTicketDirs(roots []string) []ticketDir {
+	var out []ticketDir
+	at := map[string]int{}
+	for _, root := range roots {
+		projects, err := os.ReadDir(root)
 		if err != nil {
 			continue
 		}
-		for _, t := range tickets {
-			if !t.IsDir() {
+		for _, p := range projects {
+			if !p.IsDir() {
 				continue
 			}
-			d := ticketDir{path: filepath.Join(root, p.Name(), t.Name()), name: t.Name()}
-			_ = filepath.WalkDir(d.path, func(_ string, e fs.DirEntry, err error) error {
-				if err != nil {
-					if errors.Is(err, fs.ErrPermission) {
-						return fs.SkipDir
-					}
-					return nil
+			tickets, err := os.ReadDir(filepath.Join(root, p.Name()))
+			if err != nil {
+				continue
+			}
+			for _, t := range tickets {
+				if !t.IsDir() {
+					continue
 				}
-				if info, err := e.Info(); err == nil {
-					if info.ModTime().After(d.touched) {
-						d.touched = info.ModTime()
-					}
-					if !e.IsDir() {
-						d.size += info.Size()
-					}
+				rel := filepath.Join(p.Name(), t.Name())
+				i, ok := at[rel]
+				if !ok {
+					i = len(out)
+					at[rel] = i
+					out = append(out, ticketDir{rel: rel, name: t.Name()})
 				}
-				return nil
-			})
-			out = append(out, d)
+				path := filepath.Join(root, rel)
+				out[i].paths = append(out[i].paths, path)
+				out[i].size += dirSize(path)
+			}
 		}
 	}
 	return out
+}
+
+// dirSize is the bytes of the files under dir; links are not followed.
+func dirSize(dir string) int64 {
+	var size int64
+	_ = filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if e.IsDir() {
+			return nil
+		}
+		if info, err := e.Info(); err == nil {
+			size += info.Size()
+		}
+		return nil
+	})
+	return size
 }

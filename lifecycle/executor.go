@@ -63,8 +63,9 @@ type ExecutorConfig struct {
 	KillGrace      time.Duration // SIGTERM → SIGKILL
 	WorkDir        string
 	TailBytes      int
-	// LogsDir holds attempt logs ("": in each ticket's work dir) and
-	// LogMaxBytes caps each (default DefaultLogMaxBytes).
+	// LogsDir holds attempt logs ("": DefaultLogsDir(WorkDir), next to the
+	// work root, never in it) and LogMaxBytes caps each (default
+	// DefaultLogMaxBytes).
 	LogsDir     string
 	LogMaxBytes int64
 	TakeWait    time.Duration
@@ -316,8 +317,21 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	}
 	e.ack(ctx, payload)
 	a.started = e.cfg.Clock()
+	a.markUsed()
+	defer a.markUsed()
 	a.execute(ctx, t)
 	return false
+}
+
+// markUsed records now as when the ticket's work dir was last used, which
+// retention dates it by (MarkUsed); a failure is logged and costs the run
+// nothing (retention then dates the ticket from when it first finds it
+// unmarked).
+func (a *attempt) markUsed() {
+	e := a.e
+	if err := MarkUsed(LogsRoot(e.cfg.WorkDir, e.cfg.LogsDir), a.req.Ref, e.cfg.Clock()); err != nil {
+		a.log.Warn("record the work dir's last use", zap.Error(err))
+	}
 }
 
 // execute runs the pipeline and writes the outcome, unless the run lost its

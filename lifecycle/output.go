@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -23,18 +24,33 @@ const DefaultLogMaxBytes = 10 << 20
 // may grow memory without bound.
 const maxLogLine = 4096
 
-// LogDir is where a ticket's attempt logs live: under logsDir when set,
-// else in the ticket's work dir (.agentsmith/logs), kept with it.
-func LogDir(workRoot, logsDir string, ref platforms.Ref) string {
+// LogsRoot is the directory holding every ticket's attempt logs: logsDir
+// when set, else DefaultLogsDir(workRoot). It is the daemon's alone: the
+// logs are never in a work dir, where a pipeline could plant a link in
+// place of the next attempt's log and have the daemon write through it.
+func LogsRoot(workRoot, logsDir string) string {
 	if logsDir == "" {
-		return filepath.Join(WorkDir(workRoot, ref), ".agentsmith", "logs")
+		return DefaultLogsDir(workRoot)
 	}
-	return WorkDir(logsDir, ref)
+	return logsDir
+}
+
+// DefaultLogsDir is the logs dir next to the work root: {work_root}-logs.
+func DefaultLogsDir(workRoot string) string { return filepath.Clean(workRoot) + "-logs" }
+
+// LogDir is where a ticket's attempt logs live: {logs root}/{project}/{ticket}.
+func LogDir(workRoot, logsDir string, ref platforms.Ref) string {
+	return WorkDir(LogsRoot(workRoot, logsDir), ref)
 }
 
 // LogPath is one attempt's log file.
 func LogPath(workRoot, logsDir string, ref platforms.Ref, attempt int) string {
-	return filepath.Join(LogDir(workRoot, logsDir, ref), "attempt-"+strconv.Itoa(attempt)+".log")
+	return filepath.Join(LogsRoot(workRoot, logsDir), logName(ref, attempt))
+}
+
+// logName is an attempt's log file relative to the logs root.
+func logName(ref platforms.Ref, attempt int) string {
+	return filepath.Join(ticketRel(ref), "attempt-"+strconv.Itoa(attempt)+".log")
 }
 
 // attemptLog keeps one attempt's full output: a file capped at max bytes,
@@ -49,11 +65,17 @@ type attemptLog struct {
 	line      []byte
 }
 
-func openAttemptLog(path string, maxBytes int64, log *zap.Logger) (*attemptLog, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+// openAttemptLog creates (or truncates) the log name beneath root. No link
+// is followed under root, and root must be the daemon's alone: a file the
+// daemon truncates is one only the daemon could have put there.
+func openAttemptLog(root, name string, maxBytes int64, log *zap.Logger) (*attemptLog, error) {
+	if err := ownLogsRoot(root); err != nil {
+		return nil, err
+	}
+	if err := nofollow.MkdirAll(root, filepath.Dir(name), 0o750); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	f, err := nofollow.OpenFile(root, name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
@@ -133,8 +155,9 @@ func (a *attemptLog) Close() error {
 // the tail) and the problem is logged.
 func (a *attempt) openOutput(ctx context.Context) *attemptLog {
 	e, req, log := a.e, a.req, a.log
-	path := LogPath(e.cfg.WorkDir, e.cfg.LogsDir, req.Ref, req.Attempt)
-	out, err := openAttemptLog(path, e.cfg.LogMaxBytes, log)
+	root, name := LogsRoot(e.cfg.WorkDir, e.cfg.LogsDir), logName(req.Ref, req.Attempt)
+	path := filepath.Join(root, name)
+	out, err := openAttemptLog(root, name, e.cfg.LogMaxBytes, log)
 	if err != nil {
 		log.Warn("pipeline output not kept", zap.Error(err))
 		return nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -111,7 +112,8 @@ func handOver(root, dir string, cred *syscall.Credential) error {
 	if cred == nil {
 		return nil
 	}
-	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+	// The work dir itself, never a link in its place.
+	if err := nofollow.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 		return fmt.Errorf("hand the work dir to uid %d: %w", cred.Uid, err)
 	}
 	root = filepath.Clean(root)

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -27,7 +26,7 @@ func logsCmd(a *app) *cobra.Command {
 		Short: "An attempt's full pipeline output (the last attempt by default)",
 		Long: `Prints the log file of one attempt (default: the last) as the replica that ran it wrote it.
 Where the file is comes from Redis (agentsmith:runlogs:{platform}:{id}); the file itself lives on
-that replica (its work dir or consumer.output.logs_dir), so run this where the file is reachable:
+that replica (in its consumer.output.logs_dir), so run this where the file is reachable:
 on that machine or in that pod. --follow keeps printing while the attempt runs. -o json prints
 the recorded attempts (replica, path, start) instead.`,
 		Args: args(cobra.ExactArgs(1)),
@@ -58,9 +57,9 @@ the recorded attempts (replica, path, start) instead.`,
 					return notFound("%s has no log of attempt %d (recorded: %d to %d)", ref, attempt, rls[0].Attempt, rls[len(rls)-1].Attempt)
 				}
 			}
-			f, err := os.Open(rl.Path)
+			f, err := lifecycle.OpenLog([]string{a.cfg.Consumer.Output.LogsDir}, rl.Path)
 			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
+				if errors.Is(err, lifecycle.ErrLogNotHere) {
 					return notFound("attempt %d of %s was logged by %s to %s, which is not here: run agentsmithctl logs on that replica (or it was removed by retention)", rl.Attempt, ref, rl.Instance, rl.Path)
 				}
 				return err

@@ -85,3 +85,30 @@ func TestFollowLogUntilTheAttemptEnds(t *testing.T) {
 		t.Errorf("followed %q in %d polls", out.String(), polls)
 	}
 }
+
+// A link in place of an attempt's log is not followed: logs does not print
+// the root-only file it names.
+func TestLogsNeverPrintsThroughALink(t *testing.T) {
+	w := newWorld(t)
+	w.sim.CreateIssue(repo, "one", "", "agent-smith")
+	w.runTicket(1)
+	var rls []struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal([]byte(w.mustCtl("-o", "json", "logs", "github:acme/app#1")), &rls); err != nil || len(rls) != 1 {
+		t.Fatalf("-o json: %+v %v", rls, err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("root only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(rls[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, rls[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := w.ctl("logs", "github:acme/app#1"); code == 0 || strings.Contains(out+errOut, "root only") {
+		t.Errorf("logs through a link: exit %d %q %q", code, out, errOut)
+	}
+}

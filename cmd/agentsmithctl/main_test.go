@@ -127,7 +127,7 @@ func (w *world) runTicket(n int) {
 	q := queue.New(w.rdb, keys.Queue())
 	claims := lifecycle.NewClaimService(w.rdb, q, ps, lifecycle.ClaimConfig{Instance: "replica-a", Labels: w.labels, Observer: aw})
 	exec := lifecycle.NewExecutor(w.rdb, q, ps, lifecycle.ExecutorConfig{Instance: "replica-a", Labels: w.labels,
-		WorkDir: w.t.TempDir(), HeartbeatTTL: 5 * time.Second, HeartbeatRenew: time.Second, Observer: aw})
+		WorkDir: w.cfg.Consumer.WorkDir, LogsDir: w.cfg.Consumer.Output.LogsDir, HeartbeatTTL: 5 * time.Second, HeartbeatRenew: time.Second, Observer: aw})
 	// As in the daemon, the audit writer stops after the executor, so the
 	// executor's last event (emitted after the tracker shows Done) is kept.
 	ctx, cancel := context.WithCancel(context.Background())

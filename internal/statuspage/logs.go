@@ -1,16 +1,13 @@
 package statuspage
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -54,7 +51,7 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	f, err := h.openLog(rl.Path)
+	f, err := lifecycle.OpenLog(h.cfg.LogRoots, rl.Path)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("attempt %d of %s ran on replica %s (log %s), and this replica (%s) cannot serve it: open this page on that replica, or run agentsmithctl logs there (%v)",
 			rl.Attempt, ref, rl.Instance, rl.Path, h.cfg.Instance, err), http.StatusNotFound)
@@ -65,18 +62,4 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 	// The output is the pipeline's: never let a browser run it.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	_, _ = io.Copy(w, f)
-}
-
-func (h *handler) openLog(path string) (*os.File, error) {
-	clean := filepath.Clean(path)
-	for _, root := range h.cfg.LogRoots {
-		if rel, err := filepath.Rel(filepath.Clean(root), clean); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
-			f, err := os.Open(clean)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, errors.New("not on this replica")
-			}
-			return f, err
-		}
-	}
-	return nil, errors.New("not under this replica's work or logs dir")
 }

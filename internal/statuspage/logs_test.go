@@ -40,7 +40,7 @@ func TestStatusServesAttemptLogsFromItsRootsOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := New(Config{RDB: rdb, Instance: "replica-a", Token: "s3cret", LogRoots: []string{root, ""}})
+	h := New(Config{RDB: rdb, Instance: "replica-a", Token: "s3cret", LogRoots: []string{lifecycle.LogsRoot(root, ""), ""}})
 	q := "/status/logs?ticket=" + "github:acme/app%231"
 
 	if rec := get(t, h, q+"&attempt=1", ""); rec.Code != http.StatusUnauthorized {
@@ -60,5 +60,49 @@ func TestStatusServesAttemptLogsFromItsRootsOnly(t *testing.T) {
 	}
 	if rec := get(t, h, "/status/logs?ticket=nope", "Bearer s3cret"); rec.Code != http.StatusBadRequest {
 		t.Errorf("bad ticket: %d", rec.Code)
+	}
+}
+
+// A link planted in place of an attempt's log, or of a directory above it,
+// is not followed: the page does not serve the root-only file it names.
+func TestStatusNeverServesALogThroughALink(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	logs := t.TempDir()
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "attempt-1.log")
+	if err := os.WriteFile(secret, []byte("root only"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ref := platforms.Ref{Platform: "github", Project: "app", ID: "acme/app#1"}
+	path := lifecycle.LogPath("", logs, ref, 1)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	// Attempt 2's ticket dir is a link to the secret's directory.
+	other := platforms.Ref{Platform: "github", Project: "web", ID: "acme/web#2"}
+	if err := os.MkdirAll(filepath.Dir(lifecycle.LogDir("", logs, other)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secretDir, lifecycle.LogDir("", logs, other)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, rl := range []runstate.RunLog{
+		{Attempt: 1, Instance: "replica-a", Path: path, Started: time.Now()},
+		{Attempt: 2, Instance: "replica-a", Path: filepath.Join(lifecycle.LogDir("", logs, other), "attempt-1.log"), Started: time.Now()},
+	} {
+		if err := runstate.RecordRunLog(ctx, rdb, ref, rl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := New(Config{RDB: rdb, Instance: "replica-a", Token: "s3cret", LogRoots: []string{logs}})
+	for _, a := range []string{"1", "2"} {
+		rec := get(t, h, "/status/logs?ticket=github:acme/app%231&attempt="+a, "Bearer s3cret")
+		if rec.Code != http.StatusNotFound || strings.Contains(rec.Body.String(), "root only") {
+			t.Errorf("attempt %s through a link: %d %q", a, rec.Code, rec.Body.String())
+		}
 	}
 }

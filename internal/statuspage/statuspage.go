@@ -51,8 +51,8 @@ type Config struct {
 	// Claims serves the requeue and retry buttons (with Queue); with Claims
 	// nil the page offers no ticket actions but cancel.
 	Claims *lifecycle.ClaimService
-	// LogRoots are the work root and logs dir: /status/logs serves attempt
-	// logs from under them only.
+	// LogRoots are the logs dirs (consumer.output.logs_dir): /status/logs
+	// serves attempt logs from under them only, never through a link.
 	LogRoots []string
 	Recent   int
 	Clock    func() time.Time

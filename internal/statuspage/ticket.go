@@ -149,7 +149,7 @@ func (h *handler) attempts(ctx context.Context, ref platforms.Ref, events []Even
 // tail is the end of an attempt's log when this replica has it, else a
 // note saying where it is.
 func (h *handler) tail(rl runstate.RunLog) (string, string) {
-	f, err := h.openLog(rl.Path)
+	f, err := lifecycle.OpenLog(h.cfg.LogRoots, rl.Path)
 	if err != nil {
 		return "", fmt.Sprintf("the log is on replica %s (%s), not here: %v", rl.Instance, rl.Path, err)
 	}

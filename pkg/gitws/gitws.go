@@ -31,6 +31,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
 )
 
 // Defaults for zero Config fields.
@@ -481,15 +483,12 @@ func oneLine(s string) string {
 	return s
 }
 
-// chownTree gives every file under dir to owner (the pipeline's user).
+// chownTree gives every file under dir to owner (the pipeline's user),
+// never through a link: the tree may hold links the last attempt planted,
+// and a lingering process of it may swap a directory for one mid-walk.
 func chownTree(dir string, owner *syscall.Credential) error {
-	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := os.Lchown(p, int(owner.Uid), int(owner.Gid)); err != nil {
-			return fmt.Errorf("hand %s to uid %d: %w", p, owner.Uid, err)
-		}
-		return nil
-	})
+	if err := nofollow.ChownTree(dir, int(owner.Uid), int(owner.Gid)); err != nil {
+		return fmt.Errorf("hand %s to uid %d: %w", dir, owner.Uid, err)
+	}
+	return nil
 }

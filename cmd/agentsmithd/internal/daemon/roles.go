@@ -71,7 +71,7 @@ func (d *Daemon) buildAdmin() http.Handler {
 	admin.Handle("GET /metrics", statuspage.RequireToken(cfg.Status.Token.Value(), d.metrics.Handler()))
 	status := statuspage.New(statuspage.Config{RDB: d.rdb, Queue: d.queue, Projects: d.projects, Instance: cfg.InstanceID,
 		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
-		LogRoots: []string{cfg.Consumer.WorkDir, cfg.Consumer.Output.LogsDir}, Claims: d.claims})
+		LogRoots: []string{cfg.Consumer.Output.LogsDir}, Claims: d.claims})
 	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs", "GET /status/ticket",
 		"POST /status/login", "POST /status/logout", "POST /status/action"} {
 		admin.Handle(route, status)
@@ -92,11 +92,7 @@ func (d *Daemon) buildConsumer() []service {
 		Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
 		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.takeGrace(), Cgroups: d.runCgroups(),
 	})
-	roots := []string{c.WorkDir}
-	if c.Output.LogsDir != "" {
-		roots = append(roots, c.Output.LogsDir)
-	}
-	ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{Roots: roots, MaxAge: c.Output.Retention.MaxAge,
+	ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{WorkDir: c.WorkDir, LogsDir: c.Output.LogsDir, MaxAge: c.Output.Retention.MaxAge,
 		MaxBytes: c.Output.Retention.MaxBytes, Interval: c.Output.Retention.Interval, Logger: d.log.Named("retention")})
 	return []service{{"executor", exec.Run}, {"retention", ret.Run}}
 }

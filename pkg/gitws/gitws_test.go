@@ -336,3 +336,39 @@ func TestNewRefusesCredentialsInTheURL(t *testing.T) {
 		t.Error("New accepted a template with ..")
 	}
 }
+
+// The pipeline's own .git is a repository on the work branch with origin's
+// URL: a pipeline that commits and pushes itself (examples/pipelines) keeps
+// its commit on the branch as it is, with no second commit or merge.
+func TestPipelinesOwnPushIsKept(t *testing.T) {
+	const branch = "agent-smith/41"
+	bare := remote(t)
+	r := newRepo(t, Config{URL: bare})
+	d := newDirs(t)
+	p, err := r.Prepare(ctx(t), d, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, d.Work, "rev-parse", "--abbrev-ref", "HEAD"); got != branch {
+		t.Fatalf("the pipeline's repository is on %q", got)
+	}
+	write(t, d.Work, "CHANGELOG.md", "- fixed\n")
+	write(t, d.Work, ".agentsmith-result.json", "{}")
+	run(t, d.Work, "add", "-A")
+	if st := run(t, d.Work, "status", "--porcelain"); strings.Contains(st, ".agentsmith") {
+		t.Fatalf("the daemon's files are not excluded in the pipeline's repository: %s", st)
+	}
+	run(t, d.Work, "commit", "--quiet", "-m", "the pipeline's own commit")
+	run(t, d.Work, "push", "--quiet", "origin", "HEAD:refs/heads/"+branch)
+	mine := run(t, d.Work, "rev-parse", "HEAD")
+	s, err := r.Save(ctx(t), d, branch, "agent-smith attempt 1: succeeded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Committed || s.Merged != 0 || s.Head != mine {
+		t.Fatalf("save: %+v, want the pipeline's commit %s as it is", s, mine)
+	}
+	if got := run(t, bare, "rev-list", "--count", p.Head+".."+branch); got != "1" {
+		t.Fatalf("commits over the prepared head = %s", got)
+	}
+}

@@ -216,6 +216,8 @@ func (r *Repo) buildEnv() (base, cred []string) {
 		{"credential.helper", ""},
 		{"gc.auto", "0"},
 		{"commit.gpgSign", "false"},
+		// No submodule is ever cloned or updated (CVE-2024-32002,
+		// CVE-2025-48384 wrote hooks through submodule paths).
 		{"submodule.recurse", "false"},
 		{"fetch.recurseSubmodules", "false"},
 		{"protocol.allow", "never"},
@@ -647,7 +649,10 @@ func (r *Repo) dropNewGitlinks(ctx context.Context, d Dirs) error {
 // is removed first (os.RemoveAll never follows a symlink). Every git
 // command here runs as the pipeline's user, in the work tree, with the
 // pipeline's own repository and no credential in its environment: the
-// daemon's git dir is given to it only as a bundle file.
+// daemon's git dir is given to it only as a bundle file. Nothing goes the
+// other way: the daemon never clones or fetches from the pipeline's
+// repository (the local-clone CVEs 2022-39253, 2024-32004, 2024-32020 and
+// 2024-32021 need a clone from an untrusted repository on the same disk).
 func (r *Repo) pipelineRepo(ctx context.Context, d Dirs, branch string) error {
 	tmp, err := os.MkdirTemp("", "agentsmith-gitws-")
 	if err != nil {

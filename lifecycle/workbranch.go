@@ -3,11 +3,38 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/gitws"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
+
+// GitDir is the daemon's git dir for the ticket's work dir under root:
+// <root>-git/<project>/<ticket>, beside the work root rather than in it, so
+// that nothing the pipeline can write is read as git metadata
+// (pkg/gitws). The daemon makes it 0700; it is kept between attempts on
+// this replica, like the work dir, and made again from the remote when
+// missing.
+func GitDir(root string, ref platforms.Ref) string {
+	return filepath.Join(filepath.Clean(root)+"-git", pathSegment(ref.Project), TicketDirName(ref.Platform, ref.ID))
+}
+
+// gitDirs are the ticket's work dir and its git dir, absolute.
+func (a *attempt) gitDirs(workDir string) (gitws.Dirs, error) {
+	work, err := filepath.Abs(workDir)
+	if err != nil {
+		return gitws.Dirs{}, err
+	}
+	git, err := filepath.Abs(GitDir(a.e.cfg.WorkDir, a.req.Ref))
+	if err != nil {
+		return gitws.Dirs{}, err
+	}
+	return gitws.Dirs{Work: work, Git: git}, nil
+}
 
 // prepareWork brings the ticket's work dir to its work branch
 // (projects[].workspace.git) before the pipeline starts: the last commit
@@ -23,9 +50,18 @@ func (a *attempt) prepareWork(ctx context.Context, workDir string) error {
 	if err != nil {
 		return fmt.Errorf("work branch: %w", err)
 	}
+	dirs, err := a.gitDirs(workDir)
+	if err != nil {
+		return fmt.Errorf("work branch: %w", err)
+	}
+	// The pipeline's own repository is made as its user, in its work dir:
+	// that user must reach the dir first.
+	if err := handOver(a.e.cfg.WorkDir, workDir, a.p.Pipeline.RunAs); err != nil {
+		return err
+	}
 	ctx, stop := a.killable(ctx)
 	defer stop()
-	p, err := ws.Prepare(ctx, workDir, branch)
+	p, err := ws.Prepare(ctx, dirs, branch)
 	if err != nil {
 		return fmt.Errorf("work branch %s: %w", branch, err)
 	}
@@ -64,7 +100,11 @@ func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause s
 	}
 	ctx, stop := a.killable(ctx)
 	defer stop()
-	s, err := ws.Save(ctx, workDir, a.branch, msg)
+	dirs, err := a.gitDirs(workDir)
+	var s gitws.Saved
+	if err == nil {
+		s, err = ws.Save(ctx, dirs, a.branch, msg)
+	}
 	if err != nil {
 		a.log.Warn("save the work branch; the transition goes ahead", zap.String("branch", a.branch), zap.Error(err))
 		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (%s)", a.branch, escapeFor(a.p.Platform, firstLine(err.Error(), 300)))}

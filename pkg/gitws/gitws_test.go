@@ -88,7 +88,7 @@ func TestFailedAttemptResumesOnAnotherReplica(t *testing.T) {
 	if branch != "agent-smith/owner-repo-12" {
 		t.Fatalf("branch = %q", branch)
 	}
-	dirA := filepath.Join(t.TempDir(), "replica-a")
+	dirA := newDirs(t)
 	p, err := r.Prepare(ctx(t), dirA, branch)
 	if err != nil {
 		t.Fatal(err)
@@ -96,11 +96,11 @@ func TestFailedAttemptResumesOnAnotherReplica(t *testing.T) {
 	if p.Resumed {
 		t.Fatal("first attempt reported resumed")
 	}
-	write(t, dirA, "work.txt", "half done\n")
-	if err := os.MkdirAll(filepath.Join(dirA, ".agentsmith", "logs"), 0o750); err != nil {
+	write(t, dirA.Work, "work.txt", "half done\n")
+	if err := os.MkdirAll(filepath.Join(dirA.Work, ".agentsmith", "logs"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	write(t, dirA, ".agentsmith-result.json", `{"summary":"x"}`)
+	write(t, dirA.Work, ".agentsmith-result.json", `{"summary":"x"}`)
 	s, err := r.Save(ctx(t), dirA, branch, "[wip] agent-smith attempt 1: exit status 1")
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestFailedAttemptResumesOnAnotherReplica(t *testing.T) {
 		t.Fatalf("the daemon's own files were committed: %s", files)
 	}
 
-	dirB := filepath.Join(t.TempDir(), "replica-b")
+	dirB := newDirs(t)
 	p, err = r.Prepare(ctx(t), dirB, branch)
 	if err != nil {
 		t.Fatal(err)
@@ -126,10 +126,10 @@ func TestFailedAttemptResumesOnAnotherReplica(t *testing.T) {
 	if !p.Resumed || p.Head != s.Head {
 		t.Fatalf("second attempt: resumed=%v head=%s, want resumed at %s", p.Resumed, p.Head, s.Head)
 	}
-	if got := read(t, dirB, "work.txt"); got != "half done\n" {
+	if got := read(t, dirB.Work, "work.txt"); got != "half done\n" {
 		t.Fatalf("replica B starts from %q", got)
 	}
-	write(t, dirB, "work.txt", "done\n")
+	write(t, dirB.Work, "work.txt", "done\n")
 	if _, err := r.Save(ctx(t), dirB, branch, "agent-smith attempt 2: succeeded"); err != nil {
 		t.Fatal(err)
 	}
@@ -148,23 +148,23 @@ func TestFailedAttemptResumesOnAnotherReplica(t *testing.T) {
 func TestKillKeepsLastPushedCommit(t *testing.T) {
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})
-	dirA := t.TempDir()
+	dirA := newDirs(t)
 	if _, err := r.Prepare(ctx(t), dirA, "agent-smith/7"); err != nil {
 		t.Fatal(err)
 	}
-	write(t, dirA, "a.txt", "saved\n")
+	write(t, dirA.Work, "a.txt", "saved\n")
 	saved, err := r.Save(ctx(t), dirA, "agent-smith/7", "[wip] agent-smith attempt 1: timeout")
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, dirA, "a.txt", "lost with the replica\n") // no Save: the process died
-	dirB := t.TempDir()
+	write(t, dirA.Work, "a.txt", "lost with the replica\n") // no Save: the process died
+	dirB := newDirs(t)
 	p, err := r.Prepare(ctx(t), dirB, "agent-smith/7")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Head != saved.Head || read(t, dirB, "a.txt") != "saved\n" {
-		t.Fatalf("replica B at %s with %q, want %s with the saved file", p.Head, read(t, dirB, "a.txt"), saved.Head)
+	if p.Head != saved.Head || read(t, dirB.Work, "a.txt") != "saved\n" {
+		t.Fatalf("replica B at %s with %q, want %s with the saved file", p.Head, read(t, dirB.Work, "a.txt"), saved.Head)
 	}
 	// The dead replica's own directory, prepared again, keeps its
 	// uncommitted change: its branch still contains origin's commit.
@@ -172,8 +172,8 @@ func TestKillKeepsLastPushedCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Resumed || read(t, dirA, "a.txt") != "lost with the replica\n" {
-		t.Fatalf("kept dir lost its local change: %q", read(t, dirA, "a.txt"))
+	if !p.Resumed || read(t, dirA.Work, "a.txt") != "lost with the replica\n" {
+		t.Fatalf("kept dir lost its local change: %q", read(t, dirA.Work, "a.txt"))
 	}
 }
 
@@ -182,18 +182,18 @@ func TestKillKeepsLastPushedCommit(t *testing.T) {
 func TestRejectedPushIsMergedNeverForced(t *testing.T) {
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})
-	dirA, dirB := t.TempDir(), t.TempDir()
-	for _, d := range []string{dirA, dirB} {
+	dirA, dirB := newDirs(t), newDirs(t)
+	for _, d := range []Dirs{dirA, dirB} {
 		if _, err := r.Prepare(ctx(t), d, "agent-smith/9"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(t, dirA, "a.txt", "a\n")
+	write(t, dirA.Work, "a.txt", "a\n")
 	a, err := r.Save(ctx(t), dirA, "agent-smith/9", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, dirB, "b.txt", "b\n")
+	write(t, dirB.Work, "b.txt", "b\n")
 	b, err := r.Save(ctx(t), dirB, "agent-smith/9", "b")
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func TestRejectedPushIsMergedNeverForced(t *testing.T) {
 	}
 	// A conflicting change gives up with an error, and the remote keeps
 	// what it had.
-	write(t, dirA, "b.txt", "conflict\n")
+	write(t, dirA.Work, "b.txt", "conflict\n")
 	before := run(t, bare, "rev-parse", "agent-smith/9")
 	if _, err := r.Save(ctx(t), dirA, "agent-smith/9", "conflicting"); err == nil || !strings.Contains(err.Error(), "does not merge") {
 		t.Fatalf("conflicting save: %v", err)
@@ -225,20 +225,23 @@ func TestPipelineCannotRedirectThePush(t *testing.T) {
 	evil := filepath.Join(t.TempDir(), "evil.git")
 	run(t, filepath.Dir(evil), "init", "--quiet", "--bare", evil)
 	r := newRepo(t, Config{URL: bare})
-	dir := t.TempDir()
+	dir := newDirs(t)
 	if _, err := r.Prepare(ctx(t), dir, "agent-smith/3"); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(dir.Work, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _ = f.WriteString("[url \"" + evil + "\"]\n\tinsteadOf = " + bare + "\n[remote \"origin\"]\n\tpushurl = " + evil + "\n")
 	_ = f.Close()
 	marker := filepath.Join(t.TempDir(), "hook-ran")
-	write(t, filepath.Join(dir, ".git", "hooks"), "pre-push", "#!/bin/sh\ntouch "+marker+"\n")
-	_ = os.Chmod(filepath.Join(dir, ".git", "hooks", "pre-push"), 0o755)
-	write(t, dir, "x.txt", "x\n")
+	if err := os.MkdirAll(filepath.Join(dir.Work, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir.Work, ".git", "hooks"), "pre-push", "#!/bin/sh\ntouch "+marker+"\n")
+	_ = os.Chmod(filepath.Join(dir.Work, ".git", "hooks", "pre-push"), 0o755)
+	write(t, dir.Work, "x.txt", "x\n")
 	if _, err := r.Save(ctx(t), dir, "agent-smith/3", "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -280,27 +283,28 @@ func TestTokenOverHTTPStaysOutOfConfigAndErrors(t *testing.T) {
 	url := srv.URL + "/" + filepath.Base(bare)
 
 	r := newRepo(t, Config{URL: url, Token: token})
-	dir := t.TempDir()
+	dir := newDirs(t)
 	if _, err := r.Prepare(ctx(t), dir, "agent-smith/5"); err != nil {
 		t.Fatal(err)
 	}
-	write(t, dir, "y.txt", "y\n")
+	write(t, dir.Work, "y.txt", "y\n")
 	if _, err := r.Save(ctx(t), dir, "agent-smith/5", "y"); err != nil {
 		t.Fatal(err)
 	}
 	if !sawAuth || run(t, bare, "show", "agent-smith/5:y.txt") != "y" {
 		t.Fatal("push over HTTP with the token did not land")
 	}
-	cfg := read(t, dir, ".git/config")
-	if strings.Contains(cfg, token) || strings.Contains(cfg, want[len("Basic "):]) {
-		t.Fatalf(".git/config holds the credential:\n%s", cfg)
+	for _, cfg := range []string{read(t, dir.Work, ".git/config"), read(t, dir.Git, "config")} {
+		if strings.Contains(cfg, token) || strings.Contains(cfg, want[len("Basic "):]) {
+			t.Fatalf("a git config holds the credential:\n%s", cfg)
+		}
 	}
 
 	// git prints the URL it failed on; here it carries the (wrong) token,
 	// which Scrub must take out of the message.
 	wrong := token + "-wrong"
 	bad := newRepo(t, Config{URL: url + "?" + wrong, Token: wrong})
-	_, err := bad.Prepare(ctx(t), t.TempDir(), "agent-smith/5")
+	_, err := bad.Prepare(ctx(t), newDirs(t), "agent-smith/5")
 	if err == nil {
 		t.Fatal("a wrong token fetched")
 	}
@@ -315,7 +319,7 @@ func TestCancelledContextStopsGit(t *testing.T) {
 	r := newRepo(t, Config{URL: bare})
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := r.Prepare(c, t.TempDir(), "agent-smith/1"); err == nil {
+	if _, err := r.Prepare(c, newDirs(t), "agent-smith/1"); err == nil {
 		t.Fatal("prepare under a cancelled context succeeded")
 	}
 }
@@ -330,5 +334,41 @@ func TestNewRefusesCredentialsInTheURL(t *testing.T) {
 	}
 	if _, err := New(Config{URL: "https://h/r.git", Branch: "agent-smith/../{ticket}"}); err == nil {
 		t.Error("New accepted a template with ..")
+	}
+}
+
+// The pipeline's own .git is a repository on the work branch with origin's
+// URL: a pipeline that commits and pushes itself (examples/pipelines) keeps
+// its commit on the branch as it is, with no second commit or merge.
+func TestPipelinesOwnPushIsKept(t *testing.T) {
+	const branch = "agent-smith/41"
+	bare := remote(t)
+	r := newRepo(t, Config{URL: bare})
+	d := newDirs(t)
+	p, err := r.Prepare(ctx(t), d, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, d.Work, "rev-parse", "--abbrev-ref", "HEAD"); got != branch {
+		t.Fatalf("the pipeline's repository is on %q", got)
+	}
+	write(t, d.Work, "CHANGELOG.md", "- fixed\n")
+	write(t, d.Work, ".agentsmith-result.json", "{}")
+	run(t, d.Work, "add", "-A")
+	if st := run(t, d.Work, "status", "--porcelain"); strings.Contains(st, ".agentsmith") {
+		t.Fatalf("the daemon's files are not excluded in the pipeline's repository: %s", st)
+	}
+	run(t, d.Work, "commit", "--quiet", "-m", "the pipeline's own commit")
+	run(t, d.Work, "push", "--quiet", "origin", "HEAD:refs/heads/"+branch)
+	mine := run(t, d.Work, "rev-parse", "HEAD")
+	s, err := r.Save(ctx(t), d, branch, "agent-smith attempt 1: succeeded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Committed || s.Merged != 0 || s.Head != mine {
+		t.Fatalf("save: %+v, want the pipeline's commit %s as it is", s, mine)
+	}
+	if got := run(t, bare, "rev-list", "--count", p.Head+".."+branch); got != "1" {
+		t.Fatalf("commits over the prepared head = %s", got)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	gitlab "github.com/xanzy/go-gitlab"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // A note's quick actions run as its author and leave the stored body, as on
@@ -75,4 +77,17 @@ func TestGitLabQuickActionExtractor(t *testing.T) {
 			t.Errorf("%q: %q %v, want %q %v", tc.in, rest, cmds, tc.rest, tc.cmds)
 		}
 	}
+}
+
+// FuzzNoCommandLines: no text the daemon passes through
+// platforms.NoCommandLines holds a line GitLab's extractor runs.
+func FuzzNoCommandLines(f *testing.F) {
+	for _, s := range []string{"/close", "x\n/title a\n", "````\n```\n/close\n```\n````", " /label ~x", "/CLOSE\r\n/move a/b", "\r/close"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if _, cmds := glExtractQuickActions(platforms.NoCommandLines(s)); len(cmds) > 0 {
+			t.Fatalf("%q still runs %v", s, cmds)
+		}
+	})
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // ResultFileEnv names the file a pipeline may write its result to. The
@@ -137,7 +139,7 @@ func renderResult(platform string, r Result) string {
 	if r.Summary != "" {
 		b.WriteString("**Summary**\n\n")
 		for _, line := range strings.Split(r.Summary, "\n") {
-			b.WriteString(esc(line) + "\n")
+			b.WriteString(platforms.NoCommandLines(esc(line)) + "\n")
 		}
 	}
 	if len(r.Links) > 0 {

@@ -84,7 +84,7 @@ case "$AGENTSMITH_TITLE" in fail*) exit 1;; esac`
 // actions gets none of them onto its GitLab ticket (comments, progress
 // comment, result summary and links, failure tail), into its attempt log
 // (what agentsmithctl logs and the status page show) or into the daemon's
-// log; and its ticket stays open, titled and labelled as the lifecycle
+// log (nor does its persist command's output); and its ticket stays open, titled and labelled as the lifecycle
 // left it.
 func TestPipelineOutputLeaksNoSecretAndRunsNoQuickAction(t *testing.T) {
 	w := lifecycletest.New(t, 1)
@@ -106,6 +106,7 @@ func TestPipelineOutputLeaksNoSecretAndRunsNoQuickAction(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	startExecutorWith(t, w, dir, time.Second, func(c *lifecycle.ExecutorConfig) {
 		p.Pipeline.Command, p.Pipeline.Env = argv, env
+		p.Pipeline.PersistCommand = []string{"sh", "-c", `printf 'persist %s\n' "$SECRET"; exit 1`}
 		c.Logger = zap.New(core)
 		c.ProgressInterval = time.Millisecond
 	})

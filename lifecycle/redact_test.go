@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
@@ -127,6 +128,7 @@ func TestPipelineOutputLeaksNoSecretAndRunsNoQuickAction(t *testing.T) {
 		})
 	}
 
+	status := statuspage.New(statuspage.Config{RDB: w.RDB, Queue: w.Queue, Instance: "exec-1", LogRoots: []string{filepath.Join(dir, "work")}})
 	for n, title := range titles {
 		is, _ := w.Sim.Issue(lifecycletest.Repo, n)
 		if !is.Open || is.Title != title {
@@ -148,6 +150,16 @@ func TestPipelineOutputLeaksNoSecretAndRunsNoQuickAction(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertNoSecret(t, title+" attempt log", string(b))
+		// What the status page shows of it (agentsmithctl logs prints
+		// the file as it is).
+		for _, page := range []string{"/status/logs?attempt=1&ticket=", "/status/ticket?ticket="} {
+			rec := httptest.NewRecorder()
+			status.ServeHTTP(rec, httptest.NewRequest("GET", page+url.QueryEscape(gitlab.Platform+":"+ref(n).ID), nil))
+			if rec.Code != 200 || !strings.Contains(rec.Body.String(), "split "+redact.Replacement+" end") {
+				t.Errorf("%s %s: %d, without the redacted output:\n%s", title, page, rec.Code, rec.Body)
+			}
+			assertNoSecret(t, title+" "+page, rec.Body.String())
+		}
 		if !strings.Contains(string(b), "split "+redact.Replacement+" end") {
 			t.Errorf("%s attempt log lacks the redacted split line:\n%s", title, b)
 		}

@@ -429,8 +429,7 @@ func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir s
 	spec.Env = append(spec.Env, ProgressFileEnv+"="+path)
 	c := &progressComment{ed: ed, ref: a.req.Ref, path: path, every: e.cfg.ProgressInterval,
 		body: func(lines string) string {
-			lines = platforms.NoMentions(p.Redact.String(lines))
-			return safeComment(p.Redact, progressBody(e.cfg.Labels.Prefix, a.req.Attempt, e.cfg.Instance, lines))
+			return safeComment(p.Redact, progressBody(e.cfg.Labels.Prefix, a.req.Attempt, e.cfg.Instance, p.Redact.String(lines)))
 		},
 		fence: a.newFence(hb), clock: e.cfg.Clock, log: a.log}
 	pctx, cancel := context.WithCancel(ctx)

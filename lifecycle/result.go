@@ -188,9 +188,10 @@ func markdownEscape(s string) string {
 }
 
 // jiraEscape breaks the two forms the Jira tracker passes through as
-// written: [~user] mentions and ``` code fences.
+// written, [~user] mentions and ``` code fences, and @mentions, which Jira
+// does not resolve in API text but bots and other trackers' mirrors may.
 func jiraEscape(s string) string {
-	return strings.NewReplacer("[~", "[\u200b~", "```", "`\u200b``").Replace(s)
+	return platforms.NoMentions(strings.NewReplacer("[~", "[\u200b~", "```", "`\u200b``").Replace(s))
 }
 
 // removeStale removes a file an earlier attempt's pipeline left (its result

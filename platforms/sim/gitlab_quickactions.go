@@ -88,7 +88,9 @@ func glLabelArgs(arg string) []string {
 }
 
 // glRunQuickActions executes cmds on issue n of c.repo as c.by, the note's
-// author, and returns GitLab's commands_changes and summary.
+// author (the sim checks no per-command permission), and returns GitLab's
+// commands_changes (with label names where GitLab gives label ids) and
+// summary.
 func (s *Sim) glRunQuickActions(c *glCall, n int, cmds []glQuickAction) (map[string]any, []string, error) {
 	var u update
 	changes := map[string]any{}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,9 @@ func TestPipelineSecrets(t *testing.T) {
 	ps := c.Projects[0].Pipeline.Secrets
 	if len(ps) != 1 || ps[0].Name != "GH_TOKEN" || ps[0].From.Value() != "ghp_pipeline_value" {
 		t.Fatalf("secrets %+v", ps)
+	}
+	if vals := c.Projects[0].SecretValues(); !slices.Contains(vals, "ghp_pipeline_value") || !slices.Contains(vals, "t") {
+		t.Errorf("SecretValues = %q: the pipeline secret or the token is missing", vals)
 	}
 	out, err := Marshal(c)
 	if err != nil {

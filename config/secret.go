@@ -127,3 +127,18 @@ func formNames(path string) []string {
 	base := path[strings.LastIndexByte(path, '.')+1:]
 	return []string{base, base + "_env", base + "_file"}
 }
+
+// SecretValues are the resolved values of every secret p holds: its
+// tracker token, GitHub App key, webhook secrets, work branch token and
+// pipeline secrets. pkg/redact keeps them out of everything the daemon
+// posts, logs or shows of the project's pipeline output.
+func (p *Project) SecretValues() []string {
+	out := []string{p.Token.Value(), p.GitHubApp.PrivateKey.Value(), p.Workspace.Git.Token.Value()}
+	for _, s := range p.Webhook.Secrets {
+		out = append(out, s.Value())
+	}
+	for _, s := range p.Pipeline.Secrets {
+		out = append(out, s.From.Value())
+	}
+	return out
+}

@@ -22,6 +22,7 @@ import (
 // instead, once; the caller moves the ticket either way.
 func (a *attempt) postComment(ctx context.Context, body, short string) error {
 	p, ref, fence, log := a.p, a.req.Ref, a.fence, a.log
+	body, short = safeComment(p.Redact, body), safeComment(p.Redact, short)
 	cctx, cancel := context.WithTimeout(ctx, commentTimeout)
 	defer cancel()
 	post := func(b string) error {
@@ -46,10 +47,12 @@ func (a *attempt) postComment(ctx context.Context, body, short string) error {
 // fence longer than any backtick run left inside it, so pipeline output can
 // never break out of the block, and a tail full of backticks cannot push the
 // comment past the limit through its fence. Control characters other than
-// newline and tab are stripped: trackers refuse or mangle them.
+// newline and tab are stripped: trackers refuse or mangle them; @mentions
+// are broken and no line is a command (platforms.NoMentions,
+// NoCommandLines), before the cut, so the comment stays within limit.
 func outcomeComment(headline, instance string, res procrun.Result, notes []string, limit int) string {
 	head := outcomeHead(headline, instance, res, notes)
-	tail := strings.TrimRight(stripControl(strings.ToValidUTF8(string(res.Tail), "\uFFFD")), "\n")
+	tail := platforms.NoCommandLines(platforms.NoMentions(strings.TrimRight(stripControl(strings.ToValidUTF8(string(res.Tail), "\uFFFD")), "\n")))
 	if tail == "" {
 		return truncateRunes(head+"\n(no output)\n", limit)
 	}

@@ -378,17 +378,20 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		ran := make(chan struct{})
 		spec.Kill = eitherClosed(hb.kill, cw.kill, ran)
 		out := a.openOutput(ctx)
-		if out != nil {
-			spec.Output = out
-		}
+		red := a.redactOutput(out)
+		spec.Output = red
 		stopProgress := a.startProgress(ctx, hb, workDir, &spec)
 		res = e.runPipeline(ctx, spec, req.Ref, token)
 		stopProgress()
 		close(ran)
+		res.Tail = red.finish()
 		if out != nil {
 			_ = out.Close()
 		}
 		a.result, a.resultNotes = ReadResult(resultFile)
+		var dropped []string
+		a.result, dropped = redactResult(p.Redact, a.result)
+		a.resultNotes = append(a.resultNotes, dropped...)
 		if res.Err != nil && p.Pipeline.StartHint != "" {
 			res.Err = fmt.Errorf("%w (%s)", res.Err, p.Pipeline.StartHint)
 		}
@@ -446,7 +449,7 @@ func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir s
 	spec.Env = append(spec.Env, ProgressFileEnv+"="+path)
 	c := &progressComment{ed: ed, ref: a.req.Ref, path: path, every: e.cfg.ProgressInterval,
 		body: func(lines string) string {
-			return progressBody(e.cfg.Labels.Prefix, a.req.Attempt, e.cfg.Instance, lines)
+			return safeComment(p.Redact, progressBody(e.cfg.Labels.Prefix, a.req.Attempt, e.cfg.Instance, p.Redact.String(lines)))
 		},
 		fence: a.newFence(hb), clock: e.cfg.Clock, log: a.log}
 	pctx, cancel := context.WithCancel(ctx)

@@ -44,7 +44,11 @@ func (a *attempt) persist(ctx context.Context, t *platforms.Ticket, kind failure
 	spec.TailBytes = e.cfg.TailBytes
 	spec.Kill = hb.kill
 	spec.Cgroups = e.cfg.Cgroups
+	// Its output is redacted like the pipeline's: the tail is logged.
+	red := a.redactOutput(nil)
+	spec.Output = red
 	res := procrun.Run(ctx, spec)
+	res.Tail = red.finish()
 	if res.OK() {
 		log.Info("persist command succeeded", zap.Duration("duration", res.Duration))
 		return []string{"persist command: succeeded"}

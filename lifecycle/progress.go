@@ -80,9 +80,10 @@ func readProgress(path string) string {
 // progressBody is a progress comment: a headline and the lines in a code
 // fence longer than any backtick run in them, so the pipeline's text can
 // never break out of the block (on Jira the tracker turns the fence into a
-// {code} block). Its size is bounded by maxProgressBytes, far below every
-// platform's comment limit.
+// {code} block), its @mentions broken (platforms.NoMentions). Its size is
+// bounded by maxProgressBytes, far below every platform's comment limit.
 func progressBody(prefix string, attempt int, instance, lines string) string {
+	lines = platforms.NoMentions(lines)
 	fence := strings.Repeat("`", max(3, longestRun(lines, '`')+1))
 	return fmt.Sprintf("**%s**: in progress (attempt %d, instance %s)\n\nLatest progress:\n\n%s\n%s\n%s\n",
 		prefix, attempt, stripControl(instance), fence, lines, fence)

@@ -66,8 +66,9 @@ func TestReadProgressShowsTheBoundedTailOfCompleteLines(t *testing.T) {
 func TestProgressBodyFencesHostileLines(t *testing.T) {
 	lines := "ok\n````\n@alice [x](javascript:alert(1))"
 	body := progressBody("agent-smith", 2, "r1", lines)
-	if !strings.Contains(body, "\n`````\n"+lines+"\n`````\n") {
-		t.Errorf("lines not in a fence longer than their backtick runs:\n%s", body)
+	// The mention is broken too (platforms.NoMentions).
+	if !strings.Contains(body, "\n`````\n"+platforms.NoMentions(lines)+"\n`````\n") {
+		t.Errorf("lines not in a fence longer than their backtick runs, or the mention not broken:\n%s", body)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/gitws"
+	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -45,6 +46,11 @@ type Project struct {
 	// pipeline's $AGENTSMITH_PROGRESS_FILE (progress.go), where the tracker
 	// is a platforms.CommentEditor.
 	ProgressComment bool
+	// Redact holds the project's secrets (config.Project.SecretValues):
+	// they and their encodings are replaced in the attempt log, the
+	// daemon's log of pipeline lines and every comment the run posts
+	// (redact.go). nil redacts nothing.
+	Redact *redact.Redactor
 }
 
 // Default time-in-state limits past which a ticket is flagged as stuck (a

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // ResultFileEnv names the file a pipeline may write its result to. The
@@ -137,7 +139,7 @@ func renderResult(platform string, r Result) string {
 	if r.Summary != "" {
 		b.WriteString("**Summary**\n\n")
 		for _, line := range strings.Split(r.Summary, "\n") {
-			b.WriteString(esc(line) + "\n")
+			b.WriteString(platforms.NoCommandLines(esc(line)) + "\n")
 		}
 	}
 	if len(r.Links) > 0 {
@@ -186,9 +188,10 @@ func markdownEscape(s string) string {
 }
 
 // jiraEscape breaks the two forms the Jira tracker passes through as
-// written: [~user] mentions and ``` code fences.
+// written, [~user] mentions and ``` code fences, and @mentions, which Jira
+// does not resolve in API text but bots and other trackers' mirrors may.
 func jiraEscape(s string) string {
-	return strings.NewReplacer("[~", "[\u200b~", "```", "`\u200b``").Replace(s)
+	return platforms.NoMentions(strings.NewReplacer("[~", "[\u200b~", "```", "`\u200b``").Replace(s))
 }
 
 // removeStale removes a file an earlier attempt's pipeline left (its result

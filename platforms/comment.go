@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // ErrRejected means the tracker refused a request for good: a 4xx answer
@@ -64,4 +65,55 @@ type CommentEditor interface {
 	// EditComment replaces the body of the comment id on the ticket;
 	// ErrNotFound when it is gone (deleted by a person).
 	EditComment(ctx context.Context, ref Ref, id, body string) error
+}
+
+// zeroWidthSpace is invisible in every tracker's rendering and breaks the
+// patterns below: no parser this file names skips it (Go's and Ruby's
+// whitespace classes do not include it).
+const zeroWidthSpace = "\u200b"
+
+// NoCommandLines puts a zero-width space before the "/" of every line whose
+// first non-blank character is "/", so no line of a comment the daemon
+// posts is a command to the tracker or to a bot reading it:
+//
+//   - GitLab runs quick actions (/close, /title, /label, /move, /clone, …)
+//     in notes created or edited through the API, as the note's author, the
+//     daemon's account (https://docs.gitlab.com/user/project/quick_actions/;
+//     gitlab4j/gitlab4j-api#1273). Its extractor takes "/" at the very start
+//     of a line (lib/gitlab/quick_actions/extractor.rb: ^\/(?<cmd>…)); its
+//     code-block and inline-code skip rules are regexes, not CommonMark, and
+//     have changed between versions, so a code fence is no guard: every line
+//     is made inert, inside fences too.
+//   - GitHub, Jira and Azure DevOps run nothing from a comment themselves,
+//     but bots and workflows on them do: Prow (/close, /reopen, /retitle,
+//     /lgtm, /approve, /retest: ^/cmd line regexes), issue_comment
+//     workflows such as slash-command-dispatch (they run with the
+//     commenter's permission, the daemon's token being a PAT or an App),
+//     and Jira automation rules matching comment text. The daemon posts the
+//     same text everywhere, so the rule is the same everywhere.
+//
+// The rendered text is unchanged to a reader.
+func NoCommandLines(s string) string {
+	if !strings.Contains(s, "/") {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		// GitLab deletes every "\r" before it looks for commands.
+		rest := strings.TrimLeft(l, " \t\r")
+		if strings.HasPrefix(rest, "/") {
+			lines[i] = l[:len(l)-len(rest)] + zeroWidthSpace + rest
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// NoMentions puts a zero-width space after every "@" in s, text from a
+// pipeline, so it notifies no one and addresses no bot: GitHub and GitLab
+// @user and @org/team mentions, bot commands (@dependabot merge,
+// @mergifyio queue, @coderabbitai), Azure DevOps @<id> mentions. The
+// daemon's own mentions (pipeline.escalate.mention) are not passed
+// through it.
+func NoMentions(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "@"+zeroWidthSpace, "@"), "@", "@"+zeroWidthSpace)
 }

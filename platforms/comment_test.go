@@ -20,3 +20,23 @@ func TestRejectedOnlyForPermanent4xx(t *testing.T) {
 		t.Error("nil error became non-nil")
 	}
 }
+
+func TestNoCommandLines(t *testing.T) {
+	for in, want := range map[string]string{
+		"/close":                  "\u200b/close",
+		"ok\n  /title x\n\t/move": "ok\n  \u200b/title x\n\t\u200b/move",
+		"a /close\nhttps://x/y":   "a /close\nhttps://x/y",
+		"":                        "",
+		"\r/close":                "\r\u200b/close",
+	} {
+		if got := NoCommandLines(in); got != want {
+			t.Errorf("NoCommandLines(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestNoMentions(t *testing.T) {
+	if got := NoMentions("@dependabot merge, mail a@b.c, @\u200bx"); got != "@\u200bdependabot merge, mail a@\u200bb.c, @\u200bx" {
+		t.Errorf("NoMentions = %q", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -140,6 +141,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 			p.Pipeline.Secrets[s.Name] = s.From.Value()
 		}
 	}
+	p.Redact = redact.New(pc.SecretValues()...)
 	if pc.TokenConcurrency > 0 {
 		p.Limits.TokenID = lifecycle.TokenID(pc.Token.Value())
 	}

@@ -69,3 +69,23 @@ func TestAnyPollsSeesConfiguredBlocks(t *testing.T) {
 		t.Errorf("AnyPolls: want false for a webhook project alone, true with a polling discovered block")
 	}
 }
+
+// The lifecycle redacts every secret the project's config holds.
+func TestLifecycleRedactsTheProjectsSecrets(t *testing.T) {
+	env := map[string]string{"T": "tracker-token", "S": "webhook-secret", "W": "push-token", "P": "pipeline-secret"}
+	cfg, err := config.Parse([]byte(`
+projects:
+  - {name: p, platform: gitlab, repo: o/a, token_env: T, webhook: {secret_env: S},
+     workspace: {git: {url: "https://git.example/o/a.git", token_env: W}},
+     pipeline: {command: [run], secrets: [{name: X, from: {env: P}}]}}
+`), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Lifecycle(&cfg.Projects[0], nil)
+	for _, v := range env {
+		if got := p.Redact.String("x " + v + " y"); got != "x [redacted] y" {
+			t.Errorf("%s: %q", v, got)
+		}
+	}
+}

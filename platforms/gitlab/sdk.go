@@ -87,8 +87,12 @@ func (s *sdk) editLabels(ctx context.Context, project string, iid int, add, remo
 	return fromSDK(is), nil
 }
 
-// createNote is POST /projects/:id/issues/:iid/notes.
+// createNote is POST /projects/:id/issues/:iid/notes. GitLab would run
+// any line of body starting with "/" as a quick action, as the daemon:
+// platforms.NoCommandLines makes every such line text, on every note the
+// daemon posts or edits, whoever wrote it.
 func (s *sdk) createNote(ctx context.Context, project string, iid int, body string) (int, error) {
+	body = platforms.NoCommandLines(body)
 	n, _, err := s.c.Notes.CreateIssueNote(project, iid, &gl.CreateIssueNoteOptions{Body: &body}, gl.WithContext(ctx))
 	if err != nil {
 		return 0, classify(err)
@@ -98,7 +102,9 @@ func (s *sdk) createNote(ctx context.Context, project string, iid int, body stri
 
 // editNote is PUT /projects/:id/issues/:iid/notes/:note_id
 // (https://docs.gitlab.com/api/notes/#modify-existing-issue-note).
+// An edit runs quick actions too (Notes::UpdateService).
 func (s *sdk) editNote(ctx context.Context, project string, iid, note int, body string) error {
+	body = platforms.NoCommandLines(body)
 	_, _, err := s.c.Notes.UpdateIssueNote(project, iid, note, &gl.UpdateIssueNoteOptions{Body: &body}, gl.WithContext(ctx))
 	return classify(err)
 }

@@ -89,6 +89,12 @@ func (s *Sim) glEditNote(w http.ResponseWriter, r *http.Request, c *glCall) {
 	if !ok {
 		return
 	}
+	// Notes::UpdateService runs an edit's quick actions too; an edit to
+	// nothing but commands deletes the note there, which the sim leaves
+	// as it was.
+	if body, ok = s.glNoteWithQuickActions(w, c, n, body); !ok {
+		return
+	}
 	sn, cm, err := s.store.editComment(c.repo, n, id, body)
 	if err != nil {
 		s.glStoreError(w, err)

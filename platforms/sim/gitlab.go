@@ -553,7 +553,8 @@ func (s *Sim) glListNotes(w http.ResponseWriter, r *http.Request, c *glCall) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// glCreateNote is "Create new issue note": body (required).
+// glCreateNote is "Create new issue note": body (required). Its quick
+// actions run first (gitlab_quickactions.go).
 func (s *Sim) glCreateNote(w http.ResponseWriter, r *http.Request, c *glCall) {
 	n, ok := s.glIID(w, r)
 	if !ok {
@@ -561,6 +562,9 @@ func (s *Sim) glCreateNote(w http.ResponseWriter, r *http.Request, c *glCall) {
 	}
 	body, ok := glNoteBody(w, r)
 	if !ok {
+		return
+	}
+	if body, ok = s.glNoteWithQuickActions(w, c, n, body); !ok {
 		return
 	}
 	sn, id, err := s.store.apply(c.repo, n, nil, c.by, update{Comment: &body})

@@ -139,13 +139,20 @@ type Audit struct {
 // On reports whether the replica appends to the audit stream.
 func (a Audit) On() bool { return a.Enabled == nil || *a.Enabled }
 
-// Status protects the admin listener's status page (/status, /status.json)
-// and /metrics. With no token they are open to whoever reaches the admin
-// listener (validate allows that only on loopback); with one, a request
-// needs "Authorization: Bearer <token>", which is how Prometheus scrapes
-// (shorthand keys token_env / token_file).
+// Status protects the admin listener (/metrics, the status page, the
+// probes there): every request needs "Authorization: Bearer <token>",
+// which is how Prometheus scrapes, or a status page login with the token
+// (shorthand keys token_env / token_file). With no token configured,
+// `serve` creates one in a file beside the config (internal/statustoken);
+// validate allows that only on loopback, since other replicas and
+// Prometheus could not know it.
 type Status struct {
 	Token Secret `yaml:"token"`
+	// Hosts are the names, besides "localhost" and any IP, that requests
+	// to the admin listener may carry in their Host header (a reverse
+	// proxy's name, a compose service name). Any other name is refused
+	// (421) before anything else: it is what DNS rebinding sends.
+	Hosts []string `yaml:"hosts"`
 
 	tokenEnv, tokenFile Secret
 }

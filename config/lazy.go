@@ -33,3 +33,27 @@ func LoadRedisOnly(path string) (*Config, error) {
 	}
 	return &c, nil
 }
+
+// LoadStatusToken reads the config at path for the admin listener's token
+// alone: status.token (or token_env / token_file) resolved, nothing else,
+// so agentsmithctl can print it where the trackers' secrets are not set.
+// An unset Secret means the config names none (serve then keeps one in a
+// file beside the config, internal/statustoken).
+func LoadStatusToken(path string) (Secret, error) {
+	data, baseDir, err := readFile(path)
+	if err != nil {
+		return Secret{}, err
+	}
+	var c Config
+	var errs Errors
+	if !decode(data, &c, &errs) {
+		return Secret{}, fmt.Errorf("config %s: %w", path, errs)
+	}
+	st := &c.Status
+	oneOf(&st.Token, "status.token", &errs, st.Token, st.tokenEnv, st.tokenFile)
+	st.Token.resolve("status.token", os.LookupEnv, baseDir, &errs)
+	if len(errs) > 0 {
+		return Secret{}, fmt.Errorf("config %s: %w", path, errs)
+	}
+	return st.Token, nil
+}

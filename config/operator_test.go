@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,14 @@ func TestAuditAndStatus(t *testing.T) {
 		if !slices.Contains(got, want) {
 			t.Errorf("errors %q lack %q", got, want)
 		}
+	}
+	c = mustParse(t, string(data)+"status: {hosts: [agentsmithd-a, Status.Example.COM]}\n", vars)
+	if !slices.Equal(c.Status.Hosts, []string{"agentsmithd-a", "Status.Example.COM"}) {
+		t.Errorf("status.hosts = %q", c.Status.Hosts)
+	}
+	got = parseErrs(t, string(data)+"status: {hosts: [\"status.example.com:9090\", \"127.0.0.1\", \"*.example.com\", \"\", \"http://x\", \"a..b\"]}\n", vars)
+	if len(got) != 6 || !strings.Contains(got[0], "status.hosts[0]: expected a host name") || got[1] != "status.hosts[1]: an IP is always allowed; list names only" {
+		t.Errorf("bad status.hosts: %q", got)
 	}
 	got = parseErrs(t, string(data)+"status: {token: hunter2}\n", vars)
 	if len(got) != 1 || got[0] != "status.token: expected {env: NAME} or {file: PATH}; the secret itself does not belong in the config (line 10)" {

@@ -92,6 +92,11 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 	st := &c.Status
 	oneOf(&st.Token, "status.token", errs, st.Token, st.tokenEnv, st.tokenFile)
 	secret(&st.Token, "status.token")
+	for i, h := range st.Hosts {
+		if msg := hostName(h); msg != "" {
+			errs.add(fmt.Sprintf("status.hosts[%d]", i), msg)
+		}
+	}
 	c.validateAdminListen(errs)
 
 	if len(c.Projects) == 0 {
@@ -347,6 +352,23 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// hostName says what is wrong with a status.hosts entry, "" when nothing:
+// it must be a DNS name alone (no scheme, port, path or wildcard), since it
+// is compared with the Host header's name whatever the port.
+func hostName(h string) string {
+	switch {
+	case net.ParseIP(strings.Trim(h, "[]")) != nil:
+		return "an IP is always allowed; list names only"
+	case h == "" || len(h) > 253 || strings.HasPrefix(h, ".") || strings.HasSuffix(h, ".") || strings.Contains(h, ".."):
+		return `expected a host name such as "agentsmithd.internal"`
+	case strings.ContainsFunc(h, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.')
+	}):
+		return `expected a host name such as "agentsmithd.internal", without scheme, port, path or wildcard`
+	}
+	return ""
 }
 
 func unspecified(host string) bool {

@@ -243,7 +243,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not found.`,
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{exitUsage, err} })
 	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), logsCmd(a), eventsCmd(a), requeueCmd(a), retryCmd(a), releaseCmd(a),
-		cancelCmd(a), pauseCmd(a), resumeCmd(a), reportCmd(a))
+		cancelCmd(a), pauseCmd(a), resumeCmd(a), reportCmd(a), statusTokenCmd(a))
 	return root
 }
 

@@ -40,11 +40,13 @@ type projectCheckReport struct {
 // check verifies, per project, against the configured Redis and tracker
 // and without writing anything, what the daemon needs to work: Redis
 // answers; the token authenticates and may label and comment; the trigger
-// label exists; a webhook points here. It exits 1 on any failure.
+// label exists; a webhook points here. A last row per project warns when
+// its pipelines could read the daemon's secret files (check_pipelineuser.go).
+// It exits 1 on any failure.
 func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var output, receiverURL string
 	var timeout time.Duration
-	cfg, _, code := loadOnly("check", args, stderr, func(fs *flag.FlagSet) {
+	cfg, cfgPath, code := loadOnly("check", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&output, "o", "table", "output: table or json")
 		fs.StringVar(&receiverURL, "receiver-url", "", "the receiver's public URL (https://agentsmith.example.com); hooks must point under it")
 		fs.DurationVar(&timeout, "timeout", defaultCheckTimeout, "time limit for each project's checks")
@@ -62,7 +64,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: discover repositories: %v\n", err)
 		return 1
 	}
-	rep := runChecks(ctx, cfg, receiverURL, timeout)
+	rep := runChecks(ctx, cfg, cfgPath, receiverURL, timeout)
 	if output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -78,7 +80,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runChecks checks Redis once and every project at once, each within
 // timeout.
-func runChecks(ctx context.Context, cfg *config.Config, receiverURL string, timeout time.Duration) checkReport {
+func runChecks(ctx context.Context, cfg *config.Config, cfgPath, receiverURL string, timeout time.Duration) checkReport {
 	rdb, redisResult := checkRedis(ctx, cfg.Redis, timeout)
 	if rdb != nil {
 		defer func() { _ = rdb.Close() }()
@@ -95,6 +97,7 @@ func runChecks(ctx context.Context, cfg *config.Config, receiverURL string, time
 			defer cancel()
 			rep.Projects[i].Checks = append([]platforms.CheckResult{redisResult},
 				checkProject(pctx, cfg, pc, rdb, receiverURL)...)
+			rep.Projects[i].Checks = append(rep.Projects[i].Checks, checkPipelineUser(cfg, cfgPath, pc))
 		}()
 	}
 	wg.Wait()

@@ -160,6 +160,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("  webhook receiver:                         http://%s/webhooks/{github,gitlab,azuredevops,jira}", d.Addr())
 	say("  metrics (admin listener):                 http://%s/metrics", d.AdminAddr())
 	say("  status page (queue, runs, audit events):  http://%s/status", d.AdminAddr())
+	say("  admin token (status page login; Authorization: Bearer for /metrics): %s", d.StatusToken())
 	say("")
 	type key struct {
 		repo string

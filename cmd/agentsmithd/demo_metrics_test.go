@@ -63,7 +63,12 @@ func TestDemoMetricsCarryNoSecrets(t *testing.T) {
 	})
 	var body string
 	eventually.Wait(t, 10*time.Second, "/metrics to count every failed run", func() bool {
-		resp, err := http.Get("http://" + d.AdminAddr() + "/metrics")
+		req, err := http.NewRequest(http.MethodGet, "http://"+d.AdminAddr()+"/metrics", nil)
+		if err != nil {
+			return false
+		}
+		req.Header.Set("Authorization", "Bearer "+d.StatusToken())
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}

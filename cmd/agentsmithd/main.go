@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"unicode"
@@ -30,6 +31,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/buildinfo"
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
+	"github.com/agentsmithd/agentsmithd/internal/statustoken"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/nodump"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
@@ -157,6 +159,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentsmithd: redis.addr (or redis.addrs) is empty: serve needs a Redis server (the embedded one is for `agentsmithd demo` only)")
 		return 1
 	}
+	if err := ensureStatusToken(cfg, *path, log); err != nil {
+		fmt.Fprintln(stderr, "agentsmithd:", err)
+		return 1
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(stderr, "agentsmithd: find own binary for the run guards:", err)
@@ -180,6 +186,30 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// ensureStatusToken gives a config without status.token the token in the
+// file beside it (internal/statustoken), creating it on the first start:
+// the admin listener authenticates every request, loopback included. The
+// log names the file, never the token.
+func ensureStatusToken(cfg *config.Config, cfgPath string, log *zap.Logger) error {
+	if cfg.Status.Token.IsSet() {
+		return nil
+	}
+	path, err := filepath.Abs(statustoken.Path(cfgPath))
+	if err != nil {
+		return fmt.Errorf("status token: %w", err)
+	}
+	token, created, err := statustoken.Ensure(path)
+	if err != nil {
+		return fmt.Errorf("%w (or set status.token: {token_file: PATH})", err)
+	}
+	cfg.Status.Token = config.NewSecret("", path, token)
+	if created {
+		log.Info("created the admin listener's token: log in to /status with it, scrape /metrics with it as a bearer token; "+
+			"agentsmithctl status-token prints it", zap.String("file", path))
+	}
+	return nil
 }
 
 // overrideFlags applies --listen and --instance-id over the config, with the

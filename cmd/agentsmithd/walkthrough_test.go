@@ -52,6 +52,15 @@ func TestFirstProjectWalkthrough(t *testing.T) {
 		t.Fatalf("found %d sh blocks in the walkthrough, want at least 5", len(script))
 	}
 
+	// Then the operator's way into the admin listener, which the
+	// walkthrough's config (no status.token) leaves to the token serve
+	// created beside the config: refused without it, answered with it as
+	// agentsmithctl prints it.
+	script = append(script, `test "$(stat -c %a agentsmithd.status-token)" = 600
+test "$(curl -s -o /dev/null -w '%{http_code}' "http://$ADMIN/status.json")" = 401
+curl -fsS -H "Authorization: Bearer $(agentsmithctl -c agentsmithd.yaml status-token)" "http://$ADMIN/status.json" > /dev/null
+echo "admin listener: token ok"`)
+
 	first := t.TempDir()
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -87,7 +96,7 @@ func TestFirstProjectWalkthrough(t *testing.T) {
 	}
 	s := string(out)
 	for _, want := range []string{"agentsmithd.yaml: ok", "pending → enqueued", "in-progress → done",
-		"working on demo/app#1: Say hello (attempt 1)\nsaved the ticket in "} {
+		"working on demo/app#1: Say hello (attempt 1)\nsaved the ticket in ", "admin listener: token ok"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("walkthrough output lacks %q:\n%s", want, s)
 		}

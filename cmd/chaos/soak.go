@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/internal/statustoken"
 )
 
 // The soak (make soak) is the chaos run made long and steady: tickets fed
@@ -87,7 +89,9 @@ func sampleWorld(ctx context.Context, w *world, rdb *redis.Client, at time.Durat
 			if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
 				ps.FDs = len(fds)
 			}
-			ps.Goroutines = goroutines(ctx, adminAddr(filepath.Join(w.dir, inc+".log")))
+			// serve keeps the admin token beside the incarnation's config.
+			token, _ := statustoken.Read(statustoken.Path(filepath.Join(w.dir, inc+".yaml")))
+			ps.Goroutines = goroutines(ctx, adminAddr(filepath.Join(w.dir, inc+".log")), token)
 		}
 		s.Replicas = append(s.Replicas, ps)
 	}
@@ -140,9 +144,10 @@ func adminAddr(logPath string) string {
 	return ""
 }
 
-// goroutines scrapes go_goroutines from the replica's /metrics at addr (-1
-// when it does not answer within 2 s, as a SIGSTOPped replica does not).
-func goroutines(ctx context.Context, addr string) int {
+// goroutines scrapes go_goroutines from the replica's /metrics at addr
+// with its admin token (-1 when it does not answer within 2 s, as a
+// SIGSTOPped replica does not).
+func goroutines(ctx context.Context, addr, token string) int {
 	if addr == "" {
 		return -1
 	}
@@ -152,6 +157,7 @@ func goroutines(ctx context.Context, addr string) int {
 	if err != nil {
 		return -1
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return -1

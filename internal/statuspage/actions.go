@@ -36,7 +36,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		h.renderLogin(w, r, http.StatusBadRequest, "the form could not be read")
 		return
 	}
-	if h.cfg.Token != "" && !h.sess.checkToken(r.PostForm.Get("token")) {
+	if !h.sess.checkToken(r.PostForm.Get("token")) {
 		h.cfg.Logger.Info("status page: login refused", zap.String("remote", r.RemoteAddr))
 		h.renderLogin(w, r, http.StatusUnauthorized, "wrong token")
 		return
@@ -54,11 +54,15 @@ func (h *handler) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/status", http.StatusSeeOther)
 }
 
-// action runs one button of the page: a same-origin POST (checked before
-// this runs) with a valid session and its CSRF token. It answers 303 back
-// to the page with the outcome as a flash message.
+// action runs one button of the page: a same-origin POST with a valid
+// session and its CSRF token. It answers 303 back to the page with the
+// outcome as a flash message.
 func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w)
+	if !fromPage(r) {
+		http.Error(w, "403 forbidden: a button press must come from the status page (Origin or Sec-Fetch-Site)", http.StatusForbidden)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		var tooBig *http.MaxBytesError
@@ -94,6 +98,20 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	}
 	h.sess.setFlash(w, r, msg)
 	http.Redirect(w, r, "/status", http.StatusSeeOther)
+}
+
+// fromPage reports whether the request says it was sent by a page of this
+// origin. http.CrossOriginProtection, in front of action, refuses a request
+// whose Sec-Fetch-Site or Origin names another origin but lets one with
+// neither through, as a request from a tool; a button press must name its
+// origin: Sec-Fetch-Site same-origin, or an Origin (which
+// CrossOriginProtection has compared with the Host). Every browser sends
+// one of them on a form POST; a tool acts through agentsmithctl instead.
+func fromPage(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin"
+	}
+	return r.Header.Get("Origin") != ""
 }
 
 // badRequest is a form naming no valid action, ticket or project.

@@ -116,7 +116,13 @@ func TestLoginCSRFAndActions(t *testing.T) {
 		"cross-site":   {pause, map[string]string{"Sec-Fetch-Site": "cross-site"}, false},
 		"other origin": {pause, map[string]string{"Origin": "http://evil.example"}, false},
 		"same-site":    {pause, map[string]string{"Sec-Fetch-Site": "same-site"}, false},
-		"no session":   {pause, same, true},
+		// A tool's POST (curl: neither header) with a stolen session and
+		// its CSRF token is no button press; tools act through
+		// agentsmithctl.
+		"no origin":   {pause, nil, false},
+		"sfs none":    {pause, map[string]string{"Sec-Fetch-Site": "none"}, false},
+		"null origin": {pause, map[string]string{"Origin": "null"}, false},
+		"no session":  {pause, same, true},
 	} {
 		saved := b.cookies
 		if c.noSess {

@@ -33,9 +33,9 @@ func TestStatusCountsEveryLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h := New(Config{RDB: rdb, Queue: testQueue(rdb, 1), Clock: func() time.Time { return now }})
+	h := New(Config{RDB: rdb, Queue: testQueue(rdb, 1), Token: "s3cret", Clock: func() time.Time { return now }})
 	var st Status
-	if err := json.Unmarshal(get(t, h, "/status.json", "").Body.Bytes(), &st); err != nil {
+	if err := json.Unmarshal(get(t, h, "/status.json", "Bearer s3cret").Body.Bytes(), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Queue.Depth != 2 || st.Queue.Delayed != 1 || st.Queue.Oldest != "github:acme/app#3" || st.Queue.OldestAgeMS != time.Hour.Milliseconds() {

@@ -35,8 +35,7 @@ const maxFlash = 300
 // the rest under a key derived from the status token: it proves the holder
 // logged in with the token, without being the token, so every replica that
 // shares the token accepts it and changing the token logs everyone out.
-// With no token configured the key is random per process (the page is open
-// anyway; the cookie only anchors the CSRF token).
+// With no token the key is random per process and no login succeeds.
 type sessions struct {
 	key   []byte
 	token string
@@ -70,9 +69,9 @@ func mac(key []byte, parts ...string) []byte {
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // checkToken compares a presented token with the status token in constant
-// time.
+// time. With no status token nothing matches, the empty string included.
 func (s *sessions) checkToken(got string) bool {
-	return subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
+	return s.token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
 }
 
 // issue sets a fresh session cookie and returns its value.

@@ -4,9 +4,13 @@
 // requeue, retry and cancel a ticket and to pause and resume a project's
 // queue; /status.json is the same data for tools: the fleet snapshot
 // (lifecycle/ops, the same one agentsmithctl status prints) plus the newest
-// audit events, each linked to its ticket's page on the tracker. Reads
-// accept the status token as a bearer token or a login session; actions
-// need the session and its CSRF token (session.go, actions.go).
+// audit events, each linked to its ticket's page on the tracker. Every
+// request is authenticated, loopback included (a pipeline runs on the same
+// host): reads accept the status token as a bearer token or a login
+// session; actions need the session, its CSRF token and a request that
+// says it comes from this page (session.go, actions.go). AllowHosts
+// (host.go) refuses a Host header that is not this listener's before any of
+// that, against DNS rebinding.
 package statuspage
 
 import (
@@ -41,10 +45,11 @@ type Config struct {
 	// Instance is the replica serving the page.
 	Instance     string
 	HeartbeatTTL time.Duration
-	// Token, when set, is required as "Authorization: Bearer <token>"
-	// (RFC 6750 §2.1), or a browser logs in with it once (POST
-	// /status/login) and gets a session cookie. Never in a URL: query
-	// strings reach proxy logs and browser history.
+	// Token is required as "Authorization: Bearer <token>" (RFC 6750
+	// §2.1), or a browser logs in with it once (POST /status/login) and
+	// gets a session cookie. Never in a URL: query strings reach proxy logs
+	// and browser history. Empty, nobody is let in: the daemon always has
+	// one (status.token, or the file internal/statustoken creates).
 	Token string
 	// SessionTTL is how long a login lasts (default DefaultSessionTTL).
 	SessionTTL time.Duration
@@ -158,12 +163,11 @@ func New(cfg Config) http.Handler {
 }
 
 // authorized lets a request through with the bearer token or a valid
-// session cookie (or anything, with no token configured). A browser
-// without either gets the login form on /status.
+// session cookie. A browser with neither gets the login form on /status.
 func (h *handler) authorized(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		securityHeaders(w)
-		if h.cfg.Token != "" && !h.sess.bearer(r) && h.sess.session(r) == "" {
+		if !h.sess.bearer(r) && h.sess.session(r) == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agentsmithd status"`)
 			if r.URL.Path == "/status" {
 				h.renderLogin(w, r, http.StatusUnauthorized, "")
@@ -185,19 +189,17 @@ func securityHeaders(w http.ResponseWriter) {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 }
 
-// RequireToken guards next with the status token: with token set a
-// request needs "Authorization: Bearer <token>"; with it empty next is
-// open. The daemon guards /metrics with it, since Prometheus scrapes with a
-// bearer token.
+// RequireToken guards next with the status token: a request needs
+// "Authorization: Bearer <token>"; with token empty none gets through. The
+// daemon guards /metrics and everything else on the admin listener that is
+// not the status page with it, since Prometheus scrapes with a bearer token.
 func RequireToken(token string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="agentsmithd status"`)
-				http.Error(w, "401 unauthorized: send Authorization: Bearer <status token>", http.StatusUnauthorized)
-				return
-			}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if token == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentsmithd status"`)
+			http.Error(w, "401 unauthorized: send Authorization: Bearer <status token>", http.StatusUnauthorized)
+			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -73,13 +74,35 @@ func TestTokenAndDocument(t *testing.T) {
 		t.Errorf("leases = %+v", st.Leases)
 	}
 
-	open := New(Config{RDB: rdb, Queue: testQueue(rdb)})
-	if rec := get(t, open, "/status.json", ""); rec.Code != 200 {
-		t.Errorf("without a token configured: %d", rec.Code)
-	}
 	r.Kill()
-	if rec := get(t, open, "/status.json", ""); rec.Code != http.StatusServiceUnavailable {
+	if rec := get(t, h, "/status.json", "Bearer s3cret"); rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("Redis down: %d, want 503", rec.Code)
+	}
+}
+
+// With no token nothing gets in: not a request without credentials (a
+// pipeline's curl on the same host), not an empty bearer token, not an
+// empty login.
+func TestNoTokenLetsNobodyIn(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	h := New(Config{RDB: rdb, Queue: testQueue(rdb)})
+	for _, c := range []struct{ target, auth string }{
+		{"/status", ""}, {"/status.json", ""}, {"/status/logs?ticket=github:acme/app%231&attempt=1", ""},
+		{"/status/ticket?ticket=github:acme/app%231", ""}, {"/status.json", "Bearer "}, {"/status.json", "Bearer"},
+	} {
+		if rec := get(t, h, c.target, c.auth); rec.Code != http.StatusUnauthorized {
+			t.Errorf("GET %s (%q) without a token configured: %d, want 401", c.target, c.auth, rec.Code)
+		}
+	}
+	b := &browserSim{t: t, h: h, cookies: map[string]*http.Cookie{}}
+	if rec := b.do("POST", "/status/login", url.Values{"token": {""}}, map[string]string{"Origin": "http://example.com"}); rec.Code != http.StatusUnauthorized || len(b.cookies) != 0 {
+		t.Errorf("empty login without a token configured: %d, cookies %v; want 401 and none", rec.Code, b.cookies)
+	}
+	if rec := b.do("POST", "/status/action", url.Values{"action": {"pause"}, "project": {"app"}}, map[string]string{"Origin": "http://example.com"}); rec.Code != http.StatusForbidden {
+		t.Errorf("action without a session: %d, want 403", rec.Code)
+	}
+	if rec := get(t, RequireToken("", http.NotFoundHandler()), "/metrics", "Bearer "); rec.Code != http.StatusUnauthorized {
+		t.Errorf("RequireToken with no token: %d, want 401", rec.Code)
 	}
 }
 

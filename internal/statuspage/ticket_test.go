@@ -82,9 +82,9 @@ func TestChartsAndTicketPage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := New(Config{RDB: rdb, Queue: testQueue(rdb), Instance: "replica-a", LogRoots: []string{logRoot}})
+	h := New(Config{RDB: rdb, Queue: testQueue(rdb), Instance: "replica-a", Token: "s3cret", LogRoots: []string{logRoot}})
 
-	page := get(t, h, "/status", "").Body.String()
+	page := get(t, h, "/status", "Bearer s3cret").Body.String()
 	for _, want := range []string{`id="chart-throughput"`, `id="chart-lead"`,
 		hour.Add(-3*time.Hour).UTC().Format("15:04") + " UTC: 0 done, 1 failed",
 		hour.Add(-time.Hour).UTC().Format("15:04") + " UTC: 2 done, 0 failed",
@@ -98,7 +98,7 @@ func TestChartsAndTicketPage(t *testing.T) {
 		t.Error("a ticket id reached the page as HTML")
 	}
 
-	body := get(t, h, "/status/ticket?ticket="+url.QueryEscape("github:acme/app#1"), "").Body.String()
+	body := get(t, h, "/status/ticket?ticket="+url.QueryEscape("github:acme/app#1"), "Bearer s3cret").Body.String()
 	for _, want := range []string{
 		`<rect class="s-enqueued"`, `<rect class="s-in-progress"`, `<rect class="s-failed"`, `<rect class="s-done"`,
 		`id="attempt-1"`, `&lt;b&gt;boom&lt;/b&gt;: the widget exploded`, // the tail, as text
@@ -112,11 +112,11 @@ func TestChartsAndTicketPage(t *testing.T) {
 	if got := strings.Count(body, `<tr><td>`); got != 6 {
 		t.Errorf("ticket page history has %d rows, want the 6 transitions", got)
 	}
-	evilPage := get(t, h, "/status/ticket?ticket="+url.QueryEscape("github:"+evil.ID), "").Body.String()
+	evilPage := get(t, h, "/status/ticket?ticket="+url.QueryEscape("github:"+evil.ID), "Bearer s3cret").Body.String()
 	if strings.Contains(evilPage, "<script>alert(1)") || !strings.Contains(evilPage, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("hostile id not escaped on its page:\n%s", evilPage)
 	}
-	if rec := get(t, h, "/status/ticket?ticket=nocolon", ""); rec.Code != 400 {
+	if rec := get(t, h, "/status/ticket?ticket=nocolon", "Bearer s3cret"); rec.Code != 400 {
 		t.Errorf("bad ticket parameter: %d, want 400", rec.Code)
 	}
 }

@@ -6,6 +6,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -59,6 +61,11 @@ type Daemon struct {
 	refresher *discovery.Refresher // nil: no project is discovered
 	// configured are the projects before discovery (Options.Configured).
 	configured []config.Project
+
+	// statusToken authenticates every request to the admin listener:
+	// status.token, or one of this process's own when the config has none
+	// (serve puts the token file's in the config first).
+	statusToken string
 
 	// Built by New (roles.go), started by Run.
 	webhooks http.Handler
@@ -117,7 +124,11 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d := &Daemon{cfg: cfg, rdb: rdb, log: log, listened: make(chan struct{}), configured: opts.Configured, ownRedis: opts.OwnRedis}
+	d := &Daemon{cfg: cfg, rdb: rdb, log: log, listened: make(chan struct{}), configured: opts.Configured, ownRedis: opts.OwnRedis,
+		statusToken: cfg.Status.Token.Value()}
+	if d.statusToken == "" {
+		d.statusToken = randomToken()
+	}
 	if opts.GuardExe != "" {
 		d.guard = &runguard.Launcher{Exe: opts.GuardExe, Redis: projects.GuardRedis(cfg.Redis), Check: cfg.Consumer.GuardCheck,
 			Instance: cfg.InstanceID, Presence: presence.Window(cfg.Housekeeping.InstanceTTL)}
@@ -205,6 +216,18 @@ func (d *Daemon) AdminAddr() string {
 func newServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
+}
+
+// StatusToken is the token the admin listener requires (status.token, or
+// the replica's own when the config has none).
+func (d *Daemon) StatusToken() string { return d.statusToken }
+
+// randomToken is a status token for a replica whose config has none: only
+// who asks StatusToken (the demo, tests) can then use the admin listener.
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
 }
 
 // Listening is closed once both HTTP listeners are bound.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
@@ -39,7 +40,7 @@ func TestMetricsAndStatusCountThePriorityLevels(t *testing.T) {
 	admin := "http://" + d.AdminAddr()
 
 	var st statuspage.Status
-	if err := json.Unmarshal([]byte(body(t, admin+"/status.json")), &st); err != nil {
+	if err := json.Unmarshal([]byte(body(t, d, admin+"/status.json")), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Queue.Depth != 1 || st.Queue.Delayed != 1 || st.Queue.Oldest != ref.String() || st.Queue.OldestAgeMS < 3_599_000 {
@@ -48,7 +49,7 @@ func TestMetricsAndStatusCountThePriorityLevels(t *testing.T) {
 	if len(st.Queue.Levels) != 2 || st.Queue.Levels[0] != (ops.Level{Priority: 1, Depth: 1}) {
 		t.Errorf("/status.json levels = %+v, want priority 1 first with depth 1", st.Queue.Levels)
 	}
-	m := body(t, admin+"/metrics")
+	m := body(t, d, admin+"/metrics")
 	for _, want := range []string{"agentsmith_queue_depth 1\n", "agentsmith_queue_delayed 1\n", "agentsmith_queue_oldest_age_seconds 3600"} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
@@ -56,9 +57,14 @@ func TestMetricsAndStatusCountThePriorityLevels(t *testing.T) {
 	}
 }
 
-func body(t *testing.T, url string) string {
+func body(t *testing.T, d *daemon.Daemon, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+d.StatusToken())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,14 +52,16 @@ func TestWebhookListenerServesOnlyWebhooksAndProbes(t *testing.T) {
 	}
 	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200, "/status": 200,
 		"/status.json": 200, "/webhooks/github": 404} {
-		if got := get(t, admin+path); got != want {
+		if got := get(t, admin+path, "Authorization", "Bearer "+d.StatusToken()); got != want {
 			t.Errorf("admin listener GET %s = %d, want %d", path, got, want)
 		}
 	}
 }
 
-// With a status token, /metrics needs it as a bearer token, as the status
-// page does: that is how Prometheus scrapes an admin listener off loopback.
+// /metrics needs the status token as a bearer token, as the status page
+// does: that is how Prometheus scrapes. So do the admin listener's probes;
+// the probes an orchestrator calls, without a token, are the webhook
+// listener's.
 func TestMetricsRequireTheStatusToken(t *testing.T) {
 	e := newEnv(t)
 	d := e.startDaemon(e.config("replica-a", "status: {token_env: E2E_STATUS_TOKEN}\n"))
@@ -74,8 +76,11 @@ func TestMetricsRequireTheStatusToken(t *testing.T) {
 		t.Errorf("GET /metrics with the token = %d, want 200", got)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if got := get(t, admin+path); got != http.StatusOK {
-			t.Errorf("GET %s without the token = %d, want 200 (probes carry no token)", path, got)
+		if got := get(t, admin+path); got != http.StatusUnauthorized {
+			t.Errorf("admin listener GET %s without the token = %d, want 401", path, got)
+		}
+		if got := get(t, "http://"+d.Addr()+path); got != http.StatusOK {
+			t.Errorf("webhook listener GET %s without a token = %d, want 200 (probes carry no token)", path, got)
 		}
 	}
 }
@@ -113,7 +118,7 @@ func TestConnectionFloodFromOneHost(t *testing.T) {
 	// slot (keep-alive), so at least flood-perAddr are refused.
 	var refused float64
 	eventually.Wait(t, 10*time.Second, "the over-cap connections refused", func() bool {
-		refused, _ = scrapeMetrics(t, d.AdminAddr()).value("agentsmith_webhook_connections_refused_total", map[string]string{"reason": "per_address"})
+		refused, _ = scrapeMetrics(t, d).value("agentsmith_webhook_connections_refused_total", map[string]string{"reason": "per_address"})
 		return refused >= flood-perAddr
 	})
 	t.Logf("%d connections from one address, cap %d: %v refused", flood, perAddr, refused)
@@ -122,7 +127,7 @@ func TestConnectionFloodFromOneHost(t *testing.T) {
 		t.Errorf("%d connections seen closed, want at least %d", closed, flood-perAddr)
 	}
 	mu.Unlock()
-	if got := get(t, admin+"/readyz"); got != http.StatusOK {
+	if got := get(t, admin+"/readyz", "Authorization", "Bearer "+d.StatusToken()); got != http.StatusOK {
 		t.Errorf("admin /readyz during the flood = %d, want 200", got)
 	}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 )
@@ -23,9 +24,16 @@ type scrape struct {
 	families map[string]*dto.MetricFamily
 }
 
-func scrapeMetrics(t *testing.T, addr string) scrape {
+// scrapeMetrics scrapes d's /metrics as Prometheus does, with the status
+// token as bearer token.
+func scrapeMetrics(t *testing.T, d *daemon.Daemon) scrape {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, "http://"+d.AdminAddr()+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+d.StatusToken())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
@@ -141,7 +149,7 @@ func TestMetricsCountARealRun(t *testing.T) {
 	// The executor emits its last transition before it releases the run:
 	// wait until the in-flight index is empty again and the lease is held.
 	eventually.Wait(t, 10*time.Second, "run released and housekeeping lease held", func() bool {
-		s = scrapeMetrics(t, d.AdminAddr())
+		s = scrapeMetrics(t, d)
 		inflight, ok1 := s.value("agentsmith_runs_inflight", nil)
 		lease, ok2 := s.value("agentsmith_lease_held", map[string]string{"lease": "housekeeping"})
 		return ok1 && ok2 && inflight == 0 && lease == 1
@@ -152,7 +160,7 @@ func TestMetricsCountARealRun(t *testing.T) {
 	// already saw its release (CI saw exactly that: done = 1 beside
 	// inflight = 0). The release follows the transition, so a scrape begun
 	// after inflight = 0 was seen holds every count.
-	s = scrapeMetrics(t, d.AdminAddr())
+	s = scrapeMetrics(t, d)
 
 	checks := []struct {
 		name   string
@@ -221,7 +229,7 @@ func TestMetricsCountARealRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	s = scrapeMetrics(t, d.AdminAddr())
+	s = scrapeMetrics(t, d)
 	if got := s.must(t, "agentsmith_webhook_requests_total", map[string]string{"platform": "unknown", "code": "404"}); got != 1 {
 		t.Errorf("unknown-platform 404s = %v, want 1", got)
 	}
@@ -236,7 +244,7 @@ func TestMetricsWithoutReceiverRole(t *testing.T) {
 	cfg.Roles = []string{"consumer"}
 	d := e.startDaemon(cfg)
 	<-d.Listening()
-	s := scrapeMetrics(t, d.AdminAddr())
+	s := scrapeMetrics(t, d)
 	s.must(t, "agentsmith_queue_depth", nil)
 	if _, ok := s.value("agentsmith_lease_held", nil); ok {
 		t.Error("a replica without poller or housekeeping reports a lease")

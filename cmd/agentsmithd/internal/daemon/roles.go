@@ -63,20 +63,27 @@ func (d *Daemon) buildWebhooks() http.Handler {
 }
 
 // buildAdmin is the admin listener's handler: /metrics, the status page and
-// the probes.
+// the probes. Every request is authenticated, loopback included, since a
+// pipeline runs on the same host: the status page takes the token as a
+// bearer token or a login session (internal/statuspage), everything else
+// the bearer token alone (Prometheus scrapes so; the probes Kubernetes
+// uses are on the webhook listener). Before that, AllowHosts refuses a
+// Host header naming another site (DNS rebinding).
 func (d *Daemon) buildAdmin() http.Handler {
 	cfg := d.cfg
+	rest := http.NewServeMux()
+	health.Register(rest, d.ready)
+	rest.Handle("GET /metrics", d.metrics.Handler())
 	admin := http.NewServeMux()
-	health.Register(admin, d.ready)
-	admin.Handle("GET /metrics", statuspage.RequireToken(cfg.Status.Token.Value(), d.metrics.Handler()))
+	admin.Handle("/", statuspage.RequireToken(d.statusToken, rest))
 	status := statuspage.New(statuspage.Config{RDB: d.rdb, Queue: d.queue, Projects: d.projects, Instance: cfg.InstanceID,
-		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: cfg.Status.Token.Value(), Logger: d.log,
+		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: d.statusToken, Logger: d.log,
 		LogRoots: []string{cfg.Consumer.Output.LogsDir}, Claims: d.claims})
 	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs", "GET /status/ticket",
 		"POST /status/login", "POST /status/logout", "POST /status/action"} {
 		admin.Handle(route, status)
 	}
-	return admin
+	return statuspage.AllowHosts(cfg.Status.Hosts, admin)
 }
 
 // buildConsumer is the executor, which takes requests and runs pipelines,

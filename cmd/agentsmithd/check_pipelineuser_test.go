@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// check warns when a project's pipelines can read the daemon's secret
+// files: as the daemon's own user always (the admin token's file and every
+// token_file), as run_as when a file's mode lets that user in.
+func TestCheckWarnsWhenPipelinesCanReadSecrets(t *testing.T) {
+	w := newCheckWorld(t)
+	tokenFile := filepath.Join(w.dir, "tracker-token")
+	if err := os.WriteFile(tokenFile, []byte(checkToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	project := strings.Replace(w.githubProject("app", "acme/app", "CHECK_TOKEN"), "token_env: CHECK_TOKEN", "token_file: "+tokenFile, 1)
+	code, rep, out := w.run(t, project)
+	if code != 0 || rep.status("app", "pipeline user") != string(platforms.CheckWarn) {
+		t.Fatalf("no run_as: exit %d, pipeline user %q, want 0 and warn:\n%s", code, rep.status("app", "pipeline user"), out)
+	}
+	for _, want := range []string{tokenFile, filepath.Join(w.dir, "config.status-token"), "set pipeline.run_as"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the warning does not name %s:\n%s", want, out)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("run_as needs root")
+	}
+	// The pipeline user is another: it reads what its mode lets it.
+	if err := os.Chmod(w.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runAs := strings.Replace(project, `pipeline: {command: ["true"]}`, `pipeline: {command: ["true"], run_as: "65534:65534"}`, 1)
+	if _, rep, out = w.run(t, runAs); rep.status("app", "pipeline user") != string(platforms.CheckOK) {
+		t.Errorf("run_as with 0600 files: %q, want ok:\n%s", rep.status("app", "pipeline user"), out)
+	}
+	if err := os.Chmod(tokenFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, rep, out = w.run(t, runAs); rep.status("app", "pipeline user") != string(platforms.CheckWarn) || !strings.Contains(out, tokenFile) {
+		t.Errorf("run_as with a 0644 token file: %q, want a warning naming it:\n%s", rep.status("app", "pipeline user"), out)
+	}
+}

@@ -21,8 +21,9 @@ func TestPrepareNeverHandsOverAFileOutsideTheTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "work")
-	if _, err := r.Prepare(ctx(t), dir, branch); err != nil {
+	d := runAsDirs(t)
+	dir := d.Work
+	if _, err := r.Prepare(ctx(t), d, branch); err != nil {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(t.TempDir(), "shadow")
@@ -33,7 +34,7 @@ func TestPrepareNeverHandsOverAFileOutsideTheTree(t *testing.T) {
 	if err := os.Link(secret, filepath.Join(dir, "hard")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Prepare(ctx(t), dir, branch); err != nil {
+	if _, err := r.Prepare(ctx(t), d, branch); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(secret)

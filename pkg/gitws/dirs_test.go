@@ -2,6 +2,7 @@ package gitws
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -20,4 +21,17 @@ func prepare(c context.Context, r *Repo, d Dirs, branch string) (Prepared, error
 
 func save(c context.Context, r *Repo, d Dirs, branch, msg string) (Saved, error) {
 	return r.Save(c, d, branch, msg)
+}
+
+// runAsDirs is newDirs where the pipeline's user can reach its work dir,
+// as lifecycle's handOver makes it (search permission on the parents).
+func runAsDirs(t *testing.T) Dirs {
+	t.Helper()
+	root := t.TempDir()
+	for _, p := range []string{filepath.Dir(root), root} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Dirs{Work: filepath.Join(root, "work"), Git: filepath.Join(root, "git", "t")}
 }

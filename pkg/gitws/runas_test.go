@@ -19,14 +19,7 @@ func TestRunAsOwnsItsRepositoryNotTheDaemons(t *testing.T) {
 	const branch, token = "agent-smith/40", "ghp_s3cr3t-token-value"
 	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
 	bare := remote(t)
-	root := t.TempDir()
-	// The pipeline's user must reach its work dir (lifecycle's handOver).
-	for _, p := range []string{filepath.Dir(root), root} {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d := Dirs{Work: filepath.Join(root, "work"), Git: filepath.Join(root, "git", "t")}
+	d := runAsDirs(t)
 	r := newRepo(t, Config{URL: bare, Owner: nobody, Token: token})
 	if _, err := r.Prepare(ctx(t), d, branch); err != nil {
 		t.Fatal(err)

@@ -128,7 +128,9 @@ func TestPipelineOutputLeaksNoSecretAndRunsNoQuickAction(t *testing.T) {
 		})
 	}
 
-	status := statuspage.New(statuspage.Config{RDB: w.RDB, Queue: w.Queue, Instance: "exec-1", LogRoots: []string{filepath.Join(dir, "work")}})
+	const statusToken = "status-token-of-the-operator-0123456789"
+	status := statuspage.New(statuspage.Config{RDB: w.RDB, Queue: w.Queue, Instance: "exec-1", Token: statusToken,
+		LogRoots: []string{lifecycle.LogsRoot(filepath.Join(dir, "work"), "")}})
 	for n, title := range titles {
 		is, _ := w.Sim.Issue(lifecycletest.Repo, n)
 		if !is.Open || is.Title != title {
@@ -154,7 +156,9 @@ func TestPipelineOutputLeaksNoSecretAndRunsNoQuickAction(t *testing.T) {
 		// the file as it is).
 		for _, page := range []string{"/status/logs?attempt=1&ticket=", "/status/ticket?ticket="} {
 			rec := httptest.NewRecorder()
-			status.ServeHTTP(rec, httptest.NewRequest("GET", page+url.QueryEscape(gitlab.Platform+":"+ref(n).ID), nil))
+			req := httptest.NewRequest("GET", page+url.QueryEscape(gitlab.Platform+":"+ref(n).ID), nil)
+			req.Header.Set("Authorization", "Bearer "+statusToken)
+			status.ServeHTTP(rec, req)
 			if rec.Code != 200 || !strings.Contains(rec.Body.String(), "split "+redact.Replacement+" end") {
 				t.Errorf("%s %s: %d, without the redacted output:\n%s", title, page, rec.Code, rec.Body)
 			}

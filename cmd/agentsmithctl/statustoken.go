@@ -45,7 +45,7 @@ config (mode 0600, readable by the daemon's user only). Log in to /status with i
 				if err != nil {
 					return err
 				}
-				tok, err := statustoken.Read(path)
+				tok, err := statustoken.ReadAsOperator(path)
 				if errors.Is(err, fs.ErrNotExist) {
 					return notFound("%s does not exist yet: agentsmithd serve -c %s creates it on its first start", path, a.cfgPath)
 				}

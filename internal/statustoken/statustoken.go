@@ -55,34 +55,44 @@ func Ensure(path string) (token string, created bool, err error) {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	token = hex.EncodeToString(b)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		// Another replica of this config created it meanwhile.
-		token, err = Read(path)
-		return token, false, err
-	}
+	// The token is written to a private temporary file first and then
+	// linked to its name, which fails rather than replaces: another replica
+	// of this config never reads a file created but not yet written.
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return "", false, fmt.Errorf("status token: create %s: %w", path, err)
 	}
-	if _, err := f.WriteString(token + "\n"); err != nil {
-		_ = f.Close()
-		_ = os.Remove(path)
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	_, err = tmp.WriteString(token + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return "", false, fmt.Errorf("status token: write %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		_ = os.Remove(path)
-		return "", false, fmt.Errorf("status token: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return "", false, fmt.Errorf("status token: write %s: %w", path, err)
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		// Another replica of this config created it meanwhile.
+		token, err = Read(path)
+		return token, false, err
+	} else if err != nil {
+		return "", false, fmt.Errorf("status token: create %s: %w", path, err)
 	}
 	return token, true, nil
 }
 
 // Read returns the token in the file at path. An error wrapping
 // fs.ErrNotExist means there is no file yet.
-func Read(path string) (string, error) {
+func Read(path string) (string, error) { return read(path, false) }
+
+// ReadAsOperator is Read for agentsmithctl: root may also read a file the
+// daemon's own user owns (the mode and symlink checks still hold). The
+// daemon itself uses Read, which accepts only its own file.
+func ReadAsOperator(path string) (string, error) { return read(path, os.Geteuid() == 0) }
+
+func read(path string, anyOwner bool) (string, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
@@ -91,7 +101,7 @@ func Read(path string) (string, error) {
 		return "", fmt.Errorf("status token: %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	if err := checkOwn(f); err != nil {
+	if err := checkOwn(f, anyOwner); err != nil {
 		return "", fmt.Errorf("status token: %s: %w", path, err)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxLen+1))
@@ -110,7 +120,7 @@ func Read(path string) (string, error) {
 
 // checkOwn refuses a file that is not a regular file, that another user
 // owns or that others may read or write.
-func checkOwn(f *os.File) error {
+func checkOwn(f *os.File, anyOwner bool) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -118,7 +128,7 @@ func checkOwn(f *os.File) error {
 	if !fi.Mode().IsRegular() {
 		return errors.New("not a regular file")
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && !anyOwner && int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("owned by uid %d, not by this user (uid %d)", st.Uid, os.Geteuid())
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -77,5 +78,66 @@ func TestReadRefusesPlantedFiles(t *testing.T) {
 	}
 	if _, err := Read(short); err == nil {
 		t.Error("Read of a one-character token succeeded")
+	}
+}
+
+// Replicas of one config starting together agree on one token: none reads
+// the file between another's create and its write.
+func TestEnsureRacingReplicasAgree(t *testing.T) {
+	for round := range 20 {
+		path := filepath.Join(t.TempDir(), "r.status-token")
+		const n = 8
+		tokens := make(chan string, n)
+		errs := make(chan error, n)
+		var start sync.WaitGroup
+		start.Add(1)
+		for range n {
+			go func() {
+				start.Wait()
+				tok, _, err := Ensure(path)
+				tokens <- tok
+				errs <- err
+			}()
+		}
+		start.Done()
+		var first string
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: Ensure: %v", round, err)
+			}
+			tok := <-tokens
+			if first == "" {
+				first = tok
+			}
+			if tok != first {
+				t.Fatalf("round %d: replicas got two tokens %q and %q", round, first, tok)
+			}
+		}
+		entries, err := os.ReadDir(filepath.Dir(path))
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("round %d: the directory holds %v (%v), want the token file alone", round, entries, err)
+		}
+	}
+}
+
+// Root running agentsmithctl reads the token file of the daemon's own user;
+// the daemon (Read) still takes only its own.
+func TestOperatorRootReadsTheDaemonsFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the file to another user")
+	}
+	path := filepath.Join(t.TempDir(), "d.status-token")
+	tok, _, err := Ensure(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(path); err == nil {
+		t.Fatal("Read took a file another user owns")
+	}
+	if got, err := ReadAsOperator(path); err != nil || got != tok {
+		t.Fatalf("ReadAsOperator = %q, %v; want the token", got, err)
 	}
 }

@@ -1,0 +1,113 @@
+package lifecycle_test
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+)
+
+// ghLabelWrite is the sim's name of GitHub's add-labels call, the first
+// write of a relabel.
+const ghLabelWrite = "POST /repos/{owner}/{repo}/issues/{number}/labels"
+
+// fakeClock is a clock a test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+// A ticket whose label write the tracker refuses for good is not polled
+// into the same refusal every cycle: over 31 one-minute poll cycles it is
+// written at minutes 0, 5 and 15 (backoff 5 min, doubling), told once,
+// counted in agentsmith_tracker_refusals_total; a person's label edit ends
+// the backoff at the next cycle.
+func TestPollerBacksOffATicketRefusedForGood(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	ctx := t.Context()
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	m := metrics.New(metrics.Config{})
+	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
+		Clock: clock.Now, Logger: zaptest.NewLogger(t), Observer: m})
+	poller := lifecycle.NewPoller(claims, zaptest.NewLogger(t))
+
+	const n = 1
+	w.Sim.CreateRepo(lifecycletest.Repo)
+	w.Sim.RefuseLabelWrites(lifecycletest.Repo, n, true)
+	if got := w.Sim.CreateIssue(lifecycletest.Repo, "refused", "", "agent-smith"); got != n {
+		t.Fatalf("issue %d, want %d", got, n)
+	}
+	var wroteAt []int
+	for minute := 0; minute <= 30; minute++ {
+		before := w.Sim.Stats().Calls[ghLabelWrite]
+		if _, err := poller.PollOnce(ctx, lifecycletest.Project); err != nil {
+			t.Errorf("minute %d: poll failed: %v (a refusal for good is an outcome, not an error)", minute, err)
+		}
+		if w.Sim.Stats().Calls[ghLabelWrite] != before {
+			wroteAt = append(wroteAt, minute)
+		}
+		clock.Add(time.Minute)
+	}
+	if want := []int{0, 5, 15}; !slices.Equal(wroteAt, want) {
+		t.Errorf("label writes at minutes %v, want %v", wroteAt, want)
+	}
+	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+	if len(is.Comments) != 1 || !strings.Contains(is.Comments[0].Body, "403") {
+		t.Fatalf("comments %+v, want one naming the 403", is.Comments)
+	}
+	if got := refusalsCounted(t, m); got != float64(len(wroteAt)) {
+		t.Errorf("agentsmith_tracker_refusals_total = %v, want %d", got, len(wroteAt))
+	}
+
+	// A person edits the labels: tried at the next cycle, told nothing new.
+	if err := w.Sim.AddLabels(lifecycletest.Repo, n, "needs-review"); err != nil {
+		t.Fatal(err)
+	}
+	before := w.Sim.Stats().Calls[ghLabelWrite]
+	if _, err := poller.PollOnce(ctx, lifecycletest.Project); err != nil {
+		t.Error(err)
+	}
+	if got := w.Sim.Stats().Calls[ghLabelWrite] - before; got != 1 {
+		t.Errorf("after the ticket changed: %d label writes, want 1", got)
+	}
+	// Once the tracker accepts the write, the ticket is claimed.
+	w.Sim.RefuseLabelWrites(lifecycletest.Repo, n, false)
+	if err := w.Sim.AddLabels(lifecycletest.Repo, n, "fixed"); err != nil {
+		t.Fatal(err)
+	}
+	if claimed, err := poller.PollOnce(ctx, lifecycletest.Project); err != nil || claimed != 1 {
+		t.Errorf("after the fix: claimed %d, %v; want 1", claimed, err)
+	}
+	if is, _ := w.Sim.Issue(lifecycletest.Repo, n); len(is.Comments) != 1 {
+		t.Errorf("%d comments, want 1", len(is.Comments))
+	}
+}
+
+// refusalsCounted sums agentsmith_tracker_refusals_total over its series.
+func refusalsCounted(t *testing.T, m *metrics.Metrics) float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == "agentsmith_tracker_refusals_total" {
+			for _, mt := range mf.GetMetric() {
+				sum += mt.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}

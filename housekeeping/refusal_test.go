@@ -1,7 +1,6 @@
 package housekeeping
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -9,21 +8,8 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 )
-
-// ghLabelWrite is the sim's name of GitHub's add-labels call, the first
-// write of a relabel.
-const ghLabelWrite = "POST /repos/{owner}/{repo}/issues/{number}/labels"
-
-// movingClock is a clock a test moves.
-type movingClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *movingClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *movingClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
 
 // The TriggerSweeper does not repeat a label write the tracker refused for
 // good every cycle: four sweeps a minute apart write once, and the sweeps
@@ -31,23 +17,18 @@ func (c *movingClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c
 func TestTriggerSweeperBacksOffATicketRefusedForGood(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	ctx := t.Context()
-	clock := &movingClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
 		Clock: clock.Now, Logger: zaptest.NewLogger(t)})
 	sweeper := NewTriggerSweeper(claims, TriggerSweeperConfig{Logger: zaptest.NewLogger(t)})
-	const n = 1
-	w.Sim.CreateRepo(lifecycletest.Repo)
-	w.Sim.RefuseLabelWrites(lifecycletest.Repo, n, true)
-	if got := w.Sim.CreateIssue(lifecycletest.Repo, "refused", "", "agent-smith"); got != n {
-		t.Fatalf("issue %d, want %d", got, n)
-	}
+	n := w.RefusedIssue(t)
 	for range 4 {
 		if err := sweeper.Sweep(ctx); err != nil {
 			t.Errorf("sweep: %v (a refusal for good is an outcome, not an error)", err)
 		}
-		clock.Add(time.Minute)
+		clock.Advance(time.Minute)
 	}
-	if got := w.Sim.Stats().Calls[ghLabelWrite]; got != 1 {
+	if got := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite]; got != 1 {
 		t.Errorf("%d label writes over 4 sweeps, want 1", got)
 	}
 	if is, _ := w.Sim.Issue(lifecycletest.Repo, n); len(is.Comments) != 1 {
@@ -59,7 +40,7 @@ func TestTriggerSweeperBacksOffATicketRefusedForGood(t *testing.T) {
 	if err := sweeper.Sweep(ctx); err != nil {
 		t.Error(err)
 	}
-	if got := w.Sim.Stats().Calls[ghLabelWrite]; got != 2 {
+	if got := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite]; got != 2 {
 		t.Errorf("%d label writes after the ticket changed, want 2", got)
 	}
 }

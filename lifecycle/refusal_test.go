@@ -3,7 +3,6 @@ package lifecycle_test
 import (
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,21 +11,8 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 )
-
-// ghLabelWrite is the sim's name of GitHub's add-labels call, the first
-// write of a relabel.
-const ghLabelWrite = "POST /repos/{owner}/{repo}/issues/{number}/labels"
-
-// fakeClock is a clock a test moves.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
 
 // A ticket whose label write the tracker refuses for good is not polled
 // into the same refusal every cycle: over 31 one-minute poll cycles it is
@@ -36,28 +22,23 @@ func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.n
 func TestPollerBacksOffATicketRefusedForGood(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	ctx := t.Context()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	m := metrics.New(metrics.Config{})
 	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
 		Clock: clock.Now, Logger: zaptest.NewLogger(t), Observer: m})
 	poller := lifecycle.NewPoller(claims, zaptest.NewLogger(t))
 
-	const n = 1
-	w.Sim.CreateRepo(lifecycletest.Repo)
-	w.Sim.RefuseLabelWrites(lifecycletest.Repo, n, true)
-	if got := w.Sim.CreateIssue(lifecycletest.Repo, "refused", "", "agent-smith"); got != n {
-		t.Fatalf("issue %d, want %d", got, n)
-	}
+	n := w.RefusedIssue(t)
 	var wroteAt []int
 	for minute := 0; minute <= 30; minute++ {
-		before := w.Sim.Stats().Calls[ghLabelWrite]
+		before := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite]
 		if _, err := poller.PollOnce(ctx, lifecycletest.Project); err != nil {
 			t.Errorf("minute %d: poll failed: %v (a refusal for good is an outcome, not an error)", minute, err)
 		}
-		if w.Sim.Stats().Calls[ghLabelWrite] != before {
+		if w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite] != before {
 			wroteAt = append(wroteAt, minute)
 		}
-		clock.Add(time.Minute)
+		clock.Advance(time.Minute)
 	}
 	if want := []int{0, 5, 15}; !slices.Equal(wroteAt, want) {
 		t.Errorf("label writes at minutes %v, want %v", wroteAt, want)
@@ -74,11 +55,11 @@ func TestPollerBacksOffATicketRefusedForGood(t *testing.T) {
 	if err := w.Sim.AddLabels(lifecycletest.Repo, n, "needs-review"); err != nil {
 		t.Fatal(err)
 	}
-	before := w.Sim.Stats().Calls[ghLabelWrite]
+	before := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite]
 	if _, err := poller.PollOnce(ctx, lifecycletest.Project); err != nil {
 		t.Error(err)
 	}
-	if got := w.Sim.Stats().Calls[ghLabelWrite] - before; got != 1 {
+	if got := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite] - before; got != 1 {
 		t.Errorf("after the ticket changed: %d label writes, want 1", got)
 	}
 	// Once the tracker accepts the write, the ticket is claimed.

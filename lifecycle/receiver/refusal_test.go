@@ -18,10 +18,6 @@ import (
 
 const refusalSecret = "refusal-secret"
 
-// ghLabelWrite is the sim's name of GitHub's add-labels call, the first
-// write of a relabel.
-const ghLabelWrite = "POST /repos/{owner}/{repo}/issues/{number}/labels"
-
 // sentDelivery is one webhook request the sim sent.
 type sentDelivery struct {
 	header http.Header
@@ -55,12 +51,7 @@ func TestWebhookClaimRefusedForGoodAnswers2xxAndTellsOnce(t *testing.T) {
 
 	// A new issue with the trigger label: GitHub sends issues/opened and
 	// issues/labeled, two deliveries of the same ticket in the same state.
-	const n = 1
-	w.Sim.CreateRepo(lifecycletest.Repo)
-	w.Sim.RefuseLabelWrites(lifecycletest.Repo, n, true)
-	if got := w.Sim.CreateIssue(lifecycletest.Repo, "refused", "", "agent-smith"); got != n {
-		t.Fatalf("issue %d, want %d", got, n)
-	}
+	n := w.RefusedIssue(t)
 	if err := w.Sim.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +70,7 @@ func TestWebhookClaimRefusedForGoodAnswers2xxAndTellsOnce(t *testing.T) {
 	if issueEvents != 2 {
 		t.Fatalf("%d issues deliveries, want 2 (opened, labeled)", issueEvents)
 	}
-	if got := st.Calls[ghLabelWrite]; got != 1 {
+	if got := st.Calls[lifecycletest.GitHubLabelWrite]; got != 1 {
 		t.Errorf("%d label writes, want 1: the second delivery of the unchanged ticket must not write", got)
 	}
 	if got := st.Calls["GET /repos/{owner}/{repo}/issues/{number}"]; got != 1 {
@@ -95,14 +86,14 @@ func TestWebhookClaimRefusedForGoodAnswers2xxAndTellsOnce(t *testing.T) {
 
 	// A person changes the ticket: it is tried again (refused again, the
 	// same cause: no second comment).
-	writes := w.Sim.Stats().Calls[ghLabelWrite]
+	writes := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite]
 	if err := w.Sim.AddLabels(lifecycletest.Repo, n, "needs-review"); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Sim.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.Sim.Stats().Calls[ghLabelWrite]; got != writes+1 {
+	if got := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite]; got != writes+1 {
 		t.Errorf("after the ticket changed: %d label writes, want 1", got-writes)
 	}
 	if is, _ := w.Sim.Issue(lifecycletest.Repo, n); len(is.Comments) != 1 {

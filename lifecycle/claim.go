@@ -348,7 +348,7 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 			c.logOutcome(ref, source, attempt, res)
 			return res, nil
 		}
-		if c.refusals.Refused(ctx, p, t, RefusalOpClaim, OwnerClaimService, source, err) {
+		if _, refused := c.refusals.Refused(ctx, p, t, RefusalOpClaim, OwnerClaimService, source, err); refused {
 			// Asking again gets the same answer: the webhook is answered
 			// 2xx, and nobody claims the ticket again until it changes.
 			res.Outcome, res.Reason = Refused, oneLine(err.Error(), 300)

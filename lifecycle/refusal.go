@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,7 +91,7 @@ type refusalRecord struct {
 	Until  time.Time `json:"until"`  // no write before this
 	Op     string    `json:"op"`     // what was refused
 	Status int       `json:"status"` // the tracker's HTTP status
-	Told   string    `json:"told"`   // the cause the ticket was told of
+	Told   string    `json:"told"`   // the status the ticket was told of
 }
 
 // fingerprint names a ticket's state as every listing, webhook payload and
@@ -148,14 +149,14 @@ func (r *Refusals) BackingOff(ctx context.Context, t *platforms.Ticket, changedA
 }
 
 // Refused handles err when it is the tracker's refusal for good of op on
-// t, the snapshot the write was made from, and reports whether it was: the
-// refusal is recorded with its backoff, reported, and the ticket told once
-// per cause (a comment naming the cause and the fix; the comment may be
-// refused too, and then nothing more is tried). Any other error is left to
-// the caller's retries (false).
-func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket, op string, owner Owner, source string, err error) bool {
+// t, the snapshot the write was made from, and reports whether it was,
+// with the end of the ticket's backoff: the refusal is recorded, reported,
+// and the ticket told once per status (a comment naming the cause and the
+// fix; the comment may be refused too, and then nothing more is tried).
+// Any other error is left to the caller's retries (false).
+func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket, op string, owner Owner, source string, err error) (time.Time, bool) {
 	if !errors.Is(err, platforms.ErrRejected) {
-		return false
+		return time.Time{}, false
 	}
 	ref, now := t.Ref, r.cfg.Clock().UTC()
 	status := platforms.RejectedStatus(err)
@@ -168,7 +169,9 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 		rec.Tries = prev.Tries + 1
 	}
 	rec.Until = now.Add(refusalBackoff(rec.Tries))
-	cause := fmt.Sprintf("%s/%d", op, status)
+	// One cause per status: the claim's, the executor's and a repair's
+	// label writes refused alike are one problem to fix.
+	cause := strconv.Itoa(status)
 	tell := rec.Told != cause
 	if tell {
 		rec.Told = cause
@@ -177,7 +180,7 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 	Emit(r.cfg.Logger, r.cfg.Observer, Event{Kind: EventRefusal, At: now, Ref: ref, Outcome: string(Refused), Owner: owner,
 		Instance: r.cfg.Instance, Source: source, Op: op, Status: status, Reason: oneLine(err.Error(), 300)})
 	if !tell {
-		return true
+		return rec.Until, true
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commentTimeout)
 	defer cancel()
@@ -191,7 +194,7 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 			r.store(ctx, ref, rec)
 		}
 	}
-	return true
+	return rec.Until, true
 }
 
 func (r *Refusals) store(ctx context.Context, ref platforms.Ref, rec refusalRecord) {

@@ -1,6 +1,8 @@
 package lifecycle_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -8,9 +10,12 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 )
 
@@ -91,4 +96,59 @@ func refusalsCounted(t *testing.T, m *metrics.Metrics) float64 {
 		}
 	}
 	return sum
+}
+
+// The executor's final write refused for good (GitHub 403 on InProgress →
+// Done) is written once, not three times, tells the ticket once and is
+// counted; the StaleJobDetector that takes the dead run over then leaves
+// the unchanged ticket alone instead of repeating the refused revert every
+// cycle.
+func TestExecutorsFinalTransitionRefusedForGoodEndsWithOneComment(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	ctx := t.Context()
+	dir := t.TempDir()
+	m := metrics.New(metrics.Config{})
+	startExecutorWith(t, w, dir, time.Second, func(cfg *lifecycle.ExecutorConfig) { cfg.Observer = m })
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "refused at the end", "", "agent-smith")
+	if res, err := w.Claims.Claim(ctx, lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	w.Sim.RefuseLabelWrites(lifecycletest.Repo, n, true)
+	writes := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite]
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ref := lifecycletest.Ref(n)
+	eventually.Wait(t, 10*time.Second, "the run's heartbeat to end", func() bool {
+		holder, _, err := runstate.Holder(ctx, w.RDB, ref)
+		return err == nil && holder == "" && exists(filepath.Join(dir, "finished"))
+	})
+	if got := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite] - writes; got != 1 {
+		t.Errorf("the executor wrote the refused transition %d times, want 1", got)
+	}
+	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+	if len(is.Comments) != 1 || !strings.Contains(is.Comments[0].Body, "403") {
+		t.Fatalf("comments %+v, want one naming the 403", is.Comments)
+	}
+	if got := refusalsCounted(t, m); got != 1 {
+		t.Errorf("agentsmith_tracker_refusals_total = %v, want 1", got)
+	}
+	// Housekeeping takes the dead run over, cycle after cycle.
+	writes = w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite]
+	d := housekeeping.NewStaleJobDetector(w.RDB, w.Claims, housekeeping.StaleJobDetectorConfig{Logger: zaptest.NewLogger(t)})
+	for range 5 {
+		if err := d.FastCycle(ctx); err != nil {
+			t.Errorf("fast cycle: %v", err)
+		}
+		if err := d.SlowCycle(ctx); err != nil {
+			t.Errorf("slow cycle: %v", err)
+		}
+	}
+	if got := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite] - writes; got != 0 {
+		t.Errorf("housekeeping repeated the refused write %d times over 5 cycles, want 0", got)
+	}
+	if is, _ := w.Sim.Issue(lifecycletest.Repo, n); len(is.Comments) != 1 {
+		t.Errorf("%d comments, want 1", len(is.Comments))
+	}
 }

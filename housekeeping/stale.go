@@ -127,10 +127,12 @@ func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("list in-progress tickets: %w", err))
 	}
 	var inProgress []platforms.Ref
+	var snapshots []*platforms.Ticket
 	for _, tickets := range listed {
 		for _, t := range tickets {
 			if labels.StateOf(t.Labels) == lifecycle.InProgress {
 				inProgress = append(inProgress, t.Ref)
+				snapshots = append(snapshots, t)
 			}
 		}
 	}
@@ -144,6 +146,9 @@ func (d *StaleJobDetector) SlowCycle(ctx context.Context) error {
 	for i, ref := range inProgress {
 		if seen[i].Running {
 			continue
+		}
+		if _, wait := d.claims.Refusals().BackingOff(ctx, snapshots[i], time.Time{}); wait {
+			continue // the tracker refused its write for good; unchanged since
 		}
 		if err := d.revert(ctx, ref, "", seen[i].LastAttempt, "no heartbeat"); err != nil {
 			errs = append(errs, err)
@@ -202,6 +207,10 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 			log.Info("stale run's ticket already left in-progress; nothing to revert", zap.String("state", s.String()))
 			return nil
 		}
+		if until, wait := d.claims.Refusals().BackingOff(ctx, t, time.Time{}); wait {
+			log.Info("the tracker refused this ticket's label write for good; not reverted before its backoff ends", zap.Time("until", until))
+			return nil
+		}
 		// A new run may have taken the ticket since it was found dead (a
 		// consumer finishing a half-done start): its heartbeat wins.
 		if hb, _, err := runstate.Holder(ctx, d.rdb, ref); err != nil {
@@ -213,7 +222,11 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 		if err := d.cfg.Fence(ctx); err != nil {
 			return fmt.Errorf("revert %s: %w", ref, err)
 		}
+		read := t
 		t, err = lifecycle.Relabel(ctx, p.Tracker, labels, t, lifecycle.InProgress, lifecycle.Pending, lifecycle.OwnerStaleJobDetector)
+		if _, refused := d.claims.Refusals().Refused(ctx, p, read, lifecycle.RefusalOpRepair, lifecycle.OwnerStaleJobDetector, lifecycle.SourceReclaim, err); refused {
+			return nil // told once; tried again when the ticket changes or its backoff ends
+		}
 		if err != nil {
 			return fmt.Errorf("revert %s: transition in-progress → pending: %w", ref, err)
 		}

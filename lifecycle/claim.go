@@ -93,6 +93,7 @@ type ClaimService struct {
 	rdb      redis.UniversalClient
 	queue    *queue.Queue
 	projects ProjectSource
+	refusals *Refusals
 	log      *zap.Logger
 }
 
@@ -112,7 +113,27 @@ func NewClaimService(rdb redis.UniversalClient, q *queue.Queue, projects Project
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &ClaimService{cfg: cfg, rdb: rdb, queue: q, projects: projects, log: cfg.Logger}
+	refusals := NewRefusals(rdb, RefusalsConfig{Instance: cfg.Instance, Labels: cfg.Labels, Clock: cfg.Clock, Logger: cfg.Logger, Observer: cfg.Observer})
+	return &ClaimService{cfg: cfg, rdb: rdb, queue: q, projects: projects, refusals: refusals, log: cfg.Logger}
+}
+
+// Refusals is the refusal rule the claims follow, for the other writers of
+// the same tickets (housekeeping's repairs).
+func (c *ClaimService) Refusals() *Refusals { return c.refusals }
+
+// ClaimSnapshot is ClaimBy for a ticket the caller has a snapshot of (a
+// webhook payload, a listing): a ticket whose write the tracker refused
+// for good is not claimed again, nor read, while it is unchanged and its
+// backoff lasts (BackingOff, no tracker call). changedAt is when the
+// tracker says the ticket changed, zero when unknown.
+func (c *ClaimService) ClaimSnapshot(ctx context.Context, t *platforms.Ticket, source string, attempt int, actor string, changedAt time.Time) (ClaimResult, error) {
+	if until, ok := c.refusals.BackingOff(ctx, t, changedAt); ok {
+		res := ClaimResult{Ticket: t.Ref.String(), Outcome: BackingOff,
+			Reason: "the tracker refused this ticket's write for good; not tried again before " + until.UTC().Format(time.RFC3339) + " unless the ticket changes"}
+		c.logOutcome(t.Ref, source, attempt, res)
+		return res, nil
+	}
+	return c.ClaimBy(ctx, t.Ref, source, attempt, actor)
 }
 
 // PreCheck reports why a ticket snapshot cannot be claimed ("" if it can).
@@ -327,6 +348,13 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 			c.logOutcome(ref, source, attempt, res)
 			return res, nil
 		}
+		if _, refused := c.refusals.Refused(ctx, p, t, RefusalOpClaim, OwnerClaimService, source, err); refused {
+			// Asking again gets the same answer: the webhook is answered
+			// 2xx, and nobody claims the ticket again until it changes.
+			res.Outcome, res.Reason = Refused, oneLine(err.Error(), 300)
+			c.logOutcome(ref, source, attempt, res)
+			return res, nil
+		}
 		return res, fmt.Errorf("claim %s: transition pending → enqueued: %w", ref, err)
 	}
 	now := c.cfg.Clock().UTC()
@@ -379,15 +407,17 @@ func (c *ClaimService) inScope(ctx context.Context, p *Project, ref platforms.Re
 // the push the claim has nothing left to guard. A gated project keeps the
 // lock until it forgot the trigger's actor, so its release stays apart.
 func (c *ClaimService) push(ctx context.Context, p *Project, ref platforms.Ref, source string, req PipelineRequest, lock *heldLock) error {
-	if lock == nil {
-		return c.queue.Push(ctx, req.Encode())
-	}
 	var pushed *redis.IntCmd
 	_, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		if source != SourceReclaim {
+		if lock != nil && source != SourceReclaim {
 			_ = runstate.ClearCancel(ctx, pipe, ref, "")
 		}
 		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
+		// The write went through: a refusal recorded before is over.
+		ForgetRefusalOn(ctx, pipe, ref)
+		if lock == nil {
+			return nil
+		}
 		if !p.TriggerAllow.gated() {
 			redislock.ReleaseOn(ctx, pipe, lock.key, lock.token)
 			lock.sent = true
@@ -400,7 +430,9 @@ func (c *ClaimService) push(ctx context.Context, p *Project, ref platforms.Ref, 
 		err = nil
 	}
 	if err != nil {
-		lock.sent = false // let the deferred release try again
+		if lock != nil {
+			lock.sent = false // let the deferred release try again
+		}
 		return fmt.Errorf("queue push: %w", err)
 	}
 	return nil

@@ -27,6 +27,10 @@ const (
 	// EventStuck flags a ticket that has stayed Enqueued or InProgress
 	// longer than its project's threshold; it changes nothing by itself.
 	EventStuck EventKind = "stuck"
+	// EventRefusal is a write the tracker refused for good
+	// (platforms.ErrRejected): Op says what was refused, Status the
+	// tracker's answer, Reason its message (Refusals).
+	EventRefusal EventKind = "refusal"
 )
 
 // Event is one thing that happened to a ticket. Every transition, claim
@@ -59,6 +63,10 @@ type Event struct {
 	// Retrigger marks a claim of a ticket that had reached Done or Failed
 	// before (within keys.FinishedTTL): someone asked for another run.
 	Retrigger bool `json:"retrigger,omitempty"`
+	// Op and Status describe an EventRefusal: what the daemon was doing
+	// (RefusalOp*) and the tracker's HTTP status.
+	Op     string `json:"op,omitempty"`
+	Status int    `json:"status,omitempty"`
 }
 
 // eventJSON is Event as JSON: durations in milliseconds under _ms names,
@@ -147,6 +155,9 @@ func Emit(log *zap.Logger, obs Observer, ev Event) {
 	}
 	if ev.Retrigger {
 		fields = append(fields, zap.Bool("retrigger", true))
+	}
+	if ev.Op != "" {
+		fields = append(fields, zap.String("op", ev.Op), zap.Int("status", ev.Status))
 	}
 	log.Info(string(ev.Kind), fields...)
 	if obs != nil {

@@ -114,6 +114,7 @@ type Executor struct {
 	queue      *queue.Queue
 	projects   ProjectSource
 	log        *zap.Logger
+	refusals   *Refusals
 	processing string
 }
 
@@ -167,7 +168,8 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects ProjectSour
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
-	return &Executor{cfg: cfg, rdb: rdb, queue: q, projects: projects, log: cfg.Logger,
+	refusals := NewRefusals(rdb, RefusalsConfig{Instance: cfg.Instance, Labels: cfg.Labels, Clock: cfg.Clock, Logger: cfg.Logger, Observer: cfg.Observer})
+	return &Executor{cfg: cfg, rdb: rdb, queue: q, projects: projects, log: cfg.Logger, refusals: refusals,
 		processing: keys.Processing(cfg.Instance)}
 }
 
@@ -280,6 +282,11 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		e.ack(ctx, payload)
 		return false
 	}
+	if until, ok := e.refusals.BackingOff(ctx, t, time.Time{}); ok {
+		// The tracker refused this ticket's write for good and it has not
+		// changed since: asked again at the end of its backoff.
+		return e.delay(ctx, payload, until.Sub(e.cfg.Clock()), "the tracker refused this ticket's label write for good", log)
+	}
 	token := ownerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
 	rec := runstate.Record{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
 	a := &attempt{e: e, p: p, req: req, token: token, log: log}
@@ -310,6 +317,11 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 			log.Info("dropping request", zap.Error(err))
 			e.ack(ctx, payload)
 			return false
+		}
+		if errors.Is(err, platforms.ErrRejected) {
+			// Refused for good (moveAs told the ticket): not taken again
+			// before the ticket's backoff ends.
+			return e.delay(ctx, payload, RefusalBackoffInitial, "the tracker refused this ticket's label write for good", log)
 		}
 		log.Warn("transition to in-progress; giving the request back", zap.Error(err))
 		e.giveBack(ctx, payload)
@@ -697,7 +709,7 @@ func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to Stat
 	halfDone := t != nil && t.HasLabel(e.cfg.Labels.Label(from)) && e.cfg.Labels.StateOf(t.Labels) == to
 	retry := func() bool {
 		transient++
-		return transient < maxTransientTries && !errors.Is(err, errLostRun) &&
+		return transient < maxTransientTries && !errors.Is(err, errLostRun) && !errors.Is(err, platforms.ErrRejected) &&
 			sleepCtx(ctx, min(time.Duration(transient)*200*time.Millisecond, 2*time.Second))
 	}
 	for {
@@ -732,6 +744,9 @@ func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to Stat
 			}
 			Emit(e.log, e.cfg.Observer, ev)
 			return nt, nil
+		}
+		if _, refused := e.refusals.Refused(ctx, p, t, RefusalOpTransition, OwnerExecutor, req.Source, err); refused {
+			return nil, fmt.Errorf("transition %s → %s: %w", from, to, err)
 		}
 		t = nil // read it again: someone else wrote it, or our write may be half done
 		if errors.Is(err, platforms.ErrPreconditionFailed) {

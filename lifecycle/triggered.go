@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -35,7 +36,9 @@ func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source strin
 // ClaimListed is ClaimTriggered for tickets the caller listed itself (the
 // TriggerSweeper lists many projects with one search): each one that looks
 // Pending is claimed, and the claim reads it afresh under its claim lock, so
-// a listing that lags (a search index) never decides a write.
+// a listing that lags (a search index) never decides a write. A ticket the
+// tracker refused for good is skipped while it is listed unchanged
+// (ClaimSnapshot).
 func (c *ClaimService) ClaimListed(ctx context.Context, p *Project, tickets []*platforms.Ticket, source string, fence func(context.Context) error) ([]ClaimResult, error) {
 	var claimed []ClaimResult
 	var errs []error
@@ -48,7 +51,7 @@ func (c *ClaimService) ClaimListed(ctx context.Context, p *Project, tickets []*p
 				return claimed, errors.Join(append(errs, fmt.Errorf("claim triggered tickets of %s: %w", p.Name, err))...)
 			}
 		}
-		res, err := c.Claim(ctx, t.Ref, source, 1)
+		res, err := c.ClaimSnapshot(ctx, t, source, 1, "", time.Time{})
 		if err != nil {
 			errs = append(errs, err)
 			continue

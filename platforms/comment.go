@@ -28,7 +28,34 @@ func Rejected(status int, err error) error {
 	if errors.Is(err, ErrRejected) {
 		return err
 	}
-	return fmt.Errorf("%w (%d): %w", ErrRejected, status, err)
+	return &RejectedError{Status: status, Err: err}
+}
+
+// RejectedError is an ErrRejected with the status the tracker answered,
+// which the daemon reports (metrics, the ticket's comment) so an operator
+// sees which refusal it was.
+type RejectedError struct {
+	Status int
+	Err    error
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("%v (%d): %v", ErrRejected, e.Status, e.Err)
+}
+
+// Is makes errors.Is(err, ErrRejected) hold.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
+
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+// RejectedStatus is the HTTP status of a refusal for good (ErrRejected),
+// 0 when err is none or its status is unknown.
+func RejectedStatus(err error) int {
+	var re *RejectedError
+	if errors.As(err, &re) {
+		return re.Status
+	}
+	return 0
 }
 
 // DefaultCommentLimit is the comment size, in characters, assumed for a

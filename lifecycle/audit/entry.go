@@ -1,5 +1,5 @@
 // Package audit keeps the audit trail of the lifecycle: every Event (label
-// transitions, claim outcomes, repairs, stuck flags) is appended to one
+// transitions, claim outcomes, repairs, stuck flags, tracker refusals) is appended to one
 // capped Redis stream, keys.Audit(), by a Writer that is a
 // lifecycle.Observer. A Reader answers an operator's questions from the same
 // stream: what happened recently, what happened to one ticket, and what is
@@ -48,6 +48,8 @@ const (
 	fHolderAt  = "holder_since"
 	fWait      = "wait_ms"
 	fRun       = "run_ms"
+	fOp        = "op"
+	fStatus    = "status"
 )
 
 // Entry is one stream entry: the event and its stream id, which orders
@@ -96,6 +98,10 @@ func encode(ev lifecycle.Event) []any {
 	if ev.Run > 0 {
 		add(fRun, strconv.FormatInt(ev.Run.Milliseconds(), 10))
 	}
+	add(fOp, ev.Op)
+	if ev.Status != 0 {
+		add(fStatus, strconv.Itoa(ev.Status))
+	}
 	return v
 }
 
@@ -124,6 +130,8 @@ func decode(m redis.XMessage) Entry {
 	ev.From, _ = lifecycle.ParseState(str(fFrom))
 	ev.To, _ = lifecycle.ParseState(str(fTo))
 	ev.Attempt, _ = strconv.Atoi(str(fAttempt))
+	ev.Op = str(fOp)
+	ev.Status, _ = strconv.Atoi(str(fStatus))
 	if h := str(fHolder); h != "" {
 		since, _ := time.Parse(time.RFC3339Nano, str(fHolderAt))
 		ev.Holder = &lifecycle.Holder{Instance: h, Source: str(fHolderSrc), Since: since}

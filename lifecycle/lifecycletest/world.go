@@ -116,3 +116,21 @@ func (w *World) Requests(t testing.TB) []lifecycle.PipelineRequest {
 	}
 	return out
 }
+
+// GitHubLabelWrite is the sim's name of GitHub's add-labels call, the
+// first write of a relabel: what a test counts to see a label write tried.
+const GitHubLabelWrite = "POST /repos/{owner}/{repo}/issues/{number}/labels"
+
+// RefusedIssue opens the repository's first issue, with the trigger label,
+// on a sim that refuses its label writes for good (sim.RefuseLabelWrites:
+// GitHub's 403), and returns its number.
+func (w *World) RefusedIssue(t testing.TB) int {
+	t.Helper()
+	const n = 1
+	w.Sim.CreateRepo(Repo)
+	w.Sim.RefuseLabelWrites(Repo, n, true)
+	if got := w.Sim.CreateIssue(Repo, "refused", "", "agent-smith"); got != n {
+		t.Fatalf("issue %d, want %d: RefusedIssue must open the repository's first issue", got, n)
+	}
+	return n
+}

@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,7 @@ type Metrics struct {
 	repairs     *prometheus.CounterVec
 	stuck       *prometheus.CounterVec
 	retriggers  *prometheus.CounterVec
+	refusals    *prometheus.CounterVec
 	pipeline    *prometheus.HistogramVec
 	wait        *prometheus.HistogramVec
 	lead        *prometheus.HistogramVec
@@ -93,7 +95,7 @@ func New(cfg Config) *Metrics {
 			"Lifecycle transitions written (or, for re-pushed, stood in for), by outcome.",
 			"platform", "project", "from", "to", "outcome"),
 		claims: counter("claims_total",
-			"Claim attempts by outcome: claimed, already_claimed, not_eligible, precondition_failed.",
+			"Claim attempts by outcome: claimed, already_claimed, not_eligible, precondition_failed, refused, backing_off.",
 			"platform", "project", "source", "outcome"),
 		repairs: counter("repairs_total",
 			"Housekeeping repairs: reverted, re-pushed, attempts exhausted, requeued dead instances' requests.",
@@ -104,6 +106,9 @@ func New(cfg Config) *Metrics {
 		retriggers: counter("retriggers_total",
 			"Claims of tickets that had reached done or failed before: someone asked for another run.",
 			"platform", "project"),
+		refusals: counter("tracker_refusals_total",
+			"Tracker writes refused for good (a 4xx that asking again gets again), by what was written (claim, transition, repair) and the status.",
+			"platform", "op", "status"),
 		pipeline: histogram("pipeline_duration_seconds",
 			"How long pipelines ran, by how the run ended (succeeded, failed, handed back).",
 			PipelineBuckets, "project", "outcome"),
@@ -139,7 +144,7 @@ func New(cfg Config) *Metrics {
 		[]string{"version", "commit", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.pipeline, m.wait, m.lead,
+	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.refusals, m.pipeline, m.wait, m.lead,
 		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.connsRefused, m.redisErrors, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Redis != nil {
@@ -216,5 +221,7 @@ func (m *Metrics) Observe(ev lifecycle.Event) {
 		m.repairs.WithLabelValues(ev.Outcome).Inc()
 	case lifecycle.EventStuck:
 		m.stuck.WithLabelValues(platform, project, ev.From.String()).Inc()
+	case lifecycle.EventRefusal:
+		m.refusals.WithLabelValues(platform, ev.Op, strconv.Itoa(ev.Status)).Inc()
 	}
 }

@@ -45,7 +45,7 @@ func TestObserveMapsEvents(t *testing.T) {
 		m.Observe(ev)
 	}
 	want := `
-# HELP agentsmith_claims_total Claim attempts by outcome: claimed, already_claimed, not_eligible, precondition_failed.
+# HELP agentsmith_claims_total Claim attempts by outcome: claimed, already_claimed, not_eligible, precondition_failed, refused, backing_off.
 # TYPE agentsmith_claims_total counter
 agentsmith_claims_total{outcome="claimed",platform="gitlab",project="api",source="poll"} 1
 agentsmith_claims_total{outcome="not_eligible",platform="gitlab",project="api",source="webhook"} 1

@@ -445,7 +445,9 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	if ev.AddedLabel(p.TriggerLabel) {
 		actor = ev.Actor
 	}
-	res, err := rc.claims.ClaimBy(ctx, t.Ref, lifecycle.SourceWebhook, 1, actor)
+	// A refusal for good is an answer (2xx): a redelivery would be refused
+	// again, and GitLab counts failed deliveries towards disabling the hook.
+	res, err := rc.claims.ClaimSnapshot(ctx, t, lifecycle.SourceWebhook, 1, actor, ev.At)
 	if err != nil {
 		// Let a redelivery of this delivery try again.
 		_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkeys...)

@@ -100,6 +100,10 @@ const (
 	// actor and ticket.
 	TriggerActorTTL   = 5 * time.Minute     // agentsmith:trigger-actor:*
 	TriggerRefusalTTL = 30 * 24 * time.Hour // agentsmith:trigger-refusal:*
+	// TrackerRefusalTTL keeps a ticket's record of a tracker's refusal for
+	// good (its backoff and whether the ticket was told) this long after
+	// the last refusal: the ticket is told once per cause within it.
+	TrackerRefusalTTL = 30 * 24 * time.Hour // agentsmith:tracker-refusal:*
 )
 
 // ClaimLock is the SET NX mutex around a claim's read → transition window.
@@ -258,6 +262,11 @@ func TriggerActor(ticketKey string) string { return prefix() + "trigger-actor:" 
 func TriggerRefusal(ticketKey, actorDigest string) string {
 	return prefix() + "trigger-refusal:" + ticketKey + ":" + actorDigest
 }
+
+// TrackerRefusal is a ticket's record of the tracker refusing the daemon's
+// write for good (lifecycle.Refusals): the ticket as it was refused, when
+// to try again, and whether the ticket was told.
+func TrackerRefusal(ticketKey string) string { return prefix() + "tracker-refusal:" + ticketKey }
 
 // CommandReplies counts the daemon's replies to comment commands on one
 // ticket within CommandReplyWindow (INCR, expiry set by the first), so

@@ -46,6 +46,7 @@ var builders = map[string]func() string{
 	"TriggerTeam":         func() string { return TriggerTeam("p", "t", "d") },
 	"TriggerActor":        func() string { return TriggerActor("github:a/b#1") },
 	"TriggerRefusal":      func() string { return TriggerRefusal("github:a/b#1", "d") },
+	"TrackerRefusal":      func() string { return TrackerRefusal("github:a/b#1") },
 	"Paused":              func() string { return Paused("app") },
 	"CommandReplies":      func() string { return CommandReplies("github:a/b#1") },
 	"PausedPattern":       PausedPattern,

@@ -313,6 +313,8 @@ func (s *Sim) adoStoreError(w http.ResponseWriter, id int, err error) {
 			"TF26071: This work item has been changed by someone else since you opened it. You will need to refresh it and discard your changes.")
 	case errors.Is(err, errInvalid):
 		adoError(w, http.StatusBadRequest, "RuleValidationException", "TF401320: Rule Error for field Title. Error code: Required, InvalidEmpty.")
+	case errors.Is(err, errLabelsRefused):
+		adoError(w, http.StatusBadRequest, "RuleValidationException", adoRefusedMessage)
 	default:
 		s.log.Error("ado api", zap.Error(err))
 		adoError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error")

@@ -298,6 +298,8 @@ func (s *Sim) writeStoreError(w http.ResponseWriter, c *ghCall, err error) {
 		writeGHError(w, http.StatusNotFound, "Not Found", c.doc)
 	case errors.Is(err, ErrPreconditionFailed):
 		writeGHError(w, http.StatusPreconditionFailed, "Precondition Failed", c.doc)
+	case errors.Is(err, errLabelsRefused):
+		writeGHError(w, http.StatusForbidden, ghRefusedMessage, c.doc)
 	case errors.Is(err, errLabelNotOnIssue):
 		writeGHError(w, http.StatusNotFound, "Label does not exist", c.doc)
 	case errors.Is(err, errInvalid):

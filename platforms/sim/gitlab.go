@@ -226,6 +226,8 @@ func (s *Sim) glStoreError(w http.ResponseWriter, err error) {
 		glMessage(w, http.StatusNotFound, "404 Issue Not Found")
 	case errors.Is(err, errInvalid):
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "title is missing"})
+	case errors.Is(err, errLabelsRefused):
+		glMessage(w, http.StatusForbidden, glRefusedMessage)
 	default:
 		s.log.Error("gitlab api", zap.Error(err))
 		glMessage(w, http.StatusInternalServerError, "500 Internal Server Error")

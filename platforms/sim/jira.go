@@ -174,6 +174,8 @@ func (s *Sim) jiraStoreError(w http.ResponseWriter, err error) {
 		jiraError(w, http.StatusNotFound, jiraIssueMissing)
 	case errors.Is(err, errInvalid):
 		jiraFieldError(w, "summary", "You must specify a summary of the issue.")
+	case errors.Is(err, errLabelsRefused):
+		jiraFieldError(w, "labels", jiraRefusedLabels)
 	default:
 		s.log.Error("jira api", zap.Error(err))
 		jiraError(w, http.StatusInternalServerError, "Internal server error")

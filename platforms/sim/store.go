@@ -187,6 +187,9 @@ type store struct {
 	writes     []Write
 	sink       func([]storeEvent)
 	inter      interleaver
+	// refused holds the issues ("repo#n") whose label writes by API
+	// clients are refused for good (RefuseLabelWrites).
+	refused map[string]bool
 }
 
 func newStore(clock func() time.Time) *store {
@@ -464,6 +467,9 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 	}
 	if cond != nil && !cond(is.version) {
 		return snapshot{}, 0, fmt.Errorf("issue %s#%d: %w", repoName, number, ErrPreconditionFailed)
+	}
+	if st.refusedLabels(repoName, number, by, u) {
+		return snapshot{}, 0, fmt.Errorf("issue %s#%d: %w", repoName, number, errLabelsRefused)
 	}
 	if u.Title != nil && strings.TrimSpace(*u.Title) == "" {
 		return snapshot{}, 0, fmt.Errorf("issue %s#%d: title is empty: %w", repoName, number, errInvalid)

@@ -1,0 +1,261 @@
+package lifecycle
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Refusal backoff: a ticket whose write the tracker refused for good is not
+// tried again for RefusalBackoffInitial, doubled after each refusal of the
+// same unchanged ticket, at most RefusalBackoffMax. A change of the ticket
+// (its labels, or a webhook that says it changed after the refusal) ends
+// the backoff at once.
+const (
+	RefusalBackoffInitial = 5 * time.Minute
+	RefusalBackoffMax     = 24 * time.Hour
+)
+
+// Refusal operations, the op of a refusal's event and metric: what the
+// daemon was doing when the tracker refused.
+const (
+	RefusalOpClaim      = "claim"      // Pending → Enqueued
+	RefusalOpTransition = "transition" // the executor's label writes
+	RefusalOpRepair     = "repair"     // housekeeping's label writes
+)
+
+// BackingOff is the claim outcome of a ticket not tried because the
+// tracker refused its write for good and the ticket has not changed since.
+const BackingOff Outcome = "backing_off"
+
+// Refused is the claim outcome of a write the tracker refused for good
+// (platforms.ErrRejected): the ticket is told once and backs off.
+const Refused Outcome = "refused"
+
+// RefusalsConfig configures Refusals.
+type RefusalsConfig struct {
+	Instance string
+	Labels   Labels
+	Clock    func() time.Time
+	Logger   *zap.Logger
+	Observer Observer
+}
+
+// Refusals is the one owner of the rule for a tracker's refusal for good
+// (platforms.ErrRejected: a 4xx other than 408, 409, 412, 429, which
+// sending again gets again): the ticket is told once, with the cause and
+// the fix, the refusal is reported (EventRefusal: log, audit stream,
+// agentsmith_tracker_refusals_total), and the ticket is not written again
+// until it changes or its backoff ends. Claims (webhook, Poller,
+// TriggerSweeper), the executor's transitions and housekeeping's repairs
+// all ask it, so no path repeats a refused write every cycle.
+type Refusals struct {
+	rdb redis.UniversalClient
+	cfg RefusalsConfig
+}
+
+// NewRefusals wires the refusal rule over Redis.
+func NewRefusals(rdb redis.UniversalClient, cfg RefusalsConfig) *Refusals {
+	if cfg.Clock == nil {
+		cfg.Clock = wallclock.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Labels.Prefix == "" {
+		cfg.Labels.Prefix = DefaultLabelPrefix
+	}
+	return &Refusals{rdb: rdb, cfg: cfg}
+}
+
+// refusalRecord is a ticket's refusal, JSON under keys.TrackerRefusal.
+type refusalRecord struct {
+	Print  string    `json:"print"`  // the ticket as refused (fingerprint)
+	At     time.Time `json:"at"`     // when it was last refused
+	Tries  int       `json:"tries"`  // refusals in a row of the same print
+	Until  time.Time `json:"until"`  // no write before this
+	Op     string    `json:"op"`     // what was refused
+	Status int       `json:"status"` // the tracker's HTTP status
+	Told   string    `json:"told"`   // the status the ticket was told of
+}
+
+// fingerprint names a ticket's state as every listing, webhook payload and
+// read shows it: its labels (in any order and case) and whether it is open.
+func fingerprint(t *platforms.Ticket) string {
+	ls := make([]string, len(t.Labels))
+	for i, l := range t.Labels {
+		ls[i] = strings.ToLower(l)
+	}
+	slices.Sort(ls)
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%t\n%s", t.Open, strings.Join(ls, "\n"))))
+	return hex.EncodeToString(sum[:12])
+}
+
+func refusalBackoff(tries int) time.Duration {
+	d := RefusalBackoffInitial
+	for i := 0; i < tries && d < RefusalBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, RefusalBackoffMax)
+}
+
+func (r *Refusals) read(ctx context.Context, ref platforms.Ref) (refusalRecord, bool, error) {
+	raw, err := r.rdb.Get(ctx, keys.TrackerRefusal(ref.Key())).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return refusalRecord{}, false, nil
+	}
+	if err != nil {
+		return refusalRecord{}, false, err
+	}
+	var rec refusalRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return refusalRecord{}, false, nil // unreadable: as if none
+	}
+	return rec, true, nil
+}
+
+// BackingOff reports whether t (a snapshot from a listing, a webhook
+// payload or a read) must not be written yet: the tracker refused it for
+// good and it has not changed since. changedAt, when set, is when the
+// tracker says the ticket last changed (a webhook's timestamp); a change
+// after the refusal ends the backoff as a new label set does. A Redis
+// error is not a reason to wait: it is logged and the write goes ahead.
+func (r *Refusals) BackingOff(ctx context.Context, t *platforms.Ticket, changedAt time.Time) (time.Time, bool) {
+	rec, ok, err := r.read(ctx, t.Ref)
+	if err != nil {
+		r.cfg.Logger.Warn("read tracker refusal record", zap.String("ticket", t.Ref.String()), zap.Error(err))
+		return time.Time{}, false
+	}
+	switch {
+	case !ok, rec.Print != fingerprint(t), !changedAt.IsZero() && changedAt.After(rec.At), !r.cfg.Clock().Before(rec.Until):
+		return time.Time{}, false
+	}
+	return rec.Until, true
+}
+
+// Refused handles err when it is the tracker's refusal for good of op on
+// t, the snapshot the write was made from, and reports whether it was,
+// with the end of the ticket's backoff: the refusal is recorded, reported,
+// and the ticket told once per status (a comment naming the cause and the
+// fix; the comment may be refused too, and then nothing more is tried).
+// Any other error is left to the caller's retries (false).
+func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket, op string, owner Owner, source string, err error) (time.Time, bool) {
+	if !errors.Is(err, platforms.ErrRejected) {
+		return time.Time{}, false
+	}
+	ref, now := t.Ref, r.cfg.Clock().UTC()
+	status := platforms.RejectedStatus(err)
+	prev, _, rerr := r.read(ctx, ref)
+	if rerr != nil {
+		r.cfg.Logger.Warn("read tracker refusal record", zap.String("ticket", ref.String()), zap.Error(rerr))
+	}
+	rec := refusalRecord{Print: fingerprint(t), At: now, Op: op, Status: status, Told: prev.Told}
+	if prev.Print == rec.Print {
+		rec.Tries = prev.Tries + 1
+	}
+	rec.Until = now.Add(refusalBackoff(rec.Tries))
+	// One cause per status: the claim's, the executor's and a repair's
+	// label writes refused alike are one problem to fix.
+	cause := strconv.Itoa(status)
+	tell := rec.Told != cause
+	if tell {
+		rec.Told = cause
+	}
+	r.store(ctx, ref, rec)
+	Emit(r.cfg.Logger, r.cfg.Observer, Event{Kind: EventRefusal, At: now, Ref: ref, Outcome: string(Refused), Owner: owner,
+		Instance: r.cfg.Instance, Source: source, Op: op, Status: status, Reason: oneLine(err.Error(), 300)})
+	if !tell {
+		return rec.Until, true
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commentTimeout)
+	defer cancel()
+	body := safeComment(p.Redact, refusalComment(r.cfg.Labels.Prefix, p, op, status, err, rec.Until.Sub(now)))
+	if cerr := p.Tracker.Comment(cctx, ref, body); cerr != nil {
+		r.cfg.Logger.Warn("refusal comment failed", zap.String("ticket", ref.String()), zap.Error(cerr))
+		if !errors.Is(cerr, platforms.ErrRejected) {
+			// Told on the next refusal instead; a refused comment is not
+			// tried again.
+			rec.Told = prev.Told
+			r.store(ctx, ref, rec)
+		}
+	}
+	return rec.Until, true
+}
+
+func (r *Refusals) store(ctx context.Context, ref platforms.Ref, rec refusalRecord) {
+	raw, _ := json.Marshal(rec)
+	if err := r.rdb.Set(context.WithoutCancel(ctx), keys.TrackerRefusal(ref.Key()), raw, keys.TrackerRefusalTTL).Err(); err != nil {
+		r.cfg.Logger.Warn("record tracker refusal", zap.String("ticket", ref.String()), zap.Error(err))
+	}
+}
+
+// Forget drops ref's refusal record once a write of it succeeded, so a
+// later refusal is told again.
+func (r *Refusals) Forget(ctx context.Context, ref platforms.Ref) {
+	if err := r.rdb.Del(ctx, keys.TrackerRefusal(ref.Key())).Err(); err != nil {
+		r.cfg.Logger.Warn("forget tracker refusal", zap.String("ticket", ref.String()), zap.Error(err))
+	}
+}
+
+// ForgetRefusalOn is Refusals.Forget queued on pipe, for a caller that sends its own
+// writes in one round trip.
+func ForgetRefusalOn(ctx context.Context, pipe redis.Pipeliner, ref platforms.Ref) {
+	pipe.Del(ctx, keys.TrackerRefusal(ref.Key()))
+}
+
+// refusalComment tells the ticket what the tracker refused, why as far as
+// its status says, and what fixes it.
+func refusalComment(prefix string, p *Project, op string, status int, err error, wait time.Duration) string {
+	what := "change this ticket's labels"
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s**: cannot go on: the tracker refused to %s (HTTP %d), and will refuse it again however often it is asked:\n\n",
+		prefix, what, status)
+	// The tracker's message in a code span: it may echo text from the
+	// ticket, which must not render as markup or mention anyone.
+	msg := strings.ReplaceAll(oneLine(err.Error(), 300), "`", "'")
+	fmt.Fprintf(&b, "`%s`\n\n", platforms.NoMentions(msg))
+	fmt.Fprintf(&b, "Fix: %s\n\n", refusalFix(status))
+	fmt.Fprintf(&b, "The daemon does not try again until this ticket changes (its labels, or `%s` removed and added again) "+
+		"or, failing that, in %s, then less and less often, at most once a day. It says this once.\n", p.TriggerLabel, wait.Round(time.Minute))
+	return b.String()
+}
+
+// refusalFix is what an operator does about a refusal with this status.
+func refusalFix(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "the daemon's token is not accepted (expired or revoked): give it a new one."
+	case http.StatusForbidden:
+		return "give the daemon's account the right to edit this ticket's labels: GitHub issues write (triage role or an App's issues permission); " +
+			"GitLab Reporter or higher; Azure DevOps \"Edit work items in this node\" on the area path and \"Create tag definition\" for new tags; " +
+			"Jira Edit Issues in the project."
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return "the tracker's rules refuse the change: on Jira, put the Labels field on the project's edit screen " +
+			"(\"Field 'labels' cannot be set. It is not on the appropriate screen\"); on Azure DevOps, a work item rule refuses the update " +
+			"(TF401320: a required field or a state rule): change the rule or set the field; elsewhere, the tracker's message above names the field."
+	case http.StatusNotFound, http.StatusGone:
+		return "the daemon's account cannot see this ticket, or it was moved or deleted: grant it access to the project."
+	}
+	return "see the tracker's message above."
+}
+
+// oneLine is s on one line, at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(stripControl(s)), " ")
+	return truncateRunes(s, n)
+}

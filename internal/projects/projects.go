@@ -33,9 +33,16 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 	if log == nil {
 		log = zap.NewNop()
 	}
+	// The labels the daemon writes and reads, as configured: a tracker on a
+	// platform whose label names ignore case reads them so spelled
+	// (platforms.Respell).
+	spellings := []string{pc.TriggerLabel}
+	for _, s := range lifecycle.AllStates {
+		spellings = append(spellings, lifecycle.Labels{Prefix: prefix}.Label(s))
+	}
 	switch pc.Platform {
 	case github.Platform:
-		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
+		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Spellings: spellings,
 			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: writer, LabelPrefix: prefix, HTTPClient: hc}
 		if a := pc.GitHubApp; a.IsSet() {
 			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
@@ -53,10 +60,6 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 		}
 		return tr, gitlab.Webhooks{}, tr.Locator(), nil
 	case azuredevops.Platform:
-		spellings := []string{pc.TriggerLabel}
-		for _, s := range lifecycle.AllStates {
-			spellings = append(spellings, lifecycle.Labels{Prefix: prefix}.Label(s))
-		}
 		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
 			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: writer, HTTPClient: hc, Spellings: spellings})
 		if err != nil {

@@ -392,7 +392,7 @@ func changeActor(wi *workItem, up *update, tags []string) (string, []string) {
 	}
 	var added []string
 	if raw, ok := up.Fields[fieldTags]; ok && json.Unmarshal(raw, &tagChange) == nil {
-		added = platforms.NewLabels(splitTags(tagChange.OldValue), splitTags(tagChange.NewValue))
+		added = platforms.NewLabels(Platform, splitTags(tagChange.OldValue), splitTags(tagChange.NewValue))
 	}
 	if up.RevisedBy == nil {
 		return "", added

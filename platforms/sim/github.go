@@ -128,10 +128,13 @@ func (s *Sim) ghListIssues(w http.ResponseWriter, r *http.Request, c *ghCall) {
 	s.writeCollection(w, r, out)
 }
 
-// containsAll reports whether names holds every one of want.
+// containsAll reports whether names holds every label of want, compared
+// case-insensitively: the sim's reading of the labels filter, since GitHub
+// documents no case rule for it and a repository has one label per name in
+// any case (platforms.SameLabel).
 func containsAll(names, want []string) bool {
 	for _, w := range want {
-		if !slices.Contains(names, w) {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, w) }) {
 			return false
 		}
 	}

@@ -434,6 +434,31 @@ func (st *store) createLabel(repoName, name, color, description string) (l label
 	return *nl, false, nil
 }
 
+// repoSpellings maps each name to the repository's label that is it but for
+// case, if there is one, else to the first spelling of it in names. Caller
+// holds mu.
+func (st *store) repoSpellings(r *repository, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n
+		if _, ok := r.labels[n]; ok {
+			continue
+		}
+		for have := range r.labels {
+			if strings.EqualFold(have, n) {
+				out[i] = have
+				break
+			}
+		}
+		if out[i] == n {
+			if j := slices.IndexFunc(out[:i], func(o string) bool { return strings.EqualFold(o, n) }); j >= 0 {
+				out[i] = out[j]
+			}
+		}
+	}
+	return out
+}
+
 // update describes one write to an issue. Nil fields are left alone. Labels
 // replaces the whole set; Add and Remove edit it; Comment appends a comment.
 type update struct {
@@ -445,6 +470,11 @@ type update struct {
 	Remove      []string
 	Comment     *string
 	Components  *[]string
+	// FoldCase names labels in Add and Labels as GitHub does: a name that
+	// is a repository label but for case means that label, in the
+	// repository's spelling (platforms.SameLabel cites the sources), and
+	// two spellings in one write are one label. Remove stays exact.
+	FoldCase bool
 }
 
 // precondition decides, under the store's lock, whether a conditional write
@@ -471,6 +501,14 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 	for _, name := range u.Remove {
 		if !slices.Contains(is.labels, name) {
 			return snapshot{}, 0, fmt.Errorf("issue %s#%d: label %q: %w", repoName, number, name, errLabelNotOnIssue)
+		}
+	}
+
+	if u.FoldCase {
+		u.Add = st.repoSpellings(r, u.Add)
+		if u.Labels != nil {
+			ls := st.repoSpellings(r, *u.Labels)
+			u.Labels = &ls
 		}
 	}
 

@@ -286,6 +286,11 @@ func TestCheckAzureDevOps(t *testing.T) {
 	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
 	wantStatuses(t, rep, "nohook", map[string]string{"repository": "ok", "webhook": "fail"})
 	wantStatuses(t, rep, "badtoken", map[string]string{"auth": "fail"})
+	// The service answers a wrong PAT's GET with 203 and a sign-in page:
+	// check reports the refused token and its fix, not a retry.
+	if !strings.Contains(out, "401 Unauthorized: the token was refused") || !strings.Contains(out, "not valid for this organization") {
+		t.Errorf("auth with a wrong PAT does not name the PAT:\n%s", out)
+	}
 	if !strings.Contains(out, "ado-bot") {
 		t.Errorf("auth does not name the user:\n%s", out)
 	}

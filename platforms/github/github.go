@@ -143,6 +143,13 @@ func newClient(opts Options, log *zap.Logger) (*gh.Client, *url.URL, error) {
 	if hc == nil {
 		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.GitHubRateLimits})
 	}
+	if hc.CheckRedirect == nil {
+		// An injected client follows only redirects to the same resource,
+		// as the default one does: never into a transferred issue.
+		c := *hc
+		c.CheckRedirect = trackerhttp.CheckRedirect
+		hc = &c
+	}
 	base := DefaultBaseURL
 	if opts.BaseURL != "" {
 		base = opts.BaseURL
@@ -240,6 +247,11 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 	}
 	if issue.PullRequestLinks != nil {
 		return nil, fmt.Errorf("github: get %s: is a pull request: %w", ref.ID, platforms.ErrNotFound)
+	}
+	if issue.GetNumber() != n {
+		// Answered for another issue (a redirect followed by a client
+		// without trackerhttp.CheckRedirect): never ours.
+		return nil, fmt.Errorf("github: get %s: answered with issue %d: %w", ref.ID, issue.GetNumber(), platforms.ErrNotFound)
 	}
 	tk := t.ticket(issue)
 	tk.Version = resp.Header.Get("ETag")
@@ -521,6 +533,11 @@ func issueTicket(repo string, is *gh.Issue) *platforms.Ticket {
 func classify(err error) error {
 	if errors.Is(err, trackerhttp.ErrRateLimited) {
 		return err
+	}
+	// A redirect to another issue (a transferred one) was refused: the
+	// ticket is no longer in the tracker's repository.
+	if errors.Is(err, trackerhttp.ErrMovedElsewhere) {
+		return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
 	}
 	var er *gh.ErrorResponse
 	hasResp := errors.As(err, &er) && er.Response != nil

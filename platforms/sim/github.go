@@ -54,6 +54,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	s.githubAppRoutes(mux)
 	s.githubSearchRoutes(mux)
 	s.githubRepoListRoutes(mux)
+	mux.HandleFunc("/github/repositories/{id}/{rest...}", s.ghRepositoryByID(mux))
 	mux.HandleFunc("/github/", func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) || s.pullPage(w, r) {
 			return

@@ -185,8 +185,12 @@ type store struct {
 	// sequence across its projects (NumberWorkItemsPerOrganisation).
 	orgNumbers map[string]*int
 	writes     []Write
-	sink       func([]storeEvent)
-	inter      interleaver
+	// renamed maps a renamed repository's old name to its new one;
+	// transferred maps "repo#n" to where the issue went (github_moves.go).
+	renamed     map[string]string
+	transferred map[string]movedIssue
+	sink        func([]storeEvent)
+	inter       interleaver
 }
 
 func newStore(clock func() time.Time) *store {

@@ -37,6 +37,11 @@ func TestGitHubLabelsInTheRepositorysCaseRunToDoneOnce(t *testing.T) {
 		is, _ := e.sim.Issue(e.repo, n)
 		return slices.Equal(is.Labels, want)
 	})
+	// The sweeper and the poller list the repository again and again; a
+	// ticket they took for pending would be claimed again on each pass.
+	const listing = "GET /repos/{owner}/{repo}/issues"
+	seen := e.sim.Stats().Calls[listing]
+	eventually.Wait(t, 20*time.Second, "three more listings", func() bool { return e.sim.Stats().Calls[listing] >= seen+3 })
 	if got := e.starts(n); len(got) != 1 {
 		t.Errorf("pipeline started %d times, want 1: %q", len(got), got)
 	}

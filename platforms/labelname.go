@@ -86,3 +86,10 @@ func OtherSpelling(platform string, labels []string, label string) (string, bool
 	}
 	return "", false
 }
+
+// HasLabelPrefix reports whether label begins with prefix, as platform
+// compares label names: "Agent-Smith:Done" is under "agent-smith:" on
+// GitHub.
+func HasLabelPrefix(platform, label, prefix string) bool {
+	return len(label) >= len(prefix) && SameLabel(platform, label[:len(prefix)], prefix)
+}

@@ -42,6 +42,9 @@ func TestSameLabelFollowsEachPlatform(t *testing.T) {
 	if tk.HasLabel("Agent-Smith") {
 		t.Error(`a GitLab ticket labelled "agent-smith" has "Agent-Smith"`)
 	}
+	if !platforms.HasLabelPrefix("github", "Agent-Smith:Done", "agent-smith:") || platforms.HasLabelPrefix("gitlab", "Agent-Smith:Done", "agent-smith:") {
+		t.Error("HasLabelPrefix does not follow the platform's case rule")
+	}
 	got := platforms.Respell("github", []string{"Bug", "Agent-Smith:Done"}, []string{"agent-smith:done"})
 	if want := []string{"Bug", "agent-smith:done"}; !equal(got, want) {
 		t.Errorf("Respell = %q, want %q", got, want)

@@ -404,7 +404,7 @@ func (t *Tracker) respell(labels []string) []string {
 // snapshot had nor this write adds, or "".
 func (t *Tracker) foreignLifecycle(snapshot []string, add string, got []string) string {
 	for _, l := range got {
-		if !platforms.SameLabel(Platform, l, add) && strings.HasPrefix(l, t.prefix) && !platforms.ContainsLabel(Platform, snapshot, l) {
+		if !platforms.SameLabel(Platform, l, add) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, snapshot, l) {
 			return l
 		}
 	}

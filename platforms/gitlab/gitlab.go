@@ -203,7 +203,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 // ticket's state, and the write has kept them.
 func (t *Tracker) conflict(snapshot, remove []string, add string, got []string) string {
 	for _, l := range snapshot {
-		if !platforms.SameLabel(Platform, l, add) && strings.HasPrefix(l, t.prefix) && !platforms.ContainsLabel(Platform, remove, l) && !platforms.ContainsLabel(Platform, got, l) {
+		if !platforms.SameLabel(Platform, l, add) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, remove, l) && !platforms.ContainsLabel(Platform, got, l) {
 			return fmt.Sprintf("label %q was removed by another writer", l)
 		}
 	}
@@ -214,7 +214,7 @@ func (t *Tracker) conflict(snapshot, remove []string, add string, got []string) 
 		if platforms.ContainsLabel(Platform, remove, l) {
 			return fmt.Sprintf("label %q is present after the write removed it", l)
 		}
-		if !platforms.SameLabel(Platform, l, add) && !platforms.ContainsLabel(Platform, snapshot, l) && strings.HasPrefix(l, t.prefix) {
+		if !platforms.SameLabel(Platform, l, add) && !platforms.ContainsLabel(Platform, snapshot, l) && platforms.HasLabelPrefix(Platform, l, t.prefix) {
 			return fmt.Sprintf("lifecycle label %q appeared from another writer", l)
 		}
 	}

@@ -150,6 +150,19 @@ func TestCheckGitHub(t *testing.T) {
 	}
 }
 
+// A trigger label configured in another case than the repository spells
+// it is the same label on GitHub: check finds it, rather than ask for a
+// label GitHub would refuse to create.
+func TestCheckGitHubTriggerLabelInAnotherCase(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo"}})
+	_, rep, out := w.run(t, w.project("othercase", "github", "/github/", "acme/app", "CHECK_TOKEN", "    trigger_label: Agent-Smith\n"))
+	wantStatuses(t, rep, "othercase", map[string]string{"trigger label": "ok"})
+	if !strings.Contains(out, `as \"agent-smith\"`) {
+		t.Errorf("check does not name the repository's spelling:\n%s", out)
+	}
+}
+
 func TestCheckGitHubReadOnlyAndHiddenHooks(t *testing.T) {
 	w := newCheckWorld(t)
 	w.sim.SetAccess(checkToken, sim.Access{Login: "reader", Role: sim.RoleRead})

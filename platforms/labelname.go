@@ -93,3 +93,12 @@ func OtherSpelling(platform string, labels []string, label string) (string, bool
 func HasLabelPrefix(platform, label, prefix string) bool {
 	return len(label) >= len(prefix) && SameLabel(platform, label[:len(prefix)], prefix)
 }
+
+// RespellTicket reads the labels of the event's ticket, if any, in
+// spellings (Respell): a webhook decoder's answer in the daemon's spelling,
+// as its platform's tracker reads labels.
+func (e *WebhookEvent) RespellTicket(spellings []string) {
+	if e.Ticket != nil {
+		e.Ticket.Labels = Respell(e.Ticket.Ref.Platform, e.Ticket.Labels, spellings)
+	}
+}

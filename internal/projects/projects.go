@@ -35,11 +35,14 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 	}
 	// The labels the daemon writes and reads, as configured: a tracker on a
 	// platform whose label names ignore case reads them so spelled
-	// (platforms.Respell).
-	spellings := []string{pc.TriggerLabel}
+	// (platforms.Respell). A webhook decoder serves every project of its
+	// platform, so it respells the lifecycle labels (one prefix for all)
+	// and not this project's trigger label.
+	var lifecycleLabels []string
 	for _, s := range lifecycle.AllStates {
-		spellings = append(spellings, lifecycle.Labels{Prefix: prefix}.Label(s))
+		lifecycleLabels = append(lifecycleLabels, lifecycle.Labels{Prefix: prefix}.Label(s))
 	}
+	spellings := append([]string{pc.TriggerLabel}, lifecycleLabels...)
 	switch pc.Platform {
 	case github.Platform:
 		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Spellings: spellings,
@@ -51,7 +54,7 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 		if err != nil {
 			return nil, nil, "", err
 		}
-		return tr, github.Webhooks{}, tr.Locator(), nil
+		return tr, github.Webhooks{Spellings: lifecycleLabels}, tr.Locator(), nil
 	case gitlab.Platform:
 		tr, err := gitlab.New(gitlab.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
 			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: writer, LabelPrefix: prefix, HTTPClient: hc})
@@ -65,7 +68,7 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 		if err != nil {
 			return nil, nil, "", err
 		}
-		return tr, azuredevops.Webhooks{}, tr.Locator(), nil
+		return tr, azuredevops.Webhooks{Spellings: lifecycleLabels}, tr.Locator(), nil
 	case jira.Platform:
 		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, JQL: pc.Jira.JQL, Project: pc.Name, Token: pc.Token.Value(),
 			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: writer,

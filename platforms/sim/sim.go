@@ -212,7 +212,7 @@ func (s *Sim) CreateIssue(repo, title, body string, labels ...string) int {
 // must exist (CreateRepo). A GitHub write then names it in any case
 // (update.FoldCase).
 func (s *Sim) CreateLabel(repo, name string) error {
-	_, _, err := s.store.createLabel(repo, name, "", "")
+	_, _, err := s.store.createLabel(repo, name, "", "", false)
 	return err
 }
 

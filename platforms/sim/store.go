@@ -419,13 +419,18 @@ func (st *store) repoLabels(repoName string) ([]label, error) {
 	return out, nil
 }
 
-// createLabel adds a repository label; exists reports a name already taken.
-func (st *store) createLabel(repoName, name, color, description string) (l label, exists bool, err error) {
+// createLabel adds a repository label; exists reports a name already
+// taken, in any case when foldCase (GitHub: "blocked" next to "Blocked" is
+// 422 already_exists, hackebrot/labels#15).
+func (st *store) createLabel(repoName, name, color, description string, foldCase bool) (l label, exists bool, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	r, ok := st.repos[repoName]
 	if !ok {
 		return label{}, false, fmt.Errorf("repository %s: %w", repoName, ErrNotFound)
+	}
+	if foldCase {
+		name = st.repoSpellings(r, []string{name})[0]
 	}
 	if old, ok := r.labels[name]; ok {
 		return *old, true, nil

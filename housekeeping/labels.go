@@ -113,7 +113,7 @@ func (r *LabelRepairer) repair(ctx context.Context, p *lifecycle.Project, ref pl
 			return fmt.Errorf("repair labels of %s: read: %w", ref, err)
 		}
 		state := labels.StateOf(t.Labels)
-		extra := slices.DeleteFunc(labels.Lifecycle(t.Labels), func(l string) bool { return l == labels.Label(state) })
+		extra := slices.DeleteFunc(labels.Lifecycle(t.Labels), func(l string) bool { return platforms.SameLabel(t.Ref.Platform, l, labels.Label(state)) })
 		if len(extra) == 0 {
 			return nil
 		}

@@ -74,8 +74,11 @@ type Labels struct{ Prefix string }
 // Label is the label that shows s.
 func (l Labels) Label(s State) string { return l.Prefix + ":" + s.String() }
 
-// IsLifecycle reports whether label is one of the prefix's state labels.
-// Case matters: "Agent-Smith:done" is a user's label, not ours.
+// IsLifecycle reports whether label is one of the prefix's state labels,
+// spelled as the daemon spells them. Where the platform ignores case
+// (platforms.SameLabel: GitHub, Azure DevOps) the tracker reads
+// "Agent-Smith:done" as "agent-smith:done" (platforms.Respell); where it
+// does not (GitLab, Jira) "Agent-Smith:done" is a user's label, not ours.
 func (l Labels) IsLifecycle(label string) bool {
 	_, ok := l.parse(label)
 	return ok

@@ -25,7 +25,7 @@ func Relabel(ctx context.Context, tr platforms.Tracker, labels Labels, t *platfo
 	}
 	remove, add := labels.Lifecycle(t.Labels), labels.Label(to)
 	if from == to && t.HasLabel(add) {
-		remove = slices.DeleteFunc(remove, func(l string) bool { return l == add })
+		remove = slices.DeleteFunc(remove, func(l string) bool { return platforms.SameLabel(t.Ref.Platform, l, add) })
 		add = ""
 	}
 	return tr.Relabel(ctx, t, remove, add)

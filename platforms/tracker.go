@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -62,14 +60,10 @@ type Ticket struct {
 	Version string `json:"-"`
 }
 
-// HasLabel reports whether the ticket carries label exactly.
+// HasLabel reports whether the ticket carries label, as its platform
+// compares label names (SameLabel).
 func (t *Ticket) HasLabel(label string) bool {
-	for _, l := range t.Labels {
-		if l == label {
-			return true
-		}
-	}
-	return false
+	return ContainsLabel(t.Ref.Platform, t.Labels, label)
 }
 
 // Tracker is one project on one tracker. Implementations must be safe for
@@ -233,25 +227,23 @@ type WebhookEvent struct {
 	Comment string
 }
 
-// AddedLabel reports whether the change added label, compared
-// case-insensitively as GitHub and Azure DevOps compare labels and tags (a
-// looser match only names the person who made this change, never someone
-// else).
+// AddedLabel reports whether the change added label, as the ticket's
+// platform compares label names (SameLabel).
 func (e WebhookEvent) AddedLabel(label string) bool {
-	for _, l := range e.Added {
-		if strings.EqualFold(l, label) {
-			return true
-		}
+	platform := ""
+	if e.Ticket != nil {
+		platform = e.Ticket.Ref.Platform
 	}
-	return false
+	return ContainsLabel(platform, e.Added, label)
 }
 
-// NewLabels is the labels in after that are not in before: what a change
-// added, from the label lists a payload gives before and after it.
-func NewLabels(before, after []string) []string {
+// NewLabels is the labels in after that are not in before, as platform
+// compares label names: what a change added, from the label lists a payload
+// gives before and after it.
+func NewLabels(platform string, before, after []string) []string {
 	var added []string
 	for _, l := range after {
-		if !slices.Contains(before, l) {
+		if !ContainsLabel(platform, before, l) {
 			added = append(added, l)
 		}
 	}

@@ -150,6 +150,19 @@ func TestCheckGitHub(t *testing.T) {
 	}
 }
 
+// A trigger label configured in another case than the repository spells
+// it is the same label on GitHub: check finds it, rather than ask for a
+// label GitHub would refuse to create.
+func TestCheckGitHubTriggerLabelInAnotherCase(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo"}})
+	_, rep, out := w.run(t, w.project("othercase", "github", "/github/", "acme/app", "CHECK_TOKEN", "    trigger_label: Agent-Smith\n"))
+	wantStatuses(t, rep, "othercase", map[string]string{"trigger label": "ok"})
+	if !strings.Contains(out, `as \"agent-smith\"`) {
+		t.Errorf("check does not name the repository's spelling:\n%s", out)
+	}
+}
+
 func TestCheckGitHubReadOnlyAndHiddenHooks(t *testing.T) {
 	w := newCheckWorld(t)
 	w.sim.SetAccess(checkToken, sim.Access{Login: "reader", Role: sim.RoleRead})
@@ -286,6 +299,11 @@ func TestCheckAzureDevOps(t *testing.T) {
 	wantStatuses(t, rep, "missing", map[string]string{"auth": "ok", "repository": "fail"})
 	wantStatuses(t, rep, "nohook", map[string]string{"repository": "ok", "webhook": "fail"})
 	wantStatuses(t, rep, "badtoken", map[string]string{"auth": "fail"})
+	// The service answers a wrong PAT's GET with 203 and a sign-in page:
+	// check reports the refused token and its fix, not a retry.
+	if !strings.Contains(out, "401 Unauthorized: the token was refused") || !strings.Contains(out, "not valid for this organization") {
+		t.Errorf("auth with a wrong PAT does not name the PAT:\n%s", out)
+	}
 	if !strings.Contains(out, "ado-bot") {
 		t.Errorf("auth does not name the user:\n%s", out)
 	}

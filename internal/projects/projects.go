@@ -33,9 +33,19 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 	if log == nil {
 		log = zap.NewNop()
 	}
+	// The labels the daemon writes and reads, as configured: a tracker on a
+	// platform whose label names ignore case reads them so spelled
+	// (platforms.Respell). A webhook decoder serves every project of its
+	// platform, so it respells the lifecycle labels (one prefix for all)
+	// and not this project's trigger label.
+	var lifecycleLabels []string
+	for _, s := range lifecycle.AllStates {
+		lifecycleLabels = append(lifecycleLabels, lifecycle.Labels{Prefix: prefix}.Label(s))
+	}
+	spellings := append([]string{pc.TriggerLabel}, lifecycleLabels...)
 	switch pc.Platform {
 	case github.Platform:
-		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
+		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Spellings: spellings,
 			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: writer, LabelPrefix: prefix, HTTPClient: hc}
 		if a := pc.GitHubApp; a.IsSet() {
 			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
@@ -44,7 +54,7 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 		if err != nil {
 			return nil, nil, "", err
 		}
-		return tr, github.Webhooks{}, tr.Locator(), nil
+		return tr, github.Webhooks{Spellings: lifecycleLabels}, tr.Locator(), nil
 	case gitlab.Platform:
 		tr, err := gitlab.New(gitlab.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
 			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: writer, LabelPrefix: prefix, HTTPClient: hc})
@@ -53,16 +63,12 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 		}
 		return tr, gitlab.Webhooks{}, tr.Locator(), nil
 	case azuredevops.Platform:
-		spellings := []string{pc.TriggerLabel}
-		for _, s := range lifecycle.AllStates {
-			spellings = append(spellings, lifecycle.Labels{Prefix: prefix}.Label(s))
-		}
 		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
 			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: writer, HTTPClient: hc, Spellings: spellings})
 		if err != nil {
 			return nil, nil, "", err
 		}
-		return tr, azuredevops.Webhooks{}, tr.Locator(), nil
+		return tr, azuredevops.Webhooks{Spellings: lifecycleLabels}, tr.Locator(), nil
 	case jira.Platform:
 		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, JQL: pc.Jira.JQL, Project: pc.Name, Token: pc.Token.Value(),
 			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: writer,

@@ -17,7 +17,8 @@ type Case struct {
 	Name string
 	// Repo is the project's locator, also the sim's store key.
 	Repo string
-	// FoldsCase: labels are case-insensitive (Azure DevOps tags).
+	// FoldsCase: labels are case-insensitive (GitHub labels, Azure DevOps
+	// tags; platforms.SameLabel).
 	FoldsCase bool
 	// project formats the platform-specific config lines of a project.
 	project string
@@ -49,7 +50,7 @@ func (c Case) Actor(login string) string { return sim.ActorName(c.dialect, login
 func (c Case) WithRepo(repo string) Case { c.Repo = repo; return c }
 
 var (
-	GitHub = Case{Name: "github", Repo: "acme/app", idFormat: "%s#%d", dialect: "github",
+	GitHub = Case{Name: "github", Repo: "acme/app", idFormat: "%s#%d", dialect: "github", FoldsCase: true,
 		project: "platform: github\n%sbase_url: %s/github/\n%srepo: %s\n%stoken: {env: %s}"}
 	GitLab = Case{Name: "gitlab", Repo: "acme/sub/app", idFormat: "%s#%d", dialect: "gitlab",
 		project: "platform: gitlab\n%sbase_url: %s/gitlab/api/v4/\n%srepo: %s\n%stoken: {env: %s}"}

@@ -34,7 +34,8 @@ func ClientOr(hc *http.Client, log *zap.Logger, limits RateLimits) *http.Client 
 }
 
 // NewClientWith is NewClient with every transport option open, for callers
-// that inject more than a logger (the daemon's call metrics).
+// that inject more than a logger (the daemon's call metrics). It follows
+// redirects only to the resource asked for (CheckRedirect).
 func NewClientWith(opts Options) *http.Client {
-	return &http.Client{Transport: NewTransport(http.DefaultTransport, opts), Timeout: ClientTimeout}
+	return &http.Client{Transport: NewTransport(http.DefaultTransport, opts), Timeout: ClientTimeout, CheckRedirect: CheckRedirect}
 }

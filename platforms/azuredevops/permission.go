@@ -137,8 +137,8 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 		}
 		old, _ := ch.OldValue.(string)
 		cur, _ := ch.NewValue.(string)
-		added := platforms.NewLabels(splitTags(old), splitTags(cur))
-		if slices.ContainsFunc(added, func(l string) bool { return strings.EqualFold(l, label) }) {
+		added := platforms.NewLabels(Platform, splitTags(old), splitTags(cur))
+		if platforms.ContainsLabel(Platform, added, label) {
 			who = *u.RevisedBy.UniqueName
 		}
 	}

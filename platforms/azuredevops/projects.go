@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // OrgProject is one project an organisation listing returned.
@@ -88,6 +89,9 @@ func getJSON(ctx context.Context, hc *http.Client, u, auth string, v any) (int, 
 		return 0, "", err
 	}
 	defer resp.Body.Close()
+	if signInPage(resp) {
+		return http.StatusUnauthorized, "", platforms.Rejected(http.StatusUnauthorized, fmt.Errorf("GET %s: %s", req.URL.Path, signInMessage))
+	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 		return resp.StatusCode, "", fmt.Errorf("GET %s: %s", req.URL.Path, resp.Status)

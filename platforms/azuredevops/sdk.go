@@ -111,6 +111,13 @@ func (t *sdkTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	resp.Header.Del("X-TFS-Session")
+	if signInPage(resp) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		_ = resp.Body.Close()
+		resp.StatusCode, resp.Status = http.StatusUnauthorized, "401 Unauthorized"
+		resp.Header.Set("Content-Type", "text/html")
+		resp.Body = io.NopCloser(strings.NewReader(signInMessage))
+	}
 	ct := resp.Header.Get("Content-Type")
 	if resp.StatusCode < 300 || strings.Contains(ct, "json") || strings.Contains(ct, azuredevops.MediaTypeTextPlain) {
 		return resp, nil
@@ -124,6 +131,22 @@ func (t *sdkTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Header.Set("Content-Type", "application/json; charset=utf-8")
 	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return resp, nil
+}
+
+// signInMessage stands for the sign-in page in errors.
+const signInMessage = "203 Non-Authoritative Information with a sign-in page: the PAT is wrong, expired or revoked"
+
+// signInPage reports whether resp is how Azure DevOps Services refuses a
+// wrong, expired or wrongly encoded PAT on a GET or POST: 203
+// Non-Authoritative Information with an HTML sign-in page in place of the
+// resource (microsoft/azure-devops-auth-samples#52;
+// MicrosoftDocs/vsts-rest-api-specs#97, #574). A PATCH with the same PAT
+// gets 401. The 203 is an authentication failure, not a transient answer:
+// sdkTransport and getJSON turn it into the 401 it means, so the SDK's
+// caller sees the status (not "invalid character '<'") and classify
+// refuses it as a permanent rejection.
+func signInPage(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusNonAuthoritativeInfo && !strings.Contains(resp.Header.Get("Content-Type"), "json")
 }
 
 // statusOf is the HTTP status of an SDK error, 0 if it carries none. The SDK

@@ -3,13 +3,17 @@ package azuredevops
 import (
 	"fmt"
 	"strings"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // Azure DevOps keeps a work item's tags in one string field, System.Tags,
 // written and returned as "a; b; c". A tag cannot contain ';'. Tags are
 // case-insensitive: a project has one tag catalogue and "Bug" and "bug" are
-// the same tag there. The lifecycle compares labels case-sensitively; this
-// file only makes sure a write removes every spelling of a tag it removes.
+// the same tag there (platforms.SameLabel, which every comparison here
+// asks). The tracker reads the daemon's tags in its spelling
+// (platforms.Respell), and a write removes every spelling of a tag it
+// removes.
 
 // tagSeparator joins tags the way Azure DevOps itself writes them.
 const tagSeparator = "; "
@@ -32,7 +36,7 @@ func joinTags(tags []string) string { return strings.Join(tags, tagSeparator) }
 
 // checkTag refuses a tag Azure DevOps cannot store as one tag.
 func checkTag(tag string) error {
-	if strings.Contains(tag, ";") || strings.Trim(tag, " ") != tag {
+	if strings.Contains(tag, ";") || strings.HasPrefix(tag, " ") || strings.HasSuffix(tag, " ") {
 		return fmt.Errorf("azuredevops: tag %q: tags cannot contain ';' or start or end with a blank", tag)
 	}
 	return nil
@@ -46,7 +50,7 @@ func relabel(tags, remove []string, add string) []string {
 	out := make([]string, 0, len(tags)+1)
 	placed := false
 	for _, t := range tags {
-		if add != "" && strings.EqualFold(t, add) {
+		if add != "" && platforms.SameLabel(Platform, t, add) {
 			if !placed {
 				out = append(out, add)
 				placed = true
@@ -64,14 +68,7 @@ func relabel(tags, remove []string, add string) []string {
 	return out
 }
 
-func containsFold(list []string, s string) bool {
-	for _, v := range list {
-		if strings.EqualFold(v, s) {
-			return true
-		}
-	}
-	return false
-}
+func containsFold(list []string, s string) bool { return platforms.ContainsLabel(Platform, list, s) }
 
 // sameTags reports whether a and b hold the same tags, as Azure DevOps
 // compares them: case-insensitively and regardless of order.
@@ -91,14 +88,4 @@ func sameTags(a, b []string) bool {
 
 // respell rewrites each tag that equals one of spellings but for case to
 // that spelling (see Options.Spellings); other tags stay byte for byte.
-func respell(tags, spellings []string) []string {
-	for i, t := range tags {
-		for _, sp := range spellings {
-			if t != sp && strings.EqualFold(t, sp) {
-				tags[i] = sp
-				break
-			}
-		}
-	}
-	return tags
-}
+func respell(tags, spellings []string) []string { return platforms.Respell(Platform, tags, spellings) }

@@ -49,6 +49,10 @@ const (
 // Webhooks authenticates and parses service hook deliveries. The zero value
 // accepts any basic-auth user name and reads DefaultSecretHeader.
 type Webhooks struct {
+	// Spellings are the daemon's lifecycle tags as it spells them; a
+	// payload's tags are read in these spellings, as the tracker reads
+	// them (platforms.Respell).
+	Spellings []string
 	// Username, when set, must be the basic-auth user name of a delivery
 	// that authenticates with basic auth.
 	Username string
@@ -155,7 +159,16 @@ var ticketFields = []string{fieldTags, fieldState, fieldTitle, fieldDescription}
 // portal's "Test" deliveries.
 const nilGUID = "00000000-0000-0000-0000-000000000000"
 
-// Parse decodes an authenticated delivery. workitem.created and
+// Parse decodes an authenticated delivery (parse says how) and reads the
+// ticket's labels in the daemon's spelling (Spellings), as the tracker
+// reads them.
+func (w Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
+	ev, err := w.parse(h, body)
+	ev.RespellTicket(w.Spellings)
+	return ev, err
+}
+
+// parse is Parse before the labels are respelled. workitem.created and
 // workitem.updated events that touch ticketFields are EventTicket; every
 // other well-formed delivery is EventIgnored, answered 2xx, so a
 // subscription is never put on probation for an event the daemon does not
@@ -166,7 +179,7 @@ const nilGUID = "00000000-0000-0000-0000-000000000000"
 // not what Azure DevOps documents, is ErrMalformed. Azure DevOps has no
 // ping event: the portal's "Test" button sends a sample of the subscribed
 // event. It never panics, whatever the input.
-func (Webhooks) Parse(_ http.Header, body []byte) (platforms.WebhookEvent, error) {
+func (Webhooks) parse(_ http.Header, body []byte) (platforms.WebhookEvent, error) {
 	var ev platforms.WebhookEvent
 	head, err := platforms.ParseWebhookBody(body)
 	if err != nil {
@@ -392,7 +405,7 @@ func changeActor(wi *workItem, up *update, tags []string) (string, []string) {
 	}
 	var added []string
 	if raw, ok := up.Fields[fieldTags]; ok && json.Unmarshal(raw, &tagChange) == nil {
-		added = platforms.NewLabels(splitTags(tagChange.OldValue), splitTags(tagChange.NewValue))
+		added = platforms.NewLabels(Platform, splitTags(tagChange.OldValue), splitTags(tagChange.NewValue))
 	}
 	if up.RevisedBy == nil {
 		return "", added

@@ -220,3 +220,17 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// A delivery's tags are read in the daemon's spelling, as the tracker
+// reads them: the project keeps "AGENT-SMITH:FAILED", the daemon sees its
+// failed tag.
+func TestParseRespellsLifecycleTags(t *testing.T) {
+	body := strings.ReplaceAll(string(fixture(t, "workitem.updated.state")), "agent-smith:failed", "AGENT-SMITH:FAILED")
+	ev, err := Webhooks{Spellings: []string{"agent-smith:failed"}}.Parse(nil, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"frontend", "agent-smith:failed"}; !slices.Equal(ev.Ticket.Labels, want) {
+		t.Errorf("tags %q, want %q", ev.Ticket.Labels, want)
+	}
+}

@@ -108,12 +108,37 @@ func (t *Tracker) checkLabel(ctx context.Context, label string) platforms.CheckR
 	l, _, err := t.client.Issues.GetLabel(ctx, t.owner, t.name, label)
 	if err != nil {
 		if statusOf(err) == 404 {
+			// The repository may hold it in another case, which is the
+			// same label on GitHub (platforms.SameLabel): creating it
+			// would be refused.
+			if have, ok := t.repoLabelSpelling(ctx, label); ok {
+				return platforms.OK(name, "%q exists (as %q)", label, have)
+			}
 			return platforms.Fail(name, fmt.Sprintf("%q does not exist in %s", label, t.repo),
 				fmt.Sprintf("create the label %q in the repository's Issues → Labels", label))
 		}
 		return platforms.HTTPFailure(name, statusOf(err), err, platforms.Fixes{})
 	}
 	return platforms.OK(name, "%q exists", l.GetName())
+}
+
+// repoLabelSpelling is the repository's label that is label but spelled
+// otherwise, if any; a failed listing is no.
+func (t *Tracker) repoLabelSpelling(ctx context.Context, label string) (string, bool) {
+	opts := &gh.ListOptions{PerPage: perPage}
+	for {
+		ls, resp, err := t.client.Issues.ListLabels(ctx, t.owner, t.name, opts)
+		if err != nil {
+			return "", false
+		}
+		if have, ok := platforms.OtherSpelling(Platform, labelNames(ls), label); ok {
+			return have, true
+		}
+		if resp.NextPage == 0 {
+			return "", false
+		}
+		opts.Page = resp.NextPage
+	}
 }
 
 func (t *Tracker) checkHooks(ctx context.Context, opts platforms.CheckOptions, isApp bool) platforms.CheckResult {

@@ -52,7 +52,8 @@ func conformance(t *testing.T, mode sim.IfMatchMode) {
 	}
 
 	trackertest.Run(t, trackertest.Harness{
-		Platform: github.Platform,
+		Platform:  github.Platform,
+		FoldsCase: true,
 		New: func(t *testing.T) platforms.Tracker {
 			tr, err := github.New(github.Options{
 				BaseURL: srv.URL + "/github/",

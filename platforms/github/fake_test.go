@@ -233,3 +233,35 @@ func newTracker(t *testing.T, srv *httptest.Server) *Tracker {
 	}
 	return tr
 }
+
+// relabel is labels minus remove plus add, keeping the order of the others
+// and never duplicating add.
+func relabel(labels, remove []string, add string) []string {
+	out := make([]string, 0, len(labels)+1)
+	present := false
+	for _, l := range labels {
+		if l == add {
+			if !present {
+				out = append(out, l)
+				present = true
+			}
+			continue
+		}
+		if !contains(remove, l) {
+			out = append(out, l)
+		}
+	}
+	if add != "" && !present {
+		out = append(out, add)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

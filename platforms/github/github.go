@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,6 +63,14 @@ type Options struct {
 	// "<prefix>:…" label that appears during a Relabel without being written
 	// by it means another writer moved the ticket.
 	LabelPrefix string
+	// Spellings are the labels the daemon writes and reads, as configured
+	// (the lifecycle labels and the trigger label). GitHub label names are
+	// case-insensitive and a repository keeps one spelling of each
+	// (platforms.SameLabel): adding "agent-smith:enqueued" where the
+	// repository has "Agent-Smith:Enqueued" attaches the latter. The tracker
+	// reads such a label in the spelling here, so the lifecycle sees the
+	// state it wrote.
+	Spellings []string
 }
 
 // App is a GitHub App installation's credentials. The tracker signs a JWT
@@ -83,6 +92,7 @@ type Tracker struct {
 	repo        string
 	project     string
 	prefix      string // "<LabelPrefix>:"
+	spellings   []string
 	log         *zap.Logger
 }
 
@@ -114,14 +124,15 @@ func New(opts Options) (*Tracker, error) {
 		cred = fmt.Sprintf("app:%d:%d", opts.App.AppID, opts.App.InstallationID)
 	}
 	return &Tracker{
-		scope:   platforms.SearchScope{Platform: Platform, Endpoint: baseURL.String(), Owner: strings.ToLower(owner), Credential: cred},
-		prefix:  prefix + ":",
-		client:  client,
-		owner:   owner,
-		name:    name,
-		repo:    owner + "/" + name,
-		project: opts.Project,
-		log:     log.With(zap.String("platform", Platform), zap.String("repo", owner+"/"+name)),
+		scope:     platforms.SearchScope{Platform: Platform, Endpoint: baseURL.String(), Owner: strings.ToLower(owner), Credential: cred},
+		prefix:    prefix + ":",
+		spellings: slices.Clone(opts.Spellings),
+		client:    client,
+		owner:     owner,
+		name:      name,
+		repo:      owner + "/" + name,
+		project:   opts.Project,
+		log:       log.With(zap.String("platform", Platform), zap.String("repo", owner+"/"+name)),
 	}, nil
 }
 
@@ -131,6 +142,13 @@ func newClient(opts Options, log *zap.Logger) (*gh.Client, *url.URL, error) {
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = trackerhttp.NewClientWith(trackerhttp.Options{Logger: log.Named("http"), Writer: opts.Writer, RateLimits: trackerhttp.GitHubRateLimits})
+	}
+	if hc.CheckRedirect == nil {
+		// An injected client follows only redirects to the same resource,
+		// as the default one does: never into a transferred issue.
+		c := *hc
+		c.CheckRedirect = trackerhttp.CheckRedirect
+		hc = &c
 	}
 	base := DefaultBaseURL
 	if opts.BaseURL != "" {
@@ -230,6 +248,11 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 	if issue.PullRequestLinks != nil {
 		return nil, fmt.Errorf("github: get %s: is a pull request: %w", ref.ID, platforms.ErrNotFound)
 	}
+	if issue.GetNumber() != n {
+		// Answered for another issue (a redirect followed by a client
+		// without trackerhttp.CheckRedirect): never ours.
+		return nil, fmt.Errorf("github: get %s: answered with issue %d: %w", ref.ID, issue.GetNumber(), platforms.ErrNotFound)
+	}
 	tk := t.ticket(issue)
 	tk.Version = resp.Header.Get("ETag")
 	return tk, nil
@@ -264,14 +287,14 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 		return nil, err
 	}
 	labels := tk.Labels
-	if add != "" && !contains(tk.Labels, add) {
+	if add != "" && !platforms.ContainsLabel(Platform, tk.Labels, add) {
 		if labels, err = t.addLabel(ctx, n, add); err != nil {
 			return nil, fmt.Errorf("github: relabel %s: add %q: %w", tk.Ref.ID, add, err)
 		}
 		if l := t.foreignLifecycle(tk.Labels, add, labels); l != "" {
 			// Take our label back so the lost race wrote nothing; best
 			// effort: if this fails, StateOf still resolves the pair.
-			if _, err := t.removeLabel(ctx, n, add, labels); err != nil {
+			if _, err := t.removeLabel(ctx, n, add); err != nil {
 				t.log.Warn("relabel raced another writer; taking back the added label failed",
 					zap.String("ticket", tk.Ref.ID), zap.String("label", add), zap.Error(err))
 			}
@@ -279,10 +302,10 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 		}
 	}
 	for _, l := range remove {
-		if l == add || !contains(labels, l) {
+		if platforms.SameLabel(Platform, l, add) || !platforms.ContainsLabel(Platform, labels, l) {
 			continue
 		}
-		if labels, err = t.removeLabel(ctx, n, l, labels); err != nil {
+		if labels, err = t.removeLabel(ctx, n, l); err != nil {
 			return nil, fmt.Errorf("github: relabel %s: remove %q: %w", tk.Ref.ID, l, err)
 		}
 		if l := t.foreignLifecycle(tk.Labels, add, labels); l != "" {
@@ -303,36 +326,85 @@ func (t *Tracker) addLabel(ctx context.Context, n int, label string) ([]string, 
 	if err != nil {
 		return nil, classify(err)
 	}
-	return labelNames(got), nil
+	return t.respell(labelNames(got)), nil
 }
 
-// removeLabel is DELETE …/issues/{n}/labels/{name}; the answer is every
+// removeLabel removes label, whatever case the repository spells it in.
+// It deletes label as given; when GitHub answers that the issue has no such
+// label, it reads the issue's labels as GitHub spells them and deletes the
+// one that is label but for case, if any, so the write never depends on
+// whether GitHub matches the name in the path case-insensitively.
+func (t *Tracker) removeLabel(ctx context.Context, n int, label string) ([]string, error) {
+	got, missing, err := t.deleteLabel(ctx, n, label)
+	if err != nil || !missing {
+		return got, err
+	}
+	raw, err := t.issueLabels(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := platforms.OtherSpelling(Platform, raw, label); ok {
+		if got, missing, err = t.deleteLabel(ctx, n, r); err != nil || !missing {
+			return got, err
+		}
+		// Someone removed it meanwhile: the goal holds.
+		return t.respell(slices.DeleteFunc(raw, func(l string) bool { return platforms.SameLabel(Platform, l, label) })), nil
+	}
+	return t.respell(raw), nil
+}
+
+// notOnIssue is GitHub's message for a DELETE of a label the issue lacks.
+const notOnIssue = "Label does not exist"
+
+// issueLabels is GET …/issues/{n}/labels, every page, in GitHub's spelling.
+func (t *Tracker) issueLabels(ctx context.Context, n int) ([]string, error) {
+	opts := &gh.ListOptions{PerPage: perPage}
+	var out []string
+	for {
+		ls, resp, err := t.client.Issues.ListLabelsByIssue(ctx, t.owner, t.name, n, opts)
+		if err != nil {
+			return nil, classify(err)
+		}
+		out = append(out, labelNames(ls)...)
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// deleteLabel is DELETE …/issues/{n}/labels/{name}; the answer is every
 // label left on the issue. GitHub answers 404 "Label does not exist" when the
-// label is not on the issue (someone removed it first): the removal's goal
-// holds, so that is before minus the label, not an error.
-func (t *Tracker) removeLabel(ctx context.Context, n int, label string, before []string) ([]string, error) {
+// label is not on the issue so spelled (someone removed it first, or it is
+// there in another case): missing, not an error.
+func (t *Tracker) deleteLabel(ctx context.Context, n int, label string) (labels []string, missing bool, err error) {
 	u := fmt.Sprintf("repos/%s/%s/issues/%d/labels/%s", t.owner, t.name, n, url.PathEscape(label))
 	req, err := t.client.NewRequest(http.MethodDelete, u, nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var got []*gh.Label
 	if _, err := t.client.Do(ctx, req, &got); err != nil {
 		var er *gh.ErrorResponse
 		if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound &&
-			strings.EqualFold(er.Message, "Label does not exist") {
-			return relabel(before, []string{label}, ""), nil
+			strings.EqualFold(er.Message, notOnIssue) {
+			return nil, true, nil
 		}
-		return nil, classify(err)
+		return nil, false, classify(err)
 	}
-	return labelNames(got), nil
+	return t.respell(labelNames(got)), false, nil
+}
+
+// respell reads labels in the daemon's spelling (Options.Spellings).
+func (t *Tracker) respell(labels []string) []string {
+	return platforms.Respell(Platform, labels, t.spellings)
 }
 
 // foreignLifecycle returns a lifecycle label of got that neither the
 // snapshot had nor this write adds, or "".
 func (t *Tracker) foreignLifecycle(snapshot []string, add string, got []string) string {
 	for _, l := range got {
-		if l != add && strings.HasPrefix(l, t.prefix) && !contains(snapshot, l) {
+		if !platforms.SameLabel(Platform, l, add) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, snapshot, l) {
 			return l
 		}
 	}
@@ -354,38 +426,6 @@ func labelNames(ls []*gh.Label) []string {
 		}
 	}
 	return out
-}
-
-// relabel is labels minus remove plus add, keeping the order of the others
-// and never duplicating add.
-func relabel(labels, remove []string, add string) []string {
-	out := make([]string, 0, len(labels)+1)
-	present := false
-	for _, l := range labels {
-		if l == add {
-			if !present {
-				out = append(out, l)
-				present = true
-			}
-			continue
-		}
-		if !contains(remove, l) {
-			out = append(out, l)
-		}
-	}
-	if add != "" && !present {
-		out = append(out, add)
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Comment posts body on the issue.
@@ -467,6 +507,7 @@ func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Tick
 func (t *Tracker) ticket(is *gh.Issue) *platforms.Ticket {
 	tk := issueTicket(t.repo, is)
 	tk.Ref.Project = t.project
+	tk.Labels = t.respell(tk.Labels)
 	return tk
 }
 
@@ -492,6 +533,11 @@ func issueTicket(repo string, is *gh.Issue) *platforms.Ticket {
 func classify(err error) error {
 	if errors.Is(err, trackerhttp.ErrRateLimited) {
 		return err
+	}
+	// A redirect to another issue (a transferred one) was refused: the
+	// ticket is no longer in the tracker's repository.
+	if errors.Is(err, trackerhttp.ErrMovedElsewhere) {
+		return fmt.Errorf("%w: %w", platforms.ErrNotFound, err)
 	}
 	var er *gh.ErrorResponse
 	hasResp := errors.As(err, &er) && er.Response != nil

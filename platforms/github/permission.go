@@ -59,7 +59,7 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 			return "", fmt.Errorf("github: events of %s: %w", ref.ID, classify(err))
 		}
 		for _, ev := range evs {
-			if ev.GetEvent() == "labeled" && ev.Label != nil && strings.EqualFold(ev.Label.GetName(), label) {
+			if ev.GetEvent() == "labeled" && ev.Label != nil && platforms.SameLabel(Platform, ev.Label.GetName(), label) {
 				who = ev.GetActor().GetLogin()
 			}
 		}

@@ -19,7 +19,13 @@ const (
 
 // Webhooks authenticates and parses GitHub deliveries. It holds no state:
 // the secrets come per call, so a receiver can rotate them without a restart.
-type Webhooks struct{}
+type Webhooks struct {
+	// Spellings are the daemon's lifecycle labels as it spells them; a
+	// payload's labels are read in these spellings, as the tracker reads
+	// them (platforms.Respell), so a ticket labelled "Agent-Smith:Done"
+	// shows done in a delivery too.
+	Spellings []string
+}
 
 var _ platforms.WebhookDecoder = Webhooks{}
 
@@ -48,7 +54,16 @@ func SignatureHeader(body, secret []byte) string { return webhooksig.Header(body
 var ticketActions = map[string]bool{"opened": true, "labeled": true, "reopened": true, "edited": true,
 	"closed": true, "unlabeled": true}
 
-// Parse decodes an authenticated delivery. Pings are EventPing; issues
+// Parse decodes an authenticated delivery (parse says how) and reads the
+// ticket's labels in the daemon's spelling (Spellings), as the tracker
+// reads them.
+func (w Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
+	ev, err := w.parse(h, body)
+	ev.RespellTicket(w.Spellings)
+	return ev, err
+}
+
+// parse is Parse before the labels are respelled. Pings are EventPing; issues
 // events with a ticketAction are EventTicket; issue_comment created on an
 // issue (not a pull request) by a person is EventComment; every other well-formed
 // delivery (other events, other actions, pull requests) is EventIgnored and
@@ -58,7 +73,7 @@ var ticketActions = map[string]bool{"opened": true, "labeled": true, "reopened":
 // Only a body that is not a JSON object, or an issues delivery the daemon
 // acts on without a repository or issue number, is ErrMalformed. It never
 // panics, whatever the input.
-func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
+func (Webhooks) parse(h http.Header, body []byte) (platforms.WebhookEvent, error) {
 	ev := platforms.WebhookEvent{
 		Name:       h.Get(HeaderEvent),
 		DeliveryID: h.Get(HeaderDelivery),

@@ -225,3 +225,21 @@ func TestParseRepositoryEvents(t *testing.T) {
 		}
 	}
 }
+
+// A delivery for an issue whose repository spells the lifecycle labels
+// its own way reads them in the daemon's spelling, as the tracker does, so
+// the receiver sees the ticket's state (in progress here) from the payload.
+func TestParseRespellsLifecycleLabels(t *testing.T) {
+	body := strings.Replace(string(readFixture(t, "issues.labeled.json")), `"agent-smith:pending"`, `"Agent-Smith:In-Progress"`, 1)
+	if body == string(readFixture(t, "issues.labeled.json")) {
+		t.Fatal("fixture lacks agent-smith:pending")
+	}
+	w := Webhooks{Spellings: []string{"agent-smith:pending", "agent-smith:in-progress"}}
+	ev, err := w.Parse(delivery("issues"), []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"bug", "agent-smith:in-progress"}; !slices.Equal(ev.Ticket.Labels, want) {
+		t.Errorf("labels %q, want %q", ev.Ticket.Labels, want)
+	}
+}

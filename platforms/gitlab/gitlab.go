@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -171,7 +170,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	var rm, ad []string
 	for _, l := range remove {
-		if l != add && l != "" && !slices.Contains(rm, l) {
+		if l != "" && !platforms.SameLabel(Platform, l, add) && !platforms.ContainsLabel(Platform, rm, l) {
 			rm = append(rm, l)
 		}
 	}
@@ -204,18 +203,18 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 // ticket's state, and the write has kept them.
 func (t *Tracker) conflict(snapshot, remove []string, add string, got []string) string {
 	for _, l := range snapshot {
-		if l != add && strings.HasPrefix(l, t.prefix) && !slices.Contains(remove, l) && !slices.Contains(got, l) {
+		if !platforms.SameLabel(Platform, l, add) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, remove, l) && !platforms.ContainsLabel(Platform, got, l) {
 			return fmt.Sprintf("label %q was removed by another writer", l)
 		}
 	}
-	if add != "" && !slices.Contains(got, add) {
+	if add != "" && !platforms.ContainsLabel(Platform, got, add) {
 		return fmt.Sprintf("label %q is missing after the write", add)
 	}
 	for _, l := range got {
-		if slices.Contains(remove, l) {
+		if platforms.ContainsLabel(Platform, remove, l) {
 			return fmt.Sprintf("label %q is present after the write removed it", l)
 		}
-		if l != add && !slices.Contains(snapshot, l) && strings.HasPrefix(l, t.prefix) {
+		if !platforms.SameLabel(Platform, l, add) && !platforms.ContainsLabel(Platform, snapshot, l) && platforms.HasLabelPrefix(Platform, l, t.prefix) {
 			return fmt.Sprintf("lifecycle label %q appeared from another writer", l)
 		}
 	}
@@ -228,12 +227,12 @@ func (t *Tracker) conflict(snapshot, remove []string, add string, got []string) 
 func orderLike(snapshot, got []string) []string {
 	out := make([]string, 0, len(got))
 	for _, l := range snapshot {
-		if slices.Contains(got, l) && !slices.Contains(out, l) {
+		if platforms.ContainsLabel(Platform, got, l) && !platforms.ContainsLabel(Platform, out, l) {
 			out = append(out, l)
 		}
 	}
 	for _, l := range got {
-		if !slices.Contains(out, l) {
+		if !platforms.ContainsLabel(Platform, out, l) {
 			out = append(out, l)
 		}
 	}

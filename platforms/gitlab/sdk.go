@@ -258,7 +258,7 @@ func (s *sdk) labelAddedBy(ctx context.Context, project string, iid int, label s
 			return "", classify(err)
 		}
 		for _, ev := range evs {
-			if ev != nil && ev.Action == "add" && ev.Label.Name == label {
+			if ev != nil && ev.Action == "add" && platforms.SameLabel(Platform, ev.Label.Name, label) {
 				who = ev.User.Username
 			}
 		}

@@ -201,7 +201,7 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	case a.Action == "open":
 		ev.Added = labels
 	case p.Changes.Labels != nil:
-		ev.Added = platforms.NewLabels(titles(p.Changes.Labels.Previous), titles(p.Changes.Labels.Current))
+		ev.Added = platforms.NewLabels(Platform, titles(p.Changes.Labels.Previous), titles(p.Changes.Labels.Current))
 	}
 	ev.Kind = platforms.EventTicket
 	ev.Ticket = issueTicket(ev.Locator, &issue{IID: a.IID, Title: a.Title, Description: a.Description,

@@ -577,8 +577,10 @@ func issueTicket(site string, is *apiIssue) *platforms.Ticket {
 // remove each of remove, then add add unless present. Others keep their
 // order.
 func applyLabels(labels, remove []string, add string) []string {
-	out := slices.DeleteFunc(slices.Clone(labels), func(l string) bool { return l != add && slices.Contains(remove, l) })
-	if add != "" && !slices.Contains(out, add) {
+	out := slices.DeleteFunc(slices.Clone(labels), func(l string) bool {
+		return !platforms.SameLabel(Platform, l, add) && platforms.ContainsLabel(Platform, remove, l)
+	})
+	if add != "" && !platforms.ContainsLabel(Platform, out, add) {
 		out = append(out, add)
 	}
 	if out == nil {

@@ -139,12 +139,12 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 	who, found := "", false
 	for _, h := range is.Changelog.Histories {
 		for _, it := range h.Items {
-			if it.Field == "labels" && slices.Contains(platforms.NewLabels(strings.Fields(it.FromString), strings.Fields(it.ToString)), label) {
+			if it.Field == "labels" && platforms.ContainsLabel(Platform, platforms.NewLabels(Platform, strings.Fields(it.FromString), strings.Fields(it.ToString)), label) {
 				who, found = h.Author.name(t.cloud), true
 			}
 		}
 	}
-	if !found && slices.Contains(is.Fields.Labels, label) {
+	if !found && platforms.ContainsLabel(Platform, is.Fields.Labels, label) {
 		who = is.Fields.Creator.name(t.cloud)
 	}
 	return who, nil

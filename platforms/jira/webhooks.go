@@ -163,7 +163,7 @@ func (Webhooks) Parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 	} else if p.Changelog != nil {
 		for _, it := range p.Changelog.Items {
 			if it.Field == "labels" {
-				ev.Added = append(ev.Added, platforms.NewLabels(strings.Fields(it.FromString), strings.Fields(it.ToString))...)
+				ev.Added = append(ev.Added, platforms.NewLabels(Platform, strings.Fields(it.FromString), strings.Fields(it.ToString))...)
 			}
 		}
 	}

@@ -169,8 +169,7 @@ func (s *Sim) serveADO(w http.ResponseWriter, r *http.Request, project bool, h a
 		return
 	}
 	if !s.adoAuthenticate(r) {
-		adoError(w, http.StatusUnauthorized, "UnauthorizedRequestException",
-			"TF400813: The user '' is not authorized to access this resource.")
+		adoRefuse(w, r)
 		return
 	}
 	if fault.rateLimit {
@@ -225,6 +224,31 @@ func (s *Sim) serveADO(w http.ResponseWriter, r *http.Request, project bool, h a
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	h(w, r, c)
+}
+
+// adoSignInPage is the start of the page Azure DevOps Services answers a
+// refused credential with on GET and POST.
+const adoSignInPage = `<!DOCTYPE html><html><head><title>Azure DevOps Services | Sign In</title></head>` +
+	`<body><a href="https://app.vssps.visualstudio.com/_signin">Sign in</a></body></html>`
+
+// adoRefuse answers a request whose credential adoAuthenticate refused, as
+// the service does. A wrong, expired or wrongly encoded PAT on a GET or
+// POST gets 203 Non-Authoritative Information with an HTML sign-in page,
+// while a PATCH with the same credential gets 401 TF400813
+// (microsoft/azure-devops-auth-samples#52: "different from a POST and GET
+// request where we receive a 203 status code when the access token is
+// expired"; MicrosoftDocs/vsts-rest-api-specs#97 and #574 report the 203
+// sign-in page for a mis-encoded PAT). A request with no credential at all
+// keeps the 401.
+func adoRefuse(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "" && (r.Method == http.MethodGet || r.Method == http.MethodPost) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNonAuthoritativeInfo)
+		_, _ = w.Write([]byte(adoSignInPage))
+		return
+	}
+	adoError(w, http.StatusUnauthorized, "UnauthorizedRequestException",
+		"TF400813: The user '' is not authorized to access this resource.")
 }
 
 // adoAuthenticate accepts a personal access token as the basic-auth

@@ -325,3 +325,37 @@ func TestADOTagOperations(t *testing.T) {
 		})
 	}
 }
+
+// A wrong PAT gets what Azure DevOps Services answers it: 203 with an HTML
+// sign-in page on GET and POST, 401 TF400813 on PATCH
+// (microsoft/azure-devops-auth-samples#52); no PAT at all is 401.
+func TestADOWrongPAT(t *testing.T) {
+	s, srv := newADOSim(t)
+	n := s.CreateIssue("o/p", "one", "", "agent-smith")
+	item := srv.URL + "/ado/o/p/_apis/wit/workitems/" + strconv.Itoa(n)
+	wiql := srv.URL + "/ado/o/p/_apis/wit/wiql"
+	for _, c := range []struct {
+		method, url, auth string
+		code              int
+		html              bool
+	}{
+		{"GET", item, "wrong", http.StatusNonAuthoritativeInfo, true},
+		{"POST", wiql, "wrong", http.StatusNonAuthoritativeInfo, true},
+		{"PATCH", item, "wrong", http.StatusUnauthorized, false},
+		{"GET", item, "", http.StatusUnauthorized, false},
+	} {
+		req, _ := http.NewRequest(c.method, c.url+"?api-version=7.1", strings.NewReader(`{"query":"select [System.Id] from WorkItems"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if c.auth != "" {
+			req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(":"+c.auth)))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if html := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html"); resp.StatusCode != c.code || html != c.html {
+			t.Errorf("%s %s with PAT %q = %d %s, want %d (html %v)", c.method, c.url, c.auth, resp.StatusCode, resp.Header.Get("Content-Type"), c.code, c.html)
+		}
+	}
+}

@@ -54,6 +54,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	s.githubAppRoutes(mux)
 	s.githubSearchRoutes(mux)
 	s.githubRepoListRoutes(mux)
+	mux.HandleFunc("/github/repositories/{id}/{rest...}", s.ghRepositoryByID(mux))
 	mux.HandleFunc("/github/", func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) || s.pullPage(w, r) {
 			return
@@ -128,10 +129,13 @@ func (s *Sim) ghListIssues(w http.ResponseWriter, r *http.Request, c *ghCall) {
 	s.writeCollection(w, r, out)
 }
 
-// containsAll reports whether names holds every one of want.
+// containsAll reports whether names holds every label of want, compared
+// case-insensitively: the sim's reading of the labels filter, since GitHub
+// documents no case rule for it and a repository has one label per name in
+// any case (platforms.SameLabel).
 func containsAll(names, want []string) bool {
 	for _, w := range want {
-		if !slices.Contains(names, w) {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, w) }) {
 			return false
 		}
 	}

@@ -125,6 +125,9 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 	if o, rp := r.PathValue("owner"), r.PathValue("repo"); o != "" && rp != "" {
 		c.owner, c.repo = o, o+"/"+rp
 	}
+	if s.ghRedirectMoved(w, r, c, func() { rl.consume(b); rl.headers(hdr, b, limit) }) {
+		return
+	}
 	if r.Method != http.MethodGet && c.repo != "" && s.store.isArchived(c.repo) {
 		// "Repository was archived so is read-only." on every write
 		// (https://docs.github.com/en/repositories/archiving-a-github-repository/archiving-repositories).

@@ -130,6 +130,7 @@ func (s *Sim) applyWrite(w http.ResponseWriter, r *http.Request, c *ghCall, n in
 			return true // the write goes ahead whatever the answer
 		}
 	}
+	u.FoldCase = true
 	sn, commentID, err := s.store.apply(c.repo, n, cond, c.by, u)
 	if err != nil {
 		s.writeStoreError(w, c, err)

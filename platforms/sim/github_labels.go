@@ -154,7 +154,7 @@ func (s *Sim) ghCreateLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
 			Errors: []ghFieldError{{Resource: "Label", Field: "name", Code: "missing_field"}}})
 		return
 	}
-	l, exists, err := s.store.createLabel(c.repo, req.Name, req.Color, req.Description)
+	l, exists, err := s.store.createLabel(c.repo, req.Name, req.Color, req.Description, true)
 	if err != nil {
 		s.writeStoreError(w, c, err)
 		return

@@ -207,6 +207,15 @@ func (s *Sim) CreateIssue(repo, title, body string, labels ...string) int {
 	return s.As(HumanLogin).CreateIssue(repo, title, body, labels...)
 }
 
+// CreateLabel adds a label to a repository's labels without putting it on
+// an issue, as a person does on the repository's label page; the repository
+// must exist (CreateRepo). A GitHub write then names it in any case
+// (update.FoldCase).
+func (s *Sim) CreateLabel(repo, name string) error {
+	_, _, err := s.store.createLabel(repo, name, "", "", false)
+	return err
+}
+
 // CreateRepo makes an empty repository, so the API answers for it (an empty
 // list rather than 404) before its first issue.
 func (s *Sim) CreateRepo(repo string) {

@@ -185,8 +185,12 @@ type store struct {
 	// sequence across its projects (NumberWorkItemsPerOrganisation).
 	orgNumbers map[string]*int
 	writes     []Write
-	sink       func([]storeEvent)
-	inter      interleaver
+	// renamed maps a renamed repository's old name to its new one;
+	// transferred maps "repo#n" to where the issue went (github_moves.go).
+	renamed     map[string]string
+	transferred map[string]movedIssue
+	sink        func([]storeEvent)
+	inter       interleaver
 	// refused holds the issues ("repo#n") whose label writes by API
 	// clients are refused for good (RefuseLabelWrites).
 	refused map[string]bool
@@ -418,13 +422,18 @@ func (st *store) repoLabels(repoName string) ([]label, error) {
 	return out, nil
 }
 
-// createLabel adds a repository label; exists reports a name already taken.
-func (st *store) createLabel(repoName, name, color, description string) (l label, exists bool, err error) {
+// createLabel adds a repository label; exists reports a name already
+// taken, in any case when foldCase (GitHub: "blocked" next to "Blocked" is
+// 422 already_exists, hackebrot/labels#15).
+func (st *store) createLabel(repoName, name, color, description string, foldCase bool) (l label, exists bool, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	r, ok := st.repos[repoName]
 	if !ok {
 		return label{}, false, fmt.Errorf("repository %s: %w", repoName, ErrNotFound)
+	}
+	if foldCase {
+		name = st.repoSpellings(r, []string{name})[0]
 	}
 	if old, ok := r.labels[name]; ok {
 		return *old, true, nil
@@ -435,6 +444,31 @@ func (st *store) createLabel(repoName, name, color, description string) (l label
 	}
 	nl.description = description
 	return *nl, false, nil
+}
+
+// repoSpellings maps each name to the repository's label that is it but for
+// case, if there is one, else to the first spelling of it in names. Caller
+// holds mu.
+func (st *store) repoSpellings(r *repository, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n
+		if _, ok := r.labels[n]; ok {
+			continue
+		}
+		for have := range r.labels {
+			if strings.EqualFold(have, n) {
+				out[i] = have
+				break
+			}
+		}
+		if out[i] == n {
+			if j := slices.IndexFunc(out[:i], func(o string) bool { return strings.EqualFold(o, n) }); j >= 0 {
+				out[i] = out[j]
+			}
+		}
+	}
+	return out
 }
 
 // update describes one write to an issue. Nil fields are left alone. Labels
@@ -448,6 +482,11 @@ type update struct {
 	Remove      []string
 	Comment     *string
 	Components  *[]string
+	// FoldCase names labels in Add and Labels as GitHub does: a name that
+	// is a repository label but for case means that label, in the
+	// repository's spelling (platforms.SameLabel cites the sources), and
+	// two spellings in one write are one label. Remove stays exact.
+	FoldCase bool
 }
 
 // precondition decides, under the store's lock, whether a conditional write
@@ -477,6 +516,14 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 	for _, name := range u.Remove {
 		if !slices.Contains(is.labels, name) {
 			return snapshot{}, 0, fmt.Errorf("issue %s#%d: label %q: %w", repoName, number, name, errLabelNotOnIssue)
+		}
+	}
+
+	if u.FoldCase {
+		u.Add = st.repoSpellings(r, u.Add)
+		if u.Labels != nil {
+			ls := st.repoSpellings(r, *u.Labels)
+			u.Labels = &ls
 		}
 	}
 

@@ -80,8 +80,9 @@ type Harness struct {
 	// added, so labels the tracker returns are compared ignoring order. The
 	// emulator's truth (Labels) is still compared in order.
 	SortedLabels bool
-	// FoldsCase says labels are case-insensitive (Azure DevOps tags): a case
-	// variant of a removed lifecycle label is the same tag and goes with it.
+	// FoldsCase says labels are case-insensitive (GitHub labels, Azure
+	// DevOps tags; platforms.SameLabel): a case variant of a removed
+	// lifecycle label is the same label and goes with it.
 	FoldsCase bool
 	// SearchLag says the emulator's list (search) lags writes made behind
 	// the tracker's back by up to this long, as Jira Cloud's search/jql

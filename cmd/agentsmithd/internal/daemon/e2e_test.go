@@ -22,9 +22,10 @@ func TestWebhookToDoneLeavesOtherLabelsAlone(t *testing.T) {
 		e.startDaemon(e.config("replica-a", ""))
 		theirs := []string{"bug", "日本語", "Agent-Smith:done", "other:enqueued"}
 		if e.pc.FoldsCase {
-			// On Azure DevOps "Agent-Smith:done" is not a look-alike but
-			// our own done tag in another spelling (tags fold case): the
-			// ticket would be done already. azuredevops' tests cover that.
+			// On GitHub and Azure DevOps "Agent-Smith:done" is not a
+			// look-alike but our own done label in another spelling
+			// (labels fold case): the ticket would be done already.
+			// labelcase_test.go and azuredevops' tests cover that.
 			theirs = slices.DeleteFunc(theirs, func(l string) bool { return l == "Agent-Smith:done" })
 		}
 		n := e.sim.CreateIssue(e.repo, "Fix the login page", "body", theirs...)
@@ -35,6 +36,7 @@ func TestWebhookToDoneLeavesOtherLabelsAlone(t *testing.T) {
 		want := append(slices.Clone(theirs), "agent-smith", "agent-smith:done")
 		if e.pc.FoldsCase {
 			// Azure DevOps may list tags in its own order: compare as sets.
+			// (GitHub keeps the order; as sets is no weaker here.)
 			want = slices.Sorted(slices.Values(want))
 		}
 		// Done shows as soon as its label is added; GitHub's removal of

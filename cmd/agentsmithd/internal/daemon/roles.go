@@ -112,20 +112,9 @@ func (d *Daemon) runCgroups() *runcg.Parent {
 		// The cgroup holds a process only while that process cannot write
 		// to another cgroup's cgroup.procs: one of the daemon's own user
 		// can (the delegated cgroup is the daemon's), one of run_as cannot.
-		var own []string
-		for _, p := range d.cfg.Projects {
-			if p.Pipeline.RunAs == "" {
-				own = append(own, p.Name)
-			}
-		}
-		if len(own) == 0 {
-			d.log.Info("pipelines run in a cgroup each: every process a run starts is killed with it",
-				zap.String("cgroup", cg.Dir()))
-		} else {
-			d.log.Info("pipelines run in a cgroup each: every process a run starts is killed with it, "+
-				"but a pipeline without run_as runs as the daemon's user and can move itself out of its cgroup",
-				zap.String("cgroup", cg.Dir()), zap.Strings("without_run_as", own))
-		}
+		d.log.Info("pipelines run in a cgroup each: every process a run starts is killed with it, "+
+			"except that a pipeline without pipeline.run_as runs as the daemon's user and can move itself out of its cgroup",
+			zap.String("cgroup", cg.Dir()))
 		return cg
 	}
 	if d.guard != nil {

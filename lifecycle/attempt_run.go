@@ -33,4 +33,9 @@ type attempt struct {
 	// workNotes say what became of the work branch after the pipeline
 	// (pushed at which commit, or why not), for the outcome's comment.
 	workNotes []string
+	// leftover is why a run cgroup of this attempt (the pipeline's, the
+	// persist command's) could not be emptied: processes of the run may
+	// still live, and nothing of the daemon's reads or writes the work dir
+	// after it (procrun.Result.Leftover).
+	leftover error
 }

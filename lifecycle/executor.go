@@ -394,6 +394,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		spec.Output = red
 		stopProgress := a.startProgress(ctx, hb, workDir, &spec)
 		res = e.runPipeline(ctx, spec, req.Ref, token)
+		a.noteLeftover(res)
 		stopProgress()
 		close(ran)
 		res.Tail = red.finish()

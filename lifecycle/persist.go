@@ -48,6 +48,7 @@ func (a *attempt) persist(ctx context.Context, t *platforms.Ticket, kind failure
 	red := a.redactOutput(nil)
 	spec.Output = red
 	res := procrun.Run(ctx, spec)
+	a.noteLeftover(res)
 	res.Tail = red.finish()
 	if res.OK() {
 		log.Info("persist command succeeded", zap.Duration("duration", res.Duration))

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/pkg/gitws"
+	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -86,6 +87,11 @@ func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause s
 	if ws == nil || a.branch == "" || (a.hb != nil && a.hb.lostErr() != nil) {
 		return nil
 	}
+	if a.leftover != nil {
+		a.log.Error("the work branch is not saved: processes of the run may still be running, and the save would read the work dir they write",
+			zap.String("branch", a.branch), zap.Error(a.leftover))
+		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (processes of the run could not be ended)", a.branch)}
+	}
 	msg := fmt.Sprintf("agent-smith attempt %d: succeeded", a.req.Attempt)
 	if !ok {
 		msg = fmt.Sprintf("[wip] agent-smith attempt %d: %s", a.req.Attempt, cause)
@@ -147,4 +153,17 @@ func firstLine(s string, n int) string {
 		s = s[:i]
 	}
 	return truncateRunes(s, n)
+}
+
+// noteLeftover records that a run's cgroup could not be emptied, so that
+// saveWork does not act, as the daemon's user, on a work dir processes of
+// the run may still write.
+func (a *attempt) noteLeftover(res procrun.Result) {
+	if res.Leftover == nil {
+		return
+	}
+	a.log.Error("a run cgroup could not be emptied; processes of the run may still be running", zap.Error(res.Leftover))
+	if a.leftover == nil {
+		a.leftover = res.Leftover
+	}
 }

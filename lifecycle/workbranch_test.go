@@ -18,6 +18,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/gitws"
+	"github.com/agentsmithd/agentsmithd/pkg/runcg"
 )
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -49,15 +50,32 @@ func bareRemote(t *testing.T) string {
 	return bare
 }
 
-// replica runs one executor (its own instance and work root) and the
-// delayed set's promoter until stop.
-func replica(t *testing.T, w *lifecycletest.World, name, workRoot string, rec *lifecycletest.Recorder) (stop func()) {
+// withRemote gives w's project a workspace on a new bare remote.
+func withRemote(t *testing.T, w *lifecycletest.World) (bare string, p *lifecycle.Project) {
 	t.Helper()
-	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+	bare = bareRemote(t)
+	ws, err := gitws.New(gitws.Config{URL: bare, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = w.Projects[lifecycletest.Project]
+	p.Workspace = ws
+	return bare, p
+}
+
+// replica runs one executor (its own instance and work root) and the
+// delayed set's promoter until stop; opts adjust the executor's config.
+func replica(t *testing.T, w *lifecycletest.World, name, workRoot string, rec *lifecycletest.Recorder, opts ...func(*lifecycle.ExecutorConfig)) (stop func()) {
+	t.Helper()
+	cfg := lifecycle.ExecutorConfig{
 		Instance: name, Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 		ShutdownGrace: time.Second, KillGrace: 200 * time.Millisecond, WorkDir: workRoot,
 		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t), Observer: rec, Rand: func() float64 { return 0.5 },
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
 	promoter := housekeeping.NewDelayedPromoter(w.Queue, housekeeping.DelayedPromoterConfig{Interval: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -76,13 +94,7 @@ func replica(t *testing.T, w *lifecycletest.World, name, workRoot string, rec *l
 // left for a pull request and the Done comment shows the result, escaped.
 func TestFailedAttemptsWorkResumesOnAnotherReplica(t *testing.T) {
 	w := lifecycletest.New(t, 2)
-	bare := bareRemote(t)
-	ws, err := gitws.New(gitws.Config{URL: bare, Timeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := w.Projects[lifecycletest.Project]
-	p.Workspace = ws
+	bare, p := withRemote(t, w)
 	retryOn(p, 3)
 	p.Pipeline.Command = []string{"sh", "-c", `set -e
 if [ "$AGENTSMITH_ATTEMPT" = 1 ]; then echo "step one" > work.txt; exit 3; fi
@@ -146,13 +158,7 @@ printf '%s' '{"summary":"Opened a PR *now* @alice","links":[{"title":"PR #1","ur
 // back to the queue.
 func TestShutdownHandBackPushesTheWork(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	bare := bareRemote(t)
-	ws, err := gitws.New(gitws.Config{URL: bare, Timeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := w.Projects[lifecycletest.Project]
-	p.Workspace = ws
+	bare, p := withRemote(t, w)
 	dir := t.TempDir()
 	p.Pipeline.Env = map[string]string{"D": dir}
 	p.Pipeline.Command = []string{"sh", "-c", `echo partial > part.txt; touch "$D/started"; while :; do sleep 0.02; done`}
@@ -186,5 +192,36 @@ func TestInvalidResultIsAWarningNotAFailure(t *testing.T) {
 	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
 	if len(is.Comments) != 1 || !strings.Contains(is.Comments[0].Body, "- result file: ignored, not valid JSON") {
 		t.Fatalf("comments: %+v", is.Comments)
+	}
+}
+
+// A run whose cgroup cannot be emptied (here: the pipeline made a cgroup
+// inside its own, so the run cgroup cannot be removed) may have processes
+// left writing the work dir: the daemon does not save the work branch
+// from it.
+func TestWorkIsNotSavedWhenTheRunCgroupIsNotEmptied(t *testing.T) {
+	cg, err := runcg.Detect()
+	if err != nil {
+		t.Skipf("no run cgroups here: %v", err)
+	}
+	w := lifecycletest.New(t, 1)
+	bare, p := withRemote(t, w)
+	p.Pipeline.Command = []string{"sh", "-c", fmt.Sprintf(`set -e
+echo work > work.txt
+own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+mkdir "%s/${own##*/}/stay"`, cg.Dir())}
+	t.Cleanup(func() {
+		runs, _ := filepath.Glob(filepath.Join(cg.Dir(), "run-*", "stay"))
+		for _, stay := range runs {
+			_ = os.Remove(stay)
+			_ = os.Remove(filepath.Dir(stay))
+		}
+	})
+	rec := &lifecycletest.Recorder{}
+	replica(t, w, "replica-a", t.TempDir(), rec, func(c *lifecycle.ExecutorConfig) { c.Cgroups = cg })
+	n := claim(t, w, "leftover")
+	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	if out, err := exec.Command("git", "-C", bare, "branch", "--list", "agent-smith/*").CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Fatalf("the work branch was saved from a run with processes possibly left: %q %v", out, err)
 	}
 }

@@ -2,10 +2,16 @@ package runguard_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun/procruntest"
@@ -88,4 +94,66 @@ func TestCgroupKillsEscapedProcessesOfAKilledGuard(t *testing.T) {
 	}
 	e.Escaped(t)
 	e.NoneLeft(t)
+}
+
+// hidepidGuard makes l start its guard as a hardened daemon with run_as
+// runs: in a /proc mounted hidepid=invisible (systemd
+// ProtectProc=invisible), without CAP_SYS_PTRACE and outside group 0 (the
+// mount's default gid= group, which sees every process), so the guard,
+// uid 0, sees no /proc/<pid> of the pipeline's user. It skips the test
+// where that cannot be set up or hides nothing.
+func hidepidGuard(t *testing.T, l *runguard.Launcher) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting /proc and running the pipeline as nobody need root")
+	}
+	unshare, err1 := exec.LookPath("unshare")
+	_, err2 := exec.LookPath("setpriv")
+	if err1 != nil || err2 != nil {
+		t.Skip("unshare or setpriv not installed")
+	}
+	const script = `mount -t proc -o hidepid=invisible proc /proc && exec setpriv --bounding-set -sys_ptrace --regid 1 --clear-groups "$@"`
+	wrap := func(argv ...string) []string {
+		return append([]string{"-m", "--propagation", "private", "/bin/sh", "-c", script, "sh"}, argv...)
+	}
+	nobody := exec.Command("sleep", "60")
+	nobody.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := nobody.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = nobody.Process.Kill(); _ = nobody.Wait() }()
+	out, err := exec.Command(unshare, wrap("cat", fmt.Sprintf("/proc/%d/stat", nobody.Process.Pid))...).CombinedOutput()
+	if err == nil {
+		t.Skipf("hidepid=invisible does not hide nobody's processes here: %s", out)
+	}
+	if !strings.Contains(string(out), "No such file") {
+		t.Skipf("cannot mount /proc with hidepid=invisible: %v: %s", err, out)
+	}
+	l.Args = wrap(l.Exe, "guard")
+	l.Exe = unshare
+}
+
+// Under hidepid with run_as (the shipped hardening), the guard still
+// finds and kills the pipeline's escapees, which a /proc scan does not
+// show it: it finds its children in its own /proc entry.
+func TestGuardKillsEscapedProcessesItCannotSeeInProc(t *testing.T) {
+	_, l := setup(t)
+	hidepidGuard(t, l)
+	e := procruntest.NewEscaping(t, "exit 0\n")
+	e.Spec.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
+	if err := os.Chmod(e.Spec.Dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(e.Spec.Dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	resc, out := run(t, l, e.Spec)
+	if r := await(t, resc); !r.OK() {
+		t.Fatalf("got %s: %s", r.Describe(), out.String())
+	}
+	e.Escaped(t)
+	e.NoneLeft(t)
+	if !strings.Contains(out.String(), "killed 2 process(es)") {
+		t.Errorf("the guard does not say it killed both escapees:\n%s", out.String())
+	}
 }

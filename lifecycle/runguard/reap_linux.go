@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentsmithd/agentsmithd/pkg/proctree"
 )
 
@@ -42,15 +44,14 @@ func pipelineAttr(cred *syscall.Credential) *syscall.SysProcAttr {
 // subreaper) as it exits, and the next round kills them, until none is
 // left. It returns how many processes it killed.
 func killDescendants(pipeline int) int {
-	self := os.Getpid()
 	deadline := time.Now().Add(reapTimeout)
 	killed := 0
 	signalled := map[int]bool{}
 	for {
 		left := false
-		for _, c := range proctree.Children(self) {
+		for _, c := range children() {
 			switch {
-			case c.State != 'Z':
+			case !exited(c):
 				left = true
 				if !signalled[c.PID] {
 					signalled[c.PID] = true
@@ -75,10 +76,36 @@ func killDescendants(pipeline int) int {
 // pipeline runs (daemons it started that have since exited), so they do
 // not hold pids until the run ends. pipeline is os/exec's to reap.
 func reapOrphans(pipeline int) {
-	for _, c := range proctree.Children(os.Getpid()) {
-		if c.State == 'Z' && c.PID != pipeline {
+	for _, c := range children() {
+		if c.PID != pipeline && exited(c) {
 			var ws syscall.WaitStatus
 			_, _ = syscall.Wait4(c.PID, &ws, syscall.WNOHANG, nil)
 		}
 	}
+}
+
+// children are the guard's children. They come from the guard's own
+// /proc/self/task/*/children, which it always sees: under
+// hidepid=invisible (systemd ProtectProc=invisible) a guard without
+// CAP_SYS_PTRACE sees no /proc/<pid> of a run_as pipeline's processes,
+// and a scan of /proc would find none of them. Only a kernel without
+// CONFIG_PROC_CHILDREN falls back to that scan. Killing them needs no
+// more than seeing their pids (CAP_KILL, as root).
+func children() []proctree.Proc {
+	cs, err := proctree.OwnChildren()
+	if err != nil {
+		return proctree.Children(os.Getpid())
+	}
+	return cs
+}
+
+// exited reports whether the child c is a zombie, from its stat or, where
+// that is hidden, by asking the kernel without reaping it (WNOWAIT).
+func exited(c proctree.Proc) bool {
+	if c.State != 0 {
+		return c.State == 'Z'
+	}
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, c.PID, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo == int32(syscall.SIGCHLD)
 }

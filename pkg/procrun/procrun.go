@@ -178,13 +178,21 @@ func Run(ctx context.Context, spec Spec) Result {
 		}
 		startIn(cmd.SysProcAttr, cg)
 	}
+	// failStart releases the cgroup, and with it its directory and fd, on
+	// every way out before the command runs.
+	failStart := func(err error) Result {
+		if cg != nil {
+			res.Leftover = cg.Close()
+		}
+		return fail(err)
+	}
 
 	// The pipes are ours rather than os/exec's so that we decide when to
 	// stop reading: after the group is dead, not when every holder of the
 	// pipe has gone.
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return fail(fmt.Errorf("output pipe: %w", err))
+		return failStart(fmt.Errorf("output pipe: %w", err))
 	}
 	cmd.Stdout, cmd.Stderr = outW, outW
 	var inR, inW *os.File
@@ -192,7 +200,7 @@ func Run(ctx context.Context, spec Spec) Result {
 		if inR, inW, err = os.Pipe(); err != nil {
 			outR.Close()
 			outW.Close()
-			return fail(fmt.Errorf("stdin pipe: %w", err))
+			return failStart(fmt.Errorf("stdin pipe: %w", err))
 		}
 		cmd.Stdin = inR
 	}
@@ -206,10 +214,7 @@ func Run(ctx context.Context, spec Spec) Result {
 		if inW != nil {
 			inW.Close()
 		}
-		if cg != nil {
-			res.Leftover = cg.Close()
-		}
-		return fail(fmt.Errorf("start %s: %w", spec.Argv[0], err))
+		return failStart(fmt.Errorf("start %s: %w", spec.Argv[0], err))
 	}
 	pgid := cmd.Process.Pid
 	// kill ends the group at once, and the cgroup with every process that

@@ -22,10 +22,108 @@ const prefix = "run-"
 // (tests, the demo) detect at once.
 var probes atomic.Uint64
 
+// seq numbers the run cgroups of this process, across all its Parents:
+// several daemons in one process share one cgroup and one pid.
+var seq atomic.Uint64
+
+// staleAge is how old an empty run cgroup whose owner cannot be identified
+// must be before a sweep removes it: younger, it may be one a live daemon
+// has just created and not yet started its run in.
+const staleAge = time.Minute
+
 // Parent is the cgroup run cgroups are created in: the daemon's own.
 type Parent struct {
 	dir string
-	seq atomic.Uint64
+	own owner
+}
+
+// owner identifies the process that created a run cgroup; it is encoded
+// in the cgroup's name, "run-<pid>-<start>-<pidns>-<seq>". The pid alone
+// is not enough: a restarted daemon can get its old pid back, and daemons
+// in different pid namespaces share pids. The start time (clock ticks
+// since boot, /proc/<pid>/stat field 22) tells a reused pid from the
+// owner, and the pid namespace's inode tells whether the pid means the
+// same process here at all.
+type owner struct {
+	pid   int
+	start uint64
+	pidns uint64
+}
+
+// self is the calling process as an owner.
+func self() (owner, error) {
+	pid := os.Getpid()
+	start, err := startTime("self")
+	if err != nil {
+		return owner{}, err
+	}
+	fi, err := os.Stat("/proc/self/ns/pid")
+	if err != nil {
+		return owner{}, fmt.Errorf("%w: pid namespace: %v", ErrUnsupported, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return owner{}, fmt.Errorf("%w: pid namespace: no inode", ErrUnsupported)
+	}
+	return owner{pid: pid, start: start, pidns: st.Ino}, nil
+}
+
+// startTime reads a process's start time from /proc/<proc>/stat.
+func startTime(proc string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", proc, "stat"))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold anything;
+	// the fields after its last ')' start with field 3.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%s/stat: no command name", proc)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%s/stat: %d fields", proc, len(f)+2)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// name is the run cgroup name for sequence number n.
+func (o owner) name(n uint64) string {
+	return fmt.Sprintf("%s%d-%d-%d-%d", prefix, o.pid, o.start, o.pidns, n)
+}
+
+// parseOwner reads the owner from a run cgroup's name (prefix removed).
+func parseOwner(rest string) (owner, bool) {
+	f := strings.Split(rest, "-")
+	if len(f) != 4 {
+		return owner{}, false
+	}
+	var n [4]uint64
+	for i, s := range f {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return owner{}, false
+		}
+		n[i] = v
+	}
+	if n[0] == 0 || n[0] > 1<<31 {
+		return owner{}, false
+	}
+	return owner{pid: int(n[0]), start: n[1], pidns: n[2]}, true
+}
+
+// gone reports whether o provably no longer runs: it lived in the
+// caller's pid namespace and its pid is free or now another process's
+// (another start time). Unreadable is not gone.
+func (o owner) gone(own owner) bool {
+	if o.pidns != own.pidns {
+		return false
+	}
+	if errors.Is(syscall.Kill(o.pid, 0), syscall.ESRCH) {
+		return true
+	}
+	start, err := startTime(strconv.Itoa(o.pid))
+	return err == nil && start != o.start
 }
 
 // Detect finds the calling process's cgroup v2 and checks that a run
@@ -36,7 +134,11 @@ func Detect() (*Parent, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Parent{dir: dir}
+	own, err := self()
+	if err != nil {
+		return nil, err
+	}
+	p := &Parent{dir: dir, own: own}
 	probe := filepath.Join(dir, fmt.Sprintf("%s%d-probe-%d", prefix, os.Getpid(), probes.Add(1)))
 	if err := os.Mkdir(probe, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("create a cgroup in %s (needs write access: systemd Delegate=yes): %w", dir, err)
@@ -45,28 +147,41 @@ func Detect() (*Parent, error) {
 	if _, err := os.Stat(filepath.Join(probe, "cgroup.kill")); err != nil {
 		return nil, fmt.Errorf("cgroup.kill (Linux 5.14): %w", err)
 	}
-	p.sweep()
+	p.sweep(time.Now())
 	return p, nil
 }
 
 // sweep kills and removes the run cgroups of daemons that are gone (killed
 // -9, crashed): their runs have no owner left, and whatever those runs
-// started must not keep running. A cgroup whose daemon's pid is alive, or
-// reused, is left alone.
-func (p *Parent) sweep() {
+// started must not keep running. Only a cgroup whose owner is provably
+// gone is killed: one of this process's pid namespace whose pid is free or
+// belongs to a process with another start time. The cgroups of live
+// daemons, this one's included, are left alone. Those whose owner cannot
+// be told (another pid namespace sharing the cgroup, an unknown name) are
+// removed only when empty, which rmdir itself checks (a populated cgroup
+// is EBUSY), and older than staleAge, so that one just created is not
+// taken from under its daemon.
+func (p *Parent) sweep(now time.Time) {
 	ents, _ := os.ReadDir(p.dir)
 	for _, e := range ents {
 		rest, ok := strings.CutPrefix(e.Name(), prefix)
 		if !ok || !e.IsDir() {
 			continue
 		}
-		pidStr, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid <= 0 || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			continue
+		dir := filepath.Join(p.dir, e.Name())
+		o, ok := parseOwner(rest)
+		switch {
+		case ok && o.pid == p.own.pid && o.start == p.own.start && o.pidns == p.own.pidns:
+			// This process's own runs, of another Parent.
+		case ok && o.gone(p.own):
+			_ = (&Group{dir: dir}).remove()
+		case ok && o.pidns == p.own.pidns:
+			// A live daemon's.
+		default:
+			if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > staleAge {
+				_ = os.Remove(dir)
+			}
 		}
-		g := &Group{dir: filepath.Join(p.dir, e.Name())}
-		_ = g.remove()
 	}
 }
 
@@ -84,9 +199,19 @@ type Group struct {
 // moment at which the process runs outside it), and Close it when the run
 // is over.
 func (p *Parent) New() (*Group, error) {
-	dir := filepath.Join(p.dir, fmt.Sprintf("%s%d-%d", prefix, os.Getpid(), p.seq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create run cgroup: %w", err)
+	var dir string
+	for tries := 0; ; tries++ {
+		dir = filepath.Join(p.dir, p.own.name(seq.Add(1)))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		// A name can be taken only by a cgroup left by an earlier process
+		// with this pid and start time: in another pid namespace, or
+		// somebody else's making. Take the next.
+		if !errors.Is(err, os.ErrExist) || tries == 100 {
+			return nil, fmt.Errorf("create run cgroup: %w", err)
+		}
 	}
 	fd, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {

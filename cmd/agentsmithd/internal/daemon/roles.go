@@ -109,7 +109,11 @@ func (d *Daemon) buildConsumer() []service {
 func (d *Daemon) runCgroups() *runcg.Parent {
 	cg, err := runcg.Detect()
 	if err == nil {
-		d.log.Info("pipelines run in a cgroup each: every process a run starts is killed with it",
+		// The cgroup holds a process only while that process cannot write
+		// to another cgroup's cgroup.procs: one of the daemon's own user
+		// can (the delegated cgroup is the daemon's), one of run_as cannot.
+		d.log.Info("pipelines run in a cgroup each: every process a run starts is killed with it, "+
+			"except that a pipeline without pipeline.run_as runs as the daemon's user and can move itself out of its cgroup",
 			zap.String("cgroup", cg.Dir()))
 		return cg
 	}

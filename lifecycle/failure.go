@@ -40,7 +40,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
-	if r := renderResult(p.Platform, a.result); r != "" {
+	if r := renderResult(p.Redact, p.Platform, a.result); r != "" {
 		headline += "\n\n" + r
 	}
 	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)

@@ -21,7 +21,7 @@ func TestRunCommentsCarryNoCommandMentionOrSecret(t *testing.T) {
 	res := procrun.Result{ExitCode: 1, Tail: []byte(hostile)}
 	for _, platform := range []string{"github", "gitlab", "azuredevops", "jira"} {
 		result, _ := redactResult(red, Result{Summary: hostile, Links: []Link{{Title: "t " + secret, URL: "https://x.example/?k=" + secret}}})
-		head := "**agent-smith**: pipeline failed\n\n" + renderResult(platform, result)
+		head := "**agent-smith**: pipeline failed\n\n" + renderResult(red, platform, result)
 		bodies := map[string]string{
 			"failure":  outcomeComment(head, "i", res, nil, 65536),
 			"progress": progressBody("agent-smith", 1, "i", hostile),

@@ -22,6 +22,13 @@ import (
 //     read the log file, show it redacted too;
 //   - the result file and the progress lines are redacted when read
 //     (redactResult, the progress comment's body), their @mentions broken;
+//   - pipeline text a comment shows escaped for its markup is redacted
+//     before it is escaped (escapeFor): an escaped secret ("ghp\_x") is no
+//     longer one the Redactor knows, yet the tracker renders it as one;
+//   - the result's description (git's stderr on a failed Prepare) is
+//     redacted before the audit stream, the status page and the daemon's
+//     log see it, and errors of the work branch's save before they are
+//     logged;
 //   - every comment body is redacted once more as a whole and has no line
 //     starting with "/" (safeComment), on every platform.
 

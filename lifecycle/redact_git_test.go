@@ -135,3 +135,35 @@ func TestGitErrorNamingASecretReachesNoCommentAuditOrLog(t *testing.T) {
 	}
 	assertLogsHoldNoGitSecret(t, logs)
 }
+
+// A work branch that cannot be prepared fails the attempt with git's
+// stderr as its result ("failed to start: work branch …: <git's error>"),
+// which quotes the remote's path: with a secret in it, that secret reaches
+// neither the failure comment, nor the audit stream's reason (what
+// /status.json shows), nor the daemon's transition log.
+func TestPrepareErrorNamingASecretReachesNoCommentAuditOrLog(t *testing.T) {
+	w := lifecycletest.New(t, 1)
+	ws, err := gitws.New(gitws.Config{URL: filepath.Join(t.TempDir(), gitSecret, "origin.git"), Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := w.Projects[lifecycletest.Project]
+	p.Workspace = ws
+	p.Redact = redact.New(gitSecret)
+	p.Pipeline.Command = []string{"true"}
+	rec, logs, auditEntries := secretWorld(t, w)
+
+	n := claim(t, w, "unpreparable")
+	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	ev, _ := findEvent(rec, "failed")
+	if !strings.Contains(ev.Reason, "failed to start: work branch") || !strings.Contains(ev.Reason, redact.Replacement) {
+		t.Errorf("reason %q: not the redacted Prepare error", ev.Reason)
+	}
+	for i, c := range comments(t, w, n) {
+		assertNoGitSecret(t, fmt.Sprintf("comment %d", i), c)
+	}
+	for _, e := range auditEntries() {
+		assertNoGitSecret(t, "audit entry", fmt.Sprintf("%+v", e.Event))
+	}
+	assertLogsHoldNoGitSecret(t, logs)
+}

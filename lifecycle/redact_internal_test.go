@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,8 +24,11 @@ func TestRunCommentsCarryNoCommandMentionOrSecret(t *testing.T) {
 		result, _ := redactResult(red, Result{Summary: hostile, Links: []Link{{Title: "t " + secret, URL: "https://x.example/?k=" + secret}}})
 		head := "**agent-smith**: pipeline failed\n\n" + renderResult(red, platform, result)
 		bodies := map[string]string{
-			"failure":  outcomeComment(head, "i", res, nil, 65536),
-			"progress": progressBody("agent-smith", 1, "i", hostile),
+			"failure": outcomeComment(head, "i", res, nil, 65536),
+			// Git's stderr on a failed Prepare and the save's error quote
+			// what the pipeline named.
+			"failure to start": outcomeComment(head, "i", procrun.Result{ExitCode: -1, Err: errors.New(hostile)}, []string{"not pushed (" + hostile + ")"}, 65536),
+			"progress":         progressBody("agent-smith", 1, "i", hostile),
 		}
 		for name, b := range bodies {
 			b = safeComment(red, b)

@@ -38,3 +38,22 @@ func TestRunCommentsCarryNoCommandMentionOrSecret(t *testing.T) {
 		}
 	}
 }
+
+// A secret that a part escaped for the markup before it was redacted
+// ("ghp\_x", rendered as "ghp_x") is caught by safeComment's last pass: its
+// line is withheld, and the rest of the comment is kept. (Jira's escape
+// leaves the secret as it is, for the Redactor itself.)
+func TestSafeCommentCatchesAnEscapedSecret(t *testing.T) {
+	const secret = "ghp_S3cr3t-T0ken_leak9876"
+	red := redact.New(secret)
+	for _, platform := range []string{"github", "jira"} {
+		body := "**agent-smith**: pipeline failed\n- note: " + escapeFor(nil, platform, "invalid path '"+secret+"/.GIT/x' @"+secret) + "\n- kept"
+		got := safeComment(red, body)
+		if strings.Contains(strings.NewReplacer(`\`, "", "\u200b", "").Replace(got), secret) {
+			t.Errorf("%s: the comment renders the secret:\n%s", platform, got)
+		}
+		if !strings.Contains(got, "**agent-smith**: pipeline failed\n") || !strings.HasSuffix(got, "\n- kept") {
+			t.Errorf("%s: more than the secret's line withheld:\n%s", platform, got)
+		}
+	}
+}

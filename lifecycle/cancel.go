@@ -108,7 +108,7 @@ func (a *attempt) failCancelled(ctx context.Context, from State, cause string) {
 	if n := noteLines(append(append([]string(nil), a.workNotes...), a.resultNotes...)); n != "" {
 		body += "\n\n" + n
 	}
-	if r := renderResult(p.Platform, a.result); r != "" {
+	if r := renderResult(p.Redact, p.Platform, a.result); r != "" {
 		body += "\n" + r
 	}
 	body = truncateRunes(body, platforms.CommentLimit(p.Tracker))

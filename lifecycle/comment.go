@@ -81,11 +81,14 @@ func shortOutcomeComment(headline, instance string, res procrun.Result, notes []
 func outcomeHead(headline, instance string, res procrun.Result, notes []string) string {
 	var b strings.Builder
 	b.WriteString(stripControl(headline) + "\n\n")
-	fmt.Fprintf(&b, "- result: %s\n", res.Describe())
+	// The result's description (git's stderr on a failed Prepare) and the
+	// notes (the save's error, the result file's warnings) carry text the
+	// pipeline chose: no mention in them notifies anyone.
+	fmt.Fprintf(&b, "- result: %s\n", platforms.NoMentions(stripControl(res.Describe())))
 	fmt.Fprintf(&b, "- duration: %s\n", res.Duration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "- instance: %s\n", instance)
 	for _, n := range notes {
-		fmt.Fprintf(&b, "- %s\n", stripControl(n))
+		fmt.Fprintf(&b, "- %s\n", platforms.NoMentions(stripControl(n)))
 	}
 	return b.String()
 }

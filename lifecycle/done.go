@@ -19,7 +19,7 @@ import (
 // transition goes ahead: the result is a courtesy, the label is the state.
 func (a *attempt) doneComment(ctx context.Context, res procrun.Result) {
 	e, p := a.e, a.p
-	rendered := renderResult(p.Platform, a.result)
+	rendered := renderResult(p.Redact, p.Platform, a.result)
 	if rendered == "" && len(a.workNotes) == 0 && len(a.resultNotes) == 0 {
 		return
 	}

@@ -28,8 +28,13 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	if kind == failRetry {
 		delay = p.Pipeline.Retry.Backoff.Delay(req.Attempt, e.cfg.Rand())
 	}
+	// The result's description carries git's stderr when the work branch
+	// could not be prepared, which may quote the secrets or paths of the
+	// pipeline: it reaches the [wip] commit, the audit stream, the status
+	// page and the daemon's log redacted.
+	reason := p.Redact.String(res.Describe())
 	notes := a.persist(ctx, t, kind)
-	notes = append(notes, a.saveWork(ctx, WorkDir(e.cfg.WorkDir, req.Ref), false, res.Describe(), 0)...)
+	notes = append(notes, a.saveWork(ctx, WorkDir(e.cfg.WorkDir, req.Ref), false, reason, 0)...)
 	notes = append(notes, a.resultNotes...)
 	if lost := hb.lostErr(); lost != nil {
 		log.Warn("run lost its ownership while persisting; no label written", zap.Error(lost))
@@ -40,7 +45,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
-	if r := renderResult(p.Platform, a.result); r != "" {
+	if r := renderResult(p.Redact, p.Platform, a.result); r != "" {
 		headline += "\n\n" + r
 	}
 	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)
@@ -57,7 +62,6 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 			log.Error("add escalation label", zap.String("label", p.Pipeline.Escalate.Label), zap.Error(err))
 		}
 	}
-	reason := res.Describe()
 	if kind == failRetry {
 		a.retryLater(wctx, delay, reason)
 		return

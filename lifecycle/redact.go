@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
@@ -22,6 +23,13 @@ import (
 //     read the log file, show it redacted too;
 //   - the result file and the progress lines are redacted when read
 //     (redactResult, the progress comment's body), their @mentions broken;
+//   - pipeline text a comment shows escaped for its markup is redacted
+//     before it is escaped (escapeFor): an escaped secret ("ghp\_x") is no
+//     longer one the Redactor knows, yet the tracker renders it as one;
+//   - the result's description (git's stderr on a failed Prepare) is
+//     redacted before the audit stream, the status page and the daemon's
+//     log see it, and errors of the work branch's save before they are
+//     logged;
 //   - every comment body is redacted once more as a whole and has no line
 //     starting with "/" (safeComment), on every platform.
 
@@ -114,7 +122,51 @@ func redactResult(r *redact.Redactor, res Result) (Result, []string) {
 
 // safeComment is body as the run posts it: r's secrets replaced, as a last
 // net under the redaction of each part, and no line a command
-// (platforms.NoCommandLines).
+// (platforms.NoCommandLines). A secret that shows only once the markup's
+// escapes are read (rendered: "ghp\_x" renders as "ghp_x") was escaped
+// before it was redacted, which escapeFor rules out; should a part get
+// there all the same, its line is replaced by withheldLine, and the whole
+// body by withheldComment when the secret spans lines.
 func safeComment(r *redact.Redactor, body string) string {
-	return platforms.NoCommandLines(r.String(body))
+	body = r.String(body)
+	if r.Contains(rendered(body)) {
+		lines := strings.Split(body, "\n")
+		for i, l := range lines {
+			if r.Contains(rendered(l)) {
+				lines[i] = withheldLine
+			}
+		}
+		body = strings.Join(lines, "\n")
+		if r.Contains(rendered(body)) {
+			body = withheldComment
+		}
+	}
+	return platforms.NoCommandLines(body)
+}
+
+const (
+	withheldLine    = "(line withheld: it held a secret)"
+	withheldComment = "(comment withheld: it held a secret)"
+)
+
+// rendered is s as a reader sees it: CommonMark's backslash escapes of
+// ASCII punctuation read (CommonMark 0.31 §2.4) and the zero-width spaces
+// markdownEscape, jiraEscape and platforms.NoMentions add removed. Inside a
+// code span the backslash stays; reading it there too only withholds more.
+func rendered(s string) string {
+	if !strings.ContainsAny(s, "\\\u200b") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && isASCIIPunct(s[i+1]) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return strings.ReplaceAll(b.String(), "\u200b", "")
+}
+
+func isASCIIPunct(c byte) bool {
+	return c < 0x80 && strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", c) >= 0
 }

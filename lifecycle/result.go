@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -124,17 +125,18 @@ func httpURL(raw string) (string, bool) {
 	return strings.NewReplacer("(", "%28", ")", "%29").Replace(u.String()), true
 }
 
-// renderResult is r as comment text for platform: Markdown, with every
+// renderResult is r as comment text for platform, red's secrets replaced
+// before any escaping (escapeFor): Markdown, with every
 // character Markdown could read as markup escaped and @mentions broken, on
 // GitHub, GitLab and Azure DevOps (which takes the daemon's comments as
 // Markdown); plain text on Jira, whose tracker converts the comment to
 // wiki markup or ADF and escapes it there (platforms/jira/adf.go), with
 // Jira's own mention and code-fence forms broken here.
-func renderResult(platform string, r Result) string {
+func renderResult(red *redact.Redactor, platform string, r Result) string {
 	if r.Empty() {
 		return ""
 	}
-	esc := func(s string) string { return escapeFor(platform, s) }
+	esc := func(s string) string { return escapeFor(red, platform, s) }
 	var b strings.Builder
 	if r.Summary != "" {
 		b.WriteString("**Summary**\n\n")
@@ -158,9 +160,14 @@ func renderResult(platform string, r Result) string {
 	return b.String()
 }
 
-// escapeFor escapes s, text from a pipeline, for the comment markup of
-// platform (see renderResult).
-func escapeFor(platform, s string) string {
+// escapeFor is s, text from a pipeline, as comment text for platform: red's
+// secrets replaced, then escaped for the platform's markup (see
+// renderResult). The order matters: escaping changes a secret's bytes
+// ("ghp_x" becomes "ghp\_x"), which no later redaction recognises but the
+// tracker renders as the secret again. Every pipeline text a comment shows
+// escaped goes through here, so none is escaped unredacted.
+func escapeFor(red *redact.Redactor, platform, s string) string {
+	s = red.String(s)
 	if platform == "jira" {
 		return jiraEscape(s)
 	}

@@ -60,7 +60,7 @@ func TestReadResultWarnsOnBadFiles(t *testing.T) {
 // and code fences are broken.
 func TestRenderResultEscapesForEachPlatform(t *testing.T) {
 	r := Result{Summary: "# x\n![img](https://e/x.png) <script>@bob</script>\n```", Links: []Link{{Title: "[t](javascript:x)", URL: "https://e/pr"}}}
-	md := renderResult("github", r)
+	md := renderResult(nil, "github", r)
 	for _, bad := range []string{"\n# x", "![img]", "<script>", "@bob", "[t](javascript"} {
 		if strings.Contains(md, bad) {
 			t.Errorf("markdown carries %q:\n%s", bad, md)
@@ -69,11 +69,11 @@ func TestRenderResultEscapesForEachPlatform(t *testing.T) {
 	if !strings.Contains(md, `- [\[t\]\(javascript\:x\)](https://e/pr)`) {
 		t.Errorf("link not rendered as an escaped Markdown link:\n%s", md)
 	}
-	jira := renderResult("jira", Result{Summary: "ping [~admin]\n```", Links: r.Links})
+	jira := renderResult(nil, "jira", Result{Summary: "ping [~admin]\n```", Links: r.Links})
 	if strings.Contains(jira, "[~admin]") || strings.Contains(jira, "```") || !strings.Contains(jira, "- [t](javascript:x): https://e/pr") {
 		t.Errorf("jira:\n%s", jira)
 	}
-	if renderResult("gitlab", Result{}) != "" {
+	if renderResult(nil, "gitlab", Result{}) != "" {
 		t.Error("an empty result renders something")
 	}
 }

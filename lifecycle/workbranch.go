@@ -112,8 +112,11 @@ func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause s
 		s, err = ws.Save(ctx, dirs, a.branch, msg)
 	}
 	if err != nil {
-		a.log.Warn("save the work branch; the transition goes ahead", zap.String("branch", a.branch), zap.Error(err))
-		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (%s)", a.branch, escapeFor(a.p.Platform, firstLine(err.Error(), 300)))}
+		// git's message quotes paths the pipeline named: a secret may be
+		// one of them.
+		why := a.p.Redact.String(err.Error())
+		a.log.Warn("save the work branch; the transition goes ahead", zap.String("branch", a.branch), zap.String("error", why))
+		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (%s)", a.branch, escapeFor(a.p.Redact, a.p.Platform, firstLine(why, 300)))}
 	}
 	a.log.Info("work branch pushed", zap.String("branch", a.branch), zap.String("head", s.Head), zap.Bool("committed", s.Committed), zap.Int("merged", s.Merged))
 	return []string{fmt.Sprintf("work branch `%s`: pushed at %s", a.branch, short(s.Head))}

@@ -186,6 +186,7 @@ func (r *Retention) remove(d ticketDir, why string) []string {
 // one entry per ticket, with their size. Unreadable parts are skipped.
 func scanTicketDirs(roots []string) []ticketDir {
 	var out []ticketDir
+	var sz sizer
 	at := map[string]int{}
 	for _, root := range roots {
 		projects, err := os.ReadDir(root)
@@ -213,15 +214,25 @@ func scanTicketDirs(roots []string) []ticketDir {
 				}
 				path := filepath.Join(root, rel)
 				out[i].paths = append(out[i].paths, path)
-				out[i].size += dirSize(path)
+				out[i].size += sz.dirSize(path)
 			}
 		}
 	}
 	return out
 }
 
-// dirSize is the bytes of the files under dir; links are not followed.
-func dirSize(dir string) int64 {
+// inode identifies a file on this host.
+type inode struct{ dev, ino uint64 }
+
+// sizer sums the disk usage of directory trees, counting a file with
+// several names (hard links) once across all of them.
+type sizer struct{ seen map[inode]bool }
+
+// dirSize is the bytes the entries under dir take on disk, dir included.
+// Links are not followed, and a file's blocks are counted, not its
+// apparent size: a pipeline's sparse file must not push the total over
+// max_bytes and get other tickets removed.
+func (s *sizer) dirSize(dir string) int64 {
 	var size int64
 	_ = filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -230,12 +241,21 @@ func dirSize(dir string) int64 {
 			}
 			return nil
 		}
-		if e.IsDir() {
+		info, err := e.Info()
+		if err != nil {
 			return nil
 		}
-		if info, err := e.Info(); err == nil {
-			size += info.Size()
+		n, id, shared := diskUsage(info)
+		if shared {
+			if s.seen[id] {
+				return nil
+			}
+			if s.seen == nil {
+				s.seen = map[inode]bool{}
+			}
+			s.seen[id] = true
 		}
+		size += n
 		return nil
 	})
 	return size

@@ -194,3 +194,48 @@ func TestRetentionCountsBlocksNotApparentSizes(t *testing.T) {
 		}
 	}
 }
+
+// A ticket's git dir ({work_dir}-git/{project}/{ticket}) is one with its
+// work dir and logs dir: removed with them, before the logs dir that holds
+// the mark, and counted in the size, so that a clone per ticket ever run
+// does not fill the disk.
+func TestRetentionRemovesAndCountsTheGitDir(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	root, logs := filepath.Join(t.TempDir(), "work"), t.TempDir()
+	gitRoot := lifecycle.GitRoot(root)
+	now := time.Now()
+	old := mkTicketDir(t, root, "app", "github_acme_app_1", 10)
+	oldGit := mkTicketDir(t, gitRoot, "app", "github_acme_app_1", 10)
+	used(t, logs, "app", "github_acme_app_1", now.Add(-8*24*time.Hour))
+	// Small work dirs, 1 MiB clones: together over the 1.5 MiB cap.
+	a := mkTicketDir(t, root, "app", "github_acme_app_2", 10)
+	aGit := mkTicketDir(t, gitRoot, "app", "github_acme_app_2", 1<<20)
+	used(t, logs, "app", "github_acme_app_2", now.Add(-2*time.Hour))
+	b := mkTicketDir(t, root, "app", "github_acme_app_3", 10)
+	bGit := mkTicketDir(t, gitRoot, "app", "github_acme_app_3", 1<<20)
+	used(t, logs, "app", "github_acme_app_3", now.Add(-time.Hour))
+
+	r := housekeeping.NewRetention(rdb, housekeeping.RetentionConfig{WorkDir: root, LogsDir: logs,
+		MaxAge: 7 * 24 * time.Hour, MaxBytes: 3 << 19, Clock: func() time.Time { return now }})
+	removed, err := r.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		old, oldGit, filepath.Join(logs, "app", "github_acme_app_1"),
+		a, aGit, filepath.Join(logs, "app", "github_acme_app_2"),
+	}
+	if !slices.Equal(removed, want) {
+		t.Errorf("removed %q, want %q (work, git, logs dir of each)", removed, want)
+	}
+	for _, d := range want {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", d, err)
+		}
+	}
+	for _, d := range []string{b, bGit} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
+}

@@ -20,8 +20,13 @@ import (
 // this replica, like the work dir, and made again from the remote when
 // missing.
 func GitDir(root string, ref platforms.Ref) string {
-	return filepath.Join(filepath.Clean(root)+"-git", pathSegment(ref.Project), TicketDirName(ref.Platform, ref.ID))
+	return filepath.Join(GitRoot(root), ticketRel(ref))
 }
+
+// GitRoot is where the daemon keeps the git dirs of the tickets whose work
+// dirs are under the work root root, laid out {project}/{ticket} as the
+// work root is.
+func GitRoot(root string) string { return filepath.Clean(root) + "-git" }
 
 // gitDirs are the ticket's work dir and its git dir, absolute.
 func (a *attempt) gitDirs(workDir string) (gitws.Dirs, error) {

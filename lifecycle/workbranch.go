@@ -28,7 +28,8 @@ func GitDir(root string, ref platforms.Ref) string {
 // work root is.
 func GitRoot(root string) string { return filepath.Clean(root) + "-git" }
 
-// gitDirs are the ticket's work dir and its git dir, absolute.
+// gitDirs are the ticket's work dir, its git dir and the git root,
+// absolute.
 func (a *attempt) gitDirs(workDir string) (gitws.Dirs, error) {
 	work, err := filepath.Abs(workDir)
 	if err != nil {
@@ -38,7 +39,11 @@ func (a *attempt) gitDirs(workDir string) (gitws.Dirs, error) {
 	if err != nil {
 		return gitws.Dirs{}, err
 	}
-	return gitws.Dirs{Work: work, Git: git}, nil
+	root, err := filepath.Abs(GitRoot(a.e.cfg.WorkDir))
+	if err != nil {
+		return gitws.Dirs{}, err
+	}
+	return gitws.Dirs{Work: work, Git: git, Root: root}, nil
 }
 
 // prepareWork brings the ticket's work dir to its work branch

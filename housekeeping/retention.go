@@ -29,7 +29,8 @@ const (
 type RetentionConfig struct {
 	// WorkDir and LogsDir are the work root and the logs dir, both laid
 	// out {root}/{project}/{ticket} ("" LogsDir: lifecycle.DefaultLogsDir).
-	// A ticket's last-use mark is in LogsDir (lifecycle.LastUsed).
+	// The daemon's git dirs are in lifecycle.GitRoot(WorkDir), laid out
+	// the same. A ticket's last-use mark is in LogsDir (lifecycle.LastUsed).
 	WorkDir  string
 	LogsDir  string
 	MaxAge   time.Duration
@@ -39,17 +40,19 @@ type RetentionConfig struct {
 	Logger   *zap.Logger
 }
 
-// Retention removes finished tickets' work dirs and logs from this
-// replica's disk: a ticket unused for MaxAge goes, and while the rest
-// exceeds MaxBytes the least recently used go first. A ticket is dated by
-// the last-use mark the executor writes in the logs dir with the daemon's
-// clock (lifecycle.MarkUsed), never by a file time: a pipeline can set
-// every time in its work dir. A ticket found without a mark is marked when
-// first found, so it is kept MaxAge from then. Unlike the other
-// housekeeping services it runs on every consumer replica, not only the
-// leader, because the files are local. A ticket is finished when Redis no
-// longer counts its attempts (runstate.Unfinished): a ticket between attempts
-// keeps its work dir for the next one.
+// Retention removes finished tickets' files from this replica's disk: a
+// ticket's work dir, its git dir and its logs dir are one, sized together
+// and removed together, the logs dir (holding the last-use mark) last. A
+// ticket unused for MaxAge goes, and while the rest exceeds MaxBytes the
+// least recently used go first. A ticket is dated by the last-use mark the
+// executor writes in the logs dir with the daemon's clock
+// (lifecycle.MarkUsed), never by a file time: a pipeline can set every
+// time in its work dir. A ticket found without a mark is marked when first
+// found, so it is kept MaxAge from then. Unlike the other housekeeping
+// services it runs on every consumer replica, not only the leader, because
+// the files are local. A ticket is finished when Redis no longer counts
+// its attempts (runstate.Unfinished): a ticket between attempts keeps its
+// files for the next one.
 type Retention struct {
 	cfg RetentionConfig
 	rdb redis.UniversalClient
@@ -95,11 +98,11 @@ func (r *Retention) Run(ctx context.Context) error {
 }
 
 // ticketDir is one ticket's {project}/{ticket} directories, in the work
-// root and the logs dir.
+// root, the git root and the logs dir.
 type ticketDir struct {
 	rel     string   // {project}/{ticket}
 	name    string   // {ticket}
-	paths   []string // the work dir's first, the logs dir's last
+	paths   []string // the work dir's first, then the git dir's, the logs dir's last
 	touched time.Time
 	size    int64
 }
@@ -118,7 +121,7 @@ func (r *Retention) Sweep(ctx context.Context) ([]string, error) {
 		}
 	}
 	now := r.cfg.Clock()
-	dirs := scanTicketDirs([]string{r.cfg.WorkDir, r.cfg.LogsDir})
+	dirs := scanTicketDirs([]string{r.cfg.WorkDir, lifecycle.GitRoot(r.cfg.WorkDir), r.cfg.LogsDir})
 	for i := range dirs {
 		dirs[i].touched = r.lastUsed(dirs[i].rel, now)
 	}
@@ -186,6 +189,7 @@ func (r *Retention) remove(d ticketDir, why string) []string {
 // one entry per ticket, with their size. Unreadable parts are skipped.
 func scanTicketDirs(roots []string) []ticketDir {
 	var out []ticketDir
+	var sz sizer
 	at := map[string]int{}
 	for _, root := range roots {
 		projects, err := os.ReadDir(root)
@@ -213,15 +217,25 @@ func scanTicketDirs(roots []string) []ticketDir {
 				}
 				path := filepath.Join(root, rel)
 				out[i].paths = append(out[i].paths, path)
-				out[i].size += dirSize(path)
+				out[i].size += sz.dirSize(path)
 			}
 		}
 	}
 	return out
 }
 
-// dirSize is the bytes of the files under dir; links are not followed.
-func dirSize(dir string) int64 {
+// inode identifies a file on this host.
+type inode struct{ dev, ino uint64 }
+
+// sizer sums the disk usage of directory trees, counting a file with
+// several names (hard links) once across all of them.
+type sizer struct{ seen map[inode]bool }
+
+// dirSize is the bytes the entries under dir take on disk, dir included.
+// Links are not followed, and a file's blocks are counted, not its
+// apparent size: a pipeline's sparse file must not push the total over
+// max_bytes and get other tickets removed.
+func (s *sizer) dirSize(dir string) int64 {
 	var size int64
 	_ = filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -230,12 +244,21 @@ func dirSize(dir string) int64 {
 			}
 			return nil
 		}
-		if e.IsDir() {
+		info, err := e.Info()
+		if err != nil {
 			return nil
 		}
-		if info, err := e.Info(); err == nil {
-			size += info.Size()
+		n, id, shared := diskUsage(info)
+		if shared {
+			if s.seen[id] {
+				return nil
+			}
+			if s.seen == nil {
+				s.seen = map[inode]bool{}
+			}
+			s.seen[id] = true
 		}
+		size += n
 		return nil
 	})
 	return size

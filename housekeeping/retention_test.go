@@ -2,6 +2,7 @@ package housekeeping_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,17 +49,17 @@ func TestRetentionRemovesOldAndOverCapFinishedTickets(t *testing.T) {
 	if err := rdb.HSet(context.Background(), keys.Attempts(), "github:acme/app#2", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
-	// Young, but together over the 2,500-byte cap: the least recently
+	// Young, but together over the 2.5 MiB cap: the least recently
 	// used go first, the logs dir with the work dir.
-	a := mkTicketDir(t, root, "app", "github_acme_app_3", 1000)
+	a := mkTicketDir(t, root, "app", "github_acme_app_3", 1<<20)
 	used(t, logs, "app", "github_acme_app_3", now.Add(-3*time.Hour))
-	b := mkTicketDir(t, logs, "app", "github_acme_app_4", 1000)
+	b := mkTicketDir(t, logs, "app", "github_acme_app_4", 1<<20)
 	used(t, logs, "app", "github_acme_app_4", now.Add(-2*time.Hour))
-	c := mkTicketDir(t, root, "web", "jira_WEB-5", 1000)
+	c := mkTicketDir(t, root, "web", "jira_WEB-5", 1<<20)
 	used(t, logs, "web", "jira_WEB-5", now.Add(-1*time.Hour))
 
 	r := housekeeping.NewRetention(rdb, housekeeping.RetentionConfig{WorkDir: root, LogsDir: logs,
-		MaxAge: 7 * 24 * time.Hour, MaxBytes: 2500, Clock: func() time.Time { return now }})
+		MaxAge: 7 * 24 * time.Hour, MaxBytes: 5 << 19, Clock: func() time.Time { return now }})
 	removed, err := r.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -136,5 +137,105 @@ func TestRetentionIgnoresTimesAPipelineSets(t *testing.T) {
 	used(t, logs, "app", "github_acme_app_1", clock)
 	if removed, err := r.Sweep(context.Background()); err != nil || !slices.Contains(removed, unmarked) || slices.Contains(removed, victim) {
 		t.Errorf("a week later: removed %q, %v", removed, err)
+	}
+}
+
+// sparse makes a file of the largest apparent size the file system allows
+// (100 TiB; ext4 stops at 16 TiB) that takes no blocks, as `truncate -s
+// 100T` in a work dir does.
+func sparse(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, n := range []int64{100 << 40, 16<<40 - 4096, 1 << 40} {
+		if err = f.Truncate(n); err == nil {
+			return n
+		}
+	}
+	t.Fatalf("truncate: %v", err)
+	return 0
+}
+
+// A pipeline's sparse file counts what it stores, not its length: it
+// cannot push the total over max_bytes and get the least recently used
+// finished tickets removed. Nor can hard links to one file count it twice.
+func TestRetentionCountsBlocksNotApparentSizes(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	root, logs := t.TempDir(), t.TempDir()
+	now := time.Now()
+	a := mkTicketDir(t, root, "app", "github_acme_app_1", 1<<20)
+	used(t, logs, "app", "github_acme_app_1", now.Add(-3*time.Hour))
+	b := mkTicketDir(t, root, "app", "github_acme_app_2", 1<<20)
+	used(t, logs, "app", "github_acme_app_2", now.Add(-2*time.Hour))
+	hoarder := mkTicketDir(t, root, "app", "github_acme_app_3", 1<<20)
+	used(t, logs, "app", "github_acme_app_3", now.Add(-time.Hour))
+	n := sparse(t, filepath.Join(hoarder, "huge"))
+	for i := range 64 {
+		if err := os.Link(filepath.Join(hoarder, "src", "out.bin"), filepath.Join(hoarder, fmt.Sprint("link", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r := housekeeping.NewRetention(rdb, housekeeping.RetentionConfig{WorkDir: root, LogsDir: logs,
+		MaxAge: 7 * 24 * time.Hour, MaxBytes: 16 << 20, Clock: func() time.Time { return now }})
+	removed, err := r.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 0 {
+		t.Errorf("a %d-byte sparse file and 64 hard links in one work dir got %q removed under a 16 MiB cap the three tickets fit in", n, removed)
+	}
+	for _, d := range []string{a, b, hoarder} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
+}
+
+// A ticket's git dir ({work_dir}-git/{project}/{ticket}) is one with its
+// work dir and logs dir: removed with them, before the logs dir that holds
+// the mark, and counted in the size, so that a clone per ticket ever run
+// does not fill the disk.
+func TestRetentionRemovesAndCountsTheGitDir(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	root, logs := filepath.Join(t.TempDir(), "work"), t.TempDir()
+	gitRoot := lifecycle.GitRoot(root)
+	now := time.Now()
+	old := mkTicketDir(t, root, "app", "github_acme_app_1", 10)
+	oldGit := mkTicketDir(t, gitRoot, "app", "github_acme_app_1", 10)
+	used(t, logs, "app", "github_acme_app_1", now.Add(-8*24*time.Hour))
+	// Small work dirs, 1 MiB clones: together over the 1.5 MiB cap.
+	a := mkTicketDir(t, root, "app", "github_acme_app_2", 10)
+	aGit := mkTicketDir(t, gitRoot, "app", "github_acme_app_2", 1<<20)
+	used(t, logs, "app", "github_acme_app_2", now.Add(-2*time.Hour))
+	b := mkTicketDir(t, root, "app", "github_acme_app_3", 10)
+	bGit := mkTicketDir(t, gitRoot, "app", "github_acme_app_3", 1<<20)
+	used(t, logs, "app", "github_acme_app_3", now.Add(-time.Hour))
+
+	r := housekeeping.NewRetention(rdb, housekeeping.RetentionConfig{WorkDir: root, LogsDir: logs,
+		MaxAge: 7 * 24 * time.Hour, MaxBytes: 3 << 19, Clock: func() time.Time { return now }})
+	removed, err := r.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		old, oldGit, filepath.Join(logs, "app", "github_acme_app_1"),
+		a, aGit, filepath.Join(logs, "app", "github_acme_app_2"),
+	}
+	if !slices.Equal(removed, want) {
+		t.Errorf("removed %q, want %q (work, git, logs dir of each)", removed, want)
+	}
+	for _, d := range want {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", d, err)
+		}
+	}
+	for _, d := range []string{b, bGit} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
+	"github.com/agentsmithd/agentsmithd/pkg/owndir"
 )
 
 // Errors of OpenLog.
@@ -54,17 +55,8 @@ func OpenLog(roots []string, path string) (*os.File, error) {
 // that another user owns or that group or others may write: whoever can
 // write there can plant a link or a hard link in place of the next log.
 func ownLogsRoot(root string) error {
-	if err := os.MkdirAll(root, 0o750); err != nil {
+	if err := owndir.Ensure(root, 0o750); err != nil {
 		return fmt.Errorf("logs dir: %w", err)
-	}
-	fi, err := os.Stat(root)
-	if err != nil {
-		return fmt.Errorf("logs dir: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || (ok && int(st.Uid) != os.Geteuid()) || fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("logs dir %s must be a directory of the daemon's user (uid %d) that no one else may write (is %v)",
-			root, os.Geteuid(), fi.Mode())
 	}
 	return nil
 }

@@ -21,10 +21,16 @@ import (
 // this replica, like the work dir, and made again from the remote when
 // missing.
 func GitDir(root string, ref platforms.Ref) string {
-	return filepath.Join(filepath.Clean(root)+"-git", pathSegment(ref.Project), TicketDirName(ref.Platform, ref.ID))
+	return filepath.Join(GitRoot(root), ticketRel(ref))
 }
 
-// gitDirs are the ticket's work dir and its git dir, absolute.
+// GitRoot is where the daemon keeps the git dirs of the tickets whose work
+// dirs are under the work root root, laid out {project}/{ticket} as the
+// work root is.
+func GitRoot(root string) string { return filepath.Clean(root) + "-git" }
+
+// gitDirs are the ticket's work dir, its git dir and the git root,
+// absolute.
 func (a *attempt) gitDirs(workDir string) (gitws.Dirs, error) {
 	work, err := filepath.Abs(workDir)
 	if err != nil {
@@ -34,7 +40,11 @@ func (a *attempt) gitDirs(workDir string) (gitws.Dirs, error) {
 	if err != nil {
 		return gitws.Dirs{}, err
 	}
-	return gitws.Dirs{Work: work, Git: git}, nil
+	root, err := filepath.Abs(GitRoot(a.e.cfg.WorkDir))
+	if err != nil {
+		return gitws.Dirs{}, err
+	}
+	return gitws.Dirs{Work: work, Git: git, Root: root}, nil
 }
 
 // prepareWork brings the ticket's work dir to its work branch

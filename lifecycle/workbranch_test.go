@@ -225,3 +225,36 @@ mkdir "%s/${own##*/}/stay"`, cg.Dir())}
 		t.Fatalf("the work branch was saved from a run with processes possibly left: %q %v", out, err)
 	}
 }
+
+// The executor names {work_dir}-git as the git root, so a root that anyone
+// may write (made first by another local user, under the default work_dir
+// in $TMPDIR) fails the attempt before any git runs, and the pipeline
+// never starts.
+func TestAGitRootOthersCanWriteFailsTheAttempt(t *testing.T) {
+	w := lifecycletest.New(t, 2)
+	ws, err := gitws.New(gitws.Config{URL: bareRemote(t), Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, marks := t.TempDir(), t.TempDir()
+	workRoot := filepath.Join(base, "work")
+	if err := os.Mkdir(lifecycle.GitRoot(workRoot), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(lifecycle.GitRoot(workRoot), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	p := w.Projects[lifecycletest.Project]
+	p.Workspace = ws
+	p.Pipeline.Command = []string{"sh", "-c", "touch " + filepath.Join(marks, "ran")}
+	rec := &lifecycletest.Recorder{}
+	replica(t, w, "replica-a", workRoot, rec)
+	n := claim(t, w, "git root")
+	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	if _, err := os.Stat(filepath.Join(marks, "ran")); !os.IsNotExist(err) {
+		t.Errorf("the pipeline ran with a git root anyone may write: %v", err)
+	}
+	if ev, _ := findEvent(rec, "failed"); !strings.Contains(ev.Reason, "git root") || !strings.Contains(ev.Reason, "no one else may write") {
+		t.Errorf("the failure does not name the refused git root: %q", ev.Reason)
+	}
+}

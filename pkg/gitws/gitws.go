@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
+	"github.com/agentsmithd/agentsmithd/pkg/owndir"
 )
 
 // Defaults for zero Config fields.
@@ -177,6 +178,19 @@ type Dirs struct {
 	// on a replica (it holds the history a kept work dir resumes from) and
 	// made again from the remote when missing.
 	Git string
+	// Root is the directory Git is under where the daemon keeps the git
+	// dirs of every ticket ({work_dir}-git); "" is Git's parent. It must be
+	// the daemon's and writable by no one else (pkg/owndir): whoever can
+	// write it can replace Git, whose config the daemon's git runs.
+	Root string
+}
+
+// root is d.Root, or Git's parent when unset.
+func (d Dirs) root() string {
+	if d.Root == "" {
+		return filepath.Dir(filepath.Clean(d.Git))
+	}
+	return filepath.Clean(d.Root)
 }
 
 func (d Dirs) check() error {
@@ -186,6 +200,12 @@ func (d Dirs) check() error {
 	w, g := filepath.Clean(d.Work), filepath.Clean(d.Git)
 	if g == w || strings.HasPrefix(g, w+string(filepath.Separator)) {
 		return errors.New("gitws: the git dir must not be inside the work tree")
+	}
+	if rel, err := filepath.Rel(d.root(), g); !filepath.IsAbs(d.root()) || err != nil || rel == "." || !filepath.IsLocal(rel) {
+		return errors.New("gitws: the git dir must be below its absolute root")
+	}
+	if r := d.root(); r == w || strings.HasPrefix(r, w+string(filepath.Separator)) {
+		return errors.New("gitws: the git root must not be inside the work tree")
 	}
 	return nil
 }
@@ -349,9 +369,13 @@ const excludes = "/.agentsmith/\n/.agentsmith-*\n"
 const worktreeIDFile = "agentsmith-worktree"
 
 // ensureRepo makes d.Git the daemon's repository of the remote, keeping any
-// existing history, and resets its config and excludes. The git dir and
-// its parent are the daemon's alone (0700).
+// existing history, and resets its config and excludes. The git root, the
+// git dir and the directories between are the daemon's alone (0700); a
+// root or git dir another user owns or may write is refused.
 func (r *Repo) ensureRepo(ctx context.Context, d Dirs) error {
+	if err := owndir.Ensure(d.root(), 0o700); err != nil {
+		return fmt.Errorf("git root: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Dir(d.Git), 0o700); err != nil {
 		return fmt.Errorf("git dir: %w", err)
 	}
@@ -362,6 +386,9 @@ func (r *Repo) ensureRepo(ctx context.Context, d Dirs) error {
 		return fmt.Errorf("git dir %s: not a directory", d.Git)
 	}
 	if err := os.Chmod(d.Git, 0o700); err != nil {
+		return fmt.Errorf("git dir: %w", err)
+	}
+	if err := owndir.Check(d.Git); err != nil {
 		return fmt.Errorf("git dir: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(d.Git, "HEAD")); errors.Is(err, fs.ErrNotExist) {

@@ -199,23 +199,38 @@ func OutcomeWaits(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (bo
 	return ok, nil
 }
 
-// Outcomes reads every waiting outcome, oldest first. Records that do not
-// decode are deleted: no finisher could write them, and they would hold
-// their ticket's run forever.
-func Outcomes(ctx context.Context, rdb redis.Cmdable) ([]Outcome, error) {
+// ReadOutcomes reads every waiting outcome, oldest first, and names the
+// fields whose record does not decode; it writes nothing (status, metrics).
+func ReadOutcomes(ctx context.Context, rdb redis.Cmdable) (out []Outcome, undecodable []string, err error) {
 	raw, err := rdb.HGetAll(ctx, keys.Outcomes()).Result()
 	if err != nil {
-		return nil, fmt.Errorf("read outcomes: %w", err)
+		return nil, nil, fmt.Errorf("read outcomes: %w", err)
 	}
-	out := make([]Outcome, 0, len(raw))
+	out = make([]Outcome, 0, len(raw))
 	for field, v := range raw {
 		var o Outcome
 		if err := json.Unmarshal([]byte(v), &o); err != nil || o.Ref.ID == "" {
-			_ = rdb.HDel(ctx, keys.Outcomes(), field).Err()
+			undecodable = append(undecodable, field)
 			continue
 		}
 		out = append(out, o)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Recorded.Before(out[j].Recorded) })
+	return out, undecodable, nil
+}
+
+// Outcomes is ReadOutcomes for the finisher: records that do not decode
+// are deleted, since no finisher could write them and they would hold
+// their ticket's run forever.
+func Outcomes(ctx context.Context, rdb redis.Cmdable) ([]Outcome, error) {
+	out, junk, err := ReadOutcomes(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
+	if len(junk) > 0 {
+		if err := rdb.HDel(ctx, keys.Outcomes(), junk...).Err(); err != nil {
+			return out, fmt.Errorf("delete undecodable outcomes: %w", err)
+		}
+	}
 	return out, nil
 }

@@ -35,7 +35,13 @@ type cutTracker struct {
 
 func newCutTracker(t *testing.T, w *lifecycletest.World) *cutTracker {
 	t.Helper()
-	c := &cutTracker{t: t, h: w.Sim.Handler(), addr: "127.0.0.1:0"}
+	return newCutTrackerOf(t, w, w.Sim.Handler())
+}
+
+// newCutTrackerOf is newCutTracker serving h, the sim's handler wrapped.
+func newCutTrackerOf(t *testing.T, w *lifecycletest.World, h http.Handler) *cutTracker {
+	t.Helper()
+	c := &cutTracker{t: t, h: h, addr: "127.0.0.1:0"}
 	c.up()
 	t.Cleanup(c.down)
 	tr, err := github.New(github.Options{BaseURL: "http://" + c.addr + "/github/", Repo: lifecycletest.Repo,
@@ -285,6 +291,52 @@ func TestOutcomeWriterLeavesALiveRunsOutcome(t *testing.T) {
 	}
 	if holder, _, _ := runstate.Holder(ctx, w.RDB, ref); holder != o.Token {
 		t.Errorf("lock holder %q, want the run's", holder)
+	}
+}
+
+// A tracker that keeps failing comments (502) but takes labels: the
+// writer holds the transition back for the comment only strictCommentTries
+// times, then writes the label without it.
+func TestOutcomeWriterGivesUpACommentThatKeepsFailing(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	failing := w.Sim.Handler()
+	newCutTrackerOf(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments") {
+			http.Error(rw, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		failing.ServeHTTP(rw, r)
+	}))
+	ctx := t.Context()
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "comments fail", "", "agent-smith", "agent-smith:in-progress")
+	ref := lifecycletest.Ref(n)
+	deadRun(t, w, n, "ghost", 1)
+	o := runstate.Outcome{Ref: ref, Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
+		Outcome: "succeeded", Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now()}
+	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 300 * time.Millisecond})
+	for try := 1; try <= 3; try++ {
+		if err := ow.Cycle(ctx); err == nil {
+			t.Fatalf("try %d: no error with the comment failing", try)
+		}
+		if s := w.State(t, n); s != lifecycle.InProgress {
+			t.Fatalf("try %d: state %s, want in-progress: the comment is still tried", try, s)
+		}
+		got, ok, _ := runstate.OutcomeOf(ctx, w.RDB, ref)
+		if !ok || got.Tries != try || got.LastError == "" {
+			t.Fatalf("try %d: record %+v, want %d tries with the error", try, got, try)
+		}
+	}
+	if err := ow.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, n); s != lifecycle.Done {
+		t.Errorf("state %s after the comment was given up, want done", s)
+	}
+	if _, ok, _ := runstate.OutcomeOf(ctx, w.RDB, ref); ok {
+		t.Error("outcome record left after it was written")
 	}
 }
 

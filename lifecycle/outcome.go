@@ -136,6 +136,13 @@ func (a *attempt) writeOutcome(ctx context.Context, t *platforms.Ticket, o *runs
 	return err
 }
 
+// strictCommentTries is how many of a finisher's tries hold the transition
+// back for a comment the tracker fails for a transient reason: after them
+// the comment is given up and the label written, since a tracker that
+// keeps failing comments (and only them) must not hold the ticket's state
+// back for ever.
+const strictCommentTries = 3
+
 // OutcomeFinisherConfig configures an OutcomeFinisher.
 type OutcomeFinisherConfig struct {
 	// Fence is checked right before every write besides the run lock the
@@ -212,7 +219,8 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 		return err == nil, err
 	}
 	req := PipelineRequest{ID: o.RequestID, Ref: o.Ref, Source: o.Source, Attempt: o.Attempt, EnqueuedAt: o.EnqueuedAt, ClaimedAt: o.ClaimedAt}
-	a := &attempt{e: f.e, p: p, req: req, token: token, log: log, started: o.Started}
+	a := &attempt{e: f.e, p: p, req: req, token: token, log: log, started: o.Started,
+		commentBudget: min(commentTimeout, f.cfg.WriteTimeout/3)}
 	runFence := a.newFence(nil)
 	a.fence = func(ctx context.Context) error {
 		if err := f.cfg.Fence(ctx); err != nil {
@@ -229,7 +237,7 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 			log.Info("the tracker refused this ticket's write for good; the outcome is written when its backoff ends", zap.Time("until", until))
 			return false, nil
 		}
-		err = a.writeOutcome(wctx, t, &o, token, true)
+		err = a.writeOutcome(wctx, t, &o, token, o.Tries < strictCommentTries)
 	}
 	switch {
 	case err == nil:

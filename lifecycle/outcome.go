@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
-	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -136,6 +135,10 @@ func (a *attempt) writeOutcome(ctx context.Context, t *platforms.Ticket, o *runs
 	return err
 }
 
+// SourceOutcome names the OutcomeFinisher as the holder of a ticket's run
+// lock while it writes a recorded outcome.
+const SourceOutcome = "outcome"
+
 // strictCommentTries is how many of a finisher's tries hold the transition
 // back for a comment the tracker fails for a transient reason: after them
 // the comment is given up and the label written, since a tracker that
@@ -192,7 +195,9 @@ func NewOutcomeFinisher(rdb redis.UniversalClient, claims *ClaimService, cfg Out
 func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, departed string) (bool, error) {
 	log := f.e.log.With(zap.String("ticketId", o.Ref.ID), zap.String("platform", o.Ref.Platform), zap.String("project", o.Ref.Project),
 		zap.Int("attempt", o.Attempt), zap.String("to", o.To), zap.Time("recorded", o.Recorded))
-	token := "outcome:" + f.e.cfg.Instance + ":" + redislock.NewToken()
+	// An owner token like a run's, so whoever finds the lock held (a
+	// dropped request, the status page) reads who holds it and why.
+	token := ownerToken(f.e.cfg.Instance, SourceOutcome, f.e.cfg.Clock())
 	adopted, err := runstate.AdoptOutcome(ctx, f.rdb, o.Ref, token, departed, f.cfg.LockTTL)
 	if err != nil || adopted == runstate.Busy {
 		return false, err

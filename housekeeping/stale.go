@@ -194,6 +194,21 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 		zap.Int("attempt", attempt), zap.String("reason", reason))
 	held, err := d.claims.WithLock(ctx, ref, lifecycle.SourceReclaim, func(ctx context.Context) error {
 		ctx = trackerhttp.WithFence(ctx, d.cfg.Fence)
+		// A run whose pipeline ended and whose outcome waits for the tracker
+		// did not die: its outcome is written from its record
+		// (OutcomeWriter), and reverting it would run the pipeline again.
+		// Its lock is freed for the writer to adopt.
+		if waits, err := runstate.OutcomeWaits(ctx, d.rdb, ref); err != nil {
+			return fmt.Errorf("revert %s: %w", ref, err)
+		} else if waits {
+			if token != "" {
+				if _, err := runstate.Release(ctx, d.rdb, ref, token, false); err != nil {
+					return err
+				}
+			}
+			log.Info("the run's outcome waits for the tracker; not reverted, OutcomeWriter writes it")
+			return nil
+		}
 		if token != "" {
 			if _, err := runstate.Release(ctx, d.rdb, ref, token, false); err != nil {
 				return err

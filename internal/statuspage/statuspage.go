@@ -235,6 +235,9 @@ func (h *handler) Read(ctx context.Context) (Status, error) {
 	for _, r := range snap.Runs {
 		link(r.Ref)
 	}
+	for _, o := range snap.Outcomes {
+		link(o.Ref)
+	}
 	entries, err := h.reader.Recent(ctx, h.cfg.Recent)
 	if err != nil {
 		return st, err

@@ -189,6 +189,8 @@ func (d *Daemon) buildHousekeeping() service {
 			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
 		housekeeping.NewLabelRepairer(d.rdb, d.claims, housekeeping.LabelRepairerConfig{
 			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
+		housekeeping.NewOutcomeWriter(d.rdb, d.claims, housekeeping.OutcomeWriterConfig{
+			Interval: hk.FastInterval, Fence: l.Fence, LockTTL: d.cfg.Consumer.HeartbeatTTL, Logger: d.log}).Run,
 	}
 	return service{"housekeeping", func(ctx context.Context) error {
 		return l.Run(ctx, func(lctx context.Context) {

@@ -72,10 +72,16 @@ type graceKick struct {
 	at    time.Time // when the armed kick fires
 }
 
-// graceEnd is how long after now Redis's uptime_in_seconds, up now, will
+// RedisUptime is how long Redis has been running (redisUptime): what the
+// status page reads to say when a restart's grace ends.
+func RedisUptime(ctx context.Context, rdb redis.UniversalClient) (time.Duration, error) {
+	return redisUptime(ctx, rdb)
+}
+
+// GraceEnd is how long after now Redis's uptime_in_seconds, up now, will
 // exceed grace: the INFO figure is whole seconds rounded down, and the
-// detector acts only once it is past the grace.
-func graceEnd(grace, up time.Duration) time.Duration {
+// StaleJobDetector acts only once it is past the grace.
+func GraceEnd(grace, up time.Duration) time.Duration {
 	return max(grace.Truncate(time.Second)+time.Second-up, 0)
 }
 
@@ -85,7 +91,7 @@ func graceEnd(grace, up time.Duration) time.Duration {
 // stopped its pipeline, so an InProgress ticket with no heartbeat is
 // reverted and claimed again.
 func (d *StaleJobDetector) deferPastGrace(up time.Duration) {
-	wait := graceEnd(d.cfg.RestartGrace, up)
+	wait := GraceEnd(d.cfg.RestartGrace, up)
 	d.grace.mu.Lock()
 	defer d.grace.mu.Unlock()
 	if d.grace.armed {

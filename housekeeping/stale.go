@@ -44,6 +44,7 @@ type StaleJobDetector struct {
 	claims *lifecycle.ClaimService
 	log    *zap.Logger
 	kick   chan struct{}
+	grace  graceKick // the cycle deferred past a Redis restart
 }
 
 // NewStaleJobDetector wires a detector.
@@ -170,8 +171,7 @@ func (d *StaleJobDetector) justRestarted(ctx context.Context) (bool, error) {
 	}
 	// uptime_in_seconds is whole seconds, rounded down.
 	if up <= d.cfg.RestartGrace {
-		d.log.Debug("Redis restarted recently; missing heartbeats are not yet proof of dead runs",
-			zap.Duration("uptime", up), zap.Duration("restartGrace", d.cfg.RestartGrace))
+		d.deferPastGrace(up)
 		return true, nil
 	}
 	return false, nil

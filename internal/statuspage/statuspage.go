@@ -45,6 +45,9 @@ type Config struct {
 	// Instance is the replica serving the page.
 	Instance     string
 	HeartbeatTTL time.Duration
+	// RestartGrace is the StaleJobDetector's (lifecycle.RestartGrace): the
+	// ticket page says when a run lost to a Redis restart runs again.
+	RestartGrace time.Duration
 	// Token is required as "Authorization: Bearer <token>" (RFC 6750
 	// §2.1), or a browser logs in with it once (POST /status/login) and
 	// gets a session cookie. Never in a URL: query strings reach proxy logs

@@ -98,6 +98,11 @@ func (a *attempt) retryLater(ctx context.Context, delay time.Duration, reason st
 		log.Error("transition to enqueued for a retry (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 		return
 	}
+	// While the heartbeat is held no re-push happens; from its release on, a
+	// lost request is re-pushed as the attempt recorded here.
+	if err := runstate.Due(ctx, e.rdb, req.Ref, next); err != nil {
+		log.Warn("record the next attempt (a lost retry would re-run this one)", zap.Error(err))
+	}
 	a.releaseRun(false)
 	due := e.cfg.Clock().Add(delay)
 	nreq := PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: SourceRetry, Attempt: next,

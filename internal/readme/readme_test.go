@@ -215,3 +215,36 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+// Every path docs/contributing.md's Layout names exists.
+func TestLayoutNamesExistingPaths(t *testing.T) {
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := LoadDoc("docs/contributing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layout string
+	for _, b := range Blocks(md) {
+		if b.Section == "Layout" {
+			layout = b.Text
+			break
+		}
+	}
+	n := 0
+	for _, line := range strings.Split(layout, "\n") {
+		if line == "" || line[0] == ' ' {
+			continue
+		}
+		path := strings.Fields(line)[0]
+		n++
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(path))); err != nil {
+			t.Errorf("Layout names %s: %v", path, err)
+		}
+	}
+	if n < 20 {
+		t.Errorf("Layout lists %d paths, want at least 20 (is its block still under \"## Layout\"?)", n)
+	}
+}

@@ -83,6 +83,6 @@ func validateRunAs(errs *Errors, path string, p Pipeline) {
 	case err != nil:
 		errs.add(path+".run_as", err.Error())
 	case geteuid() != 0 && uint32(geteuid()) != cred.Uid:
-		errs.add(path+".run_as", fmt.Sprintf("the daemon runs as uid %d and cannot start a pipeline as uid %d: run it as root, or drop run_as and keep secrets out of the pipeline's reach another way (README, Security)", geteuid(), cred.Uid))
+		errs.add(path+".run_as", fmt.Sprintf("the daemon runs as uid %d and cannot start a pipeline as uid %d: run it as root, or drop run_as and keep secrets out of the pipeline's reach another way (docs/security.md)", geteuid(), cred.Uid))
 	}
 }

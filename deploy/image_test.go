@@ -50,7 +50,7 @@ func imageProblems(text string) []string {
 // for it, and each of these names it.
 func TestOneImageName(t *testing.T) {
 	mustName := []string{"../Makefile", "docker-compose.yml", "kubernetes/deployment.yaml",
-		"helm/agentsmithd/values.yaml", "../.goreleaser.yaml", "../README.md"}
+		"helm/agentsmithd/values.yaml", "../.goreleaser.yaml", "../docs/operations.md"}
 	scan := slices.Clone(mustName)
 	scan = append(scan, "../Dockerfile", "release.Dockerfile")
 	scan = append(scan, files(t, ".yaml", ".yml", ".service", ".md")...)

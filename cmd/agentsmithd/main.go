@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if args[0] == "guard" {
-		// Hidden: the daemon starts it as each pipeline's parent (README
+		// Hidden: the daemon starts it as each pipeline's parent (docs/architecture.md
 		// "Run guard"); it is not for people.
 		return guard(stderr)
 	}
@@ -74,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cmd == "serve" || cmd == "demo" {
 		// Before any secret is read or pipeline started: a pipeline runs as
 		// the daemon's user and could otherwise read /proc/$PPID/environ
-		// and /proc/$PPID/mem (README "Security").
+		// and /proc/$PPID/mem (docs/security.md "Security").
 		if err := nodump.Enable(); err != nil {
 			fmt.Fprintln(stderr, "agentsmithd: cannot make the process non-dumpable:", err)
 			return 1

@@ -15,7 +15,7 @@ import (
 // minutes ahead, slot 2 as far behind, slot 3 right. Leases, heartbeats
 // and presence are Redis TTLs trusted on each replica's monotonic clock, so
 // the skew reaches only what crosses replicas as wall time: delayed-retry
-// scores, concurrency-slot scores, enqueued_at and a run's started (README
+// scores, concurrency-slot scores, enqueued_at and a run's started (docs/testing.md
 // "Where wall time is used"). The pipelines' run log is written by bash
 // with the real clock, so the overlap analysis is not skewed.
 func skewEnv(slot int, skew time.Duration) []string {

@@ -1,12 +1,13 @@
-// Package readme extracts the fenced code blocks of the README, so tests can
-// run and validate the examples exactly as a reader sees them and the two
-// cannot drift apart.
+// Package readme extracts the fenced code blocks of the README and of the
+// docs/*.md pages it links to, so tests can run and validate the examples
+// exactly as a reader sees them and the two cannot drift apart.
 package readme
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -14,19 +15,74 @@ import (
 type Block struct {
 	Lang    string
 	Text    string
-	Line    int    // 1-based line of the opening fence
+	Line    int    // 1-based line of the opening fence, in File
 	Section string // the nearest "## " or "### " heading above it
+	File    string // the file holding it, relative to the root ("README.md", "docs/configuration.md"); set by Load
 }
 
-// Load reads README.md from the repository root, found by walking up from
-// the working directory (a test's package directory).
+// fileMarker starts each file in Load's text; Blocks reads it to set
+// Block.File and restart line numbers and sections.
+const fileMarker = "<!-- readme.File: "
+
+// Files are the documents Load reads, relative to the repository root:
+// README.md first, then docs/*.md in name order.
+func Files() ([]string, error) {
+	root, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(docs)
+	out := []string{"README.md"}
+	for _, d := range docs {
+		out = append(out, filepath.ToSlash(filepath.Join("docs", filepath.Base(d))))
+	}
+	return out, nil
+}
+
+// Load reads README.md and docs/*.md (Files) from the repository root,
+// found by walking up from the working directory (a test's package
+// directory), as one text in which each file starts with a marker line
+// that Blocks turns into Block.File.
 func Load() (string, error) {
 	root, err := Root()
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	return string(b), err
+	files, err := Files()
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+		if err != nil {
+			return "", err
+		}
+		sb.WriteString(fileMarker + f + " -->\n")
+		sb.Write(b)
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			sb.WriteByte('\n')
+		}
+	}
+	return sb.String(), nil
+}
+
+// LoadDoc reads one document, relative to the repository root
+// ("docs/configuration.md"), marked as Load marks it.
+func LoadDoc(name string) (string, error) {
+	root, err := Root()
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+	if err != nil {
+		return "", err
+	}
+	return fileMarker + name + " -->\n" + string(b), nil
 }
 
 // Root is the repository root (the directory holding go.mod and README.md).
@@ -53,11 +109,14 @@ func Blocks(md string) []Block {
 	var out []Block
 	var cur *Block
 	var body []string
-	section := ""
+	section, file, first := "", "", 0
 	for i, line := range strings.Split(md, "\n") {
 		switch {
+		case cur == nil && strings.HasPrefix(line, fileMarker):
+			file = strings.TrimSuffix(strings.TrimPrefix(line, fileMarker), " -->")
+			section, first = "", i+1
 		case cur == nil && strings.HasPrefix(line, "```"):
-			cur = &Block{Lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), Line: i + 1, Section: section}
+			cur = &Block{Lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), Line: i + 1 - first, Section: section, File: file}
 			body = nil
 		case cur != nil && strings.TrimSpace(line) == "```":
 			cur.Text = strings.Join(body, "\n") + "\n"

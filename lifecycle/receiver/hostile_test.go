@@ -173,7 +173,7 @@ func (w *hostileWorld) do(t testing.TB, d delivery) (int, map[string]any) {
 }
 
 // TestHostileRequests sends what an attacker or a broken proxy would and
-// checks each gets its documented answer (README "HTTP endpoints") without
+// checks each gets its documented answer (docs/configuration.md "HTTP endpoints") without
 // changing anything: no label write on the tracker, nothing queued, no
 // Redis key but, for authenticated deliveries, the de-dup record.
 func TestHostileRequests(t *testing.T) {
@@ -379,7 +379,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 
 // FuzzReceiver throws arbitrary events, content types, bodies and
 // signatures at the real handler. Nothing may panic, every answer is one
-// the README documents, and since no issue on the tracker may be claimed by
+// docs/configuration.md documents, and since no issue on the tracker may be claimed by
 // anything but issue 1's trigger, which the fuzzer cannot sign for other
 // than by luck with the seeds, the tracker sees no second write.
 func FuzzReceiver(f *testing.F) {

@@ -72,7 +72,7 @@ func daemon(t *testing.T, mode, config string) string {
 }
 
 // A same-uid pipeline cannot read a non-dumpable daemon's environment. Its
-// config file it can still read when file modes allow: README "Security"
+// config file it can still read when file modes allow: docs/security.md
 // says so and how to keep it out of reach (run_as, separate container).
 func TestPipelineCannotReadTheDaemonsEnvironment(t *testing.T) {
 	if runtime.GOOS != "linux" {

@@ -19,7 +19,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
 )
 
-// The live contract test's settings (README, "Live contract tests").
+// The live contract test's settings (docs/testing.md, "Live contract tests").
 const (
 	liveOrgURL   = "AGENTSMITH_LIVE_AZUREDEVOPS_ORG_URL"
 	liveProject  = "AGENTSMITH_LIVE_AZUREDEVOPS_PROJECT"

@@ -18,7 +18,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
 )
 
-// The live contract test's settings (README, "Live contract tests").
+// The live contract test's settings (docs/testing.md, "Live contract tests").
 const (
 	liveRepo    = "AGENTSMITH_LIVE_GITHUB_REPO"
 	liveToken   = "AGENTSMITH_LIVE_GITHUB_TOKEN"

@@ -17,7 +17,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
 )
 
-// The live contract test's settings (README, "Live contract tests").
+// The live contract test's settings (docs/testing.md, "Live contract tests").
 const (
 	liveProject = "AGENTSMITH_LIVE_GITLAB_PROJECT"
 	liveToken   = "AGENTSMITH_LIVE_GITLAB_TOKEN"

@@ -20,7 +20,7 @@ import (
 )
 
 // liveVars names one deployment's settings for the live contract test
-// (README, "Live contract tests"): AGENTSMITH_LIVE_JIRA_CLOUD_… or
+// (docs/testing.md, "Live contract tests"): AGENTSMITH_LIVE_JIRA_CLOUD_… or
 // AGENTSMITH_LIVE_JIRA_DC_….
 type liveVars struct {
 	deployment                                  string

@@ -134,7 +134,7 @@ type listedHook struct {
 }
 
 // events is the hook's event list, or def when the test set none: the
-// events the README tells users to select.
+// events docs/configuration.md ("Platform setup") tells users to select.
 func (h Hook) events(def ...string) []string {
 	if h.Events != nil {
 		return h.Events

@@ -24,7 +24,7 @@ type Hook struct {
 	// Events is what the hook's list endpoint reports it subscribed to, in
 	// the dialect's own names (GitHub "issues", GitLab "issues_events", Azure
 	// DevOps "workitem.updated", Jira "jira:issue_updated"); nil reports the
-	// events the README asks for. Deliveries are not filtered by it.
+	// events docs/configuration.md ("Platform setup") asks for. Deliveries are not filtered by it.
 	Events []string `json:"events,omitempty"`
 	// AutoDisable picks a GitLab hook's disabling rule: HookDisableCurrent
 	// (the default), HookDisableLegacy or HookDisableOff; see hookstate.go.

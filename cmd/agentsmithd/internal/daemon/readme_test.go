@@ -21,8 +21,9 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 )
 
-// readmeYAML returns the README's yaml blocks; the first one is the
-// smallest complete config (the Configuration section's).
+// readmeYAML returns the yaml blocks of README.md and docs/*.md (readme.Load);
+// the first one is the smallest complete config (docs/configuration.md,
+// "Configuration").
 func readmeYAML(t *testing.T) []readme.Block {
 	t.Helper()
 	md, err := readme.Load()
@@ -86,7 +87,7 @@ func readmeConfigs(t *testing.T, blocks []readme.Block) map[string][]byte {
 	t.Helper()
 	var base map[string]any
 	if err := yaml.Unmarshal([]byte(blocks[0].Text), &base); err != nil {
-		t.Fatalf("README line %d: %v", blocks[0].Line, err)
+		t.Fatalf("%s line %d: %v", blocks[0].File, blocks[0].Line, err)
 	}
 	out := map[string][]byte{}
 	add := func(name string, doc map[string]any) {
@@ -97,7 +98,7 @@ func readmeConfigs(t *testing.T, blocks []readme.Block) map[string][]byte {
 		out[name] = b
 	}
 	for _, b := range blocks {
-		name := fmt.Sprintf("README line %d (%s)", b.Line, b.Section)
+		name := fmt.Sprintf("%s line %d (%s)", b.File, b.Line, b.Section)
 		switch {
 		case strings.Contains(b.Text, "\nprojects:") || strings.HasPrefix(b.Text, "projects:") || strings.Contains(b.Text, "projects:\n"):
 			out[name] = []byte(b.Text)
@@ -171,7 +172,7 @@ func topLevelChunks(text string) []string {
 	return append(chunks, strings.Join(cur, "\n"))
 }
 
-// Every YAML example in the README is a config validate accepts, its
+// Every YAML example in the README and docs/ is a config validate accepts, its
 // commands included, with the env vars and files it names present.
 func TestReadmeConfigExamplesValidate(t *testing.T) {
 	dir := readmeDir(t)

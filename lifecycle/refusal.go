@@ -172,11 +172,16 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 	// One cause per status: the claim's, the executor's and a repair's
 	// label writes refused alike are one problem to fix.
 	cause := strconv.Itoa(status)
-	tell := rec.Told != cause
-	if tell {
-		rec.Told = cause
-	}
+	rec.Told = cause
 	r.store(ctx, ref, rec)
+	// The told mark is swapped atomically (SET … GET): of replicas meeting
+	// the same refusal at once, only the one that set it comments.
+	toldKey := keys.TrackerRefusal(ref.Key()) + ":told"
+	was, serr := r.rdb.SetArgs(context.WithoutCancel(ctx), toldKey, cause, redis.SetArgs{Get: true, TTL: keys.TrackerRefusalTTL}).Result()
+	if serr != nil && !errors.Is(serr, redis.Nil) {
+		r.cfg.Logger.Warn("mark tracker refusal told", zap.String("ticket", ref.String()), zap.Error(serr))
+	}
+	tell := serr == nil && was != cause || errors.Is(serr, redis.Nil)
 	Emit(r.cfg.Logger, r.cfg.Observer, Event{Kind: EventRefusal, At: now, Ref: ref, Outcome: string(Refused), Owner: owner,
 		Instance: r.cfg.Instance, Source: source, Op: op, Status: status, Reason: oneLine(err.Error(), 300)})
 	if !tell {
@@ -192,6 +197,7 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 			// tried again.
 			rec.Told = prev.Told
 			r.store(ctx, ref, rec)
+			r.rdb.Del(context.WithoutCancel(ctx), toldKey)
 		}
 	}
 	return rec.Until, true
@@ -207,7 +213,7 @@ func (r *Refusals) store(ctx context.Context, ref platforms.Ref, rec refusalReco
 // Forget drops ref's refusal record once a write of it succeeded, so a
 // later refusal is told again.
 func (r *Refusals) Forget(ctx context.Context, ref platforms.Ref) {
-	if err := r.rdb.Del(ctx, keys.TrackerRefusal(ref.Key())).Err(); err != nil {
+	if err := r.rdb.Del(ctx, keys.TrackerRefusal(ref.Key()), keys.TrackerRefusal(ref.Key())+":told").Err(); err != nil {
 		r.cfg.Logger.Warn("forget tracker refusal", zap.String("ticket", ref.String()), zap.Error(err))
 	}
 }
@@ -215,7 +221,7 @@ func (r *Refusals) Forget(ctx context.Context, ref platforms.Ref) {
 // ForgetRefusalOn is Refusals.Forget queued on pipe, for a caller that sends its own
 // writes in one round trip.
 func ForgetRefusalOn(ctx context.Context, pipe redis.Pipeliner, ref platforms.Ref) {
-	pipe.Del(ctx, keys.TrackerRefusal(ref.Key()))
+	pipe.Del(ctx, keys.TrackerRefusal(ref.Key()), keys.TrackerRefusal(ref.Key())+":told")
 }
 
 // refusalComment tells the ticket what the tracker refused, why as far as

@@ -1,13 +1,17 @@
 package lifecycle_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/housekeeping"
@@ -17,6 +21,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // A ticket whose label write the tracker refuses for good is not polled
@@ -150,5 +155,40 @@ func TestExecutorsFinalTransitionRefusedForGoodEndsWithOneComment(t *testing.T) 
 	}
 	if is, _ := w.Sim.Issue(lifecycletest.Repo, n); len(is.Comments) != 1 {
 		t.Errorf("%d comments, want 1", len(is.Comments))
+	}
+}
+
+// Two replicas meeting the same refusal of the same ticket at once tell it
+// once: the told mark is swapped atomically before the comment.
+func TestRacingReplicasTellARefusalOnce(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	ctx := t.Context()
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "refused on two replicas", "", "agent-smith")
+	tk, err := w.Projects[lifecycletest.Project].Tracker.Get(ctx, lifecycletest.Ref(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := w.Projects[lifecycletest.Project]
+	refusal := platforms.Rejected(403, errors.New("403 Resource not accessible by integration"))
+	const rounds = 100
+	for round := 0; round < rounds; round++ {
+		// A success forgets the refusal, so each round's refusal is told.
+		lifecycle.NewRefusals(w.RDB, lifecycle.RefusalsConfig{Logger: zap.NewNop()}).Forget(ctx, tk.Ref)
+		var wg sync.WaitGroup
+		for i := 0; i < 2; i++ {
+			r := lifecycle.NewRefusals(w.RDB, lifecycle.RefusalsConfig{Instance: fmt.Sprintf("r%d", i), Labels: w.Labels, Logger: zap.NewNop()})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, ok := r.Refused(ctx, p, tk, "label", lifecycle.OwnerClaimService, lifecycle.SourcePoll, refusal); !ok {
+					t.Error("a rejected write not taken as refused")
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+	if len(is.Comments) != rounds {
+		t.Fatalf("%d comments after %d rounds of two racing replicas, want one a round", len(is.Comments), rounds)
 	}
 }

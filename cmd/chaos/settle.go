@@ -162,7 +162,9 @@ func lostDiagnosis(ctx context.Context, w *world, rdb redis.UniversalClient, t *
 	ds, _ := rdb.ZRangeWithScores(ctx, keys.Delayed(), 0, -1).Result()
 	for _, z := range ds {
 		if s, _ := z.Member.(string); strings.Contains(s, needle) {
-			where = append(where, fmt.Sprintf("%s (due %s)", keys.Delayed(), time.UnixMilli(int64(z.Score)).Format("15:04:05.000")))
+			// The score is its writer's wall clock (skewed replicas: skew.go).
+			due := time.UnixMilli(int64(z.Score))
+			where = append(where, fmt.Sprintf("%s (due %s by its writer's clock, %s from now)", keys.Delayed(), due.Format("15:04:05.000"), time.Until(due).Round(100*time.Millisecond)))
 		}
 	}
 	if len(where) == 0 {

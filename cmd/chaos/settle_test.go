@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms/sim"
 )
 
@@ -65,5 +69,38 @@ func TestWatchSettleWaitsOutTheGraceOnlyForOpenTickets(t *testing.T) {
 	}
 	if !has(states[to.id], "enqueued") {
 		t.Errorf("last labels of the open ticket %v", states[to.id])
+	}
+}
+
+// A lost ticket's diagnosis says where its request is and what holds it:
+// here a request in the delayed set and a claim lock with its TTL, and no
+// heartbeat.
+func TestLostDiagnosisShowsRequestAndLocks(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	w := &world{sim: sim.New(sim.Options{}), dir: t.TempDir()}
+	defer w.sim.Close()
+	gh := projects[0]
+	w.sim.CreateRepo(gh.Repo)
+	n := w.sim.CreateIssue(gh.Repo, "x", "", "agent-smith", "agent-smith:enqueued")
+	tk := &ticket{p: gh, n: n, id: gh.ID(n), source: "webhook+poll"}
+	ctx := context.Background()
+	due := time.Now().Add(4 * time.Minute)
+	if err := rdb.ZAdd(ctx, keys.Delayed(), redis.Z{Score: float64(due.UnixMilli()), Member: `{"id":"` + tk.id + `","platform":"github"}`}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, keys.ClaimLock("github", tk.id), "r1.2/poll", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(lostDiagnosis(ctx, w, rdb, tk), "\n")
+	t.Logf("diagnosis:\n%s", got)
+	for _, want := range []string{
+		"labels [agent-smith agent-smith:enqueued]",
+		"request in " + keys.Delayed() + " (due " + due.Format("15:04:05.000") + " by its writer's clock, 4m0s from now)",
+		keys.ClaimLock("github", tk.id) + " = r1.2/poll (ttl ",
+		keys.Heartbeat("github:"+tk.id) + " absent",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diagnosis lacks %q:\n%s", want, got)
+		}
 	}
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -22,18 +25,28 @@ func TestChaosShort(t *testing.T) {
 	}
 	o := Options{Tickets: 30, Duration: 30 * time.Second, Settle: 60 * time.Second, Seed: 7,
 		KillEvery: 4 * time.Second, Duplicate: 2, RedisWipe: true, RedisDown: time.Second, WipeBurst: 20,
-		Rolling: true, RollingBurst: 12, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true, SplitBrain: true, ReceiverCut: true, Dir: t.TempDir()}
+		Rolling: true, RollingBurst: 12, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true, SplitBrain: true, ReceiverCut: true}
+	o.Dir = keptDir(t, "chaos-short-")
 	var log bytes.Buffer
-	o.Log = &log
-	rep, err := Run(t.Context(), o)
+	runLog, err := os.Create(filepath.Join(o.Dir, "chaos.log"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer runLog.Close()
+	o.Log = io.MultiWriter(&log, runLog)
+	rep, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatalf("%v\nwork dir kept: %s", err, o.Dir)
 	}
 	var table bytes.Buffer
 	rep.Print(&table)
 	t.Logf("chaos figures:\n%s", table.String())
+	if err := os.WriteFile(filepath.Join(o.Dir, "report.txt"), table.Bytes(), 0o600); err != nil {
+		t.Error(err)
+	}
 	if !rep.OK() {
-		t.Errorf("lost %d, overlapping %d, stale writes %d, leaked secrets %d: all must be 0\n%s", rep.Lost, rep.Overlapping, len(rep.StaleWrites), rep.SecretLeaks, log.String())
+		t.Errorf("lost %d, overlapping %d, stale writes %d, leaked secrets %d: all must be 0\nwork dir kept: %s (chaos.log, report.txt, replica logs r*.log, runs.log, redis.log, trackersim.log)\n%s",
+			rep.Lost, rep.Overlapping, len(rep.StaleWrites), rep.SecretLeaks, o.Dir, log.String())
 	}
 	if rep.Kills == 0 {
 		t.Error("no replica was killed: the run proved nothing")
@@ -61,4 +74,35 @@ func TestChaosShort(t *testing.T) {
 	if rep.RollingRestarts != 3 {
 		t.Errorf("rolling restart replaced %d replicas, want 3", rep.RollingRestarts)
 	}
+	if t.Failed() {
+		t.Logf("work dir kept: %s", o.Dir)
+	}
+}
+
+// keptDir is a new work directory under $AGENTSMITH_ARTIFACTS (CI sets it
+// and prints what a failed test leaves there: .ci/run), else under the
+// system's temp dir. It is removed when the test passes and kept, but for
+// the daemon binary, when it fails, so its logs can be read.
+func keptDir(t *testing.T, pattern string) string {
+	t.Helper()
+	base := os.Getenv("AGENTSMITH_ARTIFACTS")
+	if base != "" {
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, err := os.MkdirTemp(base, pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = os.Remove(filepath.Join(dir, "agentsmithd"))
+			return
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("remove work dir: %v", err)
+		}
+	})
+	return dir
 }

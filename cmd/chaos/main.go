@@ -46,6 +46,7 @@ func main() {
 	fs.IntVar(&o.Tickets, "tickets", o.Tickets, "tickets to feed")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "how long faults run (tickets are fed in the first 60%)")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "deadline for every ticket to end after the faults stop")
+	fs.DurationVar(&o.Grace, "grace", o.Grace, "after the settle deadline, watch the open tickets this long: ending within it is slow, not lost (0: as long as -settle)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "random seed (faults, ticket mix)")
 	fs.DurationVar(&o.KillEvery, "kill-every", o.KillEvery, "kill -9 a random replica this often (0: off)")
 	fs.DurationVar(&o.StopEvery, "stop-every", o.StopEvery, "SIGSTOP the housekeeping leader this often (0: off)")

@@ -60,11 +60,13 @@ type Report struct {
 	// Soak: the samples and the slope test's verdicts (soak.go), when sampled.
 	Soak       *soakFigures
 	Runs       int
-	LostIDs    []string
 	OverlapIDs []string
 	Elapsed    time.Duration
 	// Frozen: one daemon SIGSTOPped alone, its pipelines left running.
 	Frozen frozenFigures
+	// Settle: the tickets open at the settle deadline, slow or lost
+	// (settle.go); Lost counts its lost ones.
+	Settle settleFigures
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
@@ -207,7 +209,6 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 			rep.Failed++
 		default:
 			rep.Lost++
-			rep.LostIDs = append(rep.LostIDs, fmt.Sprintf("%s(%s,%v)", t.id, t.source, ls))
 		}
 	}
 	runs := readRuns(w.runLog)
@@ -469,7 +470,12 @@ func (r *Report) Print(w io.Writer) {
 	row("tickets fed", r.Fed)
 	row("reached Done", r.Done)
 	row("reached Failed", r.Failed)
-	row("lost (not terminal at the end)", r.Lost)
+	row(fmt.Sprintf("lost (not terminal %s after the settle deadline)", r.Settle.Grace), r.Lost)
+	worst := time.Duration(0)
+	for _, l := range r.Settle.Slow {
+		worst = max(worst, l.Late)
+	}
+	row("slow (ended after the settle deadline): tickets / worst", fmt.Sprintf("%d / +%s", len(r.Settle.Slow), worst.Round(100*time.Millisecond)))
 	row("overlapping runs of one ticket", r.Overlapping)
 	row("runs beyond max_attempts (3)", r.BeyondAttempts)
 	row("stale writes", len(r.StaleWrites))
@@ -507,8 +513,14 @@ func (r *Report) Print(w io.Writer) {
 	row("replica log lines containing the token or webhook secret", r.SecretLeaks)
 	row("elapsed", r.Elapsed.Round(time.Second))
 	r.Soak.print(w)
-	for _, s := range r.LostIDs {
-		fmt.Fprintln(w, "lost:", s)
+	for _, l := range r.Settle.Slow {
+		fmt.Fprintln(w, "slow:", l)
+	}
+	for _, l := range r.Settle.Lost {
+		fmt.Fprintln(w, "lost:", l)
+		for _, d := range l.Diag {
+			fmt.Fprintln(w, "  ", d)
+		}
 	}
 	for _, s := range r.OverlapIDs {
 		fmt.Fprintln(w, "overlap:", s)

@@ -21,7 +21,11 @@ type Options struct {
 	Tickets  int
 	Duration time.Duration // faults and feeding; tickets are fed in the first 60 %
 	Settle   time.Duration // deadline for every ticket to end after the faults stop
-	Seed     uint64
+	// Grace is how long past the settle deadline the tickets still open
+	// are watched: one that ends within it is slow, one that does not is
+	// lost (settle.go). 0: as long as Settle.
+	Grace time.Duration
+	Seed  uint64
 
 	KillEvery    time.Duration // kill -9 a random replica (0: off)
 	StopEvery    time.Duration // SIGSTOP the housekeeping leader past the lease TTL (0: off)
@@ -373,16 +377,32 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		fmt.Fprintf(o.Log, "chaos: rolling restart of %d replicas done\n", rolling.restarts)
 	}
 	fmt.Fprintf(o.Log, "chaos: faults stopped after %s; settling (deadline %s)\n", time.Since(start).Round(time.Second), o.Settle)
-	settleEnd := time.Now().Add(o.Settle)
-	for time.Now().Before(settleEnd) && ctx.Err() == nil {
-		if countLost(w, tickets) == 0 {
-			break
+	grace := o.Grace
+	if grace <= 0 {
+		grace = o.Settle
+	}
+	sf := settleFigures{Deadline: time.Now().Add(o.Settle), Grace: grace}
+	endedAt, states := watchSettle(ctx, w, tickets, sf.Deadline, grace, 250*time.Millisecond)
+	sf.Slow, sf.Lost = classifySettle(tickets, endedAt, states, sf.Deadline, time.Now())
+	if len(sf.Lost) > 0 {
+		rdb := w.redisClient()
+		for i := range sf.Lost {
+			sf.Lost[i].Diag = lostDiagnosis(ctx, w, rdb, sf.Lost[i].t)
 		}
-		time.Sleep(250 * time.Millisecond) // polling the tracker's state with a deadline
+		if rdb != nil {
+			rdb.Close()
+		}
+	}
+	if len(sf.Slow)+len(sf.Lost) > 0 {
+		fmt.Fprintf(o.Log, "chaos: %d tickets open at the settle deadline: %d ended within the %s grace, %d never did\n",
+			len(sf.Slow)+len(sf.Lost), len(sf.Slow), grace, len(sf.Lost))
 	}
 	// Let the last runs' log lines land before reading the run log.
 	_ = w.sim.WaitIdle(ctx)
 	rep := analyse(w, tickets, wipe, rolling, parts)
+	// The watcher's last look decides what is lost, so the count and the
+	// diagnosed tickets agree.
+	rep.Settle, rep.Lost = sf, len(sf.Lost)
 	rb.rerunFinished(w.runLog)
 	rep.Rollback = rb
 	rep.Skew, rep.SkewSeen = o.Skew, skewSeen(dir)

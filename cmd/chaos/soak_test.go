@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -83,7 +84,12 @@ func TestSoakShort(t *testing.T) {
 	}
 	o := SoakOptions(16 * time.Second)
 	o.Tickets, o.KillEvery, o.KillWindow, o.StopEvery, o.Sample = 16, 3*time.Second, 5*time.Second, 0, time.Second
-	o.Settle, o.Dir = 60*time.Second, t.TempDir()
+	o.Settle, o.Dir = 60*time.Second, keptDir(t, "chaos-soak-short-")
+	defer func() {
+		if t.Failed() {
+			t.Logf("work dir kept: %s", o.Dir)
+		}
+	}()
 	var log bytes.Buffer
 	o.Log = &log
 	rep, err := Run(t.Context(), o)
@@ -93,8 +99,11 @@ func TestSoakShort(t *testing.T) {
 	var table bytes.Buffer
 	rep.Print(&table)
 	t.Logf("soak figures:\n%s", table.String())
+	if err := os.WriteFile(filepath.Join(o.Dir, "report.txt"), table.Bytes(), 0o600); err != nil {
+		t.Error(err)
+	}
 	if rep.Lost > 0 || rep.Overlapping > 0 || len(rep.StaleWrites) > 0 {
-		t.Errorf("lost %d, overlapping %d, stale %d: want 0", rep.Lost, rep.Overlapping, len(rep.StaleWrites))
+		t.Errorf("lost %d, overlapping %d, stale %d: want 0; work dir kept: %s", rep.Lost, rep.Overlapping, len(rep.StaleWrites), o.Dir)
 	}
 	if rep.Kills == 0 {
 		t.Error("no replica was killed")

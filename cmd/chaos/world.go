@@ -10,10 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/agentsmithd/agentsmithd/cmd/chaos/internal/netproxy"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
@@ -104,6 +109,7 @@ type world struct {
 	lbSrv   *http.Server
 	redis   *redisserver.Process
 	cluster *clusterRedis // -cluster: instead of redis
+	simLog  *os.File      // trackersim.log: the sim's own log
 	runLog  string
 	logw    io.Writer
 	verbose bool
@@ -192,10 +198,18 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spe
 		if w.cluster, err = startCluster(ctx, rbin, dir); err != nil {
 			return w, err
 		}
-	} else if w.redis, err = redisserver.StartSpec(ctx, rbin, dir, spec); err != nil {
-		return nil, fmt.Errorf("chaos: %w", err)
+	} else {
+		// redis.log: what the server said across its restarts, kept with
+		// the replica logs for a failed run.
+		spec.Args = append(slices.Clone(spec.Args), "--logfile", filepath.Join(dir, "redis.log"))
+		if w.redis, err = redisserver.StartSpec(ctx, rbin, dir, spec); err != nil {
+			return nil, fmt.Errorf("chaos: %w (see %s)", err, filepath.Join(dir, "redis.log"))
+		}
 	}
-	w.sim = sim.New(sim.Options{})
+	if w.simLog, err = os.Create(filepath.Join(dir, "trackersim.log")); err != nil {
+		return w, fmt.Errorf("chaos: %w", err)
+	}
+	w.sim = sim.New(sim.Options{Logger: fileLogger(w.simLog)})
 	if w.simSrv, w.simURL, err = serve(w.sim.Handler()); err != nil {
 		return nil, err
 	}
@@ -407,6 +421,24 @@ func (w *world) forward(rw http.ResponseWriter, req *http.Request) {
 	http.Error(rw, "no replica answered", http.StatusServiceUnavailable)
 }
 
+// redisClient is a client of the run's Redis (a cluster client with
+// -cluster), nil if there is none.
+func (w *world) redisClient() redis.UniversalClient {
+	switch {
+	case w.redis != nil:
+		return redis.NewClient(&redis.Options{Addr: w.redis.Addr()})
+	case w.cluster != nil:
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: w.cluster.addrs()})
+	}
+	return nil
+}
+
+// fileLogger writes f a line per entry, at debug level and above.
+func fileLogger(f *os.File) *zap.Logger {
+	enc := zap.NewDevelopmentEncoderConfig()
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(f), zapcore.DebugLevel))
+}
+
 // close stops everything the world started.
 func (w *world) close() {
 	w.mu.Lock()
@@ -439,6 +471,9 @@ func (w *world) close() {
 	}
 	if w.simSrv != nil {
 		_ = w.simSrv.Close()
+	}
+	if w.simLog != nil {
+		_ = w.simLog.Close()
 	}
 	if w.redis != nil {
 		_ = w.redis.Stop()

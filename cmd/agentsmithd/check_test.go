@@ -282,6 +282,15 @@ func TestCheckJira(t *testing.T) {
 		t.Errorf("the failure does not name the missing permission:\n%s", out)
 	}
 
+	// Data Center 10 lists webhooks at /rest/jira-webhook/1.0/webhooks and
+	// answers the old path 404: an administrator's check still finds PROJ's.
+	w.sim.SetJiraDeployment(sim.JiraDataCenter10)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	code, rep, out = w.run(t, w.jiraProject("dc10", "PROJ", "datacenter"))
+	wantStatuses(t, rep, "dc10", map[string]string{"deployment": "ok", "permissions": "ok", "webhook": "ok"})
+	if code != 0 || !strings.Contains(out, "10.3") {
+		t.Errorf("exit %d, want 0 and the version named\n%s", code, out)
+	}
 }
 
 func TestCheckAzureDevOps(t *testing.T) {

@@ -48,11 +48,13 @@ func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []plat
 	var info struct {
 		DeploymentType string `json:"deploymentType"`
 		Version        string `json:"version"`
+		VersionNumbers []int  `json:"versionNumbers"`
 	}
 	if code, err := t.get(ctx, t.api+"serverInfo", &info); err != nil {
 		return append(out, platforms.HTTPFailure("deployment", code, err, platforms.Fixes{}))
 	}
 	isCloud := strings.EqualFold(info.DeploymentType, "Cloud")
+	dc10 := !isCloud && len(info.VersionNumbers) > 0 && info.VersionNumbers[0] >= 10
 	switch {
 	case isCloud == t.cloud:
 		out = append(out, platforms.OK("deployment", "%s %s", info.DeploymentType, info.Version))
@@ -69,7 +71,7 @@ func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []plat
 		out = append(out, t.checkScope(ctx))
 		out = append(out, platforms.OK("permissions", "asked of each issue's project when it is claimed"))
 		out = append(out, platforms.OK("trigger label", "%q: Jira labels need not exist beforehand", opts.TriggerLabel))
-		return append(out, t.checkWebhooks(ctx, opts))
+		return append(out, t.checkWebhooks(ctx, opts, isCloud, dc10))
 	}
 	var project struct {
 		Key  string `json:"key"`
@@ -82,7 +84,7 @@ func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []plat
 	out = append(out, platforms.OK("repository", "%s (%s)", project.Key, project.Name))
 	out = append(out, t.checkMyPermissions(ctx))
 	out = append(out, platforms.OK("trigger label", "%q: Jira labels need not exist beforehand", opts.TriggerLabel))
-	return append(out, t.checkWebhooks(ctx, opts))
+	return append(out, t.checkWebhooks(ctx, opts, isCloud, dc10))
 }
 
 func (t *Tracker) checkMyPermissions(ctx context.Context) platforms.CheckResult {
@@ -109,19 +111,47 @@ func (t *Tracker) checkMyPermissions(ctx context.Context) platforms.CheckResult 
 	return platforms.OK(name, "%s", strings.Join(checkPermissions, ", "))
 }
 
-// checkWebhooks lists the site's webhooks (GET /rest/webhooks/1.0/webhook,
-// https://developer.atlassian.com/server/jira/platform/webhooks/), which
-// needs the Administer Jira permission.
-func (t *Tracker) checkWebhooks(ctx context.Context, opts platforms.CheckOptions) platforms.CheckResult {
+// The admin webhook resource: Cloud and Data Center before 10 serve
+// hooksV1, Data Center 10 moved it to hooksDC10 and answers the old path
+// 404 ("Starting from Jira 10.0.x, the URL to webhook resource has changed
+// to <JIRA_URL>/rest/jira-webhook/1.0/webhooks",
+// https://developer.atlassian.com/server/jira/platform/webhooks/#operations-with-a-webhook-via-the-jira-rest-api).
+const (
+	hooksV1   = "rest/webhooks/1.0/webhook"
+	hooksDC10 = "rest/jira-webhook/1.0/webhooks"
+)
+
+// checkWebhooks lists the site's admin webhooks, which needs the Administer
+// Jira permission. A self-managed site is read where its serverInfo
+// version says the resource is (dc10), and at the other path when that one
+// answers 404: a site that hides or misreports its version is still read.
+func (t *Tracker) checkWebhooks(ctx context.Context, opts platforms.CheckOptions, cloud, dc10 bool) platforms.CheckResult {
 	if !opts.Webhooks {
 		return platforms.PollingOnly()
 	}
+	paths := []string{hooksV1}
+	switch {
+	case dc10:
+		paths = []string{hooksDC10, hooksV1}
+	case !cloud:
+		paths = []string{hooksV1, hooksDC10}
+	}
+	// Before 10 a hook says "enabled", from 10 on "active"; either absent
+	// counts as enabled.
 	var hooks []struct {
 		URL     string   `json:"url"`
 		Events  []string `json:"events"`
 		Enabled *bool    `json:"enabled"`
+		Active  *bool    `json:"active"`
 	}
-	code, err := t.get(ctx, "rest/webhooks/1.0/webhook", &hooks)
+	var code int
+	var err error
+	for _, p := range paths {
+		hooks = nil
+		if code, err = t.get(ctx, p, &hooks); code != http.StatusNotFound {
+			break
+		}
+	}
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return platforms.HooksHidden(Platform, hooksWhere)
@@ -130,7 +160,8 @@ func (t *Tracker) checkWebhooks(ctx context.Context, opts platforms.CheckOptions
 	}
 	list := make([]platforms.Hook, 0, len(hooks))
 	for _, h := range hooks {
-		list = append(list, platforms.Hook{URL: h.URL, Active: h.Enabled == nil || *h.Enabled, Events: h.Events})
+		active := (h.Enabled == nil || *h.Enabled) && (h.Active == nil || *h.Active)
+		list = append(list, platforms.Hook{URL: h.URL, Active: active, Events: h.Events})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].URL < list[j].URL })
 	return platforms.CheckHooks(list, Platform, opts, []string{"jira:issue_created", "jira:issue_updated"}, hooksWhere)

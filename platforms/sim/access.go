@@ -46,11 +46,12 @@ func atLeast(role, min string) bool { return roleRank[role] >= roleRank[min] }
 
 // checkState is what tests configure for the check endpoints.
 type checkState struct {
-	mu     sync.Mutex
-	access map[string]Access   // by token
-	roles  map[string]string   // by user login (people.go)
-	teams  map[string][]string // members by lower-cased team (teams.go)
-	jiraDC bool
+	mu       sync.Mutex
+	access   map[string]Access   // by token
+	roles    map[string]string   // by user login (people.go)
+	teams    map[string][]string // members by lower-cased team (teams.go)
+	jiraDC   bool
+	jiraDC10 bool
 }
 
 // SetAccess describes token (an accepted token, or "" for requests without
@@ -64,12 +65,32 @@ func (s *Sim) SetAccess(token string, a Access) {
 	s.check.access[token] = a
 }
 
-// SetJiraDeployment makes the Jira dialect's serverInfo report a Data
-// Center ("datacenter") instead of Cloud (default) deployment.
+// The Jira flavours SetJiraDeployment serves.
+const (
+	// JiraCloud is Jira Cloud, the default.
+	JiraCloud = "cloud"
+	// JiraDataCenter is Jira Data Center 9.12: admin webhooks under
+	// /rest/webhooks/1.0/webhook.
+	JiraDataCenter = "datacenter"
+	// JiraDataCenter10 is Jira Data Center 10.3, whose admin webhooks
+	// moved to /rest/jira-webhook/1.0/webhooks (jira_check.go).
+	JiraDataCenter10 = "datacenter10"
+)
+
+// SetJiraDeployment picks the Jira flavour the dialect serves: JiraCloud
+// (anything unknown), JiraDataCenter or JiraDataCenter10.
 func (s *Sim) SetJiraDeployment(deployment string) {
 	s.check.mu.Lock()
 	defer s.check.mu.Unlock()
-	s.check.jiraDC = deployment == "datacenter"
+	s.check.jiraDC = deployment == JiraDataCenter || deployment == JiraDataCenter10
+	s.check.jiraDC10 = deployment == JiraDataCenter10
+}
+
+// jiraDataCenter10 reports whether the site is Data Center 10.
+func (s *Sim) jiraDataCenter10() bool {
+	s.check.mu.Lock()
+	defer s.check.mu.Unlock()
+	return s.check.jiraDC10
 }
 
 func (s *Sim) jiraDataCenter() bool {

@@ -29,16 +29,28 @@ func (s *Sim) jiraCheckRoutes(mux *http.ServeMux) {
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/user/permission/search", s.jiraUserPermissionSearch)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/user/groups", s.jiraUserGroups)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/user", s.jiraGetUser)
-	// Not under /rest/api/{v}: registered directly, authenticated as the rest.
-	const hooks = "GET /jira/rest/webhooks/1.0/webhook"
-	mux.HandleFunc(hooks, func(w http.ResponseWriter, r *http.Request) {
-		s.countCall(hooks)
-		if !s.jiraAuthenticate(r) {
-			jiraError(w, http.StatusUnauthorized, "You are not authenticated. Authentication required to perform this operation.")
-			return
-		}
-		s.jiraListWebhooks(w, r)
-	})
+	// Not under /rest/api/{v}: registered directly, authenticated as the
+	// rest. Each path exists on the flavours that have it; elsewhere it is
+	// an unknown resource, 404 (jiraListWebhooks).
+	for _, route := range []struct {
+		pattern string
+		dc10    bool
+	}{{"GET /jira/rest/webhooks/1.0/webhook", false}, {"GET /jira/rest/jira-webhook/1.0/webhooks", true}} {
+		mux.HandleFunc(route.pattern, func(w http.ResponseWriter, r *http.Request) {
+			s.countCall(route.pattern)
+			if !s.jiraAuthenticate(r) {
+				jiraError(w, http.StatusUnauthorized, "You are not authenticated. Authentication required to perform this operation.")
+				return
+			}
+			if s.jiraDataCenter10() != route.dc10 {
+				// The sim does not reproduce the body of a missing REST
+				// resource; the status is what clients branch on.
+				http.NotFound(w, r)
+				return
+			}
+			s.jiraListWebhooks(w, r, route.dc10)
+		})
+	}
 }
 
 // jiraServerInfo: GET /rest/api/{2|3}/serverInfo. Cloud's deploymentType
@@ -49,14 +61,20 @@ func (s *Sim) jiraCheckRoutes(mux *http.ServeMux) {
 // 9 answers "DataCenter" instead is not documented; the sim says "Server"
 // and the check treats anything but "Cloud" as self-managed. The docs
 // allow anonymous access; with bad credentials the sim answers 401 like
-// every route (no evidence either way).
+// every route (no evidence either way). versionNumbers is the version
+// split into numbers, as in the reference's example; clients pick the
+// Data Center 10 webhook API by its first (n8n's Jira node
+// getWebhookEndpoint, getsentry/sentry#90116).
 func (s *Sim) jiraServerInfo(w http.ResponseWriter, _ *http.Request, c *jiraCall) {
-	kind, version := "Cloud", "1001.0.0-SNAPSHOT"
-	if s.jiraDataCenter() {
-		kind, version = "Server", "9.12.0"
+	kind, version, numbers := "Cloud", "1001.0.0-SNAPSHOT", []int{1001, 0, 0}
+	switch {
+	case s.jiraDataCenter10():
+		kind, version, numbers = "Server", "10.3.6", []int{10, 3, 6}
+	case s.jiraDataCenter():
+		kind, version, numbers = "Server", "9.12.0", []int{9, 12, 0}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"baseUrl": c.base + "/jira", "version": version,
-		"deploymentType": kind, "serverTitle": "trackersim"})
+		"versionNumbers": numbers, "deploymentType": kind, "serverTitle": "trackersim"})
 }
 
 // jiraMyself: GET /rest/api/{2|3}/myself. Cloud names users by accountId,
@@ -161,22 +179,55 @@ func (s *Sim) jiraMyPermissions(w http.ResponseWriter, r *http.Request, _ *jiraC
 	writeJSON(w, http.StatusOK, map[string]any{"permissions": perms})
 }
 
-// jiraListWebhooks: GET /rest/webhooks/1.0/webhook, Jira administrators
-// only (https://developer.atlassian.com/server/jira/platform/webhooks/);
-// others get 403. Events default to issue created and updated.
-func (s *Sim) jiraListWebhooks(w http.ResponseWriter, r *http.Request) {
+// jiraListWebhooks lists the site's admin webhooks, Jira administrators
+// only; others get 403. Events default to issue created and updated.
+//
+// Cloud and Data Center 9: GET /rest/webhooks/1.0/webhook
+// (https://developer.atlassian.com/server/jira/platform/webhooks/), each
+// {name, url, events, filters, excludeBody, enabled, self}.
+//
+// Data Center 10 (dc10): the resource moved to GET
+// /rest/jira-webhook/1.0/webhooks ("Starting from Jira
+// 10.0.x, the URL to webhook resource has changed to
+// <JIRA_URL>/rest/jira-webhook/1.0/webhooks", the same webhooks page,
+// quoted in getsentry/sentry#92806) and the old path is gone: a 10.x
+// site answers it 404 (getsentry/sentry#88722, whose integration broke on
+// it). The sim answers the new path 404 on the other flavours too, where
+// the resource did not exist yet. The new answer is a plain array of {id, name, url, events,
+// active, scopeType, configuration, sslVerificationRequired, createdDate,
+// updatedDate}: "active" replaces "enabled" and there is no "self" (the
+// Webhook model of jira.js's server client, src/server/models/webhook.ts;
+// n8n's JiraWebhook type, "self: Only available for version < 10";
+// OpenHands' Jira DC integration reads the GET as a list). The
+// configuration holds EXCLUDE_BODY and SECRET (OpenHands registers them
+// there; the secret is write-only here, as no source shows it read back);
+// the key of the JQL filter inside it is not documented in the sources
+// found, and the sim names it FILTERS.
+func (s *Sim) jiraListWebhooks(w http.ResponseWriter, r *http.Request, dc10 bool) {
 	if !atLeast(s.requestAccess(r).Role, RoleAdmin) {
 		jiraError(w, http.StatusForbidden, "You do not have permission to access webhooks.")
 		return
 	}
 	out := []map[string]any{}
 	for _, h := range s.hooksOf("", "jira") {
-		f := ""
-		if h.hook.Repo != "" {
+		f := h.hook.JQL
+		if f == "" && h.hook.Repo != "" {
 			f = "project = " + h.hook.Repo
 		}
-		out = append(out, map[string]any{"name": "hook " + strconv.FormatInt(h.id, 10), "url": h.hook.URL, "enabled": true,
-			"events":  h.hook.events("jira:issue_created", "jira:issue_updated"),
+		name := "hook " + strconv.FormatInt(h.id, 10)
+		events := h.hook.events("jira:issue_created", "jira:issue_updated")
+		if dc10 {
+			conf := map[string]string{"EXCLUDE_BODY": "false"}
+			if f != "" {
+				conf["FILTERS"] = f
+			}
+			out = append(out, map[string]any{"id": h.id, "name": name, "url": h.hook.URL, "events": events,
+				"active": true, "scopeType": "global", "configuration": conf, "sslVerificationRequired": true,
+				"createdDate": 1735689600000, "updatedDate": 1735689600000})
+			continue
+		}
+		out = append(out, map[string]any{"name": name, "url": h.hook.URL, "enabled": true,
+			"events":  events,
 			"filters": map[string]string{"issue-related-events-section": f}, "excludeBody": false,
 			"self": s.requestBase(r) + "/jira/rest/webhooks/1.0/webhook/" + strconv.FormatInt(h.id, 10)})
 	}

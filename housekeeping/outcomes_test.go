@@ -341,3 +341,56 @@ func TestOutcomeWriterGivesUpACommentThatKeepsFailing(t *testing.T) {
 }
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// Redis loses its data (FLUSHALL; a failover to a replica that had not
+// received the keys) while the run's final write waits for a tracker that
+// refuses connections: the run re-takes its lost lock and records its
+// outcome again before it hands over, so the slow cycle does not revert the
+// ticket and the OutcomeWriter writes Done from the record: the pipeline
+// ran once.
+func TestRedisWipeDuringFinalWriteKeepsTheOutcome(t *testing.T) {
+	dir := t.TempDir()
+	w, rec, cut := outcomeWorld(t, dir, 3*time.Second)
+	ctx := t.Context()
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "wipe at the end", "", "agent-smith")
+	ref := lifecycletest.Ref(n)
+	if res, err := w.Claims.Claim(ctx, ref, lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	cut.down()
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Wait(t, 10*time.Second, "the outcome's record", func() bool {
+		o, ok, _ := runstate.OutcomeOf(ctx, w.RDB, ref)
+		return ok && o.Body != ""
+	})
+	if err := w.RDB.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Wait(t, 20*time.Second, "the run to record its outcome again and hand it over", func() bool {
+		o, ok, _ := runstate.OutcomeOf(ctx, w.RDB, ref)
+		hb, _ := w.RDB.Exists(ctx, keys.Heartbeat(ref.Key())).Result()
+		return ok && o.Body != "" && hb == 0
+	})
+	cut.up()
+	if err := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{}).SlowCycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, n); s != lifecycle.InProgress {
+		t.Fatalf("state %s after the slow cycle, want in-progress: the outcome waits", s)
+	}
+	if err := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{Logger: zaptest.NewLogger(t)}).Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, n); s != lifecycle.Done {
+		t.Errorf("state %s, want done", s)
+	}
+	if got := runCount(t, dir); got != 1 {
+		t.Errorf("pipeline ran %d times, want once", got)
+	}
+	if evs := transitions(rec, lifecycle.InProgress, lifecycle.Pending); len(evs) != 0 {
+		t.Errorf("reverted: %+v", evs)
+	}
+}

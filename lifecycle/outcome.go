@@ -51,10 +51,10 @@ func (a *attempt) recordOutcome(o runstate.Outcome) bool {
 	return ok
 }
 
-// finishRun writes o, the run's recorded outcome (recorded false: it could
-// not be recorded), and ends the run: released as terminal once written; or
-// handed over, its record left for OutcomeFinisher, when the tracker did not
-// take the write.
+// finishRun writes o, the run's outcome (recorded false: no record of it
+// could be made so far), and ends the run: released as terminal once
+// written; or handed over, its record left for OutcomeFinisher, when the
+// tracker did not take the write and the record is confirmed (handOver).
 func (a *attempt) finishRun(ctx context.Context, t *platforms.Ticket, o runstate.Outcome, recorded bool) {
 	log := a.log
 	err := a.writeOutcome(ctx, t, &o, a.token, recorded)
@@ -66,13 +66,38 @@ func (a *attempt) finishRun(ctx context.Context, t *platforms.Ticket, o runstate
 	case errors.Is(err, errStateChanged) || errors.Is(err, ErrIllegalTransition):
 		log.Error("transition to "+o.To+": the ticket left in-progress; nothing more to write", zap.Error(err))
 		a.dropOutcome(a.token)
-	case recorded:
-		log.Warn("transition to "+o.To+" not written; the outcome is recorded and is written from the record when the tracker answers (OutcomeFinisher), never by running the pipeline again",
+	default:
+		a.handOver(o, err)
+	}
+}
+
+// handOver ends a run whose final write failed with werr: it confirms the
+// outcome's record (runstate.KeepOutcome, which re-takes the run lock when
+// Redis lost it) and only then releases the run, the record holding the
+// ticket for OutcomeFinisher. A record that cannot be confirmed is never
+// taken for one: the run keeps its lock until it expires and
+// StaleJobDetector takes over; a ticket another run owns is left to it.
+func (a *attempt) handOver(o runstate.Outcome, werr error) {
+	log := a.log.With(zap.NamedError("writeError", werr))
+	ctx, cancel := context.WithTimeout(context.Background(), max(a.e.cfg.HeartbeatTTL, 5*time.Second))
+	defer cancel()
+	var kept runstate.Kept
+	err := retryTransient(ctx, func() (err error) {
+		kept, err = runstate.KeepOutcome(ctx, a.e.rdb, o, a.e.cfg.HeartbeatTTL)
+		return err
+	})
+	switch {
+	case err != nil:
+		log.Error("transition to "+o.To+" not written, and its record could not be confirmed (the heartbeat expires and StaleJobDetector takes over)",
 			zap.Error(err))
-		// The record holds the ticket: no run can take it, no repair reverts it.
+	case kept == runstate.NotKept:
+		log.Warn("transition to " + o.To + " not written; the run no longer holds the ticket, which its successor owns")
 		a.releaseRun(false)
 	default:
-		log.Error("transition to "+o.To+" (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		log.Warn("transition to "+o.To+" not written; the outcome is recorded and is written from the record when the tracker answers (OutcomeFinisher), never by running the pipeline again",
+			zap.Bool("lockRetaken", kept == runstate.Retaken))
+		// The record holds the ticket: no run can take it, no repair reverts it.
+		a.releaseRun(false)
 	}
 }
 

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
@@ -83,8 +85,19 @@ func (c *cutTracker) down() {
 // and waits for dir/gate.
 func outcomeWorld(t *testing.T, dir string, writeTimeout time.Duration) (*lifecycletest.World, *lifecycletest.Recorder, *cutTracker) {
 	t.Helper()
+	return outcomeWorldOf(t, dir, writeTimeout, nil)
+}
+
+// outcomeWorldOf is outcomeWorld with the sim's handler wrapped by wrap
+// (nil: served as is).
+func outcomeWorldOf(t *testing.T, dir string, writeTimeout time.Duration, wrap func(http.Handler) http.Handler) (*lifecycletest.World, *lifecycletest.Recorder, *cutTracker) {
+	t.Helper()
 	w := lifecycletest.New(t, 3)
-	cut := newCutTracker(t, w)
+	h := w.Sim.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	cut := newCutTrackerOf(t, w, h)
 	rec := &lifecycletest.Recorder{}
 	w.Claims = lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "hk", Labels: w.Labels,
 		Logger: zaptest.NewLogger(t), Observer: rec})
@@ -392,5 +405,70 @@ func TestRedisWipeDuringFinalWriteKeepsTheOutcome(t *testing.T) {
 	}
 	if evs := transitions(rec, lifecycle.InProgress, lifecycle.Pending); len(evs) != 0 {
 		t.Errorf("reverted: %+v", evs)
+	}
+}
+
+// failOutcomeScriptOnce fails the next Lua script that names the outcomes
+// hash (a PutOutcome), once, as a Redis that drops one command would.
+type failOutcomeScriptOnce struct{ armed atomic.Bool }
+
+func (h *failOutcomeScriptOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failOutcomeScriptOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *failOutcomeScriptOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			for _, a := range cmd.Args() {
+				if a == keys.Outcomes() && h.armed.CompareAndSwap(true, false) {
+					err := errors.New("injected: connection reset")
+					cmd.SetErr(err)
+					return err
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// The run's first record fails (one Redis error) and its second, with the
+// comment, is made; the tracker then fails the comment (502) but takes
+// labels. The run holds Done back for the comment, since a record exists,
+// and hands the outcome over: the ticket stays in-progress with the
+// comment's record waiting, not Done without a comment.
+func TestOneRedisErrorOnTheFirstRecordKeepsTheSecond(t *testing.T) {
+	dir := t.TempDir()
+	w, _, _ := outcomeWorldOf(t, dir, time.Second, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments") && exists(filepath.Join(dir, "gate")) {
+				http.Error(rw, "bad gateway", http.StatusBadGateway)
+				return
+			}
+			h.ServeHTTP(rw, r)
+		})
+	})
+	ctx := t.Context()
+	hook := &failOutcomeScriptOnce{}
+	w.RDB.AddHook(hook)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "first record fails", "", "agent-smith")
+	ref := lifecycletest.Ref(n)
+	if res, err := w.Claims.Claim(ctx, ref, lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	hook.armed.Store(true)
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Wait(t, 20*time.Second, "the run to hand its outcome over", func() bool {
+		o, ok, _ := runstate.OutcomeOf(ctx, w.RDB, ref)
+		hb, _ := w.RDB.Exists(ctx, keys.Heartbeat(ref.Key())).Result()
+		return ok && strings.Contains(o.Body, "made it") && !o.CommentPosted && hb == 0
+	})
+	if hook.armed.Load() {
+		t.Fatal("the first record was not failed")
+	}
+	if s := w.State(t, n); s != lifecycle.InProgress {
+		t.Errorf("state %s, want in-progress: Done waits for its comment", s)
 	}
 }

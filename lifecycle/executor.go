@@ -451,7 +451,11 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		a.workNotes = a.saveWork(ctx, workDir, true, "", 0)
 		o.Body, o.Short = a.doneComment(res)
 		o.Branch, o.Commit = a.branch, a.pushed
-		recorded = recorded && a.recordOutcome(o)
+		// Either record lets the outcome be written from it: one Redis
+		// error on the first does not skip the second.
+		if a.recordOutcome(o) {
+			recorded = true
+		}
 		a.finishRun(wctx, t, o, recorded)
 	default:
 		a.failed(ctx, t, res)

@@ -68,7 +68,9 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	if kind != failRetry {
 		o.Body, o.Short = safeComment(p.Redact, body), safeComment(p.Redact, short)
 		o.Branch, o.Commit = a.branch, a.pushed
-		recorded = recorded && a.recordOutcome(o)
+		if a.recordOutcome(o) {
+			recorded = true
+		}
 		a.finishRun(wctx, nil, o, recorded)
 		return
 	}

@@ -57,7 +57,7 @@ func (a *attempt) recordOutcome(o runstate.Outcome) bool {
 // tracker did not take the write and the record is confirmed (handOver).
 func (a *attempt) finishRun(ctx context.Context, t *platforms.Ticket, o runstate.Outcome, recorded bool) {
 	log := a.log
-	err := a.writeOutcome(ctx, t, &o, a.token, recorded)
+	err := a.writeOutcome(ctx, t, &o, a.token, recorded, recorded)
 	switch {
 	case err == nil:
 		// Also a first record the second could not replace.
@@ -110,14 +110,14 @@ func (a *attempt) dropOutcome(holder string) {
 }
 
 // writeOutcome makes o's final write, fenced by a.fence: the comment unless
-// posted (then marked posted in the record held by holder, so no finisher
-// posts it twice), the escalation label, and InProgress → o.To. t is a
-// snapshot of the ticket (nil: read it). With strict, a comment the tracker
-// did not take for a transient reason fails the write, which is made again
-// from the record; without a record the transition goes ahead, as the
-// comment is a courtesy. A ticket that already shows o.To (a write whose
-// answer was lost) is written.
-func (a *attempt) writeOutcome(ctx context.Context, t *platforms.Ticket, o *runstate.Outcome, holder string, strict bool) error {
+// posted (then, when recorded says a record exists, marked posted in the
+// record held by holder, so no finisher posts it twice), the escalation
+// label, and InProgress → o.To. t is a snapshot of the ticket (nil: read
+// it). With strict, a comment the tracker did not take for a transient
+// reason fails the write, which is made again from the record; without it
+// the transition goes ahead, as the comment is a courtesy. A ticket that
+// already shows o.To (a write whose answer was lost) is written.
+func (a *attempt) writeOutcome(ctx context.Context, t *platforms.Ticket, o *runstate.Outcome, holder string, recorded, strict bool) error {
 	e, log := a.e, a.log
 	to, err := ParseState(o.To)
 	if err != nil || !to.Terminal() {
@@ -134,7 +134,7 @@ func (a *attempt) writeOutcome(ctx context.Context, t *platforms.Ticket, o *runs
 			log.Error("post the "+o.To+" comment; the transition goes ahead", zap.Error(err))
 		}
 		o.CommentPosted = true
-		if strict {
+		if recorded {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			if _, err := runstate.PutOutcome(pctx, e.rdb, holder, *o); err != nil {
 				log.Warn("mark the comment posted in the outcome's record", zap.Error(err))
@@ -267,7 +267,7 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 			log.Info("the tracker refused this ticket's write for good; the outcome is written when its backoff ends", zap.Time("until", until))
 			return false, nil
 		}
-		err = a.writeOutcome(wctx, t, &o, token, o.Tries < strictCommentTries)
+		err = a.writeOutcome(wctx, t, &o, token, true, o.Tries < strictCommentTries)
 	}
 	switch {
 	case err == nil:

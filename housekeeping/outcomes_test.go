@@ -329,7 +329,7 @@ func TestOutcomeWriterGivesUpACommentThatKeepsFailing(t *testing.T) {
 	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
 		t.Fatalf("record: %v %v", ok, err)
 	}
-	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 300 * time.Millisecond})
+	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second})
 	for try := 1; try <= 3; try++ {
 		if err := ow.Cycle(ctx); err == nil {
 			t.Fatalf("try %d: no error with the comment failing", try)
@@ -338,8 +338,8 @@ func TestOutcomeWriterGivesUpACommentThatKeepsFailing(t *testing.T) {
 			t.Fatalf("try %d: state %s, want in-progress: the comment is still tried", try, s)
 		}
 		got, ok, _ := runstate.OutcomeOf(ctx, w.RDB, ref)
-		if !ok || got.Tries != try || got.LastError == "" {
-			t.Fatalf("try %d: record %+v, want %d tries with the error", try, got, try)
+		if !ok || got.Tries != try || got.CommentTries != try || got.LastError == "" || got.CommentPosted {
+			t.Fatalf("try %d: record %+v, want %d tries, all on the comment, with the error", try, got, try)
 		}
 	}
 	if err := ow.Cycle(ctx); err != nil {
@@ -470,5 +470,70 @@ func TestOneRedisErrorOnTheFirstRecordKeepsTheSecond(t *testing.T) {
 	}
 	if s := w.State(t, n); s != lifecycle.InProgress {
 		t.Errorf("state %s, want in-progress: Done waits for its comment", s)
+	}
+}
+
+// A record whose earlier tries failed for want of a tracker (Tries 5, none
+// on the comment) still holds Done back for a comment the tracker fails
+// (502): an outage does not use up the comment's tries.
+func TestOutcomeWriterOutageTriesDoNotGiveUpTheComment(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	sim := w.Sim.Handler()
+	newCutTrackerOf(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments") {
+			http.Error(rw, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		sim.ServeHTTP(rw, r)
+	}))
+	ctx := t.Context()
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "outage tries", "", "agent-smith", "agent-smith:in-progress")
+	ref := lifecycletest.Ref(n)
+	deadRun(t, w, n, "ghost", 1)
+	o := runstate.Outcome{Ref: ref, Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
+		Outcome: "succeeded", Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now(), Tries: 5}
+	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second})
+	if err := ow.Cycle(ctx); err == nil {
+		t.Fatal("no error with the comment failing")
+	}
+	if s := w.State(t, n); s != lifecycle.InProgress {
+		t.Fatalf("state %s, want in-progress: the comment is still tried", s)
+	}
+	if got, _, _ := runstate.OutcomeOf(ctx, w.RDB, ref); got.Tries != 6 || got.CommentTries != 1 {
+		t.Errorf("record %+v, want 6 tries, 1 on the comment", got)
+	}
+}
+
+// A comment given up (its tries used) whose transition then fails too
+// (every write 502) is not marked posted in the record: it was not.
+func TestOutcomeWriterMarksOnlyAPostedComment(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	sim := w.Sim.Handler()
+	newCutTrackerOf(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(rw, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		sim.ServeHTTP(rw, r)
+	}))
+	ctx := t.Context()
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "writes fail", "", "agent-smith", "agent-smith:in-progress")
+	ref := lifecycletest.Ref(n)
+	deadRun(t, w, n, "ghost", 1)
+	o := runstate.Outcome{Ref: ref, Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
+		Outcome: "succeeded", Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now(), Tries: 3, CommentTries: 3}
+	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second})
+	if err := ow.Cycle(ctx); err == nil {
+		t.Fatal("no error with every write failing")
+	}
+	got, ok, _ := runstate.OutcomeOf(ctx, w.RDB, ref)
+	if !ok || got.CommentPosted || got.Tries != 4 {
+		t.Errorf("record %+v, want it waiting, 4 tries, the comment not marked posted", got)
 	}
 }

@@ -44,6 +44,8 @@ const (
 var (
 	errLostRun      = errors.New("run ownership lost")
 	errStateChanged = errors.New("ticket state changed")
+	// errFenceUnread: the run lock could not be read (Redis unreachable).
+	errFenceUnread = errors.New("fence")
 )
 
 // Liveness is the replica's presence (pkg/presence): runs stop the moment
@@ -668,7 +670,7 @@ func (a *attempt) newFence(hb *runHeartbeat) func(context.Context) error {
 		}
 		ok, err := runstate.Check(ctx, e.rdb, ref, token)
 		if err != nil {
-			return fmt.Errorf("fence: %w", err)
+			return fmt.Errorf("%w: %w", errFenceUnread, err)
 		}
 		if !ok {
 			return errLostRun

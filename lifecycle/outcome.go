@@ -129,12 +129,18 @@ func (a *attempt) writeOutcome(ctx context.Context, t *platforms.Ticket, o *runs
 		case errors.Is(err, errLostRun):
 			return err
 		case err != nil && strict && !errors.Is(err, platforms.ErrRejected):
+			if ctx.Err() == nil && !errors.Is(err, errFenceUnread) {
+				// The tracker failed the comment itself, not the write's
+				// deadline, a shutdown or Redis.
+				return fmt.Errorf("post the %s comment: %w: %w", o.To, errCommentFailed, err)
+			}
 			return fmt.Errorf("post the %s comment: %w", o.To, err)
 		case err != nil:
 			log.Error("post the "+o.To+" comment; the transition goes ahead", zap.Error(err))
+		default:
+			o.CommentPosted = true
 		}
-		o.CommentPosted = true
-		if recorded {
+		if o.CommentPosted && recorded {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			if _, err := runstate.PutOutcome(pctx, e.rdb, holder, *o); err != nil {
 				log.Warn("mark the comment posted in the outcome's record", zap.Error(err))
@@ -160,12 +166,19 @@ func (a *attempt) writeOutcome(ctx context.Context, t *platforms.Ticket, o *runs
 	return err
 }
 
+// errCommentFailed marks a final write that failed because the tracker did
+// not take its comment for a transient reason (OutcomeFinisher counts these
+// apart: Outcome.CommentTries).
+var errCommentFailed = errors.New("comment not taken")
+
 // SourceOutcome names the OutcomeFinisher as the holder of a ticket's run
 // lock while it writes a recorded outcome.
 const SourceOutcome = "outcome"
 
-// strictCommentTries is how many of a finisher's tries hold the transition
-// back for a comment the tracker fails for a transient reason: after them
+// strictCommentTries is how many of a finisher's tries that failed on the
+// comment itself (Outcome.CommentTries; a tracker that does not answer at
+// all, a lost lease or a shutdown count apart) hold the transition back
+// for a comment the tracker fails for a transient reason: after them
 // the comment is given up and the label written, since a tracker that
 // keeps failing comments (and only them) must not hold the ticket's state
 // back for ever.
@@ -267,7 +280,7 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 			log.Info("the tracker refused this ticket's write for good; the outcome is written when its backoff ends", zap.Time("until", until))
 			return false, nil
 		}
-		err = a.writeOutcome(wctx, t, &o, token, true, o.Tries < strictCommentTries)
+		err = a.writeOutcome(wctx, t, &o, token, true, o.CommentTries < strictCommentTries)
 	}
 	switch {
 	case err == nil:
@@ -284,6 +297,9 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 		return derr == nil, derr
 	}
 	o.Tries++
+	if errors.Is(err, errCommentFailed) {
+		o.CommentTries++
+	}
 	o.LastError = p.Redact.String(err.Error())
 	if len(o.LastError) > 500 {
 		o.LastError = truncateRunes(o.LastError, 500)

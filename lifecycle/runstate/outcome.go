@@ -55,9 +55,12 @@ type Outcome struct {
 	EnqueuedAt time.Time `json:"enqueued_at,omitzero"`
 	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
 	// Tries counts the finishers' attempts at the final write after the run
-	// handed it over; LastError is the last one's error.
-	Tries     int    `json:"tries,omitempty"`
-	LastError string `json:"last_error,omitempty"`
+	// handed it over; LastError is the last one's error. CommentTries
+	// counts those of them that failed on the comment alone (the tracker
+	// answered, but did not take it for a transient reason).
+	Tries        int    `json:"tries,omitempty"`
+	CommentTries int    `json:"comment_tries,omitempty"`
+	LastError    string `json:"last_error,omitempty"`
 }
 
 // Age is how long o has waited at now.

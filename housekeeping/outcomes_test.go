@@ -329,11 +329,13 @@ func TestOutcomeWriterGivesUpACommentThatKeepsFailing(t *testing.T) {
 	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
 		t.Fatalf("record: %v %v", ok, err)
 	}
-	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second})
+	clock := newFakeClock()
+	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second, Clock: clock.Now})
 	for try := 1; try <= 3; try++ {
 		if err := ow.Cycle(ctx); err == nil {
 			t.Fatalf("try %d: no error with the comment failing", try)
 		}
+		clock.Add(time.Hour) // past the record's retry backoff
 		if s := w.State(t, n); s != lifecycle.InProgress {
 			t.Fatalf("try %d: state %s, want in-progress: the comment is still tried", try, s)
 		}
@@ -535,5 +537,106 @@ func TestOutcomeWriterMarksOnlyAPostedComment(t *testing.T) {
 	got, ok, _ := runstate.OutcomeOf(ctx, w.RDB, ref)
 	if !ok || got.CommentPosted || got.Tries != 4 {
 		t.Errorf("record %+v, want it waiting, 4 tries, the comment not marked posted", got)
+	}
+}
+
+// fakeClock is a clock the test moves.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *fakeClock) Now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// A tracker that refuses connections: the first cycle tries the oldest
+// record and then leaves the project's other records for the next cycle;
+// the failed record is not tried again before its backoff (5 s, then
+// doubling), and is once the clock passes it.
+func TestOutcomeWriterBacksOffAndSkipsAFailingTracker(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	cut := newCutTracker(t, w)
+	cut.down()
+	ctx := t.Context()
+	clock := newFakeClock()
+	var refs []runstate.Outcome
+	for i := range 2 {
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "down", "", "agent-smith", "agent-smith:in-progress")
+		deadRun(t, w, n, "ghost", 1)
+		o := runstate.Outcome{Ref: lifecycletest.Ref(n), Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
+			Outcome: "succeeded", Body: "done", Recorded: clock.Now().Add(time.Duration(i) * time.Second)}
+		if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
+			t.Fatalf("record: %v %v", ok, err)
+		}
+		refs = append(refs, o)
+	}
+	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second, Clock: clock.Now})
+	tries := func() (a, b int) {
+		o1, _, _ := runstate.OutcomeOf(ctx, w.RDB, refs[0].Ref)
+		o2, _, _ := runstate.OutcomeOf(ctx, w.RDB, refs[1].Ref)
+		return o1.Tries, o2.Tries
+	}
+	if err := ow.Cycle(ctx); err == nil {
+		t.Fatal("no error with the tracker down")
+	}
+	if a, b := tries(); a != 1 || b != 0 {
+		t.Fatalf("tries %d, %d after one cycle, want 1, 0: the project's second record waits", a, b)
+	}
+	o1, _, _ := runstate.OutcomeOf(ctx, w.RDB, refs[0].Ref)
+	if d := o1.NextTry.Sub(clock.Now()); d != 5*time.Second {
+		t.Fatalf("next try in %v, want 5s", d)
+	}
+	clock.Add(4 * time.Second)
+	_ = ow.Cycle(ctx) // the first backs off, the second is tried
+	if a, b := tries(); a != 1 || b != 1 {
+		t.Fatalf("tries %d, %d within the backoff, want 1, 1", a, b)
+	}
+	clock.Add(2 * time.Second)
+	_ = ow.Cycle(ctx)
+	if a, b := tries(); a != 2 || b != 1 {
+		t.Fatalf("tries %d, %d past the first's backoff, want 2, 1", a, b)
+	}
+	o1, _, _ = runstate.OutcomeOf(ctx, w.RDB, refs[0].Ref)
+	if d := o1.NextTry.Sub(clock.Now()); d != 10*time.Second {
+		t.Fatalf("second backoff %v, want 10s", d)
+	}
+}
+
+// A tracker that refuses the ticket's read for good (403): the refusal is
+// reported through lifecycle.Refusals and the record backs off for the
+// refusal's backoff, not the 5 s of a transient failure.
+func TestOutcomeWriterBacksOffARefusedRead(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	sim := w.Sim.Handler()
+	newCutTrackerOf(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/issues/") {
+			http.Error(rw, `{"message": "Resource not accessible by integration"}`, http.StatusForbidden)
+			return
+		}
+		sim.ServeHTTP(rw, r)
+	}))
+	ctx := t.Context()
+	clock := newFakeClock()
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "read refused", "", "agent-smith", "agent-smith:in-progress")
+	ref := lifecycletest.Ref(n)
+	deadRun(t, w, n, "ghost", 1)
+	o := runstate.Outcome{Ref: ref, Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
+		Outcome: "succeeded", Body: "done", Recorded: clock.Now()}
+	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second, Clock: clock.Now})
+	if err := ow.Cycle(ctx); err == nil {
+		t.Fatal("no error with the read refused")
+	}
+	got, _, _ := runstate.OutcomeOf(ctx, w.RDB, ref)
+	if d := got.NextTry.Sub(clock.Now()); d < lifecycle.RefusalBackoffInitial {
+		t.Errorf("next try in %v, want the refusal backoff (%v)", d, lifecycle.RefusalBackoffInitial)
+	}
+	if n, _ := w.RDB.Exists(ctx, keys.TrackerRefusal(ref.Key())).Result(); n != 1 {
+		t.Error("refusal not recorded")
 	}
 }

@@ -184,6 +184,23 @@ const SourceOutcome = "outcome"
 // back for ever.
 const strictCommentTries = 3
 
+// Outcome retry backoff: a record whose write failed is not tried again for
+// outcomeRetryInitial, doubled after each failed try, at most
+// outcomeRetryMax, so a tracker that stays down or keeps failing is not
+// asked every cycle.
+const (
+	outcomeRetryInitial = 5 * time.Second
+	outcomeRetryMax     = 5 * time.Minute
+)
+
+func outcomeRetryDelay(tries int) time.Duration {
+	d := outcomeRetryInitial
+	for i := 1; i < tries && d < outcomeRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, outcomeRetryMax)
+}
+
 // OutcomeFinisherConfig configures an OutcomeFinisher.
 type OutcomeFinisherConfig struct {
 	// Fence is checked right before every write besides the run lock the
@@ -194,7 +211,9 @@ type OutcomeFinisherConfig struct {
 	// (default 30 s) and must be well within LockTTL.
 	LockTTL      time.Duration
 	WriteTimeout time.Duration
-	Logger       *zap.Logger
+	// Clock reads the time (default: the claim service's).
+	Clock  func() time.Time
+	Logger *zap.Logger
 }
 
 // OutcomeFinisher writes recorded outcomes whose run handed them over or
@@ -219,7 +238,10 @@ func NewOutcomeFinisher(rdb redis.UniversalClient, claims *ClaimService, cfg Out
 		cfg.Logger = zap.NewNop()
 	}
 	cc := claims.cfg
-	e := NewExecutor(rdb, nil, claims.projects, ExecutorConfig{Instance: cc.Instance, Labels: cc.Labels, Clock: cc.Clock,
+	if cfg.Clock == nil {
+		cfg.Clock = cc.Clock
+	}
+	e := NewExecutor(rdb, nil, claims.projects, ExecutorConfig{Instance: cc.Instance, Labels: cc.Labels, Clock: cfg.Clock,
 		Logger: cfg.Logger, Observer: cc.Observer, HeartbeatTTL: cfg.LockTTL})
 	cfg.LockTTL = e.cfg.HeartbeatTTL
 	return &OutcomeFinisher{cfg: cfg, rdb: rdb, claims: claims, e: e}
@@ -228,14 +250,17 @@ func NewOutcomeFinisher(rdb redis.UniversalClient, claims *ClaimService, cfg Out
 // Finish writes o when its ticket's run lock is free or still held by
 // departed (the token of a run known dead; "" when none is), and reports
 // whether o is done with: written, or nothing left to write. A write the
-// tracker does not take leaves the record, with the try counted, for the
-// next call.
+// tracker does not take leaves the record, with the try counted and the
+// next one backed off (Outcome.NextTry; a call before it does nothing).
 func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, departed string) (bool, error) {
 	log := f.e.log.With(zap.String("ticketId", o.Ref.ID), zap.String("platform", o.Ref.Platform), zap.String("project", o.Ref.Project),
 		zap.Int("attempt", o.Attempt), zap.String("to", o.To), zap.Time("recorded", o.Recorded))
 	// An owner token like a run's, so whoever finds the lock held (a
 	// dropped request, the status page) reads who holds it and why.
 	token := ownerToken(f.e.cfg.Instance, SourceOutcome, f.e.cfg.Clock())
+	if o.NextTry.After(f.e.cfg.Clock()) {
+		return false, nil // backing off after a failed try
+	}
 	adopted, err := runstate.AdoptOutcome(ctx, f.rdb, o.Ref, token, departed, f.cfg.LockTTL)
 	if err != nil || adopted == runstate.Busy {
 		return false, err
@@ -299,6 +324,18 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 	o.Tries++
 	if errors.Is(err, errCommentFailed) {
 		o.CommentTries++
+	}
+	now := f.e.cfg.Clock()
+	o.NextTry = now.Add(outcomeRetryDelay(o.Tries))
+	if t == nil {
+		// The read itself failed: a refusal for good (401, 403, 404 of a
+		// token that lost access) is the tracker's rule's to report and
+		// back off; the stand-in snapshot matches no real read, so only
+		// NextTry holds the record back.
+		if until, refused := f.claims.Refusals().Refused(ctx, p, &platforms.Ticket{Ref: o.Ref}, RefusalOpTransition,
+			OwnerExecutor, SourceOutcome, err); refused && until.After(o.NextTry) {
+			o.NextTry = until
+		}
 	}
 	o.LastError = p.Redact.String(err.Error())
 	if len(o.LastError) > 500 {

@@ -61,6 +61,9 @@ type Outcome struct {
 	Tries        int    `json:"tries,omitempty"`
 	CommentTries int    `json:"comment_tries,omitempty"`
 	LastError    string `json:"last_error,omitempty"`
+	// NextTry is when a finisher may try again after a failed try (zero:
+	// at once); it backs off as Tries grows.
+	NextTry time.Time `json:"next_try,omitzero"`
 }
 
 // Age is how long o has waited at now.

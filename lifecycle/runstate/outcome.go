@@ -244,6 +244,20 @@ func AdoptOutcome(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, to
 	return Busy, nil
 }
 
+// ForgetOutcome deletes ref's outcome record whoever holds the ticket, for
+// an operator who gives its final write up (agentsmithctl release), and
+// returns the record deleted (false: none waited).
+func ForgetOutcome(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (Outcome, bool, error) {
+	o, ok, err := OutcomeOf(ctx, rdb, ref)
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	if err := rdb.HDel(ctx, keys.Outcomes(), ref.Key()).Err(); err != nil {
+		return Outcome{}, false, fmt.Errorf("forget outcome of %s: %w", ref, err)
+	}
+	return o, ok, nil
+}
+
 // OutcomeOf reads ref's outcome record; false when none waits (or it does
 // not decode).
 func OutcomeOf(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (Outcome, bool, error) {

@@ -640,3 +640,35 @@ func TestOutcomeWriterBacksOffARefusedRead(t *testing.T) {
 		t.Error("refusal not recorded")
 	}
 }
+
+// A ticket moved out of in-progress by hand while its pipeline ran: the run
+// has nothing to write, drops its record and releases the run at once (its
+// in-flight entry goes), rather than leaving both for the repairs.
+func TestRunWhoseTicketLeftInProgressIsReleased(t *testing.T) {
+	dir := t.TempDir()
+	w, _, _ := outcomeWorld(t, dir, 3*time.Second)
+	ctx := t.Context()
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "moved by hand", "", "agent-smith")
+	ref := lifecycletest.Ref(n)
+	if res, err := w.Claims.Claim(ctx, ref, lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	if err := w.Sim.RemoveLabel(lifecycletest.Repo, n, "agent-smith:in-progress"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sim.AddLabels(lifecycletest.Repo, n, "agent-smith:failed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Wait(t, 10*time.Second, "the run to end and release", func() bool {
+		runs, _ := runstate.Runs(ctx, w.RDB)
+		_, waits, _ := runstate.OutcomeOf(ctx, w.RDB, ref)
+		return runCount(t, dir) == 1 && len(runs) == 0 && !waits
+	})
+	if s := w.State(t, n); s != lifecycle.Failed {
+		t.Errorf("state %s, want failed as set by hand", s)
+	}
+}

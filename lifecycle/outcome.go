@@ -66,6 +66,7 @@ func (a *attempt) finishRun(ctx context.Context, t *platforms.Ticket, o runstate
 	case errors.Is(err, errStateChanged) || errors.Is(err, ErrIllegalTransition):
 		log.Error("transition to "+o.To+": the ticket left in-progress; nothing more to write", zap.Error(err))
 		a.dropOutcome(a.token)
+		a.releaseRun(false)
 	default:
 		a.handOver(o, err)
 	}

@@ -273,6 +273,15 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 	if _, err := runstate.Release(ctx, f.rdb, o.Ref, o.Token, false); err != nil {
 		log.Warn("release the departed run's entry", zap.Error(err))
 	}
+	// drop deletes the record once written or moot, also when ctx (the
+	// writer's loop, its lease) ended meanwhile: a record left after a
+	// terminal release would be written a second time.
+	drop := func() error {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, err := runstate.DropOutcome(dctx, f.rdb, o.Ref, token)
+		return err
+	}
 	release := func(terminal bool) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -283,7 +292,7 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 	p, ok := f.claims.LookupAny(o.Ref)
 	if !ok {
 		log.Warn("outcome of a ticket of no configured project dropped")
-		_, err := runstate.DropOutcome(ctx, f.rdb, o.Ref, token)
+		err := drop()
 		release(false)
 		return err == nil, err
 	}
@@ -311,14 +320,14 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 	switch {
 	case err == nil:
 		log.Info("outcome written from its record", zap.Duration("waited", o.Age(f.e.cfg.Clock())))
-		if _, err := runstate.DropOutcome(ctx, f.rdb, o.Ref, token); err != nil {
+		if err := drop(); err != nil {
 			log.Warn("drop the written outcome's record (it is written again, idempotently)", zap.Error(err))
 		}
 		release(true)
 		return true, nil
 	case errors.Is(err, errStateChanged) || errors.Is(err, ErrIllegalTransition) || errors.Is(err, platforms.ErrNotFound):
 		log.Warn("the ticket left in-progress; its recorded outcome is dropped", zap.Error(err))
-		_, derr := runstate.DropOutcome(ctx, f.rdb, o.Ref, token)
+		derr := drop()
 		release(false)
 		return derr == nil, derr
 	}

@@ -208,8 +208,8 @@ type OutcomeFinisherConfig struct {
 	// finisher takes: the housekeeping lease's.
 	Fence func(context.Context) error
 	// LockTTL is how long the finisher holds a ticket's run lock while it
-	// writes (default keys.HeartbeatTTL); WriteTimeout bounds one write
-	// (default 30 s) and must be well within LockTTL.
+	// writes (default keys.HeartbeatTTL), without renewing it; WriteTimeout
+	// bounds one write (default 30 s) and is cut to LockTTL/2.
 	LockTTL      time.Duration
 	WriteTimeout time.Duration
 	// Clock reads the time (default: the claim service's).
@@ -245,6 +245,13 @@ func NewOutcomeFinisher(rdb redis.UniversalClient, claims *ClaimService, cfg Out
 	e := NewExecutor(rdb, nil, claims.projects, ExecutorConfig{Instance: cc.Instance, Labels: cc.Labels, Clock: cfg.Clock,
 		Logger: cfg.Logger, Observer: cc.Observer, HeartbeatTTL: cfg.LockTTL})
 	cfg.LockTTL = e.cfg.HeartbeatTTL
+	// The finisher does not renew its lock: a write must end well within
+	// it, or another finisher could adopt the record mid-write.
+	if limit := cfg.LockTTL / 2; cfg.WriteTimeout > limit {
+		cfg.Logger.Warn("outcome write timeout cut to half the lock TTL", zap.Duration("writeTimeout", cfg.WriteTimeout),
+			zap.Duration("lockTTL", cfg.LockTTL), zap.Duration("now", limit))
+		cfg.WriteTimeout = limit
+	}
 	return &OutcomeFinisher{cfg: cfg, rdb: rdb, claims: claims, e: e}
 }
 

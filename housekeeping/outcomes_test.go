@@ -2,6 +2,7 @@ package housekeeping
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -670,5 +671,60 @@ func TestRunWhoseTicketLeftInProgressIsReleased(t *testing.T) {
 	})
 	if s := w.State(t, n); s != lifecycle.Failed {
 		t.Errorf("state %s, want failed as set by hand", s)
+	}
+}
+
+// recordOutcomes keeps the outcome JSON of every outcome script sent.
+type recordOutcomes struct {
+	mu   sync.Mutex
+	sent []runstate.Outcome
+}
+
+func (h *recordOutcomes) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *recordOutcomes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *recordOutcomes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			for _, a := range cmd.Args() {
+				var o runstate.Outcome
+				if s, ok := a.(string); ok && strings.HasPrefix(s, `{"ref"`) && json.Unmarshal([]byte(s), &o) == nil && o.To != "" {
+					h.mu.Lock()
+					h.sent = append(h.sent, o)
+					h.mu.Unlock()
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// The first record, made before the work branch is saved (a push may take
+// minutes), already carries the comment with the pipeline's result: a
+// replica killed during the save still leaves the ticket its comment.
+func TestFirstOutcomeRecordCarriesTheComment(t *testing.T) {
+	dir := t.TempDir()
+	w, _, _ := outcomeWorld(t, dir, 3*time.Second)
+	ctx := t.Context()
+	hook := &recordOutcomes{}
+	w.RDB.AddHook(hook)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "first record", "", "agent-smith")
+	ref := lifecycletest.Ref(n)
+	if res, err := w.Claims.Claim(ctx, ref, lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually.Wait(t, 10*time.Second, "done", func() bool { return w.State(t, n) == lifecycle.Done })
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	if len(hook.sent) < 2 {
+		t.Fatalf("%d outcome records sent, want the first and the second", len(hook.sent))
+	}
+	if first := hook.sent[0]; !strings.Contains(first.Body, "made it") || first.To != "done" {
+		t.Errorf("first record %+v, want done with the result in its comment", first)
 	}
 }

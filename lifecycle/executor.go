@@ -449,6 +449,10 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		// the work branch is saved: a replica that dies or a tracker that
 		// does not answer from here on costs the outcome nothing.
 		o := a.newOutcome(Done, executorOutcomes[Done], "", "", "", "")
+		// The first record carries the comment as far as it is known (the
+		// result, not yet the saved branch): a replica killed during a
+		// long push still leaves the ticket its comment.
+		o.Body, o.Short = a.doneComment(res)
 		recorded := a.recordOutcome(o)
 		a.workNotes = a.saveWork(ctx, workDir, true, "", 0)
 		o.Body, o.Short = a.doneComment(res)

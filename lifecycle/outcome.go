@@ -95,7 +95,7 @@ func (a *attempt) handOver(o runstate.Outcome, werr error) {
 		log.Warn("transition to " + o.To + " not written; the run no longer holds the ticket, which its successor owns")
 		a.releaseRun(false)
 	default:
-		log.Warn("transition to "+o.To+" not written; the outcome is recorded and is written from the record when the tracker answers (OutcomeFinisher), never by running the pipeline again",
+		log.Warn("transition to "+o.To+" not written; the outcome is recorded and is written from the record when the tracker answers (housekeeping's OutcomeWriter), never by running the pipeline again",
 			zap.Bool("lockRetaken", kept == runstate.Retaken))
 		// The record holds the ticket: no run can take it, no repair reverts it.
 		a.releaseRun(false)

@@ -20,9 +20,13 @@ import (
 // then costs the run nothing: the run hands the record over (releases its
 // lock, the record stays and holds the ticket) and OutcomeFinisher writes it
 // when the tracker answers again, on whichever replica leads housekeeping,
-// also after this one was killed. The pipeline never runs a second time for
-// it: runstate.Take refuses the ticket while its outcome waits, and
-// StaleJobDetector leaves such a ticket to the finisher.
+// also after this one was killed. The pipeline does not run a second time
+// for it: runstate.Take refuses the ticket while its outcome waits, and
+// StaleJobDetector leaves such a ticket to the finisher. That holds while
+// Redis keeps the record: the run confirms it (re-recording it after Redis
+// lost its keys) before it hands over, but a record lost after the
+// hand-over (a FLUSHALL, a failover to a replica without it) is gone, and
+// its ticket is reverted and run again.
 
 // newOutcome is the record of this attempt's outcome: the ticket moves to
 // to with the comment body (short when the tracker refuses body).

@@ -20,9 +20,9 @@ import (
 // to Done or Failed) is made from it, by the run itself or, once the run
 // gave up on an unreachable tracker or died, by whoever adopts the record
 // (lifecycle.OutcomeFinisher). While it exists no run of the ticket can be
-// taken (Take answers Held), so a pipeline that ended is never run again
-// for want of a label. What the fields mean (which states, which outcome)
-// is the lifecycle's business.
+// taken (Take answers Held), so a pipeline that ended is not run again
+// for want of a label while Redis keeps the record. What the fields mean
+// (which states, which outcome) is the lifecycle's business.
 type Outcome struct {
 	Ref platforms.Ref `json:"ref"`
 	// Token is the run's owner token, Instance the replica that ran it.

@@ -24,7 +24,10 @@ type OutcomeWriterConfig struct {
 	// writes (the consumers' heartbeat TTL); WriteTimeout bounds one write.
 	LockTTL      time.Duration
 	WriteTimeout time.Duration
-	Logger       *zap.Logger
+	// Clock reads the time (default: the claim service's); a record's
+	// retry backoff is measured on it.
+	Clock  func() time.Time
+	Logger *zap.Logger
 }
 
 // OutcomeWriter writes the outcomes of runs whose pipeline ended but whose
@@ -53,7 +56,7 @@ func NewOutcomeWriter(rdb redis.UniversalClient, claims *lifecycle.ClaimService,
 	}
 	log := cfg.Logger.Named("OutcomeWriter")
 	f := lifecycle.NewOutcomeFinisher(rdb, claims, lifecycle.OutcomeFinisherConfig{Fence: cfg.Fence, LockTTL: cfg.LockTTL,
-		WriteTimeout: cfg.WriteTimeout, Logger: log})
+		WriteTimeout: cfg.WriteTimeout, Clock: cfg.Clock, Logger: log})
 	return &OutcomeWriter{cfg: cfg, rdb: rdb, finisher: f, log: log}
 }
 
@@ -64,14 +67,22 @@ func (w *OutcomeWriter) Run(ctx context.Context) error {
 
 // Cycle writes every waiting outcome no live run is still writing, oldest
 // first: one whose ticket's lock is free (the run handed it over), or still
-// held by the run that recorded it while that run's replica is gone.
+// held by the run that recorded it while that run's replica is gone. After
+// one failed write the rest of that project's records wait for the next
+// cycle, so a tracker that hangs costs one write's timeout per cycle, not
+// one per record, and the other trackers' records are not held up.
 func (w *OutcomeWriter) Cycle(ctx context.Context) error {
 	outs, err := runstate.Outcomes(ctx, w.rdb)
 	if err != nil || len(outs) == 0 {
 		return err
 	}
 	var errs []error
+	failed := map[string]bool{}
 	for _, o := range outs {
+		tracker := o.Ref.Platform + "/" + o.Ref.Project
+		if failed[tracker] {
+			continue
+		}
 		holder, _, err := runstate.Holder(ctx, w.rdb, o.Ref)
 		if err != nil {
 			errs = append(errs, err)
@@ -94,6 +105,7 @@ func (w *OutcomeWriter) Cycle(ctx context.Context) error {
 		}
 		if _, err := w.finisher.Finish(ctx, o, departed); err != nil {
 			errs = append(errs, err)
+			failed[tracker] = true
 		}
 	}
 	return errors.Join(errs...)

@@ -44,6 +44,8 @@ const (
 var (
 	errLostRun      = errors.New("run ownership lost")
 	errStateChanged = errors.New("ticket state changed")
+	// errFenceUnread: the run lock could not be read (Redis unreachable).
+	errFenceUnread = errors.New("fence")
 )
 
 // Liveness is the replica's presence (pkg/presence): runs stop the moment
@@ -447,11 +449,19 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		// the work branch is saved: a replica that dies or a tracker that
 		// does not answer from here on costs the outcome nothing.
 		o := a.newOutcome(Done, executorOutcomes[Done], "", "", "", "")
+		// The first record carries the comment as far as it is known (the
+		// result, not yet the saved branch): a replica killed during a
+		// long push still leaves the ticket its comment.
+		o.Body, o.Short = a.doneComment(res)
 		recorded := a.recordOutcome(o)
 		a.workNotes = a.saveWork(ctx, workDir, true, "", 0)
 		o.Body, o.Short = a.doneComment(res)
 		o.Branch, o.Commit = a.branch, a.pushed
-		recorded = recorded && a.recordOutcome(o)
+		// Either record lets the outcome be written from it: one Redis
+		// error on the first does not skip the second.
+		if a.recordOutcome(o) {
+			recorded = true
+		}
 		a.finishRun(wctx, t, o, recorded)
 	default:
 		a.failed(ctx, t, res)
@@ -664,7 +674,7 @@ func (a *attempt) newFence(hb *runHeartbeat) func(context.Context) error {
 		}
 		ok, err := runstate.Check(ctx, e.rdb, ref, token)
 		if err != nil {
-			return fmt.Errorf("fence: %w", err)
+			return fmt.Errorf("%w: %w", errFenceUnread, err)
 		}
 		if !ok {
 			return errLostRun

@@ -34,10 +34,16 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	// pipeline: it reaches the [wip] commit, the audit stream, the status
 	// page and the daemon's log redacted.
 	reason := p.Redact.String(res.Describe())
+	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
+	if r := renderResult(p.Redact, p.Platform, a.result); r != "" {
+		headline += "\n\n" + r
+	}
 	// A failure that ends the ticket is recorded before the persist
-	// command and the save, and again with its comment after them: from
-	// here on its outcome is written from the record (outcome.go). A
-	// retry is not: a lost one is reverted and retried by StaleJobDetector.
+	// command and the save, with the comment it has so far (headline,
+	// result, output), and again with the full comment after them: from
+	// here on its outcome is written from the record (outcome.go), also
+	// when the replica dies during a long save. A retry is not: a lost one
+	// is reverted and retried by StaleJobDetector.
 	var o runstate.Outcome
 	recorded := false
 	if kind != failRetry {
@@ -45,7 +51,9 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 		if kind == failEscalate {
 			escalate = p.Pipeline.Escalate.Label
 		}
-		o = a.newOutcome(Failed, kind.outcome(), reason, "", "", escalate)
+		early := append([]string(nil), a.resultNotes...)
+		o = a.newOutcome(Failed, kind.outcome(), reason, safeComment(p.Redact, outcomeComment(headline, e.cfg.Instance, res, early, limit)),
+			safeComment(p.Redact, shortOutcomeComment(headline, e.cfg.Instance, res, early, limit)), escalate)
 		recorded = a.recordOutcome(o)
 	}
 	notes := a.persist(ctx, t, kind)
@@ -59,16 +67,14 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	// The outcome must be written even while shutting down.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.WriteTimeout)
 	defer cancel()
-	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
-	if r := renderResult(p.Redact, p.Platform, a.result); r != "" {
-		headline += "\n\n" + r
-	}
 	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	short := shortOutcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	if kind != failRetry {
 		o.Body, o.Short = safeComment(p.Redact, body), safeComment(p.Redact, short)
 		o.Branch, o.Commit = a.branch, a.pushed
-		recorded = recorded && a.recordOutcome(o)
+		if a.recordOutcome(o) {
+			recorded = true
+		}
 		a.finishRun(wctx, nil, o, recorded)
 		return
 	}

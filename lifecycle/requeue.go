@@ -25,12 +25,19 @@ func (c *ClaimService) RequeueLocked(ctx context.Context, ref platforms.Ref, sou
 	if !ok {
 		return nil, "", fmt.Errorf("requeue %s: unknown project %q", ref, ref.Project)
 	}
-	running, err := runstate.Running(ctx, c.rdb, ref)
+	holder, _, err := runstate.Holder(ctx, c.rdb, ref)
 	if err != nil {
 		return nil, "", fmt.Errorf("requeue %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
-	if running {
+	if holder != "" {
 		return nil, "a run owns it (heartbeat held)", nil
+	}
+	waits, err := runstate.OutcomeWaits(ctx, c.rdb, ref)
+	if err != nil {
+		return nil, "", fmt.Errorf("requeue %s: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	if waits {
+		return nil, "its last run's outcome waits for the tracker", nil
 	}
 	t, err := p.Tracker.Get(ctx, ref)
 	if err != nil {

@@ -121,11 +121,12 @@ func releaseCmd(a *app) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "release TICKET --yes",
-		Short: "Delete a ticket's stuck claim lock and heartbeat",
-		Long: `Deletes the ticket's claim lock and heartbeat (each only if it still holds the value read).
+		Short: "Delete a ticket's stuck claim lock, heartbeat and waiting outcome",
+		Long: `Deletes the ticket's claim lock and heartbeat (each only if it still holds the value read)
+and its outcome record waiting for the tracker, if any (its Done or Failed is then never written).
 A live run whose heartbeat is deleted is fenced out: it stops its pipeline at its next renewal
 and writes nothing more, and the StaleJobDetector reverts and reclaims the ticket on its next
-fast cycle. Without --yes it only shows what it would delete (exit 2).`,
+cycle. Without --yes it only shows what it would delete (exit 2).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ref, err := a.loadTicket(argv[0], project)
@@ -134,11 +135,12 @@ fast cycle. Without --yes it only shows what it would delete (exit 2).`,
 			}
 			lock, _ := a.rdb.Get(cmd.Context(), keys.ClaimLock(ref.Platform, ref.ID)).Result()
 			hb, _, _ := runstate.Holder(cmd.Context(), a.rdb, ref)
-			if lock == "" && hb == "" {
-				return notFound("%s holds no claim lock and no heartbeat", ref)
+			o, waits, _ := runstate.OutcomeOf(cmd.Context(), a.rdb, ref)
+			if lock == "" && hb == "" && !waits {
+				return notFound("%s holds no claim lock, no heartbeat and no waiting outcome", ref)
 			}
 			if !yes {
-				fmt.Fprintf(a.errOut, "would delete for %s: claim lock %q, heartbeat %q\n", ref, lock, hb)
+				fmt.Fprintf(a.errOut, "would delete for %s: claim lock %q, heartbeat %q, waiting outcome %q\n", ref, lock, hb, o.To)
 				return usageErr("release deletes locks: re-run with --yes")
 			}
 			res, err := ops.Release(cmd.Context(), a.rdb, ref)
@@ -146,7 +148,8 @@ fast cycle. Without --yes it only shows what it would delete (exit 2).`,
 				return err
 			}
 			return a.emit(res, func(w io.Writer) {
-				fmt.Fprintf(w, "released %s: claim lock %q, heartbeat %q\n", res.Ticket, res.ClaimLock, res.Heartbeat)
+				fmt.Fprintf(w, "released %s: claim lock %q, heartbeat %q, waiting outcome %q\n", res.Ticket, res.ClaimLock,
+					res.Heartbeat, res.Outcome)
 			})
 		},
 	}

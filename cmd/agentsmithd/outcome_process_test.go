@@ -90,11 +90,11 @@ func (w *procWorld) auditHas(ticket, from, to string) bool {
 }
 
 // The tracker refuses connections from the moment the pipeline ends until
-// the run's final write has given up (its 30 s write timeout): the ticket
-// still ends Done once the tracker answers, its history has in-progress →
-// done, and the pipeline ran once. Without the recorded outcome the run's
-// heartbeat expired, StaleJobDetector reverted the ticket when the tracker
-// came back, and attempt 2 ran the pipeline again.
+// the run's final write has given up (its 30 s write timeout) and handed
+// its recorded outcome over: the ticket ends Done once the tracker answers,
+// written from the record, its history has in-progress → done, and the
+// pipeline ran once: StaleJobDetector does not revert a ticket whose
+// outcome waits.
 func TestTrackerOutageAtRunEndRunsThePipelineOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out the 30 s final write")
@@ -110,9 +110,12 @@ func TestTrackerOutageAtRunEndRunsThePipelineOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually.Wait(t, 20*time.Second, "attempt 1 to end", func() bool { return len(w.lines("end "+id+" 1")) == 1 })
-	// The run's final write gives up after its write timeout.
+	// The run's final write gives up after its write timeout and hands the
+	// confirmed record over (lifecycle handOver's message).
 	logA := filepath.Join(w.dir, "replica-a.log")
-	eventually.Wait(t, 60*time.Second, "the final write to give up", func() bool { return logHas(t, logA, "transition to done") })
+	eventually.Wait(t, 60*time.Second, "the run to hand its outcome over", func() bool {
+		return logHas(t, logA, "transition to done not written; the outcome is recorded and is written from the record")
+	})
 	cut.up()
 	want := []string{"agent-smith", "keep-me", "agent-smith:done"}
 	eventually.Wait(t, 60*time.Second, "the ticket to reach done", func() bool {

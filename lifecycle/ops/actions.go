@@ -56,14 +56,19 @@ type ReleaseResult struct {
 	// ClaimLock and Heartbeat are the values deleted ("" when absent).
 	ClaimLock string `json:"claim_lock,omitempty"`
 	Heartbeat string `json:"heartbeat,omitempty"`
+	// Outcome is the state of the waiting outcome record deleted ("" when
+	// none waited).
+	Outcome string `json:"outcome,omitempty"`
 }
 
-// Release deletes a ticket's claim lock and heartbeat, for a lock left
-// behind by something that will not release it. Deleting a live run's
+// Release deletes a ticket's claim lock, heartbeat and waiting outcome
+// record, for a ticket held by something that will not let go of it (an
+// outcome the tracker will never take is one). Deleting a live run's
 // heartbeat fences that run out (its next renewal fails and it kills its
-// pipeline) and the StaleJobDetector reverts and reclaims the ticket on its
-// next fast cycle. Each key is deleted only if it still holds the value
-// read, so a lock taken in between is not freed.
+// pipeline); with no outcome left waiting, the StaleJobDetector reverts and
+// reclaims the ticket on its next cycle. Each lock is deleted only if it
+// still holds the value read, so a lock taken in between is not freed; the
+// record is deleted after the locks, as the operator's explicit act.
 func Release(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) (ReleaseResult, error) {
 	res := ReleaseResult{Ticket: ref.String()}
 	lock := keys.ClaimLock(ref.Platform, ref.ID)
@@ -92,6 +97,13 @@ func Release(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) 
 		if ok {
 			res.Heartbeat = hb
 		}
+	}
+	o, waited, err := runstate.ForgetOutcome(ctx, rdb, ref)
+	if err != nil {
+		return res, fmt.Errorf("release %s: %w", ref, err)
+	}
+	if waited {
+		res.Outcome = o.To
 	}
 	return res, nil
 }

@@ -12,14 +12,15 @@ import (
 )
 
 // ManyBatch is how many tickets InspectMany reads per round trip. A pipeline
-// of 2×ManyBatch commands is a few hundred KiB on the wire at most, so a
+// of 3×ManyBatch commands is a few hundred KiB on the wire at most, so a
 // slow cycle over 100k tickets takes tens of round trips instead of one per
 // ticket, without one reply holding Redis (single-threaded) for long.
 const ManyBatch = 1000
 
 // Seen is one ticket's run state as InspectMany read it.
 type Seen struct {
-	// Running is whether a run holds the ticket's heartbeat (Running).
+	// Running is what Running returns: a run holds the ticket's heartbeat
+	// or its last run's outcome waits to be written.
 	Running bool
 	// LastAttempt is the attempt of its last run (LastAttempt).
 	LastAttempt int
@@ -35,11 +36,13 @@ func InspectMany(ctx context.Context, rdb redis.Cmdable, refs []platforms.Ref) (
 	for lo := 0; lo < len(refs); lo += ManyBatch {
 		hi := min(lo+ManyBatch, len(refs))
 		hb := make([]*redis.IntCmd, hi-lo)
+		ow := make([]*redis.BoolCmd, hi-lo)
 		at := make([]*redis.StringCmd, hi-lo)
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, ref := range refs[lo:hi] {
 				k := ref.Key()
 				hb[i] = p.Exists(ctx, keys.Heartbeat(k))
+				ow[i] = p.HExists(ctx, keys.Outcomes(), k)
 				at[i] = p.HGet(ctx, keys.Attempts(), k)
 			}
 			return nil
@@ -53,6 +56,10 @@ func InspectMany(ctx context.Context, rdb redis.Cmdable, refs []platforms.Ref) (
 			if err != nil {
 				return nil, fmt.Errorf("read heartbeat of %s: %w", ref, err)
 			}
+			waits, err := ow[i].Result()
+			if err != nil {
+				return nil, fmt.Errorf("read outcome of %s: %w", ref, err)
+			}
 			last, err := at[i].Int()
 			if errors.Is(err, redis.Nil) {
 				last, err = 0, nil
@@ -60,7 +67,7 @@ func InspectMany(ctx context.Context, rdb redis.Cmdable, refs []platforms.Ref) (
 			if err != nil {
 				return nil, fmt.Errorf("read attempts of %s: %w", ref, err)
 			}
-			out[lo+i] = Seen{Running: n == 1, LastAttempt: last}
+			out[lo+i] = Seen{Running: n == 1 || waits, LastAttempt: last}
 		}
 	}
 	return out, nil

@@ -28,7 +28,16 @@ func TestInspectManyMatchesPerTicketReads(t *testing.T) {
 			if ok, err := runstate.Evict(ctx, rdb, refs[i], fmt.Sprint("tok", i)); err != nil || !ok {
 				t.Fatalf("evict %d: %v %v", i, ok, err)
 			}
-		} // 2, 3: never ran
+		case 2: // ran attempt 1, handed its outcome over: the record waits
+			take(t, rdb, fmt.Sprint(i), fmt.Sprint("tok", i), 1, time.Hour, time.Now(), nil)
+			o := runstate.Outcome{Ref: refs[i], Token: fmt.Sprint("tok", i), Attempt: 1, To: "done"}
+			if ok, err := runstate.PutOutcome(ctx, rdb, o.Token, o); err != nil || !ok {
+				t.Fatalf("record %d: %v %v", i, ok, err)
+			}
+			if _, err := runstate.Release(ctx, rdb, refs[i], o.Token, false); err != nil {
+				t.Fatal(err)
+			}
+		} // 3: never ran
 	}
 	rt := redistest.CountRoundTrips(rdb)
 	seen, err := runstate.InspectMany(ctx, rdb, refs)
@@ -55,8 +64,8 @@ func TestInspectManyMatchesPerTicketReads(t *testing.T) {
 		}
 	}
 	// The fixture really mixes the cases.
-	if !seen[0].Running || seen[1].Running || seen[1].LastAttempt != 2 || seen[2].Running || seen[2].LastAttempt != 0 {
-		t.Errorf("fixture: %+v %+v %+v", seen[0], seen[1], seen[2])
+	if !seen[0].Running || seen[1].Running || seen[1].LastAttempt != 2 || !seen[2].Running || seen[3].Running || seen[3].LastAttempt != 0 {
+		t.Errorf("fixture: %+v %+v %+v %+v", seen[0], seen[1], seen[2], seen[3])
 	}
 	rt.Reset()
 	if seen, err := runstate.InspectMany(ctx, rdb, nil); err != nil || len(seen) != 0 || rt.N() != 0 {

@@ -20,9 +20,9 @@ import (
 // to Done or Failed) is made from it, by the run itself or, once the run
 // gave up on an unreachable tracker or died, by whoever adopts the record
 // (lifecycle.OutcomeFinisher). While it exists no run of the ticket can be
-// taken (Take answers Held), so a pipeline that ended is never run again
-// for want of a label. What the fields mean (which states, which outcome)
-// is the lifecycle's business.
+// taken (Take answers Held), so a pipeline that ended is not run again
+// for want of a label while Redis keeps the record. What the fields mean
+// (which states, which outcome) is the lifecycle's business.
 type Outcome struct {
 	Ref platforms.Ref `json:"ref"`
 	// Token is the run's owner token, Instance the replica that ran it.
@@ -55,9 +55,15 @@ type Outcome struct {
 	EnqueuedAt time.Time `json:"enqueued_at,omitzero"`
 	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
 	// Tries counts the finishers' attempts at the final write after the run
-	// handed it over; LastError is the last one's error.
-	Tries     int    `json:"tries,omitempty"`
-	LastError string `json:"last_error,omitempty"`
+	// handed it over; LastError is the last one's error. CommentTries
+	// counts those of them that failed on the comment alone (the tracker
+	// answered, but did not take it for a transient reason).
+	Tries        int    `json:"tries,omitempty"`
+	CommentTries int    `json:"comment_tries,omitempty"`
+	LastError    string `json:"last_error,omitempty"`
+	// NextTry is when a finisher may try again after a failed try (zero:
+	// at once); it backs off as Tries grows.
+	NextTry time.Time `json:"next_try,omitzero"`
 }
 
 // Age is how long o has waited at now.
@@ -133,6 +139,72 @@ func PutOutcome(ctx context.Context, rdb redis.Scripter, holder string, o Outcom
 	return n == 1, nil
 }
 
+// keepOutcomeScript confirms a run's outcome record before the run lets
+// go of its lock: it writes the record under the run lock, and re-takes
+// that lock first when it is missing (Redis lost its keys: a FLUSHALL, a
+// failover to a replica that had not received them) and no later attempt
+// of the ticket was taken since, the run then being the ticket's only
+// owner.
+//
+//	KEYS[1]  heartbeat key of the ticket
+//	KEYS[2]  outcomes hash
+//	KEYS[3]  attempts hash
+//	ARGV[1]  the run's token
+//	ARGV[2]  ticket key (hash field)
+//	ARGV[3]  Outcome JSON
+//	ARGV[4]  the run's attempt
+//	ARGV[5]  heartbeat TTL in milliseconds
+//
+// Returns 1 when recorded under the held lock, 2 when recorded under the
+// re-taken lock, 0 when another token holds the lock or a later attempt
+// was taken.
+var keepOutcomeScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[1] then
+  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+  return 1
+end
+if cur then
+  return 0
+end
+local last = tonumber(redis.call('HGET', KEYS[3], ARGV[2]) or '0') or 0
+if last > tonumber(ARGV[4]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 2
+`)
+
+// Kept is how KeepOutcome ended.
+type Kept int
+
+// KeepOutcome's results.
+const (
+	NotKept  Kept = iota // another run owns the ticket; nothing was written
+	KeptHeld             // recorded under the lock the run held
+	Retaken              // the lock was gone; re-taken and recorded
+)
+
+// KeepOutcome records o under its run's lock (o.Token) as PutOutcome does,
+// and when that lock is missing, as after Redis lost its data, re-takes it
+// for ttl and records o in the same script, unless a later attempt of the
+// ticket was taken. A run hands its outcome over only once KeepOutcome
+// confirmed the record, so the record, not the pipeline, ends the ticket.
+func KeepOutcome(ctx context.Context, rdb redis.Scripter, o Outcome, ttl time.Duration) (Kept, error) {
+	k := o.Ref.Key()
+	b, err := json.Marshal(o)
+	if err != nil {
+		return NotKept, fmt.Errorf("keep outcome of %s: %w", k, err)
+	}
+	n, err := keepOutcomeScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.Outcomes(), keys.Attempts()},
+		o.Token, k, string(b), o.Attempt, ttl.Milliseconds()).Int()
+	if err != nil {
+		return NotKept, fmt.Errorf("keep outcome of %s: %w", k, err)
+	}
+	return Kept(n), nil
+}
+
 // DropOutcome deletes ref's outcome record once its final write is done (or
 // has nothing left to write), if holder still holds the ticket's run.
 func DropOutcome(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, holder string) (bool, error) {
@@ -170,6 +242,20 @@ func AdoptOutcome(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, to
 		return Finished, nil
 	}
 	return Busy, nil
+}
+
+// ForgetOutcome deletes ref's outcome record whoever holds the ticket, for
+// an operator who gives its final write up (agentsmithctl release), and
+// returns the record deleted (false: none waited).
+func ForgetOutcome(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (Outcome, bool, error) {
+	o, ok, err := OutcomeOf(ctx, rdb, ref)
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	if err := rdb.HDel(ctx, keys.Outcomes(), ref.Key()).Err(); err != nil {
+		return Outcome{}, false, fmt.Errorf("forget outcome of %s: %w", ref, err)
+	}
+	return o, ok, nil
 }
 
 // OutcomeOf reads ref's outcome record; false when none waits (or it does

@@ -108,3 +108,53 @@ func TestOutcomeAdoptedFromADeadRunAndListed(t *testing.T) {
 		t.Fatalf("holder %q, want fin", holder)
 	}
 }
+
+// KeepOutcome records under the run's own lock; with the lock missing (Redis
+// lost its keys) it re-takes it and records, unless a later attempt was
+// taken; under another token's lock it writes nothing.
+func TestKeepOutcomeRetakesALostLockOnly(t *testing.T) {
+	rdb := client(t)
+	ctx := t.Context()
+	now := time.UnixMilli(1_800_000_000_000)
+	if res, _ := take(t, rdb, "1", "run-1", 1, time.Minute, now, nil); res != runstate.Taken {
+		t.Fatalf("take %v", res)
+	}
+	o := runstate.Outcome{Ref: ref("1"), Token: "run-1", Attempt: 1, To: "done", Body: "ok", Recorded: now}
+	if k, err := runstate.KeepOutcome(ctx, rdb, o, time.Minute); err != nil || k != runstate.KeptHeld {
+		t.Fatalf("keep under the held lock: %v %v", k, err)
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := runstate.KeepOutcome(ctx, rdb, o, time.Minute); err != nil || k != runstate.Retaken {
+		t.Fatalf("keep after a wipe: %v %v, want re-taken", k, err)
+	}
+	if h, left, _ := runstate.Holder(ctx, rdb, ref("1")); h != "run-1" || left <= 0 {
+		t.Fatalf("holder %q for %v, want run-1 with a TTL", h, left)
+	}
+	if _, ok, _ := runstate.OutcomeOf(ctx, rdb, ref("1")); !ok {
+		t.Fatal("no record after the re-take")
+	}
+	// Another token holds the lock: nothing written.
+	_ = rdb.FlushAll(ctx).Err()
+	if err := rdb.Set(ctx, keys.Heartbeat(ref("1").Key()), "run-2", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := runstate.KeepOutcome(ctx, rdb, o, time.Minute); err != nil || k != runstate.NotKept {
+		t.Fatalf("keep under another's lock: %v %v, want not kept", k, err)
+	}
+	// A later attempt was taken and has already let go: nothing written.
+	_ = rdb.FlushAll(ctx).Err()
+	if err := rdb.HSet(ctx, keys.Attempts(), ref("1").Key(), 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := runstate.KeepOutcome(ctx, rdb, o, time.Minute); err != nil || k != runstate.NotKept {
+		t.Fatalf("keep after a later attempt: %v %v, want not kept", k, err)
+	}
+	if n, _ := rdb.Exists(ctx, keys.Heartbeat(ref("1").Key())).Result(); n != 0 {
+		t.Fatal("lock taken despite a later attempt")
+	}
+	if _, ok, _ := runstate.OutcomeOf(ctx, rdb, ref("1")); ok {
+		t.Fatal("record written despite a later attempt")
+	}
+}

@@ -148,7 +148,10 @@ func Inflight() string { return prefix() + "inflight" }
 // every run whose pipeline ended but whose Done or Failed is not yet on the
 // tracker: the record the final write is made from, by the run or by
 // whoever finishes it after the run gave up or died, so a tracker outage
-// at the end of a run never costs its outcome nor runs its pipeline again.
+// at the end of a run costs neither its outcome nor a second run of its
+// pipeline, as long as Redis keeps this hash (persistence: AOF): one lost
+// while the run still writes is recorded again by the run; one lost after
+// the run handed it over is gone, and the ticket is reverted and run again.
 func Outcomes() string { return prefix() + "outcomes" }
 
 // Instance is a replica's liveness key (short TTL, renewed continuously).

@@ -1,0 +1,24 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+)
+
+// The finisher does not renew its lock: a write timeout longer than half
+// the lock TTL is cut to it, so a write ends before another finisher may
+// adopt the record.
+func TestOutcomeFinisherWriteTimeoutWithinItsLock(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	claims := NewClaimService(rdb, nil, nil, ClaimConfig{Instance: "hk"})
+	f := NewOutcomeFinisher(rdb, claims, OutcomeFinisherConfig{LockTTL: 4 * time.Second, WriteTimeout: 30 * time.Second})
+	if f.cfg.WriteTimeout != 2*time.Second {
+		t.Errorf("write timeout %v with a 4s lock, want 2s", f.cfg.WriteTimeout)
+	}
+	f = NewOutcomeFinisher(rdb, claims, OutcomeFinisherConfig{LockTTL: time.Minute, WriteTimeout: 10 * time.Second})
+	if f.cfg.WriteTimeout != 10*time.Second {
+		t.Errorf("write timeout %v with a 1m lock, want 10s kept", f.cfg.WriteTimeout)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -172,11 +173,12 @@ func lostDiagnosis(ctx context.Context, w *world, rdb redis.UniversalClient, t *
 	} else {
 		add("redis: request in %s", strings.Join(where, ", "))
 	}
-	for _, key := range []string{keys.ClaimLock(ref.Platform, ref.ID), keys.Heartbeat(k), keys.TrackerRefusal(k),
-		keys.Cancel(k), keys.Finished(k), keys.StuckFlag(k, "enqueued"), keys.StuckFlag(k, "in-progress"), keys.Paused(t.p.name)} {
+	runKeys, runHashes := runstate.DiagnosticKeys(k)
+	for _, key := range append(append([]string{keys.ClaimLock(ref.Platform, ref.ID), keys.TrackerRefusal(k)}, runKeys...),
+		keys.StuckFlag(k, "enqueued"), keys.StuckFlag(k, "in-progress"), keys.Paused(t.p.name)) {
 		add("redis: %s", describeKey(ctx, rdb, key))
 	}
-	for _, h := range []string{keys.Inflight(), keys.Attempts()} {
+	for _, h := range runHashes {
 		v, err := rdb.HGet(ctx, h, k).Result()
 		switch {
 		case err == redis.Nil:

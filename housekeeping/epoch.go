@@ -79,7 +79,8 @@ func (w *EpochWatcher) Check(ctx context.Context) error {
 		return fmt.Errorf("write epoch: %w", err)
 	}
 	if created {
-		w.log.Warn("Redis has no epoch: its data is new or was lost; reconciling from the trackers now")
+		w.log.Warn("Redis has no epoch: its data is new or was lost; reconciling from the trackers now " +
+			"(in-progress tickets once Redis has been up past the restart grace)")
 		for _, f := range w.onLoss {
 			f()
 		}

@@ -1,12 +1,14 @@
 package housekeeping
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
@@ -67,5 +69,35 @@ func TestNoRevertWhileRedisJustRestarted(t *testing.T) {
 	}
 	if s := w.State(t, n); s != lifecycle.Enqueued {
 		t.Errorf("ticket is %s after the grace, want reverted and claimed again (enqueued)", s)
+	}
+}
+
+// Redis came back empty while a run held a ticket: the EpochWatcher kicks
+// the slow cycle at once, but Redis has been up less than RestartGrace, so
+// that cycle reverts nothing. The detector must run it again when the grace
+// ends, not at its next slow tick: with both intervals an hour here, only
+// the deferred cycle can revert and claim the ticket within the test.
+func TestRevertAtRestartGraceNotAtNextSlowTick(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "running when Redis was wiped", "", "agent-smith", "agent-smith:in-progress")
+	w.Redis.Restart() // empty: no heartbeat, no in-flight index
+	const grace = 2 * time.Second
+	d := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{
+		FastInterval: time.Hour, SlowInterval: time.Hour, RestartGrace: grace})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	d.Kick() // what the EpochWatcher does on seeing the epoch gone
+	eventually.Wait(t, 15*time.Second, "the ticket reverted and claimed again after the restart grace", func() bool {
+		return w.State(t, n) == lifecycle.Enqueued
+	})
+	up, err := redisUptime(t.Context(), w.RDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up <= grace {
+		t.Errorf("reverted at Redis uptime %s, inside the restart grace %s", up, grace)
 	}
 }

@@ -44,6 +44,7 @@ type StaleJobDetector struct {
 	claims *lifecycle.ClaimService
 	log    *zap.Logger
 	kick   chan struct{}
+	grace  graceKick // the cycle deferred past a Redis restart
 }
 
 // NewStaleJobDetector wires a detector.
@@ -170,8 +171,7 @@ func (d *StaleJobDetector) justRestarted(ctx context.Context) (bool, error) {
 	}
 	// uptime_in_seconds is whole seconds, rounded down.
 	if up <= d.cfg.RestartGrace {
-		d.log.Debug("Redis restarted recently; missing heartbeats are not yet proof of dead runs",
-			zap.Duration("uptime", up), zap.Duration("restartGrace", d.cfg.RestartGrace))
+		d.deferPastGrace(up)
 		return true, nil
 	}
 	return false, nil
@@ -194,6 +194,21 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 		zap.Int("attempt", attempt), zap.String("reason", reason))
 	held, err := d.claims.WithLock(ctx, ref, lifecycle.SourceReclaim, func(ctx context.Context) error {
 		ctx = trackerhttp.WithFence(ctx, d.cfg.Fence)
+		// A run whose pipeline ended and whose outcome waits for the tracker
+		// did not die: its outcome is written from its record
+		// (OutcomeWriter), and reverting it would run the pipeline again.
+		// Its lock is freed for the writer to adopt.
+		if waits, err := runstate.OutcomeWaits(ctx, d.rdb, ref); err != nil {
+			return fmt.Errorf("revert %s: %w", ref, err)
+		} else if waits {
+			if token != "" {
+				if _, err := runstate.Release(ctx, d.rdb, ref, token, false); err != nil {
+					return err
+				}
+			}
+			log.Info("the run's outcome waits for the tracker; not reverted, OutcomeWriter writes it")
+			return nil
+		}
 		if token != "" {
 			if _, err := runstate.Release(ctx, d.rdb, ref, token, false); err != nil {
 				return err

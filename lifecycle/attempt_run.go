@@ -33,6 +33,11 @@ type attempt struct {
 	// workNotes say what became of the work branch after the pipeline
 	// (pushed at which commit, or why not), for the outcome's comment.
 	workNotes []string
+	// pushed is the commit saveWork pushed to branch ("" when none was).
+	pushed string
+	// commentBudget bounds a comment with its retries when set (default
+	// commentTimeout), so the transition after it keeps time of its own.
+	commentBudget time.Duration
 	// leftover is why a run cgroup of this attempt (the pipeline's, the
 	// persist command's) could not be emptied: processes of the run may
 	// still live, and nothing of the daemon's reads or writes the work dir

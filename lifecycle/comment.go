@@ -16,14 +16,18 @@ import (
 )
 
 // postComment posts body on ref, fenced, retrying transient errors within
-// its own deadline (commentTimeout) so the caller's following transition
+// its own deadline (commentTimeout, or the attempt's commentBudget) so the caller's following transition
 // keeps its budget. A tracker that refuses body for good
 // (platforms.ErrRejected: too long, or anything else a 4xx says) gets short
 // instead, once; the caller moves the ticket either way.
 func (a *attempt) postComment(ctx context.Context, body, short string) error {
 	p, ref, fence, log := a.p, a.req.Ref, a.fence, a.log
 	body, short = safeComment(p.Redact, body), safeComment(p.Redact, short)
-	cctx, cancel := context.WithTimeout(ctx, commentTimeout)
+	budget := commentTimeout
+	if a.commentBudget > 0 {
+		budget = a.commentBudget
+	}
+	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	post := func(b string) error {
 		return retryTransient(cctx, func() error {

@@ -69,6 +69,10 @@ type ExecutorConfig struct {
 	LogsDir     string
 	LogMaxBytes int64
 	TakeWait    time.Duration
+	// WriteTimeout bounds a run's final write (comment and transition);
+	// one the tracker has not taken by then is handed over with its
+	// recorded outcome to OutcomeFinisher. Default 30 s.
+	WriteTimeout time.Duration
 	// CancelCheck is how often a running pipeline's cancel request is read
 	// (default DefaultCancelCheck).
 	CancelCheck time.Duration
@@ -140,6 +144,9 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects ProjectSour
 	}
 	if cfg.TailBytes <= 0 {
 		cfg.TailBytes = DefaultTailBytes
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = writeTimeout
 	}
 	if cfg.TakeWait <= 0 {
 		cfg.TakeWait = DefaultTakeWait
@@ -423,7 +430,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		return
 	}
 	// The outcome must be written even while shutting down.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.WriteTimeout)
 	defer cancel()
 	a.fence = a.newFence(hb)
 	if cause := cw.causeOf(); cause != "" && !res.OK() {
@@ -436,13 +443,16 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		a.workNotes = a.saveWork(ctx, workDir, false, "stopped by shutdown, handed back", handBackSaveTimeout)
 		a.handBack(wctx, t)
 	case res.OK():
+		// Recorded before anything else, and again with the comment once
+		// the work branch is saved: a replica that dies or a tracker that
+		// does not answer from here on costs the outcome nothing.
+		o := a.newOutcome(Done, executorOutcomes[Done], "", "", "", "")
+		recorded := a.recordOutcome(o)
 		a.workNotes = a.saveWork(ctx, workDir, true, "", 0)
-		a.doneComment(wctx, res)
-		if _, err := a.moveRetrying(wctx, t, InProgress, Done); err != nil {
-			log.Error("transition to done (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
-			return
-		}
-		a.releaseRun(true)
+		o.Body, o.Short = a.doneComment(res)
+		o.Branch, o.Commit = a.branch, a.pushed
+		recorded = recorded && a.recordOutcome(o)
+		a.finishRun(wctx, t, o, recorded)
 	default:
 		a.failed(ctx, t, res)
 	}
@@ -483,21 +493,6 @@ func (e *Executor) runPipeline(ctx context.Context, spec procrun.Spec, ref platf
 	}
 	defer done()
 	return procrun.Run(ctx, guarded)
-}
-
-// moveRetrying is move with retries of transient tracker errors (5xx,
-// timeouts) until ctx ends: a pipeline's result is not thrown away for one
-// failed request. Every try is fenced again.
-func (a *attempt) moveRetrying(ctx context.Context, t *platforms.Ticket, from, to State) (*platforms.Ticket, error) {
-	var out *platforms.Ticket
-	err := retryTransient(ctx, func() error {
-		// A transient failure leaves the ticket's version as it was, so the
-		// snapshot stays valid; move itself re-reads after a conflict.
-		var err error
-		out, err = a.move(ctx, t, from, to)
-		return err
-	})
-	return out, err
 }
 
 // retryTransient calls f until it succeeds, fails permanently (lost run,

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
@@ -33,16 +34,30 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	// pipeline: it reaches the [wip] commit, the audit stream, the status
 	// page and the daemon's log redacted.
 	reason := p.Redact.String(res.Describe())
+	// A failure that ends the ticket is recorded before the persist
+	// command and the save, and again with its comment after them: from
+	// here on its outcome is written from the record (outcome.go). A
+	// retry is not: a lost one is reverted and retried by StaleJobDetector.
+	var o runstate.Outcome
+	recorded := false
+	if kind != failRetry {
+		escalate := ""
+		if kind == failEscalate {
+			escalate = p.Pipeline.Escalate.Label
+		}
+		o = a.newOutcome(Failed, kind.outcome(), reason, "", "", escalate)
+		recorded = a.recordOutcome(o)
+	}
 	notes := a.persist(ctx, t, kind)
 	notes = append(notes, a.saveWork(ctx, WorkDir(e.cfg.WorkDir, req.Ref), false, reason, 0)...)
 	notes = append(notes, a.resultNotes...)
 	if lost := hb.lostErr(); lost != nil {
-		log.Warn("run lost its ownership while persisting; no label written", zap.Error(lost))
+		log.Warn("run lost its ownership while persisting; no label written by this run", zap.Bool("outcomeRecorded", recorded), zap.Error(lost))
 		a.releaseRun(false)
 		return
 	}
 	// The outcome must be written even while shutting down.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.WriteTimeout)
 	defer cancel()
 	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
 	if r := renderResult(p.Redact, p.Platform, a.result); r != "" {
@@ -50,6 +65,13 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	}
 	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	short := shortOutcomeComment(headline, e.cfg.Instance, res, notes, limit)
+	if kind != failRetry {
+		o.Body, o.Short = safeComment(p.Redact, body), safeComment(p.Redact, short)
+		o.Branch, o.Commit = a.branch, a.pushed
+		recorded = recorded && a.recordOutcome(o)
+		a.finishRun(wctx, nil, o, recorded)
+		return
+	}
 	if err := a.postComment(wctx, body, short); err != nil {
 		if errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the failure comment", zap.Error(err))
@@ -57,24 +79,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 		}
 		log.Error("post failure comment", zap.Error(err))
 	}
-	if kind == failEscalate && p.Pipeline.Escalate.Label != "" {
-		if err := a.addLabel(wctx, p.Pipeline.Escalate.Label); err != nil {
-			log.Error("add escalation label", zap.String("label", p.Pipeline.Escalate.Label), zap.Error(err))
-		}
-	}
-	if kind == failRetry {
-		a.retryLater(wctx, delay, reason)
-		return
-	}
-	// The comment changed the ticket's version; moveAs re-reads it.
-	if err := retryTransient(wctx, func() error {
-		_, err := a.moveAs(wctx, nil, InProgress, Failed, kind.outcome(), reason)
-		return err
-	}); err != nil {
-		log.Error("transition to failed (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
-		return
-	}
-	a.releaseRun(true)
+	a.retryLater(wctx, delay, reason)
 }
 
 // retryLater hands the ticket back for its next attempt: InProgress →
@@ -92,6 +97,11 @@ func (a *attempt) retryLater(ctx context.Context, delay time.Duration, reason st
 	}); err != nil {
 		log.Error("transition to enqueued for a retry (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 		return
+	}
+	// While the heartbeat is held no re-push happens; from its release on, a
+	// lost request is re-pushed as the attempt recorded here.
+	if err := runstate.Due(ctx, e.rdb, req.Ref, next); err != nil {
+		log.Warn("record the next attempt (a lost retry would re-run this one)", zap.Error(err))
 	}
 	a.releaseRun(false)
 	due := e.cfg.Clock().Add(delay)

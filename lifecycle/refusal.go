@@ -219,7 +219,8 @@ func ForgetRefusalOn(ctx context.Context, pipe redis.Pipeliner, ref platforms.Re
 }
 
 // refusalComment tells the ticket what the tracker refused, why as far as
-// its status says, and what fixes it.
+// its status (or the tracker's own error code, platforms.FixOf) says, and
+// what fixes it.
 func refusalComment(prefix string, p *Project, op string, status int, err error, wait time.Duration) string {
 	what := "change this ticket's labels"
 	var b strings.Builder
@@ -229,7 +230,11 @@ func refusalComment(prefix string, p *Project, op string, status int, err error,
 	// ticket, which must not render as markup or mention anyone.
 	msg := strings.ReplaceAll(oneLine(err.Error(), 300), "`", "'")
 	fmt.Fprintf(&b, "`%s`\n\n", platforms.NoMentions(msg))
-	fmt.Fprintf(&b, "Fix: %s\n\n", refusalFix(status))
+	fix := platforms.FixOf(err)
+	if fix == "" {
+		fix = refusalFix(status)
+	}
+	fmt.Fprintf(&b, "Fix: %s\n\n", platforms.NoMentions(fix))
 	fmt.Fprintf(&b, "The daemon does not try again until this ticket changes (its labels, or `%s` removed and added again) "+
 		"or, failing that, in %s, then less and less often, at most once a day. It says this once.\n", p.TriggerLabel, wait.Round(time.Minute))
 	return b.String()

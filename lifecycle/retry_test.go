@@ -176,8 +176,8 @@ func TestRetryWaitsInTheDelayedSet(t *testing.T) {
 	if hb, _ := w.RDB.Exists(t.Context(), keys.Heartbeat(ref.Key())).Result(); hb != 0 {
 		t.Error("heartbeat kept between attempts")
 	}
-	if last, _ := runstate.LastAttempt(t.Context(), w.RDB, ref); last != 1 {
-		t.Errorf("last attempt %d, want 1 kept for the retry", last)
+	if last, _ := runstate.LastAttempt(t.Context(), w.RDB, ref); last != 2 {
+		t.Errorf("last attempt %d, want 2 recorded as due for the retry", last)
 	}
 }
 

@@ -128,6 +128,7 @@ func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause s
 		a.log.Warn("save the work branch; the transition goes ahead", zap.String("branch", a.branch), zap.String("error", why))
 		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (%s)", a.branch, escapeFor(a.p.Redact, a.p.Platform, firstLine(why, 300)))}
 	}
+	a.pushed = s.Head
 	a.log.Info("work branch pushed", zap.String("branch", a.branch), zap.String("head", s.Head), zap.Bool("committed", s.Committed), zap.Int("merged", s.Merged))
 	return []string{fmt.Sprintf("work branch `%s`: pushed at %s", a.branch, short(s.Head))}
 }

@@ -34,6 +34,11 @@ type CheckResult struct {
 type CheckOptions struct {
 	// TriggerLabel must exist where labels are objects (GitHub, GitLab).
 	TriggerLabel string
+	// LifecycleLabels are the labels the daemon writes itself (its five
+	// lifecycle labels under the configured prefix): where creating one
+	// is a right the token may lack (Azure DevOps tags), they must exist
+	// or the token must hold the right.
+	LifecycleLabels []string
 	// Webhooks is true when the project has webhook secrets; a polling-only
 	// project skips the webhook check.
 	Webhooks bool

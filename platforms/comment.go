@@ -58,6 +58,38 @@ func RejectedStatus(err error) int {
 	return 0
 }
 
+// FixedError is a refusal with the fix its tracker names for it: the
+// tracker's own error code says more than the status (Azure DevOps answers
+// a tag the identity may not create and a rule another field breaks with
+// 403 and 400 like any other refusal), and the ticket's refusal comment
+// gives this fix instead of the status's general one.
+type FixedError struct {
+	Err error
+	Fix string
+}
+
+func (e *FixedError) Error() string { return e.Err.Error() }
+
+func (e *FixedError) Unwrap() error { return e.Err }
+
+// WithFix attaches fix to err; nil stays nil, and an empty fix leaves err
+// as it is.
+func WithFix(err error, fix string) error {
+	if err == nil || fix == "" {
+		return err
+	}
+	return &FixedError{Err: err, Fix: fix}
+}
+
+// FixOf is the fix attached to err with WithFix, "" when none.
+func FixOf(err error) string {
+	var f *FixedError
+	if errors.As(err, &f) {
+		return f.Fix
+	}
+	return ""
+}
+
 // DefaultCommentLimit is the comment size, in characters, assumed for a
 // tracker that does not say (CommentLimiter): the smallest of the four
 // platforms' limits (Jira and, by assumption, Azure DevOps).

@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,7 +13,7 @@ import (
 func statusCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Queue depth and age, runs in flight with heartbeat ages, lease holders, live instances, paused projects",
+		Short: "Queue depth and age, runs in flight with heartbeat ages, outcomes waiting for the tracker, lease holders, live instances, paused projects",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.load(); err != nil {
@@ -35,7 +37,20 @@ func statusCmd(a *app) *cobra.Command {
 					if !r.InstanceAlive {
 						inst += " (gone)"
 					}
-					row(w, r.Ticket, r.Project, inst, r.Attempt, human(s.At.Sub(r.Started)), human(ms(r.HeartbeatAgeMS)))
+					running := human(s.At.Sub(r.Started))
+					if !r.Ended.IsZero() {
+						running = "ended " + human(s.At.Sub(r.Ended)) + " ago, outcome waiting for the tracker"
+					}
+					row(w, r.Ticket, r.Project, inst, r.Attempt, running, human(ms(r.HeartbeatAgeMS)))
+				}
+				if len(s.Outcomes) > 0 {
+					// Pipelines that ended: their Done or Failed is written
+					// from the record when the tracker answers.
+					row(w)
+					row(w, "OUTCOME WAITING", "TO", "INSTANCE", "ATTEMPT", "WAITING SINCE", "FOR", "TRIES", "LAST ERROR")
+					for _, o := range s.Outcomes {
+						row(w, o.Ticket, o.To, o.Instance, o.Attempt, o.Recorded.UTC().Format(time.RFC3339), human(ms(o.AgeMS)), o.Tries, strings.Join(strings.Fields(o.LastError), " "))
+					}
 				}
 				row(w)
 				row(w, "LEASE", "HOLDER", "EXPIRES IN")

@@ -16,6 +16,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -127,7 +128,11 @@ func checkProject(ctx context.Context, cfg *config.Config, pc *config.Project, r
 	if !ok {
 		return []platforms.CheckResult{platforms.Warn("tracker", "no checks for platform "+pc.Platform, "try a first ticket")}
 	}
-	return ch.Check(ctx, platforms.CheckOptions{TriggerLabel: pc.TriggerLabel,
+	var lifecycleLabels []string
+	for _, s := range lifecycle.AllStates {
+		lifecycleLabels = append(lifecycleLabels, lifecycle.Labels{Prefix: cfg.LabelPrefix}.Label(s))
+	}
+	return ch.Check(ctx, platforms.CheckOptions{TriggerLabel: pc.TriggerLabel, LifecycleLabels: lifecycleLabels,
 		Webhooks: len(pc.Webhook.Secrets) > 0, ReceiverURL: receiverURL})
 }
 

@@ -22,6 +22,8 @@ type checkWorld struct {
 	url   string
 	redis *redistest.Server
 	dir   string
+	// top is YAML put before the projects (daemon-wide settings).
+	top string
 }
 
 const (
@@ -74,7 +76,7 @@ func (w *checkWorld) project(name, platform, apiPath, repo, tokenEnv, extra stri
 // code and the JSON report.
 func (w *checkWorld) run(t *testing.T, projects ...string) (int, checkReport, string) {
 	t.Helper()
-	cfg := fmt.Sprintf("redis: {addr: %q}\nprojects:\n%s", w.redis.Addr(), strings.Join(projects, ""))
+	cfg := fmt.Sprintf("redis: {addr: %q}\n%sprojects:\n%s", w.redis.Addr(), w.top, strings.Join(projects, ""))
 	path := filepath.Join(w.dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -313,6 +315,54 @@ func TestCheckAzureDevOps(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit %d, want 0\n%s", code, out)
 	}
+}
+
+// An Azure DevOps identity that may not create tags (Stakeholder access,
+// or no Create tag definition) fails the lifecycle tags row while the
+// project lacks any of the five, naming them under the configured prefix
+// and how to pre-create them; it passes once they exist. An identity that
+// may create tags passes with them missing.
+func TestCheckAzureDevOpsLifecycleTags(t *testing.T) {
+	w := newCheckWorld(t)
+	w.top = "label_prefix: bot\n"
+	ado := w.project("ado", "azuredevops", "/ado/", "org1/proj", "CHECK_TOKEN", "")
+	w.sim.SetAccess(checkToken, sim.Access{Login: "stakeholder-bot", Role: sim.RoleAdmin, CannotCreateTags: true})
+	if err := w.sim.DefineTags("org1/proj", "bot:done", "BOT:FAILED"); err != nil {
+		t.Fatal(err)
+	}
+	code, rep, out := w.run(t, ado)
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	wantStatuses(t, rep, "ado", map[string]string{"auth": "ok", "lifecycle tags": "fail", "webhook": "ok"})
+	for _, want := range []string{"bot:pending, bot:enqueued, bot:in-progress;", "Create tag definition: not allowed",
+		"pre-create the tags", "Basic access", "close that work item"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "bot:done,") || strings.Contains(out, "bot:failed") {
+		t.Errorf("check names a tag the project defines:\n%s", out)
+	}
+
+	if err := w.sim.DefineTags("org1/proj", "bot:pending", "bot:enqueued", "bot:in-progress"); err != nil {
+		t.Fatal(err)
+	}
+	code, rep, out = w.run(t, ado)
+	wantStatuses(t, rep, "ado", map[string]string{"lifecycle tags": "ok"})
+	if code != 0 || !strings.Contains(out, "all 5 defined") {
+		t.Errorf("exit %d, want 0 with all 5 defined\n%s", code, out)
+	}
+
+	// An identity that may create tags needs none of them beforehand.
+	w.sim.SetAccess(checkToken, sim.Access{Login: "basic-bot", Role: sim.RoleAdmin})
+	w.sim.CreateRepo("org1/fresh")
+	code, rep, out = w.run(t, w.project("fresh", "azuredevops", "/ado/", "org1/fresh", "CHECK_TOKEN", ""))
+	wantStatuses(t, rep, "fresh", map[string]string{"lifecycle tags": "ok"})
+	if !strings.Contains(out, "5 not defined yet") || !strings.Contains(out, "Create tag definition: allowed") {
+		t.Errorf("the lifecycle tags row does not say why it passes:\n%s", out)
+	}
+	_ = code // org1/fresh has no webhook: its exit code is not this test's
 }
 
 // check expands a project with repos patterns as the daemon does and

@@ -65,6 +65,7 @@ func main() {
 	fs.BoolVar(&o.FreezeDaemon, "freeze-daemon", o.FreezeDaemon, "SIGSTOP one daemon process alone (pipelines left running) past the heartbeat TTL")
 	fs.BoolVar(&o.SplitBrain, "split-brain", o.SplitBrain, "cut a replica running pipelines from Redis while it reaches the tracker")
 	fs.BoolVar(&o.TrackerCut, "tracker-cut", o.TrackerCut, "cut a replica running pipelines from the tracker while it reaches Redis")
+	fs.BoolVar(&o.TrackerCutAtEnd, "tracker-cut-at-end", o.TrackerCutAtEnd, "cut the tracker for every replica as runs end, past the final write's 30 s, and kill -9 one replica in the cut")
 	fs.BoolVar(&o.RedisSlow, "redis-slow", o.RedisSlow, "make Redis slow (0.5-3 s per command), then flapping, for every replica")
 	fs.BoolVar(&o.ReceiverCut, "receiver-cut", o.ReceiverCut, "route a delivery to a receiver cut from Redis")
 	fs.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")

@@ -310,7 +310,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		rep.RecoveryWorst = recov[len(recov)-1]
 		rep.RecoveryMedian = recov[len(recov)/2]
 	}
-	rep.StaleWrites = append(unnamedWrites(w.sim.Writes(), events), staleWrites(w.sim.Writes(), events)...)
+	rep.StaleWrites = append(unnamedWrites(w.sim.Writes(), events), staleWrites(w.sim.Writes(), events, readRuns(w.runLog))...)
 	w.mu.Lock()
 	rep.StaleWrites = append(rep.StaleWrites, w.lateWrites...)
 	w.mu.Unlock()
@@ -379,17 +379,37 @@ func unnamedWrites(ws []sim.Write, events []event) []string {
 //
 // Housekeeping's reverts (in-progress → pending), give-ups (→ failed) and
 // label repairs (a leftover label removed, the state unchanged) by another
-// incarnation are the repair, not stale writes.
+// incarnation are the repair, not stale writes; so is another incarnation
+// ending a run (→ done) whose pipeline, run by the owner, ended by itself
+// before the write: its outcome, recorded in Redis, written by the
+// OutcomeWriter after the owner handed it over or died (runs is the run
+// log, read to tell).
 // inFlight bounds how long a write the sim applies may have been sent
 // before: the largest injected latency (300 ms) and some scheduling slack.
 const inFlight = time.Second
 
-func staleWrites(ws []sim.Write, events []event) []string {
+func staleWrites(ws []sim.Write, events []event, runs []*run) []string {
 	killed := map[string]time.Time{}
+	pid := map[string]int{}
 	for _, e := range events {
-		if e.Kind == "kill" {
+		switch e.Kind {
+		case "kill":
 			killed[e.Inc] = e.At
+		case "start":
+			pid[e.Inc] = e.PID
 		}
+	}
+	// recorded: the owner's last run of the ticket ended by itself before
+	// at, so its outcome was recorded and may be written by another.
+	recorded := func(owner string, wr sim.Write) bool {
+		id := ticketID(sim.Issue{Repo: wr.Repo, Number: wr.Number})
+		var last *run
+		for _, r := range runs {
+			if r.id == id && r.start.Before(wr.At) && (last == nil || r.start.After(last.start)) {
+				last = r
+			}
+		}
+		return last != nil && pid[owner] != 0 && last.ppid == pid[owner] && !last.ended.IsZero() && last.ended.Before(wr.At)
 	}
 	owner := map[string]string{}   // ticket → incarnation that moved it into in-progress
 	ownerLost := map[string]bool{} // the owner's run was ended by someone else
@@ -420,7 +440,7 @@ func staleWrites(ws []sim.Write, events []event) []string {
 		case from == "in-progress" && to != "in-progress":
 			ends := to == "done" || to == "enqueued"
 			if wr.Writer != owner[key] {
-				if ends {
+				if ends && !(to == "done" && recorded(owner[key], wr)) {
 					out = append(out, desc("run owned by "+owner[key]))
 				}
 				ownerLost[key] = true

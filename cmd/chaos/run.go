@@ -59,6 +59,11 @@ type Options struct {
 	// tracker, Redis slow then flapping for every replica, and a receiver
 	// cut from Redis.
 	SplitBrain, TrackerCut, RedisSlow, ReceiverCut bool
+	// TrackerCutAtEnd cuts the tracker for every replica as runs end, past
+	// the final write's timeout, and kills one replica in the cut
+	// (outcomecut.go): every outcome written after the restore, none run
+	// twice.
+	TrackerCutAtEnd bool
 
 	// The soak's knobs (soak.go): KillWindow ends the kills this long
 	// after the start (0: the whole run), FeedAll spreads the tickets over
@@ -81,7 +86,7 @@ func DefaultOptions() Options {
 		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
 		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true,
-		SplitBrain: true, TrackerCut: true, RedisSlow: true, ReceiverCut: true}
+		SplitBrain: true, TrackerCut: true, RedisSlow: true, ReceiverCut: true, TrackerCutAtEnd: true}
 }
 
 type ticket struct {
@@ -109,7 +114,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Cluster {
 		o.RedisWipe, o.RedisRollback, o.RedisAOF, o.StopEvery, o.WipeBurst = false, 0, false, 0, 0
 		// The partitions cut the standalone server's proxies.
-		o.SplitBrain, o.TrackerCut, o.RedisSlow, o.ReceiverCut = false, false, false, false
+		o.SplitBrain, o.TrackerCut, o.RedisSlow, o.ReceiverCut, o.TrackerCutAtEnd = false, false, false, false, false
 		// The daemon's cluster-mode key names, for finding its slot.
 		if err := keys.UseHashTag(true); err != nil {
 			return nil, fmt.Errorf("chaos: %w", err)
@@ -346,6 +351,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		{o.SplitBrain, func() *partition { return splitBrain(ctx, w, feed) }},
 		{o.ReceiverCut, func() *partition { return receiverCut(ctx, w, feed) }},
 		{o.TrackerCut, func() *partition { return trackerCut(ctx, w, feed) }},
+		{o.TrackerCutAtEnd, func() *partition { return trackerCutAtRunEnd(ctx, w, feed) }},
 		{o.RedisSlow, func() *partition { return redisSlow(ctx, w, feed, o.Seed) }},
 	} {
 		if sc.on && ctx.Err() == nil {

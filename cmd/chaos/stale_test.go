@@ -34,14 +34,14 @@ func TestStaleWritesReadStatesLikeTheDaemon(t *testing.T) {
 		mk(3, "r1.1", "in-progress", "|", "in-progress", "done"),
 		mk(9, "r2.1", "in-progress", "done", "|", "done"), // the LabelRepairer
 	}
-	if got := staleWrites(repaired, nil); len(got) != 0 {
+	if got := staleWrites(repaired, nil, nil); len(got) != 0 {
 		t.Errorf("label repair after the owner's done counted as stale: %q", got)
 	}
 	foreign := []sim.Write{
 		mk(1, "r1.1", "enqueued", "|", "enqueued", "in-progress"),
 		mk(3, "r2.1", "enqueued", "in-progress", "|", "enqueued", "in-progress", "done"),
 	}
-	if got := staleWrites(foreign, nil); len(got) != 1 {
+	if got := staleWrites(foreign, nil, nil); len(got) != 1 {
 		t.Errorf("another replica ending r1.1's run: %q, want one stale write", got)
 	}
 	// r1.1 added in-progress, its removal of enqueued failed (a tracker
@@ -54,8 +54,39 @@ func TestStaleWritesReadStatesLikeTheDaemon(t *testing.T) {
 		mk(6, "r2.1", "in-progress", "|", "in-progress", "done"),
 		mk(7, "r2.1", "in-progress", "done", "|", "done"),
 	}
-	if got := staleWrites(handedBack, nil); len(got) != 0 {
+	if got := staleWrites(handedBack, nil, nil); len(got) != 0 {
 		t.Errorf("the replica that completed a handed-back start counted as stale: %q", got)
+	}
+}
+
+// A run's outcome recorded when its pipeline ended and written by another
+// replica (the OutcomeWriter, its owner cut from the tracker or killed) is
+// no stale write; another replica ending the run while the owner's
+// pipeline still works, or after a pipeline that never ended, still is.
+func TestOutcomeWrittenFromTheRecordIsNoStaleWrite(t *testing.T) {
+	at := time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)
+	sec := func(s float64) time.Time { return at.Add(time.Duration(s * float64(time.Second))) }
+	w := func(s float64, writer string, before, after []string) sim.Write {
+		return sim.Write{At: sec(s), Repo: "acme/app", Number: 1, Writer: writer, Before: labels(before), After: labels(after)}
+	}
+	ws := []sim.Write{
+		w(1, "r1.1", []string{"enqueued"}, []string{"enqueued", "in-progress"}),
+		w(1.1, "r1.1", []string{"enqueued", "in-progress"}, []string{"in-progress"}),
+		w(40, "r2.1", []string{"in-progress"}, []string{"in-progress", "done"}),
+	}
+	events := []event{{At: at, Kind: "start", Inc: "r1.1", PID: 100}, {At: at, Kind: "start", Inc: "r2.1", PID: 200}}
+	id := ticketID(sim.Issue{Repo: "acme/app", Number: 1})
+	ended := []*run{{id: id, attempt: 1, ppid: 100, start: sec(1.2), end: sec(2), ended: sec(2)}}
+	if got := staleWrites(ws, events, ended); len(got) != 0 {
+		t.Errorf("the outcome of r1.1's ended run written by r2.1 counted as stale: %q", got)
+	}
+	working := []*run{{id: id, attempt: 1, ppid: 100, start: sec(1.2), end: sec(41)}}
+	if got := staleWrites(ws, events, working); len(got) != 1 {
+		t.Errorf("r2.1 ending r1.1's run while its pipeline worked: %q, want one stale write", got)
+	}
+	late := []*run{{id: id, attempt: 1, ppid: 100, start: sec(1.2), end: sec(45), ended: sec(45)}}
+	if got := staleWrites(ws, events, late); len(got) != 1 {
+		t.Errorf("r2.1 ending r1.1's run before its pipeline ended: %q, want one stale write", got)
 	}
 }
 

@@ -138,6 +138,9 @@ func (h *handler) tickets(ctx context.Context, st Status) []ticketRow {
 		seen[ref.String()] = len(out)
 		out = append(out, ticketRow{Ref: ref, Link: st.Links[ref.String()], State: state, Where: where})
 	}
+	for _, o := range st.Outcomes {
+		add(o.Ref, "", "pipeline ended; "+o.To+" waiting for the tracker since "+o.Recorded.UTC().Format("15:04:05"))
+	}
 	for _, r := range st.Runs {
 		add(r.Ref, "", "running on "+r.Instance)
 	}

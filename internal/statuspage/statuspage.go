@@ -45,6 +45,9 @@ type Config struct {
 	// Instance is the replica serving the page.
 	Instance     string
 	HeartbeatTTL time.Duration
+	// RestartGrace is the StaleJobDetector's (lifecycle.RestartGrace): the
+	// ticket page says when a run lost to a Redis restart runs again.
+	RestartGrace time.Duration
 	// Token is required as "Authorization: Bearer <token>" (RFC 6750
 	// §2.1), or a browser logs in with it once (POST /status/login) and
 	// gets a session cookie. Never in a URL: query strings reach proxy logs
@@ -234,6 +237,9 @@ func (h *handler) Read(ctx context.Context) (Status, error) {
 	}
 	for _, r := range snap.Runs {
 		link(r.Ref)
+	}
+	for _, o := range snap.Outcomes {
+		link(o.Ref)
 	}
 	entries, err := h.reader.Recent(ctx, h.cfg.Recent)
 	if err != nil {

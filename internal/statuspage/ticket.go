@@ -39,7 +39,10 @@ type ticketView struct {
 	Events   []Event
 	Strip    strip
 	Attempts []attemptView
-	Error    string
+	// Wait says why an in-progress ticket with no live run waits, and
+	// until when (waitReason).
+	Wait  string
+	Error string
 }
 
 // attemptView is one attempt: where and when it ran, how it ended (the
@@ -110,10 +113,23 @@ func (h *handler) ticket(ctx context.Context, ref platforms.Ref) ticketView {
 			// an issue wrote it, so it is only ever rendered as text.
 			if t, err := p.Tracker.Get(ctx, v.Ref); err == nil {
 				v.Title = t.Title
+				if h.cfg.Claims != nil {
+					// The tracker's state, not the audit stream's: a Redis
+					// restart empties the stream while the ticket stays
+					// in progress.
+					v.State = h.cfg.Claims.Labels().StateOf(t.Labels).String()
+				}
 			} else {
 				problems = append(problems, "tracker unavailable: no title")
 			}
 		}
+	}
+	if v.State == lifecycle.InProgress.String() {
+		wait, err := h.waitReason(ctx, ref, now)
+		if err != nil {
+			problems = append(problems, "Redis unavailable: why the ticket waits is unknown")
+		}
+		v.Wait = wait
 	}
 	v.Strip = timeline(v.Events, now)
 	v.Attempts, err = h.attempts(ctx, ref, v.Events)

@@ -120,3 +120,45 @@ func TestChartsAndTicketPage(t *testing.T) {
 		t.Errorf("bad ticket parameter: %d, want 400", rec.Code)
 	}
 }
+
+// An in-progress ticket whose run lost its heartbeat to a Redis restart
+// says on its page that it waits for the restart grace and until when;
+// once the grace is over, that the stale job detector reverts it next;
+// and while a run holds its heartbeat, when that heartbeat expires.
+func TestTicketPageSaysWhyAnInProgressTicketWaits(t *testing.T) {
+	r := redistest.Start(t) // just started: its uptime is inside the grace
+	rdb := r.Client(t)
+	ref := platforms.Ref{Platform: "github", Project: "app", ID: "acme/app#3"}
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	writeEvents(t, audit.NewWriter(rdb, audit.WriterConfig{}), []lifecycle.Event{
+		{Kind: lifecycle.EventTransition, At: now.Add(-time.Minute), Ref: ref, From: lifecycle.Pending, To: lifecycle.Enqueued},
+		{Kind: lifecycle.EventTransition, At: now.Add(-30 * time.Second), Ref: ref, From: lifecycle.Enqueued, To: lifecycle.InProgress, Attempt: 1},
+	})
+	page := func(grace time.Duration) string {
+		h := New(Config{RDB: rdb, Queue: testQueue(rdb), Instance: "replica-a", Token: "s3cret", RestartGrace: grace,
+			Clock: func() time.Time { return now }})
+		return get(t, h, "/status/ticket?ticket="+url.QueryEscape("github:"+ref.ID), "Bearer s3cret").Body.String()
+	}
+	body := page(time.Hour)
+	var at []string // the grace ends an hour and a second after Redis started, by INFO's whole seconds
+	for up := range 5 {
+		at = append(at, now.Add(time.Hour+time.Second-time.Duration(up)*time.Second).Format(time.TimeOnly))
+	}
+	found := false
+	for _, a := range at {
+		found = found || strings.Contains(body, "runs resume after the restart grace (1h0m0s), at "+a+" UTC")
+	}
+	if !strings.Contains(body, `id="wait"`) || !strings.Contains(body, "Redis restarted") || !found {
+		t.Errorf("inside the restart grace, the ticket page does not say it waits for the grace to end at one of %q:\n%s", at, body)
+	}
+	if body := page(0); !strings.Contains(body, "no run holds its heartbeat: the stale job detector reverts it") {
+		t.Errorf("past the restart grace, the ticket page does not say the detector reverts it next:\n%s", body)
+	}
+	rec := runstate.Record{Ref: ref, Instance: "replica-a", Token: "replica-a|webhook|0|t", Attempt: 1}
+	if took, err := runstate.Take(t.Context(), rdb, rec, runstate.TakeArgs{TTL: 2 * time.Minute, Now: time.Now()}); err != nil || took.Result != runstate.Taken {
+		t.Fatalf("take: %v %v", took, err)
+	}
+	if body := page(time.Hour); !strings.Contains(body, "a run holds the heartbeat, which expires at ") || strings.Contains(body, "Redis restarted") {
+		t.Errorf("with a run holding the heartbeat, the ticket page does not say when it expires:\n%s", body)
+	}
+}

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redistest"
@@ -288,5 +290,38 @@ agentsmith_instances_live %d
 `, n)
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "agentsmith_instances_live"); err != nil {
 		t.Error(err)
+	}
+}
+
+// Outcomes waiting for the tracker are counted at scrape time, with the
+// oldest one's wait since its pipeline ended.
+func TestOutcomesWaitingGauges(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	q := queue.NewWith(rdb, keys.Queue(), queue.Options{DefaultPriority: lifecycle.DefaultPriority, DelayedKey: keys.Delayed()})
+	m := metrics.New(metrics.Config{Redis: rdb, Queue: q, Clock: func() time.Time { return now }})
+	ctx := context.Background()
+	names := []string{"agentsmith_outcomes_waiting", "agentsmith_outcome_oldest_wait_seconds"}
+	want := func(n int, age float64) string {
+		return fmt.Sprintf(`
+# HELP agentsmith_outcomes_waiting %s
+# TYPE agentsmith_outcomes_waiting gauge
+agentsmith_outcomes_waiting %d
+# HELP agentsmith_outcome_oldest_wait_seconds %s
+# TYPE agentsmith_outcome_oldest_wait_seconds gauge
+agentsmith_outcome_oldest_wait_seconds %g
+`, metrics.HelpOutcomesWaiting, n, metrics.HelpOutcomeOldestAge, age)
+	}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(0, 0)), names...); err != nil {
+		t.Errorf("none waiting: %v", err)
+	}
+	for i, age := range []time.Duration{150 * time.Second, 20 * time.Second} {
+		r := platforms.Ref{Platform: "gitlab", Project: "api", ID: fmt.Sprintf("g/api#%d", i)}
+		b, err := json.Marshal(runstate.Outcome{Ref: r, Token: "t", To: "done", Recorded: now.Add(-age)})
+		must(t, err)
+		must(t, rdb.HSet(ctx, keys.Outcomes(), r.Key(), string(b)).Err())
+	}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(2, 150)), names...); err != nil {
+		t.Errorf("two waiting: %v", err)
 	}
 }

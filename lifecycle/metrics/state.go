@@ -24,6 +24,10 @@ const (
 	HelpQueueDepth     = "PipelineRequests waiting on every priority level of the queue (agentsmith:queue:jobs and agentsmith:queue:jobs:priority:*); not delayed or taken ones."
 	HelpQueueOldestAge = "Longest wait since enqueued_at among the head of every priority level and the delayed set (a retry's backoff does not count); 0 when none."
 	HelpQueueDelayed   = "Requests waiting out a retry backoff or a concurrency limit (agentsmith:queue:delayed)."
+	// HelpOutcomesWaiting and HelpOutcomeOldestAge: runs whose pipeline
+	// ended and whose Done or Failed the tracker has not taken yet.
+	HelpOutcomesWaiting  = "Runs whose pipeline ended and whose outcome waits for the tracker (entries of agentsmith:outcomes); each is written from its record when the tracker answers, never by running the pipeline again."
+	HelpOutcomeOldestAge = "How long the oldest outcome in agentsmith:outcomes has waited for the tracker since its pipeline ended; 0 when none."
 )
 
 // stateCollector reads the fleet's shared state from Redis at scrape time:
@@ -37,6 +41,7 @@ type stateCollector struct {
 	log   *zap.Logger
 
 	depth, oldest, delayed, inflight, instances *prometheus.Desc
+	outcomes, outcomeAge                        *prometheus.Desc
 }
 
 func newStateCollector(rdb redis.UniversalClient, q *queue.Queue, clock func() time.Time, log *zap.Logger) *stateCollector {
@@ -44,16 +49,18 @@ func newStateCollector(rdb redis.UniversalClient, q *queue.Queue, clock func() t
 		return prometheus.NewDesc(Namespace+"_"+name, help, nil, nil)
 	}
 	return &stateCollector{rdb: rdb, queue: q, clock: clock, log: log,
-		depth:     d("queue_depth", HelpQueueDepth),
-		oldest:    d("queue_oldest_age_seconds", HelpQueueOldestAge),
-		delayed:   d("queue_delayed", HelpQueueDelayed),
-		inflight:  d("runs_inflight", "Pipelines running fleet-wide (entries of agentsmith:inflight)."),
-		instances: d("instances_live", "Replicas whose liveness key is present."),
+		depth:      d("queue_depth", HelpQueueDepth),
+		oldest:     d("queue_oldest_age_seconds", HelpQueueOldestAge),
+		delayed:    d("queue_delayed", HelpQueueDelayed),
+		inflight:   d("runs_inflight", "Pipelines running fleet-wide (entries of agentsmith:inflight)."),
+		instances:  d("instances_live", "Replicas whose liveness key is present."),
+		outcomes:   d("outcomes_waiting", HelpOutcomesWaiting),
+		outcomeAge: d("outcome_oldest_wait_seconds", HelpOutcomeOldestAge),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.delayed, c.inflight, c.instances} {
+	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.delayed, c.inflight, c.instances, c.outcomes, c.outcomeAge} {
 		ch <- d
 	}
 }
@@ -74,6 +81,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		c.log.Warn("metrics: count runs in flight", zap.Error(err))
 	} else {
 		gauge(c.inflight, float64(n))
+	}
+	if outs, _, err := runstate.ReadOutcomes(ctx, c.rdb); err != nil {
+		c.log.Warn("metrics: read waiting outcomes", zap.Error(err))
+	} else {
+		gauge(c.outcomes, float64(len(outs)))
+		age := 0.0
+		if len(outs) > 0 {
+			age = outs[0].Age(c.clock()).Seconds()
+		}
+		gauge(c.outcomeAge, age)
 	}
 	if n, err := c.countInstances(ctx); err != nil {
 		c.log.Warn("metrics: count live instances", zap.Error(err))

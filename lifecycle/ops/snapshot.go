@@ -37,6 +37,27 @@ type Snapshot struct {
 	Instances []Instance `json:"instances"`
 	// Paused are the projects whose queue is paused (lifecycle.PauseProject).
 	Paused []lifecycle.Pause `json:"paused"`
+	// Outcomes are the runs whose pipeline ended and whose Done or Failed
+	// waits for the tracker (runstate.Outcome), oldest first.
+	Outcomes []Outcome `json:"outcomes"`
+}
+
+// Outcome is one run's outcome waiting for the tracker: its pipeline ended
+// at Recorded, and the transition to To and its comment are written from
+// the record once the tracker answers, never by running it again.
+type Outcome struct {
+	Ticket   string        `json:"ticket"`
+	Ref      platforms.Ref `json:"ref"`
+	Project  string        `json:"project"`
+	Instance string        `json:"instance"`
+	Attempt  int           `json:"attempt"`
+	To       string        `json:"to"`
+	Recorded time.Time     `json:"recorded"`
+	// AgeMS is how long it has waited; Tries how often a finisher tried
+	// it after the run handed it over, LastError the last try's error.
+	AgeMS     int64  `json:"age_ms"`
+	Tries     int    `json:"tries"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // Queue describes the pending work, on every priority level and in the
@@ -80,6 +101,9 @@ type Run struct {
 	HeartbeatAgeMS int64 `json:"heartbeat_age_ms"`
 	// InstanceAlive is whether the owner's liveness key exists.
 	InstanceAlive bool `json:"instance_alive"`
+	// Ended is when the run's pipeline ended, when its outcome is
+	// recorded and waits for the tracker (zero while it runs).
+	Ended time.Time `json:"ended,omitzero"`
 }
 
 // Lease is a leader lease's holder ("" when nobody holds it).
@@ -115,7 +139,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 	if cfg.Clock == nil {
 		cfg.Clock = wallclock.Now
 	}
-	s := Snapshot{At: cfg.Clock().UTC(), Runs: []Run{}, Leases: []Lease{}, Instances: []Instance{}}
+	s := Snapshot{At: cfg.Clock().UTC(), Runs: []Run{}, Leases: []Lease{}, Instances: []Instance{}, Outcomes: []Outcome{}}
 	var err error
 	if s.Queue, err = ReadQueue(ctx, q, s.At); err != nil {
 		return s, err
@@ -126,6 +150,16 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 	}
 	if s.Paused, err = lifecycle.PausedProjects(ctx, rdb); err != nil {
 		return s, err
+	}
+	outcomes, _, err := runstate.ReadOutcomes(ctx, rdb)
+	if err != nil {
+		return s, err
+	}
+	ended := map[string]time.Time{}
+	for _, o := range outcomes {
+		ended[o.Ref.Key()] = o.Recorded
+		s.Outcomes = append(s.Outcomes, Outcome{Ticket: o.Ref.String(), Ref: o.Ref, Project: o.Ref.Project, Instance: o.Instance,
+			Attempt: o.Attempt, To: o.To, Recorded: o.Recorded, AgeMS: o.Age(s.At).Milliseconds(), Tries: o.Tries, LastError: o.LastError})
 	}
 	instKeys, err := scanKeys(ctx, rdb, keys.InstancePattern())
 	if err != nil {
@@ -163,7 +197,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 	for _, run := range runs {
 		rec := run.Record
 		r := Run{Ticket: run.Field, Project: rec.Ref.Project, Instance: rec.Instance, Attempt: rec.Attempt,
-			RequestID: rec.RequestID, Started: rec.Started, HeartbeatAgeMS: -1, InstanceAlive: run.OwnerAlive}
+			RequestID: rec.RequestID, Started: rec.Started, HeartbeatAgeMS: -1, InstanceAlive: run.OwnerAlive, Ended: ended[run.Field]}
 		if rec.Ref.ID != "" {
 			r.Ticket, r.Ref = rec.Ref.String(), rec.Ref
 		}

@@ -167,3 +167,29 @@ func LockWithHistory(ctx context.Context, rdb redis.Scripter, lockKey, token str
 	}
 	return Locked{Got: true, Last: last, Finished: vals[2] == int64(1)}, nil
 }
+
+// dueScript raises the ticket's recorded attempt to ARGV[2], never lowers it.
+//
+//	KEYS[1]  attempts hash
+//	ARGV[1]  ticket key (hash field)
+//	ARGV[2]  attempt due next
+var dueScript = redis.NewScript(`
+local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if tonumber(ARGV[2]) > cur then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return 0
+`)
+
+// Due records that the ticket's next run is attempt: a retry scheduled
+// after a failed attempt counts the failed one as used before its request
+// reaches the delayed set. Were that request lost, the EnqueuedReconciler
+// re-pushes what LastAttempt returns, so the retry keeps its number instead
+// of re-running the failed attempt (one run more than max_attempts). A
+// hand-back, which re-runs the same attempt, does not call it.
+func Due(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, attempt int) error {
+	if err := dueScript.Run(ctx, rdb, []string{keys.Attempts()}, ref.Key(), attempt).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("record attempt %d due for %s: %w", attempt, ref, err)
+	}
+	return nil
+}

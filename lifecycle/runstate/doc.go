@@ -28,4 +28,5 @@
 //	slots:project:{name}    sorted set, run token scored by expiry (unix ms)
 //	slots:token:{digest}    likewise, shared by every project using one tracker token
 //	runlogs:{ticket}        hash, attempt → RunLog JSON, TTL keys.FinishedTTL
+//	outcomes                hash, ticket key → Outcome JSON: pipelines ended, Done/Failed not yet written
 package runstate

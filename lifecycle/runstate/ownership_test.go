@@ -14,7 +14,7 @@ import (
 )
 
 // runStateKeys are the pkg/keys builders of the keys this package owns.
-var runStateKeys = []string{"Heartbeat", "Inflight", "Attempts", "Finished", "Cancel", "ProjectSlots", "TokenSlots", "RunLogs"}
+var runStateKeys = []string{"Heartbeat", "Inflight", "Attempts", "Finished", "Cancel", "ProjectSlots", "TokenSlots", "RunLogs", "Outcomes"}
 
 // scriptOwners are the only packages that may define Lua scripts: each
 // next to the keys its scripts touch, so a reader finds every rule about a

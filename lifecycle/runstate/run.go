@@ -45,10 +45,15 @@ type Record struct {
 // nothing is taken. INFO runs on that node: in a cluster it is the
 // ticket's own master.
 //
+// A ticket whose last run's outcome waits for the tracker (keys.Outcomes)
+// is held as well: that run's pipeline ended and its outcome is written
+// from the record, never by running the pipeline again.
+//
 //	KEYS[1]   heartbeat key of the ticket
 //	KEYS[2]   in-flight index (hash)
 //	KEYS[3]   attempts hash
-//	KEYS[4..] concurrency semaphores (sorted sets), if any
+//	KEYS[4]   outcomes hash
+//	KEYS[5..] concurrency semaphores (sorted sets), if any
 //	ARGV[1]   owner token
 //	ARGV[2]   heartbeat TTL in milliseconds
 //	ARGV[3]   ticket key (hash field)
@@ -56,15 +61,15 @@ type Record struct {
 //	ARGV[5]   attempt
 //	ARGV[6]   now in unix milliseconds
 //	ARGV[7]   restart grace in milliseconds (0: none)
-//	ARGV[7+i] the limit of KEYS[3+i]
+//	ARGV[7+i] the limit of KEYS[4+i]
 //
 // Returns {code, n}: {1, 0} when taken, {0, 0} when another run holds the
-// heartbeat, {2, 0} when the ticket already ran a later attempt (the
-// request is stale: say an old retry outlived a re-trigger), {3, i} when
-// semaphore KEYS[3+i] is full, {4, ms} when Redis started less than the
-// grace ago and ms more must pass.
+// heartbeat or the last run's outcome waits, {2, 0} when the ticket already
+// ran a later attempt (the request is stale: say an old retry outlived a
+// re-trigger), {3, i} when semaphore KEYS[4+i] is full, {4, ms} when Redis
+// started less than the grace ago and ms more must pass.
 var takeScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('HEXISTS', KEYS[4], ARGV[3]) == 1 then
   return {0, 0}
 end
 local grace = tonumber(ARGV[7])
@@ -83,16 +88,16 @@ if tonumber(ARGV[5]) < last then
   return {2, 0}
 end
 local now = tonumber(ARGV[6])
-for i = 4, #KEYS do
+for i = 5, #KEYS do
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
-  if redis.call('ZCARD', KEYS[i]) >= tonumber(ARGV[i + 4]) then
-    return {3, i - 3}
+  if redis.call('ZCARD', KEYS[i]) >= tonumber(ARGV[i + 3]) then
+    return {3, i - 4}
   end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
 redis.call('HSET', KEYS[3], ARGV[3], ARGV[5])
-for i = 4, #KEYS do
+for i = 5, #KEYS do
   redis.call('ZADD', KEYS[i], now + tonumber(ARGV[2]), ARGV[1])
 end
 return {1, 0}
@@ -148,7 +153,7 @@ type TakeResult int
 // Take's results.
 const (
 	Taken      TakeResult = iota
-	Held                  // another run owns the ticket
+	Held                  // another run owns the ticket, or its last run's outcome waits
 	Limited               // a semaphore is full; nothing was taken
 	Stale                 // the ticket already ran a later attempt than the request's
 	Restarting            // Redis restarted within the grace; nothing was taken
@@ -186,7 +191,7 @@ func Take(ctx context.Context, rdb redis.Scripter, rec Record, a TakeArgs) (Took
 	if err != nil {
 		return Took{}, fmt.Errorf("take run: %w", err)
 	}
-	keyList := append([]string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts()}, rec.Slots...)
+	keyList := append([]string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts(), keys.Outcomes()}, rec.Slots...)
 	args := []any{rec.Token, a.TTL.Milliseconds(), k, string(b), rec.Attempt, a.Now.UnixMilli(), max(a.RestartGrace.Milliseconds(), 0)}
 	for _, s := range a.Slots {
 		args = append(args, s.Limit)
@@ -256,14 +261,19 @@ func Holder(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (token st
 	return redislock.Holder(ctx, rdb, keys.Heartbeat(ref.Key()))
 }
 
-// Running reports whether any run holds the ticket's heartbeat, for repairs
-// that must leave a ticket alone while a run is moving it.
+// Running reports whether any run holds the ticket's heartbeat, or its
+// last run's outcome waits to be written (OutcomeWaits), for repairs that
+// must leave a ticket alone while a run is moving it: a run whose final
+// write waits for the tracker is still moving it.
 func Running(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (bool, error) {
 	n, err := rdb.Exists(ctx, keys.Heartbeat(ref.Key())).Result()
 	if err != nil {
 		return false, fmt.Errorf("read heartbeat of %s: %w", ref, err)
 	}
-	return n == 1, nil
+	if n == 1 {
+		return true, nil
+	}
+	return OutcomeWaits(ctx, rdb, ref)
 }
 
 // Evict deletes the ticket's heartbeat if it still holds token, without

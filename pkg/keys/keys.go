@@ -144,6 +144,13 @@ func Leader(role string) string { return prefix() + "leader:" + role }
 // Inflight is the hash ticket key → run owner record of running pipelines.
 func Inflight() string { return prefix() + "inflight" }
 
+// Outcomes is the hash ticket key → outcome record (runstate.Outcome) of
+// every run whose pipeline ended but whose Done or Failed is not yet on the
+// tracker: the record the final write is made from, by the run or by
+// whoever finishes it after the run gave up or died, so a tracker outage
+// at the end of a run never costs its outcome nor runs its pipeline again.
+func Outcomes() string { return prefix() + "outcomes" }
+
 // Instance is a replica's liveness key (short TTL, renewed continuously).
 func Instance(id string) string { return prefix() + "instance:" + id }
 

@@ -25,6 +25,7 @@ var builders = map[string]func() string{
 	"ProcessingPattern":   ProcessingPattern,
 	"Leader":              func() string { return Leader("poller") },
 	"Inflight":            Inflight,
+	"Outcomes":            Outcomes,
 	"Instance":            func() string { return Instance("i1") },
 	"InstancePattern":     InstancePattern,
 	"Epoch":               Epoch,

@@ -260,7 +260,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	wi, err := c.UpdateWorkItem(ctx, workitemtracking.UpdateWorkItemArgs{Document: &doc, Id: &id, Project: &t.project})
 	if err != nil {
-		return nil, fmt.Errorf("azuredevops: relabel %s at rev %d: %w", tk.Ref.ID, rev, classify(err))
+		return nil, fmt.Errorf("azuredevops: relabel %s at rev %d: %w", tk.Ref.ID, rev, explainRefusal(classify(err), add))
 	}
 	out, err := t.ticket(wi)
 	if err != nil {

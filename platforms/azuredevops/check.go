@@ -2,9 +2,13 @@ package azuredevops
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
+
+	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/workitemtracking"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -19,6 +23,9 @@ const hooksWhere = "Project settings → Service hooks (Web Hooks)"
 // updated here. The three organisation-level resources are read with plain
 // GETs on the tracker's client and the PAT's header: the SDK would first
 // discover each one's area through OPTIONS and ResourceAreas.
+//
+// The lifecycle tags must exist in the project or the identity must be
+// allowed to create them (checkLifecycleTags).
 //
 // Work item write permission is not checked: Azure DevOps reports it only
 // through the Security namespaces API per area path ("Edit work items in
@@ -58,11 +65,94 @@ func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []plat
 	out = append(out, platforms.OK("repository", "%s (%s)", proj.Name, proj.State))
 	out = append(out, platforms.Warn("permissions", "work item write permission cannot be read without writing",
 		"give the PAT the Work Items (Read & write) scope; its user needs Edit work items on the project's area path"))
-	out = append(out, platforms.OK("trigger label", "%q: tags need not exist beforehand", opts.TriggerLabel))
+	out = append(out, platforms.OK("trigger label", "%q: added by people, not by the daemon", opts.TriggerLabel))
+	if len(opts.LifecycleLabels) > 0 {
+		out = append(out, t.checkLifecycleTags(ctx, proj.ID, opts.LifecycleLabels))
+	}
 	if !opts.Webhooks {
 		return append(out, platforms.PollingOnly())
 	}
 	return append(out, t.checkSubscriptions(ctx, proj.ID, opts))
+}
+
+// checkLifecycleTags verifies that the daemon can write its lifecycle
+// tags. Adding a tag the project does not define creates it, and creating
+// one takes Basic access and the project permission "Create tag
+// definition": an identity without them (a Stakeholder, a common licence
+// for automation accounts) may add existing tags only, and its claims are
+// refused with TF401289 (refusals.go). So it passes when the project
+// defines all of them (Tags - List, GET {project}/_apis/wit/tags as the
+// SDK's GetTags sends it,
+// https://learn.microsoft.com/rest/api/azure/devops/wit/tags/list), or
+// when Permissions - Has Permissions says the PAT's identity holds the
+// Tagging namespace's Create bit on the project (namespace and token from
+// docs/organizations/security/namespace-reference.md). Whether that
+// evaluation reflects a Stakeholder access level is not documented; a
+// claim refused anyway is told on the ticket with the same fix.
+func (t *Tracker) checkLifecycleTags(ctx context.Context, projectID string, tags []string) platforms.CheckResult {
+	const name = "lifecycle tags"
+	// A plain GET, as for the other reads here: the SDK's GetTags would
+	// first discover the work item tracking area.
+	var defs struct {
+		Value []workitemtracking.WorkItemTagDefinition `json:"value"`
+	}
+	if code, err := t.getJSON(ctx, url.PathEscape(t.project)+"/_apis/wit/tags?api-version=7.1-preview.1", &defs); err != nil {
+		return platforms.HTTPFailure(name, code, err, platforms.Fixes{
+			Unauthorized: "the PAT is wrong, expired or revoked", Forbidden: "give the PAT the Work Items (Read & write) scope",
+			NotFound: "the project's tags cannot be listed: check base_url and repo"})
+	}
+	var missing []string
+	for _, tag := range tags {
+		defined := slices.ContainsFunc(defs.Value, func(d workitemtracking.WorkItemTagDefinition) bool {
+			return d.Name != nil && platforms.SameLabel(Platform, *d.Name, tag)
+		})
+		if !defined {
+			missing = append(missing, tag)
+		}
+	}
+	if len(missing) == 0 {
+		return platforms.OK(name, "all %d defined in the project", len(tags))
+	}
+	may, why := t.mayCreateTags(ctx, projectID)
+	if may {
+		return platforms.OK(name, "%d not defined yet (%s); the PAT's identity may create them (%s)",
+			len(missing), strings.Join(missing, ", "), why)
+	}
+	return platforms.Fail(name, fmt.Sprintf("not defined in the project: %s; and the PAT's identity may not create tags (%s)",
+		strings.Join(missing, ", "), why), TagsFix)
+}
+
+// taggingNamespace is the Tagging security namespace; bit 2 is Create
+// ("Create tag definition"), its token for a project "/{projectId}".
+const (
+	taggingNamespace = "bb50f182-8e5e-40b8-bc21-e8752a1e7ae2"
+	taggingCreate    = 2
+)
+
+// mayCreateTags asks Permissions - Has Permissions (GET
+// _apis/permissions/{namespace}/{bits}?tokens=..., what the SDK's
+// security.HasPermissions calls: "Evaluates whether the caller has the
+// specified permissions") whether the PAT's identity may create tags in
+// the project, and says how it knows. An answer that cannot be read is
+// a no: check then insists on the tags existing.
+func (t *Tracker) mayCreateTags(ctx context.Context, projectID string) (bool, string) {
+	var ans struct {
+		Value []bool `json:"value"`
+	}
+	q := url.Values{"tokens": {"/" + projectID}, "api-version": {"7.1"}}
+	path := fmt.Sprintf("_apis/permissions/%s/%d?%s", taggingNamespace, taggingCreate, q.Encode())
+	code, err := t.getJSON(ctx, path, &ans)
+	switch {
+	case err != nil && code != 0:
+		return false, fmt.Sprintf("Create tag definition could not be read: HTTP %d", code)
+	case err != nil:
+		return false, "Create tag definition could not be read: no answer"
+	case len(ans.Value) != 1:
+		return false, "Create tag definition could not be read: unexpected answer"
+	case ans.Value[0]:
+		return true, "Create tag definition: allowed"
+	}
+	return false, "Create tag definition: not allowed"
 }
 
 // checkSubscriptions lists service hook subscriptions

@@ -22,6 +22,13 @@ type Access struct {
 	// GitHub does for classic personal access tokens; nil sends none, as
 	// for fine-grained tokens and installation tokens.
 	Scopes []string
+	// CannotCreateTags makes the identity one that may add only the tags
+	// an Azure DevOps project already defines: Stakeholder access in a
+	// private project, or "Create tag definition" not allowed. A work
+	// item update that names a tag the project lacks is refused with 403
+	// TF401289, and the Tagging permission evaluation answers false for
+	// Create (ado_rights.go). Unlike Role, the sim enforces it.
+	CannotCreateTags bool
 }
 
 // Roles, from least to most.

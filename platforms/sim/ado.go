@@ -98,6 +98,8 @@ func (s *Sim) adoRoutes(mux *http.ServeMux) {
 	s.adoRoute(mux, "POST", org+"/_apis/wit/workItemsBatch", false, s.adoWorkItemsBatch)
 	s.adoRoute(mux, "POST", proj+"/workItems/{id}/comments", true, s.adoAddComment)
 	s.adoRoute(mux, "PATCH", proj+"/workItems/{id}/comments/{comment}", true, s.adoUpdateComment)
+	s.adoRoute(mux, "GET", proj+"/tags", true, s.adoListTags)
+	s.adoRoute(mux, "GET", org+"/_apis/permissions/{namespace}/{permissions}", false, s.adoHasPermissions)
 	s.adoCheckRoutes(mux)
 	mux.HandleFunc(adoPrefix, func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) {
@@ -142,8 +144,11 @@ type adoErrorBody struct {
 	Message        string  `json:"message"`
 	TypeName       string  `json:"typeName"`
 	TypeKey        string  `json:"typeKey"`
-	ErrorCode      int     `json:"errorCode"`
-	EventID        int     `json:"eventId"`
+	// CustomProperties carry a refusal's details (the rule errors of
+	// TF401320, the permission bits of an AccessCheckException).
+	CustomProperties map[string]any `json:"customProperties,omitempty"`
+	ErrorCode        int            `json:"errorCode"`
+	EventID          int            `json:"eventId"`
 }
 
 // adoRateHeaders writes Azure DevOps' rate-limit headers for a request
@@ -461,8 +466,26 @@ func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCa
 				adoPatchFailed(w, msg)
 				return
 			}
-			tags = adoKeepSpelling(cur.labelNames(), tags)
+			tags = s.store.spellings(c.repo, adoKeepSpelling(cur.labelNames(), tags))
 			u.Labels = &tags
+			// A tag the project does not define is created by the update,
+			// if the identity may create tags (ado_rights.go).
+			if s.requestAccess(r).CannotCreateTags {
+				undefined, err := s.adoUndefinedTags(c.repo, cur.labelNames(), tags)
+				if err != nil {
+					s.adoStoreError(w, id, err)
+					return
+				}
+				if len(undefined) > 0 {
+					adoTagCreateRefused(w)
+					return
+				}
+			}
+		}
+		// Every save validates the whole work item (ado_rights.go).
+		if field := s.store.brokenRule(c.repo, id); field != "" {
+			adoRuleRefused(w, field)
+			return
 		}
 		version := cur.version
 		sn, _, err := s.store.apply(c.repo, id, func(v int64) bool { return v == version }, c.by, u)

@@ -187,6 +187,8 @@ var adoLocations = []adoLocation{
 		RouteTemplate: "{project}/_apis/{area}/workItems/{id}/{resource}/{updateNumber}", ResourceVersion: 3, MinVersion: "1.0", MaxVersion: "7.2", ReleasedVersion: "7.1"},
 	{ID: "608aac0a-32e1-4493-a863-b9cf4566d257", Area: "wit", ResourceName: "comments",
 		RouteTemplate: "{project}/_apis/{area}/workItems/{workItemId}/{resource}/{commentId}", ResourceVersion: 4, MinVersion: "5.0", MaxVersion: "7.2", ReleasedVersion: "0.0"},
+	{ID: "bc15bc60-e7a8-43cb-ab01-2106be3983a1", Area: "wit", ResourceName: "tags",
+		RouteTemplate: "{project}/_apis/{area}/{resource}/{tagIdOrName}", ResourceVersion: 1, MinVersion: "5.0", MaxVersion: "7.2", ReleasedVersion: "0.0"},
 }
 
 // adoWitAreaID is the work item tracking resource area

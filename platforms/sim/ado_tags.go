@@ -34,9 +34,8 @@ import (
 //   - Tags are case-insensitive: a project keeps one spelling per tag, and a
 //     write of another spelling does not change it (MicrosoftDocs/
 //     azure-devops-docs#5055: "I cannot change a mis-cased tag to the
-//     correct case"). The sim keeps the spelling already on the work item;
-//     it does not model the project-wide tag catalogue, so a spelling used
-//     only on other work items does not win here as it would on the service.
+//     correct case"). The sim keeps the spelling already on the work item,
+//     else the one of the project's tag catalogue (ado_rights.go).
 //   - Values are split at ';' with the blanks around each tag dropped and
 //     written back joined by "; " (the form every answer of the service
 //     shows, e.g. #301's "A; B"); the answer to the PATCH carries the new

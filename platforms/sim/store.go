@@ -194,6 +194,10 @@ type store struct {
 	// refused holds the issues ("repo#n") whose label writes by API
 	// clients are refused for good (RefuseLabelWrites).
 	refused map[string]bool
+	// brokenRules holds the Azure DevOps work items ("repo#n") that break
+	// a rule on a field, by the field's reference name
+	// (BreakRequiredField).
+	brokenRules map[string]string
 }
 
 func newStore(clock func() time.Time) *store {
@@ -444,6 +448,18 @@ func (st *store) createLabel(repoName, name, color, description string, foldCase
 	}
 	nl.description = description
 	return *nl, false, nil
+}
+
+// spellings is repoSpellings for a repository by name; names unchanged
+// when it does not exist.
+func (st *store) spellings(repoName string, names []string) []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.repos[repoName]
+	if !ok {
+		return names
+	}
+	return st.repoSpellings(r, names)
 }
 
 // repoSpellings maps each name to the repository's label that is it but for

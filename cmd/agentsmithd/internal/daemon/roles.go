@@ -77,7 +77,7 @@ func (d *Daemon) buildAdmin() http.Handler {
 	admin := http.NewServeMux()
 	admin.Handle("/", statuspage.RequireToken(d.statusToken, rest))
 	status := statuspage.New(statuspage.Config{RDB: d.rdb, Queue: d.queue, Projects: d.projects, Instance: cfg.InstanceID,
-		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, Token: d.statusToken, Logger: d.log,
+		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, RestartGrace: d.restartGrace(), Token: d.statusToken, Logger: d.log,
 		LogRoots: []string{cfg.Consumer.Output.LogsDir}, Claims: d.claims})
 	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs", "GET /status/ticket",
 		"POST /status/login", "POST /status/logout", "POST /status/action"} {
@@ -189,6 +189,8 @@ func (d *Daemon) buildHousekeeping() service {
 			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
 		housekeeping.NewLabelRepairer(d.rdb, d.claims, housekeeping.LabelRepairerConfig{
 			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
+		housekeeping.NewOutcomeWriter(d.rdb, d.claims, housekeeping.OutcomeWriterConfig{
+			Interval: hk.FastInterval, Fence: l.Fence, LockTTL: d.cfg.Consumer.HeartbeatTTL, Logger: d.log}).Run,
 	}
 	return service{"housekeeping", func(ctx context.Context) error {
 		return l.Run(ctx, func(lctx context.Context) {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/platforms/sim"
+)
+
+// outcomeCutHold is how long trackerCutAtRunEnd keeps the tracker cut:
+// past the final write's timeout (the executor's 30 s), so the runs that
+// end in the cut give up on the tracker and hand their recorded outcomes
+// over instead of writing them themselves.
+const outcomeCutHold = 40 * time.Second
+
+// trackerCutAtRunEnd cuts the tracker for every replica (connections
+// refused) while pipelines run, so they end in the cut, and kill -9s the
+// busiest replica once its runs have ended (their outcomes recorded, not
+// written). When the tracker answers again every outcome must be written,
+// by whichever replica, and no pipeline may run a second time: a re-run
+// would mean the outcome was thrown away.
+func trackerCutAtRunEnd(ctx context.Context, w *world, feed feeder) *partition {
+	p := &partition{Name: "tracker cut for every replica as runs end, past the final write; one killed"}
+	p.tickets = feedN(feed, 8, "brief")
+	victim, _ := busyReplica(ctx, w, p.tickets, 45*time.Second)
+	if victim == nil {
+		p.problem("no replica ran a pipeline to cut")
+		return p
+	}
+	w.mu.Lock()
+	rs := slices.Clone(w.replicas)
+	w.mu.Unlock()
+	cut := time.Now()
+	for _, r := range rs {
+		r.trackerNet.Cut()
+	}
+	w.record("tracker-cut", "", 0)
+	// The victim's runs end by themselves in the cut; then it dies.
+	pid := victim.cmd.Process.Pid
+	for time.Since(cut) < outcomeCutHold/2 && ctx.Err() == nil && len(runsWorking(w, p.tickets)[pid]) > 0 {
+		time.Sleep(50 * time.Millisecond) // polling the run log with a deadline
+	}
+	killedInc := victim.inc
+	w.killPod(victim)
+	time.Sleep(time.Until(cut.Add(outcomeCutHold))) // the fault itself
+	restored := time.Now()
+	for _, r := range rs {
+		if err := r.trackerNet.Restore(); err != nil {
+			p.problem("restore: %v", err)
+		}
+	}
+	w.record("tracker-restored", "", 0)
+	if err := w.startReplica(victim); err != nil {
+		p.problem("restart %s: %v", killedInc, err)
+	}
+	waitTerminal(ctx, w, p.tickets, partitionWait)
+
+	ids := map[string]bool{}
+	for _, t := range p.tickets {
+		ids[t.id] = true
+	}
+	all := readRuns(w.runLog)
+	ws := w.sim.Writes()
+	ended, ofKilled, rerun, worst := 0, 0, 0, time.Duration(0)
+	for _, r := range all {
+		if !ids[r.id] || r.ended.IsZero() || r.ended.Before(cut) || r.ended.After(restored) {
+			continue
+		}
+		ended++
+		if r.ppid == pid {
+			ofKilled++
+		}
+		var written time.Time
+		for _, wr := range ws {
+			if ticketID(sim.Issue{Repo: wr.Repo, Number: wr.Number}) == r.id && wr.At.After(r.ended) &&
+				stateOf(wr.Before) == "in-progress" && (stateOf(wr.After) == "done" || stateOf(wr.After) == "failed") {
+				written = wr.At
+				break
+			}
+		}
+		if written.IsZero() {
+			p.problem("%s: its run ended in the cut and its outcome was never written", r.id)
+			continue
+		}
+		worst = max(worst, written.Sub(restored))
+		for _, r2 := range all {
+			if r2.id == r.id && r2.start.After(r.ended) {
+				p.problem("%s: run again at %s although its pipeline had ended", r.id, r2.start.Format("15:04:05.000"))
+				rerun++
+				break
+			}
+		}
+	}
+	if ended == 0 || ofKilled == 0 {
+		p.problem("runs ending in the cut: %d, of the killed replica %s: %d; the scenario proved nothing", ended, killedInc, ofKilled)
+	}
+	p.figure("runs ending in the cut / of the killed replica", fmt.Sprintf("%d / %d (%s)", ended, ofKilled, killedInc))
+	p.figure("  outcomes written after the restore: worst", "+"+worst.Round(10*time.Millisecond).String())
+	p.figure("  pipelines run twice", rerun)
+	return p
+}

@@ -28,18 +28,20 @@ const (
 	adoPatch = "PATCH /ado/{org}/{project}/_apis/wit/workItems/{id}"
 )
 
-// adoWorld is one Azure DevOps project on trackersim, read and written by
-// the real tracker (azure-devops-go-api), with a poller on an injected
-// clock.
-type adoWorld struct {
+// refusalWorld is one project on trackersim, read and written by the real
+// tracker (here Azure DevOps, azure-devops-go-api; newJiraWorld: go-jira),
+// with a poller on an injected clock.
+type refusalWorld struct {
 	sim     *sim.Sim
 	poller  *lifecycle.Poller
 	clock   *trackerhttptest.Clock
 	metrics *metrics.Metrics
 	labels  lifecycle.Labels
+	// write is the sim's route of the tracker's label write.
+	write string
 }
 
-func newADOWorld(t *testing.T, access sim.Access) *adoWorld {
+func newADOWorld(t *testing.T, access sim.Access) *refusalWorld {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
 	s := sim.New(sim.Options{Tokens: []string{adoToken}})
@@ -54,8 +56,8 @@ func newADOWorld(t *testing.T, access sim.Access) *adoWorld {
 	}
 	projects := lifecycle.Projects{"p": {Name: "p", Platform: azuredevops.Platform, Tracker: tr, TriggerLabel: "agent-smith",
 		Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 3}}}
-	w := &adoWorld{sim: s, clock: trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
-		metrics: metrics.New(metrics.Config{}), labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}}
+	w := &refusalWorld{sim: s, clock: trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+		metrics: metrics.New(metrics.Config{}), labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}, write: adoPatch}
 	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{Instance: "test",
 		Labels: w.labels, Clock: w.clock.Now, Logger: zaptest.NewLogger(t), Observer: w.metrics})
 	w.poller = lifecycle.NewPoller(claims, zaptest.NewLogger(t))
@@ -63,16 +65,16 @@ func newADOWorld(t *testing.T, access sim.Access) *adoWorld {
 }
 
 // pollMinutes polls once a minute for minutes+1 cycles and returns the
-// minutes at which the tracker was asked to write the work item.
-func (w *adoWorld) pollMinutes(t *testing.T, minutes int) []int {
+// minutes at which the tracker was asked to write the ticket.
+func (w *refusalWorld) pollMinutes(t *testing.T, minutes int) []int {
 	t.Helper()
 	var wroteAt []int
 	for minute := 0; minute <= minutes; minute++ {
-		before := w.sim.Stats().Calls[adoPatch]
+		before := w.sim.Stats().Calls[w.write]
 		if _, err := w.poller.PollOnce(t.Context(), "p"); err != nil {
 			t.Errorf("minute %d: poll failed: %v (a refusal for good is an outcome, not an error)", minute, err)
 		}
-		if w.sim.Stats().Calls[adoPatch] != before {
+		if w.sim.Stats().Calls[w.write] != before {
 			wroteAt = append(wroteAt, minute)
 		}
 		w.clock.Advance(time.Minute)

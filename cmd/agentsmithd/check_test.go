@@ -293,6 +293,58 @@ func TestCheckJira(t *testing.T) {
 	}
 }
 
+// The "edit screen" row reads the editmeta of the newest open issue of
+// each issue type: it passes on a default project, whose Edit screen
+// carries Labels, fails with the fix when the screen lacks Labels or the
+// status forbids edits, and warns when no open issue is there to read.
+func TestCheckJiraEditScreen(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	// The world's issues exist before check runs; a real project's are
+	// older than Cloud's search lag.
+	w.sim.SetJiraSearchLag(0)
+	ok, dc := w.jiraProject("ok", "PROJ", "cloud"), w.jiraProject("dc", "PROJ", "datacenter")
+	code, rep, out := w.run(t, ok)
+	wantStatuses(t, rep, "ok", map[string]string{"edit screen": "ok"})
+	if code != 0 || !strings.Contains(out, "labels editable on Task (PROJ-1)") {
+		t.Errorf("exit %d, want 0 and the row naming Task (PROJ-1):\n%s", code, out)
+	}
+
+	w.sim.SetJiraLabelsOnEditScreen("PROJ", "Task", false)
+	code, rep, out = w.run(t, ok)
+	wantStatuses(t, rep, "ok", map[string]string{"auth": "ok", "permissions": "ok", "edit screen": "fail"})
+	for _, want := range []string{"Task (PROJ-1): Labels is not on its Edit screen", "put the Labels field on the Edit screen",
+		"Project settings → Screens", "jira.issue.editable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the row does not say %q:\n%s", want, out)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	w.sim.SetJiraLabelsOnEditScreen("PROJ", "Task", true)
+
+	// On Data Center (its own search) the status forbids every edit.
+	w.sim.SetJiraDeployment("datacenter")
+	w.sim.SetJiraStatusEditable("PROJ", "To Do", false)
+	_, rep, out = w.run(t, dc)
+	wantStatuses(t, rep, "dc", map[string]string{"deployment": "ok", "edit screen": "fail"})
+	if !strings.Contains(out, "no field is editable (its status has jira.issue.editable=false)") {
+		t.Errorf("the row does not blame the status:\n%s", out)
+	}
+	w.sim.SetJiraStatusEditable("PROJ", "To Do", true)
+	w.sim.SetJiraDeployment("cloud")
+
+	if err := w.sim.SetOpen("PROJ", 1, false); err != nil {
+		t.Fatal(err)
+	}
+	_, rep, out = w.run(t, ok)
+	wantStatuses(t, rep, "ok", map[string]string{"edit screen": "warn"})
+	if !strings.Contains(out, "no open issue in PROJ") {
+		t.Errorf("the warning does not say why:\n%s", out)
+	}
+}
+
 func TestCheckAzureDevOps(t *testing.T) {
 	w := newCheckWorld(t)
 	w.sim.SetAccess(checkToken, sim.Access{Login: "ado-bot", Role: sim.RoleAdmin})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -24,7 +25,8 @@ const hooksWhere = "Jira Settings → System → WebHooks (an administrator)"
 // Check verifies, with GETs only, that the token can run this project's
 // tickets: who it is (/myself), that the site is the configured deployment
 // (serverInfo deploymentType: always "Cloud" on Cloud), that the project
-// exists and the token has checkPermissions in it (mypermissions), and,
+// exists and the token has checkPermissions in it (mypermissions), that
+// the REST edit may set labels on its open issues (checkEditScreen), and,
 // where the token may list them (Jira administrators only), that a webhook
 // sends issue events here. Jira labels are not objects: there is no label
 // to check.
@@ -83,6 +85,7 @@ func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []plat
 	}
 	out = append(out, platforms.OK("repository", "%s (%s)", project.Key, project.Name))
 	out = append(out, t.checkMyPermissions(ctx))
+	out = append(out, t.checkEditScreen(ctx))
 	out = append(out, platforms.OK("trigger label", "%q: Jira labels need not exist beforehand", opts.TriggerLabel))
 	return append(out, t.checkWebhooks(ctx, opts, isCloud, dc10))
 }
@@ -109,6 +112,101 @@ func (t *Tracker) checkMyPermissions(ctx context.Context) platforms.CheckResult 
 			"grant the token's user "+strings.Join(missing, ", ")+" in project "+t.key+"'s permission scheme")
 	}
 	return platforms.OK(name, "%s", strings.Join(checkPermissions, ", "))
+}
+
+// editScreenTypes is the most issue types checkEditScreen reads the
+// editmeta of, and editScreenIssues the most open issues it looks through
+// for them: one search page.
+const (
+	editScreenTypes  = 10
+	editScreenIssues = pageSize
+)
+
+// checkEditScreen verifies that the REST edit may set labels on the
+// project's issues: Jira refuses a labels edit its editmeta does not list
+// (refusals.go), which a new project allows and an administrator's screen
+// or workflow change takes away. Screens are per issue type, so it reads
+// the editmeta of the newest open issue of each issue type among the
+// newest editScreenIssues; with no open issue there is nothing to read.
+// Docs: POST /rest/api/3/search/jql, GET /rest/api/2/search,
+// GET /rest/api/{2|3}/issue/{issueIdOrKey}/editmeta.
+func (t *Tracker) checkEditScreen(ctx context.Context) platforms.CheckResult {
+	const name = "edit screen"
+	jql := fmt.Sprintf(`project = %s AND statusCategory != Done ORDER BY key DESC`, jqlString(t.key))
+	type typedIssue struct {
+		Key    string `json:"key"`
+		Fields struct {
+			IssueType *struct {
+				Name string `json:"name"`
+			} `json:"issuetype"`
+		} `json:"fields"`
+	}
+	var res struct {
+		Issues []typedIssue `json:"issues"`
+	}
+	var err error
+	if t.cloud {
+		err = t.do(ctx, http.MethodPost, t.api+"search/jql",
+			jqlSearchRequest{JQL: jql, Fields: []string{"issuetype"}, MaxResults: editScreenIssues}, &res)
+	} else {
+		q := url.Values{"jql": {jql}, "fields": {"issuetype"}, "maxResults": {strconv.Itoa(editScreenIssues)}}
+		err = t.do(ctx, http.MethodGet, t.api+"search?"+q.Encode(), nil, &res)
+	}
+	if err != nil {
+		return platforms.Warn(name, "could not search the project's open issues: "+oneLine(err.Error()),
+			"check the Labels field is on the Edit screen of each issue type the daemon runs")
+	}
+	var newest []typedIssue // the newest open issue of each type
+	seen := map[string]bool{}
+	for _, is := range res.Issues {
+		typ := ""
+		if is.Fields.IssueType != nil {
+			typ = is.Fields.IssueType.Name
+		}
+		if !seen[typ] && len(newest) < editScreenTypes {
+			seen[typ] = true
+			newest = append(newest, is)
+		}
+	}
+	if len(newest) == 0 {
+		return platforms.Warn(name, "no open issue in "+t.key+" to read the editmeta of",
+			"make sure the Labels field is on the Edit screen of each issue type the daemon runs (Project settings → Screens)")
+	}
+	var ok, bad []string
+	for _, is := range newest {
+		typ := "issue type unknown"
+		if is.Fields.IssueType != nil {
+			typ = is.Fields.IssueType.Name
+		}
+		what := fmt.Sprintf("%s (%s)", typ, is.Key)
+		var meta struct {
+			Fields map[string]json.RawMessage `json:"fields"`
+		}
+		if _, err := t.get(ctx, t.api+"issue/"+url.PathEscape(is.Key)+"/editmeta", &meta); err != nil {
+			return platforms.Warn(name, "could not read the editmeta of "+is.Key+": "+oneLine(err.Error()), "")
+		}
+		switch _, has := meta.Fields["labels"]; {
+		case has:
+			ok = append(ok, what)
+		case len(meta.Fields) == 0:
+			bad = append(bad, what+": no field is editable (its status has jira.issue.editable=false)")
+		default:
+			bad = append(bad, what+": Labels is not on its Edit screen")
+		}
+	}
+	if len(bad) > 0 {
+		return platforms.Fail(name, "the REST edit may not set labels on "+strings.Join(bad, "; "), EditScreenFix)
+	}
+	return platforms.OK(name, "labels editable on %s", strings.Join(ok, ", "))
+}
+
+// oneLine is s on one line, at most 200 characters, for a check's detail.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
 }
 
 // The admin webhook resource: Cloud and Data Center before 10 serve

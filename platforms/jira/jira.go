@@ -323,7 +323,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	err = t.do(ctx, http.MethodPut, t.api+"issue/"+url.PathEscape(key), body, nil)
 	t.recent.wrote(key) // even on an error: the write may have been applied
 	if err != nil {
-		return nil, fmt.Errorf("jira: relabel %s: %w", key, err)
+		return nil, fmt.Errorf("jira: relabel %s: %w", key, t.explainRefusal(ctx, key, err))
 	}
 	t.log.Debug("relabelled", zap.String("ticket", key), zap.Strings("remove", remove), zap.String("add", add))
 	return &out, nil

@@ -63,6 +63,7 @@ func (s *Sim) jiraRoutes(mux *http.ServeMux) {
 	const issue = "/rest/api/{v}/issue/{key}"
 	s.jiraRoute(mux, "GET", issue, s.jiraGetIssue)
 	s.jiraRoute(mux, "PUT", issue, s.jiraEditIssue)
+	s.jiraRoute(mux, "GET", issue+"/editmeta", s.jiraEditMeta)
 	s.jiraRoute(mux, "POST", issue+"/comment", s.jiraAddComment)
 	s.jiraRoute(mux, "PUT", issue+"/comment/{comment}", s.jiraEditComment)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search", s.jiraSearch)
@@ -238,7 +239,7 @@ func (s *Sim) jiraEditIssue(w http.ResponseWriter, r *http.Request, c *jiraCall)
 	for _, m := range []map[string]json.RawMessage{req.Fields, req.Update} {
 		for field := range m {
 			if field != "labels" {
-				jiraFieldError(w, field, fmt.Sprintf("Field '%s' cannot be set. It is not on the appropriate screen, or unknown.", field))
+				jiraFieldError(w, field, jiraNotOnScreen(field))
 				return
 			}
 		}
@@ -287,6 +288,11 @@ func (s *Sim) jiraEditIssue(w http.ResponseWriter, r *http.Request, c *jiraCall)
 		sn, err := s.store.get(repo, n)
 		if err != nil {
 			s.jiraStoreError(w, err)
+			return
+		}
+		// The Edit screen and the status decide (jira_screens.go).
+		if len(ops) > 0 && !s.jiraEditable(sn)["labels"] {
+			jiraFieldError(w, "labels", jiraNotOnScreen("labels"))
 			return
 		}
 		labels := applyJiraLabelOps(sn.labelNames(), ops)

@@ -139,6 +139,8 @@ type Sim struct {
 	rate     rateLimiter
 	hooks    hookSet
 	check    checkState // what `agentsmithd check` reads: access, Jira deployment
+	// screens are Jira's Edit screens and non-editable statuses.
+	screens jiraScreens
 	// jiraIndex is Jira Cloud's lagging search index (jira_index.go).
 	jiraIndex searchIndex
 	// ghIndex is GitHub's lagging issue search index (github_search.go).

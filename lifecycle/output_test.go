@@ -21,6 +21,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
 // Each attempt's whole output goes to its own capped log file, recorded in
@@ -152,5 +153,42 @@ func TestRetryKeepsTheFailedRunsLog(t *testing.T) {
 	}
 	if got := page("/status/logs?ticket=" + tk); got != "output of run 2 attempt 1\n" {
 		t.Errorf("/status/logs (the last) = %q", got)
+	}
+}
+
+// When Redis no longer has the records (expired, or a restart lost them)
+// but the disk still has the files, a retry's run still does not
+// overwrite them: the existing file moves it on to the next run's name.
+func TestRetryNeverOverwritesALogOnDisk(t *testing.T) {
+	w := lifecycletest.New(t, 1)
+	dir := t.TempDir()
+	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
+		`echo x >> "$D/runs"; n=$(wc -l < "$D/runs"); echo "output of run $n"; [ "$n" -gt 1 ]`}
+	rec := runWorld(t, w, dir, 1)
+	n := claim(t, w, "fails, loses its records, is retried")
+	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	ref := lifecycletest.Ref(n)
+	eventually.Wait(t, 10*time.Second, "the failed run to let go of the ticket", func() bool {
+		running, err := runstate.Running(t.Context(), w.RDB, ref)
+		return err == nil && !running
+	})
+	if err := w.RDB.Del(t.Context(), keys.RunLogs(ref.Key())).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Claims.Retry(t.Context(), ref, lifecycle.SourceOperator, ""); err != nil || !res.Retried() {
+		t.Fatalf("retry = %+v, %v", res, err)
+	}
+	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+
+	work := filepath.Join(dir, "work")
+	if b, err := os.ReadFile(lifecycle.LogPath(work, "", ref, 1, 1)); err != nil || string(b) != "output of run 1\n" {
+		t.Errorf("run 1's log = %q, %v; want it kept", b, err)
+	}
+	rls, err := runstate.RunLogs(t.Context(), w.RDB, ref)
+	if err != nil || len(rls) != 1 || rls[0].Run != 2 || rls[0].Path != lifecycle.LogPath(work, "", ref, 2, 1) {
+		t.Fatalf("recorded logs %+v, %v; want the retry as run 2", rls, err)
+	}
+	if b, err := os.ReadFile(rls[0].Path); err != nil || string(b) != "output of run 2\n" {
+		t.Errorf("run 2's log = %q, %v", b, err)
 	}
 }

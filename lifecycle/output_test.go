@@ -143,7 +143,7 @@ func TestRetryKeepsTheFailedRunsLog(t *testing.T) {
 	}
 	tk := url.QueryEscape(ref.Platform + ":" + ref.ID)
 	body := page("/status/ticket?ticket=" + tk)
-	for _, want := range []string{"output of run 1 attempt 1", "output of run 2 attempt 1", `id="attempt-1"`, `id="run-2-attempt-1"`} {
+	for _, want := range []string{"output of run 1 attempt 1", "output of run 2 attempt 1", `id="attempt-1"`, `id="run-2-attempt-1"`, "log of attempt 1 of run 2"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("ticket page lacks %q", want)
 		}

@@ -22,6 +22,7 @@ const (
 // finished tickets' working directories and logs stay on this replica.
 type Output struct {
 	// LogsDir holds the logs as {logs_dir}/{project}/{ticket}/attempt-N.log
+	// (run-R-attempt-N.log for run R > 1, after an operator's retry)
 	// (default {work_dir}-logs, next to the work dir). It must be outside
 	// the work dir and writable by the daemon's user alone: a pipeline that
 	// could write there could plant a link in place of the next log.

@@ -3,7 +3,9 @@ package lifecycle
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,15 +45,26 @@ func LogDir(workRoot, logsDir string, ref platforms.Ref) string {
 	return WorkDir(LogsRoot(workRoot, logsDir), ref)
 }
 
-// LogPath is one attempt's log file.
-func LogPath(workRoot, logsDir string, ref platforms.Ref, attempt int) string {
-	return filepath.Join(LogsRoot(workRoot, logsDir), logName(ref, attempt))
+// LogPath is one attempt's log file: attempt of the ticket's run.
+func LogPath(workRoot, logsDir string, ref platforms.Ref, run, attempt int) string {
+	return filepath.Join(LogsRoot(workRoot, logsDir), logName(ref, run, attempt))
 }
 
-// logName is an attempt's log file relative to the logs root.
-func logName(ref platforms.Ref, attempt int) string {
-	return filepath.Join(ticketRel(ref), "attempt-"+strconv.Itoa(attempt)+".log")
+// logName is an attempt's log file relative to the logs root:
+// attempt-{attempt}.log in run 1, the name every log had before runs were
+// numbered, and run-{run}-attempt-{attempt}.log in a later run. Only
+// numbers go into the name, never text from the tracker.
+func logName(ref platforms.Ref, run, attempt int) string {
+	base := "attempt-" + strconv.Itoa(attempt) + ".log"
+	if run > 1 {
+		base = "run-" + strconv.Itoa(run) + "-" + base
+	}
+	return filepath.Join(ticketRel(ref), base)
 }
+
+// maxRunProbe bounds how many run numbers openOutput tries past the one
+// Redis suggests when the files are already there.
+const maxRunProbe = 1000
 
 // attemptLog keeps one attempt's full output: a file capped at max bytes,
 // and each line at debug level in the daemon's log with the ticket and
@@ -65,9 +78,9 @@ type attemptLog struct {
 	line      []byte
 }
 
-// openAttemptLog creates (or truncates) the log name beneath root. No link
-// is followed under root, and root must be the daemon's alone: a file the
-// daemon truncates is one only the daemon could have put there.
+// openAttemptLog creates the log name beneath root; an existing file is
+// fs.ErrExist, never truncated: it is an earlier run's log. No link is
+// followed under root, and root must be the daemon's alone.
 func openAttemptLog(root, name string, maxBytes int64, log *zap.Logger) (*attemptLog, error) {
 	if err := ownLogsRoot(root); err != nil {
 		return nil, err
@@ -75,7 +88,7 @@ func openAttemptLog(root, name string, maxBytes int64, log *zap.Logger) (*attemp
 	if err := nofollow.MkdirAll(root, filepath.Dir(name), 0o750); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
-	f, err := nofollow.OpenFile(root, name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	f, err := nofollow.OpenFile(root, name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
@@ -152,17 +165,35 @@ func (a *attemptLog) Close() error {
 
 // openOutput opens the attempt's log file and records where it is; on
 // failure the run goes ahead without one (the failure comment still has
-// the tail) and the problem is logged.
+// the tail) and the problem is logged. The attempt's run comes from the
+// recorded logs (runstate.NextRun), so an operator's retry, which starts
+// over at attempt 1, writes new files beside the failed run's. A file
+// already there (Redis lost or expired the records while the disk kept the
+// files) moves the attempt on to the next run: no log is ever overwritten.
 func (a *attempt) openOutput(ctx context.Context) *attemptLog {
 	e, req, log := a.e, a.req, a.log
-	root, name := LogsRoot(e.cfg.WorkDir, e.cfg.LogsDir), logName(req.Ref, req.Attempt)
-	path := filepath.Join(root, name)
-	out, err := openAttemptLog(root, name, e.cfg.LogMaxBytes, log)
+	root := LogsRoot(e.cfg.WorkDir, e.cfg.LogsDir)
+	rls, err := runstate.RunLogs(ctx, e.rdb, req.Ref)
 	if err != nil {
-		log.Warn("pipeline output not kept", zap.Error(err))
-		return nil
+		log.Warn("read the ticket's recorded logs", zap.Error(err))
 	}
-	if err := runstate.RecordRunLog(ctx, e.rdb, req.Ref, runstate.RunLog{Attempt: req.Attempt, Instance: e.cfg.Instance, Path: path,
+	run := runstate.NextRun(rls, req.Attempt)
+	var out *attemptLog
+	var name string
+	for probe := 0; ; probe++ {
+		name = logName(req.Ref, run, req.Attempt)
+		out, err = openAttemptLog(root, name, e.cfg.LogMaxBytes, log)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || probe == maxRunProbe {
+			log.Warn("pipeline output not kept", zap.Error(err))
+			return nil
+		}
+		run++
+	}
+	path := filepath.Join(root, name)
+	if err := runstate.RecordRunLog(ctx, e.rdb, req.Ref, runstate.RunLog{Run: run, Attempt: req.Attempt, Instance: e.cfg.Instance, Path: path,
 		Started: e.cfg.Clock().UTC()}); err != nil {
 		log.Warn("record the attempt's log file", zap.String("path", path), zap.Error(err))
 	}

@@ -47,7 +47,7 @@ echo "attempt 2 output"`}
 	if b, err := os.ReadFile(secret); err != nil || string(b) != "root only\n" {
 		t.Fatalf("the file outside was written through the planted link: %q %v", b, err)
 	}
-	log := lifecycle.LogPath(work, "", ref, 2)
+	log := lifecycle.LogPath(work, "", ref, 1, 2)
 	if rel, err := filepath.Rel(work, log); err == nil && filepath.IsLocal(rel) {
 		t.Fatalf("the attempt log %s is in the work dir", log)
 	}

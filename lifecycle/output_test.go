@@ -3,6 +3,10 @@ package lifecycle_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,10 +16,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
 // Each attempt's whole output goes to its own capped log file, recorded in
@@ -85,5 +91,104 @@ if [ "$AGENTSMITH_ATTEMPT" = 1 ]; then head -c 10000 /dev/zero | tr '\0' x; echo
 	}
 	if lines < 4 || long != 3 { // 10,000 x's in pieces of 4096
 		t.Errorf("debug lines: %d, pieces of the long line: %d", lines, long)
+	}
+}
+
+// An operator's retry starts the attempts over at 1, and its run writes a
+// log of its own: the failed run's log stays readable, under its own name
+// and record, from the files (lifecycle.OpenLog, which agentsmithctl logs
+// uses) and on the status page, beside the new run's.
+func TestRetryKeepsTheFailedRunsLog(t *testing.T) {
+	w := lifecycletest.New(t, 1)
+	dir := t.TempDir()
+	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
+		`echo x >> "$D/runs"; n=$(wc -l < "$D/runs"); echo "output of run $n attempt $AGENTSMITH_ATTEMPT"; [ "$n" -gt 1 ]`}
+	rec := runWorld(t, w, dir, 1)
+	n := claim(t, w, "fails, then is retried")
+	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	ref := lifecycletest.Ref(n)
+	eventually.Wait(t, 10*time.Second, "the failed run to let go of the ticket", func() bool {
+		running, err := runstate.Running(t.Context(), w.RDB, ref)
+		return err == nil && !running
+	})
+	if res, err := w.Claims.Retry(t.Context(), ref, lifecycle.SourceOperator, ""); err != nil || !res.Retried() || res.Request.Attempt != 1 {
+		t.Fatalf("retry = %+v, %v", res, err)
+	}
+	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+
+	rls, err := runstate.RunLogs(t.Context(), w.RDB, ref)
+	if err != nil || len(rls) != 2 || rls[0].Path == rls[1].Path {
+		t.Fatalf("recorded logs %+v, %v; want one per run, in two files", rls, err)
+	}
+	roots := []string{lifecycle.LogsRoot(filepath.Join(dir, "work"), "")}
+	for i, want := range []string{"output of run 1 attempt 1\n", "output of run 2 attempt 1\n"} {
+		f, err := lifecycle.OpenLog(roots, rls[i].Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(f)
+		f.Close()
+		if string(b) != want {
+			t.Errorf("log %d (%s) = %q, want %q", i, rls[i].Path, b, want)
+		}
+	}
+
+	h := statuspage.New(statuspage.Config{RDB: w.RDB, Queue: w.Queue, Instance: "exec-1", Token: "s3cret", LogRoots: roots})
+	page := func(target string) string {
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req.Header.Set("Authorization", "Bearer s3cret")
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, req)
+		return rr.Body.String()
+	}
+	tk := url.QueryEscape(ref.Platform + ":" + ref.ID)
+	body := page("/status/ticket?ticket=" + tk)
+	for _, want := range []string{"output of run 1 attempt 1", "output of run 2 attempt 1", `id="attempt-1"`, `id="run-2-attempt-1"`, "log of attempt 1 of run 2"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("ticket page lacks %q", want)
+		}
+	}
+	if got := page("/status/logs?ticket=" + tk + "&run=1&attempt=1"); got != "output of run 1 attempt 1\n" {
+		t.Errorf("/status/logs run 1 attempt 1 = %q", got)
+	}
+	if got := page("/status/logs?ticket=" + tk); got != "output of run 2 attempt 1\n" {
+		t.Errorf("/status/logs (the last) = %q", got)
+	}
+}
+
+// When Redis no longer has the records (expired, or a restart lost them)
+// but the disk still has the files, a retry's run still does not
+// overwrite them: the existing file moves it on to the next run's name.
+func TestRetryNeverOverwritesALogOnDisk(t *testing.T) {
+	w := lifecycletest.New(t, 1)
+	dir := t.TempDir()
+	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
+		`echo x >> "$D/runs"; n=$(wc -l < "$D/runs"); echo "output of run $n"; [ "$n" -gt 1 ]`}
+	rec := runWorld(t, w, dir, 1)
+	n := claim(t, w, "fails, loses its records, is retried")
+	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	ref := lifecycletest.Ref(n)
+	eventually.Wait(t, 10*time.Second, "the failed run to let go of the ticket", func() bool {
+		running, err := runstate.Running(t.Context(), w.RDB, ref)
+		return err == nil && !running
+	})
+	if err := w.RDB.Del(t.Context(), keys.RunLogs(ref.Key())).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Claims.Retry(t.Context(), ref, lifecycle.SourceOperator, ""); err != nil || !res.Retried() {
+		t.Fatalf("retry = %+v, %v", res, err)
+	}
+	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+
+	work := filepath.Join(dir, "work")
+	if b, err := os.ReadFile(lifecycle.LogPath(work, "", ref, 1, 1)); err != nil || string(b) != "output of run 1\n" {
+		t.Errorf("run 1's log = %q, %v; want it kept", b, err)
+	}
+	rls, err := runstate.RunLogs(t.Context(), w.RDB, ref)
+	if err != nil || len(rls) != 1 || rls[0].Run != 2 || rls[0].Path != lifecycle.LogPath(work, "", ref, 2, 1) {
+		t.Fatalf("recorded logs %+v, %v; want the retry as run 2", rls, err)
+	}
+	if b, err := os.ReadFile(rls[0].Path); err != nil || string(b) != "output of run 2\n" {
+		t.Errorf("run 2's log = %q, %v", b, err)
 	}
 }

@@ -147,7 +147,7 @@ func TestPipelineOutputLeaksNoSecretAndRunsNoQuickAction(t *testing.T) {
 				t.Errorf("%s comment %d addresses @dependabot:\n%s", title, i, c.Body)
 			}
 		}
-		b, err := os.ReadFile(lifecycle.LogPath(filepath.Join(dir, "work"), "", ref(n), 1))
+		b, err := os.ReadFile(lifecycle.LogPath(filepath.Join(dir, "work"), "", ref(n), 1, 1))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,12 +21,14 @@ const followInterval = 200 * time.Millisecond
 
 func logsCmd(a *app) *cobra.Command {
 	var project string
-	var attempt int
+	var run, attempt int
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs TICKET [--attempt N] [--follow]",
+		Use:   "logs TICKET [--run R] [--attempt N] [--follow]",
 		Short: "An attempt's full pipeline output (the last attempt by default)",
 		Long: `Prints the log file of one attempt (default: the last) as the replica that ran it wrote it.
+Each operator retry starts a new run, whose attempts count from 1 again; every run keeps its
+logs. --run R picks the run (default: the last), --attempt N the attempt in it (default: its last).
 Where the file is comes from Redis (agentsmith:runlogs:{platform}:{id}); the file itself lives on
 that replica (in its consumer.output.logs_dir), so run this where the file is reachable:
 on that machine or in that pod. --follow keeps printing while the attempt runs. -o json prints
@@ -45,22 +49,21 @@ the recorded attempts (replica, path, start) instead.`,
 			if a.output == "json" {
 				return a.emit(rls, nil)
 			}
-			rl := rls[len(rls)-1]
-			if attempt > 0 {
-				rl.Attempt = 0
-				for _, r := range rls {
-					if r.Attempt == attempt {
-						rl = r
-					}
-				}
-				if rl.Attempt == 0 {
-					return notFound("%s has no log of attempt %d (recorded: %d to %d)", ref, attempt, rls[0].Attempt, rls[len(rls)-1].Attempt)
-				}
+			if run == 0 {
+				run = rls[len(rls)-1].Run
 			}
+			i, ok := pickRunLog(rls, run, attempt)
+			if !ok && attempt == 0 {
+				return notFound("%s has no log of run %d (recorded: %s)", ref, run, recordedRuns(rls))
+			}
+			if !ok {
+				return notFound("%s has no log of attempt %d of run %d (recorded: %s)", ref, attempt, run, recordedRuns(rls))
+			}
+			rl := rls[i]
 			f, err := lifecycle.OpenLog([]string{a.cfg.Consumer.Output.LogsDir}, rl.Path)
 			if err != nil {
 				if errors.Is(err, lifecycle.ErrLogNotHere) {
-					return notFound("attempt %d of %s was logged by %s to %s, which is not here: run agentsmithctl logs on that replica (or it was removed by retention)", rl.Attempt, ref, rl.Instance, rl.Path)
+					return notFound("run %d attempt %d of %s was logged by %s to %s, which is not here: run agentsmithctl logs on that replica (or it was removed by retention)", rl.Run, rl.Attempt, ref, rl.Instance, rl.Path)
 				}
 				return err
 			}
@@ -69,15 +72,55 @@ the recorded attempts (replica, path, start) instead.`,
 				_, err = io.Copy(a.out, f)
 				return err
 			}
+			// Only the last recorded attempt can be running: an earlier
+			// run's attempt of the same number is over.
+			last := i == len(rls)-1
 			return followLog(cmd.Context(), a.out, f, func(ctx context.Context) (bool, error) {
+				if !last {
+					return false, nil
+				}
 				return attemptRunning(ctx, a.rdb, ref, rl.Attempt)
 			}, a.followEvery)
 		},
 	}
 	cmd.Flags().StringVar(&project, "project", "", "project of the ticket (default: inferred from the config)")
-	cmd.Flags().IntVar(&attempt, "attempt", 0, "which attempt (default: the last recorded)")
+	cmd.Flags().IntVar(&run, "run", 0, "which run: each operator retry starts one (default: the last recorded)")
+	cmd.Flags().IntVar(&attempt, "attempt", 0, "which attempt of the run (default: the run's last recorded)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing while the attempt runs")
 	return cmd
+}
+
+// pickRunLog is the index in rls (as runstate.RunLogs returns them) of
+// attempt of run; run 0 is the last run, attempt 0 that run's last attempt.
+func pickRunLog(rls []runstate.RunLog, run, attempt int) (int, bool) {
+	if len(rls) == 0 {
+		return 0, false
+	}
+	if run == 0 {
+		run = rls[len(rls)-1].Run
+	}
+	found := -1
+	for i, r := range rls {
+		if r.Run == run && (attempt == 0 || r.Attempt == attempt) {
+			found = i // sorted: the last match is the run's last attempt
+		}
+	}
+	return found, found >= 0
+}
+
+// recordedRuns lists the recorded runs and attempts, e.g. "run 1 attempts
+// 1-3, run 2 attempts 1-1", for an error naming what there is.
+func recordedRuns(rls []runstate.RunLog) string {
+	var parts []string
+	for i := 0; i < len(rls); {
+		j := i
+		for j+1 < len(rls) && rls[j+1].Run == rls[i].Run {
+			j++
+		}
+		parts = append(parts, fmt.Sprintf("run %d attempts %d-%d", rls[i].Run, rls[i].Attempt, rls[j].Attempt))
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
 
 // followLog copies f to w until running reports the attempt over and f is

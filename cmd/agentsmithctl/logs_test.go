@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 )
 
 func TestLogsPrintsAnAttemptsOutput(t *testing.T) {
@@ -43,6 +46,48 @@ func TestLogsPrintsAnAttemptsOutput(t *testing.T) {
 	}
 	if code, _, _ := w.ctl("logs", "github:acme/app#2"); code != exitNotFound {
 		t.Errorf("ticket without runs: exit %d", code)
+	}
+}
+
+// An operator's retry starts a new run at attempt 1: the failed run's log
+// is still printed by logs --run 1, and is not the new run's.
+func TestLogsKeepsTheRetriedRunsLog(t *testing.T) {
+	w := newWorld(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	w.cfg.Projects[0].Pipeline.Command = []string{"sh", "-c",
+		`echo x >> "$0"; n=$(wc -l < "$0"); echo "run $n attempt $AGENTSMITH_ATTEMPT"; [ "$n" -gt 1 ]`, runs}
+	n := w.sim.CreateIssue(repo, "fails once", "", "agent-smith")
+	ticket := fmt.Sprintf("github:%s#%d", repo, n)
+	w.runTicketTo(n, lifecycle.Failed, true)
+	if out := w.mustCtl("retry", ticket); !strings.Contains(out, "retried") {
+		t.Fatalf("retry:\n%s", out)
+	}
+	w.runTicketTo(n, lifecycle.Done, false)
+
+	var rls []struct {
+		Run     int    `json:"run"`
+		Attempt int    `json:"attempt"`
+		Path    string `json:"path"`
+	}
+	if err := json.Unmarshal([]byte(w.mustCtl("-o", "json", "logs", ticket)), &rls); err != nil || len(rls) != 2 ||
+		rls[0].Run != 1 || rls[1].Run != 2 || rls[0].Attempt != 1 || rls[1].Attempt != 1 || rls[0].Path == rls[1].Path {
+		t.Errorf("-o json: %+v %v", rls, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "run 2 attempt 1\n"},
+		{[]string{"--run", "1"}, "run 1 attempt 1\n"},
+		{[]string{"--run", "1", "--attempt", "1"}, "run 1 attempt 1\n"},
+		{[]string{"--run", "2", "--attempt", "1"}, "run 2 attempt 1\n"},
+	} {
+		if out := w.mustCtl(append([]string{"logs", ticket}, c.args...)...); out != c.want {
+			t.Errorf("logs %v = %q, want %q", c.args, out, c.want)
+		}
+	}
+	if code, _, errOut := w.ctl("logs", ticket, "--run", "3"); code != exitNotFound || !strings.Contains(errOut, "run 1 attempts 1-1, run 2 attempts 1-1") {
+		t.Errorf("--run 3: exit %d %s", code, errOut)
 	}
 }
 

@@ -114,6 +114,13 @@ func (w *world) mustCtl(argv ...string) string {
 // replica would.
 func (w *world) runTicket(n int) {
 	w.t.Helper()
+	w.runTicketTo(n, lifecycle.Done, true)
+}
+
+// runTicketTo runs the consumer until ticket n reaches want, claiming it
+// first when claim is set (else it runs what is queued, e.g. a retry).
+func (w *world) runTicketTo(n int, want lifecycle.State, claim bool) {
+	w.t.Helper()
 	ps := lifecycle.Projects{}
 	for i := range w.cfg.Projects {
 		pc := &w.cfg.Projects[i]
@@ -136,13 +143,15 @@ func (w *world) runTicket(n int) {
 	awg.Go(func() { _ = aw.Run(actx) })
 	wg.Go(func() { _ = exec.Run(ctx) })
 	ref := ps["app"]
-	res, err := claims.Claim(ctx, refOf(ref.Name, n), lifecycle.SourcePoll, 0)
-	if err != nil || res.Outcome != lifecycle.Claimed {
-		w.t.Fatalf("claim: %+v %v", res, err)
+	if claim {
+		res, err := claims.Claim(ctx, refOf(ref.Name, n), lifecycle.SourcePoll, 0)
+		if err != nil || res.Outcome != lifecycle.Claimed {
+			w.t.Fatalf("claim: %+v %v", res, err)
+		}
 	}
-	eventually.Wait(w.t, 20*time.Second, "the ticket to be done", func() bool {
+	eventually.Wait(w.t, 20*time.Second, "the ticket to be "+want.String(), func() bool {
 		is, _ := w.sim.Issue(repo, n)
-		return w.labels.StateOf(is.Labels) == lifecycle.Done
+		return w.labels.StateOf(is.Labels) == want
 	})
 	cancel()
 	wg.Wait()

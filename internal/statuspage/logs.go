@@ -12,8 +12,9 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// serveLog answers GET /status/logs?ticket=platform:id[&attempt=N] with
-// the attempt's log file (the last attempt by default) when this replica
+// serveLog answers GET /status/logs?ticket=platform:id[&run=R][&attempt=N]
+// with the attempt's log file (the last run and its last attempt by
+// default; each operator retry starts a run) when this replica
 // has it, else 404 naming the replica and path where it is. Only files
 // under the configured log roots are served: the path comes from Redis,
 // and Redis is not trusted to name any file on this machine.
@@ -33,28 +34,29 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no recorded log for "+ref.String(), http.StatusNotFound)
 		return
 	}
-	rl := rls[len(rls)-1]
-	if a := r.URL.Query().Get("attempt"); a != "" {
-		n, err := strconv.Atoi(a)
-		if err != nil {
-			http.Error(w, "attempt must be a number", http.StatusBadRequest)
-			return
-		}
-		rl.Attempt = 0
-		for _, x := range rls {
-			if x.Attempt == n {
-				rl = x
+	var run, attempt int
+	for _, q := range []struct {
+		name string
+		n    *int
+	}{{"run", &run}, {"attempt", &attempt}} {
+		if v := r.URL.Query().Get(q.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				http.Error(w, q.name+" must be a positive number", http.StatusBadRequest)
+				return
 			}
+			*q.n = n
 		}
-		if rl.Attempt == 0 {
-			http.Error(w, fmt.Sprintf("no recorded log of attempt %d", n), http.StatusNotFound)
-			return
-		}
+	}
+	rl, ok := pickRunLog(rls, run, attempt)
+	if !ok {
+		http.Error(w, fmt.Sprintf("no recorded log of run %d attempt %d", run, attempt), http.StatusNotFound)
+		return
 	}
 	f, err := lifecycle.OpenLog(h.cfg.LogRoots, rl.Path)
 	if err != nil {
-		http.Error(w, fmt.Sprintf("attempt %d of %s ran on replica %s (log %s), and this replica (%s) cannot serve it: open this page on that replica, or run agentsmithctl logs there (%v)",
-			rl.Attempt, ref, rl.Instance, rl.Path, h.cfg.Instance, err), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("run %d attempt %d of %s ran on replica %s (log %s), and this replica (%s) cannot serve it: open this page on that replica, or run agentsmithctl logs there (%v)",
+			rl.Run, rl.Attempt, ref, rl.Instance, rl.Path, h.cfg.Instance, err), http.StatusNotFound)
 		return
 	}
 	defer f.Close()
@@ -62,4 +64,23 @@ func (h *handler) serveLog(w http.ResponseWriter, r *http.Request) {
 	// The output is the pipeline's: never let a browser run it.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	_, _ = io.Copy(w, f)
+}
+
+// pickRunLog is attempt of run in rls (as runstate.RunLogs returns them);
+// run 0 is the last run, attempt 0 that run's last attempt.
+func pickRunLog(rls []runstate.RunLog, run, attempt int) (runstate.RunLog, bool) {
+	if len(rls) == 0 {
+		return runstate.RunLog{}, false
+	}
+	if run == 0 {
+		run = rls[len(rls)-1].Run
+	}
+	var rl runstate.RunLog
+	found := false
+	for _, r := range rls {
+		if r.Run == run && (attempt == 0 || r.Attempt == attempt) {
+			rl, found = r, true // sorted: the last match is the run's last attempt
+		}
+	}
+	return rl, found
 }

@@ -19,7 +19,7 @@ func TestStatusServesAttemptLogsFromItsRootsOnly(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	root := t.TempDir()
 	ref := platforms.Ref{Platform: "github", Project: "app", ID: "acme/app#1"}
-	path := lifecycle.LogPath(root, "", ref, 1)
+	path := lifecycle.LogPath(root, "", ref, 1, 1)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestStatusServesAttemptLogsFromItsRootsOnly(t *testing.T) {
 	ctx := context.Background()
 	for _, rl := range []runstate.RunLog{
 		{Attempt: 1, Instance: "replica-a", Path: path, Started: time.Now()},
-		{Attempt: 2, Instance: "replica-b", Path: lifecycle.LogPath(root, "", ref, 2), Started: time.Now()},
+		{Attempt: 2, Instance: "replica-b", Path: lifecycle.LogPath(root, "", ref, 1, 2), Started: time.Now()},
 		{Attempt: 3, Instance: "replica-a", Path: outside, Started: time.Now()},
 	} {
 		if err := runstate.RecordRunLog(ctx, rdb, ref, rl); err != nil {
@@ -74,7 +74,7 @@ func TestStatusNeverServesALogThroughALink(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := platforms.Ref{Platform: "github", Project: "app", ID: "acme/app#1"}
-	path := lifecycle.LogPath("", logs, ref, 1)
+	path := lifecycle.LogPath("", logs, ref, 1, 1)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,10 @@ type ticketView struct {
 // transition out of InProgress that carried its number) and the end of
 // its output.
 type attemptView struct {
-	N          int
+	Run int
+	N   int
+	// ID is the row's anchor: attempt-N in run 1, run-R-attempt-N later.
+	ID         string
 	Instance   string
 	Started    time.Time
 	To         string
@@ -148,11 +151,26 @@ func (h *handler) attempts(ctx context.Context, ref platforms.Ref, events []Even
 		return nil, err
 	}
 	out := make([]attemptView, 0, len(rls))
-	for _, rl := range rls {
-		a := attemptView{N: rl.Attempt, Instance: rl.Instance, Started: rl.Started, Unfinished: true,
-			LogURL: "/status/logs?" + url.Values{"ticket": {ref.Platform + ":" + ref.ID}, "attempt": {strconv.Itoa(rl.Attempt)}}.Encode()}
+	for i, rl := range rls {
+		q := url.Values{"ticket": {ref.Platform + ":" + ref.ID}, "run": {strconv.Itoa(rl.Run)}, "attempt": {strconv.Itoa(rl.Attempt)}}
+		a := attemptView{Run: rl.Run, N: rl.Attempt, ID: "attempt-" + strconv.Itoa(rl.Attempt), Instance: rl.Instance, Started: rl.Started,
+			Unfinished: true, LogURL: "/status/logs?" + q.Encode()}
+		if rl.Run > 1 {
+			a.ID = "run-" + strconv.Itoa(rl.Run) + "-" + a.ID
+		}
+		// A retry's run numbers its attempts from 1 again: the transition
+		// that ended this attempt is the one carrying its number after it
+		// started and before the next run started.
+		var next time.Time
+		for _, later := range rls[i+1:] {
+			if later.Run != rl.Run {
+				next = later.Started
+				break
+			}
+		}
 		for _, e := range events {
-			if e.Kind == lifecycle.EventTransition && e.From == lifecycle.InProgress && e.Attempt == rl.Attempt {
+			if e.Kind == lifecycle.EventTransition && e.From == lifecycle.InProgress && e.Attempt == rl.Attempt &&
+				!e.At.Before(rl.Started) && (next.IsZero() || e.At.Before(next)) {
 				a.To, a.Outcome, a.Reason, a.RunMS, a.Unfinished = e.To.String(), e.Outcome, e.Reason, e.Run.Milliseconds(), false
 			}
 		}

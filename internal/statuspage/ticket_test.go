@@ -103,7 +103,7 @@ func TestChartsAndTicketPage(t *testing.T) {
 		`<rect class="s-enqueued"`, `<rect class="s-in-progress"`, `<rect class="s-failed"`, `<rect class="s-done"`,
 		`id="attempt-1"`, `&lt;b&gt;boom&lt;/b&gt;: the widget exploded`, // the tail, as text
 		`id="attempt-2"`, "all good", "last 4096 of 5010 bytes", "ran 1 m 30 s",
-		`href="/status/logs?attempt=2&amp;ticket=github%3Aacme%2Fapp%231"`,
+		`href="/status/logs?attempt=2&amp;run=1&amp;ticket=github%3Aacme%2Fapp%231"`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("ticket page lacks %q", want)

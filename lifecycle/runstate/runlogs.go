@@ -16,8 +16,12 @@ import (
 
 // RunLog is where an attempt's output was kept: recorded in Redis
 // (keys.RunLogs) so agentsmithctl logs and the status page can find the
-// replica and file.
+// replica and file. Run numbers the ticket's runs: an operator's retry
+// starts the attempts over at 1 in a new run, so (Run, Attempt) names one
+// attempt. A record without a run (written before runs were numbered) is
+// run 1.
 type RunLog struct {
+	Run      int       `json:"run,omitempty"`
 	Attempt  int       `json:"attempt"`
 	Instance string    `json:"instance"`
 	Path     string    `json:"path"`
@@ -34,7 +38,7 @@ func RecordRunLog(ctx context.Context, rdb redis.UniversalClient, ref platforms.
 	}
 	key := keys.RunLogs(ref.Key())
 	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, strconv.Itoa(rl.Attempt), b)
+		p.HSet(ctx, key, runLogField(rl), b)
 		p.Expire(ctx, key, keys.FinishedTTL)
 		return nil
 	})
@@ -44,8 +48,36 @@ func RecordRunLog(ctx context.Context, rdb redis.UniversalClient, ref platforms.
 	return nil
 }
 
-// RunLogs reads a ticket's recorded attempt logs, oldest attempt first.
-// Entries that do not decode are skipped.
+// runLogField is rl's field in the hash: the attempt number alone for run
+// 1, which is the field records without a run have, and "{run}-{attempt}"
+// for a later run, so a retry's attempt 1 never replaces the record of an
+// earlier run's attempt 1.
+func runLogField(rl RunLog) string {
+	if rl.Run <= 1 {
+		return strconv.Itoa(rl.Attempt)
+	}
+	return strconv.Itoa(rl.Run) + "-" + strconv.Itoa(rl.Attempt)
+}
+
+// NextRun is the run an attempt numbered attempt belongs to, given the
+// ticket's recorded logs rls (as RunLogs returns them): the last recorded
+// run while attempt goes on past its last attempt, else the run after it
+// (an operator's retry starts over at attempt 1). With nothing recorded it
+// is run 1.
+func NextRun(rls []RunLog, attempt int) int {
+	if len(rls) == 0 {
+		return 1
+	}
+	last := rls[len(rls)-1]
+	if attempt > last.Attempt {
+		return last.Run
+	}
+	return last.Run + 1
+}
+
+// RunLogs reads a ticket's recorded attempt logs, oldest run and attempt
+// first, each with its Run set (1 for a record without one). Entries that
+// do not decode are skipped.
 func RunLogs(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) ([]RunLog, error) {
 	m, err := rdb.HGetAll(ctx, keys.RunLogs(ref.Key())).Result()
 	if err != nil {
@@ -55,9 +87,15 @@ func RunLogs(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) 
 	for _, v := range m {
 		var rl RunLog
 		if json.Unmarshal([]byte(v), &rl) == nil {
+			rl.Run = max(rl.Run, 1)
 			out = append(out, rl)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Attempt < out[j].Attempt })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Run != out[j].Run {
+			return out[i].Run < out[j].Run
+		}
+		return out[i].Attempt < out[j].Attempt
+	})
 	return out, nil
 }

@@ -294,3 +294,40 @@ func TestTakeWaitsOutTheRestartGrace(t *testing.T) {
 		t.Fatalf("take after the restart: %+v %v, want Restarting", res, err)
 	}
 }
+
+// A record written before runs were numbered (field "N", no run in the
+// JSON) reads as run 1; a retry's attempt 1 is run 2, recorded beside it
+// rather than over it, and its later attempts stay in run 2.
+func TestRunLogsNumberRuns(t *testing.T) {
+	rdb := client(t)
+	ctx := t.Context()
+	r := ref("4")
+	if err := rdb.HSet(ctx, keys.RunLogs(r.Key()), "1", `{"attempt":1,"instance":"i","path":"/old/attempt-1.log"}`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rls, err := runstate.RunLogs(ctx, rdb, r)
+	if err != nil || len(rls) != 1 || rls[0].Run != 1 || rls[0].Path != "/old/attempt-1.log" {
+		t.Fatalf("old record = %+v %v, want run 1", rls, err)
+	}
+	if got := runstate.NextRun(rls, 2); got != 1 {
+		t.Errorf("NextRun(attempt 2) = %d, want run 1 going on", got)
+	}
+	if got := runstate.NextRun(rls, 1); got != 2 {
+		t.Errorf("NextRun(attempt 1 again) = %d, want run 2", got)
+	}
+	if got := runstate.NextRun(nil, 3); got != 1 {
+		t.Errorf("NextRun with nothing recorded = %d, want 1", got)
+	}
+	for _, rl := range []runstate.RunLog{{Run: 2, Attempt: 2, Path: "/r2a2"}, {Run: 2, Attempt: 1, Path: "/r2a1"}} {
+		if err := runstate.RecordRunLog(ctx, rdb, r, rl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rls, err = runstate.RunLogs(ctx, rdb, r)
+	if err != nil || len(rls) != 3 || rls[0].Path != "/old/attempt-1.log" || rls[1].Path != "/r2a1" || rls[2].Path != "/r2a2" {
+		t.Fatalf("RunLogs = %+v %v, want run 1 then run 2's attempts in order", rls, err)
+	}
+	if got := runstate.NextRun(rls, 3); got != 2 {
+		t.Errorf("NextRun(attempt 3) = %d, want run 2 going on", got)
+	}
+}

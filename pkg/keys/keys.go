@@ -233,8 +233,9 @@ func RateBudget(id string) string { return prefix() + "budget:" + id }
 // it moved, so one delivery reaching one replica reaches them all.
 func Discovery() string { return prefix() + "discovery:generation" }
 
-// RunLogs is a hash of the ticket's attempts' log files: attempt number →
-// JSON {instance, path, started}. The file lives on the replica that ran the
+// RunLogs is a hash of the ticket's attempts' log files: attempt number
+// (run 1) or "{run}-{attempt}" (a later run, after an operator's retry) →
+// JSON {run, attempt, instance, path, started}. The file lives on the replica that ran the
 // attempt; agentsmithctl logs reads it there. It expires after FinishedTTL
 // (renewed by each attempt), like the ticket's other history.
 func RunLogs(ticketKey string) string { return prefix() + "runlogs:" + ticketKey }

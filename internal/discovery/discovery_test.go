@@ -427,3 +427,88 @@ projects:
 		t.Errorf("after a new repository: %d projects, %d answered 304 in all; want 151, 3 (the first page unchanged, the second not)", len(got[2]), st.NotModified)
 	}
 }
+
+// The core quota an idle fleet spends following an unchanged organisation
+// of 1,000 repositories (10 pages of 100) for two simulated hours of six
+// 10-minute relistings each, one replica. GitHub's ETags belong to the
+// token (eclipse-csi/otterdog#201) and only a 304 is free of the core
+// limit (docs.github.com, "Use conditional requests if appropriate"). A
+// PAT pays the first listing and then nothing; a GitHub App authenticates
+// every relisting with a newly minted installation token (each listing
+// builds its own installation transport), and trackerhttp's cache belongs
+// to one credential, so no relisting sends a tag and every page of every
+// relisting is charged. Were the transport kept, the token would still
+// change hourly and the sim would answer its first relisting in full.
+func TestRefresherCoreQuotaPerHourPATvsApp(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	const (
+		repos           = 1000
+		hours           = 2
+		listingsPerHour = 6 // discovery.interval 10 min
+		listing         = "GET /orgs/{org}/repos"
+		tokens          = "POST /app/installations/{installation_id}/access_tokens"
+	)
+	for _, tc := range []struct {
+		name, auth string
+		want       []int // charged listing calls per hour
+	}{
+		{"pat", "token_env: GH_TOKEN", []int{10, 0}},
+		{"app", "github_app: {app_id: 901, installation_id: 55, private_key_env: APP_KEY}", []int{60, 60}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sim.New(sim.Options{Tokens: []string{token}, Apps: []sim.App{{ID: 901, PublicKey: &key.PublicKey,
+				Installations: []int64{55}}}})
+			t.Cleanup(s.Close)
+			srv := httptest.NewServer(s.Handler())
+			t.Cleanup(srv.Close)
+			for i := range repos {
+				s.CreateRepo(fmt.Sprintf("acme/svc-%04d", i))
+			}
+			cfg, err := config.Parse([]byte(fmt.Sprintf(`
+projects:
+  - name: acme
+    platform: github
+    base_url: %s/github/
+    repos: ["acme/*"]
+    %s
+    polling: {enabled: true}
+    pipeline: {command: [run]}
+`, srv.URL, tc.auth)), func(k string) (string, bool) {
+				switch k {
+				case "APP_KEY":
+					return string(pemKey), true
+				case "GH_TOKEN":
+					return token, true
+				}
+				return "", false
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := discovery.NewRefresher(discovery.RefresherConfig{RDB: redistest.Start(t).Client(t), Projects: cfg.Projects,
+				Apply: func(context.Context, []config.Project) error { return nil }})
+			var charged []int
+			var prev sim.Stats
+			for h := range hours {
+				for range listingsPerHour {
+					if err := r.Refresh(t.Context()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				st := s.Stats()
+				calls, free := st.Calls[listing]-prev.Calls[listing], st.NotModified-prev.NotModified
+				charged = append(charged, calls-free)
+				t.Logf("%s hour %d: %d listing calls, %d answered 304, %d charged to the core quota (%.1f %% of 5,000), %d installation tokens minted",
+					tc.name, h+1, calls, free, calls-free, float64(calls-free)*100/5000, st.Calls[tokens]-prev.Calls[tokens])
+				prev = st
+			}
+			if !slices.Equal(charged, tc.want) {
+				t.Errorf("charged listing calls per hour = %v, want %v", charged, tc.want)
+			}
+		})
+	}
+}

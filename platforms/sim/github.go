@@ -238,7 +238,10 @@ func (s *Sim) writeCollection(w http.ResponseWriter, r *http.Request, v any) {
 	s.writeWithETag(w, r, etag, body, http.StatusOK)
 }
 
+// writeWithETag sends body with etag scoped to the request's token
+// (tokenETag) and answers a matching If-None-Match on a GET with 304.
 func (s *Sim) writeWithETag(w http.ResponseWriter, r *http.Request, etag string, body []byte, code int) {
+	etag = s.requestETag(r, etag)
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "private, max-age=60, s-maxage=60")
 	w.Header().Set("Vary", "Accept, Authorization, Cookie, X-GitHub-OTP")

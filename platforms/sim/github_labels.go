@@ -63,14 +63,14 @@ func (s *Sim) labelWrite(w http.ResponseWriter, r *http.Request, c *ghCall, mk f
 	if !ok {
 		return
 	}
-	s.writeLabels(w, c, sn)
+	s.writeLabels(w, r, c, sn)
 }
 
 // writeLabels answers a label write with the issue's full label list, as
 // GitHub does: every label on the issue now, other writers' included. Its
 // ETag is the list's own, not the issue's: a client cannot learn the issue's
 // new version from a label write.
-func (s *Sim) writeLabels(w http.ResponseWriter, c *ghCall, sn snapshot) {
+func (s *Sim) writeLabels(w http.ResponseWriter, r *http.Request, c *ghCall, sn snapshot) {
 	out := make([]ghLabel, len(sn.labels))
 	for i, l := range sn.labels {
 		out[i] = s.ghLabel(c.base, c.repo, l)
@@ -80,7 +80,7 @@ func (s *Sim) writeLabels(w http.ResponseWriter, c *ghCall, sn snapshot) {
 		writeGHError(w, http.StatusInternalServerError, "Server Error", c.doc)
 		return
 	}
-	w.Header().Set("ETag", bodyETag(body))
+	w.Header().Set("ETag", s.requestETag(r, bodyETag(body)))
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(body, '\n'))
@@ -96,7 +96,7 @@ func (s *Sim) ghRemoveLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
 	if !ok {
 		return
 	}
-	s.writeLabels(w, c, sn)
+	s.writeLabels(w, r, c, sn)
 }
 
 func (s *Sim) ghRemoveAllLabels(w http.ResponseWriter, r *http.Request, c *ghCall) {

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -478,5 +480,80 @@ func TestPrimaryRateLimit(t *testing.T) {
 	var rle *github.RateLimitError
 	if !errors.As(err, &rle) {
 		t.Fatalf("third call: %v", err)
+	}
+}
+
+// TestETagsAreTokenSpecific pins that an ETag belongs to the token that read
+// it (eclipse-csi/otterdog#201): another token's If-None-Match, on an issue
+// or a listing, is a full 200 charged to the rate limit, the token's own is
+// a free 304, and a strong If-Match read by another token is stale. With
+// GitHubSharedETags one tag serves every token.
+func TestETagsAreTokenSpecific(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			s, _, srv := start(t, Options{Tokens: []string{"tok-a", "tok-b"}, GitHubSharedETags: shared,
+				GitHubIfMatch: IfMatch412Apply})
+			n := s.CreateIssue("demo/app", "cache me", "", "agent-smith")
+			do := func(method, path, token, header, tag string) *http.Response {
+				t.Helper()
+				var body io.Reader
+				if method == "PATCH" {
+					body = strings.NewReader(`{"title":"cache me again"}`)
+				}
+				req, err := http.NewRequest(method, srv.URL+"/github/"+path, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Accept-Encoding", "identity")
+				if header != "" {
+					req.Header.Set(header, tag)
+				}
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp
+			}
+			for _, path := range []string{"repos/demo/app/issues/" + strconv.Itoa(n), "repos/demo/app/issues?state=all"} {
+				tagA := do("GET", path, "tok-a", "", "").Header.Get("ETag")
+				before := do("GET", path, "tok-b", "", "")
+				tagB := before.Header.Get("ETag")
+				if (tagA == tagB) != shared {
+					t.Fatalf("%s: tok-a tag %s, tok-b tag %s, want equal only when shared", path, tagA, tagB)
+				}
+				if is, _ := s.Issue("demo/app", n); strings.HasPrefix(path, "repos/demo/app/issues/") && s.GitHubETag(is, "tok-b") != tagB {
+					t.Errorf("GitHubETag(tok-b) = %s, HTTP tag %s", s.GitHubETag(is, "tok-b"), tagB)
+				}
+				cross := do("GET", path, "tok-b", "If-None-Match", tagA)
+				wantCode, wantUsed := http.StatusNotModified, before.Header.Get("X-RateLimit-Used")
+				if !shared {
+					used, _ := strconv.Atoi(wantUsed)
+					wantCode, wantUsed = http.StatusOK, strconv.Itoa(used+1)
+				}
+				if cross.StatusCode != wantCode || cross.Header.Get("X-RateLimit-Used") != wantUsed {
+					t.Errorf("%s: tok-b with tok-a's tag: %d, used %s; want %d, used %s", path,
+						cross.StatusCode, cross.Header.Get("X-RateLimit-Used"), wantCode, wantUsed)
+				}
+				if own := do("GET", path, "tok-b", "If-None-Match", tagB); own.StatusCode != http.StatusNotModified {
+					t.Errorf("%s: tok-b with its own tag: %d, want 304", path, own.StatusCode)
+				}
+			}
+			// If-Match: tok-b's write with tok-a's current strong tag.
+			path := "repos/demo/app/issues/" + strconv.Itoa(n)
+			tagA := do("GET", path, "tok-a", "", "").Header.Get("ETag")
+			want := http.StatusPreconditionFailed
+			if shared {
+				want = http.StatusOK
+			}
+			if got := do("PATCH", path, "tok-b", "If-Match", tagA); got.StatusCode != want {
+				t.Errorf("PATCH by tok-b with tok-a's tag: %d, want %d", got.StatusCode, want)
+			}
+			tagA = do("GET", path, "tok-a", "", "").Header.Get("ETag")
+			if got := do("PATCH", path, "tok-a", "If-Match", tagA); got.StatusCode != http.StatusOK {
+				t.Errorf("PATCH by tok-a with its own tag: %d, want 200", got.StatusCode)
+			}
+		})
 	}
 }

@@ -77,6 +77,11 @@ type Options struct {
 	// GitHubIfMatch is how the GitHub dialect treats If-Match on writes
 	// (github_etag.go). Empty means IfMatchRejectWeak, what GitHub does.
 	GitHubIfMatch IfMatchMode
+	// GitHubSharedETags gives every token the same ETag for the same
+	// representation, so one token's If-None-Match revalidates another's
+	// cache. Kind behaviour: GitHub's ETags are token-specific
+	// (github_etag.go).
+	GitHubSharedETags bool
 	// Branches, when set, says whether a branch exists in a repository: the
 	// GitHub dialect refuses a pull request whose head or base it denies,
 	// as GitHub refuses a branch that was never pushed (github_pulls.go).
@@ -130,6 +135,8 @@ type Sim struct {
 	lastBase  atomic.Value // string
 	noGHDeps  bool
 	ifMatch   IfMatchMode
+	// sharedETags is Options.GitHubSharedETags.
+	sharedETags bool
 
 	store    *store
 	pulls    pullStore
@@ -159,7 +166,8 @@ func New(opts Options) *Sim {
 	s := &Sim{log: opts.Logger, clock: opts.Clock, tokens: slices.Clone(opts.Tokens),
 		perPage: opts.PerPage, rateLimit: opts.RateLimit, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
 		noGHDeps: opts.NoGitHubIssueDependencies, ifMatch: opts.GitHubIfMatch,
-		branches: opts.Branches}
+		sharedETags: opts.GitHubSharedETags,
+		branches:    opts.Branches}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

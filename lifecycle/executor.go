@@ -431,6 +431,18 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		a.releaseRun(false)
 		return
 	}
+	// A pipeline killed by a signal the executor did not send, while the
+	// run lock is not this run's, was killed by its run guard for that:
+	// the run is lost, and what it left is no outcome. Recording it would
+	// re-take a lock a Redis restart emptied (recordOutcome) and end the
+	// ticket with the guard's kill instead of running it again.
+	if res.Signal != "" && !res.Killed && !res.TimedOut && !res.Canceled {
+		if err := a.newFence(hb)(ctx); errors.Is(err, errLostRun) {
+			log.Warn("run lost its ownership; its run guard killed the pipeline, no outcome recorded, no label written", zap.Error(err))
+			a.releaseRun(false)
+			return
+		}
+	}
 	// The outcome must be written even while shutting down.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.WriteTimeout)
 	defer cancel()

@@ -37,6 +37,7 @@ const (
 	RefusalOpClaim      = "claim"      // Pending → Enqueued
 	RefusalOpTransition = "transition" // the executor's label writes
 	RefusalOpRepair     = "repair"     // housekeeping's label writes
+	RefusalOpRetry      = "retry"      // an operator's retry, Failed → Enqueued
 )
 
 // BackingOff is the claim outcome of a ticket not tried because the
@@ -215,6 +216,16 @@ func (r *Refusals) store(ctx context.Context, ref platforms.Ref, rec refusalReco
 func (r *Refusals) Forget(ctx context.Context, ref platforms.Ref) {
 	if err := r.rdb.Del(ctx, keys.TrackerRefusal(ref.Key()), keys.TrackerRefusal(ref.Key())+":told").Err(); err != nil {
 		r.cfg.Logger.Warn("forget tracker refusal", zap.String("ticket", ref.String()), zap.Error(err))
+	}
+}
+
+// EndBackoff ends ref's backoff and keeps its told mark: a person asked
+// for the write (an operator's retry), which is a change of the ticket, so
+// it is tried at once; a refusal of it with the status the ticket was
+// already told of is reported but not commented again.
+func (r *Refusals) EndBackoff(ctx context.Context, ref platforms.Ref) {
+	if err := r.rdb.Del(ctx, keys.TrackerRefusal(ref.Key())).Err(); err != nil {
+		r.cfg.Logger.Warn("end tracker refusal backoff", zap.String("ticket", ref.String()), zap.Error(err))
 	}
 }
 

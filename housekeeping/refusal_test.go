@@ -101,3 +101,33 @@ func TestLabelRepairerBacksOffATicketRefusedForGood(t *testing.T) {
 		t.Errorf("%d label writes after the ticket changed, want 2", writes)
 	}
 }
+
+// A Pending ticket whose attempts are used up and whose Pending → Failed
+// write the tracker refuses for good is given up on once: over four sweeps
+// a minute apart, one label write and two comments (the give-up and the
+// refusal's), no error, not one comment a sweep.
+func TestGiveUpRefusedForGoodIsNotRepeatedEverySweep(t *testing.T) {
+	w := lifecycletest.New(t, 1)
+	ctx := t.Context()
+	clock := trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
+		Clock: clock.Now, Logger: zaptest.NewLogger(t)})
+	sweeper := NewTriggerSweeper(claims, TriggerSweeperConfig{Logger: zaptest.NewLogger(t)})
+	n := w.RefusedIssue(t)
+	if err := w.RDB.HSet(ctx, keys.Attempts(), lifecycletest.Ref(n).Key(), 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if err := sweeper.Sweep(ctx); err != nil {
+			t.Errorf("sweep: %v (a refusal for good is an outcome, not an error)", err)
+		}
+		clock.Advance(time.Minute)
+	}
+	writes, comments := writeCalls(w.Sim.Stats().Calls)
+	if writes != 1 || comments != 2 {
+		t.Errorf("%d label writes and %d comments over 4 sweeps, want 1 and 2", writes, comments)
+	}
+	if raw, err := w.RDB.Get(ctx, keys.TrackerRefusal(lifecycletest.Ref(n).Key())).Result(); err != nil || !strings.Contains(raw, `"op":"give-up"`) {
+		t.Errorf("refusal record %s (%v), want op %q", raw, err, lifecycle.RefusalOpGiveUp)
+	}
+}

@@ -38,6 +38,7 @@ const (
 	RefusalOpTransition = "transition" // the executor's label writes
 	RefusalOpRepair     = "repair"     // housekeeping's label writes
 	RefusalOpRetry      = "retry"      // an operator's retry, Failed → Enqueued
+	RefusalOpGiveUp     = "give-up"    // attempts used up, Pending → Failed
 )
 
 // BackingOff is the claim outcome of a ticket not tried because the

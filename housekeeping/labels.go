@@ -84,6 +84,9 @@ func (r *LabelRepairer) Cycle(ctx context.Context) error {
 					continue
 				}
 				seen[t.Ref.Key()] = true
+				if _, wait := r.claims.Refusals().BackingOff(ctx, t, time.Time{}); wait {
+					continue // the tracker refused its repair for good; unchanged since
+				}
 				if err := r.repair(ctx, projects[name], t.Ref); err != nil {
 					errs = append(errs, err)
 				}
@@ -117,11 +120,19 @@ func (r *LabelRepairer) repair(ctx context.Context, p *lifecycle.Project, ref pl
 		if len(extra) == 0 {
 			return nil
 		}
+		if until, wait := r.claims.Refusals().BackingOff(ctx, t, time.Time{}); wait {
+			log.Info("the tracker refused this ticket's label repair for good; not repaired before its backoff ends", zap.Time("until", until))
+			return nil
+		}
 		if err := r.cfg.Fence(ctx); err != nil {
 			return fmt.Errorf("repair labels of %s: %w", ref, err)
 		}
 		// state → state: removes extra, the lifecycle labels other than state's.
-		if _, err := lifecycle.Relabel(trackerhttp.WithFence(ctx, r.cfg.Fence), p.Tracker, labels, t, state, state, lifecycle.OwnerLabelRepairer); err != nil {
+		_, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, r.cfg.Fence), p.Tracker, labels, t, state, state, lifecycle.OwnerLabelRepairer)
+		if _, refused := r.claims.Refusals().Refused(ctx, p, t, lifecycle.RefusalOpRepair, lifecycle.OwnerLabelRepairer, lifecycle.SourceReconcile, err); refused {
+			return nil // told once; tried again when the ticket changes or its backoff ends
+		}
+		if err != nil {
 			return fmt.Errorf("repair labels of %s: remove %q: %w", ref, extra, err)
 		}
 		r.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: state, To: state,

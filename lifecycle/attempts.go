@@ -64,7 +64,9 @@ type GiveUp struct {
 // The comment comes first and is required: if it cannot be posted nothing
 // is written, the ticket stays Pending with its count, and the next claim of
 // it (poller, TriggerSweeper, webhook) gives up again. It reports whether
-// the ticket is now Failed (false: it left Pending meanwhile).
+// the ticket is now Failed (false: it left Pending meanwhile, or the
+// tracker refused the label write for good: that refusal goes through
+// Refusals, which tells the ticket once and backs it off).
 func (c *ClaimService) FailExhausted(ctx context.Context, p *Project, ref platforms.Ref, g GiveUp) (bool, error) {
 	if err := Check(Pending, Failed, g.Owner); err != nil {
 		return false, fmt.Errorf("fail exhausted %s: %w", ref, err)
@@ -98,6 +100,11 @@ func (c *ClaimService) FailExhausted(ctx context.Context, p *Project, ref platfo
 		return false, fmt.Errorf("fail exhausted %s: %w", ref, err)
 	}
 	if _, err := Relabel(ctx, p.Tracker, c.cfg.Labels, t, Pending, Failed, g.Owner); err != nil {
+		if _, refused := c.refusals.Refused(ctx, p, t, RefusalOpGiveUp, g.Owner, g.Source, err); refused {
+			// Told once; the ticket backs off, so no claim gives up on it
+			// (and comments) again until it changes or the backoff ends.
+			return false, nil
+		}
 		return false, fmt.Errorf("fail exhausted %s: %w", ref, err)
 	}
 	_ = runstate.MarkFinished(ctx, c.rdb, ref)

@@ -122,6 +122,11 @@ func (c *ClaimService) retryCommand(ctx context.Context, p *Project, ref platfor
 	if err != nil {
 		return CommandResult{}, err
 	}
+	if r.Refused {
+		// Refusals told the ticket, once per status; a reply each time would
+		// repeat it.
+		return CommandResult{Outcome: CommandNoop, Reason: r.Reason}, nil
+	}
 	if !r.Retried() {
 		c.reply(ctx, p, ref, "not retried: "+r.Reason+".")
 		return CommandResult{Outcome: CommandNoop, Reason: r.Reason}, nil

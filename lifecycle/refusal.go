@@ -37,6 +37,8 @@ const (
 	RefusalOpClaim      = "claim"      // Pending → Enqueued
 	RefusalOpTransition = "transition" // the executor's label writes
 	RefusalOpRepair     = "repair"     // housekeeping's label writes
+	RefusalOpRetry      = "retry"      // an operator's retry, Failed → Enqueued
+	RefusalOpGiveUp     = "give-up"    // attempts used up, Pending → Failed
 )
 
 // BackingOff is the claim outcome of a ticket not tried because the
@@ -85,13 +87,14 @@ func NewRefusals(rdb redis.UniversalClient, cfg RefusalsConfig) *Refusals {
 
 // refusalRecord is a ticket's refusal, JSON under keys.TrackerRefusal.
 type refusalRecord struct {
-	Print  string    `json:"print"`  // the ticket as refused (fingerprint)
-	At     time.Time `json:"at"`     // when it was last refused
-	Tries  int       `json:"tries"`  // refusals in a row of the same print
-	Until  time.Time `json:"until"`  // no write before this
-	Op     string    `json:"op"`     // what was refused
-	Status int       `json:"status"` // the tracker's HTTP status
-	Told   string    `json:"told"`   // the status the ticket was told of
+	Ref    platforms.Ref `json:"ref"`    // the ticket, for ListRefusals
+	Print  string        `json:"print"`  // the ticket as refused (fingerprint)
+	At     time.Time     `json:"at"`     // when it was last refused
+	Tries  int           `json:"tries"`  // refusals in a row of the same print
+	Until  time.Time     `json:"until"`  // no write before this
+	Op     string        `json:"op"`     // what was refused
+	Status int           `json:"status"` // the tracker's HTTP status
+	Told   string        `json:"told"`   // the status the ticket was told of
 }
 
 // fingerprint names a ticket's state as every listing, webhook payload and
@@ -164,7 +167,7 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 	if rerr != nil {
 		r.cfg.Logger.Warn("read tracker refusal record", zap.String("ticket", ref.String()), zap.Error(rerr))
 	}
-	rec := refusalRecord{Print: fingerprint(t), At: now, Op: op, Status: status, Told: prev.Told}
+	rec := refusalRecord{Ref: ref, Print: fingerprint(t), At: now, Op: op, Status: status, Told: prev.Told}
 	if prev.Print == rec.Print {
 		rec.Tries = prev.Tries + 1
 	}
@@ -205,16 +208,115 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 
 func (r *Refusals) store(ctx context.Context, ref platforms.Ref, rec refusalRecord) {
 	raw, _ := json.Marshal(rec)
-	if err := r.rdb.Set(context.WithoutCancel(ctx), keys.TrackerRefusal(ref.Key()), raw, keys.TrackerRefusalTTL).Err(); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	_, err := r.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, keys.TrackerRefusal(ref.Key()), raw, keys.TrackerRefusalTTL)
+		pipe.ZAdd(ctx, keys.TrackerRefusals(), redis.Z{Score: float64(rec.Until.Unix()), Member: ref.Key()})
+		return nil
+	})
+	if err != nil {
 		r.cfg.Logger.Warn("record tracker refusal", zap.String("ticket", ref.String()), zap.Error(err))
 	}
+}
+
+// RefusalEntry is one ticket's refusal for good as the status page and
+// agentsmithctl status list it.
+type RefusalEntry struct {
+	Ticket string        `json:"ticket"`
+	Ref    platforms.Ref `json:"ref"`
+	Op     string        `json:"op"`     // RefusalOp*
+	Status int           `json:"status"` // the tracker's HTTP status
+	Since  time.Time     `json:"since"`  // the last refusal
+	Until  time.Time     `json:"until"`  // next try, unless the ticket changes first
+	Tries  int           `json:"tries"`  // refusals in a row of the unchanged ticket
+	Told   bool          `json:"told"`   // the ticket has the comment naming cause and fix
+}
+
+// MaxListedRefusals bounds ListRefusals: a misconfigured token refuses
+// every ticket, and a page of them says as much as all.
+const MaxListedRefusals = 200
+
+// List is ListRefusals on the Refusals' Redis.
+func (r *Refusals) List(ctx context.Context, limit int) ([]RefusalEntry, int64, error) {
+	return ListRefusals(ctx, r.rdb, limit)
+}
+
+// ListRefusals returns up to limit (at most MaxListedRefusals) tickets with
+// a refusal record, the soonest next try first, and how many there are in
+// all. It reads the index keys.TrackerRefusals that Refusals keeps beside
+// each record (one ZRANGE, one MGET, one EXISTS per told mark in a
+// pipeline), not a SCAN: that walks the whole keyspace, however few
+// refusals there are. Index entries whose record has expired are dropped.
+func ListRefusals(ctx context.Context, rdb redis.Cmdable, limit int) ([]RefusalEntry, int64, error) {
+	if limit <= 0 || limit > MaxListedRefusals {
+		limit = MaxListedRefusals
+	}
+	members, err := rdb.ZRange(ctx, keys.TrackerRefusals(), 0, int64(limit-1)).Result()
+	if err != nil {
+		return nil, 0, fmt.Errorf("list tracker refusals: %w", err)
+	}
+	total, err := rdb.ZCard(ctx, keys.TrackerRefusals()).Result()
+	if err != nil {
+		return nil, 0, fmt.Errorf("count tracker refusals: %w", err)
+	}
+	out := []RefusalEntry{}
+	if len(members) == 0 {
+		return out, total, nil
+	}
+	recKeys := make([]string, len(members))
+	told := make([]*redis.IntCmd, len(members))
+	pipe := rdb.Pipeline()
+	for i, m := range members {
+		recKeys[i] = keys.TrackerRefusal(m)
+		told[i] = pipe.Exists(ctx, recKeys[i]+":told")
+	}
+	raws := pipe.MGet(ctx, recKeys...)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, 0, fmt.Errorf("read tracker refusals: %w", err)
+	}
+	var gone []any
+	for i, v := range raws.Val() {
+		s, ok := v.(string)
+		var rec refusalRecord
+		if !ok || json.Unmarshal([]byte(s), &rec) != nil || rec.Ref.ID == "" {
+			gone = append(gone, members[i])
+			continue
+		}
+		out = append(out, RefusalEntry{Ticket: rec.Ref.String(), Ref: rec.Ref, Op: rec.Op, Status: rec.Status, Since: rec.At,
+			Until: rec.Until, Tries: rec.Tries, Told: told[i].Val() == 1})
+	}
+	if len(gone) > 0 {
+		// Expired (TrackerRefusalTTL) or unreadable: nothing backs off.
+		_ = rdb.ZRem(ctx, keys.TrackerRefusals(), gone...).Err()
+		total -= int64(len(gone))
+	}
+	return out, total, nil
 }
 
 // Forget drops ref's refusal record once a write of it succeeded, so a
 // later refusal is told again.
 func (r *Refusals) Forget(ctx context.Context, ref platforms.Ref) {
-	if err := r.rdb.Del(ctx, keys.TrackerRefusal(ref.Key()), keys.TrackerRefusal(ref.Key())+":told").Err(); err != nil {
+	_, err := r.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		ForgetRefusalOn(ctx, pipe, ref)
+		return nil
+	})
+	if err != nil {
 		r.cfg.Logger.Warn("forget tracker refusal", zap.String("ticket", ref.String()), zap.Error(err))
+	}
+}
+
+// EndBackoff ends ref's backoff and keeps its told mark: a person asked
+// for the write (an operator's retry), which is a change of the ticket, so
+// it is tried at once; a refusal of it with the status the ticket was
+// already told of is reported but not commented again.
+func (r *Refusals) EndBackoff(ctx context.Context, ref platforms.Ref) {
+	_, err := r.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Del(ctx, keys.TrackerRefusal(ref.Key()))
+		pipe.ZRem(ctx, keys.TrackerRefusals(), ref.Key())
+		return nil
+	})
+	if err != nil {
+		r.cfg.Logger.Warn("end tracker refusal backoff", zap.String("ticket", ref.String()), zap.Error(err))
 	}
 }
 
@@ -222,6 +324,7 @@ func (r *Refusals) Forget(ctx context.Context, ref platforms.Ref) {
 // writes in one round trip.
 func ForgetRefusalOn(ctx context.Context, pipe redis.Pipeliner, ref platforms.Ref) {
 	pipe.Del(ctx, keys.TrackerRefusal(ref.Key()), keys.TrackerRefusal(ref.Key())+":told")
+	pipe.ZRem(ctx, keys.TrackerRefusals(), ref.Key())
 }
 
 // refusalComment tells the ticket what the tracker refused, why as far as

@@ -22,6 +22,10 @@ type RetryResult struct {
 	State   string           `json:"state,omitempty"`
 	Reason  string           `json:"reason,omitempty"`
 	Request *PipelineRequest `json:"request,omitempty"`
+	// Refused is set when the tracker refused the retry's label write for
+	// good: lifecycle.Refusals recorded it and told the ticket (once per
+	// status), and Reason names the status.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Retried reports whether the retry queued a request.
@@ -41,6 +45,13 @@ func (r RetryResult) Retried() bool { return r.Request != nil }
 // the trigger label, would be cancelled at once by the consumer (see
 // TrackerCause), so it is refused rather than queued to fail. Blockers are
 // not checked again: a person asked for this run.
+//
+// A retry is a change of the ticket: it ends the ticket's backoff after a
+// refusal for good (Refusals.EndBackoff) and writes at once. When the
+// tracker refuses the retry's own write for good, that refusal goes
+// through Refusals like any other (recorded with RefusalOpRetry, reported,
+// the ticket told once per status) and Retry reports it in Reason with
+// Refused set, not as an error: sending it again gets it again.
 func (c *ClaimService) Retry(ctx context.Context, ref platforms.Ref, source, actor string) (RetryResult, error) {
 	res := RetryResult{Ticket: ref.String()}
 	p, ok := c.projects.Watched().Lookup(ref)
@@ -104,7 +115,14 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 	if err := runstate.StartOver(ctx, c.rdb, ref); err != nil {
 		return res, fmt.Errorf("retry %s: reset attempts: %w: %w", ref, ErrRedisUnavailable, err)
 	}
+	c.refusals.EndBackoff(ctx, ref)
 	if _, err := Relabel(ctx, p.Tracker, c.cfg.Labels, t, Failed, Enqueued, OwnerClaimService); err != nil {
+		if _, refused := c.refusals.Refused(ctx, p, t, RefusalOpRetry, OwnerClaimService, source, err); refused {
+			res.Refused = true
+			res.Reason = fmt.Sprintf("the tracker refused the label write for good (HTTP %d); a comment on the ticket says why and "+
+				"how to fix it; retry again once it is fixed", platforms.RejectedStatus(err))
+			return res, nil
+		}
 		if errors.Is(err, platforms.ErrPreconditionFailed) {
 			res.Reason = "the ticket changed meanwhile; try again"
 			return res, nil
@@ -117,6 +135,7 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		return res, fmt.Errorf("retry %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
 	}
+	c.refusals.Forget(ctx, ref)
 	res.State, res.Request = Enqueued.String(), &req
 	reason := "retry requested"
 	if actor != "" {

@@ -92,7 +92,14 @@ func retryCmd(a *app) *cobra.Command {
 		Long: `Does what a "/agent-smith retry" comment does: under the ticket's claim lock it moves a Failed
 ticket that keeps its trigger label back to Enqueued with a fresh attempt count and pushes a
 PipelineRequest. Any other ticket (pending, enqueued, in progress, done, closed, without the
-trigger label) is left as it is, and the command says why (exit 0).`,
+trigger label) is left as it is, and the command says why (exit 0).
+
+A retry is a change of the ticket: it ends the ticket's backoff after a tracker refusal for good
+(see "status") and writes at once. If the tracker refuses the retry's own label write for good
+(HTTP 401, 403, 404, 400/422: a permission, a token, a field rule), the refusal is recorded and
+counted like any other, the ticket gets the one comment naming the cause and the fix (not again for
+the same status), and the command says "not retried" with the status (exit 0): fix the cause, then
+retry again.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			var res lifecycle.RetryResult

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -50,6 +51,18 @@ func statusCmd(a *app) *cobra.Command {
 					row(w, "OUTCOME WAITING", "TO", "INSTANCE", "ATTEMPT", "WAITING SINCE", "FOR", "TRIES", "LAST ERROR")
 					for _, o := range s.Outcomes {
 						row(w, o.Ticket, o.To, o.Instance, o.Attempt, o.Recorded.UTC().Format(time.RFC3339), human(ms(o.AgeMS)), o.Tries, strings.Join(strings.Fields(o.LastError), " "))
+					}
+				}
+				if len(s.Refusals) > 0 {
+					// Tickets backing off after a tracker's refusal for good.
+					row(w)
+					row(w, fmt.Sprintf("REFUSED (%d)", s.RefusalsTotal), "OP", "STATUS", "SINCE", "NEXT TRY", "TOLD")
+					for _, r := range s.Refusals {
+						told := "no"
+						if r.Told {
+							told = "yes"
+						}
+						row(w, r.Ticket, r.Op, r.Status, r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339), told)
 					}
 				}
 				row(w)

@@ -26,6 +26,7 @@ var pageSource string
 var pages = template.Must(template.New("status.html").Funcs(template.FuncMap{
 	"dur":   humanMS,
 	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") },
 	"since": func(now, t time.Time) string { return humanMS(now.Sub(t).Milliseconds()) },
 	"dict": func(csrf, action, ticket, project string) actView {
 		return actView{CSRF: csrf, Action: action, Ticket: ticket, Project: project}

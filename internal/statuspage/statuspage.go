@@ -241,6 +241,9 @@ func (h *handler) Read(ctx context.Context) (Status, error) {
 	for _, o := range snap.Outcomes {
 		link(o.Ref)
 	}
+	for _, r := range snap.Refusals {
+		link(r.Ref)
+	}
 	entries, err := h.reader.Recent(ctx, h.cfg.Recent)
 	if err != nil {
 		return st, err

@@ -40,6 +40,11 @@ type Snapshot struct {
 	// Outcomes are the runs whose pipeline ended and whose Done or Failed
 	// waits for the tracker (runstate.Outcome), oldest first.
 	Outcomes []Outcome `json:"outcomes"`
+	// Refusals are the tickets whose label write the tracker refused for
+	// good (lifecycle.Refusals), soonest next try first, at most
+	// lifecycle.MaxListedRefusals of RefusalsTotal.
+	Refusals      []lifecycle.RefusalEntry `json:"refusals"`
+	RefusalsTotal int64                    `json:"refusalsTotal"`
 }
 
 // Outcome is one run's outcome waiting for the tracker: its pipeline ended
@@ -153,6 +158,9 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 	}
 	outcomes, _, err := runstate.ReadOutcomes(ctx, rdb)
 	if err != nil {
+		return s, err
+	}
+	if s.Refusals, s.RefusalsTotal, err = lifecycle.ListRefusals(ctx, rdb, lifecycle.MaxListedRefusals); err != nil {
 		return s, err
 	}
 	ended := map[string]time.Time{}

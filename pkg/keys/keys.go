@@ -279,6 +279,12 @@ func TriggerRefusal(ticketKey, actorDigest string) string {
 // to try again, and whether the ticket was told.
 func TrackerRefusal(ticketKey string) string { return prefix() + "tracker-refusal:" + ticketKey }
 
+// TrackerRefusals indexes the tickets with a TrackerRefusal record: a
+// sorted set of ticket keys scored by the end of their backoff (Unix
+// seconds), kept by lifecycle.Refusals beside each record, so the status
+// page and agentsmithctl list them without a SCAN over the keyspace.
+func TrackerRefusals() string { return prefix() + "tracker-refusals" }
+
 // CommandReplies counts the daemon's replies to comment commands on one
 // ticket within CommandReplyWindow (INCR, expiry set by the first), so
 // nobody can make the daemon post unbounded comments by commenting.

@@ -48,6 +48,7 @@ var builders = map[string]func() string{
 	"TriggerActor":        func() string { return TriggerActor("github:a/b#1") },
 	"TriggerRefusal":      func() string { return TriggerRefusal("github:a/b#1", "d") },
 	"TrackerRefusal":      func() string { return TrackerRefusal("github:a/b#1") },
+	"TrackerRefusals":     TrackerRefusals,
 	"Paused":              func() string { return Paused("app") },
 	"CommandReplies":      func() string { return CommandReplies("github:a/b#1") },
 	"PausedPattern":       PausedPattern,

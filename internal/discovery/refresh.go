@@ -87,7 +87,7 @@ func (r *Refresher) client(pc *config.Project) *http.Client {
 	hc, ok := r.clients[pc.Name]
 	if !ok {
 		hc = r.cfg.Client(pc)
-		if a := pc.GitHubApp; pc.Platform == github.Platform && a.IsSet() {
+		if a := pc.GitHubApp; hc != nil && pc.Platform == github.Platform && a.IsSet() {
 			// A key that does not parse leaves hc as it is; the listing
 			// then fails on it with the error that names it.
 			if ac, err := github.AppHTTPClient(hc, appOf(pc), pc.BaseURL); err == nil {

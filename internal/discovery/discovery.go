@@ -163,6 +163,12 @@ func matchesInclude(pc *config.Project, path string) bool {
 	return !includes && (pc.Group != "" || pc.Installation != "")
 }
 
+// appOf is pc's GitHub App installation credentials.
+func appOf(pc *config.Project) github.App {
+	a := pc.GitHubApp
+	return github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
+}
+
 // listPlatform lists over the real API with the project's credentials,
 // through hc (nil: each platform's default client).
 func listPlatform(ctx context.Context, pc *config.Project, owner string, hc *http.Client) ([]Repo, error) {
@@ -179,8 +185,9 @@ func listPlatform(ctx context.Context, pc *config.Project, owner string, hc *htt
 	case github.Platform:
 		opts := github.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(),
 			HTTPClient: trackerhttp.ClientOr(hc, nil, trackerhttp.GitHubRateLimits)}
-		if a := pc.GitHubApp; a.IsSet() {
-			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
+		if pc.GitHubApp.IsSet() {
+			app := appOf(pc)
+			opts.App = &app
 		}
 		var rs []github.Repository
 		var err error

@@ -15,6 +15,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms/github"
 )
 
 // RefresherConfig configures a Refresher.
@@ -74,13 +75,25 @@ func NewRefresher(cfg RefresherConfig) *Refresher {
 	return &Refresher{cfg: cfg, log: cfg.Logger, clients: map[string]*http.Client{}}
 }
 
-// client is pc's listing client, the same for every listing.
+// client is pc's listing client, the same for every listing. A GitHub
+// App project's carries the installation's token transport
+// (github.AppHTTPClient), so every listing reuses one installation token
+// until ghinstallation renews it near its expiry: ETags belong to a token
+// (eclipse-csi/otterdog#201), and a token minted per listing would have
+// every page of every relisting answered in full and charged.
 func (r *Refresher) client(pc *config.Project) *http.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	hc, ok := r.clients[pc.Name]
 	if !ok {
 		hc = r.cfg.Client(pc)
+		if a := pc.GitHubApp; hc != nil && pc.Platform == github.Platform && a.IsSet() {
+			// A key that does not parse leaves hc as it is; the listing
+			// then fails on it with the error that names it.
+			if ac, err := github.AppHTTPClient(hc, appOf(pc), pc.BaseURL); err == nil {
+				hc = ac
+			}
+		}
 		r.clients[pc.Name] = hc
 	}
 	return hc

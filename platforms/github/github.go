@@ -150,13 +150,7 @@ func newClient(opts Options, log *zap.Logger) (*gh.Client, *url.URL, error) {
 		c.CheckRedirect = trackerhttp.CheckRedirect
 		hc = &c
 	}
-	base := DefaultBaseURL
-	if opts.BaseURL != "" {
-		base = opts.BaseURL
-		if !strings.HasSuffix(base, "/") {
-			base += "/"
-		}
-	}
+	base := apiRoot(opts.BaseURL)
 	baseURL, err := url.Parse(base)
 	if err != nil {
 		return nil, nil, fmt.Errorf("github: base URL %q: %w", opts.BaseURL, err)
@@ -164,8 +158,10 @@ func newClient(opts Options, log *zap.Logger) (*gh.Client, *url.URL, error) {
 	var client *gh.Client
 	switch {
 	case opts.App != nil:
-		if hc, err = appClient(hc, *opts.App, base); err != nil {
-			return nil, nil, err
+		if !carriesApp(hc, *opts.App, base) {
+			if hc, err = appClient(hc, *opts.App, base); err != nil {
+				return nil, nil, err
+			}
 		}
 		client = gh.NewClient(hc)
 	default:
@@ -180,6 +176,37 @@ func newClient(opts Options, log *zap.Logger) (*gh.Client, *url.URL, error) {
 
 // DefaultBaseURL is GitHub.com's REST API root.
 const DefaultBaseURL = "https://api.github.com/"
+
+// apiRoot is the REST API root of a configured base URL ("" is
+// GitHub.com's), with its trailing slash.
+func apiRoot(baseURL string) string {
+	if baseURL == "" {
+		return DefaultBaseURL
+	}
+	if !strings.HasSuffix(baseURL, "/") {
+		baseURL += "/"
+	}
+	return baseURL
+}
+
+// AppHTTPClient is hc authenticated as app's installation at baseURL (""
+// for GitHub.com). Options.HTTPClient set to it, with the same App, is
+// used as it is: whoever keeps it keeps one installation token across
+// calls, which ghinstallation renews shortly before it expires. A caller
+// that lists repeatedly needs that, because GitHub's ETags belong to a
+// token (eclipse-csi/otterdog#201): with a new token per listing no page
+// is ever answered 304, and every page is charged to the core quota.
+func AppHTTPClient(hc *http.Client, app App, baseURL string) (*http.Client, error) {
+	return appClient(hc, app, apiRoot(baseURL))
+}
+
+// carriesApp reports whether hc already authenticates as app's
+// installation at base (AppHTTPClient).
+func carriesApp(hc *http.Client, app App, base string) bool {
+	itr, ok := hc.Transport.(*ghinstallation.Transport)
+	return ok && itr.AppID() == app.AppID && itr.InstallationID() == app.InstallationID &&
+		itr.BaseURL == strings.TrimSuffix(base, "/")
+}
 
 // appClient wraps hc's transport in an installation-token transport whose
 // token requests go to base (GitHub Enterprise's or the sim's API root),

@@ -35,6 +35,11 @@ type attempt struct {
 	workNotes []string
 	// pushed is the commit saveWork pushed to branch ("" when none was).
 	pushed string
+	// killUnconfirmed: the pipeline was ended by a signal the executor did
+	// not send while Redis could not be read, so its run guard may have
+	// killed it for a lost lock. A lock found gone when its outcome is
+	// handed over is then taken as that loss (handOver), not re-taken.
+	killUnconfirmed bool
 	// commentBudget bounds a comment with its retries when set (default
 	// commentTimeout), so the transition after it keeps time of its own.
 	commentBudget time.Duration

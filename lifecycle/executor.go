@@ -437,10 +437,16 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	// re-take a lock a Redis restart emptied (recordOutcome) and end the
 	// ticket with the guard's kill instead of running it again.
 	if res.Signal != "" && !res.Killed && !res.TimedOut && !res.Canceled {
-		if err := a.newFence(hb)(ctx); errors.Is(err, errLostRun) {
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		err := a.newFence(hb)(fctx)
+		fcancel()
+		switch {
+		case errors.Is(err, errLostRun):
 			log.Warn("run lost its ownership; its run guard killed the pipeline, no outcome recorded, no label written", zap.Error(err))
 			a.releaseRun(false)
 			return
+		case err != nil:
+			a.killUnconfirmed = true
 		}
 	}
 	// The outcome must be written even while shutting down.

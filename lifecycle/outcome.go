@@ -98,6 +98,13 @@ func (a *attempt) handOver(o runstate.Outcome, werr error) {
 	case kept == runstate.NotKept:
 		log.Warn("transition to " + o.To + " not written; the run no longer holds the ticket, which its successor owns")
 		a.releaseRun(false)
+	case kept == runstate.Retaken && a.killUnconfirmed:
+		// Redis lost the lock while it could not be read and the pipeline
+		// was killed meanwhile: its run guard killed it for the lost lock,
+		// so this is a lost run, run again after the restart grace.
+		log.Warn("the run's lock was lost while Redis could not be read and its pipeline was killed by a signal: a lost run, not an outcome; released to be run again")
+		a.dropOutcome(a.token)
+		a.releaseRun(false)
 	default:
 		log.Warn("transition to "+o.To+" not written; the outcome is recorded and is written from the record when the tracker answers (housekeeping's OutcomeWriter), never by running the pipeline again",
 			zap.Bool("lockRetaken", kept == runstate.Retaken))

@@ -212,6 +212,11 @@ func (r *Refusals) store(ctx context.Context, ref platforms.Ref, rec refusalReco
 	_, err := r.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Set(ctx, keys.TrackerRefusal(ref.Key()), raw, keys.TrackerRefusalTTL)
 		pipe.ZAdd(ctx, keys.TrackerRefusals(), redis.Z{Score: float64(rec.Until.Unix()), Member: ref.Key()})
+		// An entry whose backoff ended a record's TTL ago names a record
+		// that has expired (a backoff ends at most a day after its record
+		// is stored): trimmed here, so the index stays bounded by the
+		// refusals of the last TTL even when nobody lists it.
+		pipe.ZRemRangeByScore(ctx, keys.TrackerRefusals(), "-inf", "("+strconv.FormatInt(rec.At.Add(-keys.TrackerRefusalTTL).Unix(), 10))
 		return nil
 	})
 	if err != nil {

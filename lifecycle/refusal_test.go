@@ -20,6 +20,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -190,5 +191,35 @@ func TestRacingReplicasTellARefusalOnce(t *testing.T) {
 	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
 	if len(is.Comments) != rounds {
 		t.Fatalf("%d comments after %d rounds of two racing replicas, want one a round", len(is.Comments), rounds)
+	}
+}
+
+// The index of refused tickets drops the entries whose records have
+// expired when a later refusal is stored, so it stays bounded without a
+// reader listing it.
+func TestRefusalIndexTrimsExpiredEntries(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	ctx := t.Context()
+	p := w.Projects[lifecycletest.Project]
+	refusal := platforms.Rejected(403, errors.New("403 Resource not accessible by integration"))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	r := lifecycle.NewRefusals(w.RDB, lifecycle.RefusalsConfig{Labels: w.Labels, Logger: zap.NewNop(), Clock: clock})
+	refuse := func(title string) {
+		t.Helper()
+		n := w.Sim.CreateIssue(lifecycletest.Repo, title, "", "agent-smith")
+		tk, err := p.Tracker.Get(ctx, lifecycletest.Ref(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := r.Refused(ctx, p, tk, "label", lifecycle.OwnerClaimService, lifecycle.SourcePoll, refusal); !ok {
+			t.Fatal("a rejected write not taken as refused")
+		}
+	}
+	refuse("old refusal")
+	now = now.Add(keys.TrackerRefusalTTL + 48*time.Hour)
+	refuse("new refusal")
+	if n, err := w.RDB.ZCard(ctx, keys.TrackerRefusals()).Result(); err != nil || n != 1 {
+		t.Fatalf("index holds %d entries (err %v), want 1: the expired one trimmed", n, err)
 	}
 }

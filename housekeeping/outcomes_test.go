@@ -313,23 +313,11 @@ func TestOutcomeWriterLeavesALiveRunsOutcome(t *testing.T) {
 // times, then writes the label without it.
 func TestOutcomeWriterGivesUpACommentThatKeepsFailing(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	failing := w.Sim.Handler()
-	newCutTrackerOf(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments") {
-			http.Error(rw, "bad gateway", http.StatusBadGateway)
-			return
-		}
-		failing.ServeHTTP(rw, r)
-	}))
+	failComments(t, w)
 	ctx := t.Context()
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "comments fail", "", "agent-smith", "agent-smith:in-progress")
 	ref := lifecycletest.Ref(n)
-	deadRun(t, w, n, "ghost", 1)
-	o := runstate.Outcome{Ref: ref, Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
-		Outcome: "succeeded", Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now()}
-	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
-		t.Fatalf("record: %v %v", ok, err)
-	}
+	recordDeadRunsDone(t, w, n, runstate.Outcome{Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now()})
 	clock := newFakeClock()
 	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second, Clock: clock.Now})
 	for try := 1; try <= 3; try++ {
@@ -481,23 +469,11 @@ func TestOneRedisErrorOnTheFirstRecordKeepsTheSecond(t *testing.T) {
 // (502): an outage does not use up the comment's tries.
 func TestOutcomeWriterOutageTriesDoNotGiveUpTheComment(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	sim := w.Sim.Handler()
-	newCutTrackerOf(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments") {
-			http.Error(rw, "bad gateway", http.StatusBadGateway)
-			return
-		}
-		sim.ServeHTTP(rw, r)
-	}))
+	failComments(t, w)
 	ctx := t.Context()
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "outage tries", "", "agent-smith", "agent-smith:in-progress")
 	ref := lifecycletest.Ref(n)
-	deadRun(t, w, n, "ghost", 1)
-	o := runstate.Outcome{Ref: ref, Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
-		Outcome: "succeeded", Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now(), Tries: 5}
-	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
-		t.Fatalf("record: %v %v", ok, err)
-	}
+	recordDeadRunsDone(t, w, n, runstate.Outcome{Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now(), Tries: 5})
 	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second})
 	if err := ow.Cycle(ctx); err == nil {
 		t.Fatal("no error with the comment failing")
@@ -525,12 +501,7 @@ func TestOutcomeWriterMarksOnlyAPostedComment(t *testing.T) {
 	ctx := t.Context()
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "writes fail", "", "agent-smith", "agent-smith:in-progress")
 	ref := lifecycletest.Ref(n)
-	deadRun(t, w, n, "ghost", 1)
-	o := runstate.Outcome{Ref: ref, Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
-		Outcome: "succeeded", Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now(), Tries: 3, CommentTries: 3}
-	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
-		t.Fatalf("record: %v %v", ok, err)
-	}
+	recordDeadRunsDone(t, w, n, runstate.Outcome{Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now(), Tries: 3, CommentTries: 3})
 	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second})
 	if err := ow.Cycle(ctx); err == nil {
 		t.Fatal("no error with every write failing")
@@ -623,12 +594,7 @@ func TestOutcomeWriterBacksOffARefusedRead(t *testing.T) {
 	clock := newFakeClock()
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "read refused", "", "agent-smith", "agent-smith:in-progress")
 	ref := lifecycletest.Ref(n)
-	deadRun(t, w, n, "ghost", 1)
-	o := runstate.Outcome{Ref: ref, Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
-		Outcome: "succeeded", Body: "done", Recorded: clock.Now()}
-	if ok, err := runstate.PutOutcome(ctx, w.RDB, o.Token, o); err != nil || !ok {
-		t.Fatalf("record: %v %v", ok, err)
-	}
+	recordDeadRunsDone(t, w, n, runstate.Outcome{Body: "done", Recorded: clock.Now()})
 	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second, Clock: clock.Now})
 	if err := ow.Cycle(ctx); err == nil {
 		t.Fatal("no error with the read refused")
@@ -726,5 +692,31 @@ func TestFirstOutcomeRecordCarriesTheComment(t *testing.T) {
 	}
 	if first := hook.sent[0]; !strings.Contains(first.Body, "made it") || first.To != "done" {
 		t.Errorf("first record %+v, want done with the result in its comment", first)
+	}
+}
+
+// failComments cuts w's tracker so that every comment fails (502) while
+// reads and label writes reach the sim.
+func failComments(t *testing.T, w *lifecycletest.World) {
+	t.Helper()
+	sim := w.Sim.Handler()
+	newCutTrackerOf(t, w, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/comments") {
+			http.Error(rw, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		sim.ServeHTTP(rw, r)
+	}))
+}
+
+// recordDeadRunsDone leaves ticket n as a dead run "ghost" (attempt 1)
+// whose Done outcome o (its body, times and tries as given) waits in
+// Redis.
+func recordDeadRunsDone(t *testing.T, w *lifecycletest.World, n int, o runstate.Outcome) {
+	t.Helper()
+	deadRun(t, w, n, "ghost", 1)
+	o.Ref, o.Token, o.Instance, o.Attempt, o.To, o.Outcome = lifecycletest.Ref(n), "ghost|webhook|0|tok", "ghost", 1, "done", "succeeded"
+	if ok, err := runstate.PutOutcome(t.Context(), w.RDB, o.Token, o); err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/proctree"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // ProcessResult is what the daemon binary itself costs and how fast a fleet
@@ -49,7 +49,7 @@ type daemonProc struct {
 type procWorld struct {
 	dir, bin string
 	redis    string
-	sim      *sim.Sim
+	sim      *trackersim.Sim
 	simSrv   *httptest.Server
 }
 
@@ -232,7 +232,7 @@ func (b *bench) processes(ctx context.Context) error {
 		}
 		// A fresh sim per measurement: the 10k tickets of one must not
 		// slow the sim down for the next.
-		s := sim.New(sim.Options{RateLimit: 1 << 30, PerPage: 100})
+		s := trackersim.New(trackersim.Options{RateLimit: 1 << 30, PerPage: 100})
 		srv := httptest.NewServer(s.Handler())
 		err := st(ctx, &procWorld{dir: dir, bin: bin, redis: b.addr, sim: s, simSrv: srv}, r)
 		srv.Close()
@@ -298,7 +298,7 @@ func (b *bench) rssRunning(ctx context.Context, w *procWorld, r *ProcessResult) 
 		return err
 	}
 	defer d.stop()
-	w.sim.AddHook(sim.Hook{Repo: "acme/running", URL: d.url() + "/webhooks/github", Secret: webhookSecret})
+	w.sim.AddHook(trackersim.Hook{Repo: "acme/running", URL: d.url() + "/webhooks/github", Secret: webhookSecret})
 	for i := range 100 {
 		w.sim.CreateIssue("acme/running", fmt.Sprintf("run %d", i), "", trigger)
 	}
@@ -327,7 +327,7 @@ func (b *bench) kill9Recovery(ctx context.Context, w *procWorld, r *ProcessResul
 	runs := func() int { b, _ := os.ReadFile(runLog); return strings.Count(string(b), "\n") }
 	// A receives the webhook; either replica's consumer may take the
 	// request, and the one that runs it is the victim.
-	w.sim.AddHook(sim.Hook{Repo: "acme/kill9", URL: a.url() + "/webhooks/github", Secret: webhookSecret})
+	w.sim.AddHook(trackersim.Hook{Repo: "acme/kill9", URL: a.url() + "/webhooks/github", Secret: webhookSecret})
 	n := w.sim.CreateIssue("acme/kill9", "kill me", "", trigger)
 	id := github.FormatID("acme/kill9", n)
 	owner := func() string {
@@ -367,7 +367,7 @@ func (b *bench) wipeRecovery(ctx context.Context, w *procWorld, r *ProcessResult
 		return err
 	}
 	defer d.kill()
-	w.sim.AddHook(sim.Hook{Repo: "acme/wipe", URL: d.url() + "/webhooks/github", Secret: webhookSecret})
+	w.sim.AddHook(trackersim.Hook{Repo: "acme/wipe", URL: d.url() + "/webhooks/github", Secret: webhookSecret})
 	w.sim.CreateIssue("acme/wipe", "blocker", "", trigger)
 	if err := waitFor(ctx, 30*time.Second, func() bool { n, _ := runstate.Count(ctx, b.rdb).Result(); return n == 1 }); err != nil {
 		return err

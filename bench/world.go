@@ -26,7 +26,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const (
@@ -39,7 +39,7 @@ const (
 // GitHub tracker (go-github over pkg/trackerhttp) per repository, the queue,
 // the claim service and a webhook receiver on a real listener.
 type world struct {
-	sim      *sim.Sim
+	sim      *trackersim.Sim
 	simSrv   *httptest.Server
 	simNanos atomic.Int64 // time spent inside the sim's handler
 	rdb      *redis.Client
@@ -71,7 +71,7 @@ func newWorld(rdb *redis.Client, specs ...projectSpec) (*world, error) {
 // newWorldClock is newWorld with the sim on clock (nil: time.Now), so a
 // bench can let a rate-limit window pass without waiting for it.
 func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSpec) (*world, error) {
-	s := sim.New(sim.Options{RateLimit: 1 << 30, PerPage: 100, Clock: clock})
+	s := trackersim.New(trackersim.Options{RateLimit: 1 << 30, PerPage: 100, Clock: clock})
 	// Azure DevOps numbers work items per organisation (the bench's
 	// Azure DevOps projects are acmeorg/rN).
 	s.NumberWorkItemsPerOrganisation("acmeorg")
@@ -108,7 +108,7 @@ func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSp
 	w.recvSrv = httptest.NewServer(w.recv.Handler())
 	for _, sp := range specs {
 		if sp.webhook {
-			s.AddHook(sim.Hook{Repo: sp.repo, URL: w.recvSrv.URL + "/webhooks/github", Secret: webhookSecret + sp.name})
+			s.AddHook(trackersim.Hook{Repo: sp.repo, URL: w.recvSrv.URL + "/webhooks/github", Secret: webhookSecret + sp.name})
 		}
 	}
 	dir, err := os.MkdirTemp("", "agentsmithd-bench-work-")

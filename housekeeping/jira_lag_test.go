@@ -9,15 +9,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 type lockerFunc struct{ rdb redis.Cmdable }
@@ -49,7 +49,7 @@ func (c *lagClock) Add(d time.Duration) {
 // writes this replica's searches do not reconcile.
 type jiraWorld struct {
 	rdb    *redis.Client
-	sim    *sim.Sim
+	sim    *trackersim.Sim
 	clock  *lagClock
 	claims *lifecycle.ClaimService
 	other  *jira.Tracker
@@ -60,7 +60,7 @@ func newJiraWorld(t *testing.T) *jiraWorld {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
 	clock := &lagClock{now: time.Now().UTC()}
-	s := sim.New(sim.Options{Clock: clock.Now})
+	s := trackersim.New(trackersim.Options{Clock: clock.Now})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -105,7 +105,7 @@ func (w *jiraWorld) moveByOther(t *testing.T, n int, from, to lifecycle.State) {
 func TestStaleSearchHitNotActedOn(t *testing.T) {
 	w := newJiraWorld(t)
 	n := w.sim.CreateIssue("OPS", "finished elsewhere", "", "agent-smith", "agent-smith:in-progress")
-	w.clock.Add(2 * sim.DefaultJiraSearchLag)
+	w.clock.Add(2 * trackersim.DefaultJiraSearchLag)
 	w.moveByOther(t, n, lifecycle.InProgress, lifecycle.Done)
 	writes := len(w.sim.Writes())
 
@@ -134,7 +134,7 @@ func TestStaleSearchHitNotActedOn(t *testing.T) {
 func TestOwnWriteListedAtOnce(t *testing.T) {
 	w := newJiraWorld(t)
 	n := w.sim.CreateIssue("OPS", "claimed here", "", "agent-smith")
-	w.clock.Add(2 * sim.DefaultJiraSearchLag)
+	w.clock.Add(2 * trackersim.DefaultJiraSearchLag)
 	res, err := w.claims.Claim(t.Context(), w.ref(n), lifecycle.SourcePoll, 1)
 	if err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v, %v", res, err)
@@ -162,7 +162,7 @@ func TestOwnWriteListedAtOnce(t *testing.T) {
 func TestStaleSearchHitDoesNotCancel(t *testing.T) {
 	w := newJiraWorld(t)
 	n := w.sim.CreateIssue("OPS", "running", "", "agent-smith:in-progress")
-	w.clock.Add(2 * sim.DefaultJiraSearchLag)
+	w.clock.Add(2 * trackersim.DefaultJiraSearchLag)
 	if err := w.sim.AddLabels("OPS", n, "agent-smith"); err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/housekeeping"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
 // mkTicketDir writes size bytes into {root}/{project}/{ticket}.

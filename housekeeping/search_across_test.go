@@ -8,14 +8,14 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Projects of one GitLab top-level group, or of one Azure DevOps
@@ -43,7 +43,7 @@ func TestSlowCycleListsAcrossProjectsOnce(t *testing.T) {
 	} {
 		t.Run(c.platform, func(t *testing.T) {
 			rdb := redistest.Start(t).Client(t)
-			s := sim.New(sim.Options{})
+			s := trackersim.New(trackersim.Options{})
 			t.Cleanup(s.Close)
 			s.NumberWorkItemsPerOrganisation("acmeorg") // as Azure DevOps numbers
 			srv := httptest.NewServer(s.Handler())

@@ -7,13 +7,13 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const (
@@ -24,7 +24,7 @@ const (
 // orgWorld is several GitHub projects on one trackersim: name → repo, with
 // the token each uses.
 type orgWorld struct {
-	sim    *sim.Sim
+	sim    *trackersim.Sim
 	claims *lifecycle.ClaimService
 	stale  *StaleJobDetector
 	labels lifecycle.Labels
@@ -35,7 +35,7 @@ type orgProject struct{ name, repo, token string }
 func newOrgWorld(t *testing.T, clock *trackerhttptest.Clock, lag time.Duration, ps ...orgProject) *orgWorld {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
-	s := sim.New(sim.Options{Clock: clock.Now})
+	s := trackersim.New(trackersim.Options{Clock: clock.Now})
 	t.Cleanup(s.Close)
 	s.SetGitHubSearchLag(lag)
 	srv := httptest.NewServer(s.Handler())

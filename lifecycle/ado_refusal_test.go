@@ -9,15 +9,15 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const (
@@ -32,7 +32,7 @@ const (
 // tracker (here Azure DevOps, azure-devops-go-api; newJiraWorld: go-jira),
 // with a poller on an injected clock.
 type refusalWorld struct {
-	sim     *sim.Sim
+	sim     *trackersim.Sim
 	poller  *lifecycle.Poller
 	clock   *trackerhttptest.Clock
 	metrics *metrics.Metrics
@@ -41,10 +41,10 @@ type refusalWorld struct {
 	write string
 }
 
-func newADOWorld(t *testing.T, access sim.Access) *refusalWorld {
+func newADOWorld(t *testing.T, access trackersim.Access) *refusalWorld {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
-	s := sim.New(sim.Options{Tokens: []string{adoToken}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{adoToken}})
 	t.Cleanup(s.Close)
 	s.SetAccess(adoToken, access)
 	srv := httptest.NewServer(s.Handler())
@@ -90,7 +90,7 @@ func (w *refusalWorld) pollMinutes(t *testing.T, minutes int) []int {
 // being refused every cycle. Once the tags exist, the next change of the
 // ticket has it claimed.
 func TestADOStakeholderClaimWithoutLifecycleTags(t *testing.T) {
-	w := newADOWorld(t, sim.Access{Login: "stakeholder-bot", CannotCreateTags: true})
+	w := newADOWorld(t, trackersim.Access{Login: "stakeholder-bot", CannotCreateTags: true})
 	n := w.sim.CreateIssue(adoRepo, "needs a run", "", "agent-smith")
 	if wroteAt := w.pollMinutes(t, 30); !slices.Equal(wroteAt, []int{0, 5, 15}) {
 		t.Errorf("work item writes at minutes %v, want [0 5 15]", wroteAt)
@@ -132,7 +132,7 @@ func TestADOStakeholderClaimWithoutLifecycleTags(t *testing.T) {
 // The same identity claims at once in a project that defines the
 // lifecycle tags: adding an existing tag is every member's right.
 func TestADOStakeholderClaimWithPreCreatedTags(t *testing.T) {
-	w := newADOWorld(t, sim.Access{Login: "stakeholder-bot", CannotCreateTags: true})
+	w := newADOWorld(t, trackersim.Access{Login: "stakeholder-bot", CannotCreateTags: true})
 	if err := w.sim.DefineTags(adoRepo, lifecycleTags(w.labels)...); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestADOStakeholderClaimWithPreCreatedTags(t *testing.T) {
 // empty) refuses the tags-only claim with 400 TF401320: a refusal for
 // good, told once with the field's name and the fix, then backed off.
 func TestADOClaimRefusedByAnotherFieldsRule(t *testing.T) {
-	w := newADOWorld(t, sim.Access{Login: "basic-bot"})
+	w := newADOWorld(t, trackersim.Access{Login: "basic-bot"})
 	n := w.sim.CreateIssue(adoRepo, "needs a run", "", "agent-smith")
 	w.sim.BreakRequiredField(adoRepo, n, "Microsoft.VSTS.Common.Activity")
 	if wroteAt := w.pollMinutes(t, 6); !slices.Equal(wroteAt, []int{0, 5}) {

@@ -8,7 +8,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 func TestCommandsParse(t *testing.T) {
@@ -84,7 +84,7 @@ func TestRunCommandGatesAndBoundsReplies(t *testing.T) {
 		t.Fatalf("unknown author: %+v, %v; want refused", res, err)
 	}
 
-	res, err = w.Claims.RunCommand(ctx, ref, sim.HumanLogin, lifecycle.CommandRetry)
+	res, err = w.Claims.RunCommand(ctx, ref, trackersim.HumanLogin, lifecycle.CommandRetry)
 	if err != nil || res.Outcome != lifecycle.CommandDone {
 		t.Fatalf("collaborator: %+v, %v; want done", res, err)
 	}
@@ -92,7 +92,7 @@ func TestRunCommandGatesAndBoundsReplies(t *testing.T) {
 		t.Fatalf("state %s after a retry, want enqueued", s)
 	}
 	// Again: nothing to retry, said so.
-	res, err = w.Claims.RunCommand(ctx, ref, sim.HumanLogin, lifecycle.CommandRetry)
+	res, err = w.Claims.RunCommand(ctx, ref, trackersim.HumanLogin, lifecycle.CommandRetry)
 	if err != nil || res.Outcome != lifecycle.CommandNoop || !strings.Contains(res.Reason, "state is enqueued") {
 		t.Fatalf("second retry: %+v, %v; want noop", res, err)
 	}
@@ -124,15 +124,15 @@ func TestRunCommandCancel(t *testing.T) {
 	running := w.Sim.CreateIssue(lifecycletest.Repo, "running", "", "agent-smith", w.Labels.Label(lifecycle.InProgress))
 	done := w.Sim.CreateIssue(lifecycletest.Repo, "done", "", "agent-smith", w.Labels.Label(lifecycle.Done))
 
-	res, err := w.Claims.RunCommand(ctx, lifecycletest.Ref(running), sim.HumanLogin, lifecycle.CommandCancel)
+	res, err := w.Claims.RunCommand(ctx, lifecycletest.Ref(running), trackersim.HumanLogin, lifecycle.CommandCancel)
 	if err != nil || res.Outcome != lifecycle.CommandDone {
 		t.Fatalf("cancel: %+v, %v", res, err)
 	}
 	cause, err := runstate.RequestedCancel(ctx, w.RDB, lifecycletest.Ref(running))
-	if err != nil || cause != lifecycle.CommandCause(sim.HumanLogin) || !strings.Contains(cause, sim.HumanLogin) {
-		t.Errorf("cancel request %q, %v; want one naming %s", cause, err, sim.HumanLogin)
+	if err != nil || cause != lifecycle.CommandCause(trackersim.HumanLogin) || !strings.Contains(cause, trackersim.HumanLogin) {
+		t.Errorf("cancel request %q, %v; want one naming %s", cause, err, trackersim.HumanLogin)
 	}
-	res, err = w.Claims.RunCommand(ctx, lifecycletest.Ref(done), sim.HumanLogin, lifecycle.CommandCancel)
+	res, err = w.Claims.RunCommand(ctx, lifecycletest.Ref(done), trackersim.HumanLogin, lifecycle.CommandCancel)
 	if err != nil || res.Outcome != lifecycle.CommandNoop {
 		t.Fatalf("cancel of a done ticket: %+v, %v; want noop", res, err)
 	}

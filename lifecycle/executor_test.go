@@ -3,9 +3,9 @@ package lifecycle_test
 import (
 	"context"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,7 +132,7 @@ func TestFlakyTrackerDoesNotDiscardTheResult(t *testing.T) {
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	w.Sim.SetFaults(sim.Faults{ErrorRate: 0.4, Seed: 7})
+	w.Sim.SetFaults(trackersim.Faults{ErrorRate: 0.4, Seed: 7})
 	startExecutor(t, w, dir, time.Second)
 	eventually.Wait(t, 60*time.Second, "the ticket to reach done", func() bool { return w.State(t, n) == lifecycle.Done })
 	b, _ := os.ReadFile(filepath.Join(dir, "runs"))

@@ -9,15 +9,15 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const (
@@ -35,7 +35,7 @@ func newJiraWorld(t *testing.T) *refusalWorld {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
 	clock := trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	s := sim.New(sim.Options{Clock: clock.Now})
+	s := trackersim.New(trackersim.Options{Clock: clock.Now})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 )
 
 // The finisher does not renew its lock: a write timeout longer than half

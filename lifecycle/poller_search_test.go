@@ -9,13 +9,13 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Polled repositories of one owner and token that fall due together (a
@@ -24,7 +24,7 @@ import (
 // another owner keeps its own list call.
 func TestPollerSearchesTheDueRepositoriesOnce(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	s.SetGitHubSearchLag(0)
 	srv := httptest.NewServer(s.Handler())

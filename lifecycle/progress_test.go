@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 )
 
 // TestProgressCommentIsEditedInPlace: with progress: comment, a pipeline

@@ -18,18 +18,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const repo = "acme/app"
@@ -39,7 +39,7 @@ const repo = "acme/app"
 type world struct {
 	t      *testing.T
 	rdb    *redis.Client
-	sim    *sim.Sim
+	sim    *trackersim.Sim
 	cfg    *config.Config
 	path   string
 	labels lifecycle.Labels
@@ -55,7 +55,7 @@ func newWorld(t *testing.T) *world {
 func newWorldWith(t *testing.T, appExtra string) *world {
 	t.Helper()
 	r := redistest.Start(t)
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(s.Close)
@@ -478,7 +478,7 @@ func TestCommandsShareTheTokensBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.sim.SetFaults(sim.Faults{RateLimitNext: 1, RetryAfter: 3600})
+	w.sim.SetFaults(trackersim.Faults{RateLimitNext: 1, RetryAfter: 3600})
 	if _, err := tr.Get(t.Context(), refOf("app", n)); !errors.Is(err, trackerhttp.ErrRateLimited) {
 		t.Fatalf("the replica's read: %v, want ErrRateLimited", err)
 	}

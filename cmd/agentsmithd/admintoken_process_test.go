@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 )
 
 // loggedAdminAddr is the admin address the daemon logged in logPath

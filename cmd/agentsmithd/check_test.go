@@ -11,14 +11,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // checkWorld is a trackersim with one repository per platform, each with
 // the trigger label and a webhook to the receiver, and a real Redis.
 type checkWorld struct {
-	sim   *sim.Sim
+	sim   *trackersim.Sim
 	url   string
 	redis *redistest.Server
 	dir   string
@@ -34,7 +34,7 @@ const (
 
 func newCheckWorld(t *testing.T) *checkWorld {
 	t.Helper()
-	s := sim.New(sim.Options{Tokens: []string{checkToken}, BaseURL: "http://sim.invalid"})
+	s := trackersim.New(trackersim.Options{Tokens: []string{checkToken}, BaseURL: "http://sim.invalid"})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -43,13 +43,13 @@ func newCheckWorld(t *testing.T) *checkWorld {
 	t.Setenv("CHECK_SECRET", checkSecret)
 	t.Setenv("CHECK_BAD_TOKEN", "not-a-token")
 	// Deliveries go nowhere reachable; check only reads the hook list.
-	s.AddHook(sim.Hook{Repo: "acme/app", URL: checkRecv + "/webhooks/github", Secret: checkSecret})
+	s.AddHook(trackersim.Hook{Repo: "acme/app", URL: checkRecv + "/webhooks/github", Secret: checkSecret})
 	s.CreateIssue("acme/app", "first", "", "agent-smith")
-	s.AddHook(sim.Hook{Repo: "grp/app", URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"})
+	s.AddHook(trackersim.Hook{Repo: "grp/app", URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"})
 	s.CreateIssue("grp/app", "first", "", "agent-smith")
-	s.AddHook(sim.Hook{Repo: "PROJ", URL: checkRecv + "/webhooks/jira", Secret: checkSecret, Dialect: "jira"})
+	s.AddHook(trackersim.Hook{Repo: "PROJ", URL: checkRecv + "/webhooks/jira", Secret: checkSecret, Dialect: "jira"})
 	s.CreateIssue("PROJ", "first", "", "agent-smith")
-	s.AddHook(sim.Hook{Repo: "org1/proj", URL: checkRecv + "/webhooks/azuredevops", Secret: checkSecret, Dialect: "ado"})
+	s.AddHook(trackersim.Hook{Repo: "org1/proj", URL: checkRecv + "/webhooks/azuredevops", Secret: checkSecret, Dialect: "ado"})
 	s.CreateIssue("org1/proj", "first", "", "agent-smith")
 	return w
 }
@@ -122,10 +122,10 @@ func wantStatuses(t *testing.T, rep checkReport, project string, want map[string
 
 func TestCheckGitHub(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo"}})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin, Scopes: []string{"repo"}})
 	w.sim.CreateRepo("acme/nolabel")
 	// A hook to the receiver without the Issues event is no use.
-	w.sim.AddHook(sim.Hook{Repo: "acme/push", URL: checkRecv + "/webhooks/github", Events: []string{"push"}})
+	w.sim.AddHook(trackersim.Hook{Repo: "acme/push", URL: checkRecv + "/webhooks/github", Events: []string{"push"}})
 	w.sim.CreateIssue("acme/push", "first", "", "agent-smith")
 
 	code, rep, out := w.run(t,
@@ -157,7 +157,7 @@ func TestCheckGitHub(t *testing.T) {
 // label GitHub would refuse to create.
 func TestCheckGitHubTriggerLabelInAnotherCase(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo"}})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin, Scopes: []string{"repo"}})
 	_, rep, out := w.run(t, w.project("othercase", "github", "/github/", "acme/app", "CHECK_TOKEN", "    trigger_label: Agent-Smith\n"))
 	wantStatuses(t, rep, "othercase", map[string]string{"trigger label": "ok"})
 	if !strings.Contains(out, `as \"agent-smith\"`) {
@@ -167,7 +167,7 @@ func TestCheckGitHubTriggerLabelInAnotherCase(t *testing.T) {
 
 func TestCheckGitHubReadOnlyAndHiddenHooks(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Login: "reader", Role: sim.RoleRead})
+	w.sim.SetAccess(checkToken, trackersim.Access{Login: "reader", Role: trackersim.RoleRead})
 	code, rep, out := w.run(t, w.githubProject("ro", "acme/app", "CHECK_TOKEN"))
 	if code != 1 {
 		t.Errorf("exit %d, want 1\n%s", code, out)
@@ -176,7 +176,7 @@ func TestCheckGitHubReadOnlyAndHiddenHooks(t *testing.T) {
 	// answers 404), which is a warning, not a failure.
 	wantStatuses(t, rep, "ro", map[string]string{"auth": "ok", "permissions": "fail", "webhook": "warn"})
 
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleWrite})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleWrite})
 	code, rep, out = w.run(t, w.githubProject("rw", "acme/app", "CHECK_TOKEN"))
 	if code != 0 {
 		t.Errorf("exit %d, want 0 (a warning is not a failure)\n%s", code, out)
@@ -221,7 +221,7 @@ func (w *checkWorld) gitlabProject(name, repo string) string {
 
 func TestCheckGitLab(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin})
 	w.sim.CreateRepo("grp/bare")
 	code, rep, out := w.run(t, w.gitlabProject("ok", "grp/app"), w.gitlabProject("missing", "grp/gone"),
 		w.gitlabProject("bare", "grp/bare"),
@@ -237,11 +237,11 @@ func TestCheckGitLab(t *testing.T) {
 
 	// A Guest may comment but not label: fail. It cannot list hooks
 	// (Maintainer only, 403): warn.
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleRead})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleRead})
 	_, rep, _ = w.run(t, w.gitlabProject("guest", "grp/app"))
 	wantStatuses(t, rep, "guest", map[string]string{"permissions": "fail", "webhook": "warn"})
 	// A Reporter may label.
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleTriage})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleTriage})
 	code, rep, out = w.run(t, w.gitlabProject("reporter", "grp/app"))
 	wantStatuses(t, rep, "reporter", map[string]string{"permissions": "ok", "webhook": "warn"})
 	if code != 0 {
@@ -259,7 +259,7 @@ func (w *checkWorld) jiraProject(name, key, deployment string) string {
 
 func TestCheckJira(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin})
 	code, rep, out := w.run(t, w.jiraProject("ok", "PROJ", "cloud"), w.jiraProject("missing", "GONE", "cloud"),
 		w.jiraProject("dc", "PROJ", "datacenter"),
 		w.project("badtoken", "jira", "/jira/", "PROJ", "CHECK_BAD_TOKEN", "    jira: {email: bot@example.com}\n"))
@@ -275,7 +275,7 @@ func TestCheckJira(t *testing.T) {
 	// A Data Center site checked as Data Center; a commenter who may not
 	// edit fails; a non-administrator cannot list webhooks: warn.
 	w.sim.SetJiraDeployment("datacenter")
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleTriage})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleTriage})
 	_, rep, out = w.run(t, w.jiraProject("dc", "PROJ", "datacenter"))
 	wantStatuses(t, rep, "dc", map[string]string{"deployment": "ok", "permissions": "fail", "webhook": "warn"})
 	if !strings.Contains(out, "EDIT_ISSUES") {
@@ -284,8 +284,8 @@ func TestCheckJira(t *testing.T) {
 
 	// Data Center 10 lists webhooks at /rest/jira-webhook/1.0/webhooks and
 	// answers the old path 404: an administrator's check still finds PROJ's.
-	w.sim.SetJiraDeployment(sim.JiraDataCenter10)
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	w.sim.SetJiraDeployment(trackersim.JiraDataCenter10)
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin})
 	code, rep, out = w.run(t, w.jiraProject("dc10", "PROJ", "datacenter"))
 	wantStatuses(t, rep, "dc10", map[string]string{"deployment": "ok", "permissions": "ok", "webhook": "ok"})
 	if code != 0 || !strings.Contains(out, "10.3") {
@@ -299,7 +299,7 @@ func TestCheckJira(t *testing.T) {
 // status forbids edits, and warns when no open issue is there to read.
 func TestCheckJiraEditScreen(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin})
 	// The world's issues exist before check runs; a real project's are
 	// older than Cloud's search lag.
 	w.sim.SetJiraSearchLag(0)
@@ -347,7 +347,7 @@ func TestCheckJiraEditScreen(t *testing.T) {
 
 func TestCheckAzureDevOps(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Login: "ado-bot", Role: sim.RoleAdmin})
+	w.sim.SetAccess(checkToken, trackersim.Access{Login: "ado-bot", Role: trackersim.RoleAdmin})
 	w.sim.CreateRepo("org1/empty")
 	ado := func(name, repo, tokenEnv string) string {
 		return w.project(name, "azuredevops", "/ado/", repo, tokenEnv, "")
@@ -370,7 +370,7 @@ func TestCheckAzureDevOps(t *testing.T) {
 	if !strings.Contains(out, "ado-bot") {
 		t.Errorf("auth does not name the user:\n%s", out)
 	}
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleWrite})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleWrite})
 	code, rep, out = w.run(t, ado("ok", "org1/proj", "CHECK_TOKEN"))
 	wantStatuses(t, rep, "ok", map[string]string{"webhook": "warn"})
 	if code != 0 {
@@ -387,7 +387,7 @@ func TestCheckAzureDevOpsLifecycleTags(t *testing.T) {
 	w := newCheckWorld(t)
 	w.top = "label_prefix: bot\n"
 	ado := w.project("ado", "azuredevops", "/ado/", "org1/proj", "CHECK_TOKEN", "")
-	w.sim.SetAccess(checkToken, sim.Access{Login: "stakeholder-bot", Role: sim.RoleAdmin, CannotCreateTags: true})
+	w.sim.SetAccess(checkToken, trackersim.Access{Login: "stakeholder-bot", Role: trackersim.RoleAdmin, CannotCreateTags: true})
 	if err := w.sim.DefineTags("org1/proj", "bot:done", "BOT:FAILED"); err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +416,7 @@ func TestCheckAzureDevOpsLifecycleTags(t *testing.T) {
 	}
 
 	// An identity that may create tags needs none of them beforehand.
-	w.sim.SetAccess(checkToken, sim.Access{Login: "basic-bot", Role: sim.RoleAdmin})
+	w.sim.SetAccess(checkToken, trackersim.Access{Login: "basic-bot", Role: trackersim.RoleAdmin})
 	w.sim.CreateRepo("org1/fresh")
 	code, rep, out = w.run(t, w.project("fresh", "azuredevops", "/ado/", "org1/fresh", "CHECK_TOKEN", ""))
 	wantStatuses(t, rep, "fresh", map[string]string{"lifecycle tags": "ok"})
@@ -432,9 +432,9 @@ func TestCheckAzureDevOpsLifecycleTags(t *testing.T) {
 // the repository, passes the webhook row.
 func TestCheckDiscoveredRepositories(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin, Scopes: []string{"repo", "admin:org_hook"}})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin, Scopes: []string{"repo", "admin:org_hook"}})
 	w.sim.CreateIssue("acme/api", "first", "", "agent-smith")
-	w.sim.AddHook(sim.Hook{URL: checkRecv + "/webhooks/github", Secret: checkSecret}) // every repository: an organisation webhook
+	w.sim.AddHook(trackersim.Hook{URL: checkRecv + "/webhooks/github", Secret: checkSecret}) // every repository: an organisation webhook
 	w.sim.CreateRepo("acme/legacy-x")
 	p := strings.Replace(w.githubProject("org", "acme/api", "CHECK_TOKEN"), "repo: acme/api", `repos: ["acme/*", "!acme/legacy-*"]`, 1)
 	_, rep, out := w.run(t, p)
@@ -453,9 +453,9 @@ func TestCheckDiscoveredRepositories(t *testing.T) {
 // under each project.
 func TestCheckDiscoveredGitLabGroup(t *testing.T) {
 	w := newCheckWorld(t)
-	w.sim.SetAccess(checkToken, sim.Access{Role: sim.RoleAdmin})
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin})
 	w.sim.CreateIssue("plat/sub/api", "first", "", "agent-smith")
-	w.sim.AddHook(sim.Hook{URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"}) // a group webhook
+	w.sim.AddHook(trackersim.Hook{URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"}) // a group webhook
 	p := strings.Replace(w.gitlabProject("plat", "plat/sub/api"), "repo: plat/sub/api", "group: plat", 1)
 	_, rep, out := w.run(t, p)
 	if len(rep.Projects) != 1 || rep.Projects[0].Name != "plat.sub.api" {

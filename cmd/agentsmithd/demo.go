@@ -21,7 +21,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // demoPipeline succeeds unless the ticket's title asks it to fail; it reads
@@ -112,7 +112,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		say("  note: %v", err)
 	}
-	s := sim.New(sim.Options{Branches: pr.branchExists})
+	s := trackersim.New(trackersim.Options{Branches: pr.branchExists})
 	defer s.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // The demo's config, run against a real Redis and the sandbox until every
@@ -22,7 +22,7 @@ import (
 func TestDemoMetricsCarryNoSecrets(t *testing.T) {
 	const token, secret = "demo-token-must-not-leak-3141", "demo-secret-must-not-leak-2718"
 	r := redistest.Start(t)
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

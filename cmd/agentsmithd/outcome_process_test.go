@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // cutSim serves a sim on a port that the test closes (the tracker refuses
@@ -55,7 +55,7 @@ func (c *cutSim) down() {
 // newCutProcWorld is newProcWorld with a tracker the test can cut.
 func newCutProcWorld(t *testing.T, pc simcases.Case) (*procWorld, *cutSim) {
 	dir := t.TempDir()
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	c := &cutSim{t: t, h: s.Handler(), addr: "127.0.0.1:0"}
 	c.up()

@@ -2,8 +2,8 @@ package main_test
 
 import (
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 var (
@@ -54,7 +54,7 @@ type procWorld struct {
 	t      *testing.T
 	pc     simcases.Case
 	dir    string
-	sim    *sim.Sim
+	sim    *trackersim.Sim
 	simURL string
 	redis  *redistest.Server
 	runLog string
@@ -120,7 +120,7 @@ func (w *procWorld) lines(prefix string) []string {
 
 func newProcWorld(t *testing.T, pc simcases.Case) *procWorld {
 	dir := t.TempDir()
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

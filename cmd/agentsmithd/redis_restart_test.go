@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 )
 
 // redisRestartRecovery runs one replica with the shipped defaults until a

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // outcomeCutHold is how long trackerCutAtRunEnd keeps the tracker cut:
@@ -74,7 +74,7 @@ func trackerCutAtRunEnd(ctx context.Context, w *world, feed feeder) *partition {
 		}
 		var written time.Time
 		for _, wr := range ws {
-			if ticketID(sim.Issue{Repo: wr.Repo, Number: wr.Number}) == r.id && wr.At.After(r.ended) &&
+			if ticketID(trackersim.Issue{Repo: wr.Repo, Number: wr.Number}) == r.id && wr.At.After(r.ended) &&
 				stateOf(wr.Before) == "in-progress" && (stateOf(wr.After) == "done" || stateOf(wr.After) == "failed") {
 				written = wr.At
 				break

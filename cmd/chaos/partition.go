@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/cmd/chaos/internal/netproxy"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Network partitions: faults kill -9 does not show, because the replica
@@ -251,7 +251,7 @@ func trackerCut(ctx context.Context, w *world, feed feeder) *partition {
 		ended++
 		var written time.Time
 		for _, wr := range ws {
-			if wr.Writer == inc && ticketID(sim.Issue{Repo: wr.Repo, Number: wr.Number}) == r.id && wr.At.After(r.ended) &&
+			if wr.Writer == inc && ticketID(trackersim.Issue{Repo: wr.Repo, Number: wr.Number}) == r.id && wr.At.After(r.ended) &&
 				(stateOf(wr.After) == "done" || stateOf(wr.After) == "failed") && stateOf(wr.Before) == "in-progress" {
 				written = wr.At
 				break
@@ -327,7 +327,7 @@ func redisSlow(ctx context.Context, w *world, feed feeder, seed uint64) *partiti
 // receiverCut routes one delivery to a receiver cut from Redis: it must
 // answer 503 (not claim, not drop silently), and the ticket must still be
 // claimed afterwards. The project is webhook-only (GitLab), and GitLab
-// does not redeliver (platforms/sim/hookstate.go), so the TriggerSweeper
+// does not redeliver (trackersim/hookstate.go), so the TriggerSweeper
 // of whichever replica leads housekeeping claims it.
 func receiverCut(ctx context.Context, w *world, feed feeder) *partition {
 	p := &partition{Name: "receiver cut from Redis (webhook answered 503)"}

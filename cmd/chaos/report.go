@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Report is the figures of one chaos run.
@@ -285,7 +285,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		if !termed[wr.Writer] || !has(wr.Before, "in-progress") || !has(wr.After, "enqueued") {
 			continue
 		}
-		id := ticketID(sim.Issue{Repo: wr.Repo, Number: wr.Number})
+		id := ticketID(trackersim.Issue{Repo: wr.Repo, Number: wr.Number})
 		var next time.Time
 		for _, o := range byTicket[id] {
 			if o.start.After(wr.At) {
@@ -345,7 +345,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 // only with trackersim_writer_header, and without it every write would
 // look like one writer's and staleWrites could find nothing. Such a write
 // cannot be shown not to be stale, so it counts as one.
-func unnamedWrites(ws []sim.Write, events []event) []string {
+func unnamedWrites(ws []trackersim.Write, events []event) []string {
 	started := map[string]bool{}
 	for _, e := range events {
 		if e.Kind == "start" {
@@ -389,7 +389,7 @@ func unnamedWrites(ws []sim.Write, events []event) []string {
 // before: the largest injected latency (300 ms) and some scheduling slack.
 const inFlight = time.Second
 
-func staleWrites(ws []sim.Write, events []event, runs []*run) []string {
+func staleWrites(ws []trackersim.Write, events []event, runs []*run) []string {
 	killed := map[string]time.Time{}
 	pid := map[string]int{}
 	for _, e := range events {
@@ -402,8 +402,8 @@ func staleWrites(ws []sim.Write, events []event, runs []*run) []string {
 	}
 	// recorded: the owner's last run of the ticket ended by itself before
 	// at, so its outcome was recorded and may be written by another.
-	recorded := func(owner string, wr sim.Write) bool {
-		id := ticketID(sim.Issue{Repo: wr.Repo, Number: wr.Number})
+	recorded := func(owner string, wr trackersim.Write) bool {
+		id := ticketID(trackersim.Issue{Repo: wr.Repo, Number: wr.Number})
 		var last *run
 		for _, r := range runs {
 			if r.id == id && r.start.Before(wr.At) && (last == nil || r.start.After(last.start)) {
@@ -542,7 +542,7 @@ func (r *Report) Print(w io.Writer) {
 }
 
 // staleHistory lists every write of each ticket a stale write names.
-func staleHistory(ws []sim.Write, stale []string) []string {
+func staleHistory(ws []trackersim.Write, stale []string) []string {
 	keys := map[string]bool{}
 	for _, s := range stale {
 		if f := strings.Fields(s); len(f) > 1 {

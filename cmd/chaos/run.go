@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Options are the knobs of one chaos run; every fault can be switched off.
@@ -132,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
-	baseFaults := sim.Faults{Duplicate: o.Duplicate, Seed: int64(o.Seed)}
+	baseFaults := trackersim.Faults{Duplicate: o.Duplicate, Seed: int64(o.Seed)}
 	w.sim.SetFaults(baseFaults)
 
 	start := time.Now()
@@ -298,7 +298,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			phases := []sim.Faults{
+			phases := []trackersim.Faults{
 				{Latency: 300 * time.Millisecond},
 				{ErrorRate: 0.2},
 				{RateLimitNext: 30, RetryAfter: 1},
@@ -319,7 +319,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	wg.Wait()
 	// Faults off: every replica running, Redis up, the tracker healthy.
-	w.sim.SetFaults(sim.Faults{Seed: int64(o.Seed)})
+	w.sim.SetFaults(trackersim.Faults{Seed: int64(o.Seed)})
 	w.mu.Lock()
 	rs := append([]*replica(nil), w.replicas...)
 	w.mu.Unlock()
@@ -503,7 +503,7 @@ func scanKeys(ctx context.Context, rdb *redis.Client, pattern string) []string {
 }
 
 // ticketID maps a sim issue back to its daemon ticket id.
-func ticketID(is sim.Issue) string {
+func ticketID(is trackersim.Issue) string {
 	for _, p := range projects {
 		if p.Repo == is.Repo {
 			return p.ID(is.Number)

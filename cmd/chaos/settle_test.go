@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // A ticket that ends after the settle deadline is slow, one that never
@@ -43,7 +43,7 @@ func TestClassifySettleTellsSlowFromLost(t *testing.T) {
 // watchSettle returns once every ticket is terminal, and otherwise watches
 // until the end of the grace, reporting the open ticket as never ended.
 func TestWatchSettleWaitsOutTheGraceOnlyForOpenTickets(t *testing.T) {
-	w := &world{sim: sim.New(sim.Options{})}
+	w := &world{sim: trackersim.New(trackersim.Options{})}
 	defer w.sim.Close()
 	gh := projects[0]
 	w.sim.CreateRepo(gh.Repo)
@@ -77,7 +77,7 @@ func TestWatchSettleWaitsOutTheGraceOnlyForOpenTickets(t *testing.T) {
 // heartbeat.
 func TestLostDiagnosisShowsRequestAndLocks(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	w := &world{sim: sim.New(sim.Options{}), dir: t.TempDir()}
+	w := &world{sim: trackersim.New(trackersim.Options{}), dir: t.TempDir()}
 	defer w.sim.Close()
 	gh := projects[0]
 	w.sim.CreateRepo(gh.Repo)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // A GitHub transition is two writes: the owner adds done (the state is
@@ -23,12 +23,12 @@ func TestStaleWritesReadStatesLikeTheDaemon(t *testing.T) {
 		}
 		return ls, nil
 	}
-	mk := func(sec int, writer string, ls ...string) sim.Write {
+	mk := func(sec int, writer string, ls ...string) trackersim.Write {
 		b, a := split(ls)
-		return sim.Write{At: at.Add(time.Duration(sec) * time.Second), Repo: "acme/app", Number: 1, Writer: writer,
+		return trackersim.Write{At: at.Add(time.Duration(sec) * time.Second), Repo: "acme/app", Number: 1, Writer: writer,
 			Before: labels(b), After: labels(a)}
 	}
-	repaired := []sim.Write{
+	repaired := []trackersim.Write{
 		mk(1, "r1.1", "enqueued", "|", "enqueued", "in-progress"),
 		mk(2, "r1.1", "enqueued", "in-progress", "|", "in-progress"),
 		mk(3, "r1.1", "in-progress", "|", "in-progress", "done"),
@@ -37,7 +37,7 @@ func TestStaleWritesReadStatesLikeTheDaemon(t *testing.T) {
 	if got := staleWrites(repaired, nil, nil); len(got) != 0 {
 		t.Errorf("label repair after the owner's done counted as stale: %q", got)
 	}
-	foreign := []sim.Write{
+	foreign := []trackersim.Write{
 		mk(1, "r1.1", "enqueued", "|", "enqueued", "in-progress"),
 		mk(3, "r2.1", "enqueued", "in-progress", "|", "enqueued", "in-progress", "done"),
 	}
@@ -47,7 +47,7 @@ func TestStaleWritesReadStatesLikeTheDaemon(t *testing.T) {
 	// r1.1 added in-progress, its removal of enqueued failed (a tracker
 	// 5xx) and it gave the request back; r2.1 took the request, completed
 	// the move and ran it (seen in a default chaos run: acme/app#41).
-	handedBack := []sim.Write{
+	handedBack := []trackersim.Write{
 		mk(1, "r1.1", "|", "enqueued"),
 		mk(2, "r1.1", "enqueued", "|", "enqueued", "in-progress"),
 		mk(5, "r2.1", "enqueued", "in-progress", "|", "in-progress"),
@@ -66,16 +66,16 @@ func TestStaleWritesReadStatesLikeTheDaemon(t *testing.T) {
 func TestOutcomeWrittenFromTheRecordIsNoStaleWrite(t *testing.T) {
 	at := time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC)
 	sec := func(s float64) time.Time { return at.Add(time.Duration(s * float64(time.Second))) }
-	w := func(s float64, writer string, before, after []string) sim.Write {
-		return sim.Write{At: sec(s), Repo: "acme/app", Number: 1, Writer: writer, Before: labels(before), After: labels(after)}
+	w := func(s float64, writer string, before, after []string) trackersim.Write {
+		return trackersim.Write{At: sec(s), Repo: "acme/app", Number: 1, Writer: writer, Before: labels(before), After: labels(after)}
 	}
-	ws := []sim.Write{
+	ws := []trackersim.Write{
 		w(1, "r1.1", []string{"enqueued"}, []string{"enqueued", "in-progress"}),
 		w(1.1, "r1.1", []string{"enqueued", "in-progress"}, []string{"in-progress"}),
 		w(40, "r2.1", []string{"in-progress"}, []string{"in-progress", "done"}),
 	}
 	events := []event{{At: at, Kind: "start", Inc: "r1.1", PID: 100}, {At: at, Kind: "start", Inc: "r2.1", PID: 200}}
-	id := ticketID(sim.Issue{Repo: "acme/app", Number: 1})
+	id := ticketID(trackersim.Issue{Repo: "acme/app", Number: 1})
 	ended := []*run{{id: id, attempt: 1, ppid: 100, start: sec(1.2), end: sec(2), ended: sec(2)}}
 	if got := staleWrites(ws, events, ended); len(got) != 0 {
 		t.Errorf("the outcome of r1.1's ended run written by r2.1 counted as stale: %q", got)
@@ -94,7 +94,7 @@ func TestOutcomeWrittenFromTheRecordIsNoStaleWrite(t *testing.T) {
 // header) counts as stale: the analysis cannot clear it.
 func TestUnnamedWritesCount(t *testing.T) {
 	events := []event{{Kind: "start", Inc: "r1.1"}, {Kind: "kill", Inc: "r1.1"}}
-	ws := []sim.Write{{Writer: "human"}, {Writer: "r1.1"}, {Writer: "go-github/v74"}}
+	ws := []trackersim.Write{{Writer: "human"}, {Writer: "r1.1"}, {Writer: "go-github/v74"}}
 	if got := unnamedWrites(ws, events); len(got) != 1 || !strings.Contains(got[0], "go-github/v74") {
 		t.Errorf("unnamed writes %q, want the go-github one", got)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/pkg/proctree"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // project is one tracker project the fleet serves: a platform of the shared
@@ -102,7 +102,7 @@ type event struct {
 type world struct {
 	dir     string
 	bin     string
-	sim     *sim.Sim
+	sim     *trackersim.Sim
 	simURL  string
 	simSrv  *http.Server
 	lbURL   string
@@ -209,7 +209,7 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spe
 	if w.simLog, err = os.Create(filepath.Join(dir, "trackersim.log")); err != nil {
 		return w, fmt.Errorf("chaos: %w", err)
 	}
-	w.sim = sim.New(sim.Options{Logger: fileLogger(w.simLog)})
+	w.sim = trackersim.New(trackersim.Options{Logger: fileLogger(w.simLog)})
 	if w.simSrv, w.simURL, err = serve(w.sim.Handler()); err != nil {
 		return nil, err
 	}

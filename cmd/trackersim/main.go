@@ -19,7 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const (
@@ -40,12 +40,12 @@ func run() error {
 	hookURL := flag.String("hook-url", "", "deliver signed webhooks for every repository to this URL")
 	hookSecretEnv := flag.String("hook-secret-env", "", "name of the environment variable holding the webhook secret")
 	seed := flag.Int("seed-issues", 0, "create this many demo issues in "+demoRepo)
-	ifMatch := flag.String("github-if-match", string(sim.IfMatchRejectWeak),
+	ifMatch := flag.String("github-if-match", string(trackersim.IfMatchRejectWeak),
 		"how the GitHub dialect answers If-Match on writes: reject-weak (GitHub's behaviour: 400 for a weak validator), ignore, or 412-apply (412 although the write is applied)")
 	adoOrgs := flag.String("ado-organisations", "",
 		"comma-separated Azure DevOps organisations whose work items are numbered across their projects, as Azure DevOps numbers them, so organisation-level WIQL and batch reads are served (owners not named keep per-repository numbers, as GitHub and GitLab number issues)")
 	flag.Parse()
-	mode, err := sim.ParseIfMatchMode(*ifMatch)
+	mode, err := trackersim.ParseIfMatchMode(*ifMatch)
 	if err != nil {
 		return fmt.Errorf("--github-if-match: %w", err)
 	}
@@ -64,7 +64,7 @@ func run() error {
 	}
 	base := "http://" + publicAddr(ln.Addr().(*net.TCPAddr))
 
-	s := sim.New(sim.Options{Logger: log, BaseURL: base, GitHubIfMatch: mode})
+	s := trackersim.New(trackersim.Options{Logger: log, BaseURL: base, GitHubIfMatch: mode})
 	defer s.Close()
 	for _, org := range strings.Split(*adoOrgs, ",") {
 		if org = strings.TrimSpace(org); org != "" {
@@ -84,7 +84,7 @@ func run() error {
 			}
 			secret = v
 		}
-		s.AddHook(sim.Hook{URL: *hookURL, Secret: secret})
+		s.AddHook(trackersim.Hook{URL: *hookURL, Secret: secret})
 	}
 
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentsmithd/agentsmithd/examples/pipelines"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // hostileBody is a ticket body a shell would run if a script let it: the
@@ -259,7 +259,7 @@ func TestOfflinePipelineOpensAPullRequestOnTrackersim(t *testing.T) {
 		t.Skip("curl not installed")
 	}
 	bare := remote(t)
-	s := sim.New(sim.Options{Tokens: []string{"pipeline-token"}, Branches: func(repo, branch string) bool {
+	s := trackersim.New(trackersim.Options{Tokens: []string{"pipeline-token"}, Branches: func(repo, branch string) bool {
 		return repo == "demo/app" && exec.Command("git", "--git-dir", bare, "rev-parse", "-q", "--verify", "refs/heads/"+branch).Run() == nil
 	}})
 	srv := httptest.NewServer(s.Handler())

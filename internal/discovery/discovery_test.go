@@ -14,15 +14,15 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const token = "ghp_discovery_test_token"
 
-func world(t *testing.T) (*sim.Sim, string) {
+func world(t *testing.T) (*trackersim.Sim, string) {
 	t.Helper()
-	s := sim.New(sim.Options{Tokens: []string{token}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{token}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -317,7 +317,7 @@ func TestExpandListsTheAppInstallation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := sim.New(sim.Options{Tokens: []string{token}, Apps: []sim.App{{ID: 901, PublicKey: &key.PublicKey,
+	s := trackersim.New(trackersim.Options{Tokens: []string{token}, Apps: []trackersim.App{{ID: 901, PublicKey: &key.PublicKey,
 		Installations: []int64{55, 56}, Selected: map[int64][]string{56: {"acme/one", "jo/two"}}}}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
@@ -462,7 +462,7 @@ func TestRefresherCoreQuotaPerHourPATvsApp(t *testing.T) {
 		{"app", "github_app: {app_id: 901, installation_id: 55, private_key_env: APP_KEY}", []int{10, 0}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := sim.New(sim.Options{Tokens: []string{token}, Apps: []sim.App{{ID: 901, PublicKey: &key.PublicKey,
+			s := trackersim.New(trackersim.Options{Tokens: []string{token}, Apps: []trackersim.App{{ID: 901, PublicKey: &key.PublicKey,
 				Installations: []int64{55}}}})
 			t.Cleanup(s.Close)
 			srv := httptest.NewServer(s.Handler())
@@ -494,7 +494,7 @@ projects:
 			r := discovery.NewRefresher(discovery.RefresherConfig{RDB: redistest.Start(t).Client(t), Projects: cfg.Projects,
 				Apply: func(context.Context, []config.Project) error { return nil }})
 			var charged []int
-			var prev sim.Stats
+			var prev trackersim.Stats
 			for h := range hours {
 				for range listingsPerHour {
 					if err := r.Refresh(t.Context()); err != nil {

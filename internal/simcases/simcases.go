@@ -9,7 +9,7 @@ package simcases
 import (
 	"fmt"
 
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Case is one platform.
@@ -37,14 +37,14 @@ func (c Case) Project(simURL, tokenEnv, indent string) string {
 func (c Case) ID(n int) string { return fmt.Sprintf(c.idFormat, c.Repo, n) }
 
 // Hook subscribes baseURL's receiver to the sim's deliveries for Repo.
-func (c Case) Hook(baseURL, secret string) sim.Hook {
-	return sim.Hook{Repo: c.Repo, URL: baseURL + "/webhooks/" + c.Name, Secret: secret, Dialect: c.dialect}
+func (c Case) Hook(baseURL, secret string) trackersim.Hook {
+	return trackersim.Hook{Repo: c.Repo, URL: baseURL + "/webhooks/" + c.Name, Secret: secret, Dialect: c.dialect}
 }
 
 // Actor is how the platform's webhooks name the sim user login as the
 // actor (platforms.WebhookEvent.Actor): the login on GitHub and GitLab,
 // the unique name on Azure DevOps, the account id on Jira Cloud.
-func (c Case) Actor(login string) string { return sim.ActorName(c.dialect, login) }
+func (c Case) Actor(login string) string { return trackersim.ActorName(c.dialect, login) }
 
 // WithRepo returns the case bound to another repository of the platform.
 func (c Case) WithRepo(repo string) Case { c.Repo = repo; return c }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
 // An outcome waiting for the tracker is on the page (its table, its

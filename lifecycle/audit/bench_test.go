@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
 // BenchmarkObserve is the cost on the hot path: one Observe call, with the

@@ -10,13 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Repo is the world's one repository; Project its config name.
@@ -36,7 +36,7 @@ const (
 type World struct {
 	Redis    *redistest.Server
 	RDB      *redis.Client
-	Sim      *sim.Sim
+	Sim      *trackersim.Sim
 	Queue    *queue.Queue
 	Claims   *lifecycle.ClaimService
 	Projects lifecycle.Projects
@@ -48,7 +48,7 @@ func New(t testing.TB, maxAttempts int) *World {
 	t.Helper()
 	r := redistest.Start(t)
 	rdb := r.Client(t)
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

@@ -18,14 +18,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const (
@@ -39,7 +39,7 @@ const (
 // It is built here rather than by lifecycletest.New because that one logs
 // to the test, which a fuzz target's body must not do through its F.
 type hostileWorld struct {
-	Sim     *sim.Sim
+	Sim     *trackersim.Sim
 	RDB     *redis.Client
 	handler http.Handler
 }
@@ -53,7 +53,7 @@ func newHostileWorldWith(t testing.TB, cfg receiver.Config) *hostileWorld {
 	t.Helper()
 	r := redistest.Start(t)
 	rdb := r.Client(t)
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

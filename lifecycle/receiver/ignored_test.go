@@ -14,17 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const ignoredSecret = "ignored-test-secret"
@@ -207,9 +207,9 @@ func TestGitLabNeverDisablesOurHook(t *testing.T) {
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
-	s.AddHook(sim.Hook{Repo: repo, URL: srv.URL + "/webhooks/gitlab", Secret: ignoredSecret, Dialect: "gitlab"})
+	s.AddHook(trackersim.Hook{Repo: repo, URL: srv.URL + "/webhooks/gitlab", Secret: ignoredSecret, Dialect: "gitlab"})
 	for i := range 3 {
 		s.SendGitLabWorkItem(repo, "Task", fmt.Sprintf("task %d", i), "agent-smith")
 		s.SendGitLabWorkItem(repo, "Epic", fmt.Sprintf("epic %d", i))

@@ -13,7 +13,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const refusalSecret = "refusal-secret"
@@ -47,7 +47,7 @@ func TestWebhookClaimRefusedForGoodAnswers2xxAndTellsOnce(t *testing.T) {
 		h.ServeHTTP(rw, r)
 	}))
 	t.Cleanup(srv.Close)
-	w.Sim.AddHook(sim.Hook{Repo: lifecycletest.Repo, URL: srv.URL + "/webhooks/github", Secret: refusalSecret})
+	w.Sim.AddHook(trackersim.Hook{Repo: lifecycletest.Repo, URL: srv.URL + "/webhooks/github", Secret: refusalSecret})
 
 	// A new issue with the trigger label: GitHub sends issues/opened and
 	// issues/labeled, two deliveries of the same ticket in the same state.

@@ -5,13 +5,13 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // newOrgHookWorld has two GitHub projects, acme/app and acme/lib, whose
@@ -22,7 +22,7 @@ func newOrgHookWorld(t *testing.T) *hostileWorld {
 	t.Helper()
 	r := redistest.Start(t)
 	rdb := r.Client(t)
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

@@ -3,7 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
 const key = "agentsmith:leader:test"

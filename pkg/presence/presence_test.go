@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
 func TestPresenceLifecycle(t *testing.T) {

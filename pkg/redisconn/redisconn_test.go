@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
 func TestStandaloneACLUser(t *testing.T) {

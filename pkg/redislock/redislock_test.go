@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 )
 
 func TestLockLifecycle(t *testing.T) {

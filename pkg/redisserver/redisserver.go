@@ -1,7 +1,7 @@
 // Package redisserver runs real redis-server child processes: on a free
 // loopback port, persistence off, killed with the parent. The offline demo,
 // the chaos run and the benchmark start their Redis here, and so does the
-// test harness pkg/redistest, which adds the testing.TB wrapper; production
+// test harness internal/redistest, which adds the testing.TB wrapper; production
 // code imports this package, never the test helper.
 //
 // A server never uses 127.0.0.1:6379: a developer's own Redis stays untouched.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const simToken = "conformance-pat"
@@ -19,7 +19,7 @@ const simToken = "conformance-pat"
 // the emulator's Azure DevOps dialect, location discovery included. Each
 // subtest gets its own project, named after the subtest.
 func TestConformance(t *testing.T) {
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 		}
 		return n
 	}
-	issue := func(t *testing.T, ref platforms.Ref) sim.Issue {
+	issue := func(t *testing.T, ref platforms.Ref) trackersim.Issue {
 		t.Helper()
 		is, ok := s.Issue(repoOf(t), number(t, ref))
 		if !ok {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // lifecycle are the labels a transition removes, as the executor passes
@@ -24,14 +24,14 @@ var lifecycle = []string{"agent-smith:pending", "agent-smith:enqueued", "agent-s
 // moment our PATCH of a work item arrives, before the sim sees it: the edit
 // lands between our read and our write.
 type humanSim struct {
-	*sim.Sim
+	*trackersim.Sim
 	mu      sync.Mutex
 	onPatch func()
 }
 
 func newHumanSim(t *testing.T) (*humanSim, *httptest.Server) {
 	t.Helper()
-	h := &humanSim{Sim: sim.New(sim.Options{Tokens: []string{simToken}})}
+	h := &humanSim{Sim: trackersim.New(trackersim.Options{Tokens: []string{simToken}})}
 	t.Cleanup(h.Close)
 	next := h.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // The live contract test's settings (docs/testing.md, "Live contract tests").
@@ -44,7 +44,7 @@ func TestLive(t *testing.T) {
 // today, so those two go through the sim's Go API; every label write and
 // read, the human's included, and the close go over REST as in a live run.
 func TestSimContract(t *testing.T) {
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

@@ -10,7 +10,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Over its budget Azure DevOps delays requests and answers 200 with
@@ -19,7 +19,7 @@ import (
 // by a bounded pace — never a hold for the reset.
 func TestDelayedAnswersSlowDownWithoutStopping(t *testing.T) {
 	clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))
-	s := sim.New(sim.Options{Tokens: []string{simToken}, Clock: clock.Now})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -46,7 +46,7 @@ func TestDelayedAnswersSlowDownWithoutStopping(t *testing.T) {
 	reads(1)              // the SDK's first call adds its resource-area discovery
 	unlimited := reads(1) // what one read costs from then on
 
-	s.SetFaults(sim.Faults{ThrottleNext: 1000, ThrottleDelay: 10 * time.Millisecond})
+	s.SetFaults(trackersim.Faults{ThrottleNext: 1000, ThrottleDelay: 10 * time.Millisecond})
 	start := clock.Now()
 	if sent := reads(10); sent != 10*unlimited {
 		t.Fatalf("10 delayed reads sent %d requests, want %d (no retries)", sent, 10*unlimited)

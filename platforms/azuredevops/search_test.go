@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const (
@@ -16,9 +16,9 @@ const (
 	orgBatch = "POST /ado/{org}/_apis/wit/workItemsBatch"
 )
 
-func newOrgSim(t *testing.T) (*sim.Sim, string) {
+func newOrgSim(t *testing.T) (*trackersim.Sim, string) {
 	t.Helper()
-	s := sim.New(sim.Options{Tokens: []string{"tok", "other"}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{"tok", "other"}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

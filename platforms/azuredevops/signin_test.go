@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Azure DevOps Services answers a wrong or expired PAT on a GET with 203
@@ -18,7 +18,7 @@ import (
 // permanent rejection with the status 401, not a JSON syntax error to
 // retry forever, and Check names the PAT as the cause.
 func TestWrongPATIsRefusedNotRetried(t *testing.T) {
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const (
@@ -32,10 +32,10 @@ func newAppKey(t *testing.T) (*rsa.PrivateKey, []byte) {
 }
 
 // appSim accepts no static token: only installation tokens it issued.
-func appSim(t *testing.T, key *rsa.PrivateKey) (*sim.Sim, string) {
+func appSim(t *testing.T, key *rsa.PrivateKey) (*trackersim.Sim, string) {
 	t.Helper()
-	s := sim.New(sim.Options{Tokens: []string{"only-app-tokens-get-in"},
-		Apps: []sim.App{{ID: appID, PublicKey: &key.PublicKey, Installations: []int64{installationID}}}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{"only-app-tokens-get-in"},
+		Apps: []trackersim.App{{ID: appID, PublicKey: &key.PublicKey, Installations: []int64{installationID}}}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

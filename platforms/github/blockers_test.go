@@ -7,13 +7,13 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // Without the issue dependencies API (404), "blocked by" lines of the body
 // name the blockers; closed and missing ones do not block.
 func TestOpenBlockersFallsBackToBodyLines(t *testing.T) {
-	s := sim.New(sim.Options{NoGitHubIssueDependencies: true})
+	s := trackersim.New(trackersim.Options{NoGitHubIssueDependencies: true})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

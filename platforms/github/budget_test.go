@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // budgetWorld is one token used by "replicas": each its own transport
 // (its own rate-limit view and no shared HTTP cache), all sharing one
 // budget through a real Redis.
 type budgetWorld struct {
-	sim   *sim.Sim
+	sim   *trackersim.Sim
 	clock *trackerhttptest.Clock
 	url   string
 	share trackerhttp.SharedBudget
@@ -30,7 +30,7 @@ type budgetWorld struct {
 func newBudgetWorld(t *testing.T, limit int) *budgetWorld {
 	t.Helper()
 	clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))
-	s := sim.New(sim.Options{Tokens: []string{simToken}, Clock: clock.Now, RateLimit: limit})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now, RateLimit: limit})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -106,7 +106,7 @@ func TestSharedBudgetHoldsAnotherReplicaAtTheLimit(t *testing.T) {
 func TestSharedBudgetHoldsAnotherReplicaAfterA429(t *testing.T) {
 	w := newBudgetWorld(t, 5000)
 	ctx := context.Background()
-	w.sim.SetFaults(sim.Faults{RateLimitNext: 1000, RateLimitShape: sim.RateLimitGitHubSecondary429})
+	w.sim.SetFaults(trackersim.Faults{RateLimitNext: 1000, RateLimitShape: trackersim.RateLimitGitHubSecondary429})
 	a, b := w.replica(t, true), w.replica(t, true)
 	if n := w.sent(func() {
 		if _, err := a.Get(ctx, w.refs[0]); !errors.Is(err, trackerhttp.ErrRateLimited) {
@@ -122,7 +122,7 @@ func TestSharedBudgetHoldsAnotherReplicaAfterA429(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("replica B sent %d requests during the hold A learned, want 0", n)
 	}
-	w.sim.SetFaults(sim.Faults{})
+	w.sim.SetFaults(trackersim.Faults{})
 	w.clock.Advance(61 * time.Second)
 	if n := w.sent(func() {
 		if _, err := b.Get(ctx, w.refs[1]); err != nil {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const simToken = "conformance-token"
@@ -22,15 +22,15 @@ const simToken = "conformance-token"
 // subtest gets its own repository, named after the subtest, so the harness
 // needs no state beyond t.
 func TestConformance(t *testing.T) {
-	for _, mode := range sim.IfMatchModes {
+	for _, mode := range trackersim.IfMatchModes {
 		t.Run(string(mode), func(t *testing.T) { conformance(t, mode) })
 	}
 }
 
-func conformance(t *testing.T, mode sim.IfMatchMode) {
+func conformance(t *testing.T, mode trackersim.IfMatchMode) {
 	// The emulator, like GitHub, honours per_page up to 100 and the tracker
 	// asks for 100, so paging is exercised with more than 100 tickets.
-	s := sim.New(sim.Options{Tokens: []string{simToken}, GitHubIfMatch: mode})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, GitHubIfMatch: mode})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -38,7 +38,7 @@ func conformance(t *testing.T, mode sim.IfMatchMode) {
 	repoOf := func(t *testing.T) string {
 		return "conformance/" + strings.Trim(nonName.ReplaceAllString(t.Name(), "-"), "-")
 	}
-	issue := func(t *testing.T, ref platforms.Ref) sim.Issue {
+	issue := func(t *testing.T, ref platforms.Ref) trackersim.Issue {
 		t.Helper()
 		repo, n, err := github.ParseID(ref.ID)
 		if err != nil {
@@ -134,7 +134,7 @@ func conformance(t *testing.T, mode sim.IfMatchMode) {
 		Fixtures: "../../testdata/github",
 		// Relabel sends no If-Match: GitHub honours none on writes.
 		ConditionalWrites: false,
-		PageSize:          sim.MaxPerPage,
+		PageSize:          trackersim.MaxPerPage,
 	})
 
 	// The list subtest must really have paged: 2*PageSize+1 matches are

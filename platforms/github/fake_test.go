@@ -14,7 +14,7 @@ import (
 
 // fakeGitHub is the few issue endpoints the tracker calls, for unit tests
 // that need to see requests the emulator does not expose (headers, query
-// strings, pagination links). The conformance suite runs against platforms/sim.
+// strings, pagination links). The conformance suite runs against trackersim.
 type fakeGitHub struct {
 	t       *testing.T
 	repo    string

@@ -8,14 +8,14 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // GitHub refuses a comment over its limit with 422; that answer is
 // permanent (ErrRejected), so the daemon does not retry it, and the limit
 // the tracker reports lets a comment of exactly that size through.
 func TestOversizedCommentIsRejectedForGood(t *testing.T) {
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

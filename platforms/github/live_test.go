@@ -14,8 +14,8 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // The live contract test's settings (docs/testing.md, "Live contract tests").
@@ -39,7 +39,7 @@ func TestLive(t *testing.T) {
 // TestLive, against trackersim's GitHub dialect: it proves the suite and
 // the binding without credentials.
 func TestSimContract(t *testing.T) {
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

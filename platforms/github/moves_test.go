@@ -9,14 +9,14 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // movesWorld is trackersim with the tracker bound to octo/repo over
 // go-github and the tracker's default HTTP client.
-func movesWorld(t *testing.T) (*sim.Sim, *github.Tracker) {
+func movesWorld(t *testing.T) (*trackersim.Sim, *github.Tracker) {
 	t.Helper()
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

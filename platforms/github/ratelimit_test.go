@@ -11,7 +11,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // GitHub's secondary limit, as 403 and as 429, without Retry-After and with
@@ -19,10 +19,10 @@ import (
 // refused; the credentials are held a minute, then two on the next refusal,
 // and the reads fail with ErrRateLimited meanwhile instead of hammering.
 func TestSecondaryRateLimitIsNotHammered(t *testing.T) {
-	for _, shape := range []string{sim.RateLimitGitHubSecondary403, sim.RateLimitGitHubSecondary429} {
+	for _, shape := range []string{trackersim.RateLimitGitHubSecondary403, trackersim.RateLimitGitHubSecondary429} {
 		t.Run(shape, func(t *testing.T) {
 			clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))
-			s := sim.New(sim.Options{Tokens: []string{simToken}, Clock: clock.Now})
+			s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now})
 			t.Cleanup(s.Close)
 			srv := httptest.NewServer(s.Handler())
 			t.Cleanup(srv.Close)
@@ -52,7 +52,7 @@ func TestSecondaryRateLimitIsNotHammered(t *testing.T) {
 				return s.Stats().Requests() - before
 			}
 
-			s.SetFaults(sim.Faults{RateLimitNext: 1000, RateLimitShape: shape})
+			s.SetFaults(trackersim.Faults{RateLimitNext: 1000, RateLimitShape: shape})
 			tr := newTracker()
 			if sent := reads(tr, 10); sent != 1 {
 				t.Fatalf("10 reads while limited sent %d requests, want 1", sent)
@@ -66,7 +66,7 @@ func TestSecondaryRateLimitIsNotHammered(t *testing.T) {
 			if sent := reads(newTracker(), 10); sent != 0 {
 				t.Fatalf("inside the 2-minute hold, 10 reads sent %d requests, want 0", sent)
 			}
-			s.SetFaults(sim.Faults{})
+			s.SetFaults(trackersim.Faults{})
 			clock.Advance(60 * time.Second)
 			before := s.Stats().Requests()
 			if _, err := newTracker().Get(ctx, ref); err != nil {

@@ -12,14 +12,14 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // ListAcross finds the labelled open issues of every repository of the
 // owner, with repository-qualified ids that Covers assigns to the right
 // tracker, and none of another owner's or of closed issues.
 func TestListAcrossSearchesTheOwner(t *testing.T) {
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	s.SetGitHubSearchLag(0)
 	srv := httptest.NewServer(s.Handler())
@@ -75,7 +75,7 @@ func TestListAcrossSearchesTheOwner(t *testing.T) {
 // (a claim's reads and writes) go on meanwhile.
 func TestSearchRateLimitIsItsOwnQuota(t *testing.T) {
 	clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))
-	s := sim.New(sim.Options{Tokens: []string{simToken}, Clock: clock.Now})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -87,7 +87,7 @@ func TestSearchRateLimitIsItsOwnQuota(t *testing.T) {
 	}
 	ctx := context.Background()
 	searches := func() int { return s.Stats().Calls["GET /search/issues"] }
-	for i := range sim.DefaultGitHubSearchRateLimit {
+	for i := range trackersim.DefaultGitHubSearchRateLimit {
 		if _, err := tr.ListAcross(ctx, tr.SearchScope(), "agent-smith"); err != nil {
 			t.Fatalf("search %d of the minute: %v", i+1, err)
 		}
@@ -97,8 +97,8 @@ func TestSearchRateLimitIsItsOwnQuota(t *testing.T) {
 			t.Fatalf("search past 30 in the minute: err = %v, want ErrRateLimited", err)
 		}
 	}
-	if n := searches(); n != sim.DefaultGitHubSearchRateLimit {
-		t.Fatalf("sim saw %d searches, want %d: the ones past the limit held in the client", n, sim.DefaultGitHubSearchRateLimit)
+	if n := searches(); n != trackersim.DefaultGitHubSearchRateLimit {
+		t.Fatalf("sim saw %d searches, want %d: the ones past the limit held in the client", n, trackersim.DefaultGitHubSearchRateLimit)
 	}
 	if _, err := tr.Get(ctx, platforms.Ref{Platform: github.Platform, ID: github.FormatID("acme/a", n)}); err != nil {
 		t.Fatalf("a core read while the search quota is exhausted: %v", err)

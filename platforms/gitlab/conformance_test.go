@@ -9,8 +9,8 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const simToken = "conformance-token"
@@ -19,7 +19,7 @@ const simToken = "conformance-token"
 // emulator's GitLab dialect. Each subtest gets its own three-level project
 // path, named after the subtest.
 func TestConformance(t *testing.T) {
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 	repoOf := func(t *testing.T) string {
 		return "conformance/gitlab/" + strings.Trim(nonName.ReplaceAllString(t.Name(), "-"), "-")
 	}
-	issue := func(t *testing.T, ref platforms.Ref) sim.Issue {
+	issue := func(t *testing.T, ref platforms.Ref) trackersim.Issue {
 		t.Helper()
 		repo, n, err := gitlab.ParseID(ref.ID)
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // TestSimWebhooksDecode closes the loop: the emulator's GitLab deliveries,
@@ -20,7 +20,7 @@ import (
 // decoder the receiver uses.
 func TestSimWebhooksDecode(t *testing.T) {
 	const project = "acme/platform/payments-api"
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -41,7 +41,7 @@ func TestSimWebhooksDecode(t *testing.T) {
 		mu.Unlock()
 	}))
 	t.Cleanup(recv.Close)
-	s.AddHook(sim.Hook{Repo: project, URL: recv.URL, Secret: "hook-secret", Dialect: "gitlab"})
+	s.AddHook(trackersim.Hook{Repo: project, URL: recv.URL, Secret: "hook-secret", Dialect: "gitlab"})
 
 	n := s.CreateIssue(project, "Hook me", "", "agent-smith")
 	tr, err := gitlab.New(gitlab.Options{BaseURL: srv.URL + "/gitlab/api/v4/", Repo: project, Project: "p", Writer: "e2e"})

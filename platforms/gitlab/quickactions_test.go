@@ -10,14 +10,14 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // No note the daemon posts or edits runs a quick action, whoever wrote its
 // lines: trackersim executes them as GitLab does.
 func TestNotesRunNoQuickActions(t *testing.T) {
 	const project = "acme/app"
-	s := sim.New(sim.Options{})
+	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

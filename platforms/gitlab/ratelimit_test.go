@@ -12,7 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // gitlab.com's bare 429 (no RateLimit-*, no Retry-After) holds the token a
@@ -20,7 +20,7 @@ import (
 // the next request until RateLimit-Reset, and it is then sent once.
 func TestRateLimitsAreNotHammered(t *testing.T) {
 	clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))
-	s := sim.New(sim.Options{Tokens: []string{simToken}, Clock: clock.Now})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -33,7 +33,7 @@ func TestRateLimitsAreNotHammered(t *testing.T) {
 	ref := platforms.Ref{Platform: gitlab.Platform, ID: gitlab.FormatID("grp/limits", n)}
 	ctx := context.Background()
 
-	s.SetFaults(sim.Faults{RateLimitNext: 1000, RateLimitShape: sim.RateLimitGitLabBare})
+	s.SetFaults(trackersim.Faults{RateLimitNext: 1000, RateLimitShape: trackersim.RateLimitGitLabBare})
 	before := s.Stats().Requests()
 	for range 10 {
 		if _, err := tr.Get(ctx, ref); !errors.Is(err, trackerhttp.ErrRateLimited) {
@@ -45,7 +45,7 @@ func TestRateLimitsAreNotHammered(t *testing.T) {
 	}
 
 	// Quota spent, reported on a normal answer: the next read waits 20 s.
-	s.SetFaults(sim.Faults{ThrottleNext: 1, RetryAfter: 20})
+	s.SetFaults(trackersim.Faults{ThrottleNext: 1, RetryAfter: 20})
 	clock.Advance(61 * time.Second)
 	before = s.Stats().Requests()
 	for i := range 2 {

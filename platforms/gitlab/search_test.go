@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // ListAcross lists the labelled open issues of every project of the
@@ -14,7 +14,7 @@ import (
 // project-qualified ids that Covers assigns to the right tracker; none of
 // another group's or of closed issues.
 func TestListAcrossListsTheGroup(t *testing.T) {
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

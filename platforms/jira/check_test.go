@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const checkReceiver = "https://agentsmith.example.com"
@@ -17,25 +17,25 @@ const checkReceiver = "https://agentsmith.example.com"
 // one that points elsewhere or lacks an event, naming the fix.
 func TestCheckWebhookRowPerFlavour(t *testing.T) {
 	for _, c := range []struct{ flavour, deployment, email, listCall string }{
-		{sim.JiraCloud, jira.DeploymentCloud, "bot@example.com", "GET /jira/rest/webhooks/1.0/webhook"},
-		{sim.JiraDataCenter, jira.DeploymentDataCenter, "", "GET /jira/rest/webhooks/1.0/webhook"},
-		{sim.JiraDataCenter10, jira.DeploymentDataCenter, "", "GET /jira/rest/jira-webhook/1.0/webhooks"},
+		{trackersim.JiraCloud, jira.DeploymentCloud, "bot@example.com", "GET /jira/rest/webhooks/1.0/webhook"},
+		{trackersim.JiraDataCenter, jira.DeploymentDataCenter, "", "GET /jira/rest/webhooks/1.0/webhook"},
+		{trackersim.JiraDataCenter10, jira.DeploymentDataCenter, "", "GET /jira/rest/jira-webhook/1.0/webhooks"},
 	} {
 		for _, h := range []struct {
 			name   string
-			hook   sim.Hook
+			hook   trackersim.Hook
 			status platforms.CheckStatus
 			detail string
 		}{
-			{"registered", sim.Hook{URL: checkReceiver + "/webhooks/jira"}, platforms.CheckOK, checkReceiver + "/webhooks/jira"},
-			{"wrong url", sim.Hook{URL: "https://elsewhere.example.com/webhooks/jira"}, platforms.CheckFail, "no hook of 1 points at"},
-			{"wrong events", sim.Hook{URL: checkReceiver + "/webhooks/jira", Events: []string{"jira:issue_deleted"}},
+			{"registered", trackersim.Hook{URL: checkReceiver + "/webhooks/jira"}, platforms.CheckOK, checkReceiver + "/webhooks/jira"},
+			{"wrong url", trackersim.Hook{URL: "https://elsewhere.example.com/webhooks/jira"}, platforms.CheckFail, "no hook of 1 points at"},
+			{"wrong events", trackersim.Hook{URL: checkReceiver + "/webhooks/jira", Events: []string{"jira:issue_deleted"}},
 				platforms.CheckFail, "lacks jira:issue_created, jira:issue_updated"},
 		} {
 			t.Run(c.flavour+"/"+h.name, func(t *testing.T) {
 				s, url := newSim(t)
 				s.SetJiraDeployment(c.flavour)
-				s.SetAccess(simToken, sim.Access{Role: sim.RoleAdmin})
+				s.SetAccess(simToken, trackersim.Access{Role: trackersim.RoleAdmin})
 				s.CreateRepo("HOOK")
 				h.hook.Dialect, h.hook.Repo = "jira", "HOOK"
 				s.AddHook(h.hook)

@@ -13,13 +13,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const simToken = "conformance-token"
@@ -38,8 +38,8 @@ func (l redisLocker) TryLock(ctx context.Context, key string, ttl time.Duration)
 }
 
 // newSim serves a fresh emulator for t.
-func newSim(t *testing.T) (*sim.Sim, string) {
-	s := sim.New(sim.Options{Tokens: []string{simToken}})
+func newSim(t *testing.T) (*trackersim.Sim, string) {
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -69,7 +69,7 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(c.deployment, func(t *testing.T) {
 			s, url := newSim(t)
-			issue := func(t *testing.T, ref platforms.Ref) sim.Issue {
+			issue := func(t *testing.T, ref platforms.Ref) trackersim.Issue {
 				t.Helper()
 				key, n, err := jira.ParseID(ref.ID)
 				if err != nil {
@@ -225,7 +225,7 @@ func TestRelabelLockHeld(t *testing.T) {
 // searchLag is how far the sim's search lags for a deployment.
 func searchLag(deployment string) time.Duration {
 	if deployment == jira.DeploymentCloud {
-		return sim.DefaultJiraSearchLag
+		return trackersim.DefaultJiraSearchLag
 	}
 	return 0
 }

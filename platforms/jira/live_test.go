@@ -13,7 +13,7 @@ import (
 
 	jirasdk "github.com/andygrunwald/go-jira"
 
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
 	"github.com/agentsmithd/agentsmithd/platforms/trackertest"
@@ -108,7 +108,7 @@ func TestSimContract(t *testing.T) {
 }
 
 // liveHarness binds the live contract to one deployment's env: the tracker
-// under test (its label lock on a redis-server from pkg/redistest, as the
+// under test (its label lock on a redis-server from internal/redistest, as the
 // daemon's), and go-jira with the same credentials as the human.
 func liveHarness(t *testing.T, v liveVars, env map[string]string) trackertest.LiveHarness {
 	key, email, token := env[v.project], env[v.email], env[v.token]

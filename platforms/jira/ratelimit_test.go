@@ -12,7 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // noLocks is a Locker for tests that only read.
@@ -28,7 +28,7 @@ func (noLocks) TryLock(context.Context, string, time.Duration) (func(), bool, er
 // bounded number of requests, then none until the reset.
 func TestRateLimitsAreNotHammered(t *testing.T) {
 	clock := trackerhttptest.NewClock(time.Date(2023, 11, 14, 22, 13, 40, 0, time.UTC))
-	s := sim.New(sim.Options{Tokens: []string{simToken}, Clock: clock.Now})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -47,11 +47,11 @@ func TestRateLimitsAreNotHammered(t *testing.T) {
 	}
 
 	// 22:13:40 + 5 s → "2023-11-14T22:13Z" → wait until 22:14:00.
-	s.SetFaults(sim.Faults{RateLimitNext: 1, RetryAfter: 5, RateLimitShape: sim.RateLimitJiraReset})
+	s.SetFaults(trackersim.Faults{RateLimitNext: 1, RetryAfter: 5, RateLimitShape: trackersim.RateLimitJiraReset})
 	if sent, err := read(); err != nil || sent != 2 {
 		t.Fatalf("429 with ISO reset: sent %d, err %v; want 2 requests and success", sent, err)
 	}
-	s.SetFaults(sim.Faults{RateLimitNext: 1, RetryAfter: 3, RateLimitShape: sim.RateLimitJira503})
+	s.SetFaults(trackersim.Faults{RateLimitNext: 1, RetryAfter: 3, RateLimitShape: trackersim.RateLimitJira503})
 	if sent, err := read(); err != nil || sent != 2 {
 		t.Fatalf("503 with Retry-After: sent %d, err %v; want 2 requests and success", sent, err)
 	}
@@ -61,7 +61,7 @@ func TestRateLimitsAreNotHammered(t *testing.T) {
 
 	// A limit that persists (reset 40 s away, beyond what a 30 s request
 	// may wait): the first read sends one request, nine more send none.
-	s.SetFaults(sim.Faults{RateLimitNext: 1000, RetryAfter: 40, RateLimitShape: sim.RateLimitJiraReset})
+	s.SetFaults(trackersim.Faults{RateLimitNext: 1000, RetryAfter: 40, RateLimitShape: trackersim.RateLimitJiraReset})
 	total := 0
 	for i := range 10 {
 		sent, err := read()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // testClock is a settable clock shared by the sim and the trackers.
@@ -46,7 +46,7 @@ func listIDs(t *testing.T, tr *Tracker, label string) []string {
 // and only a Get shows the truth. Data Center's search is consistent.
 func TestListReconcilesOwnWrites(t *testing.T) {
 	clock := &testClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
-	s := sim.New(sim.Options{Tokens: []string{"reconcile-token"}, Clock: clock.Now})
+	s := trackersim.New(trackersim.Options{Tokens: []string{"reconcile-token"}, Clock: clock.Now})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -66,7 +66,7 @@ func TestListReconcilesOwnWrites(t *testing.T) {
 	a, b, dc := newTracker(DeploymentCloud), newTracker(DeploymentCloud), newTracker(DeploymentDataCenter)
 	n := s.CreateIssue("OPS", "queued", "", "agent-smith", "agent-smith:enqueued")
 	ref := platforms.Ref{Platform: Platform, Project: "ops", ID: FormatID("OPS", n)}
-	clock.Add(2 * sim.DefaultJiraSearchLag) // the index has the new issue
+	clock.Add(2 * trackersim.DefaultJiraSearchLag) // the index has the new issue
 
 	tk, err := a.Get(context.Background(), ref)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestListReconcilesOwnWrites(t *testing.T) {
 	if got := listIDs(t, dc, "agent-smith:in-progress"); !slices.Equal(got, []string{ref.ID}) {
 		t.Errorf("Data Center list: %q, want %s (consistent)", got, ref.ID)
 	}
-	clock.Add(2 * sim.DefaultJiraSearchLag)
+	clock.Add(2 * trackersim.DefaultJiraSearchLag)
 	if got := listIDs(t, b, "agent-smith:in-progress"); !slices.Equal(got, []string{ref.ID}) {
 		t.Errorf("other replica's list after the lag: %q, want %s", got, ref.ID)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const payScope = "project in (PAY, OPS) AND component = Payments"
@@ -124,10 +124,10 @@ func TestJQLScopeCheckAndPermissions(t *testing.T) {
 	if got := tr.PermissionScope(ref); got != "PAY" {
 		t.Errorf("PermissionScope(PAY-3) = %q", got)
 	}
-	if may, err := tr.MayWriteIn(t.Context(), "PAY", sim.ActorName("jira", "alice")); err != nil || !may {
+	if may, err := tr.MayWriteIn(t.Context(), "PAY", trackersim.ActorName("jira", "alice")); err != nil || !may {
 		t.Errorf("alice may write in PAY = %v, %v", may, err)
 	}
-	if _, err := tr.MayWrite(t.Context(), sim.ActorName("jira", "alice")); err == nil {
+	if _, err := tr.MayWrite(t.Context(), trackersim.ActorName("jira", "alice")); err == nil {
 		t.Error("MayWrite answered for a scope spanning projects")
 	}
 	for _, bad := range []string{"", "  ", "project = PAY ORDER BY key", strings.Repeat("x", jira.MaxScopeLength+1), "project = PAY\x00"} {

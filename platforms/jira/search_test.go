@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
 )
 

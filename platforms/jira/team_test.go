@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // InTeam reads a user's groups where each deployment serves them: Cloud's
@@ -33,7 +33,7 @@ func TestInTeamOnBothDeployments(t *testing.T) {
 			}
 			actor := func(login string) string {
 				if c.dialect == "cloud" {
-					return sim.ActorName("jira", login)
+					return trackersim.ActorName("jira", login)
 				}
 				return login
 			}

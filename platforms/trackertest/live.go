@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // This file is the live contract suite: the lifecycle's label writes run
@@ -427,7 +427,7 @@ func lifecycleOf(labels []string) []string {
 // credentials, and checks what a live run leaves behind: exactly the two
 // scratch tickets, both closed. The sim reads its own writes, so reads are
 // polled fast and need not wait long.
-func RunLiveOnSim(t *testing.T, s *sim.Sim, h LiveHarness) {
+func RunLiveOnSim(t *testing.T, s *trackersim.Sim, h LiveHarness) {
 	t.Helper()
 	h.Poll, h.Settle = 10*time.Millisecond, 5*time.Second
 	RunLive(t, h)

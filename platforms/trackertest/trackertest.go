@@ -1,6 +1,6 @@
 // Package trackertest is the conformance suite every platforms.Tracker and
 // platforms.WebhookDecoder must pass, run through the platform's real SDK
-// against the emulator (platforms/sim). The lifecycle relies on exactly
+// against the emulator (trackersim). The lifecycle relies on exactly
 // these properties: labels other than the ones a write names survive it in
 // order, also while a person edits them during the write; a stale
 // conditional write is refused, and a write that is not conditional keeps
@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // commentsWith counts the comments on issue n that contain text.
@@ -44,7 +44,7 @@ func TestCommentCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitState(m, 30*time.Second, lifecycle.Failed)
-		if got := e.commentsWith(m, lifecycle.CommandCause(e.pc.Actor(sim.HumanLogin))); got != 1 {
+		if got := e.commentsWith(m, lifecycle.CommandCause(e.pc.Actor(trackersim.HumanLogin))); got != 1 {
 			t.Errorf("%d cancellation comments naming who asked, want 1", got)
 		}
 
@@ -71,7 +71,7 @@ func TestCommentCommands(t *testing.T) {
 		if got := len(e.starts(n)); got != 2 {
 			t.Errorf("%d runs, want 2 (the failure and the retry)", got)
 		}
-		if got := e.commentsWith(n, "retrying, as "+lifecycle.SafeName(e.pc.Actor(sim.HumanLogin))+" asked"); got != 1 {
+		if got := e.commentsWith(n, "retrying, as "+lifecycle.SafeName(e.pc.Actor(trackersim.HumanLogin))+" asked"); got != 1 {
 			t.Errorf("%d retry replies, want 1", got)
 		}
 		if got := len(e.starts(m)); got != 1 {

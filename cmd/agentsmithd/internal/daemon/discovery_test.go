@@ -9,10 +9,10 @@ import (
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // One project block with repos patterns serves an organisation through one
@@ -173,7 +173,7 @@ func TestDiscoveryFollowsGitLabSystemHooks(t *testing.T) {
 	if !watched("app.app") || watched("app.new") {
 		t.Fatalf("watched at start: %v", d.Claims().Projects().Names())
 	}
-	e.sim.AddHook(sim.Hook{URL: "http://" + d.Addr() + "/webhooks/gitlab", Secret: testSecret, Dialect: "gitlab", System: true})
+	e.sim.AddHook(trackersim.Hook{URL: "http://" + d.Addr() + "/webhooks/gitlab", Secret: testSecret, Dialect: "gitlab", System: true})
 	const listing = "GET /gitlab/api/v4/groups/{id}/projects"
 	eventually.Wait(t, 10*time.Second, "the refresher's first listing", func() bool { return e.sim.Stats().Calls[listing] >= 2 })
 	e.sim.CreateRepo("acme/sub/new")

@@ -3,8 +3,8 @@ package daemon_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"io"
 	"net/http"
 	"slices"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 func TestWebhookToDoneLeavesOtherLabelsAlone(t *testing.T) {
@@ -83,7 +83,7 @@ func TestFailingPipelineCommentsWithOutputTail(t *testing.T) {
 func TestDuplicateDeliveriesRunOnce(t *testing.T) {
 	forEachPlatform(t, func(t *testing.T, e *env) {
 		e.startDaemon(e.config("replica-a", ""))
-		e.sim.SetFaults(sim.Faults{Duplicate: 4})
+		e.sim.SetFaults(trackersim.Faults{Duplicate: 4})
 		n := e.sim.CreateIssue(e.repo, "Deliver me five times", "")
 		if err := e.sim.AddLabels(e.repo, n, "agent-smith"); err != nil {
 			t.Fatal(err)

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // A GitHub project authenticated as an App installation runs a ticket to
@@ -27,8 +27,8 @@ func TestGitHubAppWebhookToDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWithSim(t, simcases.GitHub, sim.Options{Tokens: []string{"no-static-token-is-used"},
-		Apps: []sim.App{{ID: 901, PublicKey: &key.PublicKey, Installations: []int64{55}}}})
+	e := newEnvWithSim(t, simcases.GitHub, trackersim.Options{Tokens: []string{"no-static-token-is-used"},
+		Apps: []trackersim.App{{ID: 901, PublicKey: &key.PublicKey, Installations: []int64{55}}}})
 	keyFile := filepath.Join(e.dir, "app.pem")
 	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 	if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
@@ -61,8 +61,8 @@ func TestAppInstallationRepositoriesAreFollowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWithSim(t, simcases.GitHub, sim.Options{Tokens: []string{"no-static-token-is-used"},
-		Apps: []sim.App{{ID: 901, PublicKey: &key.PublicKey, Installations: []int64{55}, Selected: map[int64][]string{55: {"acme/app"}}}}})
+	e := newEnvWithSim(t, simcases.GitHub, trackersim.Options{Tokens: []string{"no-static-token-is-used"},
+		Apps: []trackersim.App{{ID: 901, PublicKey: &key.PublicKey, Installations: []int64{55}, Selected: map[int64][]string{55: {"acme/app"}}}}})
 	e.sim.CreateRepo("acme/app")
 	keyFile := filepath.Join(e.dir, "app.pem")
 	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})

@@ -3,8 +3,8 @@ package daemon_test
 import (
 	"context"
 	"fmt"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,9 +19,9 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 const (
@@ -53,12 +53,12 @@ func forEachPlatform(t *testing.T, f func(t *testing.T, e *env)) {
 // forEachPlatform's GitHub runs the default, GitHub's own behaviour.
 func forEachPlatformAndIfMatchMode(t *testing.T, f func(t *testing.T, e *env)) {
 	forEachPlatform(t, f)
-	for _, mode := range sim.IfMatchModes {
-		if mode == sim.IfMatchRejectWeak {
+	for _, mode := range trackersim.IfMatchModes {
+		if mode == trackersim.IfMatchRejectWeak {
 			continue
 		}
 		t.Run("github/if-match="+string(mode), func(t *testing.T) {
-			f(t, newEnvWithSim(t, simcases.GitHub, sim.Options{GitHubIfMatch: mode}))
+			f(t, newEnvWithSim(t, simcases.GitHub, trackersim.Options{GitHubIfMatch: mode}))
 		})
 	}
 }
@@ -70,7 +70,7 @@ type env struct {
 	pc     simcases.Case
 	repo   string
 	redis  *redistest.Server
-	sim    *sim.Sim
+	sim    *trackersim.Sim
 	simURL string
 	dir    string
 	runLog string
@@ -91,13 +91,13 @@ func newEnv(t *testing.T) *env { return newEnvFor(t, simcases.GitHub) }
 
 func newEnvFor(t *testing.T, pc simcases.Case) *env {
 	t.Helper()
-	return newEnvWithSim(t, pc, sim.Options{})
+	return newEnvWithSim(t, pc, trackersim.Options{})
 }
 
 // newEnvWithSim is newEnvFor with a sim configured by opts (tokens, apps).
-func newEnvWithSim(t *testing.T, pc simcases.Case, opts sim.Options) *env {
+func newEnvWithSim(t *testing.T, pc simcases.Case, opts trackersim.Options) *env {
 	t.Helper()
-	e := &env{t: t, pc: pc, repo: pc.Repo, redis: redistest.Start(t), sim: sim.New(opts), dir: t.TempDir()}
+	e := &env{t: t, pc: pc, repo: pc.Repo, redis: redistest.Start(t), sim: trackersim.New(opts), dir: t.TempDir()}
 	srv := httptest.NewServer(e.sim.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(e.sim.Close)

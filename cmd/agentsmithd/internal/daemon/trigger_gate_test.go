@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // outsider is a user with no role on the sim's projects.
@@ -110,11 +110,11 @@ func TestTriggerAllowUsers(t *testing.T) {
 	e := newEnv(t)
 	e.projectExtra = fmt.Sprintf("    trigger: {allow: {access: none, users: [%s]}}\n", "Friend")
 	e.startDaemon(e.config("replica-a", ""))
-	e.sim.SetUserRole("friend", sim.RoleRead)
+	e.sim.SetUserRole("friend", trackersim.RoleRead)
 	n := e.sim.As("friend").CreateIssue(e.repo, "listed", "", "agent-smith")
 	e.waitState(n, 20*time.Second, lifecycle.Done)
 	m := e.sim.CreateIssue(e.repo, "collaborator, not listed", "", "agent-smith")
-	eventually.Wait(t, 20*time.Second, "the refusal comment", func() bool { return e.gateComments(m, sim.HumanLogin) == 1 })
+	eventually.Wait(t, 20*time.Second, "the refusal comment", func() bool { return e.gateComments(m, trackersim.HumanLogin) == 1 })
 	if len(e.starts(m)) != 0 {
 		t.Error("an unlisted collaborator's trigger ran with access: none")
 	}

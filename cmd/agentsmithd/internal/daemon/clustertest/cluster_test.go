@@ -18,13 +18,13 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
+	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
-	"github.com/agentsmithd/agentsmithd/pkg/redistest"
-	"github.com/agentsmithd/agentsmithd/platforms/sim"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 func TestMain(m *testing.M) {
@@ -60,7 +60,7 @@ true`
 type world struct {
 	t       *testing.T
 	cluster *redistest.Cluster
-	sim     *sim.Sim
+	sim     *trackersim.Sim
 	simURL  string
 	dir     string
 	runLog  string
@@ -68,7 +68,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, cluster: redistest.StartCluster(t, 3), sim: sim.New(sim.Options{}), dir: t.TempDir()}
+	w := &world{t: t, cluster: redistest.StartCluster(t, 3), sim: trackersim.New(trackersim.Options{}), dir: t.TempDir()}
 	srv := httptest.NewServer(w.sim.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(w.sim.Close)

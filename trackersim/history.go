@@ -1,0 +1,136 @@
+package trackersim
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Each dialect's ticket history, from the store's label changes: what the
+// daemon reads to learn who added the trigger label when no webhook said.
+
+// labelEdits splits a change into the labels it added and removed.
+func (c labelChange) labelEdits() (added, removed []string) {
+	for _, l := range c.after {
+		if !slices.Contains(c.before, l) {
+			added = append(added, l)
+		}
+	}
+	for _, l := range c.before {
+		if !slices.Contains(c.after, l) {
+			removed = append(removed, l)
+		}
+	}
+	return added, removed
+}
+
+const ghIssueEventsDoc = "https://docs.github.com/rest/issues/events#list-issue-events"
+
+// ghIssueEvents is "List issue events", oldest first and paginated: one
+// labeled or unlabeled event per label, with the actor and the label
+// (labels given at creation appear as labeled events by the creator).
+func (s *Sim) ghIssueEvents(w http.ResponseWriter, r *http.Request, c *ghCall) {
+	n, ok := issueNumber(w, r, c)
+	if !ok {
+		return
+	}
+	hist, err := s.store.labelHistory(c.repo, n)
+	if err != nil {
+		writeGHError(w, http.StatusNotFound, "Not Found", c.doc)
+		return
+	}
+	out := []map[string]any{}
+	for _, ch := range hist {
+		added, removed := ch.labelEdits()
+		for i, set := range [][]string{added, removed} {
+			event := []string{"labeled", "unlabeled"}[i]
+			for _, l := range set {
+				out = append(out, map[string]any{"id": ch.id*16 + int64(len(out)%16), "event": event,
+					"actor": s.ghUser(c.base, ch.login), "label": map[string]string{"name": l, "color": "ededed"},
+					"created_at": ch.at.UTC().Format("2006-01-02T15:04:05Z")})
+			}
+		}
+	}
+	lo, hi := s.paginate(w, r, c, len(out))
+	writeJSON(w, http.StatusOK, out[lo:hi])
+}
+
+// glResourceLabelEvents is "List project issue label events"
+// (https://docs.gitlab.com/api/resource_label_events/#list-project-issue-label-events):
+// action add or remove per label, with the user. Not paginated here (the
+// sim's histories are short); GitLab pages by 20.
+func (s *Sim) glResourceLabelEvents(w http.ResponseWriter, r *http.Request, c *glCall) {
+	n, ok := s.glIID(w, r)
+	if !ok {
+		return
+	}
+	hist, err := s.store.labelHistory(c.repo, n)
+	if err != nil {
+		s.glStoreError(w, err)
+		return
+	}
+	out := []map[string]any{}
+	for _, ch := range hist {
+		added, removed := ch.labelEdits()
+		for i, set := range [][]string{added, removed} {
+			for _, l := range set {
+				out = append(out, map[string]any{"id": ch.id*16 + int64(len(out)%16), "action": []string{"add", "remove"}[i],
+					"user":       map[string]any{"id": userID(ch.login), "username": ch.login, "name": ch.login, "state": "active"},
+					"created_at": glTime(ch.at), "resource_type": "Issue", "resource_id": n,
+					"label": map[string]any{"id": userID("label|" + l), "name": l}})
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// adoWorkItemUpdates is "Updates - List"
+// (https://learn.microsoft.com/rest/api/azure/devops/wit/updates/list):
+// one update per revision that changed System.Tags, with revisedBy and the
+// tags' oldValue and newValue ("; "-separated).
+func (s *Sim) adoWorkItemUpdates(w http.ResponseWriter, r *http.Request, c *adoCall) {
+	id, ok := adoWorkItemID(w, r)
+	if !ok {
+		return
+	}
+	hist, err := s.store.labelHistory(c.repo, id)
+	if err != nil {
+		s.adoStoreError(w, id, err)
+		return
+	}
+	out := []map[string]any{}
+	for _, ch := range hist {
+		tags := map[string]any{}
+		if len(ch.before) > 0 {
+			tags["oldValue"] = strings.Join(ch.before, "; ")
+		}
+		if len(ch.after) > 0 {
+			tags["newValue"] = strings.Join(ch.after, "; ")
+		}
+		out = append(out, map[string]any{"id": ch.rev, "workItemId": id, "rev": ch.rev,
+			"revisedBy": adoIdentityOf(ch.login), "revisedDate": adoTime(ch.at),
+			"fields": map[string]any{"System.Tags": tags}})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "value": out})
+}
+
+// jiraChangelogOf is an issue's changelog as expand=changelog gives it
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get):
+// histories oldest first, a "labels" item with the space-separated sets.
+// Labels given at creation are no history entry, as in Jira: the creator
+// set them.
+func (s *Sim) jiraChangelogOf(base, repo string, n int) map[string]any {
+	hist, _ := s.store.labelHistory(repo, n)
+	out := []map[string]any{}
+	for _, ch := range hist {
+		if ch.before == nil && ch.rev == 1 {
+			continue // the creation
+		}
+		from, to := strings.Join(ch.before, " "), strings.Join(ch.after, " ")
+		out = append(out, map[string]any{"id": strconv.FormatInt(ch.id, 10), "author": s.jiraActor(base, ch.login),
+			"created": ch.at.UTC().Format("2006-01-02T15:04:05.000-0700"),
+			"items":   []map[string]any{{"field": "labels", "fieldtype": "jira", "fromString": from, "toString": to}}})
+	}
+	return map[string]any{"startAt": 0, "maxResults": len(out), "total": len(out), "histories": out}
+}

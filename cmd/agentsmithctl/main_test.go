@@ -381,7 +381,7 @@ func TestEventsFollow(t *testing.T) {
 	var last audit.Entry
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if err := json.Unmarshal([]byte(lines[2]), &last); err != nil || last.Event.To != lifecycle.Done {
-		t.Errorf("third followed line = %s (%v)", lines[2], err)
+		t.Errorf("third followed line = %s (%v)\nall: %s", lines[2], err, out.String())
 	}
 }
 

@@ -37,7 +37,7 @@ func LoadFor(path string, need Secrets) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := parse(data, os.LookupEnv, baseDir, need)
+	c, err := parse(data, os.LookupEnv, baseDir, need, path)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -58,7 +58,7 @@ func LoadRedisOnly(path string) (*Config, error) {
 	}
 	var c Config
 	var errs Errors
-	if !decode(data, &c, &errs) {
+	if !decode(data, &c, &errs, path) {
 		return nil, fmt.Errorf("config %s: %w", path, errs)
 	}
 	c.applyDefaults(baseDir)
@@ -85,7 +85,7 @@ func LoadStatusToken(path string) (Secret, error) {
 	}
 	var c Config
 	var errs Errors
-	if !decode(data, &c, &errs) {
+	if !decode(data, &c, &errs, path) {
 		return Secret{}, fmt.Errorf("config %s: %w", path, errs)
 	}
 	st := &c.Status

@@ -331,7 +331,9 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not found.`,
 	}
 	root.SetOut(a.out)
 	root.SetErr(a.errOut)
-	root.PersistentFlags().StringVarP(&a.cfgPath, "config", "c", os.Getenv("AGENTSMITH_CONFIG"), "the daemon's config file (default $AGENTSMITH_CONFIG)")
+	// The default is read at load, not shown as a flag default, so help
+	// names $AGENTSMITH_CONFIG once rather than also printing its value.
+	root.PersistentFlags().StringVarP(&a.cfgPath, "config", "c", "", "the daemon's config file (default $AGENTSMITH_CONFIG)")
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{exitUsage, err} })
 	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), logsCmd(a), eventsCmd(a), requeueCmd(a), retryCmd(a), releaseCmd(a),

@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
 // With $AGENTSMITH_CONFIG set, -c's help names the default once: the
@@ -29,5 +33,34 @@ func TestConfigFlagHelpShowsOneDefault(t *testing.T) {
 	out.Reset()
 	if code := run(context.Background(), []string{"status"}, &out, &errOut); code != 0 {
 		t.Errorf("status with only $AGENTSMITH_CONFIG: exit %d: %s", code, errOut.String())
+	}
+}
+
+// Every command's -o json output is one JSON document ending in a
+// newline, so a shell prompt or the next command's output starts on a
+// line of its own.
+func TestJSONOutputEndsWithANewline(t *testing.T) {
+	w := newWorld(t)
+	n := w.sim.CreateIssue(repo, "one", "", "agent-smith")
+	w.runTicket(n)
+	ticket := "github:acme/app#1"
+	// A stuck claim lock, for release (the first to write) to delete.
+	if err := w.rdb.Set(t.Context(), keys.ClaimLock("github", "acme/app#1"), "replica-a/x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{
+		{"status"}, {"tickets", "--project", "app"}, {"history", ticket}, {"logs", ticket}, {"events", "-n", "3"},
+		{"release", ticket, "--yes"}, {"requeue", ticket}, {"retry", ticket}, {"cancel", ticket}, {"pause", "app"},
+		{"resume", "app"}, {"report", "--project", "app"},
+	} {
+		code, out, errOut := w.ctl(append(argv, "-o", "json")...)
+		if code != 0 {
+			t.Errorf("%v -o json: exit %d: %s", argv, code, errOut)
+			continue
+		}
+		var v any
+		if !strings.HasSuffix(out, "}\n") && !strings.HasSuffix(out, "]\n") || json.Unmarshal([]byte(out), &v) != nil {
+			t.Errorf("%v -o json: %q, want one JSON document and a newline", argv, out)
+		}
 	}
 }

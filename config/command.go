@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -77,6 +78,9 @@ func checkCommand(argv []string, pl *Pipeline) string {
 		if msg == "" {
 			return ""
 		}
+		if joined := joinedArgs(name, pl.commandDir); joined != "" {
+			return joined
+		}
 		if pl.commandDir != "" && strings.HasPrefix(name, pl.commandDir+string(filepath.Separator)) {
 			msg += fmt.Sprintf(" (relative commands resolve against the config file's directory %s)", pl.commandDir)
 		}
@@ -91,7 +95,25 @@ func checkCommand(argv []string, pl *Pipeline) string {
 			return ""
 		}
 	}
+	if joined := joinedArgs(name, ""); joined != "" {
+		return joined
+	}
 	return fmt.Sprintf("%s: no executable of that name in the pipeline's PATH (%s); write ./%s for a file beside the config", name, dirs, name)
+}
+
+// joinedArgs explains a command written as one list item holding the
+// program and its flags (["./implement.sh --fast"]), which runs no shell
+// and so names a file "implement.sh --fast"; "" when name does not look so.
+func joinedArgs(name, commandDir string) string {
+	words := strings.Fields(name)
+	if len(words) < 2 || !slices.ContainsFunc(words[1:], func(w string) bool { return strings.HasPrefix(w, "-") }) {
+		return ""
+	}
+	if rel, ok := strings.CutPrefix(words[0], commandDir+string(filepath.Separator)); ok && commandDir != "" {
+		words[0] = "./" + rel // as written in the config
+	}
+	return fmt.Sprintf("%q is one list item, and no shell splits it: arguments are separate list items, as in [%s]",
+		strings.Join(words, " "), strings.Join(words, ", "))
 }
 
 // pipelinePath is the PATH a pipeline sees: pipeline.env's, else the

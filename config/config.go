@@ -540,7 +540,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := parse(data, os.LookupEnv, baseDir)
+	c, err := parse(data, os.LookupEnv, baseDir, AllSecrets, path)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -569,19 +569,21 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
-	return parse(data, lookupEnv, "")
+	return parse(data, lookupEnv, "", AllSecrets, "")
 }
 
-func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string) (*Config, error) {
+// parse is Parse with relative paths against baseDir, resolving the secret
+// groups in need; file names the file in syntax errors ("" for none).
+func parse(data []byte, lookupEnv func(string) (string, bool), baseDir string, need Secrets, file string) (*Config, error) {
 	var c Config
 	var errs Errors
-	if !decode(data, &c, &errs) {
+	if !decode(data, &c, &errs, file) {
 		return nil, errs
 	}
 	c.applyDefaults(baseDir)
 	c.resolveCommands(baseDir)
 	c.Consumer.Output.applyDefaults(baseDir, c.Consumer.WorkDir)
-	c.validate(&errs, lookupEnv, baseDir)
+	c.validate(&errs, lookupEnv, baseDir, need)
 	c.Consumer.Output.validate(&errs, c.Consumer.WorkDir)
 	if len(errs) > 0 {
 		return nil, errs

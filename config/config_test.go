@@ -160,7 +160,7 @@ func TestBadReportsEverything(t *testing.T) {
 	want := []string{
 		`consumer.tail_bytes: expected an integer (line 9)`,
 		`claim_lock_ttl: expected a duration such as "30s" (line 10)`,
-		`housekeeping.fast_intervall: unknown field (line 12)`,
+		`housekeeping.fast_intervall: unknown field; did you mean "fast_interval"? (line 12)`,
 		`projects[0].token: expected {env: NAME} or {file: PATH}; the secret itself does not belong in the config (line 18)`,
 		`listen: expected host:port such as ":8080"`,
 		`instance_id: must not contain spaces or control characters`,
@@ -378,7 +378,7 @@ func TestReadinessAndStuck(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	for yml, want := range map[string][]string{
-		"projects:\n  - nme: x\n":                    {"projects[0].nme: unknown field (line 2)"},
+		"projects:\n  - nme: x\n":                    {`projects[0].nme: unknown field; did you mean "name"? (line 2)`},
 		"listen: a\nlisten: b\n":                     {"listen: duplicate field (first at line 1) (line 2)"},
 		"roles: receiver\n":                          {"roles: expected a list of strings (line 1)"},
 		"projects: {a: 1}\n":                         {"projects: expected a list (line 1)"},
@@ -468,7 +468,7 @@ func TestValidationRules(t *testing.T) {
 		"webhook: {max_body_bytes: -1}\n":   "webhook.max_body_bytes: must be at least 1",
 		"consumer: {tail_bytes: 1000000}\n": "consumer.tail_bytes: must be at most 32768 (the failure comment must fit the tracker's comment limit)",
 		"label_prefix: bot\nx: 1\n":         "x: unknown field (line 2)",
-		"projects_: 1\n":                    "projects_: unknown field (line 1)",
+		"projects_: 1\n":                    `projects_: unknown field; did you mean "projects"? (line 1)`,
 	} {
 		got := parseErrs(t, yml+base, vars)
 		if !slices.Equal(got, []string{want}) {

@@ -3,6 +3,9 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,12 +93,13 @@ type decoder struct {
 	failures   int
 }
 
-// decode fills c from data, adding every problem to errs. It returns false
-// when data is not YAML at all, so validation would only add noise.
-func decode(data []byte, c *Config, errs *Errors) bool {
+// decode fills c from data, read from file ("" when not from a file),
+// adding every problem to errs. It returns false when data is not YAML at
+// all, so validation would only add noise.
+func decode(data []byte, c *Config, errs *Errors, file string) bool {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		errs.add("", "invalid YAML: "+strings.TrimPrefix(err.Error(), "yaml: "))
+		errs.add("", yamlProblem(data, err, file))
 		return false
 	}
 	if doc.Kind == 0 { // empty document
@@ -198,7 +202,11 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 				continue
 			}
 		}
-		d.fail(fp, p.key, "unknown field")
+		msg := "unknown field"
+		if near := nearest(key, knownKeys(fields, sh)); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		d.fail(fp, p.key, msg)
 	}
 	if s, ok := v.Addr().Interface().(*Secret); ok {
 		s.at(join(path, "env"), join(path, "file"))
@@ -374,4 +382,110 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// knownKeys are the keys a mapping accepts: its fields and the shorthand
+// secret keys (token_env, secret_file, ...) its type takes.
+func knownKeys(fields map[string]int, sh shorthands) []string {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+		if sh == nil {
+			continue
+		}
+		for _, base := range []string{k, strings.TrimSuffix(k, "s")} {
+			for _, form := range []string{base + "_env", base + "_file"} {
+				if sh.shorthand(form) != nil && !slices.Contains(keys, form) {
+					keys = append(keys, form)
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// maxSuggestDistance bounds how far a misspelt key may be from the key it
+// is suggested as: two edits catch a dropped, doubled or swapped letter
+// without proposing unrelated keys.
+const maxSuggestDistance = 2
+
+// nearest is the known key closest to key by edit distance, at most
+// maxSuggestDistance away; ties go to the alphabetically first; "" when
+// none is that close.
+func nearest(key string, known []string) string {
+	slices.Sort(known)
+	best, bestD := "", maxSuggestDistance+1
+	for _, k := range known {
+		if d := levenshtein(key, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// levenshtein is the edit distance (insertions, deletions, substitutions)
+// between a and b, by bytes: config keys are ASCII.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// yamlLine matches the line yaml.v3 puts in front of a syntax error.
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
+
+// maxLineScan bounds how many lines past the reported one yamlProblem
+// looks for the line at fault.
+const maxLineScan = 200
+
+// yamlProblem says what is wrong with a document yaml.v3 cannot parse, with
+// the file and the line at fault. yaml.v3 reports the line where the
+// enclosing block starts, not the line that breaks it ("line 2: did not
+// find expected '-' indicator" for a list item indented one space short on
+// line 4): the line at fault is the first whose addition makes the
+// document fail with the same problem, which is found by parsing the
+// document cut after each line from the reported one on.
+func yamlProblem(data []byte, err error, file string) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	m := yamlLine.FindStringSubmatch(msg)
+	if m == nil {
+		if file != "" {
+			return "invalid YAML in " + file + ": " + msg
+		}
+		return "invalid YAML: " + msg
+	}
+	problem := msg[len(m[0]):]
+	line, _ := strconv.Atoi(m[1])
+	lines := strings.SplitAfter(string(data), "\n")
+	for k := max(line, 1); k <= len(lines) && k < line+maxLineScan; k++ {
+		var n yaml.Node
+		perr := yaml.Unmarshal([]byte(strings.Join(lines[:k], "")), &n)
+		if perr != nil && strings.HasSuffix(perr.Error(), ": "+problem) {
+			line = k
+			break
+		}
+	}
+	switch {
+	case strings.HasPrefix(problem, "did not find expected key"), strings.HasPrefix(problem, "did not find expected '-' indicator"),
+		strings.HasPrefix(problem, "mapping values are not allowed"), strings.HasPrefix(problem, "block sequence entries are not allowed"):
+		problem += " (check this line's indentation against the lines above it)"
+	}
+	if file != "" {
+		return fmt.Sprintf("invalid YAML in %s, line %d: %s", file, line, problem)
+	}
+	return fmt.Sprintf("invalid YAML: line %d: %s", line, problem)
 }

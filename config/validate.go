@@ -20,14 +20,19 @@ var (
 )
 
 // validate checks c after defaults, folds shorthand secrets into their
-// fields and resolves every secret. It never puts a secret value or a URL
+// fields and resolves the secrets of the groups in need (the others keep
+// their source and an empty value). It never puts a secret value or a URL
 // (which may carry credentials) into a message.
-func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), baseDir string) {
-	secret := func(s *Secret, path string) { s.resolve(path, lookupEnv, baseDir, errs) }
+func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), baseDir string, need Secrets) {
+	secret := func(group Secrets, s *Secret, path string) {
+		if need&group != 0 {
+			s.resolve(path, lookupEnv, baseDir, errs)
+		}
+	}
 
 	c.Redis.validate(errs, baseDir)
-	secret(&c.Redis.Password, "redis.password")
-	secret(&c.Redis.SentinelPassword, "redis.sentinel_password")
+	secret(RedisSecrets, &c.Redis.Password, "redis.password")
+	secret(RedisSecrets, &c.Redis.SentinelPassword, "redis.sentinel_password")
 
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs.add("listen", `expected host:port such as ":8080"`)
@@ -91,7 +96,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 	}
 	st := &c.Status
 	oneOf(&st.Token, "status.token", errs, st.Token, st.tokenEnv, st.tokenFile)
-	secret(&st.Token, "status.token")
+	secret(StatusSecrets, &st.Token, "status.token")
 	for i, h := range st.Hosts {
 		if msg := hostName(h); msg != "" {
 			errs.add(fmt.Sprintf("status.hosts[%d]", i), msg)
@@ -109,17 +114,19 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 		if j := slices.IndexFunc(c.Projects[:i], func(q Project) bool { return q.Name == p.Name }); j >= 0 && p.Name != "" {
 			errs.add(path+".name", fmt.Sprintf("duplicate of projects[%d]", j))
 		}
-		secret(&p.Token, path+".token")
+		secret(TrackerSecrets, &p.Token, path+".token")
 		p.Workspace.Git.validate(errs, path+".workspace.git")
 		if p.Workspace.Git.Token.IsSet() {
-			secret(&p.Workspace.Git.Token, path+".workspace.git.token")
+			secret(PipelineSecrets, &p.Workspace.Git.Token, path+".workspace.git.token")
 		}
 		if p.GitHubApp.PrivateKey.IsSet() {
-			secret(&p.GitHubApp.PrivateKey, path+".github_app.private_key")
-			checkRSAKey(errs, path+".github_app.private_key", p.GitHubApp.PrivateKey)
+			secret(TrackerSecrets, &p.GitHubApp.PrivateKey, path+".github_app.private_key")
+			if need&TrackerSecrets != 0 {
+				checkRSAKey(errs, path+".github_app.private_key", p.GitHubApp.PrivateKey)
+			}
 		}
 		for k := range p.Webhook.Secrets {
-			secret(&p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
+			secret(WebhookSecrets, &p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
 		}
 		checkJiraScopesApart(errs, path, p, c.Projects[:i])
 		validateRunAs(errs, path+".pipeline", p.Pipeline)
@@ -137,7 +144,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 				errs.add(sp+".from", "required: {env: NAME} or {file: PATH}")
 				continue
 			}
-			secret(&ps.From, sp+".from")
+			secret(PipelineSecrets, &ps.From, sp+".from")
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -76,10 +77,20 @@ func TestControlAPIAndPage(t *testing.T) {
 		t.Fatalf("stats: %v %+v", err, st)
 	}
 	page := get("/")
-	for _, want := range []string{"from curl", "demo/app#1", "agent-smith", "background:#7057ff", "add trigger label", `http-equiv="refresh"`} {
+	for _, want := range []string{"from curl", "demo/app#1", "agent-smith", "background:#7057ff", `http-equiv="refresh"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+	// The button is offered only where the trigger label is missing: not
+	// on #1, which has it, but on #2 and on #3, whose "Agent-Smith" is
+	// another spelling of the same label.
+	s.CreateIssue("demo/app", "without the trigger", "", "bug")
+	s.CreateIssue("demo/app", "with the trigger in capitals", "", "Agent-Smith")
+	page = get("/")
+	buttons := regexp.MustCompile(`action="/sim/labels\?label=agent-smith&amp;number=(\d+)&amp;repo=demo%2Fapp"><button type="submit">add trigger label`).FindAllStringSubmatch(page, -1)
+	if len(buttons) != 1 || buttons[0][1] != "2" {
+		t.Errorf("add trigger label buttons for issues %v, want #2 only:\n%s", buttons, page)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 )
@@ -21,8 +22,11 @@ type pageIssue struct {
 	Anchor, Repo, Title, Body, AddURL string
 	Number                            int
 	Open                              bool
-	Labels                            []pageLabel
-	Comments                          []Comment
+	// HasTrigger: the issue carries the trigger label, so the page offers
+	// no button to add it.
+	HasTrigger bool
+	Labels     []pageLabel
+	Comments   []Comment
 }
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
@@ -45,7 +49,7 @@ form{display:inline}
 <div class="issue" id="{{.Anchor}}">
  <div><span class="state {{if .Open}}open{{else}}closed{{end}}">{{if .Open}}open{{else}}closed{{end}}</span>
  <strong>{{.Repo}}#{{.Number}}</strong> {{.Title}}
- <form method="post" action="{{.AddURL}}"><button type="submit">add trigger label</button></form></div>
+ {{if not .HasTrigger}}<form method="post" action="{{.AddURL}}"><button type="submit">add trigger label</button></form>{{end}}</div>
  <div style="margin-top:.4em">{{range .Labels}}<span class="chip" style="background:#{{.Color}};color:{{.Text}}">{{.Name}}</span>{{end}}</div>
  {{if .Body}}<pre>{{.Body}}</pre>{{end}}
  {{range .Comments}}<div class="meta">{{.Author}} commented at {{.At.Format "15:04:05"}}</div><pre>{{.Body}}</pre>{{end}}
@@ -76,6 +80,8 @@ func (s *Sim) page(w http.ResponseWriter, r *http.Request) {
 				"label": {trigger}}.Encode()}
 		for _, l := range sn.labels {
 			pi.Labels = append(pi.Labels, pageLabel{Name: l.name, Color: l.color, Text: textColor(l.color)})
+			// Label names compare case-insensitively, as on the trackers.
+			pi.HasTrigger = pi.HasTrigger || strings.EqualFold(l.name, trigger)
 		}
 		for _, c := range sn.comments {
 			pi.Comments = append(pi.Comments, Comment{Body: c.body, Author: c.author, At: c.at})

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +19,7 @@ func pauseCmd(a *app) *cobra.Command {
 each one taken is put aside in the delayed set (its ticket stays Enqueued, its attempt is not
 used up) and looked at again every 30 s until resume. Claims still enqueue,
 runs in flight finish, a cancel is still honoured. resume makes the put-aside requests due at once.`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: oneProject("pause"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			p, err := a.configuredProject(argv[0])
 			if err != nil {
@@ -40,7 +41,7 @@ func resumeCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "resume PROJECT",
 		Short: "Start runs of a paused project's tickets again, its waiting requests first",
-		Args:  args(cobra.ExactArgs(1)),
+		Args:  oneProject("resume"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			p, err := a.configuredProject(argv[0])
 			if err != nil {
@@ -60,7 +61,7 @@ func resumeCmd(a *app) *cobra.Command {
 					fmt.Fprintf(w, "%s was not paused\n", p)
 					return
 				}
-				fmt.Fprintf(w, "resumed %s: %d waiting requests made due\n", p, due)
+				fmt.Fprintln(w, resumed(p, due))
 			})
 		},
 	}
@@ -80,4 +81,26 @@ func (a *app) configuredProject(name string) (string, error) {
 		return "", err
 	}
 	return p.Name, nil
+}
+
+// oneProject checks that a pause or resume names one project, and says
+// what to pass when it does not.
+func oneProject(verb string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, argv []string) error {
+		switch {
+		case len(argv) == 0:
+			return usageErr("%s needs the project to %[1]s: its name in the config, as in agentsmithctl %[1]s app", verb)
+		case len(argv) > 1:
+			return usageErr("%s takes one project, got %d (%s): run it once per project", verb, len(argv), strings.Join(argv, " "))
+		}
+		return nil
+	}
+}
+
+// resumed is resume's table line.
+func resumed(project string, due int) string {
+	if due == 1 {
+		return fmt.Sprintf("resumed %s: 1 waiting request made due", project)
+	}
+	return fmt.Sprintf("resumed %s: %d waiting requests made due", project, due)
 }

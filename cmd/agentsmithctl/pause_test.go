@@ -47,7 +47,7 @@ func TestPauseResume(t *testing.T) {
 	aside := lifecycle.PipelineRequest{ID: "a", Ref: ref, Attempt: 1, PausedAside: true}.Encode()
 	retry := lifecycle.PipelineRequest{ID: "r", Ref: ref, Attempt: 2, Source: lifecycle.SourceRetry}.Encode()
 	w.rdb.ZAdd(ctx, keys.Delayed(), redis.Z{Score: float64(later.UnixMilli()), Member: aside}, redis.Z{Score: float64(later.UnixMilli()), Member: retry})
-	if out := w.mustCtl("resume", "app"); !strings.Contains(out, "resumed app: 1 waiting requests made due") {
+	if out := w.mustCtl("resume", "app"); !strings.Contains(out, "resumed app: 1 waiting request made due") {
 		t.Errorf("resume:\n%s", out)
 	}
 	now := float64(time.Now().UnixMilli())
@@ -62,5 +62,27 @@ func TestPauseResume(t *testing.T) {
 	}
 	if out := w.mustCtl("status"); strings.Contains(out, "PAUSED") {
 		t.Errorf("status still shows a pause:\n%s", out)
+	}
+}
+
+// pause and resume without a project say what to pass, not cobra's
+// "accepts 1 arg(s), received 0".
+func TestPauseResumeArgumentMessages(t *testing.T) {
+	w := newWorld(t)
+	for _, verb := range []string{"pause", "resume"} {
+		code, _, errOut := w.ctl(verb)
+		if code != exitUsage || !strings.Contains(errOut, verb+" needs the project to "+verb+": its name in the config") || strings.Contains(errOut, "arg(s)") {
+			t.Errorf("%s without a project: exit %d, %q", verb, code, errOut)
+		}
+		code, _, errOut = w.ctl(verb, "app", "ops")
+		if code != exitUsage || !strings.Contains(errOut, "takes one project, got 2 (app ops)") {
+			t.Errorf("%s of two projects: exit %d, %q", verb, code, errOut)
+		}
+	}
+	for due, want := range map[int]string{0: "resumed app: 0 waiting requests made due", 1: "resumed app: 1 waiting request made due",
+		2: "resumed app: 2 waiting requests made due"} {
+		if got := resumed("app", due); got != want {
+			t.Errorf("resumed(app, %d) = %q, want %q", due, got, want)
+		}
 	}
 }

@@ -18,7 +18,9 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -64,28 +66,108 @@ type app struct {
 	projects lifecycle.Projects
 }
 
+// need is what a command reads from the config and the environment: load
+// resolves that and nothing more, so an operator's shell needs only the
+// secrets the command uses.
+type need string
+
+const (
+	// needNothing: no config (completion, help).
+	needNothing need = "nothing"
+	// needRedis: the redis section and its password, for the commands
+	// that only read or write Redis.
+	needRedis need = "`redis` and its password"
+	// needTrackers: needRedis, and the whole config validated with every
+	// project's tracker token or GitHub App key, for the commands that
+	// call a tracker.
+	needTrackers need = "`redis` and its password, every project's tracker token (or GitHub App key)"
+	// needStatusToken: status.token alone (or the file beside the config).
+	needStatusToken need = "`status.token` (or the token file beside the config)"
+)
+
+// commandNeeds is each command's requirement set; docs/operations.md
+// lists it for operators (TestCommandNeedsDocumented keeps the two alike).
+var commandNeeds = map[string]need{
+	"status":       needRedis,
+	"tickets":      needTrackers,
+	"history":      needRedis,
+	"logs":         needRedis,
+	"events":       needRedis,
+	"requeue":      needTrackers,
+	"retry":        needTrackers,
+	"release":      needRedis,
+	"cancel":       needRedis,
+	"pause":        needRedis,
+	"resume":       needRedis,
+	"report":       needRedis,
+	"status-token": needStatusToken,
+}
+
+// configPath is -c, else $AGENTSMITH_CONFIG.
+func (a *app) configPath() (string, error) {
+	if a.cfgPath == "" {
+		a.cfgPath = os.Getenv("AGENTSMITH_CONFIG")
+	}
+	if a.cfgPath == "" {
+		return "", usageErr("-c/--config is required (the daemon's config file), or set AGENTSMITH_CONFIG")
+	}
+	return a.cfgPath, nil
+}
+
+// loadFor loads what n says, once per process.
+func (a *app) loadFor(ctx context.Context, n need) error {
+	switch n {
+	case needRedis:
+		return a.load()
+	case needTrackers:
+		return a.loadTrackers(ctx)
+	}
+	return nil
+}
+
+// load reads the redis section alone (config.LoadRedisOnly: projects are
+// decoded for their names and repositories, no tracker, webhook, status or
+// pipeline secret is read) and builds the Redis client.
 func (a *app) load() error {
 	if a.cfg != nil {
 		return nil
 	}
-	if a.output != "table" && a.output != "json" {
-		return usageErr("-o %q: want table or json", a.output)
+	if err := a.checkOutput(); err != nil {
+		return err
 	}
-	if a.cfgPath == "" {
-		return usageErr("-c/--config is required (the daemon's config file), or set AGENTSMITH_CONFIG")
-	}
-	// Only the redis section is read here, so commands that need nothing
-	// else run without the trackers' secrets; loadTrackers reads the rest.
-	cfg, err := config.LoadRedisOnly(a.cfgPath)
+	path, err := a.configPath()
 	if err != nil {
 		return err
 	}
-	if cfg.Redis.Addr == "" {
-		return fmt.Errorf("config: redis.addr is empty (an embedded Redis lives only inside its daemon)")
+	cfg, err := config.LoadRedisOnly(path)
+	if err != nil {
+		return err
 	}
-	a.cfg = cfg
-	a.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, Password: cfg.Redis.Password.Value(), DB: cfg.Redis.DB,
-		DialTimeout: 3 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	return a.connect(cfg)
+}
+
+func (a *app) checkOutput() error {
+	if a.output != "table" && a.output != "json" {
+		return usageErr("-o %q: want table or json", a.output)
+	}
+	return nil
+}
+
+// connect builds the Redis client as the daemon does (projects.Redis over
+// pkg/redisconn: standalone, sentinel or cluster, ACL user, TLS) with the
+// daemon's key layout for the mode.
+func (a *app) connect(cfg *config.Config) error {
+	if len(cfg.Redis.Addrs) == 0 {
+		return fmt.Errorf("config: redis.addr (or redis.addrs) is empty (an embedded Redis lives only inside its daemon)")
+	}
+	if err := keys.UseHashTag(cfg.Redis.Mode == config.RedisCluster); err != nil {
+		return fmt.Errorf("redis.mode %s: %w", cfg.Redis.Mode, err)
+	}
+	rdb, err := projects.Redis(cfg.Redis, 0)
+	if err != nil {
+		return err
+	}
+	a.cfg, a.rdb = cfg, rdb
 	return nil
 }
 
@@ -94,19 +176,29 @@ func (a *app) load() error {
 // level or in the delayed set is found and counted. It needs load.
 func (a *app) queue() *queue.Queue { return projects.Queue(a.rdb, a.cfg) }
 
-// loadTrackers loads the whole config, tracker secrets included, and
-// builds every project's tracker, for the commands that talk to trackers
-// (tickets, requeue).
+// loadTrackers loads the whole config with the Redis and tracker secrets
+// (config.LoadFor: no webhook, status or pipeline secret), connects to
+// Redis and builds every project's tracker, for the commands that talk to
+// trackers (tickets, requeue, retry).
 func (a *app) loadTrackers(ctx context.Context) error {
-	if err := a.load(); err != nil {
-		return err
-	}
 	if a.projects != nil {
 		return nil
 	}
-	cfg, err := config.Load(a.cfgPath)
+	if err := a.checkOutput(); err != nil {
+		return err
+	}
+	path, err := a.configPath()
 	if err != nil {
 		return err
+	}
+	cfg, err := config.LoadFor(path, config.RedisSecrets|config.TrackerSecrets)
+	if err != nil {
+		return fmt.Errorf("this command calls the trackers and needs their tokens: %w", err)
+	}
+	if a.rdb == nil {
+		if err := a.connect(cfg); err != nil {
+			return err
+		}
 	}
 	if _, err := discovery.Expand(ctx, cfg, discovery.Options{}); err != nil {
 		return err
@@ -239,11 +331,20 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not found.`,
 	}
 	root.SetOut(a.out)
 	root.SetErr(a.errOut)
-	root.PersistentFlags().StringVarP(&a.cfgPath, "config", "c", os.Getenv("AGENTSMITH_CONFIG"), "the daemon's config file (default $AGENTSMITH_CONFIG)")
+	// The default is read at load, not shown as a flag default, so help
+	// names $AGENTSMITH_CONFIG once rather than also printing its value.
+	root.PersistentFlags().StringVarP(&a.cfgPath, "config", "c", "", "the daemon's config file (default $AGENTSMITH_CONFIG)")
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{exitUsage, err} })
 	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), logsCmd(a), eventsCmd(a), requeueCmd(a), retryCmd(a), releaseCmd(a),
 		cancelCmd(a), pauseCmd(a), resumeCmd(a), reportCmd(a), statusTokenCmd(a))
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		n, ok := commandNeeds[cmd.Name()]
+		if !ok || cmd.Parent() != root {
+			n = needNothing
+		}
+		return a.loadFor(cmd.Context(), n)
+	}
 	return root
 }
 
@@ -260,6 +361,10 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 // run executes one command line and returns its exit code.
 func run(ctx context.Context, argv []string, out, errOut io.Writer) int {
 	out, errOut = termSafe(out), termSafe(errOut)
+	// go-redis's own log lines (sentinel master changes, cluster
+	// redirections, pool dial retries) would interleave with the output;
+	// a failure reaches the operator as the command's error.
+	redisconn.UseZap(zap.NewNop())
 	a := &app{out: out, errOut: errOut, clock: time.Now}
 	defer a.close()
 	root := newRoot(a)

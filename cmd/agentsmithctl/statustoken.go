@@ -29,8 +29,8 @@ config (mode 0600, readable by the daemon's user only). Log in to /status with i
 "Authorization: Bearer <token>". It is a secret: do not paste it where others can read it.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.cfgPath == "" {
-				return usageErr("-c/--config is required (the daemon's config file), or set AGENTSMITH_CONFIG")
+			if _, err := a.configPath(); err != nil {
+				return err
 			}
 			s, err := config.LoadStatusToken(a.cfgPath)
 			if err != nil {

@@ -239,7 +239,11 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		printConfigError(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: ok (%d projects, roles %s)\n", path, len(cfg.Projects), strings.Join(cfg.Roles, ","))
+	projects := "projects"
+	if len(cfg.Projects) == 1 {
+		projects = "project"
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d %s, roles %s)\n", path, len(cfg.Projects), projects, strings.Join(cfg.Roles, ","))
 	return 0
 }
 

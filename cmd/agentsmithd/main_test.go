@@ -50,6 +50,9 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 	if code := run([]string{"validate", "-c", "../../testdata/config/minimal.yaml"}, &out, &errOut); code != 0 {
 		t.Errorf("validate minimal.yaml exited %d: %s", code, errOut.String())
 	}
+	if want := "ok (1 project, roles "; !strings.Contains(out.String(), want) {
+		t.Errorf("validate of one project says %q, want %q", out.String(), want)
+	}
 }
 
 // print-config and serve --print-config show the effective config with

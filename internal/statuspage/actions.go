@@ -140,6 +140,9 @@ func (h *handler) do(ctx context.Context, action, ticket, project string) (strin
 		case !was:
 			return p.Name + " was not paused", nil
 		}
+		if due == 1 {
+			return fmt.Sprintf("resumed %s: 1 waiting request made due", p.Name), nil
+		}
 		return fmt.Sprintf("resumed %s: %d waiting requests made due", p.Name, due), nil
 	}
 	ref, err := h.ticketRef(p, ticket)

@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // page is a browser's view of the handler: its cookies, kept between
@@ -188,10 +191,16 @@ func TestLoginCSRFAndActions(t *testing.T) {
 	if v, _ := rdb.Get(ctx, keys.Cancel("github:acme/app#7")).Result(); v != CancelCause {
 		t.Errorf("cancel key = %q", v)
 	}
-	// resume.
+	// resume, with one request put aside while paused.
+	aside := lifecycle.PipelineRequest{ID: "aside", Ref: platforms.Ref{Platform: "github", Project: "app", ID: "acme/app#8"},
+		Attempt: 1, PausedAside: true}.Encode()
+	rdb.ZAdd(ctx, keys.Delayed(), redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: aside})
 	b.do("POST", "/status/action", url.Values{"csrf": {token}, "action": {"resume"}, "project": {"app"}}, same)
 	if n, _ := rdb.Exists(ctx, keys.Paused("app")).Result(); n != 0 {
 		t.Error("resume left the pause")
+	}
+	if body := b.do("GET", "/status", nil, nil).Body.String(); !strings.Contains(body, "resumed app: 1 waiting request made due") {
+		t.Errorf("page after resume lacks the flash in the singular:\n%s", body)
 	}
 	// Logging out drops the session; an expired session is refused.
 	b.do("POST", "/status/logout", url.Values{}, same)

@@ -48,9 +48,7 @@ type pageView struct {
 	Nonce    string
 	Tickets  []ticketRow
 	Projects []projectRow
-	// CanRequeue and CanRetry: the page has a claim service to do them.
-	CanRequeue, CanRetry bool
-	TokenSet             bool
+	TokenSet bool
 	// Charts: throughput and lead time over the last hours (charts.go).
 	Charts charts
 }
@@ -61,6 +59,29 @@ type ticketRow struct {
 	Link  string
 	State string
 	Where string
+	// live: a run, a queued or delayed request of the ticket exists.
+	live bool
+	// Actions are the buttons that apply to the ticket (ticketActions).
+	Actions []string
+}
+
+// ticketActions are the actions that can change a ticket in state (its
+// last transition's; "" when none is known) with a request or run of it
+// live or not: requeue an Enqueued ticket that has no request, retry a
+// Failed one, cancel a request or run. A Done or Pending ticket with
+// neither gets none, as each action would only say why it did nothing.
+func ticketActions(state string, live, canRequeue, canRetry bool) []string {
+	var out []string
+	if canRequeue && state == lifecycle.Enqueued.String() && !live {
+		out = append(out, "requeue")
+	}
+	if canRetry && state == lifecycle.Failed.String() {
+		out = append(out, "retry")
+	}
+	if live || state == lifecycle.Enqueued.String() || state == lifecycle.InProgress.String() {
+		out = append(out, "cancel")
+	}
+	return out
 }
 
 // actView is one action button: a form posting to /status/action.
@@ -81,7 +102,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 		session = h.sess.issue(w, r)
 	}
 	v := pageView{Flash: h.sess.takeFlash(w, r), CSRF: h.sess.csrf(session), Nonce: nonce(),
-		CanRequeue: h.cfg.Claims != nil && h.cfg.Queue != nil, CanRetry: h.cfg.Claims != nil, TokenSet: h.cfg.Token != ""}
+		TokenSet: h.cfg.Token != ""}
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	st, err := h.Read(ctx)
@@ -126,7 +147,7 @@ func nonce() string {
 func (h *handler) tickets(ctx context.Context, st Status) []ticketRow {
 	var out []ticketRow
 	seen := map[string]int{}
-	add := func(ref platforms.Ref, state, where string) {
+	add := func(ref platforms.Ref, state, where string, live bool) {
 		if ref.ID == "" || ref.Project == "" || len(out) >= maxTickets {
 			return
 		}
@@ -137,19 +158,25 @@ func (h *handler) tickets(ctx context.Context, st Status) []ticketRow {
 			return
 		}
 		seen[ref.String()] = len(out)
-		out = append(out, ticketRow{Ref: ref, Link: st.Links[ref.String()], State: state, Where: where})
+		out = append(out, ticketRow{Ref: ref, Link: st.Links[ref.String()], State: state, Where: where, live: live})
 	}
+	// requeue and retry need the page's claim service (and queue).
+	defer func() {
+		for i := range out {
+			out[i].Actions = ticketActions(out[i].State, out[i].live, h.cfg.Claims != nil && h.cfg.Queue != nil, h.cfg.Claims != nil)
+		}
+	}()
 	for _, o := range st.Outcomes {
-		add(o.Ref, "", "pipeline ended; "+o.To+" waiting for the tracker since "+o.Recorded.UTC().Format("15:04:05"))
+		add(o.Ref, "", "pipeline ended; "+o.To+" waiting for the tracker since "+o.Recorded.UTC().Format("15:04:05"), false)
 	}
 	for _, r := range st.Runs {
-		add(r.Ref, "", "running on "+r.Instance)
+		add(r.Ref, "", "running on "+r.Instance, true)
 	}
 	if q := h.cfg.Queue; q != nil {
 		if entries, err := q.Entries(ctx); err == nil {
 			for _, e := range entries {
 				if req, err := lifecycle.DecodeRequest(e); err == nil {
-					add(req.Ref, "", "queued")
+					add(req.Ref, "", "queued", true)
 				}
 			}
 		}
@@ -160,7 +187,7 @@ func (h *handler) tickets(ctx context.Context, st Status) []ticketRow {
 					if req.PausedAside {
 						where = "waiting: project paused"
 					}
-					add(req.Ref, "", where)
+					add(req.Ref, "", where, true)
 				}
 			}
 		}
@@ -170,7 +197,7 @@ func (h *handler) tickets(ctx context.Context, st Status) []ticketRow {
 		if e.Kind == lifecycle.EventTransition {
 			state = e.To.String()
 		}
-		add(e.Event.Ref, state, "")
+		add(e.Event.Ref, state, "", false)
 	}
 	return out
 }

@@ -49,9 +49,12 @@ type Config struct {
 	// Trust is the fraction of TTL the holder trusts its lease after the
 	// START of its last successful acquire/renew call; default DefaultTrust.
 	// It must be in (0, 1).
-	Trust  float64
-	Clock  func() time.Time // default time.Now; Valid and the validity deadline read it
-	Logger *zap.Logger      // default zap.NewNop()
+	Trust float64
+	Clock func() time.Time // default time.Now; Valid and the validity deadline read it
+	// Logger is the caller's logger, which names the instance (the
+	// daemon's carries "instance"); the lease adds only its key. Default
+	// zap.NewNop().
+	Logger *zap.Logger
 }
 
 // Lease is one replica's handle on one leader lease. Its methods are safe
@@ -104,7 +107,7 @@ func New(rdb redis.UniversalClient, cfg Config) *Lease {
 		rdb:    rdb,
 		cfg:    cfg,
 		window: trust.Fraction(cfg.TTL, cfg.Trust),
-		log:    cfg.Logger.With(zap.String("lease", cfg.Key), zap.String("instance", cfg.Instance)),
+		log:    cfg.Logger.With(zap.String("lease", cfg.Key)),
 	}
 }
 

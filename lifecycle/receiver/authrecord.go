@@ -195,7 +195,11 @@ func (rt Route) rejectedProject(h http.Header, body []byte) (p ProjectRoute, ok 
 }
 
 // recordAuthenticated records an authenticated delivery for each project.
-func (rc *Receiver) recordAuthenticated(ctx context.Context, platform, event string, projects []ProjectRoute, log *zap.Logger) {
+func (rc *Receiver) recordAuthenticated(ctx context.Context, platform string, ev platforms.WebhookEvent, projects []ProjectRoute, log *zap.Logger) {
+	event := ev.Name
+	if ev.Action != "" {
+		event += "/" + ev.Action
+	}
 	if !eventForm.MatchString(event) {
 		event = "other"
 	}

@@ -338,7 +338,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ev, err := route.Decoder.Parse(r.Header, body)
 	if holders, ok := route.holders(route.secrets[matched], ev.Locator); ok {
-		rc.recordAuthenticated(r.Context(), platform, ev.Name, holders, log)
+		rc.recordAuthenticated(r.Context(), platform, ev, holders, log)
 	}
 	if err != nil {
 		log.Warn("webhook rejected: malformed", zap.Error(err))

@@ -3,8 +3,8 @@ package trackersim_test
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"

@@ -38,19 +38,7 @@ func (t *Tracker) TestWebhook(ctx context.Context, opts platforms.CheckOptions) 
 	if code, err := t.getJSON(ctx, "_apis/projects/"+url.PathEscape(t.project)+"?api-version=7.1", &proj); err != nil {
 		return test, platforms.HTTPFailure(name, code, err, platforms.Fixes{})
 	}
-	var subs struct {
-		Value []struct {
-			ID               string            `json:"id"`
-			EventType        string            `json:"eventType"`
-			PublisherID      string            `json:"publisherId"`
-			ConsumerID       string            `json:"consumerId"`
-			ConsumerActionID string            `json:"consumerActionId"`
-			Status           string            `json:"status"`
-			PublisherInputs  map[string]string `json:"publisherInputs"`
-			ConsumerInputs   map[string]string `json:"consumerInputs"`
-		} `json:"value"`
-	}
-	code, err := t.getJSON(ctx, "_apis/hooks/subscriptions?api-version=7.1", &subs)
+	subs, code, err := t.subscriptions(ctx)
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return test, platforms.Fail(name, "this PAT may not list or test service hook subscriptions: nothing sent",
@@ -60,7 +48,7 @@ func (t *Tracker) TestWebhook(ctx context.Context, opts platforms.CheckOptions) 
 	}
 	tested := map[string]bool{}
 	hooks := t.sdk.serviceHooks()
-	for _, s := range subs.Value {
+	for _, s := range subs {
 		u := s.ConsumerInputs["url"]
 		if s.ConsumerID != "webHooks" || (s.Status != "enabled" && s.Status != "onProbation") || tested[u] ||
 			(s.PublisherInputs["projectId"] != "" && s.PublisherInputs["projectId"] != proj.ID) ||

@@ -132,37 +132,43 @@ type idHook struct {
 // it (as checkHooks reads them); a list the token may not read (403, 404)
 // is skipped and counted in hidden.
 func (s *sdk) hooksWithIDs(ctx context.Context, project string) (hooks []idHook, hidden int, err error) {
-	for p := 1; p > 0; {
-		hs, resp, err := s.c.Projects.ListProjectHooks(project, &gl.ListProjectHooksOptions{PerPage: 100, Page: p}, gl.WithContext(ctx))
-		if err != nil {
+	// each appends one list's hooks, every page, to hooks.
+	each := func(group string, page func(p int) ([]idHook, *gl.Response, error)) error {
+		for p := 1; p > 0; {
+			hs, resp, err := page(p)
 			if c := statusOf(err); c == 403 || c == 404 {
 				hidden++
-				break
-			}
-			return nil, hidden, err
-		}
-		for _, h := range hs {
-			hooks = append(hooks, idHook{id: h.ID, url: h.URL, active: h.AlertStatus == "" || h.AlertStatus == "executable"})
-		}
-		p = resp.NextPage
-	}
-	for g := path.Dir(project); g != "." && g != "/"; g = path.Dir(g) {
-		for p := 1; p > 0; {
-			hs, resp, err := s.c.Groups.ListGroupHooks(g, &gl.ListGroupHooksOptions{PerPage: 100, Page: p}, gl.WithContext(ctx))
-			if err != nil {
-				if c := statusOf(err); c == 403 || c == 404 {
-					hidden++
-					break
-				}
-				return nil, hidden, err
+				return nil
+			} else if err != nil {
+				return err
 			}
 			for _, h := range hs {
-				hooks = append(hooks, idHook{id: h.ID, url: h.URL, group: g, active: h.AlertStatus == "" || h.AlertStatus == "executable"})
+				h.group = group
+				hooks = append(hooks, h)
 			}
 			p = resp.NextPage
 		}
+		return nil
 	}
-	return hooks, hidden, nil
+	err = each("", func(p int) ([]idHook, *gl.Response, error) {
+		hs, resp, err := s.c.Projects.ListProjectHooks(project, &gl.ListProjectHooksOptions{PerPage: 100, Page: p}, gl.WithContext(ctx))
+		var out []idHook
+		for _, h := range hs {
+			out = append(out, idHook{id: h.ID, url: h.URL, active: h.AlertStatus == "" || h.AlertStatus == "executable"})
+		}
+		return out, resp, err
+	})
+	for g := path.Dir(project); err == nil && g != "." && g != "/"; g = path.Dir(g) {
+		err = each(g, func(p int) ([]idHook, *gl.Response, error) {
+			hs, resp, err := s.c.Groups.ListGroupHooks(g, &gl.ListGroupHooksOptions{PerPage: 100, Page: p}, gl.WithContext(ctx))
+			var out []idHook
+			for _, h := range hs {
+				out = append(out, idHook{id: h.ID, url: h.URL, active: h.AlertStatus == "" || h.AlertStatus == "executable"})
+			}
+			return out, resp, err
+		})
+	}
+	return hooks, hidden, err
 }
 
 // testHook is "Trigger a test project webhook" (Projects.TriggerTestProjectHook,

@@ -197,7 +197,7 @@ func (rt Route) rejectedProject(h http.Header, body []byte) (p ProjectRoute, ok 
 // recordAuthenticated records an authenticated delivery for each project.
 func (rc *Receiver) recordAuthenticated(ctx context.Context, platform string, ev platforms.WebhookEvent, projects []ProjectRoute, log *zap.Logger) {
 	event := ev.Name
-	if ev.Action != "" {
+	if ev.Action != "" && !strings.HasSuffix(ev.Name, ev.Action) { // Jira: "jira:issue_updated", action "issue_updated"
 		event += "/" + ev.Action
 	}
 	if !eventForm.MatchString(event) {

@@ -101,6 +101,7 @@ func (s *Sim) adoRoutes(mux *http.ServeMux) {
 	s.adoRoute(mux, "GET", proj+"/tags", true, s.adoListTags)
 	s.adoRoute(mux, "GET", org+"/_apis/permissions/{namespace}/{permissions}", false, s.adoHasPermissions)
 	s.adoCheckRoutes(mux)
+	s.adoHookTestRoutes(mux)
 	mux.HandleFunc(adoPrefix, func(w http.ResponseWriter, r *http.Request) {
 		if s.redirectWeb(w, r) {
 			return

@@ -189,6 +189,8 @@ var adoLocations = []adoLocation{
 		RouteTemplate: "{project}/_apis/{area}/workItems/{workItemId}/{resource}/{commentId}", ResourceVersion: 4, MinVersion: "5.0", MaxVersion: "7.2", ReleasedVersion: "0.0"},
 	{ID: "bc15bc60-e7a8-43cb-ab01-2106be3983a1", Area: "wit", ResourceName: "tags",
 		RouteTemplate: "{project}/_apis/{area}/{resource}/{tagIdOrName}", ResourceVersion: 1, MinVersion: "5.0", MaxVersion: "7.2", ReleasedVersion: "0.0"},
+	{ID: adoTestNotificationsLocation, Area: "hooks", ResourceName: "testNotifications",
+		RouteTemplate: "_apis/{area}/{resource}", ResourceVersion: 1, MinVersion: "1.0", MaxVersion: "7.2", ReleasedVersion: "0.0"},
 }
 
 // adoWitAreaID is the work item tracking resource area

@@ -50,6 +50,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	// (https://docs.github.com/rest/rate-limit/rate-limit#get-rate-limit-status-for-the-authenticated-user).
 	s.ghRoute(mux, "GET", "/rate_limit", "https://docs.github.com/rest/rate-limit/rate-limit", true, s.ghRateLimit)
 	s.githubCheckRoutes(mux)
+	s.githubHookTestRoutes(mux)
 	s.githubPullRoutes(mux)
 	s.githubAppRoutes(mux)
 	s.githubSearchRoutes(mux)

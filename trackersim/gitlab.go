@@ -72,6 +72,7 @@ func (s *Sim) gitlabRoutes(mux *http.ServeMux) {
 	s.glGroupRoute(mux, "GET", "/groups/{id}/issues", s.glListGroupIssues)
 	s.glGroupRoute(mux, "GET", "/groups/{id}/projects", s.glListGroupProjects)
 	s.gitlabCheckRoutes(mux)
+	s.gitlabHookTestRoutes(mux)
 	s.gitlabPeopleRoutes(mux)
 	// Unknown API paths: Grape's catch-all answer.
 	mux.HandleFunc(glPrefix, func(w http.ResponseWriter, r *http.Request) {

@@ -122,6 +122,9 @@ type Stats struct {
 	DeliveryFailures int `json:"delivery_failures"`
 	// Dropped counts deliveries not sent because of Faults.DropRate.
 	Dropped int `json:"dropped"`
+	// TestDeliveries counts deliveries a client asked for through a test
+	// endpoint (GitHub ping, GitLab test, Azure DevOps test notification).
+	TestDeliveries int `json:"test_deliveries"`
 }
 
 // Sim is one emulated tracker. It is safe for concurrent use.
@@ -154,8 +157,10 @@ type Sim struct {
 	ghIndex searchIndex
 	// searchRate is GitHub's search rate limit, apart from the core one.
 	searchRate rateLimiter
-	reqSeq     atomic.Int64
-	handler    http.Handler
+	// hookTests is GitLab's webhook test rate limit (gitlab_hooktest.go).
+	hookTests windowLimiter
+	reqSeq    atomic.Int64
+	handler   http.Handler
 
 	statsMu sync.Mutex
 	stats   Stats

@@ -46,11 +46,14 @@ type projectCheckReport struct {
 // It exits 1 on any failure.
 func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var output, receiverURL string
-	var timeout time.Duration
+	var timeout, webhookWait time.Duration
+	var webhook bool
 	cfg, cfgPath, code := loadOnly("check", args, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&output, "o", "table", "output: table or json")
 		fs.StringVar(&receiverURL, "receiver-url", "", "the receiver's public URL (https://agentsmith.example.com); hooks must point under it")
 		fs.DurationVar(&timeout, "timeout", defaultCheckTimeout, "time limit for each project's checks")
+		fs.BoolVar(&webhook, "webhook", false, "also ask the tracker for a test delivery to each project's hook and report whether the running daemon received and authenticated it (checkwebhook.go)")
+		fs.DurationVar(&webhookWait, "webhook-wait", defaultWebhookWait, "with --webhook, how long to wait for the daemon to record the test delivery")
 	})
 	if cfg == nil {
 		return code
@@ -65,7 +68,11 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: discover repositories: %v\n", err)
 		return 1
 	}
-	rep := runChecks(ctx, cfg, cfgPath, receiverURL, timeout)
+	wait := time.Duration(0)
+	if webhook {
+		wait = webhookWait
+	}
+	rep := runChecks(ctx, cfg, cfgPath, receiverURL, timeout, wait)
 	if output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -80,8 +87,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // runChecks checks Redis once and every project at once, each within
-// timeout.
-func runChecks(ctx context.Context, cfg *config.Config, cfgPath, receiverURL string, timeout time.Duration) checkReport {
+// timeout; webhookWait > 0 adds check --webhook's row (checkwebhook.go),
+// which may take that much longer.
+func runChecks(ctx context.Context, cfg *config.Config, cfgPath, receiverURL string, timeout, webhookWait time.Duration) checkReport {
 	rdb, redisResult := checkRedis(ctx, cfg.Redis, timeout)
 	if rdb != nil {
 		defer func() { _ = rdb.Close() }()
@@ -99,6 +107,11 @@ func runChecks(ctx context.Context, cfg *config.Config, cfgPath, receiverURL str
 			rep.Projects[i].Checks = append([]platforms.CheckResult{redisResult},
 				checkProject(pctx, cfg, pc, rdb, receiverURL)...)
 			rep.Projects[i].Checks = append(rep.Projects[i].Checks, checkPipelineUser(cfg, cfgPath, pc))
+			if webhookWait > 0 {
+				wctx, cancel := context.WithTimeout(ctx, timeout+webhookWait)
+				defer cancel()
+				rep.Projects[i].Checks = append(rep.Projects[i].Checks, checkWebhook(wctx, cfg, pc, rdb, receiverURL, webhookWait))
+			}
 		}()
 	}
 	wg.Wait()

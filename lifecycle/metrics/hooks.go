@@ -45,6 +45,12 @@ func (m *Metrics) ObserveDelivery(platform string, status int) {
 	m.webhooks.WithLabelValues(platform, strconv.Itoa(status)).Inc()
 }
 
+// ObserveAuth implements receiver.AuthObserver: a project whose deliveries
+// are rejected shows here by reason, so an alert can name the secret to fix.
+func (m *Metrics) ObserveAuth(platform, project, result string) {
+	m.webhookAuth.WithLabelValues(platform, project, result).Inc()
+}
+
 // RefusedConnection counts a connection the webhook listener refused;
 // reason is the cap ("total", "per_address"), never the address, so a
 // flood cannot create series.

@@ -73,6 +73,7 @@ type Metrics struct {
 	trackerDuration *prometheus.HistogramVec
 	rateRemaining   *prometheus.GaugeVec
 	webhooks        *prometheus.CounterVec
+	webhookAuth     *prometheus.CounterVec
 	connsRefused    *prometheus.CounterVec
 	redisErrors     *prometheus.CounterVec
 	leases          *leaseCollector
@@ -130,6 +131,9 @@ func New(cfg Config) *Metrics {
 		webhooks: counter("webhook_requests_total",
 			"Webhook requests answered, by platform (\"unknown\" for unconfigured ones) and status code.",
 			"platform", "code"),
+		webhookAuth: counter("webhook_auth_total",
+			"Webhook deliveries authenticated or rejected, by project (\"\" when a rejection names none) and result (authenticated, or the reason: no_signature, malformed_signature, wrong_secret, other_project_secret).",
+			"platform", "project", "result"),
 		connsRefused: counter("webhook_connections_refused_total",
 			"Connections the webhook listener closed at once for being over its total or per-address cap.",
 			"reason"),
@@ -145,7 +149,7 @@ func New(cfg Config) *Metrics {
 	build.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	m.reg.MustRegister(build)
 	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.refusals, m.pipeline, m.wait, m.lead,
-		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.connsRefused, m.redisErrors, m.leases,
+		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.webhookAuth, m.connsRefused, m.redisErrors, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Redis != nil {
 		if cfg.Queue == nil {

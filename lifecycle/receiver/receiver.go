@@ -62,6 +62,11 @@ type ProjectRoute struct {
 	// verifies, and the claim asks the tracker whether the ticket is in it.
 	Locator string
 	Secrets [][]byte // any of them authenticates (rotation)
+	// Sources name where each secret comes from, as the config names
+	// them ("env:GH_WEBHOOK_SECRET", "file:/run/secrets/hook"): what a
+	// rejected delivery's log line tells the operator to compare with the
+	// tracker's hook. Never a value.
+	Sources []string
 }
 
 // Route is one platform's webhook endpoint.
@@ -324,12 +329,17 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := rc.log.With(zap.String("platform", platform))
-	if _, err := route.Decoder.Verify(r.Header, body, route.secrets); err != nil {
-		log.Warn("webhook rejected: authentication failed", zap.String("remote", r.RemoteAddr))
+	matched, err := route.Decoder.Verify(r.Header, body, route.secrets)
+	if err != nil {
+		p, known := route.rejectedProject(r.Header, body)
+		rc.reject(r.Context(), platform, rejectReason(err), p, known, r.RemoteAddr, log)
 		writeJSON(w, http.StatusUnauthorized, answer{Outcome: "rejected", Error: "signature missing or invalid"})
 		return
 	}
 	ev, err := route.Decoder.Parse(r.Header, body)
+	if holders, ok := route.holders(route.secrets[matched], ev.Locator); ok {
+		rc.recordAuthenticated(r.Context(), platform, ev, holders, log)
+	}
 	if err != nil {
 		log.Warn("webhook rejected: malformed", zap.Error(err))
 		writeJSON(w, http.StatusBadRequest, answer{Outcome: "rejected", Error: "malformed payload"})
@@ -368,7 +378,8 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeIgnored, Reason: "no project configured for " + ev.Locator})
 		return
 	default:
-		log.Warn("webhook for a project another project's secret authenticated", zap.String("locator", ev.Locator), zap.Int("status", status))
+		p, _ := route.rejectedProject(r.Header, body)
+		rc.reject(r.Context(), platform, ReasonOtherProjectSecret, p, p.Name != "", r.RemoteAddr, log)
 		writeJSON(w, status, answer{Outcome: "rejected", Error: "no project configured for " + ev.Locator + " with this secret"})
 		return
 	}

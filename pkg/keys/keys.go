@@ -104,6 +104,10 @@ const (
 	// good (its backoff and whether the ticket was told) this long after
 	// the last refusal: the ticket is told once per cause within it.
 	TrackerRefusalTTL = 30 * 24 * time.Hour // agentsmith:tracker-refusal:*
+	// WebhookAuthTTL keeps a project's record of authenticated and
+	// rejected deliveries this long after the last one: long enough that
+	// `check --webhook` reports a quiet project's last delivery.
+	WebhookAuthTTL = 14 * 24 * time.Hour // agentsmith:webhook-auth:*
 )
 
 // ClaimLock is the SET NX mutex around a claim's read → transition window.
@@ -166,6 +170,15 @@ func Epoch() string { return prefix() + "epoch" }
 
 // Delivery remembers a webhook delivery id for de-duplication.
 func Delivery(platform, id string) string { return prefix() + "delivery:" + platform + ":" + id }
+
+// WebhookAuth is one project's record of the webhook deliveries its route
+// authenticated or rejected (counts, last time, last reason; never a
+// secret or a body). project "" is the platform's deliveries the receiver
+// could not attribute to one project. It expires WebhookAuthTTL after the
+// last delivery.
+func WebhookAuth(platform, project string) string {
+	return prefix() + "webhook-auth:" + platform + ":" + project
+}
 
 // DeliveryBody remembers the digest of a webhook delivery's signed body: the
 // delivery id header is not signed, so a replay under a fresh id is caught

@@ -31,6 +31,7 @@ var builders = map[string]func() string{
 	"Epoch":               Epoch,
 	"Delivery":            func() string { return Delivery("github", "d1") },
 	"DeliveryBody":        func() string { return DeliveryBody("github", "digest") },
+	"WebhookAuth":         func() string { return WebhookAuth("github", "app") },
 	"Attempts":            Attempts,
 	"Cancel":              func() string { return Cancel("github:a/b#1") },
 	"Blocked":             func() string { return Blocked("p") },

@@ -160,16 +160,7 @@ func (t *Tracker) mayCreateTags(ctx context.Context, projectID string) (bool, st
 // keeps the Web Hooks ones of this project, and folds those pointing at one
 // URL into one hook whose events are their event types.
 func (t *Tracker) checkSubscriptions(ctx context.Context, projectID string, opts platforms.CheckOptions) platforms.CheckResult {
-	var subs struct {
-		Value []struct {
-			EventType       string            `json:"eventType"`
-			ConsumerID      string            `json:"consumerId"`
-			Status          string            `json:"status"`
-			PublisherInputs map[string]string `json:"publisherInputs"`
-			ConsumerInputs  map[string]string `json:"consumerInputs"`
-		} `json:"value"`
-	}
-	code, err := t.getJSON(ctx, "_apis/hooks/subscriptions?api-version=7.1", &subs)
+	subs, code, err := t.subscriptions(ctx)
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return platforms.HooksHidden(Platform, hooksWhere)
@@ -178,7 +169,7 @@ func (t *Tracker) checkSubscriptions(ctx context.Context, projectID string, opts
 	}
 	byURL := map[string]*platforms.Hook{}
 	var order []string
-	for _, s := range subs.Value {
+	for _, s := range subs {
 		if s.ConsumerID != "webHooks" || (s.PublisherInputs["projectId"] != "" && s.PublisherInputs["projectId"] != projectID) {
 			continue
 		}
@@ -201,6 +192,30 @@ func (t *Tracker) checkSubscriptions(ctx context.Context, projectID string, opts
 		hooks = append(hooks, *byURL[u])
 	}
 	return platforms.CheckHooks(hooks, Platform, opts, []string{"workitem.created", "workitem.updated"}, hooksWhere)
+}
+
+// subscription is a service hook subscription as the list returns it
+// (https://learn.microsoft.com/rest/api/azure/devops/hooks/subscriptions/list);
+// confidential consumer inputs (a basic-auth password) come masked.
+type subscription struct {
+	ID               string            `json:"id"`
+	EventType        string            `json:"eventType"`
+	PublisherID      string            `json:"publisherId"`
+	ConsumerID       string            `json:"consumerId"`
+	ConsumerActionID string            `json:"consumerActionId"`
+	Status           string            `json:"status"`
+	PublisherInputs  map[string]string `json:"publisherInputs"`
+	ConsumerInputs   map[string]string `json:"consumerInputs"`
+}
+
+// subscriptions lists the organization's service hook subscriptions and
+// returns the answer's status.
+func (t *Tracker) subscriptions(ctx context.Context) ([]subscription, int, error) {
+	var subs struct {
+		Value []subscription `json:"value"`
+	}
+	code, err := t.getJSON(ctx, "_apis/hooks/subscriptions?api-version=7.1", &subs)
+	return subs.Value, code, err
 }
 
 // getJSON GETs {organization URL}/path with the PAT into v and returns the

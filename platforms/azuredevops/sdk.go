@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/microsoft/azure-devops-go-api/azuredevops/v7"
+	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/servicehooks"
 	"github.com/microsoft/azure-devops-go-api/azuredevops/v7/workitemtracking"
 
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
@@ -89,6 +90,14 @@ func (c *sdkClient) client(ctx context.Context) (*workitemtracking.ClientImpl, e
 		Client: *azuredevops.NewClientWithOptions(c.conn, url, azuredevops.WithHTTPClient(c.hc)),
 	}
 	return c.wit, nil
+}
+
+// serviceHooks is the service hooks client (check --webhook's test
+// notifications). The service hooks area lives at the organization's URL,
+// so there is no area to discover; the SDK locates the resource through
+// OPTIONS {org}/_apis on first use.
+func (c *sdkClient) serviceHooks() *servicehooks.ClientImpl {
+	return &servicehooks.ClientImpl{Client: *azuredevops.NewClientWithOptions(c.conn, c.orgURL, azuredevops.WithHTTPClient(c.hc))}
 }
 
 // sdkTransport adapts responses to what the SDK can digest: it drops

@@ -83,7 +83,7 @@ func (w Webhooks) Verify(h http.Header, _ []byte, secrets [][]byte) (int, error)
 	}
 	hv := h.Get(header)
 	if !hasBasic && hv == "" {
-		return -1, fmt.Errorf("azuredevops: no basic-auth password and no %s header: %w", header, platforms.ErrUnauthenticated)
+		return -1, fmt.Errorf("azuredevops: no basic-auth password and no %s header: %w: %w", header, platforms.ErrNoCredential, platforms.ErrUnauthenticated)
 	}
 	idx := -1
 	if hasBasic {

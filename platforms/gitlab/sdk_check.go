@@ -3,14 +3,17 @@ package gitlab
 import (
 	"context"
 	"errors"
+	"path"
+	"strings"
 
 	gl "github.com/xanzy/go-gitlab"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// The SDK calls `agentsmithd check` makes (all GETs), kept beside sdk.go so
-// the SDK stays behind this package's two sdk files.
+// The SDK calls `agentsmithd check` makes (all GETs but the webhook test of
+// check --webhook), kept beside sdk.go so the SDK stays behind this
+// package's two sdk files.
 
 // currentUser is GET /user (https://docs.gitlab.com/api/users/#get-the-current-user).
 func (s *sdk) currentUser(ctx context.Context) (string, error) {
@@ -115,4 +118,82 @@ func statusOf(err error) int {
 		return er.Response.StatusCode
 	}
 	return 0
+}
+
+// idHook is a project or group hook with its id, for the webhook test.
+type idHook struct {
+	id     int
+	url    string
+	group  string // the group whose hook it is; "" for the project's own
+	active bool
+}
+
+// hooksWithIDs lists the project's hooks, then those of each group above
+// it (as checkHooks reads them); a list the token may not read (403, 404)
+// is skipped and counted in hidden.
+func (s *sdk) hooksWithIDs(ctx context.Context, project string) (hooks []idHook, hidden int, err error) {
+	// each appends one list's hooks, every page, to hooks.
+	each := func(group string, page func(p int) ([]idHook, *gl.Response, error)) error {
+		for p := 1; p > 0; {
+			hs, resp, err := page(p)
+			if c := statusOf(err); c == 403 || c == 404 {
+				hidden++
+				return nil
+			} else if err != nil {
+				return err
+			}
+			for _, h := range hs {
+				h.group = group
+				hooks = append(hooks, h)
+			}
+			p = resp.NextPage
+		}
+		return nil
+	}
+	err = each("", func(p int) ([]idHook, *gl.Response, error) {
+		hs, resp, err := s.c.Projects.ListProjectHooks(project, &gl.ListProjectHooksOptions{PerPage: 100, Page: p}, gl.WithContext(ctx))
+		var out []idHook
+		for _, h := range hs {
+			out = append(out, idHook{id: h.ID, url: h.URL, active: h.AlertStatus == "" || h.AlertStatus == "executable"})
+		}
+		return out, resp, err
+	})
+	for g := path.Dir(project); err == nil && g != "." && g != "/"; g = path.Dir(g) {
+		err = each(g, func(p int) ([]idHook, *gl.Response, error) {
+			hs, resp, err := s.c.Groups.ListGroupHooks(g, &gl.ListGroupHooksOptions{PerPage: 100, Page: p}, gl.WithContext(ctx))
+			var out []idHook
+			for _, h := range hs {
+				out = append(out, idHook{id: h.ID, url: h.URL, active: h.AlertStatus == "" || h.AlertStatus == "executable"})
+			}
+			return out, resp, err
+		})
+	}
+	return hooks, hidden, err
+}
+
+// testHook is "Trigger a test project webhook" (Projects.TriggerTestProjectHook,
+// POST /projects/:id/hooks/:hook_id/test/push_events,
+// https://docs.gitlab.com/api/project_webhooks/#trigger-a-test-project-webhook)
+// or its group twin (Groups.TriggerTestGroupHook,
+// https://docs.gitlab.com/api/group_webhooks/#trigger-a-test-group-hook).
+// push_events is the trigger whose test needs nothing of the project (a
+// repository without commits sends GitLab's sample push); the daemon
+// answers it 202 ignored once its secret verifies.
+func (s *sdk) testHook(ctx context.Context, project string, h idHook) error {
+	if h.group != "" {
+		_, err := s.c.Groups.TriggerTestGroupHook(h.group, h.id, gl.GroupHookTriggerPush, gl.WithContext(ctx))
+		return err
+	}
+	_, err := s.c.Projects.TriggerTestProjectHook(project, h.id, gl.ProjectHookEventPush, gl.WithContext(ctx))
+	return err
+}
+
+// errorMessage is the message of a go-gitlab error response ("" if none).
+func errorMessage(err error) string {
+	var er *gl.ErrorResponse
+	if errors.As(err, &er) {
+		// go-gitlab wraps the answer's "message" as "{message: …}".
+		return strings.TrimSuffix(strings.TrimPrefix(er.Message, "{message: "), "}")
+	}
+	return ""
 }

@@ -60,7 +60,7 @@ var _ platforms.WebhookDecoder = Webhooks{}
 func (Webhooks) Verify(h http.Header, _ []byte, secrets [][]byte) (int, error) {
 	token := []byte(h.Get(HeaderToken))
 	if len(token) == 0 {
-		return -1, fmt.Errorf("gitlab: %s missing: %w", HeaderToken, platforms.ErrUnauthenticated)
+		return -1, fmt.Errorf("gitlab: %s missing: %w: %w", HeaderToken, platforms.ErrNoCredential, platforms.ErrUnauthenticated)
 	}
 	match := webhooksig.MatchToken(token, secrets)
 	if match < 0 {

@@ -42,6 +42,7 @@ func (d *Daemon) buildProject(pc *config.Project) (servedProject, error) {
 	sp := servedProject{project: projects.Lifecycle(pc, tr), route: receiver.ProjectRoute{Name: pc.Name, Locator: locator}}
 	for _, s := range pc.Webhook.Secrets {
 		sp.route.Secrets = append(sp.route.Secrets, []byte(s.Value()))
+		sp.route.Sources = append(sp.route.Sources, s.String())
 	}
 	return sp, nil
 }

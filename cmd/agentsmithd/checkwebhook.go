@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/internal/projects"
+	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// check --webhook proves the webhook path end to end where the tracker
+// can: it asks the tracker for a test delivery to the project's hook that
+// points at this receiver (platforms.WebhookTester), then reads what the
+// running daemon's receiver recorded of it in Redis (receiver.AuthRecord):
+// received and authenticated, rejected (and which secret to fix), or
+// never received (the URL is not reachable from the tracker). Where the
+// tracker cannot send one (Jira), it reports the last delivery the
+// receiver recorded instead, and says what that does not prove.
+
+// defaultWebhookWait is how long check --webhook waits for the receiver to
+// record the test delivery: GitHub and Azure DevOps send it moments after
+// the API call returns.
+const defaultWebhookWait = 20 * time.Second
+
+// syncWebhookWait is the wait after a tracker that sends the test while its
+// API call waits (GitLab): the receiver wrote its record before it
+// answered, so only a moment is left for Redis.
+const syncWebhookWait = 2 * time.Second
+
+// webhookPoll is how often the record is read while waiting.
+const webhookPoll = 100 * time.Millisecond
+
+// jiraNoTest says why a Jira project's path cannot be proven: Jira's
+// webhook REST resources register, list, refresh and delete webhooks, and
+// report failed ones for apps, but none sends a test delivery
+// (https://developer.atlassian.com/cloud/jira/platform/webhooks/,
+// https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-webhooks/).
+const jiraNoTest = "Jira has no API that sends a test delivery: the URL and secret are not proven now"
+
+// webhookCheckName is the row check --webhook adds to each project.
+const webhookCheckName = "webhook delivery"
+
+// checkWebhook is one project's "webhook delivery" row.
+func checkWebhook(ctx context.Context, cfg *config.Config, pc *config.Project, rdb redis.UniversalClient, receiverURL string, wait time.Duration) platforms.CheckResult {
+	if len(pc.Webhook.Secrets) == 0 {
+		return platforms.OK(webhookCheckName, "skipped: no webhook secret configured (polling only)")
+	}
+	var sources []string
+	for _, s := range pc.Webhook.Secrets {
+		sources = append(sources, s.String())
+	}
+	if rdb == nil {
+		return platforms.Fail(webhookCheckName, "the receiver's record is in Redis, which is not reachable", "fix the redis row first")
+	}
+	before, err := readRecords(ctx, rdb, pc)
+	if err != nil {
+		return platforms.Fail(webhookCheckName, "read the receiver's record: "+err.Error(), "fix the redis row first")
+	}
+	tr, _, _, err := projects.Tracker(pc, rdb, nil, cfg.TrackerWriter(cfg.InstanceID), cfg.LabelPrefix, nil)
+	if err != nil {
+		return platforms.Fail(webhookCheckName, err.Error(), "fix the project's settings (see `agentsmithd validate`)")
+	}
+	tester, ok := tr.(platforms.WebhookTester)
+	if !ok {
+		return lastDelivery(before.project, pc.Platform, sources, time.Now())
+	}
+	test, res := tester.TestWebhook(ctx, platforms.CheckOptions{ReceiverURL: receiverURL, Webhooks: true})
+	if res.Status != platforms.CheckOK {
+		return res
+	}
+	if test.Answer != "" {
+		wait = min(wait, syncWebhookWait)
+	}
+	sent := "sent (" + strings.Join(test.Sent, "; ") + ")"
+	if test.Answer != "" {
+		sent += "; " + test.Answer
+	}
+	start := time.Now()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(webhookPoll)
+	defer tick.Stop()
+	for {
+		after, err := readRecords(ctx, rdb, pc)
+		if err != nil {
+			return platforms.Fail(webhookCheckName, sent+"; read the receiver's record: "+err.Error(), "fix the redis row first")
+		}
+		took := time.Since(start).Round(time.Millisecond)
+		switch {
+		case after.project.Authenticated > before.project.Authenticated:
+			return platforms.OK(webhookCheckName, "%s, received and authenticated (%s) within %s", sent, after.project.AuthenticatedEvent, took)
+		case after.project.Rejected > before.project.Rejected:
+			reason := after.project.RejectedReason
+			return platforms.Fail(webhookCheckName, fmt.Sprintf("%s, received, rejected: %s", sent, reasonText(reason)),
+				receiver.RejectFix(reason, sources))
+		case after.unattributed.Rejected > before.unattributed.Rejected:
+			reason := after.unattributed.RejectedReason
+			return platforms.Fail(webhookCheckName, fmt.Sprintf("%s, received, rejected: %s (the receiver could not tell the project)", sent, reasonText(reason)),
+				receiver.RejectFix(reason, sources))
+		}
+		select {
+		case <-ctx.Done():
+			return neverReceived(sent, test, took)
+		case <-deadline.C:
+			return neverReceived(sent, test, took)
+		case <-tick.C:
+		}
+	}
+}
+
+// records are a project's record and its platform's unattributed one.
+type records struct{ project, unattributed receiver.AuthRecord }
+
+func readRecords(ctx context.Context, rdb redis.UniversalClient, pc *config.Project) (records, error) {
+	p, err := receiver.ReadAuthRecord(ctx, rdb, pc.Platform, pc.Name)
+	if err != nil {
+		return records{}, err
+	}
+	u, err := receiver.ReadAuthRecord(ctx, rdb, pc.Platform, "")
+	return records{project: p, unattributed: u}, err
+}
+
+func neverReceived(sent string, test platforms.WebhookTest, took time.Duration) platforms.CheckResult {
+	urls := test.URLs
+	if test.Answered {
+		return platforms.Fail(webhookCheckName,
+			fmt.Sprintf("%s, but this Redis holds no record of it within %s: what answers at %s is not a daemon using this config's Redis",
+				sent, took, strings.Join(urls, ", ")),
+			"point the hook at the daemon that runs with this config, or run check with that daemon's config")
+	}
+	return platforms.Fail(webhookCheckName,
+		fmt.Sprintf("%s but never received within %s: the URL %s is not reachable from the tracker, or no daemon serves it with this Redis",
+			sent, took, strings.Join(urls, ", ")),
+		"make that URL reachable from the tracker (DNS, firewall, TLS certificate, the receiver's listen address) and run the daemon with this config")
+}
+
+// lastDelivery is the row of a tracker that cannot send a test delivery:
+// the receiver's last recorded deliveries, and what they do not prove.
+func lastDelivery(rec receiver.AuthRecord, platform string, sources []string, now time.Time) platforms.CheckResult {
+	why := "this tracker cannot send a test delivery"
+	if platform == "jira" {
+		why = jiraNoTest
+	}
+	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
+	switch {
+	case rec.Rejected > 0 && rec.RejectedAt.After(rec.AuthenticatedAt):
+		return platforms.Fail(webhookCheckName, fmt.Sprintf("%s; the last delivery, %s, was rejected: %s (%d rejected, %d authenticated in the record)",
+			why, ago(rec.RejectedAt), reasonText(rec.RejectedReason), rec.Rejected, rec.Authenticated), receiver.RejectFix(rec.RejectedReason, sources))
+	case rec.Authenticated > 0:
+		return platforms.OK(webhookCheckName, "%s; the last delivery, %s (%s), was authenticated (%d authenticated, %d rejected in the record)",
+			why, ago(rec.AuthenticatedAt), rec.AuthenticatedEvent, rec.Authenticated, rec.Rejected)
+	}
+	return platforms.Warn(webhookCheckName, why+"; the receiver recorded no delivery for this project in the last 14 days",
+		"change an issue of the project (a label) and run check --webhook again: a delivery shows here")
+}
+
+// reasonText says a rejection's reason in words.
+func reasonText(reason string) string {
+	switch reason {
+	case receiver.ReasonNoSignature:
+		return "no signature or token (the hook has no secret set)"
+	case receiver.ReasonMalformedSignature:
+		return "a malformed signature"
+	case receiver.ReasonWrongSecret:
+		return "wrong secret"
+	case receiver.ReasonOtherProjectSecret:
+		return "another project's secret"
+	}
+	return reason
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
@@ -74,7 +75,7 @@ func (w *world) rollback(fctx, ctx context.Context, o Options, f *rollbackFigure
 	}
 	f.ended = map[string]bool{}
 	for _, is := range w.sim.Issues() {
-		if has(is.Labels, "done") || has(is.Labels, "failed") {
+		if has(is.Labels, lifecycle.Done) || has(is.Labels, lifecycle.Failed) {
 			f.ended[ticketID(is)] = true
 		}
 	}

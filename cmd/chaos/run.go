@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -163,7 +165,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if tag == "" && rnd(100) < 8 {
 			title += " fail"
 		}
-		n := w.sim.CreateIssue(p.Repo, title, "", "agent-smith")
+		n := w.sim.CreateIssue(p.Repo, title, "", config.DefaultTriggerLabel)
 		src := "webhook"
 		if !p.webhook {
 			src = "poll"
@@ -450,7 +452,7 @@ type wipeFigures struct {
 func enqueuedNow(w *world) map[string]bool {
 	out := map[string]bool{}
 	for _, is := range w.sim.Issues() {
-		if has(is.Labels, "enqueued") && !has(is.Labels, "done") && !has(is.Labels, "failed") {
+		if has(is.Labels, lifecycle.Enqueued) && !has(is.Labels, lifecycle.Done) && !has(is.Labels, lifecycle.Failed) {
 			out[ticketID(is)] = true
 		}
 	}
@@ -515,10 +517,8 @@ func ticketID(is trackersim.Issue) string {
 func countLost(w *world, tickets []*ticket) int {
 	terminal := map[string]bool{}
 	for _, is := range w.sim.Issues() {
-		for _, l := range is.Labels {
-			if l == "agent-smith:done" || l == "agent-smith:failed" {
-				terminal[ticketID(is)] = true
-			}
+		if has(is.Labels, lifecycle.Done) || has(is.Labels, lifecycle.Failed) {
+			terminal[ticketID(is)] = true
 		}
 	}
 	lost := 0

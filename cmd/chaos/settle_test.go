@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -29,7 +30,7 @@ func TestClassifySettleTellsSlowFromLost(t *testing.T) {
 	if len(s) != 1 || s[0].t != slow || s[0].Late != 7*time.Second || s[0].Lost {
 		t.Errorf("slow = %v, want only %s, 7s late", s, slow.id)
 	}
-	if len(l) != 1 || l[0].t != lost || l[0].Late != time.Minute || l[0].State != "enqueued" || !l[0].Lost {
+	if len(l) != 1 || l[0].t != lost || l[0].Late != time.Minute || l[0].State != lifecycle.Enqueued || !l[0].Lost {
 		t.Errorf("lost = %v, want only %s, enqueued, watched 1m past the deadline", l, lost.id)
 	}
 	if got := s[0].String(); !strings.Contains(got, "slow, ended failed +7s after the deadline") {
@@ -67,7 +68,7 @@ func TestWatchSettleWaitsOutTheGraceOnlyForOpenTickets(t *testing.T) {
 	if _, ok := ended[to.id]; ok {
 		t.Errorf("open ticket reported ended: %v", ended)
 	}
-	if !has(states[to.id], "enqueued") {
+	if !has(states[to.id], lifecycle.Enqueued) {
 		t.Errorf("last labels of the open ticket %v", states[to.id])
 	}
 }

@@ -468,19 +468,7 @@ func measureWipe(ctx context.Context, w *world, pending map[string]bool, up time
 	defer rdb.Close()
 	deadline := up.Add(60 * time.Second)
 	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		var queued strings.Builder
-		lists := append([]string{keys.Queue()}, scanKeys(ctx, rdb, keys.QueueLevelPattern())...)
-		for _, k := range append(lists, scanKeys(ctx, rdb, keys.ProcessingPattern())...) {
-			vs, _ := rdb.LRange(ctx, k, 0, -1).Result()
-			for _, v := range vs {
-				queued.WriteString(v)
-			}
-		}
-		delayed, _ := rdb.ZRange(ctx, keys.Delayed(), 0, -1).Result()
-		for _, v := range delayed {
-			queued.WriteString(v)
-		}
-		q := queued.String()
+		q := strings.Join(queuedRequests(ctx, rdb), "")
 		enq := enqueuedNow(w)
 		started := startsAfter(w.runLog, up)
 		for id := range pending {
@@ -495,13 +483,23 @@ func measureWipe(ctx context.Context, w *world, pending map[string]bool, up time
 	return f
 }
 
-func scanKeys(ctx context.Context, rdb *redis.Client, pattern string) []string {
+// requestLists are the Redis lists that hold a PipelineRequest: the
+// default queue level, the other levels and the replicas' processing lists.
+func requestLists(ctx context.Context, rdb redis.UniversalClient) []string {
+	lists := append([]string{keys.Queue()}, scanAll(ctx, rdb, keys.QueueLevelPattern())...)
+	return append(lists, scanAll(ctx, rdb, keys.ProcessingPattern())...)
+}
+
+// queuedRequests are the requests waiting, taken or delayed: the entries
+// of requestLists and of the delayed set.
+func queuedRequests(ctx context.Context, rdb redis.UniversalClient) []string {
 	var out []string
-	iter := rdb.Scan(ctx, 0, pattern, 100).Iterator()
-	for iter.Next(ctx) {
-		out = append(out, iter.Val())
+	for _, k := range requestLists(ctx, rdb) {
+		vs, _ := rdb.LRange(ctx, k, 0, -1).Result()
+		out = append(out, vs...)
 	}
-	return out
+	delayed, _ := rdb.ZRange(ctx, keys.Delayed(), 0, -1).Result()
+	return append(out, delayed...)
 }
 
 // ticketID maps a sim issue back to its daemon ticket id.

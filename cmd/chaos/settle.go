@@ -150,10 +150,8 @@ func lostDiagnosis(ctx context.Context, w *world, rdb redis.UniversalClient, t *
 	}
 	// Where its request is: a request names the ticket as "id":"<id>".
 	needle := `"id":"` + t.id + `"`
-	lists := append([]string{keys.Queue()}, scanAll(ctx, rdb, keys.QueueLevelPattern())...)
-	lists = append(lists, scanAll(ctx, rdb, keys.ProcessingPattern())...)
 	where := []string{}
-	for _, l := range lists {
+	for _, l := range requestLists(ctx, rdb) {
 		vs, _ := rdb.LRange(ctx, l, 0, -1).Result()
 		for _, v := range vs {
 			if strings.Contains(v, needle) {

@@ -225,7 +225,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rdb := redis.NewClient(&redis.Options{Addr: w.redis.Addr()})
 			defer rdb.Close()
 			for sleepCtx(fctx, o.StopEvery) {
-				v, err := rdb.Get(fctx, keys.Leader("housekeeping")).Result()
+				v, err := rdb.Get(fctx, keys.Leader(keys.LeaderHousekeeping)).Result()
 				if err != nil {
 					continue
 				}

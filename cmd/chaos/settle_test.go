@@ -23,8 +23,8 @@ func TestClassifySettleTellsSlowFromLost(t *testing.T) {
 	deadline := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	ended := map[string]time.Time{inTime.id: deadline.Add(-time.Second), slow.id: deadline.Add(7 * time.Second)}
 	states := map[string][]string{
-		inTime.id: {"agent-smith:done"}, slow.id: {"agent-smith:failed"},
-		lost.id: {"agent-smith", "agent-smith:enqueued"},
+		inTime.id: {daemonLabels.Label(lifecycle.Done)}, slow.id: {daemonLabels.Label(lifecycle.Failed)},
+		lost.id: {"agent-smith", daemonLabels.Label(lifecycle.Enqueued)},
 	}
 	s, l := classifySettle([]*ticket{lost, slow, inTime}, ended, states, deadline, deadline.Add(time.Minute))
 	if len(s) != 1 || s[0].t != slow || s[0].Late != 7*time.Second || s[0].Lost {
@@ -48,8 +48,8 @@ func TestWatchSettleWaitsOutTheGraceOnlyForOpenTickets(t *testing.T) {
 	defer w.sim.Close()
 	gh := projects[0]
 	w.sim.CreateRepo(gh.Repo)
-	done := w.sim.CreateIssue(gh.Repo, "a", "", "agent-smith", "agent-smith:done")
-	open := w.sim.CreateIssue(gh.Repo, "b", "", "agent-smith", "agent-smith:enqueued")
+	done := w.sim.CreateIssue(gh.Repo, "a", "", "agent-smith", daemonLabels.Label(lifecycle.Done))
+	open := w.sim.CreateIssue(gh.Repo, "b", "", "agent-smith", daemonLabels.Label(lifecycle.Enqueued))
 	td := &ticket{p: gh, n: done, id: gh.ID(done)}
 	to := &ticket{p: gh, n: open, id: gh.ID(open)}
 	ctx := context.Background()
@@ -82,7 +82,7 @@ func TestLostDiagnosisShowsRequestAndLocks(t *testing.T) {
 	defer w.sim.Close()
 	gh := projects[0]
 	w.sim.CreateRepo(gh.Repo)
-	n := w.sim.CreateIssue(gh.Repo, "x", "", "agent-smith", "agent-smith:enqueued")
+	n := w.sim.CreateIssue(gh.Repo, "x", "", "agent-smith", daemonLabels.Label(lifecycle.Enqueued))
 	tk := &ticket{p: gh, n: n, id: gh.ID(n), source: "webhook+poll"}
 	ctx := context.Background()
 	due := time.Now().Add(4 * time.Minute)

@@ -32,9 +32,9 @@ import (
 // Roles a replica can run; a fleet scales receivers and consumers apart.
 const (
 	RoleReceiver     = "receiver"
-	RolePoller       = "poller"
+	RolePoller       = keys.LeaderPoller
 	RoleConsumer     = "consumer"
-	RoleHousekeeping = "housekeeping"
+	RoleHousekeeping = keys.LeaderHousekeeping
 )
 
 // AllRoles is the default: one process does everything.

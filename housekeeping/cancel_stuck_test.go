@@ -25,9 +25,9 @@ func stuckWorld(t *testing.T) (*lifecycletest.World, *lifecycletest.Recorder, *l
 
 func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 	w, obs, claims, now := stuckWorld(t)
-	running := w.Sim.CreateIssue(lifecycletest.Repo, "long run", "", "agent-smith", "agent-smith:in-progress")
-	waiting := w.Sim.CreateIssue(lifecycletest.Repo, "long wait", "", "agent-smith", "agent-smith:enqueued")
-	fresh := w.Sim.CreateIssue(lifecycletest.Repo, "just queued", "", "agent-smith", "agent-smith:enqueued")
+	running := w.Sim.CreateIssue(lifecycletest.Repo, "long run", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
+	waiting := w.Sim.CreateIssue(lifecycletest.Repo, "long wait", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
+	fresh := w.Sim.CreateIssue(lifecycletest.Repo, "just queued", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	rec := runstate.Record{Ref: lifecycletest.Ref(running), Instance: "r", Token: "r|webhook|0|tok", Attempt: 1, Started: now.Add(-10 * time.Minute)}
 	if ok, err := runstate.Take(t.Context(), w.RDB, rec, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()}); err != nil || ok.Result != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
@@ -79,9 +79,9 @@ func TestStuckDetectorFlagsEachStayOnce(t *testing.T) {
 
 func TestCancelDetectorRequestsCancelOfClosedOrUntriggeredRuns(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	keep := w.Sim.CreateIssue(lifecycletest.Repo, "keep running", "", "agent-smith", "agent-smith:in-progress")
-	untrig := w.Sim.CreateIssue(lifecycletest.Repo, "trigger gone", "", "agent-smith:in-progress")
-	closed := w.Sim.CreateIssue(lifecycletest.Repo, "closed", "", "agent-smith", "agent-smith:in-progress")
+	keep := w.Sim.CreateIssue(lifecycletest.Repo, "keep running", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
+	untrig := w.Sim.CreateIssue(lifecycletest.Repo, "trigger gone", "", lifecycletest.Label(lifecycle.InProgress))
+	closed := w.Sim.CreateIssue(lifecycletest.Repo, "closed", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	if err := w.Sim.SetOpen(lifecycletest.Repo, closed, false); err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func delayedRetry(t *testing.T, w *lifecycletest.World, n int, due time.Time) li
 // data), the reconciler re-pushes the ticket as before.
 func TestReconcilerCountsDelayedRequestsAsQueued(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "between attempts", "", "agent-smith", "agent-smith:enqueued", "priority:high")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "between attempts", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued), "priority:high")
 	delayedRetry(t, w, n, time.Now().Add(time.Hour))
 	r := NewEnqueuedReconciler(w.RDB, w.Queue, w.Claims, EnqueuedReconcilerConfig{Grace: time.Hour})
 	if err := r.slowKicked(t.Context()); err != nil {

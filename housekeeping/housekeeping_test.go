@@ -28,8 +28,8 @@ func deadRun(t *testing.T, w *lifecycletest.World, n int, instance string, attem
 
 func TestFastCycleRevertsRunOfDeadInstanceAndReclaims(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	dead := w.Sim.CreateIssue(lifecycletest.Repo, "dead", "", "keep", "agent-smith", "agent-smith:in-progress")
-	alive := w.Sim.CreateIssue(lifecycletest.Repo, "alive", "", "agent-smith", "agent-smith:in-progress")
+	dead := w.Sim.CreateIssue(lifecycletest.Repo, "dead", "", "keep", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
+	alive := w.Sim.CreateIssue(lifecycletest.Repo, "alive", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	deadRun(t, w, dead, "ghost", 1)
 	deadRun(t, w, alive, "alive-replica", 1)
 	if err := w.RDB.Set(t.Context(), keys.Instance("alive-replica"), "x", time.Minute).Err(); err != nil {
@@ -60,7 +60,7 @@ func TestFastCycleRevertsRunOfDeadInstanceAndReclaims(t *testing.T) {
 
 func TestRevertPastMaxAttemptsFailsWithComment(t *testing.T) {
 	w := lifecycletest.New(t, 2)
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "doomed", "", "agent-smith", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "doomed", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	deadRun(t, w, n, "ghost", 2)
 	if err := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{}).FastCycle(t.Context()); err != nil {
 		t.Fatal(err)
@@ -79,8 +79,8 @@ func TestRevertPastMaxAttemptsFailsWithComment(t *testing.T) {
 
 func TestSlowCycleRevertsInProgressWithoutHeartbeat(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan after redis loss", "", "agent-smith", "agent-smith:in-progress")
-	running := w.Sim.CreateIssue(lifecycletest.Repo, "running", "", "agent-smith", "agent-smith:in-progress")
+	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan after redis loss", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
+	running := w.Sim.CreateIssue(lifecycletest.Repo, "running", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	deadRun(t, w, running, "somebody", 1) // has a heartbeat: the slow cycle leaves it alone
 	if err := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{}).SlowCycle(t.Context()); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestReconcilerRepushesOrphansAfterGraceOnly(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
-	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan", "", "agent-smith", "agent-smith:enqueued")
+	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	queued := w.Sim.CreateIssue(lifecycletest.Repo, "queued", "", "agent-smith")
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(queued), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
@@ -127,7 +127,7 @@ func TestReconcilerRepushesOrphansAfterGraceOnly(t *testing.T) {
 
 func TestReconcilerSkipsGraceRightAfterRedisLoss(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan", "", "agent-smith", "agent-smith:enqueued")
+	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	r := NewEnqueuedReconciler(w.RDB, w.Queue, w.Claims, EnqueuedReconcilerConfig{Grace: time.Hour})
 	if err := r.slowKicked(t.Context()); err != nil {
 		t.Fatal(err)
@@ -187,8 +187,8 @@ func TestEpochWatcherReportsDataLoss(t *testing.T) {
 
 func TestLostLeaseFenceBlocksEveryWrite(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "dead", "", "agent-smith", "agent-smith:in-progress")
-	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan", "", "agent-smith", "agent-smith:enqueued")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "dead", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
+	orphan := w.Sim.CreateIssue(lifecycletest.Repo, "orphan", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	deadRun(t, w, n, "ghost", 1)
 	lost := func(context.Context) error { return errors.New("lease lost") }
 	writes := len(w.Sim.Writes())
@@ -229,7 +229,7 @@ func TestEpochIsNotWrittenByAFencedOutLeader(t *testing.T) {
 func TestSweeperClaimsTriggersNoWebhookBroughtIn(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	missed := w.Sim.CreateIssue(lifecycletest.Repo, "webhook refused with 503", "", "agent-smith")
-	done := w.Sim.CreateIssue(lifecycletest.Repo, "finished", "", "agent-smith", "agent-smith:done")
+	done := w.Sim.CreateIssue(lifecycletest.Repo, "finished", "", "agent-smith", lifecycletest.Label(lifecycle.Done))
 	untriggered := w.Sim.CreateIssue(lifecycletest.Repo, "no trigger", "")
 	s := NewTriggerSweeper(w.Claims, TriggerSweeperConfig{})
 	if err := s.Sweep(t.Context()); err != nil {
@@ -283,7 +283,7 @@ func TestSlowCycleBatchedReadsDecideAsPerTicketReads(t *testing.T) {
 	ctx := t.Context()
 	var running, orphans []int
 	for i := range 12 {
-		n := w.Sim.CreateIssue(lifecycletest.Repo, "t", "", "agent-smith", "agent-smith:in-progress")
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "t", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 		if i%3 == 0 {
 			orphans = append(orphans, n)
 			// A dead run: it ran attempt 1+i%2, its heartbeat is gone.

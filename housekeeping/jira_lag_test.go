@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -104,12 +105,12 @@ func (w *jiraWorld) moveByOther(t *testing.T, n int, from, to lifecycle.State) {
 // is not listed at all.
 func TestStaleSearchHitNotActedOn(t *testing.T) {
 	w := newJiraWorld(t)
-	n := w.sim.CreateIssue("OPS", "finished elsewhere", "", "agent-smith", "agent-smith:in-progress")
+	n := w.sim.CreateIssue("OPS", "finished elsewhere", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	w.clock.Add(2 * trackersim.DefaultJiraSearchLag)
 	w.moveByOther(t, n, lifecycle.InProgress, lifecycle.Done)
 	writes := len(w.sim.Writes())
 
-	listed, err := w.claims.Projects()["ops"].Tracker.ListOpen(t.Context(), "agent-smith:in-progress")
+	listed, err := w.claims.Projects()["ops"].Tracker.ListOpen(t.Context(), lifecycletest.Label(lifecycle.InProgress))
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("listed %+v, %v; want the stale hit (the premise of this test)", listed, err)
 	}
@@ -142,7 +143,7 @@ func TestOwnWriteListedAtOnce(t *testing.T) {
 	if err := w.rdb.Del(t.Context(), keys.Queue()).Err(); err != nil { // the request is lost
 		t.Fatal(err)
 	}
-	if got, err := w.other.ListOpen(t.Context(), "agent-smith:enqueued"); err != nil || len(got) != 0 {
+	if got, err := w.other.ListOpen(t.Context(), lifecycletest.Label(lifecycle.Enqueued)); err != nil || len(got) != 0 {
 		t.Fatalf("another replica's list: %+v, %v; want nothing yet (the index lags)", got, err)
 	}
 	r := NewEnqueuedReconciler(w.rdb, queue.New(w.rdb, keys.Queue()), w.claims, EnqueuedReconcilerConfig{Clock: w.clock.Now})
@@ -161,7 +162,7 @@ func TestOwnWriteListedAtOnce(t *testing.T) {
 // for none.
 func TestStaleSearchHitDoesNotCancel(t *testing.T) {
 	w := newJiraWorld(t)
-	n := w.sim.CreateIssue("OPS", "running", "", "agent-smith:in-progress")
+	n := w.sim.CreateIssue("OPS", "running", "", lifecycletest.Label(lifecycle.InProgress))
 	w.clock.Add(2 * trackersim.DefaultJiraSearchLag)
 	if err := w.sim.AddLabels("OPS", n, "agent-smith"); err != nil {
 		t.Fatal(err)
@@ -170,7 +171,7 @@ func TestStaleSearchHitDoesNotCancel(t *testing.T) {
 	if ok, err := runstate.Take(t.Context(), w.rdb, rec, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()}); err != nil || ok.Result != runstate.Taken {
 		t.Fatalf("take run: %v %v", ok, err)
 	}
-	listed, err := w.claims.Projects()["ops"].Tracker.ListOpen(t.Context(), "agent-smith:in-progress")
+	listed, err := w.claims.Projects()["ops"].Tracker.ListOpen(t.Context(), lifecycletest.Label(lifecycle.InProgress))
 	if err != nil || len(listed) != 1 || listed[0].HasLabel("agent-smith") {
 		t.Fatalf("listed %+v, %v; want the stale hit without the trigger (the premise of this test)", listed, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -19,11 +20,11 @@ import (
 func TestLabelRepairerRemovesLabelsOfInterruptedWrites(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	repo := lifecycletest.Repo
-	started := w.Sim.CreateIssue(repo, "start cut off", "", "keep", "agent-smith", "agent-smith:enqueued", "agent-smith:in-progress")
-	failed := w.Sim.CreateIssue(repo, "give-up cut off", "", "agent-smith:pending", "zeta", "agent-smith:failed")
-	running := w.Sim.CreateIssue(repo, "run holds it", "", "agent-smith:enqueued", "agent-smith:in-progress")
-	claiming := w.Sim.CreateIssue(repo, "claim holds it", "", "agent-smith:pending", "agent-smith:enqueued")
-	single := w.Sim.CreateIssue(repo, "fine", "", "agent-smith", "agent-smith:enqueued")
+	started := w.Sim.CreateIssue(repo, "start cut off", "", "keep", "agent-smith", lifecycletest.Label(lifecycle.Enqueued), lifecycletest.Label(lifecycle.InProgress))
+	failed := w.Sim.CreateIssue(repo, "give-up cut off", "", lifecycletest.Label(lifecycle.Pending), "zeta", lifecycletest.Label(lifecycle.Failed))
+	running := w.Sim.CreateIssue(repo, "run holds it", "", lifecycletest.Label(lifecycle.Enqueued), lifecycletest.Label(lifecycle.InProgress))
+	claiming := w.Sim.CreateIssue(repo, "claim holds it", "", lifecycletest.Label(lifecycle.Pending), lifecycletest.Label(lifecycle.Enqueued))
+	single := w.Sim.CreateIssue(repo, "fine", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	deadRun(t, w, running, "live-replica", 1)
 	ref := lifecycletest.Ref(claiming)
 	if ok, err := redislock.Acquire(t.Context(), w.RDB, keys.ClaimLock(ref.Platform, ref.ID), "someone", time.Minute); err != nil || !ok {
@@ -47,11 +48,11 @@ func TestLabelRepairerRemovesLabelsOfInterruptedWrites(t *testing.T) {
 		n    int
 		want []string
 	}{
-		{started, []string{"keep", "agent-smith", "agent-smith:in-progress"}},
-		{failed, []string{"zeta", "agent-smith:failed"}},
-		{running, []string{"agent-smith:enqueued", "agent-smith:in-progress"}},
-		{claiming, []string{"agent-smith:pending", "agent-smith:enqueued"}},
-		{single, []string{"agent-smith", "agent-smith:enqueued"}},
+		{started, []string{"keep", "agent-smith", lifecycletest.Label(lifecycle.InProgress)}},
+		{failed, []string{"zeta", lifecycletest.Label(lifecycle.Failed)}},
+		{running, []string{lifecycletest.Label(lifecycle.Enqueued), lifecycletest.Label(lifecycle.InProgress)}},
+		{claiming, []string{lifecycletest.Label(lifecycle.Pending), lifecycletest.Label(lifecycle.Enqueued)}},
+		{single, []string{"agent-smith", lifecycletest.Label(lifecycle.Enqueued)}},
 	} {
 		is, _ := w.Sim.Issue(repo, c.n)
 		if !slices.Equal(is.Labels, c.want) {

@@ -235,7 +235,7 @@ func TestOutcomeOfAKilledReplicaIsWrittenNotReverted(t *testing.T) {
 		Logger: zaptest.NewLogger(t), Observer: rec})
 	ctx := t.Context()
 	for _, posted := range []bool{false, true} {
-		n := w.Sim.CreateIssue(lifecycletest.Repo, "killed after the record", "", "agent-smith", "agent-smith:in-progress")
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "killed after the record", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 		ref := lifecycletest.Ref(n)
 		deadRun(t, w, n, "ghost", 3)
 		o := runstate.Outcome{Ref: ref, Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 3, To: "failed",
@@ -287,7 +287,7 @@ func TestOutcomeOfAKilledReplicaIsWrittenNotReverted(t *testing.T) {
 func TestOutcomeWriterLeavesALiveRunsOutcome(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	ctx := t.Context()
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "still writing", "", "agent-smith", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "still writing", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	ref := lifecycletest.Ref(n)
 	deadRun(t, w, n, "alive", 1)
 	if err := w.RDB.Set(ctx, keys.Instance("alive"), "x", time.Minute).Err(); err != nil {
@@ -315,7 +315,7 @@ func TestOutcomeWriterGivesUpACommentThatKeepsFailing(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	failComments(t, w)
 	ctx := t.Context()
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "comments fail", "", "agent-smith", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "comments fail", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	ref := lifecycletest.Ref(n)
 	recordDeadRunsDone(t, w, n, runstate.Outcome{Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now()})
 	clock := newFakeClock()
@@ -471,7 +471,7 @@ func TestOutcomeWriterOutageTriesDoNotGiveUpTheComment(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	failComments(t, w)
 	ctx := t.Context()
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "outage tries", "", "agent-smith", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "outage tries", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	ref := lifecycletest.Ref(n)
 	recordDeadRunsDone(t, w, n, runstate.Outcome{Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now(), Tries: 5})
 	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second})
@@ -499,7 +499,7 @@ func TestOutcomeWriterMarksOnlyAPostedComment(t *testing.T) {
 		sim.ServeHTTP(rw, r)
 	}))
 	ctx := t.Context()
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "writes fail", "", "agent-smith", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "writes fail", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	ref := lifecycletest.Ref(n)
 	recordDeadRunsDone(t, w, n, runstate.Outcome{Body: "**agent-smith**: pipeline succeeded", Recorded: time.Now(), Tries: 3, CommentTries: 3})
 	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second})
@@ -536,7 +536,7 @@ func TestOutcomeWriterBacksOffAndSkipsAFailingTracker(t *testing.T) {
 	clock := newFakeClock()
 	var refs []runstate.Outcome
 	for i := range 2 {
-		n := w.Sim.CreateIssue(lifecycletest.Repo, "down", "", "agent-smith", "agent-smith:in-progress")
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "down", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 		deadRun(t, w, n, "ghost", 1)
 		o := runstate.Outcome{Ref: lifecycletest.Ref(n), Token: "ghost|webhook|0|tok", Instance: "ghost", Attempt: 1, To: "done",
 			Outcome: "succeeded", Body: "done", Recorded: clock.Now().Add(time.Duration(i) * time.Second)}
@@ -592,7 +592,7 @@ func TestOutcomeWriterBacksOffARefusedRead(t *testing.T) {
 	}))
 	ctx := t.Context()
 	clock := newFakeClock()
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "read refused", "", "agent-smith", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "read refused", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	ref := lifecycletest.Ref(n)
 	recordDeadRunsDone(t, w, n, runstate.Outcome{Body: "done", Recorded: clock.Now()})
 	ow := NewOutcomeWriter(w.RDB, w.Claims, OutcomeWriterConfig{WriteTimeout: 2 * time.Second, Clock: clock.Now})
@@ -621,10 +621,10 @@ func TestRunWhoseTicketLeftInProgressIsReleased(t *testing.T) {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
 	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
-	if err := w.Sim.RemoveLabel(lifecycletest.Repo, n, "agent-smith:in-progress"); err != nil {
+	if err := w.Sim.RemoveLabel(lifecycletest.Repo, n, lifecycletest.Label(lifecycle.InProgress)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Sim.AddLabels(lifecycletest.Repo, n, "agent-smith:failed"); err != nil {
+	if err := w.Sim.AddLabels(lifecycletest.Repo, n, lifecycletest.Label(lifecycle.Failed)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {

@@ -74,7 +74,7 @@ func TestLabelRepairerBacksOffATicketRefusedForGood(t *testing.T) {
 	repairer := NewLabelRepairer(w.RDB, claims, LabelRepairerConfig{Logger: zaptest.NewLogger(t)})
 	w.Sim.CreateRepo(lifecycletest.Repo)
 	w.Sim.RefuseLabelWrites(lifecycletest.Repo, 1, true)
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "cut off", "", "agent-smith", "agent-smith:enqueued", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "cut off", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued), lifecycletest.Label(lifecycle.InProgress))
 	for range 4 {
 		if err := repairer.Cycle(ctx); err != nil {
 			t.Errorf("cycle: %v (a refusal for good is an outcome, not an error)", err)

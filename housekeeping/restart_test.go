@@ -22,7 +22,7 @@ import (
 // heartbeat is proof again and the ticket is reverted and claimed.
 func TestNoRevertWhileRedisJustRestarted(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "running on a live replica", "", "agent-smith", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "running on a live replica", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	ref := lifecycletest.Ref(n)
 	w.Redis.Restart() // the rollback: uptime starts again
 	// What the old snapshot brought back: a record of an ended run whose
@@ -79,7 +79,7 @@ func TestNoRevertWhileRedisJustRestarted(t *testing.T) {
 // the deferred cycle can revert and claim the ticket within the test.
 func TestRevertAtRestartGraceNotAtNextSlowTick(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "running when Redis was wiped", "", "agent-smith", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "running when Redis was wiped", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	w.Redis.Restart() // empty: no heartbeat, no in-flight index
 	const grace = 2 * time.Second
 	d := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -65,7 +66,7 @@ func TestSlowCycleListsAcrossProjectsOnce(t *testing.T) {
 			stale := NewStaleJobDetector(rdb, claims, StaleJobDetectorConfig{Logger: zaptest.NewLogger(t)})
 			orphans := map[string]int{}
 			for _, repo := range c.repos {
-				orphans[repo] = s.CreateIssue(repo, "orphan", "", "agent-smith", "agent-smith:in-progress")
+				orphans[repo] = s.CreateIssue(repo, "orphan", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 			}
 			before := s.Stats()
 			if err := stale.SlowCycle(t.Context()); err != nil {
@@ -116,7 +117,7 @@ func TestRefusedSearchFallsBackToProjectLists(t *testing.T) {
 		{Name: "a", Tracker: refusedSearcher{scope: scope, lists: &lists}},
 		{Name: "b", Tracker: refusedSearcher{scope: scope, lists: &lists}},
 	}
-	got, err := lifecycle.ListOpen(t.Context(), ps, "agent-smith:in-progress")
+	got, err := lifecycle.ListOpen(t.Context(), ps, lifecycletest.Label(lifecycle.InProgress))
 	if err != nil || len(got) != 2 || lists != 2 {
 		t.Errorf("ListOpen: %d projects listed, %d project lists, err %v: want both listed one by one", len(got), lists, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
@@ -75,7 +76,7 @@ func TestSlowCycleSearchesOncePerOwnerAndToken(t *testing.T) {
 	w := newOrgWorld(t, trackerhttptest.NewClock(time.Now()), 0,
 		orgProject{"a", "acme/a", "t"}, orgProject{"b", "acme/b", "t"}, orgProject{"c", "acme/c", "t"},
 		orgProject{"d", "other/d", "t"}, orgProject{"e", "acme/e", "u"})
-	inProgress := []string{"agent-smith", "agent-smith:in-progress"}
+	inProgress := []string{"agent-smith", lifecycletest.Label(lifecycle.InProgress)}
 	orphans := map[string]int{}
 	for _, repo := range []string{"acme/a", "acme/c", "other/d", "acme/e"} {
 		orphans[repo] = w.sim.CreateIssue(repo, "orphan", "", inProgress...)
@@ -111,16 +112,16 @@ func TestSearchHitIsActedOnOnlyAfterAFreshRead(t *testing.T) {
 	w := newOrgWorld(t, clock, time.Hour, orgProject{"a", "acme/a", "t"}, orgProject{"b", "acme/b", "t"})
 	// Indexed as in progress; a person finished it two hours later, which
 	// the index, an hour behind, does not show yet.
-	done := w.sim.CreateIssue("acme/a", "finished meanwhile", "", "agent-smith", "agent-smith:in-progress")
+	done := w.sim.CreateIssue("acme/a", "finished meanwhile", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	clock.Advance(2 * time.Hour)
-	if err := w.sim.EditLabel("acme/a", done, "agent-smith:in-progress", false); err != nil {
+	if err := w.sim.EditLabel("acme/a", done, lifecycletest.Label(lifecycle.InProgress), false); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.sim.AddLabels("acme/a", done, "agent-smith:done"); err != nil {
+	if err := w.sim.AddLabels("acme/a", done, lifecycletest.Label(lifecycle.Done)); err != nil {
 		t.Fatal(err)
 	}
 	// Labelled in progress and orphaned just now: not in the index yet.
-	fresh := w.sim.CreateIssue("acme/b", "orphan", "", "agent-smith", "agent-smith:in-progress")
+	fresh := w.sim.CreateIssue("acme/b", "orphan", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	writes := len(w.sim.Writes())
 
 	if err := w.stale.SlowCycle(t.Context()); err != nil {
@@ -160,7 +161,7 @@ func TestTriggerSweeperSearchesOncePerOwner(t *testing.T) {
 		orgProject{"a", "acme/a", "t"}, orgProject{"b", "acme/b", "t"}, orgProject{"c", "acme/c", "t"})
 	missedA := w.sim.CreateIssue("acme/a", "webhook refused", "", "agent-smith")
 	missedB := w.sim.CreateIssue("acme/b", "webhook refused", "", "agent-smith")
-	done := w.sim.CreateIssue("acme/c", "finished", "", "agent-smith", "agent-smith:done")
+	done := w.sim.CreateIssue("acme/c", "finished", "", "agent-smith", lifecycletest.Label(lifecycle.Done))
 	foreign := w.sim.CreateIssue("acme/unconfigured", "not ours", "", "agent-smith")
 	s := NewTriggerSweeper(w.claims, TriggerSweeperConfig{})
 	if err := s.Sweep(t.Context()); err != nil {

@@ -14,8 +14,8 @@ import (
 // waiting out its backoff is not.
 func TestStuckDetectorSeesTheDelayedSet(t *testing.T) {
 	w, obs, claims, now := stuckWorld(t)
-	limited := w.Sim.CreateIssue(lifecycletest.Repo, "at its limit", "", "agent-smith", "agent-smith:enqueued")
-	backoff := w.Sim.CreateIssue(lifecycletest.Repo, "retry later", "", "agent-smith", "agent-smith:enqueued")
+	limited := w.Sim.CreateIssue(lifecycletest.Repo, "at its limit", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
+	backoff := w.Sim.CreateIssue(lifecycletest.Repo, "retry later", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	for n, at := range map[int]time.Time{limited: now.Add(-2 * time.Minute), backoff: now.Add(time.Hour)} {
 		req := lifecycle.PipelineRequest{ID: "req-" + lifecycletest.Ref(n).ID, Ref: lifecycletest.Ref(n), Source: "webhook", Attempt: 1, EnqueuedAt: at}
 		if err := w.Queue.Delay(t.Context(), req.Encode(), now.Add(time.Second)); err != nil {

@@ -26,7 +26,7 @@ func TestStaleJobDetectorWritesAreRefusedWithoutTheirTransitionRow(t *testing.T)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := lifecycletest.New(t, 2)
-			n := w.Sim.CreateIssue(lifecycletest.Repo, "dead on its last attempt", "", "agent-smith", "agent-smith:in-progress")
+			n := w.Sim.CreateIssue(lifecycletest.Repo, "dead on its last attempt", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 			deadRun(t, w, n, "ghost", 2)
 			lifecycletest.WithoutTransition(t, tc.from, tc.to, lifecycle.OwnerStaleJobDetector)
 			err := NewStaleJobDetector(w.RDB, w.Claims, StaleJobDetectorConfig{}).FastCycle(t.Context())
@@ -56,7 +56,7 @@ func (commentFails) Comment(context.Context, platforms.Ref, string) error {
 // TriggerSweeper's) gives up with the comment once the tracker takes it.
 func TestGiveUpWithoutItsCommentWritesNothingAndTheNextClaimGivesUp(t *testing.T) {
 	w := lifecycletest.New(t, 2)
-	n := w.Sim.CreateIssue(lifecycletest.Repo, "dead on its last attempt", "", "agent-smith", "agent-smith:in-progress")
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "dead on its last attempt", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress))
 	deadRun(t, w, n, "ghost", 2)
 	p := w.Projects[lifecycletest.Project]
 	real := p.Tracker

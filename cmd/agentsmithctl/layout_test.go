@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
@@ -33,7 +34,7 @@ func TestRequeueAndStatusSeeEveryLevelAndTheDelayedSet(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			must(t, w.rdb.FlushDB(ctx).Err())
-			n := w.sim.CreateIssue(repo, "Urgent", "", "agent-smith", "agent-smith:enqueued", "priority:high")
+			n := w.sim.CreateIssue(repo, "Urgent", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued), "priority:high")
 			ref := refOf("app", n)
 			req := lifecycle.PipelineRequest{ID: "r-" + c.name, Ref: ref, Source: lifecycle.SourceWebhook, Attempt: 1,
 				EnqueuedAt: time.Now().Add(-time.Minute), Priority: 1}

@@ -23,6 +23,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -276,7 +277,7 @@ func TestRequeueReleaseCancel(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	// Enqueued on the tracker, no request anywhere: what a lost push leaves.
-	n := w.sim.CreateIssue(repo, "Lost its request", "", "agent-smith", "agent-smith:enqueued")
+	n := w.sim.CreateIssue(repo, "Lost its request", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	ticket := fmt.Sprintf("github:%s#%d", repo, n)
 	out := w.mustCtl("requeue", ticket)
 	if !strings.Contains(out, "requeued "+ticket) {
@@ -454,7 +455,7 @@ func TestTicketsStripsTerminalEscapes(t *testing.T) {
 func TestRetry(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	n := w.sim.CreateIssue(repo, "Failed", "", "agent-smith", "agent-smith:failed")
+	n := w.sim.CreateIssue(repo, "Failed", "", "agent-smith", lifecycletest.Label(lifecycle.Failed))
 	ticket := fmt.Sprintf("github:%s#%d", repo, n)
 	out := w.mustCtl("retry", ticket)
 	if !strings.Contains(out, "retried "+ticket) || !strings.Contains(out, "attempt 1") {
@@ -463,7 +464,7 @@ func TestRetry(t *testing.T) {
 	if l, _ := w.rdb.LLen(ctx, keys.Queue()).Result(); l != 1 {
 		t.Fatalf("queue length %d after retry, want 1", l)
 	}
-	if is, _ := w.sim.Issue(repo, n); !slices.Contains(is.Labels, "agent-smith:enqueued") || slices.Contains(is.Labels, "agent-smith:failed") {
+	if is, _ := w.sim.Issue(repo, n); !slices.Contains(is.Labels, lifecycletest.Label(lifecycle.Enqueued)) || slices.Contains(is.Labels, lifecycletest.Label(lifecycle.Failed)) {
 		t.Errorf("labels after retry %q, want enqueued instead of failed", is.Labels)
 	}
 	out = w.mustCtl("retry", ticket)
@@ -485,7 +486,7 @@ func TestRetry(t *testing.T) {
 // learning alone) a limit a replica already hit.
 func TestCommandsShareTheTokensBudget(t *testing.T) {
 	w := newWorld(t)
-	n := w.sim.CreateIssue(repo, "Failed", "", "agent-smith", "agent-smith:failed")
+	n := w.sim.CreateIssue(repo, "Failed", "", "agent-smith", lifecycletest.Label(lifecycle.Failed))
 	pc, _ := w.cfg.Project("app")
 	// A replica's client, as the daemon builds it: the shared budget.
 	hc := trackerhttp.NewClientWith(trackerhttp.Options{RateLimits: projects.RateLimits(pc.Platform), Budget: budget.New(w.rdb, nil)})

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -87,7 +89,7 @@ func TestReleaseDropsAWaitingOutcome(t *testing.T) {
 func TestRequeueNamesAWaitingOutcome(t *testing.T) {
 	w := newWorld(t)
 	ctx := t.Context()
-	n := w.sim.CreateIssue(repo, "outcome waits", "", "agent-smith", "agent-smith:enqueued")
+	n := w.sim.CreateIssue(repo, "outcome waits", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	ref := platforms.Ref{Platform: "github", Project: "app", ID: fmt.Sprintf("%s#%d", repo, n)}
 	rec := runstate.Record{Ref: ref, Instance: "replica-a", Token: "tok", Attempt: 1}
 	if took, err := runstate.Take(ctx, w.rdb, rec, runstate.TakeArgs{TTL: time.Minute, Now: time.Now()}); err != nil || took.Result != runstate.Taken {

@@ -39,7 +39,7 @@ lifecycle label.`,
 			if state != "" {
 				s, err := lifecycle.ParseState(state)
 				if err != nil {
-					return usageErr("--state %q: want one of pending, enqueued, in-progress, done, failed", state)
+					return usageErr("--state %q: want one of %s", state, strings.Join(stateNames(), ", "))
 				}
 				states = []lifecycle.State{s}
 			}
@@ -72,9 +72,20 @@ lifecycle label.`,
 		},
 	}
 	cmd.Flags().StringVar(&project, "project", "", "project name from the config (default: the only one)")
-	cmd.Flags().StringVar(&state, "state", "", "pending, enqueued, in-progress, done or failed (default: all)")
+	names := stateNames()
+	cmd.Flags().StringVar(&state, "state", "", strings.Join(names[:len(names)-1], ", ")+" or "+names[len(names)-1]+" (default: all)")
 	_ = cmd.RegisterFlagCompletionFunc("state", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return []string{"pending", "enqueued", "in-progress", "done", "failed"}, cobra.ShellCompDirectiveNoFileComp
+		return stateNames(), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
+}
+
+// stateNames are lifecycle's state names in lifecycle order, the values
+// --state takes.
+func stateNames() []string {
+	out := make([]string, len(lifecycle.AllStates))
+	for i, s := range lifecycle.AllStates {
+		out[i] = s.String()
+	}
+	return out
 }

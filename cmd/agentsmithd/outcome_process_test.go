@@ -15,6 +15,8 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -117,7 +119,7 @@ func TestTrackerOutageAtRunEndRunsThePipelineOnce(t *testing.T) {
 		return logHas(t, logA, "transition to done not written; the outcome is recorded and is written from the record")
 	})
 	cut.up()
-	want := []string{"agent-smith", "keep-me", "agent-smith:done"}
+	want := []string{"agent-smith", "keep-me", lifecycletest.Label(lifecycle.Done)}
 	eventually.Wait(t, 60*time.Second, "the ticket to reach done", func() bool {
 		is, _ := w.sim.Issue(pc.Repo, n)
 		return slices.Equal(is.Labels, want)
@@ -158,7 +160,7 @@ func TestKill9AfterTheOutcomeIsRecordedWritesItElsewhere(t *testing.T) {
 	w.start("replica-b", outcomeTimings)
 	eventually.Wait(t, 60*time.Second, "the ticket to reach done", func() bool {
 		is, _ := w.sim.Issue(pc.Repo, n)
-		return slices.Equal(is.Labels, []string{"agent-smith", "agent-smith:done"})
+		return slices.Equal(is.Labels, []string{"agent-smith", lifecycletest.Label(lifecycle.Done)})
 	})
 	if got := len(w.lines("start " + id)); got != 1 {
 		t.Errorf("pipeline started %d times, want once", got)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
@@ -145,7 +147,7 @@ func killAndRecover(t *testing.T, pc simcases.Case, timings string, timeout time
 	recovery := time.Since(killed)
 	// Done with its label alone: the transition's removal of in-progress
 	// follows the add of done on GitHub.
-	want := []string{"agent-smith", "keep-me", "agent-smith:done"}
+	want := []string{"agent-smith", "keep-me", lifecycletest.Label(lifecycle.Done)}
 	eventually.Wait(t, 30*time.Second, fmt.Sprintf("the ticket to reach done with labels %q", want), func() bool {
 		is, _ := w.sim.Issue(pc.Repo, n)
 		return slices.Equal(is.Labels, want)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
@@ -75,7 +76,7 @@ func trackerCutAtRunEnd(ctx context.Context, w *world, feed feeder) *partition {
 		var written time.Time
 		for _, wr := range ws {
 			if ticketID(trackersim.Issue{Repo: wr.Repo, Number: wr.Number}) == r.id && wr.At.After(r.ended) &&
-				stateOf(wr.Before) == "in-progress" && (stateOf(wr.After) == "done" || stateOf(wr.After) == "failed") {
+				stateOf(wr.Before) == lifecycle.InProgress && (stateOf(wr.After) == lifecycle.Done || stateOf(wr.After) == lifecycle.Failed) {
 				written = wr.At
 				break
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/cmd/chaos/internal/netproxy"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -252,7 +253,7 @@ func trackerCut(ctx context.Context, w *world, feed feeder) *partition {
 		var written time.Time
 		for _, wr := range ws {
 			if wr.Writer == inc && ticketID(trackersim.Issue{Repo: wr.Repo, Number: wr.Number}) == r.id && wr.At.After(r.ended) &&
-				(stateOf(wr.After) == "done" || stateOf(wr.After) == "failed") && stateOf(wr.Before) == "in-progress" {
+				(stateOf(wr.After) == lifecycle.Done || stateOf(wr.After) == lifecycle.Failed) && stateOf(wr.Before) == lifecycle.InProgress {
 				written = wr.At
 				break
 			}
@@ -392,7 +393,7 @@ func receiverCut(ctx context.Context, w *world, feed feeder) *partition {
 	var by string
 	for deadline := time.Now().Add(30 * time.Second); claimed.IsZero() && time.Now().Before(deadline) && ctx.Err() == nil; {
 		for _, wr := range w.sim.Writes() {
-			if wr.Repo == gl.Repo && wr.Number == t.n && stateOf(wr.Before) == "pending" && stateOf(wr.After) != "pending" {
+			if wr.Repo == gl.Repo && wr.Number == t.n && stateOf(wr.Before) == lifecycle.Pending && stateOf(wr.After) != lifecycle.Pending {
 				claimed, by = wr.At, wr.Writer
 				break
 			}

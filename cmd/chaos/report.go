@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
@@ -176,22 +177,16 @@ func startsAfter(path string, t time.Time) map[string]bool {
 	return out
 }
 
-func has(ls []string, state string) bool { return slices.Contains(ls, "agent-smith:"+state) }
+// daemonLabels are the lifecycle labels the chaos replicas write: the daemon's
+// default prefix, read as the daemon reads them.
+var daemonLabels = lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 
-// lifecycleOrder lists the states in the order the daemon's StateOf ranks
-// them: of several lifecycle labels the furthest wins.
-var lifecycleOrder = []string{"pending", "enqueued", "in-progress", "done", "failed"}
+// has reports whether ls carries the label of state s.
+func has(ls []string, s lifecycle.State) bool { return slices.Contains(ls, daemonLabels.Label(s)) }
 
-// stateOf is the state labels show, as lifecycle.Labels.StateOf reads them.
-func stateOf(ls []string) string {
-	state := "pending"
-	for i, s := range lifecycleOrder {
-		if has(ls, s) && i > slices.Index(lifecycleOrder, state) {
-			state = s
-		}
-	}
-	return state
-}
+// stateOf is the state labels show, as the daemon reads them: of several
+// lifecycle labels the furthest wins.
+func stateOf(ls []string) lifecycle.State { return daemonLabels.StateOf(ls) }
 
 func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigures, parts []*partition) *Report {
 	rep := &Report{Fed: len(tickets), Wiped: wipe.happened,
@@ -203,9 +198,9 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	}
 	for _, t := range tickets {
 		switch ls := states[t.id]; {
-		case has(ls, "done"):
+		case has(ls, lifecycle.Done):
 			rep.Done++
-		case has(ls, "failed"):
+		case has(ls, lifecycle.Failed):
 			rep.Failed++
 		default:
 			rep.Lost++
@@ -282,7 +277,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		}
 	}
 	for _, wr := range w.sim.Writes() {
-		if !termed[wr.Writer] || !has(wr.Before, "in-progress") || !has(wr.After, "enqueued") {
+		if !termed[wr.Writer] || !has(wr.Before, lifecycle.InProgress) || !has(wr.After, lifecycle.Enqueued) {
 			continue
 		}
 		id := ticketID(trackersim.Issue{Repo: wr.Repo, Number: wr.Number})
@@ -319,7 +314,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	rep.Partitions = parts
 	for _, p := range parts {
 		for _, t := range p.tickets {
-			if ls := states[t.id]; !has(ls, "done") && !has(ls, "failed") {
+			if ls := states[t.id]; !has(ls, lifecycle.Done) && !has(ls, lifecycle.Failed) {
 				p.Lost++
 			}
 			p.Overlapping += overlapBy[t.id]
@@ -429,36 +424,35 @@ func staleWrites(ws []trackersim.Write, events []event, runs []*run) []string {
 		}
 		from, to := stateOf(wr.Before), stateOf(wr.After)
 		switch {
-		case from != "in-progress" && to == "in-progress":
+		case from != lifecycle.InProgress && to == lifecycle.InProgress:
 			owner[key], ownerLost[key] = wr.Writer, false
-		case from == "in-progress" && to == "in-progress" && slices.Contains(wr.Before, "agent-smith:enqueued") &&
-			!slices.Contains(wr.After, "agent-smith:enqueued"):
+		case from == lifecycle.InProgress && to == lifecycle.InProgress && has(wr.Before, lifecycle.Enqueued) &&
+			!has(wr.After, lifecycle.Enqueued):
 			// The second half of Enqueued → InProgress (GitHub: add
 			// in-progress, then remove enqueued). A replica whose first
 			// half landed and whose second failed gives the request back;
 			// the replica that completes the move takes the run.
 			owner[key], ownerLost[key] = wr.Writer, false
-		case from == "in-progress" && to != "in-progress":
-			ends := to == "done" || to == "enqueued"
+		case from == lifecycle.InProgress && to != lifecycle.InProgress:
+			ends := to == lifecycle.Done || to == lifecycle.Enqueued
 			if wr.Writer != owner[key] {
-				if ends && !(to == "done" && recorded(owner[key], wr)) {
+				if ends && !(to == lifecycle.Done && recorded(owner[key], wr)) {
 					out = append(out, desc("run owned by "+owner[key]))
 				}
 				ownerLost[key] = true
 			}
-		case from != to && (to == "done" || to == "failed") && wr.Writer == owner[key] && ownerLost[key]:
+		case from != to && (to == lifecycle.Done || to == lifecycle.Failed) && wr.Writer == owner[key] && ownerLost[key]:
 			out = append(out, desc("its run was ended by another replica"))
 		}
 	}
 	return out
 }
 
+// lc lists the states of the lifecycle labels in ls, for a reader.
 func lc(ls []string) []string {
 	var out []string
-	for _, l := range ls {
-		if strings.HasPrefix(l, "agent-smith:") {
-			out = append(out, strings.TrimPrefix(l, "agent-smith:"))
-		}
+	for _, l := range daemonLabels.Lifecycle(ls) {
+		out = append(out, stateOf([]string{l}).String())
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
@@ -74,7 +75,7 @@ func (w *world) rollback(fctx, ctx context.Context, o Options, f *rollbackFigure
 	}
 	f.ended = map[string]bool{}
 	for _, is := range w.sim.Issues() {
-		if has(is.Labels, "done") || has(is.Labels, "failed") {
+		if has(is.Labels, lifecycle.Done) || has(is.Labels, lifecycle.Failed) {
 			f.ended[ticketID(is)] = true
 		}
 	}
@@ -88,14 +89,7 @@ func (w *world) rollback(fctx, ctx context.Context, o Options, f *rollbackFigure
 	w.record("redis-rollback", "", 0)
 	rdb := redis.NewClient(w.redis.ClientOptions())
 	defer rdb.Close()
-	var entries []string
-	lists := append([]string{keys.Queue()}, scanKeys(ctx, rdb, keys.QueueLevelPattern())...)
-	for _, k := range append(lists, scanKeys(ctx, rdb, keys.ProcessingPattern())...) {
-		vs, _ := rdb.LRange(ctx, k, 0, -1).Result()
-		entries = append(entries, vs...)
-	}
-	delayed, _ := rdb.ZRange(ctx, keys.Delayed(), 0, -1).Result()
-	entries = append(entries, delayed...)
+	entries := queuedRequests(ctx, rdb)
 	runs, _ := runstate.Inspect(ctx, rdb)
 	for id := range f.ended {
 		for _, e := range entries {
@@ -114,7 +108,7 @@ func (w *world) rollback(fctx, ctx context.Context, o Options, f *rollbackFigure
 			f.heartbeats++
 		}
 	}
-	f.claimLocks = len(scanKeys(ctx, rdb, keys.ClaimLock("*", "*")))
+	f.claimLocks = len(scanAll(ctx, rdb, keys.ClaimLock("*", "*")))
 	n, _ := rdb.Exists(ctx, keys.Epoch()).Result()
 	f.epoch = n == 1
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/config"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -163,7 +165,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if tag == "" && rnd(100) < 8 {
 			title += " fail"
 		}
-		n := w.sim.CreateIssue(p.Repo, title, "", "agent-smith")
+		n := w.sim.CreateIssue(p.Repo, title, "", config.DefaultTriggerLabel)
 		src := "webhook"
 		if !p.webhook {
 			src = "poll"
@@ -223,7 +225,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			rdb := redis.NewClient(&redis.Options{Addr: w.redis.Addr()})
 			defer rdb.Close()
 			for sleepCtx(fctx, o.StopEvery) {
-				v, err := rdb.Get(fctx, keys.Leader("housekeeping")).Result()
+				v, err := rdb.Get(fctx, keys.Leader(keys.LeaderHousekeeping)).Result()
 				if err != nil {
 					continue
 				}
@@ -450,7 +452,7 @@ type wipeFigures struct {
 func enqueuedNow(w *world) map[string]bool {
 	out := map[string]bool{}
 	for _, is := range w.sim.Issues() {
-		if has(is.Labels, "enqueued") && !has(is.Labels, "done") && !has(is.Labels, "failed") {
+		if has(is.Labels, lifecycle.Enqueued) && !has(is.Labels, lifecycle.Done) && !has(is.Labels, lifecycle.Failed) {
 			out[ticketID(is)] = true
 		}
 	}
@@ -466,19 +468,7 @@ func measureWipe(ctx context.Context, w *world, pending map[string]bool, up time
 	defer rdb.Close()
 	deadline := up.Add(60 * time.Second)
 	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		var queued strings.Builder
-		lists := append([]string{keys.Queue()}, scanKeys(ctx, rdb, keys.QueueLevelPattern())...)
-		for _, k := range append(lists, scanKeys(ctx, rdb, keys.ProcessingPattern())...) {
-			vs, _ := rdb.LRange(ctx, k, 0, -1).Result()
-			for _, v := range vs {
-				queued.WriteString(v)
-			}
-		}
-		delayed, _ := rdb.ZRange(ctx, keys.Delayed(), 0, -1).Result()
-		for _, v := range delayed {
-			queued.WriteString(v)
-		}
-		q := queued.String()
+		q := strings.Join(queuedRequests(ctx, rdb), "")
 		enq := enqueuedNow(w)
 		started := startsAfter(w.runLog, up)
 		for id := range pending {
@@ -493,13 +483,23 @@ func measureWipe(ctx context.Context, w *world, pending map[string]bool, up time
 	return f
 }
 
-func scanKeys(ctx context.Context, rdb *redis.Client, pattern string) []string {
+// requestLists are the Redis lists that hold a PipelineRequest: the
+// default queue level, the other levels and the replicas' processing lists.
+func requestLists(ctx context.Context, rdb redis.UniversalClient) []string {
+	lists := append([]string{keys.Queue()}, scanAll(ctx, rdb, keys.QueueLevelPattern())...)
+	return append(lists, scanAll(ctx, rdb, keys.ProcessingPattern())...)
+}
+
+// queuedRequests are the requests waiting, taken or delayed: the entries
+// of requestLists and of the delayed set.
+func queuedRequests(ctx context.Context, rdb redis.UniversalClient) []string {
 	var out []string
-	iter := rdb.Scan(ctx, 0, pattern, 100).Iterator()
-	for iter.Next(ctx) {
-		out = append(out, iter.Val())
+	for _, k := range requestLists(ctx, rdb) {
+		vs, _ := rdb.LRange(ctx, k, 0, -1).Result()
+		out = append(out, vs...)
 	}
-	return out
+	delayed, _ := rdb.ZRange(ctx, keys.Delayed(), 0, -1).Result()
+	return append(out, delayed...)
 }
 
 // ticketID maps a sim issue back to its daemon ticket id.
@@ -515,10 +515,8 @@ func ticketID(is trackersim.Issue) string {
 func countLost(w *world, tickets []*ticket) int {
 	terminal := map[string]bool{}
 	for _, is := range w.sim.Issues() {
-		for _, l := range is.Labels {
-			if l == "agent-smith:done" || l == "agent-smith:failed" {
-				terminal[ticketID(is)] = true
-			}
+		if has(is.Labels, lifecycle.Done) || has(is.Labels, lifecycle.Failed) {
+			terminal[ticketID(is)] = true
 		}
 	}
 	lost := 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -49,7 +50,7 @@ type lateTicket struct {
 	// terminal (slow), or how long past the deadline it was watched (lost).
 	Late time.Duration
 	// State is the lifecycle state its labels showed last.
-	State string
+	State lifecycle.State
 	Lost  bool
 	// Diag are the diagnosis lines of a lost ticket (lostDiagnosis).
 	Diag []string
@@ -70,7 +71,7 @@ func watchSettle(ctx context.Context, w *world, tickets []*ticket, deadline time
 		open := 0
 		for _, t := range tickets {
 			ls := states[t.id]
-			if has(ls, "done") || has(ls, "failed") {
+			if has(ls, lifecycle.Done) || has(ls, lifecycle.Failed) {
 				if _, ok := endedAt[t.id]; !ok {
 					endedAt[t.id] = now
 				}
@@ -149,10 +150,8 @@ func lostDiagnosis(ctx context.Context, w *world, rdb redis.UniversalClient, t *
 	}
 	// Where its request is: a request names the ticket as "id":"<id>".
 	needle := `"id":"` + t.id + `"`
-	lists := append([]string{keys.Queue()}, scanAll(ctx, rdb, keys.QueueLevelPattern())...)
-	lists = append(lists, scanAll(ctx, rdb, keys.ProcessingPattern())...)
 	where := []string{}
-	for _, l := range lists {
+	for _, l := range requestLists(ctx, rdb) {
 		vs, _ := rdb.LRange(ctx, l, 0, -1).Result()
 		for _, v := range vs {
 			if strings.Contains(v, needle) {
@@ -175,7 +174,7 @@ func lostDiagnosis(ctx context.Context, w *world, rdb redis.UniversalClient, t *
 	}
 	runKeys, runHashes := runstate.DiagnosticKeys(k)
 	for _, key := range append(append([]string{keys.ClaimLock(ref.Platform, ref.ID), keys.TrackerRefusal(k)}, runKeys...),
-		keys.StuckFlag(k, "enqueued"), keys.StuckFlag(k, "in-progress"), keys.Paused(t.p.name)) {
+		keys.StuckFlag(k, lifecycle.Enqueued.String()), keys.StuckFlag(k, lifecycle.InProgress.String()), keys.Paused(t.p.name)) {
 		add("redis: %s", describeKey(ctx, rdb, key))
 	}
 	for _, h := range runHashes {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -22,14 +23,14 @@ func TestClassifySettleTellsSlowFromLost(t *testing.T) {
 	deadline := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	ended := map[string]time.Time{inTime.id: deadline.Add(-time.Second), slow.id: deadline.Add(7 * time.Second)}
 	states := map[string][]string{
-		inTime.id: {"agent-smith:done"}, slow.id: {"agent-smith:failed"},
-		lost.id: {"agent-smith", "agent-smith:enqueued"},
+		inTime.id: {daemonLabels.Label(lifecycle.Done)}, slow.id: {daemonLabels.Label(lifecycle.Failed)},
+		lost.id: {"agent-smith", daemonLabels.Label(lifecycle.Enqueued)},
 	}
 	s, l := classifySettle([]*ticket{lost, slow, inTime}, ended, states, deadline, deadline.Add(time.Minute))
 	if len(s) != 1 || s[0].t != slow || s[0].Late != 7*time.Second || s[0].Lost {
 		t.Errorf("slow = %v, want only %s, 7s late", s, slow.id)
 	}
-	if len(l) != 1 || l[0].t != lost || l[0].Late != time.Minute || l[0].State != "enqueued" || !l[0].Lost {
+	if len(l) != 1 || l[0].t != lost || l[0].Late != time.Minute || l[0].State != lifecycle.Enqueued || !l[0].Lost {
 		t.Errorf("lost = %v, want only %s, enqueued, watched 1m past the deadline", l, lost.id)
 	}
 	if got := s[0].String(); !strings.Contains(got, "slow, ended failed +7s after the deadline") {
@@ -47,8 +48,8 @@ func TestWatchSettleWaitsOutTheGraceOnlyForOpenTickets(t *testing.T) {
 	defer w.sim.Close()
 	gh := projects[0]
 	w.sim.CreateRepo(gh.Repo)
-	done := w.sim.CreateIssue(gh.Repo, "a", "", "agent-smith", "agent-smith:done")
-	open := w.sim.CreateIssue(gh.Repo, "b", "", "agent-smith", "agent-smith:enqueued")
+	done := w.sim.CreateIssue(gh.Repo, "a", "", "agent-smith", daemonLabels.Label(lifecycle.Done))
+	open := w.sim.CreateIssue(gh.Repo, "b", "", "agent-smith", daemonLabels.Label(lifecycle.Enqueued))
 	td := &ticket{p: gh, n: done, id: gh.ID(done)}
 	to := &ticket{p: gh, n: open, id: gh.ID(open)}
 	ctx := context.Background()
@@ -67,7 +68,7 @@ func TestWatchSettleWaitsOutTheGraceOnlyForOpenTickets(t *testing.T) {
 	if _, ok := ended[to.id]; ok {
 		t.Errorf("open ticket reported ended: %v", ended)
 	}
-	if !has(states[to.id], "enqueued") {
+	if !has(states[to.id], lifecycle.Enqueued) {
 		t.Errorf("last labels of the open ticket %v", states[to.id])
 	}
 }
@@ -81,7 +82,7 @@ func TestLostDiagnosisShowsRequestAndLocks(t *testing.T) {
 	defer w.sim.Close()
 	gh := projects[0]
 	w.sim.CreateRepo(gh.Repo)
-	n := w.sim.CreateIssue(gh.Repo, "x", "", "agent-smith", "agent-smith:enqueued")
+	n := w.sim.CreateIssue(gh.Repo, "x", "", "agent-smith", daemonLabels.Label(lifecycle.Enqueued))
 	tk := &ticket{p: gh, n: n, id: gh.ID(n), source: "webhook+poll"}
 	ctx := context.Background()
 	due := time.Now().Add(4 * time.Minute)

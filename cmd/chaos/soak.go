@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/internal/statustoken"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 )
 
 // The soak (make soak) is the chaos run made long and steady: tickets fed
@@ -202,7 +203,7 @@ func parseRedisInfo(info string) (used, keys, expires int64) {
 func countTerminal(w *world) int {
 	n := 0
 	for _, is := range w.sim.Issues() {
-		if has(is.Labels, "done") || has(is.Labels, "failed") {
+		if has(is.Labels, lifecycle.Done) || has(is.Labels, lifecycle.Failed) {
 			n++
 		}
 	}

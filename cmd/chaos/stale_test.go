@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
@@ -100,10 +101,15 @@ func TestUnnamedWritesCount(t *testing.T) {
 	}
 }
 
+// labels are the lifecycle labels of the named states.
 func labels(states []string) []string {
 	out := make([]string, len(states))
-	for i, s := range states {
-		out[i] = "agent-smith:" + s
+	for i, name := range states {
+		s, err := lifecycle.ParseState(name)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = daemonLabels.Label(s)
 	}
 	return out
 }

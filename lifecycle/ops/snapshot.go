@@ -25,7 +25,7 @@ import (
 )
 
 // LeaderRoles are the roles that run on one replica at a time.
-var LeaderRoles = []string{"poller", "housekeeping"}
+var LeaderRoles = keys.LeaderRoles
 
 // Snapshot is the fleet at one moment. Durations are milliseconds in JSON
 // so scripts need no duration parser.

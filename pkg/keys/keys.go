@@ -142,7 +142,18 @@ func ProcessingPattern() string { return prefix() + "queue:processing:*" }
 // ProcessingInstance extracts the instance id from a Processing key.
 func ProcessingInstance(key string) string { return key[len(prefix()+"queue:processing:"):] }
 
-// Leader is a leader lease: "poller" or "housekeeping".
+// The roles that run on one replica at a time, each under its leader lease
+// (Leader). They are also the role names of the config (config.RolePoller,
+// config.RoleHousekeeping).
+const (
+	LeaderPoller       = "poller"
+	LeaderHousekeeping = "housekeeping"
+)
+
+// LeaderRoles lists the leader roles, for a reader of every lease.
+var LeaderRoles = []string{LeaderPoller, LeaderHousekeeping}
+
+// Leader is a leader lease: LeaderPoller or LeaderHousekeeping.
 func Leader(role string) string { return prefix() + "leader:" + role }
 
 // Inflight is the hash ticket key → run owner record of running pipelines.

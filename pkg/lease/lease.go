@@ -41,7 +41,7 @@ const (
 
 // Config configures a Lease. Zero values are replaced by the defaults.
 type Config struct {
-	Key        string        // e.g. keys.Leader("poller"); required
+	Key        string        // e.g. keys.Leader(keys.LeaderPoller); required
 	Instance   string        // holder identity; the stored value is Instance+"/"+random term token; required
 	TTL        time.Duration // default DefaultTTL
 	RenewEvery time.Duration // default TTL/3

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -33,7 +34,7 @@ func TestWebhookToDoneLeavesOtherLabelsAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitState(n, 20*time.Second, lifecycle.Done)
-		want := append(slices.Clone(theirs), "agent-smith", "agent-smith:done")
+		want := append(slices.Clone(theirs), "agent-smith", lifecycletest.Label(lifecycle.Done))
 		if e.pc.FoldsCase {
 			// Azure DevOps may list tags in its own order: compare as sets.
 			// (GitHub keeps the order; as sets is no weaker here.)

@@ -16,6 +16,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/cmd/agentsmithd/internal/daemon"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
 // scrape is one /metrics answer, parsed.
@@ -123,7 +124,7 @@ func TestMetricsCountARealRun(t *testing.T) {
 	e.waitState(bad, 20*time.Second, lifecycle.Failed)
 
 	// A human asks for the finished ticket to run again.
-	if err := e.sim.RemoveLabel(e.repo, ok, "agent-smith:done"); err != nil {
+	if err := e.sim.RemoveLabel(e.repo, ok, lifecycletest.Label(lifecycle.Done)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.sim.RemoveLabel(e.repo, ok, "agent-smith"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -93,7 +94,7 @@ func TestEscalationAddsLabelAndMentions(t *testing.T) {
 		n := e.sim.CreateIssue(e.repo, "This will fail", "", "bug", "agent-smith")
 		e.waitState(n, 20*time.Second, lifecycle.Failed)
 		is, _ := e.sim.Issue(e.repo, n)
-		for _, l := range []string{"bug", "agent-smith", "needs-human", "agent-smith:failed"} {
+		for _, l := range []string{"bug", "agent-smith", "needs-human", lifecycletest.Label(lifecycle.Failed)} {
 			if !slices.ContainsFunc(is.Labels, func(x string) bool { return strings.EqualFold(x, l) }) {
 				t.Errorf("labels %q lack %q", is.Labels, l)
 			}

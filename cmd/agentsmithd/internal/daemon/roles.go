@@ -158,8 +158,8 @@ func (d *Daemon) buildPoller() []service {
 		// find repositories later polls.
 		return nil
 	}
-	l := d.lease("poller", d.cfg.Poller.LeaseTTL)
-	return []service{{"poller", func(ctx context.Context) error {
+	l := d.lease(config.RolePoller, d.cfg.Poller.LeaseTTL)
+	return []service{{config.RolePoller, func(ctx context.Context) error {
 		return l.Run(ctx, func(lctx context.Context) { _ = poller.Run(lctx) })
 	}}}
 }
@@ -168,7 +168,7 @@ func (d *Daemon) buildPoller() []service {
 // they run on the leader only, and each write is fenced by the lease.
 func (d *Daemon) buildHousekeeping() service {
 	hk := d.cfg.Housekeeping
-	l := d.lease("housekeeping", hk.LeaseTTL)
+	l := d.lease(config.RoleHousekeeping, hk.LeaseTTL)
 	stale := housekeeping.NewStaleJobDetector(d.rdb, d.claims, housekeeping.StaleJobDetectorConfig{
 		FastInterval: hk.FastInterval, SlowInterval: hk.SlowInterval, Fence: l.Fence, Logger: d.log,
 		RestartGrace: d.restartGrace()})
@@ -192,7 +192,7 @@ func (d *Daemon) buildHousekeeping() service {
 		housekeeping.NewOutcomeWriter(d.rdb, d.claims, housekeeping.OutcomeWriterConfig{
 			Interval: hk.FastInterval, Fence: l.Fence, LockTTL: d.cfg.Consumer.HeartbeatTTL, Logger: d.log}).Run,
 	}
-	return service{"housekeeping", func(ctx context.Context) error {
+	return service{config.RoleHousekeeping, func(ctx context.Context) error {
 		return l.Run(ctx, func(lctx context.Context) {
 			d.log.Info("housekeeping leader")
 			var wg sync.WaitGroup

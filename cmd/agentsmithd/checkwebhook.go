@@ -11,6 +11,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -68,7 +69,7 @@ func checkWebhook(ctx context.Context, cfg *config.Config, pc *config.Project, r
 	}
 	tester, ok := tr.(platforms.WebhookTester)
 	if !ok {
-		return lastDelivery(before.project, pc.Platform, sources, time.Now())
+		return lastDelivery(before.project, pc.Platform, sources, wallclock.Now())
 	}
 	test, res := tester.TestWebhook(ctx, platforms.CheckOptions{ReceiverURL: receiverURL, Webhooks: true})
 	if res.Status != platforms.CheckOK {
@@ -81,7 +82,7 @@ func checkWebhook(ctx context.Context, cfg *config.Config, pc *config.Project, r
 	if test.Answer != "" {
 		sent += "; " + test.Answer
 	}
-	start := time.Now()
+	start := wallclock.Now()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(webhookPoll)

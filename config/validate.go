@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 var (
@@ -154,13 +155,13 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		errs.add(path+".name", `must not be "." or ".." (it names a directory under consumer.work_dir)`)
 	}
 
-	rules, known := KnownPlatforms[p.Platform]
+	rules, known := platforms.Lookup(p.Platform)
 	switch {
 	case p.Platform == "":
 		errs.add(path+".platform", "required")
 	case !known:
 		errs.add(path+".platform", fmt.Sprintf("unknown platform %q (known: %s)",
-			p.Platform, strings.Join(slices.Sorted(maps.Keys(KnownPlatforms)), ", ")))
+			p.Platform, strings.Join(platforms.Names(), ", ")))
 	}
 	if known {
 		if p.BaseURL == "" {
@@ -220,7 +221,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	case a.Access == TriggerAccessNone && len(a.Users) == 0 && len(a.Teams) == 0:
 		errs.add(path+".trigger.allow.users", "users or teams required when access is \"none\": otherwise nobody may start a run")
 	}
-	if rules, ok := KnownPlatforms[p.Platform]; ok && !rules.Teams && len(p.Trigger.Allow.Teams) > 0 {
+	if rules, ok := platforms.Lookup(p.Platform); ok && !rules.Teams && len(p.Trigger.Allow.Teams) > 0 {
 		errs.add(path+".trigger.allow.teams", fmt.Sprintf("platform %q cannot tell team membership", p.Platform))
 	}
 	for i, t := range p.Trigger.Allow.Teams {
@@ -301,15 +302,6 @@ func checkBaseURL(s string) string {
 		return "must not contain credentials; use token"
 	}
 	return ""
-}
-
-// checkOwnerRepo validates GitHub's "owner/repo".
-func checkOwnerRepo(repo string) error {
-	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || !ghName.MatchString(owner) || !ghName.MatchString(name) {
-		return errors.New(`expected "owner/repo"`)
-	}
-	return nil
 }
 
 func positive(errs *Errors, path string, d time.Duration) {

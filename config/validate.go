@@ -192,7 +192,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	oneOf(&p.Token, path+".token", errs, p.Token, p.tokenEnv, p.tokenFile)
 	app := p.GitHubApp.IsSet()
 	switch {
-	case app && p.Platform != "github":
+	case app && !p.capabilities().GitHubApp:
 		errs.add(path+".github_app", "only for platform github")
 	case app && p.Token.IsSet():
 		errs.add(path+".token", "set either token or github_app, not both")
@@ -302,6 +302,13 @@ func checkBaseURL(s string) string {
 		return "must not contain credentials; use token"
 	}
 	return ""
+}
+
+// capabilities are those of p's platform; none for a platform not
+// registered.
+func (p *Project) capabilities() platforms.Capabilities {
+	d, _ := platforms.Lookup(p.Platform)
+	return d.Capabilities
 }
 
 func positive(errs *Errors, path string, d time.Duration) {

@@ -17,8 +17,8 @@ import (
 // platform: config validates a project by it, internal/projects builds the
 // tracker with it, discovery lists repositories with it. Each platform
 // package registers its own in its descriptor.go, so adding a platform is
-// one package and no switch elsewhere (an AST test in internal/platformguard
-// keeps switches on platform names out of the rest of the code).
+// one package and no switch elsewhere (guard_test.go keeps switches on
+// platform names out of the rest of the code).
 type Descriptor struct {
 	// Name is the platform as configs, Refs and webhook paths spell it.
 	Name string
@@ -62,6 +62,16 @@ type Capabilities struct {
 	// another case than the config does (GitHub and GitLab paths are
 	// case-insensitive), so the receiver routes on the folded locator.
 	FoldLocator bool
+	// Groups: discovery lists a group named by a project's group field
+	// (GitLab, subgroups included) rather than the owners of its repos
+	// patterns.
+	Groups bool
+	// GitHubApp: a project may authenticate as a GitHub App installation
+	// (github_app) and list every repository of it (installation: all).
+	GitHubApp bool
+	// OwnerlessPatterns: repos patterns are over the site's project keys
+	// (Jira's APP*), not owner/pattern.
+	OwnerlessPatterns bool
 }
 
 // TrackerOptions is what a project's configuration gives a platform's

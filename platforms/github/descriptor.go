@@ -18,7 +18,7 @@ func init() {
 		RateLimits:     trackerhttp.GitHubRateLimits,
 		New:            build,
 		List:           list,
-		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true},
+		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true},
 	})
 }
 

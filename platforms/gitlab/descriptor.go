@@ -17,7 +17,7 @@ func init() {
 		RateLimits:     trackerhttp.GitLabRateLimits,
 		New:            build,
 		List:           list,
-		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true},
+		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, Groups: true},
 	})
 }
 

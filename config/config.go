@@ -23,10 +23,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/jira"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // Roles a replica can run; a fleet scales receivers and consumers apart.
@@ -486,30 +483,6 @@ type Stuck struct {
 	Comment bool `yaml:"comment"`
 }
 
-// PlatformRules is what config needs to know about one tracker platform.
-type PlatformRules struct {
-	// DefaultBaseURL is used when base_url is empty; "" makes base_url
-	// required.
-	DefaultBaseURL string
-	// CheckRepo validates the repo field; nil accepts any non-empty value.
-	// Its error text is shown to the operator after "repo: ".
-	CheckRepo func(repo string) error
-	// Reactions: the platform has issue reactions (projects[].reactions).
-	Reactions bool
-	// Teams: the platform's tracker can tell team or group membership
-	// (platforms.TeamChecker), so trigger.allow.teams can admit anyone.
-	Teams bool
-}
-
-// KnownPlatforms lists the platforms a project may name. Platform packages
-// add their entry (in this package, one file per platform).
-var KnownPlatforms = map[string]PlatformRules{
-	github.Platform:      {DefaultBaseURL: github.DefaultBaseURL, CheckRepo: checkOwnerRepo, Reactions: true, Teams: true},
-	gitlab.Platform:      {DefaultBaseURL: gitlab.DefaultBaseURL, CheckRepo: checkGitLabProject, Reactions: true, Teams: true},
-	jira.Platform:        {CheckRepo: checkJiraProjectKey, Teams: true}, // no default: every Jira site has its own URL
-	azuredevops.Platform: {DefaultBaseURL: azuredevops.DefaultBaseURL, CheckRepo: checkAzureDevOpsRepo, Teams: true},
-}
-
 // TrackerWriter is the writer name a tracker client tags its writes with:
 // name when trackersim_writer_header is on, else "" (no header).
 func (c *Config) TrackerWriter(name string) string {
@@ -641,8 +614,8 @@ func (c *Config) applyDefaults(baseDir string) {
 	setDefault(&c.Audit.MaxLen, DefaultAuditMaxLen)
 	for i := range c.Projects {
 		p := &c.Projects[i]
-		if rules, ok := KnownPlatforms[p.Platform]; ok {
-			setDefault(&p.BaseURL, rules.DefaultBaseURL)
+		if d, ok := platforms.Lookup(p.Platform); ok {
+			setDefault(&p.BaseURL, d.DefaultBaseURL)
 		}
 		setDefault(&p.TriggerLabel, DefaultTriggerLabel)
 		setDefault(&p.Trigger.Allow.Access, TriggerAccessWrite)

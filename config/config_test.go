@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 const testdata = "../testdata/config/"
@@ -156,7 +157,7 @@ func TestBadReportsEverything(t *testing.T) {
 	if !errors.As(err, &errs) {
 		t.Fatalf("want Errors, got %T %v", err, err)
 	}
-	known := strings.Join(slices.Sorted(maps.Keys(KnownPlatforms)), ", ")
+	known := strings.Join(platforms.Names(), ", ")
 	want := []string{
 		`consumer.tail_bytes: expected an integer (line 9)`,
 		`claim_lock_ttl: expected a duration such as "30s" (line 10)`,
@@ -505,8 +506,8 @@ func TestValidationRules(t *testing.T) {
 }
 
 func TestKnownPlatformsExtensible(t *testing.T) {
-	KnownPlatforms["testplat"] = PlatformRules{}
-	t.Cleanup(func() { delete(KnownPlatforms, "testplat") })
+	platforms.Register(platforms.Descriptor{Name: "testplat"})
+	t.Cleanup(func() { platforms.Unregister("testplat") })
 	yml := strings.Replace(oneProject, "platform: github", "platform: testplat", 1) + "    token_env: T\n"
 	got := parseErrs(t, yml, map[string]string{"T": "t"})
 	if !slices.Equal(got, []string{"projects[0].base_url: required"}) {

@@ -100,10 +100,11 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 		}
 		return
 	}
+	caps := p.capabilities()
 	switch {
-	case p.Platform == "gitlab" && p.Group == "":
+	case caps.Groups && p.Group == "":
 		errs.add(path+".group", "required with repos on gitlab: the group whose projects are listed (subgroups included)")
-	case p.Platform == "gitlab":
+	case caps.Groups:
 		if err := checkGitLabGroup(p.Group); err != nil {
 			errs.add(path+".group", err.Error())
 		}
@@ -114,7 +115,7 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 	case p.Installation == "":
 	case p.Installation != InstallationAll:
 		errs.add(path+".installation", fmt.Sprintf("%q: the one value is %q (every repository of the App's installation)", p.Installation, InstallationAll))
-	case p.Platform != "github" || !p.GitHubApp.IsSet():
+	case !caps.GitHubApp || !p.GitHubApp.IsSet():
 		errs.add(path+".installation", "only for a github project authenticated with github_app")
 	}
 	if p.Repo != "" {
@@ -129,9 +130,9 @@ func (p *Project) validateDiscovery(errs *Errors, path string) {
 		switch {
 		case err != nil:
 			errs.add(fmt.Sprintf("%s.repos[%d]", path, i), err.Error())
-		case p.Platform == "jira" && rp.Owner != "":
+		case caps.OwnerlessPatterns && rp.Owner != "":
 			errs.add(fmt.Sprintf("%s.repos[%d]", path, i), fmt.Sprintf("%q: a Jira pattern is over the site's project keys (APP*, !LEGACY), no owner", s))
-		case p.Platform != "jira" && rp.Owner == "":
+		case !caps.OwnerlessPatterns && rp.Owner == "":
 			errs.add(fmt.Sprintf("%s.repos[%d]", path, i), fmt.Sprintf("%q: want owner/pattern, e.g. acme/* or !acme/legacy-*", s))
 		}
 		if !strings.HasPrefix(s, "!") {

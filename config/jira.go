@@ -1,22 +1,12 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unicode"
 
-	"github.com/agentsmithd/agentsmithd/platforms/jira"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
-
-// checkJiraProjectKey validates a Jira project's repo: its key ("PROJ"),
-// in the shape platforms/jira.CheckProjectKey owns.
-func checkJiraProjectKey(repo string) error {
-	if jira.CheckProjectKey(repo) != nil {
-		return errors.New(`expected a Jira project key such as "PROJ"`)
-	}
-	return nil
-}
 
 // checkJiraLabels refuses labels Jira cannot hold: a Jira label is one word,
 // so a trigger label or a lifecycle label (built from the prefix) with a
@@ -47,7 +37,8 @@ func checkJiraDeployment(errs *Errors, path string, j *Jira) {
 }
 
 // checkJiraScope validates jira.jql: instead of repo and repos, a scope
-// the Jira tracker accepts (platforms/jira.CheckScope owns that rule).
+// the Jira tracker accepts (its platform descriptor's CheckScope owns that
+// rule).
 func checkJiraScope(errs *Errors, path string, p *Project) {
 	if p.Jira.JQL == "" {
 		return
@@ -57,8 +48,10 @@ func checkJiraScope(errs *Errors, path string, p *Project) {
 		errs.add(jp, "set either repo/repos (project keys) or jira.jql (a scope across projects), not both")
 		return
 	}
-	if err := jira.CheckScope(p.Jira.JQL); err != nil {
-		errs.add(jp, err.Error())
+	if d, ok := platforms.Lookup(p.Platform); ok && d.CheckScope != nil {
+		if err := d.CheckScope(p.Jira.JQL); err != nil {
+			errs.add(jp, err.Error())
+		}
 	}
 }
 

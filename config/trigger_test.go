@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 const triggerBase = `
@@ -59,8 +61,8 @@ func TestTriggerAllowTeams(t *testing.T) {
 // A platform whose tracker cannot tell team membership refuses teams in
 // validate rather than admitting nobody by them silently.
 func TestTriggerAllowTeamsNeedThePlatform(t *testing.T) {
-	KnownPlatforms["noteams"] = PlatformRules{}
-	t.Cleanup(func() { delete(KnownPlatforms, "noteams") })
+	platforms.Register(platforms.Descriptor{Name: "noteams"})
+	t.Cleanup(func() { platforms.Unregister("noteams") })
 	yml := strings.Replace(triggerBase, "platform: github", "platform: noteams", 1)
 	errs := parseErrs(t, yml+"    trigger: {allow: {teams: [devs]}}\n", map[string]string{"T": "x"})
 	if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, "projects[0].trigger.allow.teams") }) {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 var (
@@ -161,13 +162,13 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		errs.add(path+".name", `must not be "." or ".." (it names a directory under consumer.work_dir)`)
 	}
 
-	rules, known := KnownPlatforms[p.Platform]
+	rules, known := platforms.Lookup(p.Platform)
 	switch {
 	case p.Platform == "":
 		errs.add(path+".platform", "required")
 	case !known:
 		errs.add(path+".platform", fmt.Sprintf("unknown platform %q (known: %s)",
-			p.Platform, strings.Join(slices.Sorted(maps.Keys(KnownPlatforms)), ", ")))
+			p.Platform, strings.Join(platforms.Names(), ", ")))
 	}
 	if known {
 		if p.BaseURL == "" {
@@ -198,7 +199,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	oneOf(&p.Token, path+".token", errs, p.Token, p.tokenEnv, p.tokenFile)
 	app := p.GitHubApp.IsSet()
 	switch {
-	case app && p.Platform != "github":
+	case app && !p.capabilities().GitHubApp:
 		errs.add(path+".github_app", "only for platform github")
 	case app && p.Token.IsSet():
 		errs.add(path+".token", "set either token or github_app, not both")
@@ -227,7 +228,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	case a.Access == TriggerAccessNone && len(a.Users) == 0 && len(a.Teams) == 0:
 		errs.add(path+".trigger.allow.users", "users or teams required when access is \"none\": otherwise nobody may start a run")
 	}
-	if rules, ok := KnownPlatforms[p.Platform]; ok && !rules.Teams && len(p.Trigger.Allow.Teams) > 0 {
+	if rules, ok := platforms.Lookup(p.Platform); ok && !rules.Teams && len(p.Trigger.Allow.Teams) > 0 {
 		errs.add(path+".trigger.allow.teams", fmt.Sprintf("platform %q cannot tell team membership", p.Platform))
 	}
 	for i, t := range p.Trigger.Allow.Teams {
@@ -310,13 +311,11 @@ func checkBaseURL(s string) string {
 	return ""
 }
 
-// checkOwnerRepo validates GitHub's "owner/repo".
-func checkOwnerRepo(repo string) error {
-	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || !ghName.MatchString(owner) || !ghName.MatchString(name) {
-		return errors.New(`expected "owner/repo"`)
-	}
-	return nil
+// capabilities are those of p's platform; none for a platform not
+// registered.
+func (p *Project) capabilities() platforms.Capabilities {
+	d, _ := platforms.Lookup(p.Platform)
+	return d.Capabilities
 }
 
 func positive(errs *Errors, path string, d time.Duration) {

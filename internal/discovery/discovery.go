@@ -18,19 +18,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/config"
-	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
-	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/jira"
+	"github.com/agentsmithd/agentsmithd/internal/projects"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // Repo is one listed repository (a GitLab project).
-type Repo struct {
-	Path string // owner/name; group/…/project on GitLab
-	// Archived (or disabled) repositories refuse writes and are left out.
-	Archived bool
-}
+type Repo = platforms.ListedRepo
 
 // Lister lists what owner (a GitHub owner, a GitLab group) holds, with
 // pc's credentials.
@@ -163,66 +156,14 @@ func matchesInclude(pc *config.Project, path string) bool {
 	return !includes && (pc.Group != "" || pc.Installation != "")
 }
 
-// appOf is pc's GitHub App installation credentials.
-func appOf(pc *config.Project) github.App {
-	a := pc.GitHubApp
-	return github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
-}
-
 // listPlatform lists over the real API with the project's credentials,
 // through hc (nil: each platform's default client).
 func listPlatform(ctx context.Context, pc *config.Project, owner string, hc *http.Client) ([]Repo, error) {
-	var out []Repo
-	switch pc.Platform {
-	case gitlab.Platform:
-		ps, err := gitlab.ListGroupProjects(ctx, gitlab.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(), HTTPClient: hc}, owner)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range ps {
-			out = append(out, Repo{Path: p.Path, Archived: p.Archived})
-		}
-	case github.Platform:
-		opts := github.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(),
-			HTTPClient: trackerhttp.ClientOr(hc, nil, trackerhttp.GitHubRateLimits)}
-		if pc.GitHubApp.IsSet() {
-			app := appOf(pc)
-			opts.App = &app
-		}
-		var rs []github.Repository
-		var err error
-		if pc.Installation == config.InstallationAll {
-			rs, err = github.ListInstallationRepositories(ctx, opts)
-		} else {
-			rs, err = github.ListRepositories(ctx, opts, owner)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rs {
-			out = append(out, Repo{Path: r.Owner + "/" + r.Name, Archived: r.Archived || r.Disabled})
-		}
-	case azuredevops.Platform:
-		ps, err := azuredevops.ListProjects(ctx, azuredevops.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(), HTTPClient: hc}, owner)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range ps {
-			// A project being created, deleted or renamed is not usable
-			// yet; it is counted with the archived.
-			out = append(out, Repo{Path: owner + "/" + p.Name, Archived: p.State != "wellFormed"})
-		}
-	case jira.Platform:
-		keys, err := jira.ListProjects(ctx, jira.Options{BaseURL: pc.BaseURL, Token: pc.Token.Value(),
-			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, HTTPClient: hc})
-		if err != nil {
-			return nil, err
-		}
-		for _, k := range keys {
-			out = append(out, Repo{Path: k})
-		}
-	default:
+	d, ok := platforms.Lookup(pc.Platform)
+	if !ok || d.List == nil {
 		return nil, fmt.Errorf("%s: repository discovery is not supported", pc.Platform)
 	}
-	return out, nil
+	opts := projects.Options(pc)
+	opts.HTTPClient = hc
+	return d.List(ctx, opts, owner)
 }

@@ -152,3 +152,9 @@ func (r *Refresher) Refresh(ctx context.Context) error {
 	}
 	return r.cfg.Apply(ctx, expanded)
 }
+
+// appOf is pc's GitHub App installation credentials.
+func appOf(pc *config.Project) github.App {
+	a := pc.GitHubApp
+	return github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
+}

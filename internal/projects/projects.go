@@ -16,10 +16,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
-	"github.com/agentsmithd/agentsmithd/platforms/azuredevops"
-	"github.com/agentsmithd/agentsmithd/platforms/github"
-	"github.com/agentsmithd/agentsmithd/platforms/gitlab"
-	"github.com/agentsmithd/agentsmithd/platforms/jira"
+	_ "github.com/agentsmithd/agentsmithd/platforms/all" // registers every platform
 )
 
 // Tracker builds the tracker of one configured project with the platform's
@@ -42,43 +39,28 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 	for _, s := range lifecycle.AllStates {
 		lifecycleLabels = append(lifecycleLabels, lifecycle.Labels{Prefix: prefix}.Label(s))
 	}
-	spellings := append([]string{pc.TriggerLabel}, lifecycleLabels...)
-	switch pc.Platform {
-	case github.Platform:
-		opts := github.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name, Spellings: spellings,
-			Token: pc.Token.Value(), Logger: log.Named("github"), Writer: writer, LabelPrefix: prefix, HTTPClient: hc}
-		if a := pc.GitHubApp; a.IsSet() {
-			opts.App = &github.App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
-		}
-		tr, err := github.New(opts)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, github.Webhooks{Spellings: lifecycleLabels}, tr.Locator(), nil
-	case gitlab.Platform:
-		tr, err := gitlab.New(gitlab.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("gitlab"), Writer: writer, LabelPrefix: prefix, HTTPClient: hc})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, gitlab.Webhooks{}, tr.Locator(), nil
-	case azuredevops.Platform:
-		tr, err := azuredevops.New(azuredevops.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, Project: pc.Name,
-			Token: pc.Token.Value(), Logger: log.Named("azuredevops"), Writer: writer, HTTPClient: hc, Spellings: spellings})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, azuredevops.Webhooks{Spellings: lifecycleLabels}, tr.Locator(), nil
-	case jira.Platform:
-		tr, err := jira.New(jira.Options{BaseURL: pc.BaseURL, Repo: pc.Repo, JQL: pc.Jira.JQL, Project: pc.Name, Token: pc.Token.Value(),
-			Email: pc.Jira.Email, Deployment: pc.Jira.Deployment, Logger: log.Named("jira"), Writer: writer,
-			Locker: redislock.Locker{RDB: rdb}, HTTPClient: hc})
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return tr, jira.Webhooks{}, tr.Locator(), nil
+	d, ok := platforms.Lookup(pc.Platform)
+	if !ok || d.New == nil {
+		return nil, nil, "", fmt.Errorf("platform %q is not supported", pc.Platform)
 	}
-	return nil, nil, "", fmt.Errorf("platform %q is not supported", pc.Platform)
+	opts := Options(pc)
+	opts.Logger, opts.Writer, opts.LabelPrefix, opts.HTTPClient = log.Named(pc.Platform), writer, prefix, hc
+	opts.Spellings = append([]string{pc.TriggerLabel}, lifecycleLabels...)
+	opts.Lifecycle = lifecycleLabels
+	opts.Locker = redislock.Locker{RDB: rdb}
+	return d.New(opts)
+}
+
+// Options are pc's credentials and scope as its platform's descriptor
+// takes them, for its tracker (Tracker adds the rest) and its lister.
+func Options(pc *config.Project) platforms.TrackerOptions {
+	opts := platforms.TrackerOptions{BaseURL: pc.BaseURL, Repo: pc.Repo, Scope: pc.Jira.JQL, Project: pc.Name,
+		Token: pc.Token.Value(), Email: pc.Jira.Email, Deployment: pc.Jira.Deployment,
+		Installation: pc.Installation == config.InstallationAll}
+	if a := pc.GitHubApp; a.IsSet() {
+		opts.App = &platforms.AppCredentials{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
+	}
+	return opts
 }
 
 // RateLimits is how platform's tracker signals rate limits, for an HTTP
@@ -86,17 +68,8 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 // platform's own default client already uses it. Unknown platforms get the
 // zero policy (GitHub-style X-RateLimit-* headers).
 func RateLimits(platform string) trackerhttp.RateLimits {
-	switch platform {
-	case github.Platform:
-		return trackerhttp.GitHubRateLimits
-	case gitlab.Platform:
-		return trackerhttp.GitLabRateLimits
-	case azuredevops.Platform:
-		return trackerhttp.AzureDevOpsRateLimits
-	case jira.Platform:
-		return trackerhttp.JiraRateLimits
-	}
-	return trackerhttp.RateLimits{}
+	d, _ := platforms.Lookup(platform)
+	return d.RateLimits
 }
 
 // AnyPolls reports whether any of pcs, as configured (a discovered block

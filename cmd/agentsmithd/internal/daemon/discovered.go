@@ -15,6 +15,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // servedProject is one project built from its config: what the lifecycle
@@ -56,8 +57,8 @@ func (d *Daemon) buildRoutes() []receiver.Route {
 		platform := watched[name].Platform
 		r := byPlatform[platform]
 		if r == nil {
-			r = &receiver.Route{Platform: platform, Decoder: d.decoders[platform],
-				FoldLocator: platform == "github" || platform == "gitlab"}
+			desc, _ := platforms.Lookup(platform)
+			r = &receiver.Route{Platform: platform, Decoder: d.decoders[platform], FoldLocator: desc.FoldLocator}
 			byPlatform[platform] = r
 		}
 		r.Projects = append(r.Projects, d.served[name].route)

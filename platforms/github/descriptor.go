@@ -1,0 +1,77 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+func init() {
+	platforms.Register(platforms.Descriptor{
+		Name:           Platform,
+		DefaultBaseURL: DefaultBaseURL,
+		CheckRepo:      CheckRepo,
+		RateLimits:     trackerhttp.GitHubRateLimits,
+		New:            build,
+		List:           list,
+		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true},
+	})
+}
+
+// repoName is what GitHub accepts as an owner's or a repository's name.
+var repoName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// CheckRepo validates a project's "owner/repo".
+func CheckRepo(repo string) error {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || !repoName.MatchString(owner) || !repoName.MatchString(name) {
+		return errors.New(`expected "owner/repo"`)
+	}
+	return nil
+}
+
+// options are opts as this package's Options, the App's credentials
+// included when the project has them.
+func options(opts platforms.TrackerOptions) Options {
+	o := Options{BaseURL: opts.BaseURL, Repo: opts.Repo, Project: opts.Project, Spellings: opts.Spellings,
+		Token: opts.Token, Logger: opts.Logger, Writer: opts.Writer, LabelPrefix: opts.LabelPrefix, HTTPClient: opts.HTTPClient}
+	if a := opts.App; a != nil {
+		o.App = &App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: a.PrivateKey}
+	}
+	return o
+}
+
+func build(opts platforms.TrackerOptions) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
+	tr, err := New(options(opts))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return tr, Webhooks{Spellings: opts.Lifecycle}, tr.Locator(), nil
+}
+
+// list lists owner's repositories, or with opts.Installation every one of
+// the App installation's, through a client that keeps to GitHub's rate
+// limits.
+func list(ctx context.Context, opts platforms.TrackerOptions, owner string) ([]platforms.ListedRepo, error) {
+	o := options(platforms.TrackerOptions{BaseURL: opts.BaseURL, Token: opts.Token, App: opts.App,
+		HTTPClient: trackerhttp.ClientOr(opts.HTTPClient, nil, trackerhttp.GitHubRateLimits)})
+	var rs []Repository
+	var err error
+	if opts.Installation {
+		rs, err = ListInstallationRepositories(ctx, o)
+	} else {
+		rs, err = ListRepositories(ctx, o, owner)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []platforms.ListedRepo
+	for _, r := range rs {
+		out = append(out, platforms.ListedRepo{Path: r.Owner + "/" + r.Name, Archived: r.Archived || r.Disabled})
+	}
+	return out, nil
+}

@@ -1,0 +1,56 @@
+package jira
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+func init() {
+	platforms.Register(platforms.Descriptor{
+		Name: Platform,
+		// No DefaultBaseURL: every Jira site has its own URL.
+		CheckRepo:    checkRepo,
+		CheckScope:   CheckScope,
+		RateLimits:   trackerhttp.JiraRateLimits,
+		New:          build,
+		List:         list,
+		Capabilities: platforms.Capabilities{Teams: true, OwnerlessPatterns: true},
+	})
+}
+
+// checkRepo validates a project's repo: its key ("PROJ"), in the shape
+// CheckProjectKey owns, with the message config shows.
+func checkRepo(repo string) error {
+	if CheckProjectKey(repo) != nil {
+		return errors.New(`expected a Jira project key such as "PROJ"`)
+	}
+	return nil
+}
+
+func build(opts platforms.TrackerOptions) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
+	tr, err := New(Options{BaseURL: opts.BaseURL, Repo: opts.Repo, JQL: opts.Scope, Project: opts.Project, Token: opts.Token,
+		Email: opts.Email, Deployment: opts.Deployment, Logger: opts.Logger, Writer: opts.Writer,
+		Locker: opts.Locker, HTTPClient: opts.HTTPClient})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return tr, Webhooks{}, tr.Locator(), nil
+}
+
+// list lists the site's project keys; owner is unused (a Jira pattern has
+// no owner).
+func list(ctx context.Context, opts platforms.TrackerOptions, _ string) ([]platforms.ListedRepo, error) {
+	keys, err := ListProjects(ctx, Options{BaseURL: opts.BaseURL, Token: opts.Token,
+		Email: opts.Email, Deployment: opts.Deployment, HTTPClient: opts.HTTPClient})
+	if err != nil {
+		return nil, err
+	}
+	var out []platforms.ListedRepo
+	for _, k := range keys {
+		out = append(out, platforms.ListedRepo{Path: k})
+	}
+	return out, nil
+}

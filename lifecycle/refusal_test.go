@@ -17,6 +17,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
@@ -114,7 +115,7 @@ func TestExecutorsFinalTransitionRefusedForGoodEndsWithOneComment(t *testing.T) 
 	ctx := t.Context()
 	dir := t.TempDir()
 	m := metrics.New(metrics.Config{})
-	startExecutorWith(t, w, dir, time.Second, func(cfg *lifecycle.ExecutorConfig) { cfg.Observer = m })
+	startExecutorWith(t, w, dir, time.Second, func(cfg *consumer.ExecutorConfig) { cfg.Observer = m })
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "refused at the end", "", "agent-smith")
 	if res, err := w.Claims.Claim(ctx, lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)

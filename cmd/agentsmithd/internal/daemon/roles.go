@@ -13,6 +13,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -90,7 +91,7 @@ func (d *Daemon) buildAdmin() http.Handler {
 // and the retention of the run logs and work dirs it leaves.
 func (d *Daemon) buildConsumer() []service {
 	c := d.cfg.Consumer
-	exec := lifecycle.NewExecutor(d.rdb, d.queue, d.projects, lifecycle.ExecutorConfig{
+	exec := consumer.NewExecutor(d.rdb, d.queue, d.projects, consumer.ExecutorConfig{
 		Instance: d.cfg.InstanceID, Concurrency: c.Concurrency,
 		HeartbeatTTL: c.HeartbeatTTL, HeartbeatRenew: c.HeartbeatRenew,
 		ShutdownGrace: c.ShutdownGrace, KillGrace: c.KillGrace,

@@ -18,6 +18,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -84,7 +85,7 @@ const (
 	// once its headers have: deliveries are at most a few hundred KB.
 	DefaultBodyTimeout     = 10 * time.Second
 	DefaultTriggerLabel    = "agent-smith"
-	DefaultPollInterval    = lifecycle.DefaultPollInterval
+	DefaultPollInterval    = poller.DefaultPollInterval
 	MinPollInterval        = time.Second
 	DefaultPipelineTimeout = 30 * time.Minute
 	DefaultMaxAttempts     = 3

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -77,7 +78,7 @@ func TestEmptyConfigPrintsTheServicesDefaults(t *testing.T) {
 		"projects[2].base_url":                 azuredevops.DefaultBaseURL,
 		"projects[0].pipeline.persist_timeout": consumer.DefaultPersistTimeout,
 		"projects[0].priority.default":         lifecycle.DefaultPriority,
-		"projects[0].polling.interval":         lifecycle.DefaultPollInterval,
+		"projects[0].polling.interval":         poller.DefaultPollInterval,
 		"projects[0].stuck.enqueued_after":     lifecycle.DefaultStuckEnqueued,
 		"projects[0].stuck.in_progress_after":  lifecycle.DefaultStuckInProgress,
 		"projects[2].stuck.in_progress_after":  lifecycle.DefaultStuckInProgress,

@@ -20,6 +20,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
@@ -38,7 +39,7 @@ func TestPollerBacksOffATicketRefusedForGood(t *testing.T) {
 	m := metrics.New(metrics.Config{})
 	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
 		Clock: clock.Now, Logger: zaptest.NewLogger(t), Observer: m})
-	poller := lifecycle.NewPoller(claims, zaptest.NewLogger(t))
+	poller := poller.NewPoller(claims, zaptest.NewLogger(t))
 
 	n := w.RefusedIssue(t)
 	var wroteAt []int

@@ -2,9 +2,9 @@
 // the transition table with the owner of each transition, the label writes
 // that ask it, attempts, refusals, the project and request types, and the
 // claim service. The roles that drive a run are packages of their own that
-// import this one, never the reverse (lifecycle/consumer). It depends on the
-// platforms.Tracker interface and on Redis primitives from pkg, never on a
-// tracker SDK.
+// import this one, never the reverse (lifecycle/consumer, lifecycle/poller).
+// It depends on the platforms.Tracker interface and on Redis primitives from
+// pkg, never on a tracker SDK.
 package lifecycle
 
 import (

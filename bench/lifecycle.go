@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 )
 
 // LifecycleResult is one trigger × outcome scenario.
@@ -78,7 +79,7 @@ func (b *bench) lifecycleScenarios(ctx context.Context, split bool) error {
 	exDone := make(chan error, 1)
 	go func() { exDone <- ex.Run(runCtx) }()
 	defer func() { cancel(); <-exDone }()
-	poller := lifecycle.NewPoller(w.claims, zap.NewNop())
+	poller := poller.NewPoller(w.claims, zap.NewNop())
 
 	type scenario struct {
 		name, project, repo string

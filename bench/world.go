@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -133,12 +134,12 @@ func (w *world) close() {
 
 // executor builds the consumer; split gives it its own tracker clients, as
 // on a replica that runs only the consumer role.
-func (w *world) executor(concurrency int, split bool) *lifecycle.Executor {
+func (w *world) executor(concurrency int, split bool) *consumer.Executor {
 	ps := w.projects
 	if split {
 		ps = w.consumer
 	}
-	return lifecycle.NewExecutor(w.rdb, w.q, ps, lifecycle.ExecutorConfig{Instance: "bench", Concurrency: concurrency,
+	return consumer.NewExecutor(w.rdb, w.q, ps, consumer.ExecutorConfig{Instance: "bench", Concurrency: concurrency,
 		WorkDir: w.workDir, Labels: w.labels})
 }
 

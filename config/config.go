@@ -17,6 +17,8 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -50,12 +52,12 @@ const (
 	// the internet reaches only the webhooks on Listen (issue #18).
 	DefaultAdminListen    = "127.0.0.1:9090"
 	DefaultLabelPrefix    = lifecycle.DefaultLabelPrefix
-	DefaultConcurrency    = lifecycle.DefaultConcurrency
+	DefaultConcurrency    = consumer.DefaultConcurrency
 	DefaultHeartbeatTTL   = keys.HeartbeatTTL   // spec: absence after 2 min means dead
 	DefaultHeartbeatRenew = keys.HeartbeatRenew // spec: renewed every 30 s
-	DefaultShutdownGrace  = lifecycle.DefaultShutdownGrace
-	DefaultKillGrace      = lifecycle.DefaultKillGrace
-	DefaultTailBytes      = lifecycle.DefaultTailBytes
+	DefaultShutdownGrace  = consumer.DefaultShutdownGrace
+	DefaultKillGrace      = consumer.DefaultKillGrace
+	DefaultTailBytes      = consumer.DefaultTailBytes
 	// MaxTailBytes bounds consumer.tail_bytes: the tail goes into the
 	// failure comment, which must fit every platform's limit (32,767
 	// characters on Jira); the comment is cut to fit anyway, but a larger
@@ -80,21 +82,21 @@ const (
 	// once its headers have: deliveries are at most a few hundred KB.
 	DefaultBodyTimeout     = 10 * time.Second
 	DefaultTriggerLabel    = "agent-smith"
-	DefaultPollInterval    = lifecycle.DefaultPollInterval
+	DefaultPollInterval    = poller.DefaultPollInterval
 	MinPollInterval        = time.Second
 	DefaultPipelineTimeout = 30 * time.Minute
 	DefaultMaxAttempts     = 3
 	DefaultAuditMaxLen     = audit.DefaultMaxLen
 	MinAuditMaxLen         = 100 // below one stream node, MAXLEN ~ cannot trim
-	DefaultPersistTimeout  = lifecycle.DefaultPersistTimeout
+	DefaultPersistTimeout  = consumer.DefaultPersistTimeout
 	DefaultPriority        = lifecycle.DefaultPriority // the level of agentsmith:queue:jobs
 	DefaultLowerEvery      = queue.DefaultLowerEvery
-	DefaultLimitDelay      = lifecycle.DefaultLimitDelay
+	DefaultLimitDelay      = consumer.DefaultLimitDelay
 	DefaultDelayedInterval = housekeeping.DefaultDelayedInterval
 	DefaultBackoffInitial  = 30 * time.Second
 	DefaultBackoffMax      = 10 * time.Minute
 	DefaultBackoffFactor   = 2.0
-	DefaultCancelCheck     = lifecycle.DefaultCancelCheck
+	DefaultCancelCheck     = consumer.DefaultCancelCheck
 	DefaultGuardCheck      = runguard.DefaultCheck
 	DefaultStuckEnqueued   = lifecycle.DefaultStuckEnqueued
 	DefaultStuckInProgress = lifecycle.DefaultStuckInProgress

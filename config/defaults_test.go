@@ -11,6 +11,8 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -47,17 +49,17 @@ func TestEmptyConfigPrintsTheServicesDefaults(t *testing.T) {
 	owners := map[string]any{
 		"label_prefix":                         platforms.DefaultLabelPrefix,
 		"claim_lock_ttl":                       keys.ClaimLockTTL,
-		"consumer.concurrency":                 lifecycle.DefaultConcurrency,
+		"consumer.concurrency":                 consumer.DefaultConcurrency,
 		"consumer.heartbeat_ttl":               keys.HeartbeatTTL,
 		"consumer.heartbeat_renew":             keys.HeartbeatRenew,
-		"consumer.shutdown_grace":              lifecycle.DefaultShutdownGrace,
+		"consumer.shutdown_grace":              consumer.DefaultShutdownGrace,
 		"consumer.kill_grace":                  procrun.DefaultGrace,
 		"consumer.tail_bytes":                  procrun.DefaultTailBytes,
 		"consumer.lower_priority_every":        queue.DefaultLowerEvery,
-		"consumer.limit_delay":                 lifecycle.DefaultLimitDelay,
-		"consumer.cancel_check":                lifecycle.DefaultCancelCheck,
+		"consumer.limit_delay":                 consumer.DefaultLimitDelay,
+		"consumer.cancel_check":                consumer.DefaultCancelCheck,
 		"consumer.guard_check":                 runguard.DefaultCheck,
-		"consumer.output.log_max_bytes":        lifecycle.DefaultLogMaxBytes,
+		"consumer.output.log_max_bytes":        consumer.DefaultLogMaxBytes,
 		"consumer.output.retention.max_age":    housekeeping.DefaultRetentionMaxAge,
 		"consumer.output.retention.max_bytes":  housekeeping.DefaultRetentionMaxBytes,
 		"consumer.output.retention.interval":   housekeeping.DefaultRetentionInterval,
@@ -74,9 +76,9 @@ func TestEmptyConfigPrintsTheServicesDefaults(t *testing.T) {
 		"projects[0].base_url":                 github.DefaultBaseURL,
 		"projects[1].base_url":                 gitlab.DefaultBaseURL,
 		"projects[2].base_url":                 azuredevops.DefaultBaseURL,
-		"projects[0].pipeline.persist_timeout": lifecycle.DefaultPersistTimeout,
+		"projects[0].pipeline.persist_timeout": consumer.DefaultPersistTimeout,
 		"projects[0].priority.default":         lifecycle.DefaultPriority,
-		"projects[0].polling.interval":         lifecycle.DefaultPollInterval,
+		"projects[0].polling.interval":         poller.DefaultPollInterval,
 		"projects[0].stuck.enqueued_after":     lifecycle.DefaultStuckEnqueued,
 		"projects[0].stuck.in_progress_after":  lifecycle.DefaultStuckInProgress,
 		"projects[2].stuck.in_progress_after":  lifecycle.DefaultStuckInProgress,

@@ -6,11 +6,12 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 )
 
 // Output defaults: the executor's and the Retention service's own.
 const (
-	DefaultLogMaxBytes       = lifecycle.DefaultLogMaxBytes // per attempt
+	DefaultLogMaxBytes       = consumer.DefaultLogMaxBytes // per attempt
 	DefaultRetentionMaxAge   = housekeeping.DefaultRetentionMaxAge
 	DefaultRetentionMaxBytes = housekeeping.DefaultRetentionMaxBytes
 	DefaultRetentionInterval = housekeeping.DefaultRetentionInterval

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
@@ -39,7 +40,7 @@ type OutcomeWriterConfig struct {
 type OutcomeWriter struct {
 	cfg      OutcomeWriterConfig
 	rdb      redis.UniversalClient
-	finisher *lifecycle.OutcomeFinisher
+	finisher *consumer.OutcomeFinisher
 	log      *zap.Logger
 }
 
@@ -55,7 +56,7 @@ func NewOutcomeWriter(rdb redis.UniversalClient, claims *lifecycle.ClaimService,
 		cfg.Logger = zap.NewNop()
 	}
 	log := cfg.Logger.Named("OutcomeWriter")
-	f := lifecycle.NewOutcomeFinisher(rdb, claims, lifecycle.OutcomeFinisherConfig{Fence: cfg.Fence, LockTTL: cfg.LockTTL,
+	f := consumer.NewOutcomeFinisher(rdb, claims, consumer.OutcomeFinisherConfig{Fence: cfg.Fence, LockTTL: cfg.LockTTL,
 		WriteTimeout: cfg.WriteTimeout, Clock: cfg.Clock, Logger: log})
 	return &OutcomeWriter{cfg: cfg, rdb: rdb, finisher: f, log: log}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -106,7 +107,7 @@ func outcomeWorldOf(t *testing.T, dir string, writeTimeout time.Duration, wrap f
 	p.Pipeline.Command = []string{"sh", "-c", `echo run >> "$D/runs"; touch "$D/started"; ` +
 		`while [ ! -f "$D/gate" ]; do sleep 0.02; done; printf '{"summary": "made it"}' > "$AGENTSMITH_RESULT_FILE"`}
 	p.Pipeline.Env = map[string]string{"D": dir}
-	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{
 		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 		KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"), TakeWait: 100 * time.Millisecond,
 		WriteTimeout: writeTimeout, Logger: zaptest.NewLogger(t), Observer: rec})

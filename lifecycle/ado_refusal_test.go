@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
@@ -33,7 +34,7 @@ const (
 // with a poller on an injected clock.
 type refusalWorld struct {
 	sim     *trackersim.Sim
-	poller  *lifecycle.Poller
+	poller  *poller.Poller
 	clock   *trackerhttptest.Clock
 	metrics *metrics.Metrics
 	labels  lifecycle.Labels
@@ -60,7 +61,7 @@ func newADOWorld(t *testing.T, access trackersim.Access) *refusalWorld {
 		metrics: metrics.New(metrics.Config{}), labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}, write: adoPatch}
 	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{Instance: "test",
 		Labels: w.labels, Clock: w.clock.Now, Logger: zaptest.NewLogger(t), Observer: w.metrics})
-	w.poller = lifecycle.NewPoller(claims, zaptest.NewLogger(t))
+	w.poller = poller.NewPoller(claims, zaptest.NewLogger(t))
 	return w
 }
 

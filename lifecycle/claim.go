@@ -54,15 +54,15 @@ type Holder struct {
 	Since    time.Time `json:"since"`
 }
 
-// ownerToken builds a lock value that identifies its holder. The random part
+// OwnerToken builds a lock value that identifies its holder. The random part
 // makes it unique, so a CAS release can never free someone else's lock.
-func ownerToken(instance, source string, now time.Time) string {
+func OwnerToken(instance, source string, now time.Time) string {
 	return instance + "|" + source + "|" + strconv.FormatInt(now.UnixMilli(), 10) + "|" + redislock.NewToken()
 }
 
-// parseOwnerToken is ownerToken's inverse; unknown formats give an empty
+// ParseOwnerToken is OwnerToken's inverse; unknown formats give an empty
 // Holder rather than an error, since the token is only informative here.
-func parseOwnerToken(token string) *Holder {
+func ParseOwnerToken(token string) *Holder {
 	parts := strings.Split(token, "|")
 	if len(parts) != 4 {
 		return &Holder{Instance: token}
@@ -173,7 +173,7 @@ func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source st
 	// (or names the holder); the push goes with the lock's release in a
 	// second one (claimLocked), so a claim costs Redis 2 round trips.
 	now := c.cfg.Clock()
-	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: ownerToken(c.cfg.Instance, source, now), asked: now}
+	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: OwnerToken(c.cfg.Instance, source, now), asked: now}
 	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref)
 	if err != nil {
 		return res, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
@@ -191,7 +191,7 @@ func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source st
 		}
 		res.Outcome = AlreadyClaimed
 		if l.Holder != "" {
-			res.Holder = parseOwnerToken(l.Holder)
+			res.Holder = ParseOwnerToken(l.Holder)
 		}
 		c.logOutcome(ref, source, attempt, res)
 	}
@@ -226,7 +226,7 @@ func (c *ClaimService) releaseUnlessSent(ctx context.Context, ref platforms.Ref,
 // false, without calling fn, when someone else holds the lock.
 func (c *ClaimService) WithLock(ctx context.Context, ref platforms.Ref, source string, fn func(ctx context.Context) error) (bool, error) {
 	lockKey := keys.ClaimLock(ref.Platform, ref.ID)
-	token := ownerToken(c.cfg.Instance, source, c.cfg.Clock())
+	token := OwnerToken(c.cfg.Instance, source, c.cfg.Clock())
 	got, err := redislock.Acquire(ctx, c.rdb, lockKey, token, c.cfg.LockTTL)
 	if err != nil {
 		return false, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
@@ -252,6 +252,15 @@ func (c *ClaimService) Labels() Labels { return c.cfg.Labels }
 // reads several of them in one pass sees one consistent set while
 // discovery replaces it.
 func (c *ClaimService) Projects() Projects { return c.projects.Watched() }
+
+// Config returns the service's configuration with its defaults filled
+// in: what else reports as the claim service does (the outcome finisher)
+// takes its instance, labels, clock and observer from it.
+func (c *ClaimService) Config() ClaimConfig { return c.cfg }
+
+// ProjectSource returns the source LookupAny reads, retired projects
+// included: for a role that finishes runs already started.
+func (c *ClaimService) ProjectSource() ProjectSource { return c.projects }
 
 // LookupAny resolves a ref's project whether it is watched or was retired
 // by discovery after its ticket was claimed: for what finishes a run

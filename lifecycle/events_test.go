@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -31,7 +32,7 @@ func TestObserverSeesEveryTransitionOfARun(t *testing.T) {
 		t.Fatalf("second claim = %+v, %v; want not eligible", res, err)
 	}
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c", "sleep 0.05"}
-	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{
 		Instance: "runner", Concurrency: 1, WorkDir: filepath.Join(t.TempDir(), "work"), TakeWait: 100 * time.Millisecond,
 		Logger: zaptest.NewLogger(t), Observer: rec})
 	ctx, cancel := context.WithCancel(context.Background())

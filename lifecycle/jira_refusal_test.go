@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -50,7 +51,7 @@ func newJiraWorld(t *testing.T) *refusalWorld {
 		labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}, write: jiraEdit}
 	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{Instance: "test",
 		Labels: w.labels, Clock: clock.Now, Logger: zaptest.NewLogger(t), Observer: w.metrics})
-	w.poller = lifecycle.NewPoller(claims, zaptest.NewLogger(t))
+	w.poller = poller.NewPoller(claims, zaptest.NewLogger(t))
 	return w
 }
 

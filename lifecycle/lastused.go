@@ -36,7 +36,7 @@ func MarkUsed(logsRoot string, ref platforms.Ref, at time.Time) error {
 // MarkTicketDirUsed records at as when the ticket whose directory is
 // ticketDir ({project}/{ticket}, as under the work root) was last used.
 func MarkTicketDirUsed(logsRoot, ticketDir string, at time.Time) error {
-	if err := ownLogsRoot(logsRoot); err != nil {
+	if err := OwnLogsRoot(logsRoot); err != nil {
 		return err
 	}
 	if err := nofollow.MkdirAll(logsRoot, ticketDir, 0o750); err != nil {

@@ -51,10 +51,10 @@ func OpenLog(roots []string, path string) (*os.File, error) {
 	return nil, fmt.Errorf("%s: %w", path, ErrLogOutsideRoots)
 }
 
-// ownLogsRoot creates the logs root (0750) when missing and refuses one
+// OwnLogsRoot creates the logs root (0750) when missing and refuses one
 // that another user owns or that group or others may write: whoever can
 // write there can plant a link or a hard link in place of the next log.
-func ownLogsRoot(root string) error {
+func OwnLogsRoot(root string) error {
 	if err := owndir.Ensure(root, 0o750); err != nil {
 		return fmt.Errorf("logs dir: %w", err)
 	}

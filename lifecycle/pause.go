@@ -10,18 +10,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap"
 
-	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
-
-// DefaultPauseDelay is how long a paused project's request waits in the
-// delayed set before a consumer looks at it again. Long, because Resume
-// makes the waiting requests due at once; it only bounds the cost of a
-// paused project (one GET, ZADD and LREM per request per delay).
-const DefaultPauseDelay = 30 * time.Second
 
 // Pause is a paused project's pause key, as `agentsmithctl status` and the
 // status page show it.
@@ -55,15 +47,15 @@ func ResumeProject(ctx context.Context, rdb redis.UniversalClient, project strin
 	if err != nil {
 		return false, 0, fmt.Errorf("resume %s: %w", project, err)
 	}
-	due, err = makePausedDue(ctx, rdb, keys.Delayed(), project, now)
+	due, err = MakePausedDue(ctx, rdb, keys.Delayed(), project, now)
 	return n == 1, due, err
 }
 
-// makePausedDue makes project's delayed requests that were put aside for a
+// MakePausedDue makes project's delayed requests that were put aside for a
 // pause (PausedAside) due now. ZADD XX LT only ever moves an entry's due
 // time earlier and never adds back one that was promoted meanwhile, so
 // nothing is duplicated; requests delayed for other reasons keep theirs.
-func makePausedDue(ctx context.Context, rdb redis.UniversalClient, delayedKey, project string, now time.Time) (int, error) {
+func MakePausedDue(ctx context.Context, rdb redis.UniversalClient, delayedKey, project string, now time.Time) (int, error) {
 	entries, err := rdb.ZRange(ctx, delayedKey, 0, -1).Result()
 	if err != nil {
 		return 0, fmt.Errorf("resume %s: read %s: %w", project, delayedKey, err)
@@ -117,55 +109,4 @@ func ProjectPaused(ctx context.Context, rdb redis.Cmdable, project string) (bool
 		return false, fmt.Errorf("read pause of %s: %w", project, err)
 	}
 	return n == 1, nil
-}
-
-// pausedAside puts the request aside when its project is paused (and
-// reports so): before its tracker is read, so a paused project costs no
-// API call per look. A request whose ticket has a cancel request goes on,
-// so a cancel from the operator is honoured while the project is paused
-// (the executor fails the ticket before any run starts).
-func (e *Executor) pausedAside(ctx context.Context, req PipelineRequest, payload []byte, log *zap.Logger) (aside, retry bool) {
-	paused, err := ProjectPaused(ctx, e.rdb, req.Ref.Project)
-	if err == nil && paused {
-		var cause string
-		if cause, err = runstate.RequestedCancel(ctx, e.rdb, req.Ref); err == nil && cause != "" {
-			return false, false
-		}
-	}
-	switch {
-	case err != nil:
-		log.Warn("read the project's pause; giving the request back", zap.Error(err))
-		e.giveBack(ctx, payload)
-		return true, true
-	case paused:
-		return true, e.putAsidePaused(ctx, req, payload, log)
-	}
-	return false, false
-}
-
-// putAsidePaused moves a taken request of a paused project into the delayed
-// set (marked PausedAside, its attempt unchanged: nothing ran), so the
-// worker takes other projects' work instead of spinning on it. It reads
-// the pause again after the delay: a resume that ran in between found the
-// request in this consumer's processing list, not in the delayed set, so
-// the request makes itself due instead.
-func (e *Executor) putAsidePaused(ctx context.Context, req PipelineRequest, payload []byte, log *zap.Logger) (retry bool) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	req.PausedAside = true
-	aside := req.Encode()
-	if err := e.queue.Delay(dctx, aside, e.cfg.Clock().Add(e.cfg.PauseDelay)); err != nil {
-		log.Warn("put aside a paused project's request; giving it back", zap.Error(err))
-		e.giveBack(ctx, payload)
-		return true
-	}
-	e.ack(ctx, payload)
-	if paused, err := ProjectPaused(dctx, e.rdb, req.Ref.Project); err == nil && !paused {
-		if _, err := makePausedDue(dctx, e.rdb, e.queue.DelayedKey(), req.Ref.Project, e.cfg.Clock()); err != nil {
-			log.Warn("project resumed while its request was put aside; it runs after the pause delay", zap.Error(err))
-		}
-		return false
-	}
-	log.Debug("project paused; request put aside", zap.Duration("delay", e.cfg.PauseDelay))
-	return false
 }

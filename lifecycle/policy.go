@@ -104,8 +104,8 @@ func TokenID(token string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// slots is the project's semaphores, in the order runstate.Take checks them.
-func (p *Project) slots() []runstate.Slot {
+// Slots is the project's semaphores, in the order runstate.Take checks them.
+func (p *Project) Slots() []runstate.Slot {
 	var out []runstate.Slot
 	if p.Limits.Concurrency > 0 {
 		out = append(out, runstate.ProjectSlot(p.Name, p.Limits.Concurrency))
@@ -116,37 +116,37 @@ func (p *Project) slots() []runstate.Slot {
 	return out
 }
 
-// failureKind is what a failed attempt leads to.
-type failureKind int
+// FailureKind is what a failed attempt leads to.
+type FailureKind int
 
 const (
-	failFinal failureKind = iota
-	failRetry
-	failEscalate
+	FailFinal    FailureKind = iota // the ticket fails
+	FailRetry                       // another attempt is enqueued
+	FailEscalate                    // the ticket is escalated to a human
 )
 
-// outcome names the kind in events, comments and AGENTSMITH_OUTCOME.
-func (k failureKind) outcome() string {
+// Outcome names the kind in events, comments and AGENTSMITH_OUTCOME.
+func (k FailureKind) Outcome() string {
 	switch k {
-	case failRetry:
+	case FailRetry:
 		return "retrying"
-	case failEscalate:
+	case FailEscalate:
 		return "escalated"
 	}
 	return "failed"
 }
 
-// classify decides what a failed attempt leads to. An exit status only
+// Classify decides what a failed attempt leads to. An exit status only
 // counts when the pipeline exited by itself; a timeout retries only with
 // OnTimeout. A retryable failure on the last attempt fails the ticket.
-func (pl *Pipeline) classify(res procrun.Result, attempt int) (kind failureKind, retryable bool) {
+func (pl *Pipeline) Classify(res procrun.Result, attempt int) (kind FailureKind, retryable bool) {
 	exited := res.Err == nil && res.Signal == "" && !res.TimedOut && !res.Canceled && !res.Killed
 	if exited && slices.Contains(pl.Escalate.ExitCodes, res.ExitCode) {
-		return failEscalate, false
+		return FailEscalate, false
 	}
 	retryable = (exited && slices.Contains(pl.Retry.ExitCodes, res.ExitCode)) || (res.TimedOut && pl.Retry.OnTimeout)
 	if retryable && !pl.Attempts().UsedUp(attempt) {
-		return failRetry, true
+		return FailRetry, true
 	}
-	return failFinal, retryable
+	return FailFinal, retryable
 }

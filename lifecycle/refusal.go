@@ -190,9 +190,9 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 	if !tell {
 		return rec.Until, true
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commentTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CommentTimeout)
 	defer cancel()
-	body := safeComment(p.Redact, refusalComment(r.cfg.Labels.Prefix, p, op, status, err, rec.Until.Sub(now)))
+	body := SafeComment(p.Redact, refusalComment(r.cfg.Labels.Prefix, p, op, status, err, rec.Until.Sub(now)))
 	if cerr := p.Tracker.Comment(cctx, ref, body); cerr != nil {
 		r.cfg.Logger.Warn("refusal comment failed", zap.String("ticket", ref.String()), zap.Error(cerr))
 		if !errors.Is(cerr, platforms.ErrRejected) {
@@ -375,6 +375,6 @@ func refusalFix(status int) string {
 
 // oneLine is s on one line, at most n runes.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(stripControl(s)), " ")
-	return truncateRunes(s, n)
+	s = strings.Join(strings.Fields(StripControl(s)), " ")
+	return TruncateRunes(s, n)
 }

@@ -17,8 +17,10 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
@@ -37,7 +39,7 @@ func TestPollerBacksOffATicketRefusedForGood(t *testing.T) {
 	m := metrics.New(metrics.Config{})
 	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
 		Clock: clock.Now, Logger: zaptest.NewLogger(t), Observer: m})
-	poller := lifecycle.NewPoller(claims, zaptest.NewLogger(t))
+	poller := poller.NewPoller(claims, zaptest.NewLogger(t))
 
 	n := w.RefusedIssue(t)
 	var wroteAt []int
@@ -114,7 +116,7 @@ func TestExecutorsFinalTransitionRefusedForGoodEndsWithOneComment(t *testing.T) 
 	ctx := t.Context()
 	dir := t.TempDir()
 	m := metrics.New(metrics.Config{})
-	startExecutorWith(t, w, dir, time.Second, func(cfg *lifecycle.ExecutorConfig) { cfg.Observer = m })
+	startExecutorWith(t, w, dir, time.Second, func(cfg *consumer.ExecutorConfig) { cfg.Observer = m })
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "refused at the end", "", "agent-smith")
 	if res, err := w.Claims.Claim(ctx, lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)

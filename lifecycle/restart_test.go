@@ -16,6 +16,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 )
@@ -41,7 +42,7 @@ func TestNoRunStartsBesideOneARedisRestartLost(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	for _, inst := range []string{"exec-1", "exec-2"} {
-		ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+		ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{
 			Instance: inst, Concurrency: 1, HeartbeatTTL: 3 * time.Second, HeartbeatRenew: renew,
 			ShutdownGrace: time.Second, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, inst),
 			TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t).Named(inst),

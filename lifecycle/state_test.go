@@ -43,11 +43,3 @@ func TestTransitionTableOwners(t *testing.T) {
 		t.Error("only the claim service enqueues")
 	}
 }
-
-func TestFailureCommentFenceCannotBeEscaped(t *testing.T) {
-	tail := "line\n````\nmore ``` output"
-	got := longestRun(tail, '`')
-	if got != 4 {
-		t.Fatalf("longestRun = %d", got)
-	}
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 )
 
 func TestPollOnceClaimsTriggeredPendingTicketsOnly(t *testing.T) {
@@ -16,7 +17,7 @@ func TestPollOnceClaimsTriggeredPendingTicketsOnly(t *testing.T) {
 	missed := w.Sim.CreateIssue("acme/app", "triggered", "", "agent-smith")
 	done := w.Sim.CreateIssue("acme/app", "finished", "", "agent-smith", "agent-smith:done")
 	untriggered := w.Sim.CreateIssue("acme/app", "no trigger", "")
-	p := lifecycle.NewPoller(w.Claims, zaptest.NewLogger(t))
+	p := poller.NewPoller(w.Claims, zaptest.NewLogger(t))
 	n, err := p.PollOnce(t.Context(), lifecycletest.Project)
 	if err != nil || n != 1 {
 		t.Fatalf("poll = %d, %v; want one claimed", n, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
@@ -134,7 +135,7 @@ func (w *world) runTicketTo(n int, want lifecycle.State, claim bool) {
 	aw := audit.NewWriter(w.rdb, audit.WriterConfig{})
 	q := queue.New(w.rdb, keys.Queue())
 	claims := lifecycle.NewClaimService(w.rdb, q, ps, lifecycle.ClaimConfig{Instance: "replica-a", Labels: w.labels, Observer: aw})
-	exec := lifecycle.NewExecutor(w.rdb, q, ps, lifecycle.ExecutorConfig{Instance: "replica-a", Labels: w.labels,
+	exec := consumer.NewExecutor(w.rdb, q, ps, consumer.ExecutorConfig{Instance: "replica-a", Labels: w.labels,
 		WorkDir: w.cfg.Consumer.WorkDir, LogsDir: w.cfg.Consumer.Output.LogsDir, HeartbeatTTL: 5 * time.Second, HeartbeatRenew: time.Second, Observer: aw})
 	// As in the daemon, the audit writer stops after the executor, so the
 	// executor's last event (emitted after the tracker shows Done) is kept.

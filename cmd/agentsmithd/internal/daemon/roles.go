@@ -13,6 +13,8 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -90,7 +92,7 @@ func (d *Daemon) buildAdmin() http.Handler {
 // and the retention of the run logs and work dirs it leaves.
 func (d *Daemon) buildConsumer() []service {
 	c := d.cfg.Consumer
-	exec := lifecycle.NewExecutor(d.rdb, d.queue, d.projects, lifecycle.ExecutorConfig{
+	exec := consumer.NewExecutor(d.rdb, d.queue, d.projects, consumer.ExecutorConfig{
 		Instance: d.cfg.InstanceID, Concurrency: c.Concurrency,
 		HeartbeatTTL: c.HeartbeatTTL, HeartbeatRenew: c.HeartbeatRenew,
 		ShutdownGrace: c.ShutdownGrace, KillGrace: c.KillGrace,
@@ -152,7 +154,7 @@ func (d *Daemon) takeGrace() time.Duration {
 // buildPoller is the poller under its leader lease, or nothing when no
 // project polls: such a replica does not contend for the lease.
 func (d *Daemon) buildPoller() []service {
-	poller := lifecycle.NewPoller(d.claims, d.log)
+	poller := poller.NewPoller(d.claims, d.log)
 	if !poller.Polls() && !projects.AnyPolls(d.configured) {
 		// Neither a project served now nor a discovered block that may
 		// find repositories later polls.

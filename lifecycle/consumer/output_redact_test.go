@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"encoding/base64"
@@ -17,6 +17,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -105,7 +106,7 @@ func TestPipelineOutputLeaksNoSecretAndRunsNoQuickAction(t *testing.T) {
 
 	dir := t.TempDir()
 	core, logs := observer.New(zap.DebugLevel)
-	startExecutorWith(t, w, dir, time.Second, func(c *lifecycle.ExecutorConfig) {
+	startExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
 		p.Pipeline.Command, p.Pipeline.Env = argv, env
 		p.Pipeline.PersistCommand = []string{"sh", "-c", `printf 'persist %s\n' "$SECRET"; exit 1`}
 		c.Logger = zap.New(core)

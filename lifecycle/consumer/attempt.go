@@ -1,347 +1,76 @@
-package lifecycle
+package consumer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/gitws"
+	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
-	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
-	"github.com/agentsmithd/agentsmithd/pkg/runcg"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
-	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// Executor defaults.
-const (
-	DefaultConcurrency   = 4
-	DefaultShutdownGrace = 10 * time.Second
-	DefaultKillGrace     = procrun.DefaultGrace     // SIGTERM → SIGKILL
-	DefaultTailBytes     = procrun.DefaultTailBytes // output kept for the failure comment
-	DefaultTakeWait      = time.Second
-	writeTimeout         = 30 * time.Second
-	// commentTimeout bounds one comment with its retries and its short
-	// replacement, so the transition after it keeps the rest of
-	// writeTimeout: a tracker that keeps refusing a comment must not cost
-	// the ticket its Failed label (and the run a second attempt).
-	commentTimeout = 10 * time.Second
-)
-
-var (
-	errLostRun      = errors.New("run ownership lost")
-	errStateChanged = errors.New("ticket state changed")
-	// errFenceUnread: the run lock could not be read (Redis unreachable).
-	errFenceUnread = errors.New("fence")
-)
-
-// Liveness is the replica's presence (pkg/presence): runs stop the moment
-// the replica can no longer prove to others that it is alive.
-type Liveness interface {
-	Valid() bool
-	Lost() <-chan struct{}
-}
-
-// ExecutorConfig configures an Executor.
-type ExecutorConfig struct {
-	Instance       string
-	Concurrency    int
-	HeartbeatTTL   time.Duration
-	HeartbeatRenew time.Duration
-	ShutdownGrace  time.Duration // running pipelines may finish within this after shutdown starts
-	KillGrace      time.Duration // SIGTERM → SIGKILL
-	WorkDir        string
-	TailBytes      int
-	// LogsDir holds attempt logs ("": DefaultLogsDir(WorkDir), next to the
-	// work root, never in it) and LogMaxBytes caps each (default
-	// DefaultLogMaxBytes).
-	LogsDir     string
-	LogMaxBytes int64
-	TakeWait    time.Duration
-	// WriteTimeout bounds a run's final write (comment and transition);
-	// one the tracker has not taken by then is handed over with its
-	// recorded outcome to OutcomeFinisher. Default 30 s.
-	WriteTimeout time.Duration
-	// CancelCheck is how often a running pipeline's cancel request is read
-	// (default DefaultCancelCheck).
-	CancelCheck time.Duration
-	Labels      Labels
-	Liveness    Liveness // nil: always live (tests of the executor alone)
-	Clock       func() time.Time
-	Logger      *zap.Logger
-	// Observer receives every transition the executor makes.
-	Observer Observer
-	// LimitDelay: see DefaultLimitDelay.
-	LimitDelay time.Duration
-	// PauseDelay: see DefaultPauseDelay.
-	PauseDelay time.Duration
-	// Rand returns a uniform number in [0, 1) for the retry backoff's
-	// jitter; default math/rand/v2.Float64.
-	Rand func() float64
-	// ProgressInterval is the least time between two writes of a progress
-	// comment (default DefaultProgressInterval).
-	ProgressInterval time.Duration
-	// RestartGrace: no run starts until Redis has been up this long, since
-	// a restart may have lost the heartbeat of a run that goes on until it
-	// next looks (RestartGrace). 0 starts at once: tests of the executor
-	// alone, on a Redis they just started.
-	RestartGrace time.Duration
-	// Guard, when set, runs every pipeline under a run guard
-	// (lifecycle/runguard) that kills it once the run is no longer its
-	// own, even while this daemon is frozen. nil runs pipelines directly
-	// (tests that run the daemon inside the test binary).
-	Guard *runguard.Launcher
-	// Cgroups, when set, runs every pipeline and persist command in a
-	// cgroup of its own, killed when the run ends (pkg/runcg): nothing the
-	// pipeline started survives it, even outside its process group. nil
-	// leaves that to the process group and the run guard's subreaper.
-	Cgroups *runcg.Parent
-}
-
-// Executor is the PipelineQueueConsumer and PipelineExecutor of the
-// specification: it takes requests, owns Enqueued → InProgress → Done/Failed,
-// and keeps the heartbeat alive while the pipeline runs.
-type Executor struct {
-	cfg        ExecutorConfig
-	rdb        redis.UniversalClient
-	queue      *queue.Queue
-	projects   ProjectSource
-	log        *zap.Logger
-	refusals   *Refusals
-	processing string
-}
-
-// NewExecutor wires an executor.
-func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects ProjectSource, cfg ExecutorConfig) *Executor {
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
-	if cfg.HeartbeatTTL <= 0 {
-		cfg.HeartbeatTTL = keys.HeartbeatTTL
-	}
-	if cfg.HeartbeatRenew <= 0 {
-		cfg.HeartbeatRenew = keys.HeartbeatRenew
-	}
-	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = DefaultShutdownGrace
-	}
-	if cfg.KillGrace <= 0 {
-		cfg.KillGrace = DefaultKillGrace
-	}
-	if cfg.WorkDir == "" {
-		cfg.WorkDir = os.TempDir() + "/agentsmithd/work"
-	}
-	if cfg.TailBytes <= 0 {
-		cfg.TailBytes = DefaultTailBytes
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = writeTimeout
-	}
-	if cfg.TakeWait <= 0 {
-		cfg.TakeWait = DefaultTakeWait
-	}
-	if cfg.ProgressInterval <= 0 {
-		cfg.ProgressInterval = DefaultProgressInterval
-	}
-	if cfg.CancelCheck <= 0 {
-		cfg.CancelCheck = DefaultCancelCheck
-	}
-	if cfg.Labels.Prefix == "" {
-		cfg.Labels.Prefix = DefaultLabelPrefix
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = wallclock.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	if cfg.LimitDelay <= 0 {
-		cfg.LimitDelay = DefaultLimitDelay
-	}
-	if cfg.PauseDelay <= 0 {
-		cfg.PauseDelay = DefaultPauseDelay
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Float64
-	}
-	refusals := NewRefusals(rdb, RefusalsConfig{Instance: cfg.Instance, Labels: cfg.Labels, Clock: cfg.Clock, Logger: cfg.Logger, Observer: cfg.Observer})
-	return &Executor{cfg: cfg, rdb: rdb, queue: q, projects: projects, log: cfg.Logger, refusals: refusals,
-		processing: keys.Processing(cfg.Instance)}
-}
-
-// Run consumes the queue until ctx is done. Shutdown is graceful: no new
-// request is taken, running pipelines get ShutdownGrace to finish, then they
-// are stopped (SIGTERM, SIGKILL after KillGrace) and their tickets handed
-// back to the queue at once instead of waiting for stale detection.
-func (e *Executor) Run(ctx context.Context) error {
-	// Requests this instance took in an earlier life but never started.
-	if n, err := e.queue.Requeue(ctx, e.processing); err != nil {
-		e.log.Warn("requeue own processing list", zap.Error(err))
-	} else if n > 0 {
-		e.log.Info("requeued requests from own processing list", zap.Int("count", n))
-	}
-	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRuns()
-	stop := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(e.cfg.ShutdownGrace, cancelRuns)
-		context.AfterFunc(runCtx, func() { t.Stop() })
-	})
-	defer stop()
-
-	var wg sync.WaitGroup
-	for range e.cfg.Concurrency {
-		wg.Go(func() { e.worker(ctx, runCtx) })
-	}
-	wg.Wait()
-	// Anything taken while shutting down goes back for another replica.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if _, err := e.queue.Requeue(rctx, e.processing); err != nil {
-		e.log.Warn("requeue own processing list on shutdown", zap.Error(err))
-	}
-	return nil
-}
-
-func (e *Executor) worker(ctx, runCtx context.Context) {
-	backoff := time.Duration(0)
-	for ctx.Err() == nil {
-		if e.cfg.Liveness != nil && !e.cfg.Liveness.Valid() {
-			// Not provably alive: taking work now could start a run that
-			// housekeeping already considers dead.
-			if !sleepCtx(ctx, 100*time.Millisecond) {
-				return
-			}
-			continue
-		}
-		payload, err := e.queue.Take(ctx, e.processing, e.cfg.TakeWait)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-			e.log.Warn("take request", zap.Error(err), zap.Duration("retryIn", backoff))
-			if !sleepCtx(ctx, backoff) {
-				return
-			}
-			continue
-		}
-		backoff = 0
-		if payload == nil {
-			continue
-		}
-		if retry := e.handle(runCtx, payload); retry {
-			backoff = time.Second
-			sleepCtx(ctx, backoff)
-		}
-	}
-}
-
-// handle processes one taken request. It reports whether the request was
-// given back because a dependency failed, so the worker can back off.
-func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
-	req, err := DecodeRequest(payload)
-	if err != nil {
-		e.log.Error("dropping undecodable request", zap.Error(err))
-		e.ack(ctx, payload)
-		return false
-	}
-	log := e.log.With(zap.String("ticketId", req.Ref.ID), zap.String("platform", req.Ref.Platform),
-		zap.String("project", req.Ref.Project), zap.Int("attempt", req.Attempt), zap.String("requestId", req.ID))
-	p, ok := e.projects.Lookup(req.Ref)
-	if !ok {
-		log.Error("dropping request for unknown project")
-		e.ack(ctx, payload)
-		return false
-	}
-	if aside, retry := e.pausedAside(ctx, req, payload, log); aside {
-		return retry
-	}
-	if slot, full := e.atLimit(ctx, p); full {
-		return e.delay(ctx, payload, e.cfg.LimitDelay, "concurrency limit reached ("+slot+")", log)
-	}
-	t, err := p.Tracker.Get(ctx, req.Ref)
-	if err != nil {
-		if errors.Is(err, platforms.ErrNotFound) {
-			log.Warn("dropping request: ticket not found")
-			e.ack(ctx, payload)
-			return false
-		}
-		log.Warn("read ticket; giving the request back", zap.Error(err))
-		e.giveBack(ctx, payload)
-		return true
-	}
-	// Enqueued, or Enqueued → InProgress half done (both labels: a start
-	// whose removal of the Enqueued label failed); the run lock below decides
-	// whether a live run owns it.
-	if s := e.cfg.Labels.StateOf(t.Labels); s != Enqueued && !(s == InProgress && t.HasLabel(e.cfg.Labels.Label(Enqueued))) {
-		log.Info("dropping request: ticket is not enqueued", zap.String("state", s.String()))
-		e.ack(ctx, payload)
-		return false
-	}
-	if until, ok := e.refusals.BackingOff(ctx, t, time.Time{}); ok {
-		// The tracker refused this ticket's write for good and it has not
-		// changed since: asked again at the end of its backoff.
-		return e.delay(ctx, payload, until.Sub(e.cfg.Clock()), "the tracker refused this ticket's label write for good", log)
-	}
-	token := ownerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
-	rec := runstate.Record{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
-	a := &attempt{e: e, p: p, req: req, token: token, log: log}
-	// Until the heartbeat runs, writes are fenced by the run's token alone.
-	a.fence = a.newFence(nil)
-	took, wait, why, err := a.takeRun(ctx, rec)
-	if err != nil {
-		log.Warn("take run; giving the request back", zap.Error(err))
-		e.giveBack(ctx, payload)
-		return true
-	}
-	if wait > 0 {
-		return e.delay(ctx, payload, wait, why, log)
-	}
-	if !took {
-		e.dropContended(ctx, req)
-		e.ack(ctx, payload)
-		return false
-	}
-	if a.cancelQueued(ctx, t) {
-		e.ack(ctx, payload)
-		return false
-	}
-	t, err = a.move(ctx, t, Enqueued, InProgress)
-	if err != nil {
-		a.releaseRun(false)
-		if errors.Is(err, errStateChanged) || errors.Is(err, errLostRun) {
-			log.Info("dropping request", zap.Error(err))
-			e.ack(ctx, payload)
-			return false
-		}
-		if errors.Is(err, platforms.ErrRejected) {
-			// Refused for good (moveAs told the ticket): not taken again
-			// before the ticket's backoff ends.
-			return e.delay(ctx, payload, RefusalBackoffInitial, "the tracker refused this ticket's label write for good", log)
-		}
-		log.Warn("transition to in-progress; giving the request back", zap.Error(err))
-		e.giveBack(ctx, payload)
-		return true
-	}
-	e.ack(ctx, payload)
-	a.started = e.cfg.Clock()
-	a.markUsed()
-	defer a.markUsed()
-	a.execute(ctx, t)
-	return false
+// attempt is one run of a request, from the take of its run to the written
+// outcome: the values every step of it shares, so each step takes only what
+// varies per call (the ticket snapshot, the states, the outcome).
+type attempt struct {
+	e     *Executor
+	p     *lifecycle.Project
+	req   lifecycle.PipelineRequest
+	token string
+	log   *zap.Logger
+	// started is when the pipeline started; zero before it has.
+	started time.Time
+	// hb is the run's heartbeat; nil before the pipeline starts.
+	hb *runHeartbeat
+	// fence is checked before every label write: without the heartbeat
+	// before the pipeline starts, with it once the heartbeat runs.
+	fence func(context.Context) error
+	// branch is the work branch prepared for this attempt; "" without a
+	// workspace or when preparing it failed (then nothing is saved).
+	branch string
+	// result is what the pipeline wrote to $AGENTSMITH_RESULT_FILE, and
+	// resultNotes the warnings reading it gave.
+	result      Result
+	resultNotes []string
+	// workNotes say what became of the work branch after the pipeline
+	// (pushed at which commit, or why not), for the outcome's comment.
+	workNotes []string
+	// pushed is the commit saveWork pushed to branch ("" when none was).
+	pushed string
+	// killUnconfirmed: the pipeline was ended by a signal the executor did
+	// not send while Redis could not be read, so its run guard may have
+	// killed it for a lost lock. A lock found gone when its outcome is
+	// handed over is then taken as that loss (handOver), not re-taken.
+	killUnconfirmed bool
+	// commentBudget bounds a comment with its retries when set (default
+	// commentTimeout), so the transition after it keeps time of its own.
+	commentBudget time.Duration
+	// leftover is why a run cgroup of this attempt (the pipeline's, the
+	// persist command's) could not be emptied: processes of the run may
+	// still live, and nothing of the daemon's reads or writes the work dir
+	// after it (procrun.Result.Leftover).
+	leftover error
 }
 
 // markUsed records now as when the ticket's work dir was last used, which
@@ -350,7 +79,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 // unmarked).
 func (a *attempt) markUsed() {
 	e := a.e
-	if err := MarkUsed(LogsRoot(e.cfg.WorkDir, e.cfg.LogsDir), a.req.Ref, e.cfg.Clock()); err != nil {
+	if err := lifecycle.MarkUsed(lifecycle.LogsRoot(e.cfg.WorkDir, e.cfg.LogsDir), a.req.Ref, e.cfg.Clock()); err != nil {
 		a.log.Warn("record the work dir's last use", zap.Error(err))
 	}
 }
@@ -359,7 +88,7 @@ func (a *attempt) markUsed() {
 // ownership, in which case it writes nothing at all.
 func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	e, p, req, token, log := a.e, a.p, a.req, a.token, a.log
-	workDir := WorkDir(e.cfg.WorkDir, req.Ref)
+	workDir := lifecycle.WorkDir(e.cfg.WorkDir, req.Ref)
 	spec := pipelineSpec(p, t, req.Attempt, workDir)
 	resultFile := ResultFile(workDir)
 	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token, ResultFileEnv+"="+resultFile)
@@ -455,7 +184,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	a.fence = a.newFence(hb)
 	if cause := cw.causeOf(); cause != "" && !res.OK() {
 		a.workNotes = a.saveWork(ctx, workDir, false, "cancelled ("+cause+")", 0)
-		a.failCancelled(wctx, InProgress, cause)
+		a.failCancelled(wctx, lifecycle.InProgress, cause)
 		return
 	}
 	switch {
@@ -466,7 +195,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		// Recorded before anything else, and again with the comment once
 		// the work branch is saved: a replica that dies or a tracker that
 		// does not answer from here on costs the outcome nothing.
-		o := a.newOutcome(Done, executorOutcomes[Done], "", "", "", "")
+		o := a.newOutcome(lifecycle.Done, executorOutcomes[lifecycle.Done], "", "", "", "")
 		// The first record carries the comment as far as it is known (the
 		// result, not yet the saved branch): a replica killed during a
 		// long push still leaves the ticket its comment.
@@ -500,7 +229,7 @@ func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir s
 	spec.Env = append(spec.Env, ProgressFileEnv+"="+path)
 	c := &progressComment{ed: ed, ref: a.req.Ref, path: path, every: e.cfg.ProgressInterval,
 		body: func(lines string) string {
-			return safeComment(p.Redact, progressBody(e.cfg.Labels.Prefix, a.req.Attempt, e.cfg.Instance, p.Redact.String(lines)))
+			return lifecycle.SafeComment(p.Redact, progressBody(e.cfg.Labels.Prefix, a.req.Attempt, e.cfg.Instance, p.Redact.String(lines)))
 		},
 		fence: a.newFence(hb), clock: e.cfg.Clock, log: a.log}
 	pctx, cancel := context.WithCancel(ctx)
@@ -530,7 +259,7 @@ func retryTransient(ctx context.Context, f func() error) error {
 	backoff := 200 * time.Millisecond
 	for {
 		err := f()
-		if err == nil || errors.Is(err, errLostRun) || errors.Is(err, errStateChanged) || errors.Is(err, ErrIllegalTransition) ||
+		if err == nil || errors.Is(err, errLostRun) || errors.Is(err, errStateChanged) || errors.Is(err, lifecycle.ErrIllegalTransition) ||
 			errors.Is(err, platforms.ErrRejected) {
 			return err
 		}
@@ -545,12 +274,12 @@ func retryTransient(ctx context.Context, f func() error) error {
 // Enqueued, release the run, push a request with the same attempt.
 func (a *attempt) handBack(ctx context.Context, t *platforms.Ticket) {
 	e, req, log := a.e, a.req, a.log
-	if _, err := a.move(ctx, t, InProgress, Enqueued); err != nil {
+	if _, err := a.move(ctx, t, lifecycle.InProgress, lifecycle.Enqueued); err != nil {
 		log.Error("hand back: transition to enqueued", zap.Error(err))
 		return
 	}
 	a.releaseRun(false)
-	next := PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: SourceHandBack, Attempt: req.Attempt,
+	next := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceHandBack, Attempt: req.Attempt,
 		EnqueuedAt: e.cfg.Clock().UTC(), Priority: req.Priority}
 	if err := e.queue.Push(ctx, next.Encode()); err != nil {
 		log.Error("hand back: push request (EnqueuedReconciler will re-push)", zap.Error(err))
@@ -702,12 +431,12 @@ func (a *attempt) newFence(hb *runHeartbeat) func(context.Context) error {
 }
 
 // executorOutcomes names what each of the executor's transitions means.
-var executorOutcomes = map[State]string{InProgress: "started", Done: "succeeded", Failed: "failed", Enqueued: "handed back"}
+var executorOutcomes = map[lifecycle.State]string{lifecycle.InProgress: "started", lifecycle.Done: "succeeded", lifecycle.Failed: "failed", lifecycle.Enqueued: "handed back"}
 
 // move writes from → to, fenced, retrying on a platform conflict after a
 // re-read as long as the ticket is still in from. The attempt's started is
 // when the pipeline started (zero before it has).
-func (a *attempt) move(ctx context.Context, t *platforms.Ticket, from, to State) (*platforms.Ticket, error) {
+func (a *attempt) move(ctx context.Context, t *platforms.Ticket, from, to lifecycle.State) (*platforms.Ticket, error) {
 	return a.moveAs(ctx, t, from, to, executorOutcomes[to], "")
 }
 
@@ -720,9 +449,9 @@ func (a *attempt) move(ctx context.Context, t *platforms.Ticket, from, to State)
 // ticket again, and a ticket that already shows the target state then is
 // this write half done: it is finished (the labels left over removed)
 // instead of being reported as a state change.
-func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to State, outcome, reason string) (*platforms.Ticket, error) {
+func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to lifecycle.State, outcome, reason string) (*platforms.Ticket, error) {
 	e, p, req, started, fence := a.e, a.p, a.req, a.started, a.fence
-	if err := Check(from, to, OwnerExecutor); err != nil {
+	if err := lifecycle.Check(from, to, lifecycle.OwnerExecutor); err != nil {
 		return nil, err // before reading anything; Relabel asks again before the write
 	}
 	var err error
@@ -752,12 +481,12 @@ func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to Stat
 			return nil, err
 		}
 		var nt *platforms.Ticket
-		nt, err = Relabel(trackerhttp.WithFence(ctx, fence), p.Tracker, e.cfg.Labels, t, from, to, OwnerExecutor)
+		nt, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, fence), p.Tracker, e.cfg.Labels, t, from, to, lifecycle.OwnerExecutor)
 		if err == nil {
-			ev := Event{Kind: EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
-				Outcome: outcome, Reason: reason, Attempt: req.Attempt, Owner: OwnerExecutor, Instance: e.cfg.Instance,
+			ev := lifecycle.Event{Kind: lifecycle.EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
+				Outcome: outcome, Reason: reason, Attempt: req.Attempt, Owner: lifecycle.OwnerExecutor, Instance: e.cfg.Instance,
 				Source: req.Source, RequestID: req.ID}
-			if to == InProgress && !req.EnqueuedAt.IsZero() {
+			if to == lifecycle.InProgress && !req.EnqueuedAt.IsZero() {
 				ev.Wait = ev.At.Sub(req.EnqueuedAt)
 			}
 			if !started.IsZero() {
@@ -766,10 +495,10 @@ func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to Stat
 			if to.Terminal() && !req.ClaimedAt.IsZero() {
 				ev.Lead = ev.At.Sub(req.ClaimedAt)
 			}
-			Emit(e.log, e.cfg.Observer, ev)
+			lifecycle.Emit(e.log, e.cfg.Observer, ev)
 			return nt, nil
 		}
-		if _, refused := e.refusals.Refused(ctx, p, t, RefusalOpTransition, OwnerExecutor, req.Source, err); refused {
+		if _, refused := e.refusals.Refused(ctx, p, t, lifecycle.RefusalOpTransition, lifecycle.OwnerExecutor, req.Source, err); refused {
 			return nil, fmt.Errorf("transition %s → %s: %w", from, to, err)
 		}
 		t = nil // read it again: someone else wrote it, or our write may be half done
@@ -801,33 +530,292 @@ func (a *attempt) releaseRun(terminal bool) {
 	}
 }
 
-func (e *Executor) ack(ctx context.Context, payload []byte) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := e.queue.Ack(actx, e.processing, payload); err != nil {
-		e.log.Warn("ack request (it stays in the processing list until requeued)", zap.Error(err))
+// DefaultPersistTimeout bounds the persist command when the project sets
+// no timeout.
+const DefaultPersistTimeout = 2 * time.Minute
+
+// persist runs the project's persist command in the ticket's work dir after
+// a failed attempt (an operator's hook; the seed's branch persistence is
+// built in: workbranch.go), before the retry or the
+// Failed label, with the pipeline's environment plus AGENTSMITH_OUTCOME. It
+// never blocks the transition: a failure is logged and returned as a note
+// for the failure comment. The heartbeat's kill stops it if the run is lost.
+func (a *attempt) persist(ctx context.Context, t *platforms.Ticket, kind lifecycle.FailureKind) []string {
+	e, p, req, token, hb, log := a.e, a.p, a.req, a.token, a.hb, a.log
+	if len(p.Pipeline.PersistCommand) == 0 {
+		return nil
+	}
+	workDir := lifecycle.WorkDir(e.cfg.WorkDir, req.Ref)
+	if _, err := os.Stat(workDir); err != nil {
+		log.Warn("persist command not run: no work dir", zap.Error(err))
+		return []string{"persist command: not run (no work dir)"}
+	}
+	spec := pipelineSpec(p, t, req.Attempt, workDir)
+	spec.Argv = p.Pipeline.PersistCommand
+	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token, "AGENTSMITH_OUTCOME="+kind.Outcome())
+	spec.Timeout = p.Pipeline.PersistTimeout
+	if spec.Timeout <= 0 {
+		spec.Timeout = DefaultPersistTimeout
+	}
+	spec.Grace = e.cfg.KillGrace
+	spec.TailBytes = e.cfg.TailBytes
+	spec.Kill = hb.kill
+	spec.Cgroups = e.cfg.Cgroups
+	// Its output is redacted like the pipeline's: the tail is logged.
+	red := a.redactOutput(nil)
+	spec.Output = red
+	res := procrun.Run(ctx, spec)
+	a.noteLeftover(res)
+	res.Tail = red.finish()
+	if res.OK() {
+		log.Info("persist command succeeded", zap.Duration("duration", res.Duration))
+		return []string{"persist command: succeeded"}
+	}
+	tail := strings.TrimSpace(strings.ToValidUTF8(string(res.Tail), "\uFFFD"))
+	log.Warn("persist command failed; the transition goes ahead", zap.String("result", res.Describe()), zap.String("outputTail", tail))
+	return []string{fmt.Sprintf("persist command: **failed** (%s); the work may not have been saved", res.Describe())}
+}
+
+// inheritedEnv is the part of the daemon's own environment a pipeline sees.
+// Nothing else is inherited: the daemon's tokens and webhook secrets live in
+// its environment and must not reach a pipeline unless a project passes them
+// explicitly through pipeline.env.
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR", "SHELL"}
+
+// stdinPayload is the JSON a pipeline reads on stdin.
+type stdinPayload struct {
+	ID       string   `json:"id"`
+	Platform string   `json:"platform"`
+	Project  string   `json:"project"`
+	Title    string   `json:"title"`
+	Body     string   `json:"body"`
+	Labels   []string `json:"labels"`
+	URL      string   `json:"url"`
+	Attempt  int      `json:"attempt"`
+}
+
+// pipelineSpec builds the process spec for one attempt on ticket t.
+func pipelineSpec(p *lifecycle.Project, t *platforms.Ticket, attempt int, workDir string) procrun.Spec {
+	env := make([]string, 0, len(inheritedEnv)+len(p.Pipeline.Env)+len(p.Pipeline.Secrets)+8)
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	names := make([]string, 0, len(p.Pipeline.Env))
+	for k := range p.Pipeline.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		env = append(env, k+"="+p.Pipeline.Env[k])
+	}
+	// This project's credentials only: another project's never reach it.
+	for _, k := range slices.Sorted(maps.Keys(p.Pipeline.Secrets)) {
+		env = append(env, k+"="+p.Pipeline.Secrets[k])
+	}
+	env = append(env,
+		"AGENTSMITH_TICKET_ID="+t.Ref.ID,
+		"AGENTSMITH_PLATFORM="+t.Ref.Platform,
+		"AGENTSMITH_PROJECT="+t.Ref.Project,
+		"AGENTSMITH_URL="+t.URL,
+		"AGENTSMITH_TITLE="+t.Title,
+		"AGENTSMITH_ATTEMPT="+strconv.Itoa(attempt),
+		"AGENTSMITH_WORKDIR="+workDir,
+	)
+	stdin, _ := json.Marshal(stdinPayload{
+		ID: t.Ref.ID, Platform: t.Ref.Platform, Project: t.Ref.Project,
+		Title: t.Title, Body: t.Body, Labels: t.Labels, URL: t.URL, Attempt: attempt,
+	})
+	return procrun.Spec{
+		Argv:       p.Pipeline.Command,
+		Env:        env,
+		Dir:        workDir,
+		Stdin:      stdin,
+		Timeout:    p.Pipeline.Timeout,
+		Credential: p.Pipeline.RunAs,
 	}
 }
 
-// giveBack puts a request at the tail of the queue again and acks it. A
-// crash between the two leaves a duplicate, which the consumer drops.
-func (e *Executor) giveBack(ctx context.Context, payload []byte) {
-	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := e.queue.Push(gctx, payload); err != nil {
-		e.log.Warn("give request back (it stays in the processing list until requeued)", zap.Error(err))
+// handOver makes dir, a ticket's work dir under root, usable by the
+// pipeline's user when the pipeline runs as another one: dir is chowned to
+// it, and each directory from root down to dir's parent gets search
+// permission for others (o+x: enter, not list), which chdir into dir needs.
+// Without run_as nothing changes.
+func handOver(root, dir string, cred *syscall.Credential) error {
+	if cred == nil {
+		return nil
+	}
+	// The work dir itself, never a link in its place.
+	if err := nofollow.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		return fmt.Errorf("hand the work dir to uid %d: %w", cred.Uid, err)
+	}
+	root = filepath.Clean(root)
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("work dir parent: %w", err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(d, fi.Mode().Perm()|0o001); err != nil {
+				return fmt.Errorf("let uid %d enter %s: %w", cred.Uid, d, err)
+			}
+		}
+		if d == root || d == filepath.Dir(d) || !strings.HasPrefix(d, root) {
+			return nil
+		}
+	}
+}
+
+// gitDirs are the ticket's work dir, its git dir and the git root,
+// absolute.
+func (a *attempt) gitDirs(workDir string) (gitws.Dirs, error) {
+	work, err := filepath.Abs(workDir)
+	if err != nil {
+		return gitws.Dirs{}, err
+	}
+	git, err := filepath.Abs(lifecycle.GitDir(a.e.cfg.WorkDir, a.req.Ref))
+	if err != nil {
+		return gitws.Dirs{}, err
+	}
+	root, err := filepath.Abs(lifecycle.GitRoot(a.e.cfg.WorkDir))
+	if err != nil {
+		return gitws.Dirs{}, err
+	}
+	return gitws.Dirs{Work: work, Git: git, Root: root}, nil
+}
+
+// prepareWork brings the ticket's work dir to its work branch
+// (projects[].workspace.git) before the pipeline starts: the last commit
+// pushed by any earlier attempt, on any replica, or a new branch from the
+// base. Without a workspace it does nothing. The heartbeat's kill stops git
+// as it stops the pipeline.
+func (a *attempt) prepareWork(ctx context.Context, workDir string) error {
+	ws := a.p.Workspace
+	if ws == nil {
+		return nil
+	}
+	branch, err := ws.Branch(a.req.Ref.ID)
+	if err != nil {
+		return fmt.Errorf("work branch: %w", err)
+	}
+	dirs, err := a.gitDirs(workDir)
+	if err != nil {
+		return fmt.Errorf("work branch: %w", err)
+	}
+	// The pipeline's own repository is made as its user, in its work dir:
+	// that user must reach the dir first.
+	if err := handOver(a.e.cfg.WorkDir, workDir, a.p.Pipeline.RunAs); err != nil {
+		return err
+	}
+	ctx, stop := a.killable(ctx)
+	defer stop()
+	p, err := ws.Prepare(ctx, dirs, branch)
+	if err != nil {
+		return fmt.Errorf("work branch %s: %w", branch, err)
+	}
+	a.branch = branch
+	a.log.Info("work branch ready", zap.String("branch", branch), zap.Bool("resumed", p.Resumed), zap.String("head", p.Head))
+	return nil
+}
+
+// saveWork commits everything in the work dir and pushes the work branch,
+// before the ticket moves on: after a failure, a timeout, a cancellation or
+// a shutdown hand-back as "[wip] agent-smith attempt N: <cause>", after a
+// success as "agent-smith attempt N: succeeded" (nothing is committed when
+// the pipeline already did). It returns the comment's note; a failed save
+// is logged and noted, never blocks the transition. A run that lost its
+// ownership never gets here: another replica may be working on the branch.
+//
+// within, when positive, bounds the save below the workspace's own timeout
+// (a hand-back on shutdown must not hold the replica for a whole pipeline
+// timeout).
+func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause string, within time.Duration) []string {
+	ws := a.p.Workspace
+	if ws == nil || a.branch == "" || (a.hb != nil && a.hb.lostErr() != nil) {
+		return nil
+	}
+	if a.leftover != nil {
+		a.log.Error("the work branch is not saved: processes of the run may still be running, and the save would read the work dir they write",
+			zap.String("branch", a.branch), zap.Error(a.leftover))
+		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (processes of the run could not be ended)", a.branch)}
+	}
+	msg := fmt.Sprintf("agent-smith attempt %d: succeeded", a.req.Attempt)
+	if !ok {
+		msg = fmt.Sprintf("[wip] agent-smith attempt %d: %s", a.req.Attempt, cause)
+	}
+	// A shutdown cancels ctx: the save is what keeps the work then, so it
+	// runs on, bounded by the workspace's own timeout.
+	ctx = context.WithoutCancel(ctx)
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	ctx, stop := a.killable(ctx)
+	defer stop()
+	dirs, err := a.gitDirs(workDir)
+	var s gitws.Saved
+	if err == nil {
+		s, err = ws.Save(ctx, dirs, a.branch, msg)
+	}
+	if err != nil {
+		// git's message quotes paths the pipeline named: a secret may be
+		// one of them.
+		why := a.p.Redact.String(err.Error())
+		a.log.Warn("save the work branch; the transition goes ahead", zap.String("branch", a.branch), zap.String("error", why))
+		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (%s)", a.branch, escapeFor(a.p.Redact, a.p.Platform, firstLine(why, 300)))}
+	}
+	a.pushed = s.Head
+	a.log.Info("work branch pushed", zap.String("branch", a.branch), zap.String("head", s.Head), zap.Bool("committed", s.Committed), zap.Int("merged", s.Merged))
+	return []string{fmt.Sprintf("work branch `%s`: pushed at %s", a.branch, short(s.Head))}
+}
+
+// handBackSaveTimeout bounds the work branch's save when a shutdown hands
+// the run back: long enough for a push, short enough that a replica
+// shutting down is not held for a pipeline's timeout.
+const handBackSaveTimeout = time.Minute
+
+// killable is ctx cancelled also when the run's heartbeat is lost.
+func (a *attempt) killable(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if a.hb != nil {
+		stop := make(chan struct{})
+		go func() {
+			select {
+			case <-a.hb.kill:
+				cancel()
+			case <-stop:
+			}
+		}()
+		return ctx, func() { close(stop); cancel() }
+	}
+	return ctx, cancel
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return lifecycle.TruncateRunes(s, n)
+}
+
+// noteLeftover records that a run's cgroup could not be emptied, so that
+// saveWork does not act, as the daemon's user, on a work dir processes of
+// the run may still write.
+func (a *attempt) noteLeftover(res procrun.Result) {
+	if res.Leftover == nil {
 		return
 	}
-	e.ack(gctx, payload)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+	a.log.Error("a run cgroup could not be emptied; processes of the run may still be running", zap.Error(res.Leftover))
+	if a.leftover == nil {
+		a.leftover = res.Leftover
 	}
 }

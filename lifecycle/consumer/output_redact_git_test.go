@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/gitws"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
@@ -63,7 +64,7 @@ func secretWorld(t *testing.T, w *lifecycletest.World) (*lifecycletest.Recorder,
 	core, logs := observer.New(zap.DebugLevel)
 	rec := &lifecycletest.Recorder{}
 	aw := audit.NewWriter(w.RDB, audit.WriterConfig{ReportInterval: 10 * time.Millisecond})
-	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{
 		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 		ShutdownGrace: time.Second, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(t.TempDir(), "work"),
 		TakeWait: 100 * time.Millisecond, Logger: zap.New(core), Observer: observers{rec, aw},

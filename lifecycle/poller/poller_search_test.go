@@ -1,4 +1,4 @@
-package lifecycle_test
+package poller_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
@@ -49,7 +50,7 @@ func TestPollerSearchesTheDueRepositoriesOnce(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = lifecycle.NewPoller(claims, zaptest.NewLogger(t)).Run(ctx) }()
+	go func() { defer close(done); _ = poller.NewPoller(claims, zaptest.NewLogger(t)).Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	eventually.Wait(t, 10*time.Second, "every triggered ticket to be claimed", func() bool {
 		for repo, n := range triggered {

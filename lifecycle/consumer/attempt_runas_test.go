@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -55,7 +56,7 @@ func TestRunAsKeepsDaemonFilesOutOfReach(t *testing.T) {
 			// The pipeline must be able to write in its work dir; it records
 			// whether it could read the token and who it ran as.
 			p.Pipeline.Command = []string{"sh", "-c", `id -u > uid; if cat "$TOKEN_FILE" > /dev/null 2>&1; then echo read > token-read; else echo denied > token-read; fi`}
-			ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+			ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{
 				Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 				KillGrace: 200 * time.Millisecond, WorkDir: work, TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t)})
 			ctx, cancel := context.WithCancel(context.Background())

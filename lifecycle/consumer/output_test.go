@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -38,7 +39,7 @@ if [ "$AGENTSMITH_ATTEMPT" = 1 ]; then head -c 10000 /dev/zero | tr '\0' x; echo
 	p.Pipeline.Retry = lifecycle.RetryPolicy{ExitCodes: []int{75}, Backoff: lifecycle.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Multiplier: 1}}
 	dir := t.TempDir()
 	core, logs := observer.New(zap.DebugLevel)
-	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{
 		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 		WorkDir: filepath.Join(dir, "work"), LogsDir: filepath.Join(dir, "logs"), LogMaxBytes: 20000,
 		TakeWait: 100 * time.Millisecond, Logger: zap.New(core)})

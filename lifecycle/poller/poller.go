@@ -1,10 +1,16 @@
-package lifecycle
+// Package poller is the poller role (config.RolePoller): on the replica
+// holding the poller lease it lists the triggered tickets of the projects
+// that opted in to polling and hands each to the claim service, the claim
+// the webhook receiver makes too.
+package poller
 
 import (
 	"context"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 )
 
 // DefaultPollInterval is how often a project that opted in to polling is
@@ -15,12 +21,12 @@ const DefaultPollInterval = 60 * time.Second
 // (Project.PollInterval > 0). It runs on one replica at a time, under
 // agentsmith:leader:poller.
 type Poller struct {
-	claims *ClaimService
+	claims *lifecycle.ClaimService
 	log    *zap.Logger
 }
 
 // NewPoller polls the claim service's projects, each at its own interval.
-func NewPoller(claims *ClaimService, log *zap.Logger) *Poller {
+func NewPoller(claims *lifecycle.ClaimService, log *zap.Logger) *Poller {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -51,7 +57,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		now := time.Now()
 		wake := now.Add(DefaultPollInterval)
 		projects := p.claims.Projects()
-		var due []*Project
+		var due []*lifecycle.Project
 		for _, name := range projects.Names() {
 			every := projects[name].PollInterval
 			if every <= 0 {
@@ -84,8 +90,8 @@ func (p *Poller) Run(ctx context.Context) error {
 // poll lists the triggered tickets of the due projects and claims each
 // that looks Pending; every claim reads its ticket afresh under its claim
 // lock, so a search hit that lags never decides a write (ClaimListed).
-func (p *Poller) poll(ctx context.Context, due []*Project) {
-	byLabel := map[string][]*Project{}
+func (p *Poller) poll(ctx context.Context, due []*lifecycle.Project) {
+	byLabel := map[string][]*lifecycle.Project{}
 	var labels []string
 	for _, pr := range due {
 		if _, ok := byLabel[pr.TriggerLabel]; !ok {
@@ -94,7 +100,7 @@ func (p *Poller) poll(ctx context.Context, due []*Project) {
 		byLabel[pr.TriggerLabel] = append(byLabel[pr.TriggerLabel], pr)
 	}
 	for _, label := range labels {
-		listed, err := ListOpen(ctx, byLabel[label], label)
+		listed, err := lifecycle.ListOpen(ctx, byLabel[label], label)
 		if err != nil && ctx.Err() == nil {
 			p.log.Warn("poll failed", zap.String("label", label), zap.Error(err))
 		}
@@ -103,7 +109,7 @@ func (p *Poller) poll(ctx context.Context, due []*Project) {
 			if !ok {
 				continue
 			}
-			if _, err := p.claims.ClaimListed(ctx, pr, tickets, SourcePoll, nil); err != nil && ctx.Err() == nil {
+			if _, err := p.claims.ClaimListed(ctx, pr, tickets, lifecycle.SourcePoll, nil); err != nil && ctx.Err() == nil {
 				p.log.Warn("poll failed", zap.String("project", pr.Name), zap.Error(err))
 			}
 		}
@@ -114,6 +120,6 @@ func (p *Poller) poll(ctx context.Context, due []*Project) {
 // (ClaimTriggered, one list call) and returns how many it claimed; the
 // claims that failed are returned joined, after the others were made.
 func (p *Poller) PollOnce(ctx context.Context, project string) (claimed int, err error) {
-	res, err := p.claims.ClaimTriggered(ctx, project, SourcePoll, nil)
+	res, err := p.claims.ClaimTriggered(ctx, project, lifecycle.SourcePoll, nil)
 	return len(res), err
 }

@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -21,7 +22,7 @@ import (
 func startCancellable(t *testing.T, w *lifecycletest.World, dir string) *lifecycletest.Recorder {
 	t.Helper()
 	rec := &lifecycletest.Recorder{}
-	startExecutorWith(t, w, dir, time.Second, func(c *lifecycle.ExecutorConfig) {
+	startExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
 		c.CancelCheck = 50 * time.Millisecond
 		c.Observer = rec
 	})
@@ -201,7 +202,7 @@ func TestDroppedDuplicateNamesTheRunHolder(t *testing.T) {
 	rec := startCancellable(t, w, dir)
 	eventually.Wait(t, 10*time.Second, "the duplicate to be dropped", func() bool {
 		for _, ev := range rec.Events() {
-			if ev.Outcome == lifecycle.OutcomeRunHeld && ev.Ref == ref {
+			if ev.Outcome == consumer.OutcomeRunHeld && ev.Ref == ref {
 				if ev.Holder == nil || ev.Holder.Instance != "replica-b" || ev.Holder.Source != "poll" || !ev.Holder.Since.Equal(since) {
 					t.Fatalf("holder %+v", ev.Holder)
 				}

@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestProgressCommentIsEditedInPlace(t *testing.T) {
 	w := lifecycletest.New(t, 1)
 	dir := t.TempDir()
-	startExecutorWith(t, w, dir, time.Second, func(cfg *lifecycle.ExecutorConfig) { cfg.ProgressInterval = 100 * time.Millisecond })
+	startExecutorWith(t, w, dir, time.Second, func(cfg *consumer.ExecutorConfig) { cfg.ProgressInterval = 100 * time.Millisecond })
 	p := w.Projects[lifecycletest.Project]
 	p.ProgressComment = true
 	// Each line waits until the comment shows the one before, so the test

@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
@@ -29,12 +30,12 @@ func startExecutor(t *testing.T, w *lifecycletest.World, dir string, shutdownGra
 }
 
 // startExecutorWith is startExecutor with a hook to adjust the config.
-func startExecutorWith(t *testing.T, w *lifecycletest.World, dir string, shutdownGrace time.Duration, adjust func(*lifecycle.ExecutorConfig)) (stop func()) {
+func startExecutorWith(t *testing.T, w *lifecycletest.World, dir string, shutdownGrace time.Duration, adjust func(*consumer.ExecutorConfig)) (stop func()) {
 	t.Helper()
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
 		`echo $$ > "$D/pid"; echo run >> "$D/runs"; touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done; touch "$D/finished"`}
 	w.Projects[lifecycletest.Project].Pipeline.Env = map[string]string{"D": dir}
-	cfg := lifecycle.ExecutorConfig{
+	cfg := consumer.ExecutorConfig{
 		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 		ShutdownGrace: shutdownGrace, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"),
 		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t),
@@ -42,7 +43,7 @@ func startExecutorWith(t *testing.T, w *lifecycletest.World, dir string, shutdow
 	if adjust != nil {
 		adjust(&cfg)
 	}
-	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
+	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = ex.Run(ctx) }()

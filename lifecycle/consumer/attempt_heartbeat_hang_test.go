@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -72,7 +73,7 @@ func TestHangingRenewalDoesNotDelayTheKill(t *testing.T) {
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
 		`echo $$ > "$D/pid"; touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done`}
 	w.Projects[lifecycletest.Project].Pipeline.Env = map[string]string{"D": dir}
-	ex := lifecycle.NewExecutor(rdb, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+	ex := consumer.NewExecutor(rdb, w.Queue, w.Projects, consumer.ExecutorConfig{
 		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: ttl, HeartbeatRenew: 3 * time.Second,
 		KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"), TakeWait: 100 * time.Millisecond,
 		CancelCheck: time.Hour,
@@ -135,7 +136,7 @@ func TestLivenessLapseDuringAHangingRenewalKills(t *testing.T) {
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
 		`echo $$ > "$D/pid"; touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done`}
 	w.Projects[lifecycletest.Project].Pipeline.Env = map[string]string{"D": dir}
-	ex := lifecycle.NewExecutor(rdb, w.Queue, w.Projects, lifecycle.ExecutorConfig{
+	ex := consumer.NewExecutor(rdb, w.Queue, w.Projects, consumer.ExecutorConfig{
 		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: time.Minute, HeartbeatRenew: 3 * time.Second,
 		KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"), TakeWait: 100 * time.Millisecond,
 		CancelCheck: time.Hour, Liveness: live,

@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"net/http/httptest"

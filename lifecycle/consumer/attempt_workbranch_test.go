@@ -1,4 +1,4 @@
-package lifecycle_test
+package consumer_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/gitws"
 	"github.com/agentsmithd/agentsmithd/pkg/runcg"
@@ -65,9 +66,9 @@ func withRemote(t *testing.T, w *lifecycletest.World) (bare string, p *lifecycle
 
 // replica runs one executor (its own instance and work root) and the
 // delayed set's promoter until stop; opts adjust the executor's config.
-func replica(t *testing.T, w *lifecycletest.World, name, workRoot string, rec *lifecycletest.Recorder, opts ...func(*lifecycle.ExecutorConfig)) (stop func()) {
+func replica(t *testing.T, w *lifecycletest.World, name, workRoot string, rec *lifecycletest.Recorder, opts ...func(*consumer.ExecutorConfig)) (stop func()) {
 	t.Helper()
-	cfg := lifecycle.ExecutorConfig{
+	cfg := consumer.ExecutorConfig{
 		Instance: name, Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 		ShutdownGrace: time.Second, KillGrace: 200 * time.Millisecond, WorkDir: workRoot,
 		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t), Observer: rec, Rand: func() float64 { return 0.5 },
@@ -75,7 +76,7 @@ func replica(t *testing.T, w *lifecycletest.World, name, workRoot string, rec *l
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ex := lifecycle.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
+	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
 	promoter := housekeeping.NewDelayedPromoter(w.Queue, housekeeping.DelayedPromoterConfig{Interval: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -218,7 +219,7 @@ mkdir "%s/${own##*/}/stay"`, cg.Dir())}
 		}
 	})
 	rec := &lifecycletest.Recorder{}
-	replica(t, w, "replica-a", t.TempDir(), rec, func(c *lifecycle.ExecutorConfig) { c.Cgroups = cg })
+	replica(t, w, "replica-a", t.TempDir(), rec, func(c *consumer.ExecutorConfig) { c.Cgroups = cg })
 	n := claim(t, w, "leftover")
 	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
 	if out, err := exec.Command("git", "-C", bare, "branch", "--list", "agent-smith/*").CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {

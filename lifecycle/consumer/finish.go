@@ -1,0 +1,689 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/procrun"
+	"github.com/agentsmithd/agentsmithd/pkg/redact"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// postComment posts body on ref, fenced, retrying transient errors within
+// its own deadline (lifecycle.CommentTimeout, or the attempt's commentBudget) so the caller's following transition
+// keeps its budget. A tracker that refuses body for good
+// (platforms.ErrRejected: too long, or anything else a 4xx says) gets short
+// instead, once; the caller moves the ticket either way.
+func (a *attempt) postComment(ctx context.Context, body, short string) error {
+	p, ref, fence, log := a.p, a.req.Ref, a.fence, a.log
+	body, short = lifecycle.SafeComment(p.Redact, body), lifecycle.SafeComment(p.Redact, short)
+	budget := lifecycle.CommentTimeout
+	if a.commentBudget > 0 {
+		budget = a.commentBudget
+	}
+	cctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	post := func(b string) error {
+		return retryTransient(cctx, func() error {
+			if err := fence(cctx); err != nil {
+				return err
+			}
+			return p.Tracker.Comment(trackerhttp.WithFence(cctx, fence), ref, b)
+		})
+	}
+	err := post(body)
+	if errors.Is(err, platforms.ErrRejected) && short != "" && short != body {
+		log.Warn("tracker refused the comment; posting a short one without the output", zap.Error(err))
+		err = post(short)
+	}
+	return err
+}
+
+// outcomeComment is a failed attempt's comment: headline, result, duration,
+// instance, notes, and the output's tail, at most limit characters (the
+// tracker's comment limit). The tail is cut first, then sits in a code
+// fence longer than any backtick run left inside it, so pipeline output can
+// never break out of the block, and a tail full of backticks cannot push the
+// comment past the limit through its fence. Control characters other than
+// newline and tab are stripped: trackers refuse or mangle them; @mentions
+// are broken and no line is a command (platforms.NoMentions,
+// NoCommandLines), before the cut, so the comment stays within limit.
+func outcomeComment(headline, instance string, res procrun.Result, notes []string, limit int) string {
+	head := outcomeHead(headline, instance, res, notes)
+	tail := platforms.NoCommandLines(platforms.NoMentions(strings.TrimRight(lifecycle.StripControl(strings.ToValidUTF8(string(res.Tail), "\uFFFD")), "\n")))
+	if tail == "" {
+		return lifecycle.TruncateRunes(head+"\n(no output)\n", limit)
+	}
+	// First cut as if the fence were the shortest; then the fence the kept
+	// tail needs may cost more, cut by that much more, and so on: the tail
+	// shrinks each round and its fence never grows.
+	tail = dropRunes(tail, utf8.RuneCountInString(tail)-max(limit-utf8.RuneCountInString(head)-40, 0))
+	for tail != "" {
+		fence := strings.Repeat("`", max(3, longestRun(tail, '`')+1))
+		body := fmt.Sprintf("%s\nLast %d bytes of output:\n\n%s\n%s\n%s\n", head, len(tail), fence, tail, fence)
+		over := utf8.RuneCountInString(body) - limit
+		if over <= 0 {
+			return body
+		}
+		tail = dropRunes(tail, over)
+	}
+	return lifecycle.TruncateRunes(head+"\n(output omitted: too long for the tracker's comment limit)\n", limit)
+}
+
+// shortOutcomeComment is outcomeComment without the output, for a tracker
+// that refused the full comment.
+func shortOutcomeComment(headline, instance string, res procrun.Result, notes []string, limit int) string {
+	return lifecycle.TruncateRunes(outcomeHead(headline, instance, res, notes)+"\n(output omitted: the tracker refused the full comment)\n", limit)
+}
+
+func outcomeHead(headline, instance string, res procrun.Result, notes []string) string {
+	var b strings.Builder
+	b.WriteString(lifecycle.StripControl(headline) + "\n\n")
+	// The result's description (git's stderr on a failed Prepare) and the
+	// notes (the save's error, the result file's warnings) carry text the
+	// pipeline chose: no mention in them notifies anyone.
+	fmt.Fprintf(&b, "- result: %s\n", platforms.NoMentions(lifecycle.StripControl(res.Describe())))
+	fmt.Fprintf(&b, "- duration: %s\n", res.Duration.Round(time.Millisecond))
+	fmt.Fprintf(&b, "- instance: %s\n", instance)
+	for _, n := range notes {
+		fmt.Fprintf(&b, "- %s\n", platforms.NoMentions(lifecycle.StripControl(n)))
+	}
+	return b.String()
+}
+
+// dropRunes removes the first n runes of s (none when n <= 0).
+func dropRunes(s string, n int) string {
+	if n <= 0 {
+		return s
+	}
+	for i := range s {
+		if n == 0 {
+			return s[i:]
+		}
+		n--
+	}
+	return ""
+}
+
+func longestRun(s string, c byte) int {
+	best, cur := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			cur++
+			best = max(best, cur)
+		} else {
+			cur = 0
+		}
+	}
+	return best
+}
+
+// doneComment is the Done comment of a successful run, posted before the
+// Done label: the work branch it pushed and the pipeline's result (summary,
+// links such as the pull request it opened), redacted and cut to the
+// tracker's limit, and short, the same without the result, for a tracker
+// that refuses it. A run with nothing of either to show posts none ("").
+// A comment that fails for good is logged and the transition goes ahead:
+// the result is a courtesy, the label is the state.
+func (a *attempt) doneComment(res procrun.Result) (body, short string) {
+	e, p := a.e, a.p
+	rendered := renderResult(p.Redact, p.Platform, a.result)
+	if rendered == "" && len(a.workNotes) == 0 && len(a.resultNotes) == 0 {
+		return "", ""
+	}
+	body = fmt.Sprintf("**%s**: pipeline succeeded (attempt %d)\n\n- duration: %s\n- instance: %s\n",
+		e.cfg.Labels.Prefix, a.req.Attempt, res.Duration.Round(time.Millisecond), e.cfg.Instance)
+	body += noteLines(append(append([]string(nil), a.workNotes...), a.resultNotes...))
+	short = lifecycle.TruncateRunes(body, platforms.CommentLimit(p.Tracker))
+	if rendered != "" {
+		body += "\n" + rendered
+	}
+	body = lifecycle.TruncateRunes(body, platforms.CommentLimit(p.Tracker))
+	return lifecycle.SafeComment(p.Redact, body), lifecycle.SafeComment(p.Redact, short)
+}
+
+// failed handles a failed attempt while the run still owns the ticket: it
+// runs the project's persist command, saves the work branch as a [wip]
+// commit (workbranch.go), posts the failure comment, then
+// retries the ticket after its backoff (InProgress → Enqueued, the next
+// attempt in the delayed set), escalates it (Failed, plus the escalation
+// label and mentions), or fails it.
+func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.Result) {
+	e, p, req, hb, log := a.e, a.p, a.req, a.hb, a.log
+	kind, retryable := p.Pipeline.Classify(res, req.Attempt)
+	var delay time.Duration
+	if kind == lifecycle.FailRetry {
+		delay = p.Pipeline.Retry.Backoff.Delay(req.Attempt, e.cfg.Rand())
+	}
+	// The result's description carries git's stderr when the work branch
+	// could not be prepared, which may quote the secrets or paths of the
+	// pipeline: it reaches the [wip] commit, the audit stream, the status
+	// page and the daemon's log redacted.
+	reason := p.Redact.String(res.Describe())
+	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
+	if r := renderResult(p.Redact, p.Platform, a.result); r != "" {
+		headline += "\n\n" + r
+	}
+	// A failure that ends the ticket is recorded before the persist
+	// command and the save, with the comment it has so far (headline,
+	// result, output), and again with the full comment after them: from
+	// here on its outcome is written from the record (outcome.go), also
+	// when the replica dies during a long save. A retry is not: a lost one
+	// is reverted and retried by StaleJobDetector.
+	var o runstate.Outcome
+	recorded := false
+	if kind != lifecycle.FailRetry {
+		escalate := ""
+		if kind == lifecycle.FailEscalate {
+			escalate = p.Pipeline.Escalate.Label
+		}
+		early := append([]string(nil), a.resultNotes...)
+		o = a.newOutcome(lifecycle.Failed, kind.Outcome(), reason, lifecycle.SafeComment(p.Redact, outcomeComment(headline, e.cfg.Instance, res, early, limit)),
+			lifecycle.SafeComment(p.Redact, shortOutcomeComment(headline, e.cfg.Instance, res, early, limit)), escalate)
+		recorded = a.recordOutcome(o)
+	}
+	notes := a.persist(ctx, t, kind)
+	notes = append(notes, a.saveWork(ctx, lifecycle.WorkDir(e.cfg.WorkDir, req.Ref), false, reason, 0)...)
+	notes = append(notes, a.resultNotes...)
+	if lost := hb.lostErr(); lost != nil {
+		log.Warn("run lost its ownership while persisting; no label written by this run", zap.Bool("outcomeRecorded", recorded), zap.Error(lost))
+		a.releaseRun(false)
+		return
+	}
+	// The outcome must be written even while shutting down.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.WriteTimeout)
+	defer cancel()
+	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)
+	short := shortOutcomeComment(headline, e.cfg.Instance, res, notes, limit)
+	if kind != lifecycle.FailRetry {
+		o.Body, o.Short = lifecycle.SafeComment(p.Redact, body), lifecycle.SafeComment(p.Redact, short)
+		o.Branch, o.Commit = a.branch, a.pushed
+		if a.recordOutcome(o) {
+			recorded = true
+		}
+		a.finishRun(wctx, nil, o, recorded)
+		return
+	}
+	if err := a.postComment(wctx, body, short); err != nil {
+		if errors.Is(err, errLostRun) {
+			log.Warn("run lost its ownership before the failure comment", zap.Error(err))
+			return
+		}
+		log.Error("post failure comment", zap.Error(err))
+	}
+	a.retryLater(wctx, delay, reason)
+}
+
+// retryLater hands the ticket back for its next attempt: InProgress →
+// Enqueued, the run released (its attempt count kept), and the next
+// request put in the delayed set, due after the backoff. Were the daemon to
+// die between the transition and the delay, the ticket is Enqueued without a
+// request and EnqueuedReconciler re-pushes it.
+func (a *attempt) retryLater(ctx context.Context, delay time.Duration, reason string) {
+	e, req, log := a.e, a.req, a.log
+	next := lifecycle.NextAttempt(req.Attempt)
+	why := fmt.Sprintf("%s; attempt %d in %s", reason, next, delay)
+	if err := retryTransient(ctx, func() error {
+		_, err := a.moveAs(ctx, nil, lifecycle.InProgress, lifecycle.Enqueued, lifecycle.FailRetry.Outcome(), why)
+		return err
+	}); err != nil {
+		log.Error("transition to enqueued for a retry (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		return
+	}
+	// While the heartbeat is held no re-push happens; from its release on, a
+	// lost request is re-pushed as the attempt recorded here.
+	if err := runstate.Due(ctx, e.rdb, req.Ref, next); err != nil {
+		log.Warn("record the next attempt (a lost retry would re-run this one)", zap.Error(err))
+	}
+	a.releaseRun(false)
+	due := e.cfg.Clock().Add(delay)
+	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceRetry, Attempt: next,
+		EnqueuedAt: due.UTC(), Priority: req.Priority}
+	if err := e.queue.Delay(ctx, nreq.Encode(), due); err != nil {
+		log.Error("delay the retry (EnqueuedReconciler will re-push)", zap.Error(err))
+		return
+	}
+	log.Info("retry scheduled", zap.Int("nextAttempt", next), zap.Duration("backoff", delay), zap.String("newRequestId", nreq.ID))
+}
+
+// addLabel adds label, a non-lifecycle label, to the ticket, fenced and
+// re-read after a conflict.
+func (a *attempt) addLabel(ctx context.Context, label string) error {
+	e, p, ref, fence := a.e, a.p, a.req.Ref, a.fence
+	return retryTransient(ctx, func() error {
+		var err error
+		for try := 0; try < 4; try++ {
+			var t *platforms.Ticket
+			if t, err = p.Tracker.Get(ctx, ref); err != nil {
+				return fmt.Errorf("re-read: %w", err)
+			}
+			if t.HasLabel(label) {
+				return nil
+			}
+			if err = fence(ctx); err != nil {
+				return err
+			}
+			if _, err = lifecycle.AddLabel(trackerhttp.WithFence(ctx, fence), p.Tracker, e.cfg.Labels, t, label); !errors.Is(err, platforms.ErrPreconditionFailed) {
+				return err
+			}
+		}
+		return err
+	})
+}
+
+// failureHeadline is the first line of the failure comment: what happened
+// and what happens next. "attempt k of n" appears only when another attempt
+// follows; a failure that ends the ticket says why nothing retries it.
+func failureHeadline(prefix string, p *lifecycle.Project, kind lifecycle.FailureKind, retryable bool, attempt int, delay time.Duration) string {
+	h := fmt.Sprintf("**%s**: pipeline failed", prefix)
+	switch {
+	case kind == lifecycle.FailRetry:
+		return fmt.Sprintf("%s (attempt %d of %d), retrying in %s", h, attempt, p.Pipeline.Attempts().Limit(), roundDelay(delay))
+	case kind == lifecycle.FailEscalate:
+		h = fmt.Sprintf("%s on attempt %d and needs a person", h, attempt)
+		if m := p.Pipeline.Escalate.Mention; len(m) > 0 {
+			h += ": " + strings.Join(m, " ")
+		}
+		return h
+	case retryable:
+		return fmt.Sprintf("%s; attempts used up (%d of %d)", h, attempt, p.Pipeline.Attempts().Limit())
+	}
+	return fmt.Sprintf("%s; no retry configured (attempt %d)", h, attempt)
+}
+
+// roundDelay prints a backoff the way a person reads it.
+func roundDelay(d time.Duration) string {
+	if d >= 10*time.Second {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+// A run's outcome is recorded in Redis (runstate.Outcome) the moment its
+// pipeline ends, before any tracker call, and again with the work branch's
+// commit once that is pushed; the final write (comment, escalation label,
+// Done or Failed) is made from the record. A tracker that does not answer
+// then costs the run nothing: the run hands the record over (releases its
+// lock, the record stays and holds the ticket) and OutcomeFinisher writes it
+// when the tracker answers again, on whichever replica leads housekeeping,
+// also after this one was killed. The pipeline does not run a second time
+// for it: runstate.Take refuses the ticket while its outcome waits, and
+// StaleJobDetector leaves such a ticket to the finisher. That holds while
+// Redis keeps the record: the run confirms it (re-recording it after Redis
+// lost its keys) before it hands over, but a record lost after the
+// hand-over (a FLUSHALL, a failover to a replica without it) is gone, and
+// its ticket is reverted and run again.
+
+// newOutcome is the record of this attempt's outcome: the ticket moves to
+// to with the comment body (short when the tracker refuses body).
+func (a *attempt) newOutcome(to lifecycle.State, outcome, reason, body, short, escalate string) runstate.Outcome {
+	return runstate.Outcome{Ref: a.req.Ref, Token: a.token, Instance: a.e.cfg.Instance, RequestID: a.req.ID,
+		Source: a.req.Source, Attempt: a.req.Attempt, To: to.String(), Outcome: outcome, Reason: reason,
+		Body: body, Short: short, EscalateLabel: escalate, Branch: a.branch, Commit: a.pushed,
+		Started: a.started.UTC(), Recorded: a.e.cfg.Clock().UTC(), EnqueuedAt: a.req.EnqueuedAt, ClaimedAt: a.req.ClaimedAt}
+}
+
+// recordOutcome writes o under the run's lock and reports whether it is
+// recorded. A run that lost its lock records nothing (its successor owns
+// the ticket); a Redis that cannot be written leaves the run to write its
+// outcome directly, as it would without a record.
+func (a *attempt) recordOutcome(o runstate.Outcome) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ok, err := runstate.PutOutcome(ctx, a.e.rdb, a.token, o)
+	if err != nil {
+		a.log.Warn("record the run's outcome (written directly, without a record)", zap.Error(err))
+		return false
+	}
+	if !ok {
+		a.log.Warn("record the run's outcome: the run no longer holds the ticket")
+	}
+	return ok
+}
+
+// finishRun writes o, the run's outcome (recorded false: no record of it
+// could be made so far), and ends the run: released as terminal once
+// written; or handed over, its record left for OutcomeFinisher, when the
+// tracker did not take the write and the record is confirmed (handOver).
+func (a *attempt) finishRun(ctx context.Context, t *platforms.Ticket, o runstate.Outcome, recorded bool) {
+	log := a.log
+	err := a.writeOutcome(ctx, t, &o, a.token, recorded, recorded)
+	switch {
+	case err == nil:
+		// Also a first record the second could not replace.
+		a.dropOutcome(a.token)
+		a.releaseRun(true)
+	case errors.Is(err, errStateChanged) || errors.Is(err, lifecycle.ErrIllegalTransition):
+		log.Error("transition to "+o.To+": the ticket left in-progress; nothing more to write", zap.Error(err))
+		a.dropOutcome(a.token)
+		a.releaseRun(false)
+	default:
+		a.handOver(o, err)
+	}
+}
+
+// handOver ends a run whose final write failed with werr: it confirms the
+// outcome's record (runstate.KeepOutcome, which re-takes the run lock when
+// Redis lost it) and only then releases the run, the record holding the
+// ticket for OutcomeFinisher. A record that cannot be confirmed is never
+// taken for one: the run keeps its lock until it expires and
+// StaleJobDetector takes over; a ticket another run owns is left to it.
+func (a *attempt) handOver(o runstate.Outcome, werr error) {
+	log := a.log.With(zap.NamedError("writeError", werr))
+	ctx, cancel := context.WithTimeout(context.Background(), max(a.e.cfg.HeartbeatTTL, 5*time.Second))
+	defer cancel()
+	var kept runstate.Kept
+	err := retryTransient(ctx, func() (err error) {
+		kept, err = runstate.KeepOutcome(ctx, a.e.rdb, o, a.e.cfg.HeartbeatTTL)
+		return err
+	})
+	switch {
+	case err != nil:
+		log.Error("transition to "+o.To+" not written, and its record could not be confirmed (the heartbeat expires and StaleJobDetector takes over)",
+			zap.Error(err))
+	case kept == runstate.NotKept:
+		log.Warn("transition to " + o.To + " not written; the run no longer holds the ticket, which its successor owns")
+		a.releaseRun(false)
+	case kept == runstate.Retaken && a.killUnconfirmed:
+		// Redis lost the lock while it could not be read and the pipeline
+		// was killed meanwhile: its run guard killed it for the lost lock,
+		// so this is a lost run, run again after the restart grace.
+		log.Warn("the run's lock was lost while Redis could not be read and its pipeline was killed by a signal: a lost run, not an outcome; released to be run again")
+		a.dropOutcome(a.token)
+		a.releaseRun(false)
+	default:
+		log.Warn("transition to "+o.To+" not written; the outcome is recorded and is written from the record when the tracker answers (housekeeping's OutcomeWriter), never by running the pipeline again",
+			zap.Bool("lockRetaken", kept == runstate.Retaken))
+		// The record holds the ticket: no run can take it, no repair reverts it.
+		a.releaseRun(false)
+	}
+}
+
+func (a *attempt) dropOutcome(holder string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := runstate.DropOutcome(ctx, a.e.rdb, a.req.Ref, holder); err != nil {
+		a.log.Warn("drop the written outcome's record (it is written again, idempotently)", zap.Error(err))
+	}
+}
+
+// writeOutcome makes o's final write, fenced by a.fence: the comment unless
+// posted (then, when recorded says a record exists, marked posted in the
+// record held by holder, so no finisher posts it twice), the escalation
+// label, and InProgress → o.To. t is a snapshot of the ticket (nil: read
+// it). With strict, a comment the tracker did not take for a transient
+// reason fails the write, which is made again from the record; without it
+// the transition goes ahead, as the comment is a courtesy. A ticket that
+// already shows o.To (a write whose answer was lost) is written.
+func (a *attempt) writeOutcome(ctx context.Context, t *platforms.Ticket, o *runstate.Outcome, holder string, recorded, strict bool) error {
+	e, log := a.e, a.log
+	to, err := lifecycle.ParseState(o.To)
+	if err != nil || !to.Terminal() {
+		return fmt.Errorf("%w: outcome to %q", lifecycle.ErrIllegalTransition, o.To)
+	}
+	if o.Body != "" && !o.CommentPosted {
+		err := a.postComment(ctx, o.Body, o.Short)
+		switch {
+		case errors.Is(err, errLostRun):
+			return err
+		case err != nil && strict && !errors.Is(err, platforms.ErrRejected):
+			if ctx.Err() == nil && !errors.Is(err, errFenceUnread) {
+				// The tracker failed the comment itself, not the write's
+				// deadline, a shutdown or Redis.
+				return fmt.Errorf("post the %s comment: %w: %w", o.To, errCommentFailed, err)
+			}
+			return fmt.Errorf("post the %s comment: %w", o.To, err)
+		case err != nil:
+			log.Error("post the "+o.To+" comment; the transition goes ahead", zap.Error(err))
+		default:
+			o.CommentPosted = true
+		}
+		if o.CommentPosted && recorded {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if _, err := runstate.PutOutcome(pctx, e.rdb, holder, *o); err != nil {
+				log.Warn("mark the comment posted in the outcome's record", zap.Error(err))
+			}
+			cancel()
+		}
+	}
+	if o.EscalateLabel != "" {
+		if err := a.addLabel(ctx, o.EscalateLabel); err != nil {
+			log.Error("add escalation label", zap.String("label", o.EscalateLabel), zap.Error(err))
+		}
+	}
+	err = retryTransient(ctx, func() error {
+		_, err := a.moveAs(ctx, t, lifecycle.InProgress, to, o.Outcome, o.Reason)
+		t = nil // moveAs re-reads after a failure; the snapshot is spent
+		return err
+	})
+	if errors.Is(err, errStateChanged) {
+		if cur, gerr := a.p.Tracker.Get(ctx, a.req.Ref); gerr == nil && e.cfg.Labels.StateOf(cur.Labels) == to {
+			return nil
+		}
+	}
+	return err
+}
+
+// errCommentFailed marks a final write that failed because the tracker did
+// not take its comment for a transient reason (OutcomeFinisher counts these
+// apart: Outcome.CommentTries).
+var errCommentFailed = errors.New("comment not taken")
+
+// ResultFileEnv names the file a pipeline may write its result to. The
+// file's name starts with ".agentsmith-" so the work branch never commits
+// it (pkg/gitws excludes /.agentsmith-*).
+const (
+	ResultFileEnv  = "AGENTSMITH_RESULT_FILE"
+	resultFileName = ".agentsmith-result.json"
+)
+
+// Bounds on a pipeline's result: it is the pipeline's output, hostile like
+// the rest of it, and it goes into a comment every platform caps.
+const (
+	MaxResultBytes   = 64 << 10
+	maxSummaryRunes  = 4000
+	maxResultLinks   = 20
+	maxLinkTitleRune = 200
+	maxLinkURLBytes  = 2000
+)
+
+// ResultFile is where the pipeline of the ticket in workDir may write its
+// result ($AGENTSMITH_RESULT_FILE).
+func ResultFile(workDir string) string { return filepath.Join(workDir, resultFileName) }
+
+// Result is what a pipeline reports about its run: a summary and links (the
+// pull request it opened), shown in the Done and Failed comments.
+type Result struct {
+	Summary string `json:"summary"`
+	Links   []Link `json:"links"`
+}
+
+// Link is one link of a Result.
+type Link struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
+// Empty reports whether r has nothing to show.
+func (r Result) Empty() bool { return strings.TrimSpace(r.Summary) == "" && len(r.Links) == 0 }
+
+// ReadResult reads the result file at path. No file is no result and no
+// warning; anything wrong with it (too large, not JSON, a link that is not
+// http(s)) is a warning for the comment, never an error: a result is a
+// courtesy, and a bad one must not fail a transition.
+func ReadResult(path string) (Result, []string) {
+	// Not followed through a symlink: the pipeline must not make the daemon
+	// show a file only the daemon may read.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, []string{"result file: cannot be read"}
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return Result{}, []string{"result file: ignored, not a regular file"}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
+	if err != nil {
+		return Result{}, []string{"result file: cannot be read"}
+	}
+	if len(b) > MaxResultBytes {
+		return Result{}, []string{fmt.Sprintf("result file: ignored, larger than %d bytes", MaxResultBytes)}
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Result{}, []string{"result file: ignored, not valid JSON of the form {\"summary\": ..., \"links\": [{\"title\": ..., \"url\": ...}]}"}
+	}
+	var warn []string
+	r.Summary = strings.TrimSpace(lifecycle.StripControl(strings.ToValidUTF8(r.Summary, "\uFFFD")))
+	if utf8.RuneCountInString(r.Summary) > maxSummaryRunes {
+		r.Summary = lifecycle.TruncateRunes(r.Summary, maxSummaryRunes) + "…"
+		warn = append(warn, fmt.Sprintf("result file: summary cut to %d characters", maxSummaryRunes))
+	}
+	links, dropped := r.Links[:0], 0
+	for _, l := range r.Links {
+		u, ok := httpURL(l.URL)
+		if !ok || len(links) == maxResultLinks {
+			dropped++
+			continue
+		}
+		title := strings.TrimSpace(strings.ReplaceAll(lifecycle.StripControl(strings.ToValidUTF8(l.Title, "\uFFFD")), "\n", " "))
+		title = lifecycle.TruncateRunes(title, maxLinkTitleRune)
+		if title == "" {
+			title = u
+		}
+		links = append(links, Link{Title: title, URL: u})
+	}
+	r.Links = links
+	if dropped > 0 {
+		warn = append(warn, fmt.Sprintf("result file: %d link(s) left out (only http(s) URLs, at most %d)", dropped, maxResultLinks))
+	}
+	return r, warn
+}
+
+// httpURL returns raw normalised when it is an absolute http(s) URL with a
+// host: no javascript:, data: or relative link reaches a comment.
+func httpURL(raw string) (string, bool) {
+	if len(raw) > maxLinkURLBytes || strings.ContainsAny(raw, " \t\r\n\x00<>\"`") {
+		return "", false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return "", false
+	}
+	// Parentheses would end a Markdown link target early.
+	return strings.NewReplacer("(", "%28", ")", "%29").Replace(u.String()), true
+}
+
+// renderResult is r as comment text for platform, red's secrets replaced
+// before any escaping (escapeFor): Markdown, with every
+// character Markdown could read as markup escaped and @mentions broken, on
+// GitHub, GitLab and Azure DevOps (which takes the daemon's comments as
+// Markdown); plain text on Jira, whose tracker converts the comment to
+// wiki markup or ADF and escapes it there (platforms/jira/adf.go), with
+// Jira's own mention and code-fence forms broken here.
+func renderResult(red *redact.Redactor, platform string, r Result) string {
+	if r.Empty() {
+		return ""
+	}
+	esc := func(s string) string { return escapeFor(red, platform, s) }
+	var b strings.Builder
+	if r.Summary != "" {
+		b.WriteString("**Summary**\n\n")
+		for _, line := range strings.Split(r.Summary, "\n") {
+			b.WriteString(platforms.NoCommandLines(esc(line)) + "\n")
+		}
+	}
+	if len(r.Links) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("**Links**\n\n")
+		for _, l := range r.Links {
+			if platform == "jira" {
+				fmt.Fprintf(&b, "- %s: %s\n", esc(l.Title), l.URL)
+			} else {
+				fmt.Fprintf(&b, "- [%s](%s)\n", esc(l.Title), l.URL)
+			}
+		}
+	}
+	return b.String()
+}
+
+// escapeFor is s, text from a pipeline, as comment text for platform: red's
+// secrets replaced, then escaped for the platform's markup (see
+// renderResult). The order matters: escaping changes a secret's bytes
+// ("ghp_x" becomes "ghp\_x"), which no later redaction recognises but the
+// tracker renders as the secret again. Every pipeline text a comment shows
+// escaped goes through here, so none is escaped unredacted.
+func escapeFor(red *redact.Redactor, platform, s string) string {
+	s = red.String(s)
+	if platform == "jira" {
+		return jiraEscape(s)
+	}
+	return markdownEscape(s)
+}
+
+// markdownEscape backslash-escapes every ASCII punctuation character
+// CommonMark may treat as markup (CommonMark 0.31 §2.4: any ASCII
+// punctuation may be escaped) and puts a zero-width space after "@" so
+// no summary mentions (notifies) anyone.
+func markdownEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '@':
+			b.WriteString("@\u200b")
+		case r < 0x80 && strings.ContainsRune("\\`*_{}[]()<>#+-.!|~&\"'=:", r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// jiraEscape breaks the two forms the Jira tracker passes through as
+// written, [~user] mentions and ``` code fences, and @mentions, which Jira
+// does not resolve in API text but bots and other trackers' mirrors may.
+func jiraEscape(s string) string {
+	return platforms.NoMentions(strings.NewReplacer("[~", "[\u200b~", "```", "`\u200b``").Replace(s))
+}
+
+// removeStale removes a file an earlier attempt's pipeline left (its result
+// must not be shown as this attempt's).
+func removeStale(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the last attempt's %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// noteLines is notes as the comment's list items, one a line.
+func noteLines(notes []string) string {
+	var b strings.Builder
+	for _, n := range notes {
+		fmt.Fprintf(&b, "- %s\n", lifecycle.StripControl(n))
+	}
+	return b.String()
+}

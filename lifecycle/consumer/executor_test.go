@@ -156,13 +156,13 @@ func TestHalfDoneStartIsFinished(t *testing.T) {
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	if err := w.Sim.AddLabels(lifecycletest.Repo, n, "agent-smith:in-progress"); err != nil { // the add that landed
+	if err := w.Sim.AddLabels(lifecycletest.Repo, n, lifecycletest.Label(lifecycle.InProgress)); err != nil { // the add that landed
 		t.Fatal(err)
 	}
 	startExecutor(t, w, dir, time.Second)
 	eventually.Wait(t, 20*time.Second, "the ticket to end done with one lifecycle label", func() bool {
 		is, _ := w.Sim.Issue(lifecycletest.Repo, n)
-		return slices.Equal(is.Labels, []string{"agent-smith", "keep", "agent-smith:done"})
+		return slices.Equal(is.Labels, []string{"agent-smith", "keep", lifecycletest.Label(lifecycle.Done)})
 	})
 	b, _ := os.ReadFile(filepath.Join(dir, "runs"))
 	if runs := strings.Count(string(b), "\n"); runs != 1 {

@@ -237,7 +237,7 @@ func TestEscalationFailsLabelsAndMentions(t *testing.T) {
 	n := claim(t, w, "needs a person", "bug")
 	waitOutcome(t, w, rec, n, lifecycle.Failed, "escalated")
 	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
-	for _, l := range []string{"agent-smith", "bug", "needs-human", "agent-smith:failed"} {
+	for _, l := range []string{"agent-smith", "bug", "needs-human", lifecycletest.Label(lifecycle.Failed)} {
 		if !slices.Contains(is.Labels, l) {
 			t.Errorf("labels %q lack %q", is.Labels, l)
 		}

@@ -43,8 +43,8 @@ type RepoScaleResult struct {
 }
 
 // listOnly hides a tracker's optional capabilities (platforms.Searcher
-// among them): the housekeeping then lists it per project, as before
-// search existed.
+// among them): the housekeeping then lists it per project, the path a
+// tracker without search takes.
 type listOnly struct{ platforms.Tracker }
 
 func (b *bench) housekeepingRepos(ctx context.Context) error {

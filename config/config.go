@@ -49,7 +49,7 @@ var AllRoles = []string{RoleReceiver, RolePoller, RoleConsumer, RoleHousekeeping
 const (
 	DefaultListen = ":8080"
 	// DefaultAdminListen keeps /metrics and the status page on loopback:
-	// the internet reaches only the webhooks on Listen (issue #18).
+	// the internet reaches only the webhooks on Listen.
 	DefaultAdminListen    = "127.0.0.1:9090"
 	DefaultLabelPrefix    = lifecycle.DefaultLabelPrefix
 	DefaultConcurrency    = consumer.DefaultConcurrency

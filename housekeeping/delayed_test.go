@@ -26,7 +26,7 @@ func delayedRetry(t *testing.T, w *lifecycletest.World, n int, due time.Time) li
 // A ticket whose request waits out its backoff is queued, not orphaned:
 // neither the grace-free cycle after a Redis loss nor the re-check under the
 // claim lock re-pushes it. Once the delayed set is gone too (Redis lost its
-// data), the reconciler re-pushes the ticket as before.
+// data), the reconciler re-pushes the ticket like any other orphan.
 func TestReconcilerCountsDelayedRequestsAsQueued(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "between attempts", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued), "priority:high")

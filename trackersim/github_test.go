@@ -438,7 +438,7 @@ func TestAuthAndFaults(t *testing.T) {
 		resp.Header.Get("X-RateLimit-Remaining") != "0" || resp.Header.Get("X-RateLimit-Reset") == "" {
 		t.Fatalf("429 fault: %v %v", resp, err)
 	}
-	// go-github now refuses locally until the advertised reset; a fresh
+	// From here go-github refuses locally until the advertised reset; a fresh
 	// client (as after a wait) gets through because the fault was used up.
 	fresh := newClient(t, srv).WithAuthToken("s3cret")
 	if _, _, err := fresh.Issues.Get(ctx, "demo", "app", n); err != nil {

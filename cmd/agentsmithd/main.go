@@ -65,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// "Run guard"); it is not for people.
 		return guard(stderr)
 	}
-	cmd := "serve" // flags first: `agentsmithd -c config.yaml` serves, as before
+	cmd := "serve" // flags first: `agentsmithd -c config.yaml` means serve
 	if !strings.HasPrefix(args[0], "-") || isHelp(args[0]) {
 		cmd, args = args[0], args[1:]
 	}

@@ -55,9 +55,9 @@ func payloadAt(updated time.Time) []byte {
 	return b
 }
 
-// The reported attack: one captured signed body replayed with fresh,
-// 63 KB delivery ids filled Redis (a key per id, kept 24 h) and wrote an
-// audit entry per replay. Now long or odd ids are refused before Redis sees
+// The attack: one captured signed body replayed with fresh, 63 KB
+// delivery ids would fill Redis (a key per id, kept 24 h) and write an
+// audit entry per replay. Long or odd ids are refused before Redis sees
 // them, and replays under fresh valid ids are duplicates that write nothing.
 func TestReplaysUnderFreshIdsCostNothing(t *testing.T) {
 	now := time.Now()

@@ -50,8 +50,8 @@ func newOrgHookWorld(t *testing.T) *hostileWorld {
 }
 
 // Projects sharing an organisation's webhook secret each get their own
-// deliveries (the second project's used to be 401: only the first project
-// whose secret matched was tried).
+// deliveries (were only the first project whose secret matches tried, the
+// second project's would be answered 401).
 func TestSharedSecretRoutesToEveryProject(t *testing.T) {
 	w := newOrgHookWorld(t)
 	for _, repo := range []string{"acme/app", "acme/lib"} {

@@ -1,7 +1,7 @@
 // Package connlimit caps the connections a listener keeps open, in total
 // and per source address, so one host opening thousands of slow
-// connections cannot exhaust the process's file descriptors (issue #18:
-// ~20k slow connections from one host made /readyz and tracker calls fail
+// connections cannot exhaust the process's file descriptors (~20k slow
+// connections from one host would make /readyz and tracker calls fail
 // with "too many open files"). A connection over a cap is closed as soon
 // as it is accepted, never queued: the kernel's backlog is not ours to
 // fill, and a refused client learns it at once.

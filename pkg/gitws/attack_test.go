@@ -14,7 +14,7 @@ import (
 )
 
 // The attacks below are what a pipeline, which owns the work dir, can
-// write there between the daemon's git steps (issue 26, item 1). Each test
+// write there between the daemon's git steps. Each test
 // names the git CVE whose class of vector it covers where there is one.
 
 // markerCmd is a shell command, as git runs uploadpack/receivepack/filters,

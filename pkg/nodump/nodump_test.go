@@ -90,7 +90,7 @@ func TestPipelineCannotReadTheDaemonsEnvironment(t *testing.T) {
 	if err := os.WriteFile(config, []byte("token_env: AGENTSMITH_TOKEN\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The attack, without the fix: the pipeline reads the token.
+	// The attack, without the protection: the pipeline reads the token.
 	if out := daemon(t, "off", config); !strings.Contains(out, secret) || !strings.Contains(out, "ENVIRON-READ") {
 		t.Fatalf("control: a dumpable daemon's environ should be readable (the attack); got:\n%s", out)
 	}

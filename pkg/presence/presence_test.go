@@ -129,9 +129,9 @@ func (h *hangHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // A renewal that hangs (Redis unreachable without an error: a partition
 // that drops packets) must not hold back the lapse: Lost closes at the
 // trust deadline, before the key can expire for the other replicas, not
-// when the hanging call gives up. Before the fix Run waited out the
-// renewal's whole RenewEvery timeout before it looked at the expiry timer,
-// so with RenewEvery 1 s and a 2 s TTL the lapse came when the key had
+// when the hanging call gives up. Were Run to wait out the renewal's
+// whole RenewEvery timeout before it looked at the expiry timer, then with
+// RenewEvery 1 s and a 2 s TTL the lapse would come when the key had
 // already expired and another replica could have taken over the work.
 func TestLostDoesNotWaitForAHangingRenewal(t *testing.T) {
 	r := redistest.Start(t)

@@ -133,8 +133,8 @@ func liveHarness(t *testing.T, env map[string]string) trackertest.LiveHarness {
 	}
 	// editTags is the human's tag edit: the whole list with "replace",
 	// conditional on the revision read (re-read on 412), so the edit is
-	// exactly the one tag whatever "add" does to System.Tags (issue 12:
-	// Azure DevOps merges it).
+	// exactly the one tag whatever "add" does to System.Tags (Azure
+	// DevOps merges it).
 	editTags := func(ctx context.Context, ref platforms.Ref, change func([]string) []string) error {
 		for attempt := 1; ; attempt++ {
 			n, rev, tags, err := read(ctx, ref)

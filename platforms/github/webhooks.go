@@ -106,8 +106,8 @@ func (Webhooks) parse(h http.Header, body []byte) (platforms.WebhookEvent, error
 		return ev, nil // EventIgnored
 	}
 	// One pass into only the fields the lifecycle reads: decoding the whole
-	// go-github IssuesEvent (hundreds of fields, most behind pointers) was a
-	// third of the receiver's CPU in the bench's profile.
+	// go-github IssuesEvent (hundreds of fields, most behind pointers) takes
+	// a third of the receiver's CPU in the bench's profile.
 	var p issuesPayload
 	if err := json.Unmarshal(body, &p); err != nil {
 		return ev, fmt.Errorf("github: %s delivery %q: %w: %v", ev.Name, ev.DeliveryID, platforms.ErrMalformed, err)

@@ -85,8 +85,8 @@ func TestMetricsRequireTheStatusToken(t *testing.T) {
 	}
 }
 
-// One host opening many idle connections (issue #18: ~20k slow ones ran
-// the daemon out of file descriptors) gets no more than its per-address
+// One host opening many idle connections (~20k slow ones would run the
+// daemon out of file descriptors) gets no more than its per-address
 // cap; the rest are closed at once. /readyz on the admin listener and a
 // delivery from another address still answer.
 func TestConnectionFloodFromOneHost(t *testing.T) {

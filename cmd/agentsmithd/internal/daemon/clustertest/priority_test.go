@@ -17,8 +17,8 @@ import (
 // cluster with priority levels: the take (a script over the processing
 // list and every level), the requeue of a dead replica's processing list
 // into the request's level, and the promotion of a delayed retry. Each
-// touches several keys, so each needs them in one hash slot (issue 13: the
-// level keys once lacked the hash tag, and every take failed CROSSSLOT).
+// touches several keys, so each needs them in one hash slot (level keys
+// without the hash tag make every take fail with CROSSSLOT).
 func TestClusterPrioritiesRetryAndRequeue(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()

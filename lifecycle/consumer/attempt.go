@@ -118,7 +118,8 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		// a freeze since the take may have cost the run its lock, and a
 		// run started now would go on beside its successor until the next
 		// renewal. A Redis that cannot be read is left to the heartbeat
-		// and the run guard, as before; it costs no attempt here.
+		// and the run guard, which stop the run when the lock is gone; it
+		// costs no attempt here.
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("before starting the pipeline: %w", err)}
 		lostEarly = true
 	} else {

@@ -51,11 +51,10 @@ func failedTransitions(rec *lifecycletest.Recorder) int {
 	return n
 }
 
-// The reported failure: GitHub refuses a comment over 65,536 characters
-// with 422; the daemon retried it until the write budget was gone, the
-// Failed transition timed out and StaleJobDetector ran the pipeline again.
-// Now the comment is cut to fit, and the ticket moves to Failed once, well
-// inside the write budget.
+// GitHub refuses a comment over 65,536 characters with 422. A failure
+// comment is cut to fit, so the ticket moves to Failed once, well inside
+// the write budget: a comment retried until the budget is gone would time
+// the Failed transition out and let StaleJobDetector run the pipeline again.
 func TestOversizedFailureCommentStillFailsTheTicketOnce(t *testing.T) {
 	w := lifecycletest.New(t, 1)
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "loud failure", "", "agent-smith")

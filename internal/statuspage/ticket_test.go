@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
@@ -26,14 +28,14 @@ func writeEvents(t *testing.T, w *audit.Writer, evs []lifecycle.Event) {
 	for _, ev := range evs {
 		w.Observe(ev)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for w.Written() < uint64(len(evs)) && time.Now().Before(deadline) {
+	eventually.Wait(t, 10*time.Second, fmt.Sprintf("the audit writer to write %d events", len(evs)), func() bool {
 		select {
-		case <-time.After(10 * time.Millisecond): // polling a counter, with a deadline
 		case err := <-done:
 			t.Fatalf("writer stopped: %v", err)
+		default:
 		}
-	}
+		return w.Written() >= uint64(len(evs))
+	})
 	cancel()
 	<-done
 	if w.Written() != uint64(len(evs)) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
@@ -269,35 +271,30 @@ func TestGuardKillsWhenDaemonGone(t *testing.T) {
 
 func waitPid(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
-				return pid
-			}
+	return eventually.Value(t, 10*time.Second, path+" to hold a pid", func() (int, bool) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return 0, false
 		}
-		time.Sleep(10 * time.Millisecond) // polling a file with a deadline, not synchronising on time
-	}
-	t.Fatalf("%s never written", path)
-	return 0
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid, err == nil && pid > 0
+	})
 }
 
 // waitGone waits until pid no longer exists or is a zombie.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	eventually.Wait(t, 10*time.Second, fmt.Sprintf("process %d to be gone", pid), func() bool {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
+			return true
 		}
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-			if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 0 && f[0] == "Z" {
-				return
-			}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Errorf("process %d still runs", pid)
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		return len(f) > 0 && f[0] == "Z"
+	})
 }
 
 type syncBuffer struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
 )
 
@@ -126,18 +127,11 @@ func TestSnapshotRestartFromRollsBack(t *testing.T) {
 	// write reaches the file before the reply; everysec only delays the
 	// fsync, which a process crash does not need). CONFIG SET appendonly
 	// yes rewrites the file first: wait for that.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.Wait(t, 10*time.Second, "INFO persistence to show AOF on and no rewrite in progress or scheduled", func() bool {
 		info, _ := rdb.Info(ctx, "persistence").Result()
-		if strings.Contains(info, "aof_enabled:1") && strings.Contains(info, "aof_rewrite_in_progress:0") &&
-			strings.Contains(info, "aof_rewrite_scheduled:0") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("AOF rewrite never finished:\n%s", info)
-		}
-		time.Sleep(20 * time.Millisecond) // polling INFO with a deadline
-	}
+		return strings.Contains(info, "aof_enabled:1") && strings.Contains(info, "aof_rewrite_in_progress:0") &&
+			strings.Contains(info, "aof_rewrite_scheduled:0")
+	})
 	if err := rdb.Set(ctx, "kept", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

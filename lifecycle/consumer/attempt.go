@@ -326,6 +326,9 @@ func (a *attempt) startHeartbeat(ctx context.Context) *runHeartbeat {
 	h.validUntil.Store(e.heartbeatWindow().Until(e.cfg.Clock()).UnixNano())
 	h.wg.Go(func() {
 		if err := a.heartbeat(ctx, h); err != nil {
+			if e.cfg.HeartbeatLostSignal != nil {
+				e.cfg.HeartbeatLostSignal(time.Unix(0, h.validUntil.Load()), err)
+			}
 			h.lost.Store(&err)
 			close(h.kill)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +28,20 @@ type hangHook struct {
 	hanging atomic.Int32 // commands hanging now
 	mu      sync.Mutex
 	lastOK  time.Time
+	hungTil []time.Time // the context deadline of each command that hung
+}
+
+// hangUntilDone records ctx's deadline and blocks until ctx ends.
+func (h *hangHook) hangUntilDone(ctx context.Context) error {
+	h.hanging.Add(1)
+	defer h.hanging.Add(-1)
+	if d, ok := ctx.Deadline(); ok {
+		h.mu.Lock()
+		h.hungTil = append(h.hungTil, d)
+		h.mu.Unlock()
+	}
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 func (h *hangHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -34,10 +49,7 @@ func (h *hangHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *hangHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if h.hang.Load() {
-			h.hanging.Add(1)
-			defer h.hanging.Add(-1)
-			<-ctx.Done()
-			return ctx.Err()
+			return h.hangUntilDone(ctx)
 		}
 		h.mu.Lock()
 		h.lastOK = time.Now()
@@ -49,8 +61,7 @@ func (h *hangHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *hangHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if h.hang.Load() {
-			<-ctx.Done()
-			return ctx.Err()
+			return h.hangUntilDone(ctx)
 		}
 		return next(ctx, cmds)
 	}
@@ -58,10 +69,12 @@ func (h *hangHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 
 // A heartbeat renewal that hangs must not hold back the kill: the
 // pipeline dies at the trust deadline, before the heartbeat can expire and
-// another replica take the run. Before the fix the renewal waited out its
-// whole renew-interval timeout before the deadline was looked at, so with
-// a 3 s renew interval and a 4 s TTL the pipeline was still running two
-// seconds after its heartbeat could have expired.
+// another replica take the run. The test synchronises on the executor's
+// HeartbeatLostSignal, not on wall-clock margins: the signal carries the
+// trust deadline, which must come before the heartbeat's expiry (its last
+// write + TTL), and every renewal that hung must have been given up by that
+// deadline (its context's deadline), so nothing waits out a renew interval
+// (3 s here, past the 4 s TTL) before the kill. The pipeline must then die.
 func TestHangingRenewalDoesNotDelayTheKill(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
@@ -70,6 +83,12 @@ func TestHangingRenewalDoesNotDelayTheKill(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	rdb.AddHook(h)
 	const ttl = 4 * time.Second
+	type heartbeatLost struct {
+		trustedUntil time.Time
+		cause        error
+		hung         []time.Time
+	}
+	lost := make(chan heartbeatLost, 1)
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
 		`echo $$ > "$D/pid"; touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done`}
 	w.Projects[lifecycletest.Project].Pipeline.Env = map[string]string{"D": dir}
@@ -77,6 +96,12 @@ func TestHangingRenewalDoesNotDelayTheKill(t *testing.T) {
 		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: ttl, HeartbeatRenew: 3 * time.Second,
 		KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"), TakeWait: 100 * time.Millisecond,
 		CancelCheck: time.Hour,
+		HeartbeatLostSignal: func(trustedUntil time.Time, cause error) {
+			h.mu.Lock()
+			hung := slices.Clone(h.hungTil) // the commands that hung before the run gave up
+			h.mu.Unlock()
+			lost <- heartbeatLost{trustedUntil, cause, hung}
+		},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -100,10 +125,31 @@ func TestHangingRenewalDoesNotDelayTheKill(t *testing.T) {
 	if _, err := fmt.Sscan(string(b), &pid); err != nil {
 		t.Fatal(err)
 	}
+	var sig heartbeatLost
+	select {
+	case sig = <-lost:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the run never gave up its heartbeat while Redis hung")
+	}
 	eventually.Wait(t, 15*time.Second, "the pipeline to be killed", func() bool { return syscall.Kill(pid, 0) != nil })
 	h.hang.Store(false) // the partition heals: the executor's clean-up goes through
-	if at, expires := time.Now(), last.Add(ttl); !at.Before(expires) {
-		t.Errorf("pipeline killed %s after its heartbeat could expire (TTL %s)", at.Sub(expires), ttl)
+	t.Logf("heartbeat given up: %v", sig.cause)
+	if expires := last.Add(ttl); !sig.trustedUntil.Before(expires) {
+		t.Errorf("trust deadline %s is not before the heartbeat's expiry %s (TTL %s)",
+			sig.trustedUntil.Format(time.StampMilli), expires.Format(time.StampMilli), ttl)
+	}
+	if len(sig.hung) == 0 {
+		t.Error("no command hung with a deadline: the test did not exercise a hanging renewal")
+	}
+	// A renewal's context deadline is the trust deadline read at the
+	// renewal's start plus the time to create the context (microseconds);
+	// one that waits out the renew interval ends 2.4 s past it here.
+	const ctxSetup = 250 * time.Millisecond
+	for _, d := range sig.hung {
+		if d.After(sig.trustedUntil.Add(ctxSetup)) {
+			t.Errorf("a hanging command waited until %s, past the trust deadline %s: it held back the kill",
+				d.Format(time.StampMilli), sig.trustedUntil.Format(time.StampMilli))
+		}
 	}
 }
 
@@ -121,10 +167,10 @@ func (l *lapsing) Valid() bool {
 func (l *lapsing) Lost() <-chan struct{} { return l.lost }
 
 // A liveness lapse while a heartbeat renewal hangs kills the pipeline at
-// once, not when the renewal gives up: before the fix the heartbeat loop
-// saw the lapse only between renewals, so a renewal hanging for its 3 s
-// timeout kept the pipeline running that long after the replica stopped
-// trusting its own liveness.
+// once, not when the renewal gives up: a heartbeat loop that saw the lapse
+// only between renewals would keep the pipeline running for the hanging
+// renewal's 3 s timeout after the replica stopped trusting its own
+// liveness.
 func TestLivenessLapseDuringAHangingRenewalKills(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
@@ -165,7 +211,8 @@ func TestLivenessLapseDuringAHangingRenewalKills(t *testing.T) {
 	close(live.lost)
 	eventually.Wait(t, 15*time.Second, "the pipeline to be killed", func() bool { return syscall.Kill(pid, 0) != nil })
 	h.hang.Store(false)
-	// The hanging renewal's own timeout (3 s) is the bound the bug hit.
+	// The hanging renewal's own timeout (3 s) is the bound a loop blind to
+	// the lapse would reach.
 	if d := time.Since(lapsed); d >= 2*time.Second {
 		t.Errorf("pipeline killed %s after the liveness lapse, want well before the hanging renewal's 3 s timeout", d)
 	}

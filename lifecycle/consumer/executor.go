@@ -108,6 +108,11 @@ type ExecutorConfig struct {
 	// pipeline started survives it, even outside its process group. nil
 	// leaves that to the process group and the run guard's subreaper.
 	Cgroups *runcg.Parent
+
+	// HeartbeatLostSignal is a test signal, nil in production: called with
+	// the heartbeat's trust deadline and the cause when a run gives its
+	// heartbeat up, before the pipeline is killed.
+	HeartbeatLostSignal func(trustedUntil time.Time, cause error)
 }
 
 // Executor is the PipelineQueueConsumer and PipelineExecutor of the

@@ -122,6 +122,14 @@ func TestMetricsCountARealRun(t *testing.T) {
 	bad := e.sim.CreateIssue(e.repo, "This will fail", "", "agent-smith")
 	e.waitState(ok, 20*time.Second, lifecycle.Done)
 	e.waitState(bad, 20*time.Second, lifecycle.Failed)
+	// The run releases the ticket (attempts forgotten, finished mark set)
+	// just after its Done label: a re-trigger inside that window continues
+	// the attempt chain instead of starting a new one, so the person below
+	// acts once the runs are released, as a person reading the label does.
+	eventually.Wait(t, 10*time.Second, "both runs released", func() bool {
+		inflight, ok := scrapeMetrics(t, d).value("agentsmith_runs_inflight", nil)
+		return ok && inflight == 0
+	})
 
 	// A human asks for the finished ticket to run again.
 	if err := e.sim.RemoveLabel(e.repo, ok, lifecycletest.Label(lifecycle.Done)); err != nil {

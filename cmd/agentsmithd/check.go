@@ -17,6 +17,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -65,6 +66,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: discover repositories: %v\n", err)
 		return 1
 	}
+	// The redis row reports an unreachable Redis: go-redis's own lines
+	// (one per dial attempt, on stderr) would only repeat it.
+	redisconn.Silence()
 	rep := runChecks(ctx, cfg, cfgPath, receiverURL, timeout)
 	if output == "json" {
 		enc := json.NewEncoder(stdout)

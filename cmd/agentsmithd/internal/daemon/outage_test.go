@@ -85,8 +85,7 @@ func TestRedisOutageIsOneLineEachWay(t *testing.T) {
 			return le.Level >= zapcore.InfoLevel && strings.HasPrefix(le.Message, prefix)
 		}).All()
 	}
-	var raw string
-	raw = captureFD2(t, func() {
+	raw := captureFD2(t, func() {
 		before := len(logs.All())
 		e.redis.Kill()
 		eventually.Wait(t, 10*time.Second, "the outage is reported", func() bool { return len(lines("redis unreachable")) > 0 })

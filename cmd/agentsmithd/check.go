@@ -17,6 +17,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -72,6 +73,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if webhook {
 		wait = webhookWait
 	}
+	// The redis row reports an unreachable Redis: go-redis's own lines
+	// (one per dial attempt, on stderr) would only repeat it.
+	redisconn.Silence()
 	rep := runChecks(ctx, cfg, cfgPath, receiverURL, timeout, wait)
 	if output == "json" {
 		enc := json.NewEncoder(stdout)

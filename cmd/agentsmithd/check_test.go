@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
@@ -462,4 +464,65 @@ func TestCheckDiscoveredGitLabGroup(t *testing.T) {
 		t.Fatalf("checked %+v\n%s", rep.Projects, out)
 	}
 	wantStatuses(t, rep, "plat.sub.api", map[string]string{"auth": "ok", "repository": "ok", "webhook": "ok"})
+}
+
+// With Redis down the table says so in its redis row and nothing else is
+// printed: go-redis's default logger writes each failed dial straight to
+// file descriptor 2 ("redis: … pool.go:…"), which the test captures.
+func TestCheckRedisDownPrintsNoRawRedisLines(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin, Scopes: []string{"repo", "admin:repo_hook"}})
+	w.redis.Kill()
+	cfg := fmt.Sprintf("redis: {addr: %q}\nprojects:\n%s", w.redis.Addr(), w.githubProject("ok", "acme/app", "CHECK_TOKEN"))
+	path := filepath.Join(w.dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	var code int
+	raw := captureFD2(t, func() {
+		code = run([]string{"check", "-c", path, "--timeout", "10s", "--receiver-url", checkRecv}, &out, &errOut)
+	})
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out.String())
+	}
+	if raw != "" || errOut.Len() > 0 {
+		t.Errorf("check printed besides its table:\n%s%s", raw, errOut.String())
+	}
+	var redisRows []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "redis ") {
+			redisRows = append(redisRows, line)
+		}
+	}
+	if len(redisRows) != 1 || !strings.Contains(redisRows[0], "fail") || !strings.Contains(redisRows[0], w.redis.Addr()) {
+		t.Errorf("want one failed redis row naming %s, got %q\n%s", w.redis.Addr(), redisRows, out.String())
+	}
+}
+
+// captureFD2 runs f with file descriptor 2 pointed at a pipe and returns
+// what was written to it.
+func captureFD2(t *testing.T, f func()) string {
+	t.Helper()
+	saved, err := syscall.Dup(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Dup2(int(wr.Fd()), 2); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	f()
+	_ = syscall.Dup2(saved, 2)
+	_ = syscall.Close(saved)
+	_ = wr.Close()
+	return <-done
 }

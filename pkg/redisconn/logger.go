@@ -10,13 +10,13 @@ import (
 )
 
 // zapLogger sends go-redis's own log lines (pool dial failures, sentinel
-// failovers, cluster redirections) through the daemon's zap logger, so
-// they are JSON lines like the rest of the log instead of plain text in the
-// middle of it.
+// failovers, cluster redirections) through the daemon's zap logger at
+// debug: they repeat for every dial attempt, and the daemon reports a Redis
+// outage itself, once (pkg/outage).
 type zapLogger struct{ log *zap.Logger }
 
 func (l zapLogger) Printf(_ context.Context, format string, v ...any) {
-	l.log.Warn(strings.TrimPrefix(strings.TrimSpace(fmt.Sprintf(format, v...)), "redis: "))
+	l.log.Debug(strings.TrimPrefix(strings.TrimSpace(fmt.Sprintf(format, v...)), "redis: "))
 }
 
 // UseZap makes go-redis log through log, named "go-redis". go-redis has one
@@ -25,3 +25,13 @@ func (l zapLogger) Printf(_ context.Context, format string, v ...any) {
 func UseZap(log *zap.Logger) {
 	redis.SetLogger(zapLogger{log: log.Named("go-redis")})
 }
+
+// Silence drops go-redis's own log lines: for commands that report a Redis
+// failure themselves (check).
+func Silence() {
+	redis.SetLogger(silent{})
+}
+
+type silent struct{}
+
+func (silent) Printf(context.Context, string, ...any) {}

@@ -14,11 +14,13 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/discovery"
@@ -30,6 +32,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/connlimit"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/outage"
 	"github.com/agentsmithd/agentsmithd/pkg/presence"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -104,7 +107,18 @@ type Options struct {
 	// it runs (discovery.interval, and on a repository webhook) and starts
 	// or stops serving repositories without a restart.
 	Configured []config.Project
+	// Now, OutageReminder and OutageProbe drive the Redis outage lines
+	// (pkg/outage): the clock (time.Now if nil), the interval between
+	// reminders (outage.DefaultReminder if 0) and between the probes that
+	// see Redis come back (defaultOutageProbe if 0). Tests shorten them.
+	Now            func() time.Time
+	OutageReminder time.Duration
+	OutageProbe    time.Duration
 }
+
+// defaultOutageProbe is how often the replica pings Redis to tell when an
+// outage starts and ends.
+const defaultOutageProbe = 2 * time.Second
 
 // New builds a replica from cfg. It dials nothing yet.
 func New(cfg *config.Config, opts Options) (*Daemon, error) {
@@ -113,6 +127,15 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		log = zap.NewNop()
 	}
 	log = log.With(zap.String("instance", cfg.InstanceID))
+	// One line when Redis becomes unreachable, a reminder while it stays
+	// so, one when it is back: every loop's own error line for it is
+	// folded to debug.
+	redisOutage := outage.New(outage.Config{What: "redis", Where: strings.Join(cfg.Redis.Addrs, ","),
+		Meanwhile: "no ticket is claimed or started and webhooks are answered 503 until it is back; retrying",
+		Reminder:  opts.OutageReminder, Now: opts.Now, Log: log.Named("outage")})
+	log = log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return outage.Fold(c, redisOutage, outage.Dialing(cfg.Redis.Addrs...))
+	}))
 	// Keys are built for the mode before anything runs (pkg/keys).
 	if err := keys.UseHashTag(cfg.Redis.Mode == config.RedisCluster); err != nil {
 		return nil, fmt.Errorf("redis.mode %s: %w", cfg.Redis.Mode, err)
@@ -172,6 +195,14 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		Observer: d.observer,
 	})
 	d.buildRoles()
+	probe := opts.OutageProbe
+	if probe <= 0 {
+		probe = defaultOutageProbe
+	}
+	d.services = append(d.services, service{"redis-outage", func(ctx context.Context) error {
+		outage.Watch(ctx, redisOutage, probe, func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
+		return nil
+	}})
 	if d.refresher != nil {
 		d.services = append(d.services, service{"discovery", d.refresher.Run})
 	}

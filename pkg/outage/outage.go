@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // DefaultReminder is how often a lasting outage is logged again.
@@ -28,7 +30,7 @@ type Config struct {
 	Meanwhile string
 	// Reminder is the interval between reminders (DefaultReminder if 0).
 	Reminder time.Duration
-	// Now is the clock (time.Now if nil); tests inject one they advance.
+	// Now is the clock (wallclock.Now if nil); tests inject one they advance.
 	Now func() time.Time
 	// Log receives the lines (a no-op logger if nil). It must not be a
 	// logger folded by this tracker: the start line carries the error.
@@ -54,7 +56,7 @@ func New(cfg Config) *Tracker {
 		cfg.Reminder = DefaultReminder
 	}
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = wallclock.Now
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()

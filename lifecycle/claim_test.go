@@ -59,7 +59,7 @@ func TestClaimPreChecks(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	noTrigger := w.Sim.CreateIssue("acme/app", "no trigger", "")
-	done := w.Sim.CreateIssue("acme/app", "done", "", "agent-smith", "agent-smith:done")
+	done := w.Sim.CreateIssue("acme/app", "done", "", "agent-smith", lifecycletest.Label(lifecycle.Done))
 	closed := w.Sim.CreateIssue("acme/app", "closed", "", "agent-smith")
 	if err := w.Sim.SetOpen("acme/app", closed, false); err != nil {
 		t.Fatal(err)

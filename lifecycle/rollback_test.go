@@ -21,11 +21,11 @@ func TestRestoredRequestsOfEndedTicketsAreDropped(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
 	stale := map[int][]string{
-		w.Sim.CreateIssue(lifecycletest.Repo, "done", "", "agent-smith", "agent-smith:done"):           {"agent-smith", "agent-smith:done"},
-		w.Sim.CreateIssue(lifecycletest.Repo, "failed", "", "agent-smith", "agent-smith:failed"):       {"agent-smith", "agent-smith:failed"},
-		w.Sim.CreateIssue(lifecycletest.Repo, "running", "", "agent-smith", "agent-smith:in-progress"): {"agent-smith", "agent-smith:in-progress"},
+		w.Sim.CreateIssue(lifecycletest.Repo, "done", "", "agent-smith", lifecycletest.Label(lifecycle.Done)):          {"agent-smith", lifecycletest.Label(lifecycle.Done)},
+		w.Sim.CreateIssue(lifecycletest.Repo, "failed", "", "agent-smith", lifecycletest.Label(lifecycle.Failed)):      {"agent-smith", lifecycletest.Label(lifecycle.Failed)},
+		w.Sim.CreateIssue(lifecycletest.Repo, "running", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress)): {"agent-smith", lifecycletest.Label(lifecycle.InProgress)},
 	}
-	live := w.Sim.CreateIssue(lifecycletest.Repo, "enqueued", "", "agent-smith", "agent-smith:enqueued")
+	live := w.Sim.CreateIssue(lifecycletest.Repo, "enqueued", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	push := func(n int) {
 		req := lifecycle.PipelineRequest{ID: "restored-" + lifecycletest.Ref(n).ID, Ref: lifecycletest.Ref(n), Source: lifecycle.SourceWebhook,
 			Attempt: 1, EnqueuedAt: time.Now().Add(-time.Minute).UTC()}

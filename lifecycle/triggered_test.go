@@ -15,7 +15,7 @@ import (
 func TestPollOnceClaimsTriggeredPendingTicketsOnly(t *testing.T) {
 	w := newWorld(t)
 	missed := w.Sim.CreateIssue("acme/app", "triggered", "", "agent-smith")
-	done := w.Sim.CreateIssue("acme/app", "finished", "", "agent-smith", "agent-smith:done")
+	done := w.Sim.CreateIssue("acme/app", "finished", "", "agent-smith", lifecycletest.Label(lifecycle.Done))
 	untriggered := w.Sim.CreateIssue("acme/app", "no trigger", "")
 	p := poller.NewPoller(w.Claims, zaptest.NewLogger(t))
 	n, err := p.PollOnce(t.Context(), lifecycletest.Project)

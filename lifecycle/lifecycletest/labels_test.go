@@ -19,17 +19,18 @@ import (
 // rawLabelTrees are the trees whose tests keep lifecycle labels as
 // literals: the platform adapters and the tracker emulator sit below
 // lifecycle and test the label text on the wire (case, respelling, raw
-// JSON); lifecycle's own top-level tests are another change's.
-var rawLabelTrees = []string{"platforms", "trackersim", "lifecycle"}
+// JSON).
+var rawLabelTrees = []string{"platforms", "trackersim"}
 
 // rawLabelFiles are test files elsewhere whose label literal is the thing
 // tested.
 var rawLabelFiles = map[string]string{
 	"lifecycle/receiver/hostile_test.go": "a webhook payload fixture",
+	"lifecycle/state_test.go":            "the state ↔ label mapping itself",
 }
 
 // labelLiterals lists the string literals in the test files under root,
-// outside rawLabelTrees' top levels and rawLabelFiles, that equal a
+// outside rawLabelTrees and rawLabelFiles, that equal a
 // lifecycle label under the default prefix.
 func labelLiterals(t *testing.T, root string) []string {
 	t.Helper()
@@ -46,12 +47,12 @@ func labelLiterals(t *testing.T, root string) []string {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || (rel != "lifecycle" && slices.Contains(rawLabelTrees, rel))) {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || slices.Contains(rawLabelTrees, rel)) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, "_test.go") || rawLabelFiles[rel] != "" || filepath.Dir(rel) == "lifecycle" {
+		if !strings.HasSuffix(path, "_test.go") || rawLabelFiles[rel] != "" {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
@@ -123,7 +124,7 @@ func TestLabelLiteralsFindsCopies(t *testing.T) {
 		}
 	}
 	got := labelLiterals(t, root)
-	want := []string{`housekeeping/a_test.go:2: "agent-smith:done"`, `lifecycle/runstate/r_test.go:2: "agent-smith:failed"`}
+	want := []string{`housekeeping/a_test.go:2: "agent-smith:done"`, `lifecycle/runstate/r_test.go:2: "agent-smith:failed"`, `lifecycle/s_test.go:2: "agent-smith:done"`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("literals\n%q\nwant\n%q", got, want)
 	}

@@ -210,7 +210,7 @@ type Consumer struct {
 	HeartbeatRenew time.Duration `yaml:"heartbeat_renew"` // must be < HeartbeatTTL
 	ShutdownGrace  time.Duration `yaml:"shutdown_grace"`  // wait for running pipelines on shutdown
 	KillGrace      time.Duration `yaml:"kill_grace"`      // SIGTERM → SIGKILL
-	WorkDir        string        `yaml:"work_dir"`        // default $TMPDIR/agentsmithd/work
+	WorkDir        string        `yaml:"work_dir"`        // default lifecycle.DefaultWorkRoot
 	TailBytes      int           `yaml:"tail_bytes"`      // output kept for the failure comment
 	// LowerPriorityEvery: every N-th take serves a lower priority level
 	// first, so a flood of urgent tickets cannot starve the rest.
@@ -593,7 +593,7 @@ func (c *Config) applyDefaults(baseDir string) {
 	setDefault(&cs.LowerPriorityEvery, DefaultLowerEvery)
 	setDefault(&cs.LimitDelay, DefaultLimitDelay)
 	if cs.WorkDir == "" {
-		cs.WorkDir = filepath.Join(os.TempDir(), "agentsmithd", "work")
+		cs.WorkDir = lifecycle.DefaultWorkRoot()
 	} else if baseDir != "" && !filepath.IsAbs(cs.WorkDir) {
 		cs.WorkDir = filepath.Join(baseDir, cs.WorkDir)
 	}

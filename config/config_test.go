@@ -50,6 +50,10 @@ func parseErrs(t *testing.T, yml string, vars map[string]string) []string {
 }
 
 func TestDefaults(t *testing.T) {
+	// The work dir's default follows lifecycle.DefaultWorkRoot: under
+	// systemd's StateDirectory= here, never $TMPDIR.
+	state := t.TempDir()
+	t.Setenv("STATE_DIRECTORY", state)
 	data, err := os.ReadFile(testdata + "minimal.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -69,9 +73,9 @@ func TestDefaults(t *testing.T) {
 		Consumer: Consumer{
 			Concurrency: 4, HeartbeatTTL: 2 * time.Minute, HeartbeatRenew: 30 * time.Second,
 			ShutdownGrace: 10 * time.Second, KillGrace: 10 * time.Second,
-			WorkDir: filepath.Join(os.TempDir(), "agentsmithd", "work"), TailBytes: 4096,
+			WorkDir: filepath.Join(state, "work"), TailBytes: 4096,
 			LowerPriorityEvery: 10, LimitDelay: 2 * time.Second, CancelCheck: 5 * time.Second, GuardCheck: 2 * time.Second,
-			Output: Output{LogsDir: filepath.Join(os.TempDir(), "agentsmithd", "work-logs"), LogMaxBytes: DefaultLogMaxBytes, Retention: Retention{MaxAge: DefaultRetentionMaxAge, MaxBytes: DefaultRetentionMaxBytes, Interval: DefaultRetentionInterval}},
+			Output: Output{LogsDir: filepath.Join(state, "work-logs"), LogMaxBytes: DefaultLogMaxBytes, Retention: Retention{MaxAge: DefaultRetentionMaxAge, MaxBytes: DefaultRetentionMaxBytes, Interval: DefaultRetentionInterval}},
 		},
 		ClaimLockTTL: 30 * time.Second,
 		Housekeeping: Housekeeping{

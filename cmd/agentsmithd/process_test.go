@@ -87,7 +87,7 @@ projects:
 
 func (w *procWorld) start(name, timings string) *exec.Cmd {
 	cmd := exec.Command(daemonBinary(w.t), "serve", "-c", w.writeConfig(name, timings))
-	cmd.Env = append(os.Environ(), "GH_TOKEN=process-test-token")
+	cmd.Env = append(os.Environ(), "GH_TOKEN=process-test-token", "STATE_DIRECTORY="+w.t.TempDir())
 	logf, err := os.Create(filepath.Join(w.dir, name+".log"))
 	if err != nil {
 		w.t.Fatal(err)

@@ -6,11 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/internal/readme"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
@@ -68,8 +71,9 @@ echo "admin listener: token ok"`)
 	cmd := exec.CommandContext(ctx, "bash", "-euc", strings.Join(script, "\n"))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(),
-		"FIRST="+first, "SIM="+freeAddr(t), "REDIS="+freeAddr(t), "LISTEN="+freeAddr(t), "ADMIN="+freeAddr(t),
-		"TMPDIR="+tmp, // the daemon's default work dir is under it
+		// REDIS is left to the walkthrough, which must pick its own.
+		"FIRST="+first, "SIM="+freeAddr(t), "REDIS=", "LISTEN="+freeAddr(t), "ADMIN="+freeAddr(t),
+		"TMPDIR="+tmp,
 		"PATH="+filepath.Dir(redisBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	// Its own process group, so trackersim, redis-server and the daemon it
 	// starts in the background go with it.
@@ -88,11 +92,24 @@ echo "admin listener: token ok"`)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	err = cmd.Wait()
+	// Asked while the walkthrough's Redis still runs (below the kill).
+	var redisAddr, redisDir string
+	if err == nil {
+		redisAddr, redisDir = walkthroughRedis(t, first)
+	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	out, _ := os.ReadFile(outFile.Name())
 	if err != nil {
 		daemonLog, _ := os.ReadFile(filepath.Join(first, "agentsmithd.log"))
 		t.Fatalf("walkthrough failed: %v\n%s\ndaemon log:\n%s", err, out, daemonLog)
+	}
+	// The daemon's Redis is the one the walkthrough started in $FIRST, not
+	// a developer's Redis on the usual port (one runs there on CI hosts).
+	if _, port, _ := net.SplitHostPort(redisAddr); port == "6379" || port == "" {
+		t.Errorf("the walkthrough's config points redis at %q", redisAddr)
+	}
+	if redisDir != first {
+		t.Errorf("the Redis at %s keeps its data in %q, not in the walkthrough's %s", redisAddr, redisDir, first)
 	}
 	s := string(out)
 	for _, want := range []string{"agentsmithd.yaml: ok", "pending → enqueued", "in-progress → done",
@@ -102,7 +119,7 @@ echo "admin listener: token ok"`)
 		}
 	}
 	// The pipeline ran in the ticket's work dir and read the ticket.
-	matches, _ := filepath.Glob(filepath.Join(tmp, "agentsmithd", "work", "first", "*", "ticket.json"))
+	matches, _ := filepath.Glob(filepath.Join(first, "work", "first", "*", "ticket.json"))
 	if len(matches) != 1 {
 		t.Fatalf("ticket.json in the work dir: %q", matches)
 	}
@@ -119,4 +136,28 @@ func freeAddr(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// walkthroughRedis is the redis addr of the walkthrough's config in first
+// and the data dir (CONFIG GET dir) of the Redis answering there.
+func walkthroughRedis(t *testing.T, first string) (addr, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(first, "agentsmithd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^redis: \{addr: "([^"]*)"\}`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no redis addr in the walkthrough's config:\n%s", b)
+	}
+	addr = string(m[1])
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := rdb.ConfigGet(ctx, "dir").Result()
+	if err != nil {
+		t.Fatalf("CONFIG GET dir at %s: %v", addr, err)
+	}
+	return addr, got["dir"]
 }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"time"
 
@@ -146,7 +145,7 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects lifecycle.P
 		cfg.KillGrace = DefaultKillGrace
 	}
 	if cfg.WorkDir == "" {
-		cfg.WorkDir = os.TempDir() + "/agentsmithd/work"
+		cfg.WorkDir = lifecycle.DefaultWorkRoot()
 	}
 	if cfg.TailBytes <= 0 {
 		cfg.TailBytes = DefaultTailBytes

@@ -30,6 +30,11 @@ type EpochWatcher struct {
 	rdb    redis.UniversalClient
 	onLoss []func()
 	log    *zap.Logger
+	// seen: this watcher has read or written the epoch, so a missing one
+	// is a loss it saw happen, not a Redis it meets empty at start (a new
+	// one, or one that lost its data while no daemon ran: the two look
+	// alike from here).
+	seen bool
 }
 
 // NewEpochWatcher calls each onLoss function when the epoch is missing.
@@ -69,6 +74,7 @@ func (w *EpochWatcher) Check(ctx context.Context) error {
 		return fmt.Errorf("read epoch: %w", err)
 	}
 	if n == 1 {
+		w.seen = true
 		return nil
 	}
 	if err := w.cfg.Fence(ctx); err != nil {
@@ -79,8 +85,14 @@ func (w *EpochWatcher) Check(ctx context.Context) error {
 		return fmt.Errorf("write epoch: %w", err)
 	}
 	if created {
-		w.log.Warn("Redis has no epoch: its data is new or was lost; reconciling from the trackers now " +
-			"(in-progress tickets once Redis has been up past the restart grace)")
+		if w.seen {
+			w.log.Warn("Redis lost its data while the daemon ran; reconciling from the trackers now " +
+				"(in-progress tickets once Redis has been up past the restart grace)")
+		} else {
+			w.log.Info("Redis holds no agentsmithd data yet (a new Redis, or one emptied while no daemon ran): " +
+				"reading the tickets' state from the trackers' labels; normal on a first start")
+		}
+		w.seen = true
 		for _, f := range w.onLoss {
 			f()
 		}

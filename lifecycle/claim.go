@@ -147,7 +147,7 @@ func (c *ClaimService) PreCheck(p *Project, t *platforms.Ticket) string {
 		return "no trigger label " + strconv.Quote(p.TriggerLabel)
 	}
 	if s := c.cfg.Labels.StateOf(t.Labels); s != Pending {
-		return "state is " + s.String()
+		return stateReasonPrefix + s.String()
 	}
 	return ""
 }

@@ -76,6 +76,6 @@ func eventRow(w io.Writer, e audit.Entry) {
 	if ev.Ref.ID != "" {
 		ticket = ev.Ref.String()
 	}
-	row(w, ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), ticket, ev.Kind, transition(ev), ev.Outcome, attempt,
-		ev.Instance, ev.Source, ev.Reason)
+	row(w, ev.At.UTC().Format("2006-01-02T15:04:05.000Z"), ticket, ev.Kind, transition(ev), ev.ShownOutcome(), attempt,
+		ev.Instance, ev.Source, ev.ShownReason())
 }

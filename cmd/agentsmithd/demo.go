@@ -236,11 +236,28 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	say("")
 	say("every ticket settled; other labels untouched.")
+	say("")
+	for _, line := range demoNextSteps(*keep) {
+		say("%s", line)
+	}
 	if *keep {
 		say("serving until Ctrl-C: %s/ and http://%s/status", simURL, d.Addr())
 		<-ctx.Done()
 	}
 	return 0
+}
+
+// demoNextSteps is what the demo tells a newcomer to do after it: look
+// around a live demo (--keep), then serve a project of their own (the
+// README's walkthrough).
+func demoNextSteps(keep bool) []string {
+	steps := []string{"next:"}
+	if !keep {
+		steps = append(steps, "  agentsmithd demo --keep    the same demo, left running: browse the tracker sandbox and /status")
+	}
+	return append(steps,
+		`  README.md, "Your first real project in five minutes"    your own config, webhook and pipeline`,
+		"  agentsmithd --help    every command (validate, check, serve)")
 }
 
 // startDemoRedis starts a real redis-server on a free port when one is

@@ -16,7 +16,9 @@ func TestDemoSettlesEveryTicket(t *testing.T) {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
 	s := out.String()
-	want := []string{"in-progress  → done", "in-progress  → failed", "exit status 3", "every ticket settled", "tracker sandbox"}
+	want := []string{"in-progress  → done", "in-progress  → failed", "exit status 3", "every ticket settled", "tracker sandbox",
+		// It ends with what to do next.
+		"next:", "agentsmithd demo --keep", "Your first real project in five minutes"}
 	if _, err := setupDemoPR(t.TempDir()); err == nil {
 		// examples/pipelines/offline/run.sh pushed the work branch and
 		// opened a pull request on the sim for the Done ticket.
@@ -26,6 +28,10 @@ func TestDemoSettlesEveryTicket(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, s)
 		}
+	}
+	// The section the demo points at exists.
+	if readme, err := os.ReadFile("../../README.md"); err != nil || !strings.Contains(string(readme), "\n## Your first real project in five minutes\n") {
+		t.Errorf("the demo points at a README section that is not there (%v)", err)
 	}
 	// demo/webshop#1 is the issue without the trigger label.
 	if strings.Contains(s, "demo/webshop#1 ") {

@@ -32,3 +32,25 @@ func TestEventJSONKeepsIDAndTicket(t *testing.T) {
 		t.Errorf("round trip = %+v, want %+v", out, in)
 	}
 }
+
+// The ticket page and the recent events show a claim that found its ticket
+// already queued as an ignored duplicate, not as not_eligible.
+func TestPagesWordADuplicateTrigger(t *testing.T) {
+	ev := Event{ID: "1-0", Ticket: "github:1", Event: lifecycle.Event{Kind: lifecycle.EventClaim, From: lifecycle.Enqueued,
+		Outcome: string(lifecycle.NotEligible), Reason: "state is enqueued", Source: "webhook"}}
+	var tb, pb strings.Builder
+	if err := pages.ExecuteTemplate(&tb, "ticketpage", ticketView{Events: []Event{ev}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pages.ExecuteTemplate(&pb, "page", pageView{Status: Status{Recent: []Event{ev}}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, page := range map[string]string{"ticket page": tb.String(), "status page": pb.String()} {
+		if !strings.Contains(page, "already enqueued (duplicate trigger ignored)") || !strings.Contains(page, "<td>ignored</td>") {
+			t.Errorf("%s does not word the duplicate trigger", name)
+		}
+		if strings.Contains(page, "not_eligible") || strings.Contains(page, "state is enqueued") {
+			t.Errorf("%s shows the duplicate trigger as a refusal", name)
+		}
+	}
+}

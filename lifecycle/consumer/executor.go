@@ -426,7 +426,8 @@ func (a *attempt) takeRun(ctx context.Context, rec runstate.Record) (took bool, 
 		return false, e.cfg.LimitDelay, "concurrency limit reached (" + res.Slot + ")", err
 	case runstate.Restarting:
 		// A little past the grace, so the next take finds it over.
-		return false, res.Wait + 100*time.Millisecond, "Redis restarted less than the restart grace ago", err
+		return false, res.Wait + 100*time.Millisecond, "Redis started less than the restart grace (" + e.cfg.RestartGrace.String() +
+			") ago: runs wait so one live before a Redis restart can notice and stop first; normal on a first start", err
 	}
 	return res.Result == runstate.Taken && err == nil, 0, "", err
 }

@@ -643,24 +643,59 @@ func escapeFor(red *redact.Redactor, platform, s string) string {
 	return markdownEscape(s)
 }
 
-// markdownEscape backslash-escapes every ASCII punctuation character
-// CommonMark may treat as markup (CommonMark 0.31 §2.4: any ASCII
-// punctuation may be escaped) and puts a zero-width space after "@" so
-// no summary mentions (notifies) anyone.
+// markdownEscape backslash-escapes the ASCII punctuation of s that could
+// start markup where it stands (CommonMark 0.31 and GitHub's extensions),
+// and nothing else, so a path or a branch name reads as written in the
+// tracker and in a plain-text notification e-mail ("CHANGELOG.md",
+// "agent-smith/demo-webshop-2"); it puts a zero-width space after "@" so
+// no summary mentions (notifies) anyone. Escaped everywhere: "\\", "`",
+// "*", "[", "]", "<" (no HTML, no autolink), "&" (no entity can spell a
+// "@" or a "<"), "|" and "~" (tables, strikethrough), and "_" unless it
+// stands between two letters or digits, where it opens no emphasis.
+// Escaped as the first character of a line (after blanks): "#", "-", "+",
+// "=", ">" (headings, lists, rules, setext underlines, quotes), and the
+// "." or ")" after a leading number ("1." opens an ordered list). With
+// every container's opener escaped, no later position of a line starts a
+// block.
 func markdownEscape(s string) string {
 	var b strings.Builder
-	for _, r := range s {
+	lineStart := true // only blanks so far on this line
+	digits := 0       // the digits right after this line's leading blanks
+	for i, r := range s {
+		atStart, number := lineStart, digits
+		switch {
+		case r == '\n' || r == '\r':
+			lineStart, digits = true, 0
+		case r == ' ' || r == '\t':
+			digits = 0
+		case r >= '0' && r <= '9' && (lineStart || digits > 0):
+			lineStart, digits = false, digits+1
+		default:
+			lineStart, digits = false, 0
+		}
+		listNumber := number > 0 && (r == '.' || r == ')') && (i+1 == len(s) || strings.IndexByte(" \t\r\n", s[i+1]) >= 0)
 		switch {
 		case r == '@':
 			b.WriteString("@\u200b")
-		case r < 0x80 && strings.ContainsRune("\\`*_{}[]()<>#+-.!|~&\"'=:", r):
+			continue
+		case r < 0x80 && strings.ContainsRune("\\`*[]<&|~", r),
+			r == '_' && !(alnumAt(s, i-1) && alnumAt(s, i+1)),
+			atStart && strings.ContainsRune("#-+=>", r),
+			listNumber:
 			b.WriteByte('\\')
-			b.WriteRune(r)
-		default:
-			b.WriteRune(r)
 		}
+		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// alnumAt reports whether s holds an ASCII letter or digit at byte i.
+func alnumAt(s string, i int) bool {
+	if i < 0 || i >= len(s) {
+		return false
+	}
+	c := s[i]
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // jiraEscape breaks the two forms the Jira tracker passes through as

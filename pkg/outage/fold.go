@@ -49,8 +49,14 @@ func (c *foldCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
 			if f.Type != zapcore.ErrorType || !ok || err == nil {
 				continue
 			}
-			if c.cause(err) || (c.t.Down() && (Connection(err) || Waited(err))) {
-				c.t.Fail(err)
+			cause := c.cause(err)
+			if cause || (c.t.Down() && (Connection(err) || Waited(err))) {
+				// Only the dependency's own errors start an outage or
+				// feed its reminders: a tracker's timeout folded while
+				// Redis is down is not reported as Redis's.
+				if cause {
+					c.t.Fail(err)
+				}
 				if !c.Core.Enabled(zapcore.DebugLevel) {
 					return nil
 				}

@@ -1,9 +1,11 @@
 package outage_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -68,5 +70,24 @@ func TestFoldMovesTheDependencysLinesToDebug(t *testing.T) {
 	want := map[string]zapcore.Level{"take request": zapcore.DebugLevel, "poll failed": zapcore.WarnLevel, "renew": zapcore.DebugLevel}
 	if fmt.Sprint(levels) != fmt.Sprint(want) {
 		t.Errorf("levels %v, want %v", levels, want)
+	}
+}
+
+// A tracker's timeout folded while Redis is down is not Redis's failure:
+// it neither reminds of the outage nor puts its error in Redis's lines.
+func TestFoldedForeignErrorsDoNotFeedTheOutage(t *testing.T) {
+	tracked, lines := observer.New(zap.DebugLevel)
+	obs, _ := observer.New(zap.DebugLevel)
+	now := time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC)
+	tr := outage.New(outage.Config{What: "redis", Where: "127.0.0.1:6379", Reminder: time.Minute,
+		Now: func() time.Time { return now }, Log: zap.New(tracked)})
+	log := zap.New(outage.Fold(obs, tr, outage.Dialing("127.0.0.1:6379")))
+	tr.Fail(errors.New("dial tcp 127.0.0.1:6379: connect: connection refused"))
+	now = now.Add(2 * time.Minute)
+	log.Warn("post the comment", zap.Error(fmt.Errorf("tracker: %w", context.DeadlineExceeded)))
+	for _, e := range lines.All() {
+		if strings.Contains(e.Message, "still") || strings.Contains(fmt.Sprint(e.ContextMap()), "deadline") {
+			t.Errorf("a tracker's timeout fed Redis's outage: %s %v", e.Message, e.ContextMap())
+		}
 	}
 }

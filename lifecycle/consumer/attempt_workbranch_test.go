@@ -145,7 +145,7 @@ printf '%s' '{"summary":"Opened a PR *now* @alice","links":[{"title":"PR #1","ur
 		t.Errorf("failure comment does not name the pushed branch:\n%s", failure)
 	}
 	for _, want := range []string{"pipeline succeeded (attempt 2)", "work branch `" + branch + "`: pushed at ",
-		`Opened a PR \*now\* @` + "\u200b" + `alice`, `- [PR #1](https://example.com/pr/1)`, "1 link(s) left out"} {
+		`Opened a PR \*now\* @` + "\u200b" + `alice`, "- [PR #\u200b1](https://example.com/pr/1)", "1 link(s) left out"} {
 		if !strings.Contains(done, want) {
 			t.Errorf("done comment lacks %q:\n%s", want, done)
 		}

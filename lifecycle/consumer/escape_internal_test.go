@@ -13,19 +13,23 @@ import (
 func TestMarkdownEscapeOnlyWhereMarkupStarts(t *testing.T) {
 	for in, want := range map[string]string{
 		// Read as written.
-		"CHANGELOG.md":                "CHANGELOG.md",
-		"agent-smith/demo-webshop-2":  "agent-smith/demo-webshop-2",
-		"ghp_x and snake_case_name":   "ghp_x and snake_case_name",
-		"v1.5 (see #12): done! a+b=c": "v1.5 (see #12): done! a+b=c",
-		"2026-11-27 12:00":            "2026-11-27 12:00",
+		"CHANGELOG.md":                 "CHANGELOG.md",
+		"agent-smith/demo-webshop-2":   "agent-smith/demo-webshop-2",
+		"ghp_x and snake_case_name":    "ghp_x and snake_case_name",
+		"v1.5 (see # 12): done! a+b=c": "v1.5 (see # 12): done! a+b=c",
+		"2026-11-27 12:00":             "2026-11-27 12:00",
 		// Escaped everywhere.
 		"**bold** and `code`":       `\*\*bold\*\* and \` + "`code\\`",
 		"[x](http://e.com) ![i](u)": `\[x\](http://e.com) !\[i\](u)`,
 		"<img src=x onerror=y>":     `\<img src=x onerror=y>`,
-		"&#64;admin &lt;b&gt;":      `\&#64;admin \&lt;b\&gt;`,
+		"&#64;admin &lt;b&gt;":      "\\&#\u200b64;admin \\&lt;b\\&gt;",
 		"a|b ~~gone~~ back\\slash":  `a\|b \~\~gone\~\~ back\\slash`,
 		"_emph_ x _ y":              `\_emph\_ x \_ y`,
 		"@alice":                    "@\u200balice",
+		// References that would link (and notify) another issue, merge
+		// request, milestone or snippet: GitLab's #12 !12 %"m" $3, GitHub's
+		// #12 and owner/repo#12.
+		"see #12, g/p#3, !4, %\"v1\", $5": "see #\u200b12, g/p#\u200b3, !\u200b4, %\u200b\"v1\", $\u200b5",
 		// Escaped at the start of a line only.
 		"# title\n  - item\n+ item\n> quote\n===\n": "\\# title\n  \\- item\n\\+ item\n\\> quote\n\\===\n",
 		"1. first\n 2) second\n3.5 GB":              "1\\. first\n 2\\) second\n3.5 GB",

@@ -648,7 +648,8 @@ func escapeFor(red *redact.Redactor, platform, s string) string {
 // and nothing else, so a path or a branch name reads as written in the
 // tracker and in a plain-text notification e-mail ("CHANGELOG.md",
 // "agent-smith/demo-webshop-2"); it puts a zero-width space after "@" so
-// no summary mentions (notifies) anyone. Escaped everywhere: "\\", "`",
+// no summary mentions (notifies) anyone, and after "#", "!", "%" and "$"
+// before a letter, digit or quote so no summary references another issue. Escaped everywhere: "\\", "`",
 // "*", "[", "]", "<" (no HTML, no autolink), "&" (no entity can spell a
 // "@" or a "<"), "|" and "~" (tables, strikethrough), and "_" unless it
 // stands between two letters or digits, where it opens no emphasis.
@@ -677,6 +678,14 @@ func markdownEscape(s string) string {
 		switch {
 		case r == '@':
 			b.WriteString("@\u200b")
+			continue
+		case r < 0x80 && strings.ContainsRune("#!%$", r) && (alnumAt(s, i+1) || i+1 < len(s) && s[i+1] == '"'):
+			// A reference (#12, group/project#3, !4, %"milestone", $5)
+			// links the comment to another issue or merge request and
+			// leaves a note there in the daemon's name: a zero-width
+			// space after the sigil keeps the text and drops the link.
+			b.WriteRune(r)
+			b.WriteString("\u200b")
 			continue
 		case r < 0x80 && strings.ContainsRune("\\`*[]<&|~", r),
 			r == '_' && !(alnumAt(s, i-1) && alnumAt(s, i+1)),

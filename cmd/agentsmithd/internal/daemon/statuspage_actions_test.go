@@ -53,8 +53,16 @@ func TestStatusPageActionsInChromium(t *testing.T) {
 	if s := e.state(n); s != lifecycle.Enqueued || len(e.starts(n)) != 0 {
 		t.Fatalf("paused project's ticket: %s, starts %q", s, e.starts(n))
 	}
-	// requeue: the request is put aside, not lost, so nothing is pushed.
-	press("requeue", ticket, "not requeued "+ticket+": already queued")
+	// requeue: the request is put aside, not lost, so the page offers no
+	// requeue for the ticket and nothing is pushed.
+	offered, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(
+		`document.querySelector('button[data-action="requeue"][data-target=%q]') !== null`, ticket)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offered {
+		t.Fatalf("the page offers requeue for %s, whose request is queued", ticket)
+	}
 	requests := func() int {
 		q, _ := rdb.LRange(t.Context(), keys.Queue(), 0, -1).Result()
 		dl, _ := rdb.ZRange(t.Context(), keys.Delayed(), 0, -1).Result()

@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
-	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 )
 
 // Defaults of DelayedPromoterConfig.
@@ -27,13 +26,13 @@ type DelayedPromoterConfig struct {
 	// Fence is called immediately before every promotion; see
 	// StaleJobDetectorConfig.Fence.
 	Fence  func(context.Context) error
-	Clock  func() time.Time
 	Logger *zap.Logger
 }
 
 // DelayedPromoter moves requests whose backoff is over (retries, and
 // requests given back at a concurrency limit) from the delayed set
-// agentsmith:queue:delayed to the tail of their queue level.
+// agentsmith:queue:delayed to the tail of their queue level. Due times are
+// Redis's clock (queue.Delay), so the promoter needs none of its own.
 type DelayedPromoter struct {
 	cfg   DelayedPromoterConfig
 	queue *queue.Queue
@@ -50,9 +49,6 @@ func NewDelayedPromoter(q *queue.Queue, cfg DelayedPromoterConfig) *DelayedPromo
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = noFence
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -88,7 +84,7 @@ func (p *DelayedPromoter) Cycle(ctx context.Context) error {
 		if err := p.cfg.Fence(ctx); err != nil {
 			return err
 		}
-		n, err := p.queue.PromoteDue(ctx, p.cfg.Clock(), p.cfg.Batch)
+		n, err := p.queue.PromoteDue(ctx, p.cfg.Batch)
 		total += n
 		if err != nil || n < p.cfg.Batch {
 			return err

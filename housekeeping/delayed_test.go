@@ -13,11 +13,11 @@ import (
 
 // delayedRetry makes issue n look like a ticket between two attempts:
 // Enqueued on the tracker, its next request waiting in the delayed set.
-func delayedRetry(t *testing.T, w *lifecycletest.World, n int, due time.Time) lifecycle.PipelineRequest {
+func delayedRetry(t *testing.T, w *lifecycletest.World, n int, wait time.Duration) lifecycle.PipelineRequest {
 	t.Helper()
 	req := lifecycle.PipelineRequest{ID: "retry-" + lifecycletest.Ref(n).ID, Ref: lifecycletest.Ref(n), Source: lifecycle.SourceRetry,
-		Attempt: 2, EnqueuedAt: due, Priority: lifecycletest.HighPriority}
-	if err := w.Queue.Delay(t.Context(), req.Encode(), due); err != nil {
+		Attempt: 2, EnqueuedAt: time.Now().Add(wait), Priority: lifecycletest.HighPriority}
+	if err := w.Queue.Delay(t.Context(), req.Encode(), wait); err != nil {
 		t.Fatal(err)
 	}
 	return req
@@ -30,7 +30,7 @@ func delayedRetry(t *testing.T, w *lifecycletest.World, n int, due time.Time) li
 func TestReconcilerCountsDelayedRequestsAsQueued(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "between attempts", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued), "priority:high")
-	delayedRetry(t, w, n, time.Now().Add(time.Hour))
+	delayedRetry(t, w, n, time.Hour)
 	r := NewEnqueuedReconciler(w.RDB, w.Queue, w.Claims, EnqueuedReconcilerConfig{Grace: time.Hour})
 	if err := r.slowKicked(t.Context()); err != nil {
 		t.Fatal(err)
@@ -60,10 +60,9 @@ func TestReconcilerCountsDelayedRequestsAsQueued(t *testing.T) {
 
 func TestDelayedPromoterMovesDueRequestsOnly(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	now := time.Unix(1_800_000_000, 0)
-	due := delayedRetry(t, w, 1, now.Add(-time.Second))
-	delayedRetry(t, w, 2, now.Add(time.Minute))
-	p := NewDelayedPromoter(w.Queue, DelayedPromoterConfig{Batch: 1, Clock: func() time.Time { return now }})
+	due := delayedRetry(t, w, 1, -time.Second)
+	delayedRetry(t, w, 2, time.Minute)
+	p := NewDelayedPromoter(w.Queue, DelayedPromoterConfig{Batch: 1})
 	if err := p.Cycle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +77,7 @@ func TestDelayedPromoterMovesDueRequestsOnly(t *testing.T) {
 
 func TestDelayedPromoterIsFencedByTheLease(t *testing.T) {
 	w := lifecycletest.New(t, 3)
-	delayedRetry(t, w, 1, time.Now().Add(-time.Second))
+	delayedRetry(t, w, 1, -time.Second)
 	p := NewDelayedPromoter(w.Queue, DelayedPromoterConfig{Fence: func(context.Context) error { return errors.New("lease lost") }})
 	if err := p.Cycle(t.Context()); err == nil {
 		t.Error("a fenced-out promoter reported success")

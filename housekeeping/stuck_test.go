@@ -18,7 +18,7 @@ func TestStuckDetectorSeesTheDelayedSet(t *testing.T) {
 	backoff := w.Sim.CreateIssue(lifecycletest.Repo, "retry later", "", "agent-smith", lifecycletest.Label(lifecycle.Enqueued))
 	for n, at := range map[int]time.Time{limited: now.Add(-2 * time.Minute), backoff: now.Add(time.Hour)} {
 		req := lifecycle.PipelineRequest{ID: "req-" + lifecycletest.Ref(n).ID, Ref: lifecycletest.Ref(n), Source: "webhook", Attempt: 1, EnqueuedAt: at}
-		if err := w.Queue.Delay(t.Context(), req.Encode(), now.Add(time.Second)); err != nil {
+		if err := w.Queue.Delay(t.Context(), req.Encode(), time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}

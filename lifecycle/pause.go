@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
 
@@ -42,40 +43,41 @@ func PauseProject(ctx context.Context, rdb redis.Cmdable, project, by string, at
 // back on their levels within its interval. It reports whether the project
 // was paused and how many requests it made due. Requests waiting out a
 // retry backoff or a concurrency limit keep their due time.
-func ResumeProject(ctx context.Context, rdb redis.UniversalClient, project string, now time.Time) (wasPaused bool, due int, err error) {
+func ResumeProject(ctx context.Context, rdb redis.UniversalClient, project string) (wasPaused bool, due int, err error) {
 	n, err := rdb.Del(ctx, keys.Paused(project)).Result()
 	if err != nil {
 		return false, 0, fmt.Errorf("resume %s: %w", project, err)
 	}
-	due, err = MakePausedDue(ctx, rdb, keys.Delayed(), project, now)
+	due, err = MakePausedDue(ctx, rdb, keys.Delayed(), project)
 	return n == 1, due, err
 }
 
 // MakePausedDue makes project's delayed requests that were put aside for a
-// pause (PausedAside) due now. ZADD XX LT only ever moves an entry's due
-// time earlier and never adds back one that was promoted meanwhile, so
-// nothing is duplicated; requests delayed for other reasons keep theirs.
-func MakePausedDue(ctx context.Context, rdb redis.UniversalClient, delayedKey, project string, now time.Time) (int, error) {
+// pause (PausedAside) due now, by Redis's clock (queue.MakeDue: an entry's
+// due time only moves earlier and one promoted meanwhile is not added
+// back, so nothing is duplicated); requests delayed for other reasons keep
+// theirs.
+func MakePausedDue(ctx context.Context, rdb redis.UniversalClient, delayedKey, project string) (int, error) {
 	entries, err := rdb.ZRange(ctx, delayedKey, 0, -1).Result()
 	if err != nil {
 		return 0, fmt.Errorf("resume %s: read %s: %w", project, delayedKey, err)
 	}
-	var mine []redis.Z
+	var mine [][]byte
 	for _, e := range entries {
 		req, err := DecodeRequest([]byte(e))
 		if err != nil || req.Ref.Project != project || !req.PausedAside {
 			continue
 		}
-		mine = append(mine, redis.Z{Score: float64(now.UnixMilli()), Member: e})
+		mine = append(mine, []byte(e))
 	}
 	if len(mine) == 0 {
 		return 0, nil
 	}
-	n, err := rdb.ZAddArgs(ctx, delayedKey, redis.ZAddArgs{XX: true, LT: true, Ch: true, Members: mine}).Result()
+	n, err := queue.MakeDue(ctx, rdb, delayedKey, mine)
 	if err != nil {
 		return 0, fmt.Errorf("resume %s: make requests due: %w", project, err)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // PausedProjects lists the paused projects, by name.

@@ -47,7 +47,7 @@ func resumeCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			was, due, err := lifecycle.ResumeProject(cmd.Context(), a.rdb, p, a.clock())
+			was, due, err := lifecycle.ResumeProject(cmd.Context(), a.rdb, p)
 			if err != nil {
 				return err
 			}

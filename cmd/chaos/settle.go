@@ -164,7 +164,7 @@ func lostDiagnosis(ctx context.Context, w *world, rdb redis.UniversalClient, t *
 		if s, _ := z.Member.(string); strings.Contains(s, needle) {
 			// The score is its writer's wall clock (skewed replicas: skew.go).
 			due := time.UnixMilli(int64(z.Score))
-			where = append(where, fmt.Sprintf("%s (due %s by its writer's clock, %s from now)", keys.Delayed(), due.Format("15:04:05.000"), time.Until(due).Truncate(time.Second)))
+			where = append(where, fmt.Sprintf("%s (due %s by Redis's clock, %s from now)", keys.Delayed(), due.Format("15:04:05.000"), time.Until(due).Truncate(time.Second)))
 		}
 	}
 	if len(where) == 0 {

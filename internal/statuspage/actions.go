@@ -133,7 +133,7 @@ func (h *handler) do(ctx context.Context, action, ticket, project string) (strin
 		}
 		return fmt.Sprintf("paused %s: no new runs start until resume", p.Name), nil
 	case "resume":
-		was, due, err := lifecycle.ResumeProject(ctx, h.cfg.RDB, p.Name, h.cfg.Clock())
+		was, due, err := lifecycle.ResumeProject(ctx, h.cfg.RDB, p.Name)
 		switch {
 		case err != nil:
 			return "", err

@@ -438,8 +438,7 @@ func (a *attempt) takeRun(ctx context.Context, rec runstate.Record) (took bool, 
 func (e *Executor) delay(ctx context.Context, payload []byte, wait time.Duration, why string, log *zap.Logger) (retry bool) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	due := e.cfg.Clock().Add(wait)
-	if err := e.queue.Delay(dctx, payload, due); err != nil {
+	if err := e.queue.Delay(dctx, payload, wait); err != nil {
 		log.Warn("delay request; giving it back", zap.String("why", why), zap.Error(err))
 		e.giveBack(ctx, payload)
 		return true
@@ -503,14 +502,14 @@ func (e *Executor) putAsidePaused(ctx context.Context, req lifecycle.PipelineReq
 	defer cancel()
 	req.PausedAside = true
 	aside := req.Encode()
-	if err := e.queue.Delay(dctx, aside, e.cfg.Clock().Add(e.cfg.PauseDelay)); err != nil {
+	if err := e.queue.Delay(dctx, aside, e.cfg.PauseDelay); err != nil {
 		log.Warn("put aside a paused project's request; giving it back", zap.Error(err))
 		e.giveBack(ctx, payload)
 		return true
 	}
 	e.ack(ctx, payload)
 	if paused, err := lifecycle.ProjectPaused(dctx, e.rdb, req.Ref.Project); err == nil && !paused {
-		if _, err := lifecycle.MakePausedDue(dctx, e.rdb, e.queue.DelayedKey(), req.Ref.Project, e.cfg.Clock()); err != nil {
+		if _, err := lifecycle.MakePausedDue(dctx, e.rdb, e.queue.DelayedKey(), req.Ref.Project); err != nil {
 			log.Warn("project resumed while its request was put aside; it runs after the pause delay", zap.Error(err))
 		}
 		return false

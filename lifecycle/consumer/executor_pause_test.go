@@ -88,7 +88,7 @@ func TestPauseAndResumeProject(t *testing.T) {
 		t.Fatalf("PausedProjects = %+v, %v", ps, err)
 	}
 
-	was, due, err := lifecycle.ResumeProject(ctx, w.RDB, lifecycletest.Project, time.Now())
+	was, due, err := lifecycle.ResumeProject(ctx, w.RDB, lifecycletest.Project)
 	if err != nil || !was || due != 1 {
 		t.Fatalf("resume: paused %v, made %d due, %v; want true, 1", was, due, err)
 	}
@@ -103,7 +103,7 @@ func TestPauseAndResumeProject(t *testing.T) {
 	if n, _ := w.RDB.Exists(ctx, keys.Paused(lifecycletest.Project)).Result(); n != 0 {
 		t.Error("pause key left after resume")
 	}
-	if was, _, _ := lifecycle.ResumeProject(ctx, w.RDB, lifecycletest.Project, time.Now()); was {
+	if was, _, _ := lifecycle.ResumeProject(ctx, w.RDB, lifecycletest.Project); was {
 		t.Error("second resume says the project was paused")
 	}
 }

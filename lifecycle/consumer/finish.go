@@ -256,7 +256,7 @@ func (a *attempt) retryLater(ctx context.Context, delay time.Duration, reason st
 	due := e.cfg.Clock().Add(delay)
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceRetry, Attempt: next,
 		EnqueuedAt: due.UTC(), Priority: req.Priority}
-	if err := e.queue.Delay(ctx, nreq.Encode(), due); err != nil {
+	if err := e.queue.Delay(ctx, nreq.Encode(), delay); err != nil {
 		log.Error("delay the retry (EnqueuedReconciler will re-push)", zap.Error(err))
 		return
 	}

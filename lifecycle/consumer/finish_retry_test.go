@@ -46,6 +46,13 @@ func findEvent(r *lifecycletest.Recorder, outcome string) (lifecycle.Event, bool
 // on w until the test ends. The pipeline gets D=dir.
 func runWorld(t *testing.T, w *lifecycletest.World, dir string, n int) *lifecycletest.Recorder {
 	t.Helper()
+	return runWorldClock(t, w, dir, n, nil)
+}
+
+// runWorldClock is runWorld with the executor's wall clock (nil: the
+// default).
+func runWorldClock(t *testing.T, w *lifecycletest.World, dir string, n int, clock func() time.Time) *lifecycletest.Recorder {
+	t.Helper()
 	rec := &lifecycletest.Recorder{}
 	p := w.Projects[lifecycletest.Project]
 	p.Pipeline.Env = map[string]string{"D": dir}
@@ -53,7 +60,7 @@ func runWorld(t *testing.T, w *lifecycletest.World, dir string, n int) *lifecycl
 		Instance: "exec-1", Concurrency: n, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 		ShutdownGrace: time.Second, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"),
 		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t), Observer: rec, LimitDelay: 100 * time.Millisecond,
-		Rand: func() float64 { return 0.5 },
+		Rand: func() float64 { return 0.5 }, Clock: clock,
 	})
 	promoter := housekeeping.NewDelayedPromoter(w.Queue, housekeeping.DelayedPromoterConfig{Interval: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,6 +114,24 @@ func waitOutcome(t *testing.T, w *lifecycletest.World, rec *lifecycletest.Record
 func retryOn(p *lifecycle.Project, codes ...int) {
 	p.Pipeline.Retry = lifecycle.RetryPolicy{ExitCodes: codes,
 		Backoff: lifecycle.Backoff{Initial: 400 * time.Millisecond, Max: time.Second, Multiplier: 2, Jitter: 0.5}}
+}
+
+// A retry's backoff is counted on Redis's clock: a replica whose wall clock
+// is minutes ahead of the promoter's does not hold its retry back by the
+// difference (the chaos run's skewed replicas lost tickets that way).
+func TestRetryOfAReplicaWithAClockAheadIsNotHeldBack(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	dir := t.TempDir()
+	p := w.Projects[lifecycletest.Project]
+	retryOn(p, 75)
+	p.Pipeline.Command = countingPipeline("75 0")
+	ahead := func() time.Time { return time.Now().Add(10 * time.Minute) }
+	rec := runWorldClock(t, w, dir, 1, ahead)
+	n := claim(t, w, "flaky on a fast clock")
+	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	if got := runs(t, dir); !slices.Equal(got, []string{"1", "2"}) {
+		t.Errorf("attempts run %q, want 1 then 2", got)
+	}
 }
 
 func TestRetryableFailureWaitsOutItsBackoffThenRunsTheNextAttempt(t *testing.T) {

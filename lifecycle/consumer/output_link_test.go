@@ -42,7 +42,7 @@ echo "attempt 2 output"`}
 		t.Fatal(err)
 	}
 	eventually.Wait(t, 20*time.Second, "attempt 2 to finish", func() bool {
-		_, _ = w.Queue.PromoteDue(ctx, time.Now().Add(time.Minute), 10)
+		_, _ = w.Queue.PromoteDue(ctx, 10)
 		return w.State(t, n) == lifecycle.Done
 	})
 	if b, err := os.ReadFile(secret); err != nil || string(b) != "root only\n" {

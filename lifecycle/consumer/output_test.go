@@ -54,7 +54,7 @@ if [ "$AGENTSMITH_ATTEMPT" = 1 ]; then head -c 10000 /dev/zero | tr '\0' x; echo
 		t.Fatal(err)
 	}
 	eventually.Wait(t, 20*time.Second, "attempt 2 to finish", func() bool {
-		_, _ = w.Queue.PromoteDue(ctx, time.Now().Add(time.Minute), 10)
+		_, _ = w.Queue.PromoteDue(ctx, 10)
 		return w.State(t, n) == lifecycle.Done
 	})
 

@@ -32,7 +32,7 @@ agentsmith_project_paused{project="app"} 1
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "agentsmith_project_paused"); err != nil {
 		t.Error(err)
 	}
-	if _, _, err := lifecycle.ResumeProject(ctx, rdb, "app", time.Now()); err != nil {
+	if _, _, err := lifecycle.ResumeProject(ctx, rdb, "app"); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(m.Registry(), "agentsmith_project_paused"); n != 0 {

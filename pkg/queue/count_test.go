@@ -41,10 +41,10 @@ func TestCountCoversEveryLevelAndTheDelayedSet(t *testing.T) {
 	if c.Waiting() != 5 || c.Levels[0].Len != 1 || c.Levels[1].Len != 2 || c.Levels[2].Len != 2 || string(c.Oldest) != string(mk("l1", 10, 2*time.Minute)) {
 		t.Errorf("levels: %+v oldest %s", c.Levels, c.Oldest)
 	}
-	if err := q.Delay(ctx, mk("late", 1, -time.Hour), now.Add(time.Hour)); err != nil {
+	if err := q.Delay(ctx, mk("late", 1, -time.Hour), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Delay(ctx, mk("limited", 1, 3*time.Minute), now.Add(time.Second)); err != nil {
+	if err := q.Delay(ctx, mk("limited", 1, 3*time.Minute), time.Second); err != nil {
 		t.Fatal(err)
 	}
 	c, err = q.Count(ctx, at)

@@ -16,31 +16,59 @@ var errNoDelayed = errors.New("queue has no delayed set")
 // DelayedEntry is an entry waiting in the delayed set.
 type DelayedEntry struct {
 	Payload []byte
-	Due     time.Time
+	// Due is by Redis's clock, which a replica's wall clock may differ from.
+	Due time.Time
 }
 
-// Delay puts payload in the delayed set, to join its level's tail at due
-// (once PromoteDue runs at or after due). The entry is in Redis from this
-// call on, so a consumer that delays and then crashes loses nothing.
-func (q *Queue) Delay(ctx context.Context, payload []byte, due time.Time) error {
+// Delay puts payload in the delayed set, to join its level's tail once
+// wait has passed by Redis's clock (when PromoteDue next runs). The entry is
+// in Redis from this call on, so a consumer that delays and then crashes
+// loses nothing. A wait of zero or less makes it due at once.
+func (q *Queue) Delay(ctx context.Context, payload []byte, wait time.Duration) error {
 	if q.delayed == "" {
 		return errNoDelayed
 	}
-	if err := q.rdb.ZAdd(ctx, q.delayed, redis.Z{Score: float64(due.UnixMilli()), Member: payload}).Err(); err != nil {
+	if err := delayScript.Run(ctx, q.rdb, []string{q.delayed}, wait.Milliseconds(), payload).Err(); err != nil {
 		return fmt.Errorf("queue delay %s: %w", q.delayed, err)
 	}
 	return nil
 }
 
-// PromoteDue moves up to limit entries whose due time is at or before now
-// from the delayed set to the tail of their levels, in one atomic script
-// (an entry is always in exactly one place), oldest due first, and returns
-// how many it moved.
-func (q *Queue) PromoteDue(ctx context.Context, now time.Time, limit int) (int, error) {
+// MakeDue makes the given entries of the delayed set due now, by Redis's
+// clock; entries no longer in the set are left out, never added back. It
+// returns how many entries it moved earlier.
+func (q *Queue) MakeDue(ctx context.Context, payloads [][]byte) (int, error) {
 	if q.delayed == "" {
 		return 0, errNoDelayed
 	}
-	args := append([]any{now.UnixMilli(), max(limit, 1)}, q.placeArgs...)
+	if len(payloads) == 0 {
+		return 0, nil
+	}
+	return MakeDue(ctx, q.rdb, q.delayed, payloads)
+}
+
+// MakeDue is Queue.MakeDue for callers that hold only the delayed set's key.
+func MakeDue(ctx context.Context, rdb redis.Scripter, delayedKey string, payloads [][]byte) (int, error) {
+	args := make([]any, len(payloads))
+	for i, p := range payloads {
+		args[i] = p
+	}
+	n, err := makeDueScript.Run(ctx, rdb, []string{delayedKey}, args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("queue make due %s: %w", delayedKey, err)
+	}
+	return n, nil
+}
+
+// PromoteDue moves up to limit entries that are due by Redis's clock from
+// the delayed set to the tail of their levels, in one atomic script (an
+// entry is always in exactly one place), oldest due first, and returns how
+// many it moved.
+func (q *Queue) PromoteDue(ctx context.Context, limit int) (int, error) {
+	if q.delayed == "" {
+		return 0, errNoDelayed
+	}
+	args := append([]any{max(limit, 1)}, q.placeArgs...)
 	n, err := promoteScript.Run(ctx, q.rdb, append([]string{q.delayed}, q.placeKeys...), args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("queue promote %s: %w", q.delayed, err)

@@ -91,17 +91,52 @@ end
 return n
 `)
 
-// promoteScript moves due entries of the delayed set to the tail of their
-// level, oldest due first.
+// redisNow is the Lua prelude that reads the server's clock as unix ms
+// into now. Every score of the delayed set is written and compared on it,
+// so a replica whose wall clock is minutes off neither holds a retry back
+// nor lets it out early. TIME before a write is allowed: scripts replicate
+// their effects (the default since Redis 5, the only mode since 7).
+const redisNow = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`
+
+// delayScript adds an entry to the delayed set, due wait after Redis's now.
 //
-//	KEYS[1] the delayed set (score: due time in unix ms)
+//	KEYS[1] the delayed set
+//	ARGV[1] the wait in ms; ARGV[2] the entry
+var delayScript = redis.NewScript(redisNow + `
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
+return now
+`)
+
+// makeDueScript makes entries of the delayed set due at Redis's now: ZADD
+// XX LT only ever moves a due time earlier and never adds back an entry
+// that was promoted meanwhile.
+//
+//	KEYS[1] the delayed set
+//	ARGV    the entries
+//
+// Returns the number of entries whose due time moved.
+var makeDueScript = redis.NewScript(redisNow + `
+local n = 0
+for _, v in ipairs(ARGV) do
+  n = n + redis.call('ZADD', KEYS[1], 'XX', 'LT', 'CH', now, v)
+end
+return n
+`)
+
+// promoteScript moves entries of the delayed set that are due by Redis's
+// clock to the tail of their level, oldest due first.
+//
+//	KEYS[1] the delayed set (score: due time in unix ms, Redis's clock)
 //	KEYS[2] the default level; KEYS[3..] the other levels
-//	ARGV[1] now in unix ms; ARGV[2] at most this many entries
-//	ARGV[2+i] the priority of KEYS[2+i]
+//	ARGV[1] at most this many entries
+//	ARGV[1+i] the priority of KEYS[2+i]
 //
 // Returns the number of entries moved.
-var promoteScript = redis.NewScript(`local base = 2` + destination + `
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+var promoteScript = redis.NewScript(`local base = 1` + redisNow + destination + `
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 for _, v in ipairs(due) do
   redis.call('RPUSH', destination(v), v)
   redis.call('ZREM', KEYS[1], v)

@@ -20,11 +20,13 @@ import (
 type Report struct {
 	Fed, Done, Failed, Lost int
 	// Overlapping counts pairs of runs of one ticket that worked at the same
-	// time: one logged a start, tick or end line while the other was between
-	// its first and last such line. A frozen run (SIGSTOP) logs nothing, so
-	// it overlaps only if it works again while its successor runs; the
-	// "term" line of its SIGTERM handler, when its replica kills it on
-	// waking, is not work.
+	// time: one logged a start, tick or end line while the other was
+	// working, between its first and last such line and not held stopped
+	// by the harness (workedDuring). A run frozen with its replica thus
+	// overlaps only if it works again while its successor runs; the "term"
+	// line of its SIGTERM handler, when its replica kills it on waking, is
+	// not work. Its work after the thaw once its successor has ended is
+	// Paused's, not overlap.
 	Overlapping int
 	// BeyondAttempts counts runs past max_attempts, summed over tickets.
 	BeyondAttempts int
@@ -65,6 +67,8 @@ type Report struct {
 	Elapsed    time.Duration
 	// Frozen: one daemon SIGSTOPped alone, its pipelines left running.
 	Frozen frozenFigures
+	// Paused: the runs frozen together with their replica (world.freeze).
+	Paused pausedFigures
 	// Settle: the tickets open at the settle deadline, slow or lost
 	// (settle.go); Lost counts its lost ones.
 	Settle settleFigures
@@ -151,20 +155,35 @@ func readRuns(path string) []*run {
 }
 
 // workedDuring reports whether a logged work while b was working: between
-// b's start and its last work line. A run frozen with its replica and
-// killed when it wakes logs only "term" after the freeze, so the time it
-// sat suspended while its successor ran is not counted as working.
-func workedDuring(a, b *run) bool {
+// b's start and its last work line, and not held stopped by one of the
+// harness's freezes fz. A run frozen with its replica logs nothing while
+// frozen, and its successor's lines during the freeze do not meet a
+// working run; work after the thaw while the successor runs does.
+func workedDuring(a, b *run, fz []freezeSpan) bool {
 	if len(b.work) == 0 {
 		return false
 	}
 	last := b.work[len(b.work)-1]
 	for _, t := range a.work {
-		if t.After(b.start) && t.Before(last) {
+		if t.After(b.start) && t.Before(last) && !heldStopped(fz, b, t) {
 			return true
 		}
 	}
 	return false
+}
+
+// overlaps lists the pairs of one ticket's runs rs (sorted by start) that
+// worked at the same time, earlier run first.
+func overlaps(rs []*run, fz []freezeSpan) [][2]*run {
+	var out [][2]*run
+	for i := 1; i < len(rs); i++ {
+		for j := 0; j < i; j++ {
+			if workedDuring(rs[i], rs[j], fz) || workedDuring(rs[j], rs[i], fz) {
+				out = append(out, [2]*run{rs[j], rs[i]})
+			}
+		}
+	}
+	return out
 }
 
 func startsAfter(path string, t time.Time) map[string]bool {
@@ -213,23 +232,24 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	for _, r := range runs {
 		byTicket[r.id] = append(byTicket[r.id], r)
 	}
+	w.mu.Lock()
+	freezes := slices.Clone(w.freezes)
+	w.mu.Unlock()
 	for id, rs := range byTicket {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].start.Before(rs[j].start) })
-		for i := 1; i < len(rs); i++ {
-			for j := 0; j < i; j++ {
-				if workedDuring(rs[i], rs[j]) || workedDuring(rs[j], rs[i]) {
-					rep.Overlapping++
-					overlapBy[id]++
-					rep.OverlapIDs = append(rep.OverlapIDs, fmt.Sprintf("%s a%d(pid %d %s..%s) a%d(pid %d from %s)", id,
-						rs[j].attempt, rs[j].ppid, rs[j].start.Format("15:04:05.000"), rs[j].end.Format("15:04:05.000"),
-						rs[i].attempt, rs[i].ppid, rs[i].start.Format("15:04:05.000")))
-				}
-			}
+		for _, pr := range overlaps(rs, freezes) {
+			a, b := pr[0], pr[1]
+			rep.Overlapping++
+			overlapBy[id]++
+			rep.OverlapIDs = append(rep.OverlapIDs, fmt.Sprintf("%s a%d(pid %d %s..%s) a%d(pid %d from %s)", id,
+				a.attempt, a.ppid, a.start.Format("15:04:05.000"), a.end.Format("15:04:05.000"),
+				b.attempt, b.ppid, b.start.Format("15:04:05.000")))
 		}
 		if len(rs) > maxAttempts {
 			rep.BeyondAttempts += len(rs) - maxAttempts
 		}
 	}
+	rep.Paused = measurePaused(freezes, byTicket)
 	w.mu.Lock()
 	events := slices.Clone(w.events)
 	w.mu.Unlock()
@@ -475,6 +495,7 @@ func (r *Report) Print(w io.Writer) {
 	row("stale writes", len(r.StaleWrites))
 	row("pipeline runs", r.Runs)
 	row("replica kills (kill -9) / leader SIGSTOPs", fmt.Sprintf("%d / %d", r.Kills, r.Stops))
+	r.Paused.print(row)
 	row("replica death → its tickets running again: worst", r.RecoveryWorst.Round(10*time.Millisecond))
 	row("replica death → its tickets running again: median", r.RecoveryMedian.Round(10*time.Millisecond))
 	row("  (killed runs re-run / not re-run: attempts exhausted)", fmt.Sprintf("%d / %d", r.RecoveryN, r.NotRerun))

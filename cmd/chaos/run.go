@@ -241,9 +241,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				if r == nil {
 					continue
 				}
-				groups := w.freeze(r)
+				f := w.freeze(r)
 				time.Sleep(o.StopFor) // the fault itself, not synchronisation
-				w.thaw(r, groups)
+				w.thaw(r, f)
 			}
 		}()
 	}

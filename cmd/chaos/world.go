@@ -126,6 +126,8 @@ type world struct {
 	// lateWrites are label writes a replica cut from Redis made after its
 	// trust window (splitBrain): stale writes.
 	lateWrites []string
+	// freezes are the replicas frozen with their pipelines (freeze, thaw).
+	freezes []freezeSpan
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -349,30 +351,42 @@ func (w *world) killPod(r *replica) {
 }
 
 // freeze SIGSTOPs a replica and its pipelines (a paused VM or cgroup freeze).
-func (w *world) freeze(r *replica) []int {
+// The span it returns names every process it stopped; thaw records it.
+func (w *world) freeze(r *replica) freezeSpan {
 	pid := r.cmd.Process.Pid
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
 	groups := proctree.ChildGroups(pid)
 	for _, pg := range groups {
 		_ = syscall.Kill(-pg, syscall.SIGSTOP)
 	}
+	// Round(0): the wall clock alone, which the run log's bash writes.
+	f := freezeSpan{pid: pid, groups: groups, pids: map[int]bool{}, from: time.Now().Round(0)}
+	for _, p := range proctree.List() {
+		if slices.Contains(groups, p.PGID) {
+			f.pids[p.PID] = true
+		}
+	}
 	w.mu.Lock()
 	r.stopped = true
+	f.inc = r.inc
 	w.mu.Unlock()
-	w.record("stop", r.inc, pid)
-	return groups
+	w.record("stop", f.inc, pid)
+	return f
 }
 
-func (w *world) thaw(r *replica, groups []int) {
-	pid := r.cmd.Process.Pid
-	_ = syscall.Kill(pid, syscall.SIGCONT)
-	for _, pg := range groups {
+// thaw SIGCONTs what freeze stopped and records the freeze for the
+// analysis (workedDuring).
+func (w *world) thaw(r *replica, f freezeSpan) {
+	f.until = time.Now().Round(0)
+	_ = syscall.Kill(f.pid, syscall.SIGCONT)
+	for _, pg := range f.groups {
 		_ = syscall.Kill(-pg, syscall.SIGCONT)
 	}
 	w.mu.Lock()
 	r.stopped = false
+	w.freezes = append(w.freezes, f)
 	w.mu.Unlock()
-	w.record("cont", r.inc, pid)
+	w.record("cont", f.inc, f.pid)
 }
 
 // forward is the load balancer in front of the receivers: it tries the

@@ -213,7 +213,7 @@ func TestTrackerOutageIsOneLineEachWay(t *testing.T) {
 				t.Errorf("end line says the outage lasted %v, want 1m", got[0].ContextMap()["lasted"])
 			}
 			folded := map[string]int{}
-			for _, le := range logs.FilterLevelExact(zapcore.DebugLevel).All()[0:] {
+			for _, le := range logs.FilterLevelExact(zapcore.DebugLevel).All() {
 				folded[le.LoggerName+": "+le.Message]++
 			}
 			t.Logf("debug lines: %v", folded)

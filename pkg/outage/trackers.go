@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // Project is one project's tracker as its outage lines name it.
@@ -44,8 +45,6 @@ type projectOutages struct {
 	host         string // of BaseURL: tracker errors name it
 	reach, token *Tracker
 }
-
-func (p *projectOutages) down() bool { return p.reach.Down() || p.token.Down() }
 
 // NewTrackers follows tracker outages, logging to log (which must not be
 // folded by FoldTrackers) every reminder (DefaultReminder if 0) on the
@@ -100,19 +99,28 @@ func (o callObserver) ObserveCall(c trackerhttp.Call) {
 	}
 }
 
+// downHost is a host whose project is under an outage: its tracker's
+// (reach) or only its token's.
+type downHost struct {
+	host  string
+	reach bool
+}
+
 // down is the projects under an outage, by name, and their hosts.
-func (ts *Trackers) down() (names map[string]bool, hosts []string) {
+func (ts *Trackers) down() (names map[string]bool, hosts []downHost) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	for name, po := range ts.projects {
-		if po.down() {
-			if names == nil {
-				names = map[string]bool{}
-			}
-			names[name] = true
-			if po.host != "" {
-				hosts = append(hosts, po.host)
-			}
+		reach, token := po.reach.Down(), po.token.Down()
+		if !reach && !token {
+			continue
+		}
+		if names == nil {
+			names = map[string]bool{}
+		}
+		names[name] = true
+		if po.host != "" {
+			hosts = append(hosts, downHost{po.host, reach})
 		}
 	}
 	return names, hosts
@@ -121,9 +129,12 @@ func (ts *Trackers) down() (names map[string]bool, hosts []string) {
 // FoldTrackers wraps core so that, while a project's tracker or token
 // outage is under way, a warning or error line with an error field is
 // written at debug when it names that project (a "project" field) or its
-// error names the project's tracker host: the loops keep their lines for
-// debugging and the operator reads the outage's lines. Folded lines do
-// not feed the outage; only the tracker calls do (Observer).
+// error names the project's tracker host (the housekeeping cycles name no
+// project) and, for a token outage, is a 401: another project's token on
+// the same host (api.github.com) keeps its own lines. The loops keep
+// their lines for debugging and the operator reads the outage's lines.
+// Folded lines do not feed the outage; only the tracker calls do
+// (Observer).
 func FoldTrackers(core zapcore.Core, ts *Trackers) zapcore.Core {
 	return &trackerFold{Core: core, ts: ts}
 }
@@ -175,7 +186,7 @@ func (c *trackerFold) folds(fields []zapcore.Field) bool {
 	}
 	msg := err.Error()
 	for _, h := range hosts {
-		if strings.Contains(msg, h) {
+		if strings.Contains(msg, h.host) && (h.reach || platforms.RejectedStatus(err) == http.StatusUnauthorized) {
 			return true
 		}
 	}

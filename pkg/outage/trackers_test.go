@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/pkg/outage"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 var app = outage.Project{Name: "app", Platform: "github", BaseURL: "http://127.0.0.1:8089/api/v3/",
@@ -84,8 +85,8 @@ func TestTrackerOutageIsOneLineEachWay(t *testing.T) {
 }
 
 // A 401 is one line naming the project and the secret to replace, however
-// many calls it refuses; the first accepted call ends it. A cancelled call
-// or a 404 starts nothing.
+// many calls it refuses, and folds the 401s it causes; the first accepted
+// call ends it. A cancelled call or a 404 starts nothing.
 func TestRefusedTokenIsOneLineNamingTheSecret(t *testing.T) {
 	now := time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC)
 	ts, log, logs := trackerLog(0, func() time.Time { return now })
@@ -97,10 +98,15 @@ func TestRefusedTokenIsOneLineNamingTheSecret(t *testing.T) {
 		log.Warn("poll failed", zap.String("project", app.Name), zap.Error(fmt.Errorf("GET %s: 401 Bad credentials", app.BaseURL)))
 		now = now.Add(time.Second)
 	}
+	// A line naming no project but the host: the refused token's 401 is
+	// folded, another failure on the same host (another project's) is not.
+	log.Warn("housekeeping cycle failed", zap.Error(fmt.Errorf("list: %w", platforms.Rejected(http.StatusUnauthorized,
+		fmt.Errorf("GET %sissues: 401", app.BaseURL)))))
+	log.Warn("housekeeping cycle failed", zap.Error(fmt.Errorf("GET %sissues: 502", app.BaseURL)))
 	obs.ObserveCall(trackerhttp.Call{Method: "GET", Status: http.StatusOK, Remaining: -1})
 	got := aboveDebug(logs)
 	want := []string{"warn tracker token refused; it is invalid, expired or revoked: replace the credential named in where and restart the replica",
-		"info tracker token accepted again"}
+		"warn housekeeping cycle failed", "info tracker token accepted again"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("lines above debug:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/outage"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
@@ -61,6 +62,17 @@ func Options(pc *config.Project) platforms.TrackerOptions {
 		opts.App = &platforms.AppCredentials{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
 	}
 	return opts
+}
+
+// OutageProject is how pc's tracker outage lines (pkg/outage) name it:
+// the credential by its setting and source (an environment variable or a
+// file), never its value.
+func OutageProject(pc *config.Project) outage.Project {
+	secret := "projects[" + pc.Name + "].token " + pc.Token.String()
+	if a := pc.GitHubApp; a.IsSet() {
+		secret = "projects[" + pc.Name + "].github_app.private_key " + a.PrivateKey.String()
+	}
+	return outage.Project{Name: pc.Name, Platform: pc.Platform, BaseURL: pc.BaseURL, Secret: secret}
 }
 
 // RateLimits is how platform's tracker signals rate limits, for an HTTP

@@ -28,6 +28,13 @@ type Config struct {
 	// Meanwhile says what the daemon does while it lasts, in words an
 	// operator reads in the start line.
 	Meanwhile string
+	// Failing and Again name the two states in the lines ("unreachable"
+	// and "reachable again" if empty; a token is "refused" and "accepted
+	// again").
+	Failing, Again string
+	// Fields are added to every line (the project and platform of a
+	// tracker).
+	Fields []zap.Field
 	// Reminder is the interval between reminders (DefaultReminder if 0).
 	Reminder time.Duration
 	// Now is the clock (wallclock.Now if nil); tests inject one they advance.
@@ -61,6 +68,12 @@ func New(cfg Config) *Tracker {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
+	if cfg.Failing == "" {
+		cfg.Failing = "unreachable"
+	}
+	if cfg.Again == "" {
+		cfg.Again = "reachable again"
+	}
 	return &Tracker{cfg: cfg}
 }
 
@@ -75,17 +88,15 @@ func (t *Tracker) Fail(err error) bool {
 	t.lastFail = now
 	if !t.down {
 		t.down, t.since, t.reported, t.failures = true, now, now, 1
-		t.cfg.Log.Warn(t.cfg.What+" unreachable; "+t.cfg.Meanwhile,
-			zap.String("outage", t.cfg.What), zap.String("where", t.cfg.Where), zap.Error(err),
-			zap.Duration("remindEvery", t.cfg.Reminder))
+		t.cfg.Log.Warn(t.cfg.What+" "+t.cfg.Failing+"; "+t.cfg.Meanwhile, t.fields(zap.Error(err),
+			zap.Duration("remindEvery", t.cfg.Reminder))...)
 		return false
 	}
 	t.failures++
 	if now.Sub(t.reported) >= t.cfg.Reminder {
 		t.reported = now
-		t.cfg.Log.Warn(t.cfg.What+" still unreachable; "+t.cfg.Meanwhile,
-			zap.String("outage", t.cfg.What), zap.String("where", t.cfg.Where), zap.Error(err),
-			zap.Duration("for", now.Sub(t.since).Round(time.Second)), zap.Int("failures", t.failures))
+		t.cfg.Log.Warn(t.cfg.What+" still "+t.cfg.Failing+"; "+t.cfg.Meanwhile, t.fields(zap.Error(err),
+			zap.Duration("for", now.Sub(t.since).Round(time.Second)), zap.Int("failures", t.failures))...)
 	}
 	return true
 }
@@ -100,9 +111,14 @@ func (t *Tracker) OK() {
 	}
 	t.down = false
 	now := t.cfg.Now()
-	t.cfg.Log.Info(t.cfg.What+" reachable again",
-		zap.String("outage", t.cfg.What), zap.String("where", t.cfg.Where),
-		zap.Duration("lasted", now.Sub(t.since).Round(time.Second)), zap.Int("failures", t.failures))
+	t.cfg.Log.Info(t.cfg.What+" "+t.cfg.Again, t.fields(
+		zap.Duration("lasted", now.Sub(t.since).Round(time.Second)), zap.Int("failures", t.failures))...)
+}
+
+// fields is what every line of t carries, then more.
+func (t *Tracker) fields(more ...zap.Field) []zap.Field {
+	out := append([]zap.Field{zap.String("outage", t.cfg.What), zap.String("where", t.cfg.Where)}, t.cfg.Fields...)
+	return append(out, more...)
 }
 
 // Down reports whether an outage is under way.

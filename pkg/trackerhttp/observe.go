@@ -18,6 +18,8 @@ type Call struct {
 	// credentials, -1 when the response carried no rate-limit header.
 	Remaining int
 	Duration  time.Duration
+	// Err is the transport's error when no response came back (Status 0).
+	Err error
 }
 
 // CallObserver receives every Call a transport makes (metrics). It runs on
@@ -60,6 +62,8 @@ func (o observed) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := Call{Method: req.Method, Remaining: -1, Duration: o.clock().Sub(start)}
 	if err == nil {
 		c.Status, c.Remaining = resp.StatusCode, RemainingQuota(resp.Header)
+	} else {
+		c.Err = err
 	}
 	o.obs.ObserveCall(c)
 	return resp, err

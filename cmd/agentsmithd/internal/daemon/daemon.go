@@ -45,14 +45,17 @@ type Daemon struct {
 	guard    *runguard.Launcher // nil: pipelines run unguarded
 	ownRedis bool               // Options.OwnRedis
 	log      *zap.Logger
-	projects *lifecycle.ProjectSet
-	observer lifecycle.Observers
-	metrics  *metrics.Metrics
-	audit    *audit.Writer // nil when audit.enabled is false
-	claims   *lifecycle.ClaimService
-	queue    *queue.Queue
-	presence *presence.Presence
-	routes   []receiver.Route
+	// trackerOutages follows each project's tracker and token outages
+	// (pkg/outage), told by its tracker calls.
+	trackerOutages *outage.Trackers
+	projects       *lifecycle.ProjectSet
+	observer       lifecycle.Observers
+	metrics        *metrics.Metrics
+	audit          *audit.Writer // nil when audit.enabled is false
+	claims         *lifecycle.ClaimService
+	queue          *queue.Queue
+	presence       *presence.Presence
+	routes         []receiver.Route
 
 	// What discovery changes while the replica runs (discovered.go):
 	// served holds every project built, watched or retired, by name;
@@ -107,10 +110,11 @@ type Options struct {
 	// it runs (discovery.interval, and on a repository webhook) and starts
 	// or stops serving repositories without a restart.
 	Configured []config.Project
-	// Now, OutageReminder and OutageProbe drive the Redis outage lines
+	// Now, OutageReminder and OutageProbe drive the outage lines
 	// (pkg/outage): the clock (time.Now if nil), the interval between
-	// reminders (outage.DefaultReminder if 0) and between the probes that
-	// see Redis come back (defaultOutageProbe if 0). Tests shorten them.
+	// reminders (outage.DefaultReminder if 0), Redis's and the trackers',
+	// and between the probes that see Redis come back (defaultOutageProbe
+	// if 0). Tests shorten them.
 	Now            func() time.Time
 	OutageReminder time.Duration
 	OutageProbe    time.Duration
@@ -133,8 +137,12 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	redisOutage := outage.New(outage.Config{What: "redis", Where: strings.Join(cfg.Redis.Addrs, ","),
 		Meanwhile: "no ticket is claimed or started and webhooks are answered 503 until it is back; retrying",
 		Reminder:  opts.OutageReminder, Now: opts.Now, Log: log.Named("outage")})
+	// The same per project for its tracker and its token, told by the
+	// project's tracker calls (buildProject). Redis's fold sees a line
+	// first: a Redis error starts its outage even while a tracker's is on.
+	trackerOutages := outage.NewTrackers(opts.OutageReminder, opts.Now, log.Named("outage"))
 	log = log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
-		return outage.Fold(c, redisOutage, outage.Dialing(cfg.Redis.Addrs...))
+		return outage.Fold(outage.FoldTrackers(c, trackerOutages), redisOutage, outage.Dialing(cfg.Redis.Addrs...))
 	}))
 	// Keys are built for the mode before anything runs (pkg/keys).
 	if err := keys.UseHashTag(cfg.Redis.Mode == config.RedisCluster); err != nil {
@@ -148,7 +156,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		}
 	}
 	d := &Daemon{cfg: cfg, rdb: rdb, log: log, listened: make(chan struct{}), configured: opts.Configured, ownRedis: opts.OwnRedis,
-		statusToken: cfg.Status.Token.Value()}
+		statusToken: cfg.Status.Token.Value(), trackerOutages: trackerOutages}
 	if d.statusToken == "" {
 		d.statusToken = randomToken()
 	}

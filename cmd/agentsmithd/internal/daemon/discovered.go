@@ -31,7 +31,7 @@ type servedProject struct {
 func (d *Daemon) buildProject(pc *config.Project) (servedProject, error) {
 	cfg := d.cfg
 	hc := trackerhttp.NewClientWith(trackerhttp.Options{Logger: d.log.Named(pc.Platform).Named("http"),
-		Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: d.metrics.TrackerCalls(pc.Platform, pc.Name), RateLimits: projects.RateLimits(pc.Platform),
+		Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: callObservers{d.metrics.TrackerCalls(pc.Platform, pc.Name), d.trackerOutages.Observer(projects.OutageProject(pc))}, RateLimits: projects.RateLimits(pc.Platform),
 		Budget: budget.New(d.rdb, nil)}) // one quota per token across replicas
 	tr, dec, locator, err := projects.Tracker(pc, d.rdb, hc, cfg.TrackerWriter(cfg.InstanceID), cfg.LabelPrefix, d.log)
 	if err != nil {
@@ -110,4 +110,14 @@ func (d *Daemon) applyDiscovered(_ context.Context, next []config.Project) error
 		return fmt.Errorf("%d discovered repositories not served: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// callObservers hands each tracker call to every observer: the metrics and
+// the project's outage lines.
+type callObservers []trackerhttp.CallObserver
+
+func (os callObservers) ObserveCall(c trackerhttp.Call) {
+	for _, o := range os {
+		o.ObserveCall(c)
+	}
 }

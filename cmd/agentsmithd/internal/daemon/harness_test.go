@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,6 +86,9 @@ type env struct {
 	// configured, when set, are the projects before discovery expanded
 	// them (daemon.Options.Configured): the daemon lists them again.
 	configured []config.Project
+	// simDown, when not 0, is the status the sim's listener answers every
+	// request with instead of the sim (a tracker outage, a revoked token).
+	simDown atomic.Int32
 }
 
 // newEnv is a GitHub world.
@@ -98,7 +103,14 @@ func newEnvFor(t *testing.T, pc simcases.Case) *env {
 func newEnvWithSim(t *testing.T, pc simcases.Case, opts trackersim.Options) *env {
 	t.Helper()
 	e := &env{t: t, pc: pc, repo: pc.Repo, redis: redistest.Start(t), sim: trackersim.New(opts), dir: t.TempDir()}
-	srv := httptest.NewServer(e.sim.Handler())
+	sim := e.sim.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if code := int(e.simDown.Load()); code != 0 {
+			http.Error(w, http.StatusText(code), code)
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(e.sim.Close)
 	e.simURL = srv.URL

@@ -2,8 +2,11 @@ package daemon_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -137,6 +140,85 @@ func TestRedisOutageIsOneLineEachWay(t *testing.T) {
 		folded[le.LoggerName+": "+le.Message]++
 	}
 	t.Logf("debug lines: %v", folded)
+}
+
+// A 60 s outage of the project's tracker (every call answered 503) under
+// a running replica is one start line naming the project and the tracker,
+// a reminder every 20 s and one end line with the duration; a revoked
+// token (every call answered 401) is one line naming the variable that
+// holds it, and one when it is accepted again. No loop's own line for the
+// failing calls is logged above debug meanwhile.
+func TestTrackerOutageIsOneLineEachWay(t *testing.T) {
+	for _, c := range []struct {
+		status               int
+		start, reminder, end string
+		reminders            int
+	}{
+		{http.StatusServiceUnavailable, "tracker unreachable", "tracker still unreachable", "tracker reachable again", 3},
+		{http.StatusUnauthorized, "tracker token refused", "tracker token still refused", "tracker token accepted again", 3},
+	} {
+		t.Run(strconv.Itoa(c.status), func(t *testing.T) {
+			e := newEnv(t)
+			e.sim.CreateIssue(e.repo, "an idle ticket", "")
+			obs, logs := observer.New(zap.DebugLevel)
+			clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			const reminder = 20 * time.Second
+			d, err := daemon.New(e.config("a", ""), daemon.Options{Logger: zap.New(obs), OwnRedis: true,
+				Now: clock.Now, OutageReminder: reminder, OutageProbe: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- d.Run(ctx) }()
+			defer func() {
+				cancel()
+				<-done
+			}()
+			<-d.Listening()
+			lines := func(prefix string) []observer.LoggedEntry {
+				return logs.Filter(func(le observer.LoggedEntry) bool {
+					return le.Level >= zapcore.InfoLevel && strings.HasPrefix(le.Message, prefix)
+				}).All()
+			}
+			eventually.Wait(t, 10*time.Second, "the replica starts", func() bool { return len(logs.FilterMessage("starting").All()) == 1 })
+			before := len(logs.All())
+			e.simDown.Store(int32(c.status))
+			eventually.Wait(t, 20*time.Second, "the outage is reported", func() bool { return len(lines(c.start)) > 0 })
+			for elapsed := time.Duration(0); elapsed < 60*time.Second; {
+				elapsed += 5 * time.Second
+				seen := clock.advance(5 * time.Second)
+				eventually.Wait(t, 20*time.Second, "a failure seen after the clock moved", func() bool { return clock.readsSoFar() > seen })
+			}
+			atEnd := len(logs.All())
+			e.simDown.Store(0)
+			eventually.Wait(t, 20*time.Second, "the outage's end is reported", func() bool { return len(lines(c.end)) > 0 })
+			for _, le := range logs.All()[before:atEnd] {
+				if le.Level >= zapcore.WarnLevel && le.LoggerName != "outage" {
+					t.Errorf("logged at %s during the outage: %s %v (%s)", le.Level, le.Message, le.ContextMap(), le.LoggerName)
+				}
+			}
+			if got := lines(c.start); len(got) != 1 {
+				t.Errorf("%d start lines, want 1", len(got))
+			} else if m := got[0].ContextMap(); m["project"] != "app" || (c.status != http.StatusUnauthorized && !strings.HasPrefix(fmt.Sprint(m["where"]), e.simURL)) ||
+				(c.status == http.StatusUnauthorized && !strings.Contains(fmt.Sprint(m["where"]), "E2E_TOKEN")) {
+				t.Errorf("start line names %v", m)
+			}
+			if got := lines(c.reminder); len(got) != c.reminders {
+				t.Errorf("%d reminders, want %d (60 s every %s)", len(got), c.reminders, reminder)
+			}
+			if got := lines(c.end); len(got) != 1 {
+				t.Errorf("%d end lines, want 1", len(got))
+			} else if got[0].ContextMap()["lasted"] != time.Minute {
+				t.Errorf("end line says the outage lasted %v, want 1m", got[0].ContextMap()["lasted"])
+			}
+			folded := map[string]int{}
+			for _, le := range logs.FilterLevelExact(zapcore.DebugLevel).All() {
+				folded[le.LoggerName+": "+le.Message]++
+			}
+			t.Logf("debug lines: %v", folded)
+		})
+	}
 }
 
 // captureFD2 runs f with file descriptor 2 pointed at a pipe and returns

@@ -117,3 +117,47 @@ func TestReleaseImageMatchesDockerfile(t *testing.T) {
 		t.Errorf("runtime stages differ:\nDockerfile:\n%s\nrelease.Dockerfile:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
 }
+
+// Under an arbitrary UID in group 0 with HOME=/ (OpenShift), the default
+// work dir (lifecycle.DefaultWorkRoot: $XDG_STATE_HOME/agentsmithd/work
+// for a user other than root) and TMPDIR are in a directory the image
+// creates owned by group 0 with the owner's rights (chgrp 0, chmod g=u).
+func TestImageStateDirWritableByAnyUID(t *testing.T) {
+	for _, path := range []string{"../Dockerfile", "release.Dockerfile"} {
+		stage := runtimeStage(t, path)
+		env := map[string]string{}
+		var run string
+		for _, line := range stage {
+			if v, ok := strings.CutPrefix(line, "ENV "); ok {
+				for _, kv := range strings.Fields(v) {
+					k, val, _ := strings.Cut(kv, "=")
+					env[k] = val
+				}
+			}
+			if v, ok := strings.CutPrefix(line, "RUN "); ok {
+				run += v + " && "
+			}
+		}
+		state := env["XDG_STATE_HOME"]
+		if !filepath.IsAbs(state) {
+			t.Errorf("%s: XDG_STATE_HOME %q, want an absolute directory (HOME is / under an arbitrary UID)", path, state)
+			continue
+		}
+		if !strings.Contains(run, "mkdir -p "+state+" ") {
+			t.Errorf("%s: no RUN creates XDG_STATE_HOME %s", path, state)
+		}
+		for _, dir := range []string{state, env["TMPDIR"]} {
+			ok := false
+			for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
+				group0 := strings.Contains(run, "chown -R 10001:0 "+d+" ") || strings.Contains(run, "chgrp -R 0 "+d+" ")
+				if group0 && strings.Contains(run, "chmod -R g=u "+d+" ") {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				t.Errorf("%s: %q is not in a directory made group 0 and chmod g=u", path, dir)
+			}
+		}
+	}
+}

@@ -19,8 +19,13 @@ import (
 // can: it asks the tracker for a test delivery to the project's hook that
 // points at this receiver (platforms.WebhookTester), then reads what the
 // running daemon's receiver recorded of it in Redis (receiver.AuthRecord):
-// received and authenticated, rejected (and which secret to fix), or
-// never received (the URL is not reachable from the tracker). Where the
+// received and authenticated, not authenticated with rejections seen
+// (and which secret to fix), or never received (the URL is not reachable
+// from the tracker). Only an authenticated delivery can be told to come
+// from the tracker: anyone who reaches the receiver can send one with a
+// bad signature. So the verdict rests on whether an authenticated delivery
+// arrived after the test was asked for, and rejections seen meanwhile are
+// reported beside it as "could be anyone", never as the verdict. Where the
 // tracker cannot send one (Jira), it reports the last delivery the
 // receiver recorded instead, and says what that does not prove.
 
@@ -93,23 +98,14 @@ func checkWebhook(ctx context.Context, cfg *config.Config, pc *config.Project, r
 			return platforms.Fail(webhookCheckName, sent+"; read the receiver's record: "+err.Error(), "fix the redis row first")
 		}
 		took := time.Since(start).Round(time.Millisecond)
-		switch {
-		case after.project.Authenticated > before.project.Authenticated:
-			return platforms.OK(webhookCheckName, "%s, received and authenticated (%s) within %s", sent, after.project.AuthenticatedEvent, took)
-		case after.project.Rejected > before.project.Rejected:
-			reason := after.project.RejectedReason
-			return platforms.Fail(webhookCheckName, fmt.Sprintf("%s, received, rejected: %s", sent, reasonText(reason)),
-				receiver.RejectFix(reason, sources))
-		case after.unattributed.Rejected > before.unattributed.Rejected:
-			reason := after.unattributed.RejectedReason
-			return platforms.Fail(webhookCheckName, fmt.Sprintf("%s, received, rejected: %s (the receiver could not tell the project)", sent, reasonText(reason)),
-				receiver.RejectFix(reason, sources))
+		if after.project.Authenticated > before.project.Authenticated {
+			return platforms.OK(webhookCheckName, "%s, received and authenticated (%s) within %s%s", sent, after.project.AuthenticatedEvent, took, alsoSeen(before, after))
 		}
 		select {
 		case <-ctx.Done():
-			return neverReceived(sent, test, took)
+			return notAuthenticated(sent, test, took, before, after, sources)
 		case <-deadline.C:
-			return neverReceived(sent, test, took)
+			return notAuthenticated(sent, test, took, before, after, sources)
 		case <-tick.C:
 		}
 	}
@@ -117,6 +113,47 @@ func checkWebhook(ctx context.Context, cfg *config.Config, pc *config.Project, r
 
 // records are a project's record and its platform's unattributed one.
 type records struct{ project, unattributed receiver.AuthRecord }
+
+// rejectedSince counts the rejections recorded between before and after,
+// in the project's record and the platform's unattributed one, and names
+// the reason of the last one.
+func rejectedSince(before, after records) (n int64, reason string) {
+	p := after.project.Rejected - before.project.Rejected
+	u := after.unattributed.Rejected - before.unattributed.Rejected
+	switch {
+	case p > 0 && (u <= 0 || !after.unattributed.RejectedAt.After(after.project.RejectedAt)):
+		reason = after.project.RejectedReason
+	case u > 0:
+		reason = after.unattributed.RejectedReason
+	}
+	return max(p, 0) + max(u, 0), reason
+}
+
+// alsoSeen reports the rejections recorded while check waited for its
+// test delivery beside an authenticated one: anyone who reaches the
+// receiver can send those, so they change no verdict.
+func alsoSeen(before, after records) string {
+	n, reason := rejectedSince(before, after)
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; also seen: %d rejected (%s, could be anyone)", n, reasonText(reason))
+}
+
+// notAuthenticated is the row when no authenticated delivery arrived
+// within the wait. The verdict rests on that absence: rejections seen
+// meanwhile are reported, and their reason names the likely fix, but
+// anyone could have sent them, the tracker's test among them or not.
+func notAuthenticated(sent string, test platforms.WebhookTest, took time.Duration, before, after records, sources []string) platforms.CheckResult {
+	n, reason := rejectedSince(before, after)
+	if n == 0 {
+		return neverReceived(sent, test, took)
+	}
+	return platforms.Fail(webhookCheckName,
+		fmt.Sprintf("%s, but no authenticated delivery within %s; also seen: %d rejected: %s (could be anyone, the test among them)",
+			sent, took, n, reasonText(reason)),
+		receiver.RejectFix(reason, sources))
+}
 
 func readRecords(ctx context.Context, rdb redis.UniversalClient, pc *config.Project) (records, error) {
 	p, err := receiver.ReadAuthRecord(ctx, rdb, pc.Platform, pc.Name)
@@ -149,13 +186,19 @@ func lastDelivery(rec receiver.AuthRecord, platform string, sources []string, no
 		why = jiraNoTest
 	}
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
+	since := max(rec.RejectedSinceAuthenticated, 1)
 	switch {
-	case rec.Rejected > 0 && rec.RejectedAt.After(rec.AuthenticatedAt):
-		return platforms.Fail(webhookCheckName, fmt.Sprintf("%s; the last delivery, %s, was rejected: %s (%d rejected, %d authenticated in the record)",
-			why, ago(rec.RejectedAt), reasonText(rec.RejectedReason), rec.Rejected, rec.Authenticated), receiver.RejectFix(rec.RejectedReason, sources))
+	case rec.Authenticated > 0 && rec.RejectedAt.After(rec.AuthenticatedAt):
+		return platforms.Warn(webhookCheckName, fmt.Sprintf("%s; the last authenticated delivery was %s (%s); since then %d rejected: %s, the last %s (could be anyone)",
+			why, ago(rec.AuthenticatedAt), rec.AuthenticatedEvent, since, reasonText(rec.RejectedReason), ago(rec.RejectedAt)),
+			"if the project's issues changed since the last authenticated delivery, "+receiver.RejectFix(rec.RejectedReason, sources)+"; otherwise the rejections are strangers' requests")
 	case rec.Authenticated > 0:
 		return platforms.OK(webhookCheckName, "%s; the last delivery, %s (%s), was authenticated (%d authenticated, %d rejected in the record)",
 			why, ago(rec.AuthenticatedAt), rec.AuthenticatedEvent, rec.Authenticated, rec.Rejected)
+	case rec.Rejected > 0:
+		return platforms.Warn(webhookCheckName, fmt.Sprintf("%s; the receiver recorded no authenticated delivery for this project in the last 14 days, and %d rejected: %s, the last %s (could be anyone)",
+			why, rec.Rejected, reasonText(rec.RejectedReason), ago(rec.RejectedAt)),
+			"if the project's issues changed in that time, "+receiver.RejectFix(rec.RejectedReason, sources)+"; otherwise change an issue (a label) and run check --webhook again")
 	}
 	return platforms.Warn(webhookCheckName, why+"; the receiver recorded no delivery for this project in the last 14 days",
 		"change an issue of the project (a label) and run check --webhook again: a delivery shows here")

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,15 +163,20 @@ func TestCheckWebhookRightSecret(t *testing.T) {
 }
 
 // With a wrong secret on every hook, each platform's test delivery is
-// reported rejected with the variable to fix; Jira's last delivery (the
-// issue event) too.
+// reported not authenticated, with the rejections seen and the variable
+// to fix. Jira's last delivery (the issue event) was rejected too, but
+// without a test delivery anyone could have sent it: a warning.
 func TestCheckWebhookWrongSecret(t *testing.T) {
 	w := newWebhookWorld(t, "a-stale-secret")
 	code, rows := w.check(t, w.recv, 10*time.Second)
 	for _, name := range []string{"gh", "gl", "ado", "jr"} {
 		r := rows[name]
-		if r.Status != platforms.CheckFail || !strings.Contains(r.Detail, "rejected: wrong secret") || !strings.Contains(r.Fix, "env:CHECK_SECRET") {
-			t.Errorf("%s: %+v, want fail, rejected: wrong secret, fix naming env:CHECK_SECRET", name, r)
+		want := platforms.CheckFail
+		if name == "jr" {
+			want = platforms.CheckWarn
+		}
+		if r.Status != want || !strings.Contains(r.Detail, "rejected: wrong secret") || !strings.Contains(r.Fix, "env:CHECK_SECRET") {
+			t.Errorf("%s: %+v, want %s, rejected: wrong secret, fix naming env:CHECK_SECRET", name, r, want)
 		}
 	}
 	if !strings.Contains(rows["gh"].Detail, "sent (") || !strings.Contains(rows["gl"].Detail, "GitLab: hook") {
@@ -199,5 +208,74 @@ func TestCheckWebhookUnreachable(t *testing.T) {
 	_, rows := w.check(t, dead, time.Second)
 	if r := rows["gh"]; r.Status != platforms.CheckFail || !strings.Contains(r.Detail, "never received") || !strings.Contains(r.Detail, dead+"/webhooks/github") {
 		t.Errorf("gh: %+v, want fail: sent but never received, naming the URL", r)
+	}
+}
+
+// Anyone who reaches the receiver can send deliveries with a bad
+// signature. A flood of them while check waits for its ping, which the
+// tracker delivers a moment later, does not make a correctly configured
+// project's row "rejected": the verdict rests on the authenticated ping,
+// and the flood is reported beside it as could be anyone.
+func TestCheckWebhookRejectFloodDoesNotFailRightSecret(t *testing.T) {
+	w := newWebhookWorld(t, checkSecret)
+	target, err := url.Parse(w.recv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := httputil.NewSingleHostReverseProxy(target)
+	// The front delays GitHub's ping as a busy tracker would: the flood's
+	// rejections reach the receiver first.
+	const latency = 1500 * time.Millisecond
+	front := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-GitHub-Event") == "ping" {
+			tm := time.NewTimer(latency)
+			defer tm.Stop()
+			select {
+			case <-tm.C:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fwd.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(front.Close)
+	w.sim.AddHook(trackersim.Hook{Repo: "acme/app", URL: front.URL + "/webhooks/github", Secret: checkSecret})
+	if err := w.sim.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, stop := context.WithCancel(t.Context())
+	flooded := make(chan int)
+	go func() {
+		n := 0
+		defer func() { flooded <- n }()
+		for ctx.Err() == nil {
+			body := []byte(fmt.Sprintf(`{"action":"labeled","number":1,"repository":{"full_name":"acme/app"},"junk":%d}`, n))
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.recv+"/webhooks/github", bytes.NewReader(body))
+			if err != nil {
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-GitHub-Event", "issues")
+			req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("junk-%d", n))
+			req.Header.Set("X-Hub-Signature-256", github.SignatureHeader(body, []byte("a-guess")))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			_ = resp.Body.Close()
+			n++
+		}
+	}()
+	_, rows := w.check(t, front.URL, 10*time.Second)
+	stop()
+	n := <-flooded
+	if n == 0 {
+		t.Fatal("the flood sent nothing")
+	}
+	r := rows["gh"]
+	if r.Status != platforms.CheckOK || !strings.Contains(r.Detail, "received and authenticated (ping)") ||
+		!strings.Contains(r.Detail, "also seen: ") || !strings.Contains(r.Detail, "could be anyone") {
+		t.Errorf("gh under a flood of %d bad signatures: %+v, want ok, received and authenticated (ping), also seen: … could be anyone", n, r)
 	}
 }

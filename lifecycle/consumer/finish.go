@@ -634,13 +634,68 @@ func renderResult(red *redact.Redactor, platform string, r Result) string {
 // renderResult). The order matters: escaping changes a secret's bytes
 // ("ghp_x" becomes "ghp\_x"), which no later redaction recognises but the
 // tracker renders as the secret again. Every pipeline text a comment shows
-// escaped goes through here, so none is escaped unredacted.
+// escaped goes through here, so none is escaped unredacted, and none
+// becomes a link (breakAutolinks): a link in the daemon's comment is one
+// the daemon placed, such as a result file's links (renderResult).
 func escapeFor(red *redact.Redactor, platform, s string) string {
 	s = red.String(s)
 	if platform == "jira" {
-		return jiraEscape(s)
+		return breakAutolinks(jiraEscape(s))
 	}
-	return markdownEscape(s)
+	return breakAutolinks(markdownEscape(s))
+}
+
+// breakAutolinks puts a zero-width space after the ":" of every "://" and
+// after a "www" that starts a word before ".", so no URL in pipeline text
+// becomes a link posted in the daemon's name (a login page under the bot's
+// identity), while the text reads as written. Each tracker links bare URLs
+// in comment text on its own:
+//   - GitHub: the GFM autolink extension links "www." and "http://",
+//     "https://" at a word's start, and e-mail addresses (which "@"
+//     breaking already defeats)
+//     (https://github.github.com/gfm/#autolinks-extension-). Backslash
+//     escapes are no defence: github.com links again after parsing
+//     (micromark-extension-gfm-autolink-literal's notes on github.com's two
+//     algorithms); text between ":" and "//" is, as in the common
+//     "http://<span></span>example.com" workaround.
+//   - GitLab: "almost any URL" of any scheme is linked
+//     (https://docs.gitlab.com/ee/user/markdown.html#url-auto-linking), and
+//     backslash escapes ("http\:\/\/localhost") do not stop it
+//     (https://gitlab.com/gitlab-org/gitlab/-/work_items/339017): only a
+//     character inside "scheme://" does.
+//   - Azure DevOps: its Markdown is CommonMark with GitHub's extensions
+//     (https://learn.microsoft.com/azure/devops/project/wiki/markdown-guidance),
+//     so GitHub's rules are assumed.
+//   - Jira: Data Center's renderer links bare URLs in comment text even
+//     with wiki-style rendering off (jenkinsci/jira-plugin#43, JRA-5981);
+//     Cloud's ADF text nodes get no link mark from this daemon
+//     (platforms/jira/adf.go; LeGambiArt/wtmcp#124 reports a bare URL in
+//     one is not clickable), and the break keeps both inert.
+//
+// Inline code would stop the link too, but shows the text as code and
+// needs its own backtick escaping; a zero-width space is invisible.
+func breakAutolinks(s string) string {
+	if !strings.Contains(s, "://") && !strings.Contains(strings.ToLower(s), "www.") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(s[i])
+		switch {
+		case s[i] == ':' && strings.HasPrefix(s[i+1:], "//"):
+			b.WriteString("\u200b")
+		case i >= 2 && strings.EqualFold(s[i-2:i+1], "www") && i+1 < len(s) && s[i+1] == '.' && !wordByteAt(s, i-3):
+			b.WriteString("\u200b")
+		}
+	}
+	return b.String()
+}
+
+// wordByteAt reports whether s holds at byte i a byte that continues a
+// word (an ASCII letter or digit, or any byte of a non-ASCII rune), so
+// "awww.x" is not broken but " www.x" and "(www.x" are.
+func wordByteAt(s string, i int) bool {
+	return alnumAt(s, i) || i >= 0 && i < len(s) && s[i] >= 0x80
 }
 
 // markdownEscape backslash-escapes the ASCII punctuation of s that could

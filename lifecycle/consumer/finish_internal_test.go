@@ -192,3 +192,43 @@ func TestFailureCommentFenceCannotBeEscaped(t *testing.T) {
 		t.Fatalf("longestRun = %d", got)
 	}
 }
+
+// A URL in pipeline text is not a link in the daemon's comment on any
+// platform (the text keeps it, broken by a zero-width space before "//"
+// and after a leading "www"), while a link the daemon structures from the
+// result file stays one.
+func TestPipelineURLsAreNotLinks(t *testing.T) {
+	const zw = "\u200b"
+	r := Result{
+		Summary: "Session expired: log in at https://evil.example/login or WWW.evil.example/x (ftp://evil.example too)",
+		Links:   []Link{{Title: "Pull request", URL: "https://github.example/acme/app/pull/7"}},
+	}
+	for _, platform := range []string{"github", "gitlab", "azuredevops", "jira"} {
+		got := renderResult(nil, platform, r)
+		for _, bad := range []string{"https://evil", "WWW.evil", "ftp://evil"} {
+			if strings.Contains(got, bad) {
+				t.Errorf("%s: pipeline text keeps the link %q:\n%s", platform, bad, got)
+			}
+		}
+		for _, want := range []string{"https:" + zw + "//evil.example/login", "WWW" + zw + ".evil.example/x", "ftp:" + zw + "//evil.example"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: %q missing, the text should read as written:\n%s", platform, want, got)
+			}
+		}
+		link := "- [Pull request](https://github.example/acme/app/pull/7)"
+		if platform == "jira" {
+			link = "- Pull request: https://github.example/acme/app/pull/7"
+		}
+		if !strings.Contains(got, link) {
+			t.Errorf("%s: the result file's link is no longer a link (%q):\n%s", platform, link, got)
+		}
+	}
+	for in, want := range map[string]string{
+		"awww.example and www-x.example": "awww.example and www-x.example",
+		"see http:// and wwwx.y":         "see http:" + zw + "// and wwwx.y",
+	} {
+		if got := breakAutolinks(in); got != want {
+			t.Errorf("breakAutolinks(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

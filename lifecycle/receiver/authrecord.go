@@ -22,6 +22,16 @@ import (
 // each delivery it authenticated and each it rejected, per project, in
 // Redis (keys.WebhookAuth), where `agentsmithd check --webhook` reads it,
 // and names in a rejection's log line the project and the secret to check.
+//
+// Anyone who reaches the receiver can send a delivery with a bad
+// signature, and nothing in it can be trusted. So a rejection never
+// overwrites what an authenticated delivery recorded: the two are separate
+// fields (counts, last times), the key is per configured project (or ""
+// per platform), never per anything the sender chose, and each delivery
+// writes one pipeline of increments and at most one HSET. check --webhook
+// rests its verdict on the authenticated delivery of the test it asked
+// for, and reports the rejections it saw beside it as ones anyone could
+// have sent.
 
 // Why a delivery was rejected (the reason of an AuthRecord, the log line
 // and the metric).
@@ -62,7 +72,10 @@ const (
 	fieldRejected           = "rejected"
 	fieldRejectedAt         = "rejected_at"
 	fieldRejectedReason     = "rejected_reason"
-	fieldReasonPrefix       = "rejected:" // + reason: that reason's count
+	// fieldRejectedSinceAuth counts the rejections since the last
+	// authenticated delivery: an authenticated one sets it to 0.
+	fieldRejectedSinceAuth = "rejected_since_authenticated"
+	fieldReasonPrefix      = "rejected:" // + reason: that reason's count
 )
 
 // eventForm is an event name worth storing: the event header is not signed,
@@ -82,6 +95,9 @@ type AuthRecord struct {
 	Rejected           int64
 	RejectedAt         time.Time
 	RejectedReason     string
+	// RejectedSinceAuthenticated counts the rejections since the last
+	// authenticated delivery (all of them when there was none).
+	RejectedSinceAuthenticated int64
 	// Reasons counts the rejections by reason.
 	Reasons map[string]int64
 }
@@ -103,7 +119,7 @@ func ReadAuthRecord(ctx context.Context, rdb redis.UniversalClient, platform, pr
 	}
 	rec := AuthRecord{Authenticated: n(fieldAuthenticated), AuthenticatedAt: at(fieldAuthenticatedAt),
 		AuthenticatedEvent: m[fieldAuthenticatedEvent], Rejected: n(fieldRejected), RejectedAt: at(fieldRejectedAt),
-		RejectedReason: m[fieldRejectedReason], Reasons: map[string]int64{}}
+		RejectedReason: m[fieldRejectedReason], RejectedSinceAuthenticated: n(fieldRejectedSinceAuth), Reasons: map[string]int64{}}
 	for f := range m {
 		if reason, ok := strings.CutPrefix(f, fieldReasonPrefix); ok {
 			rec.Reasons[reason] = n(f)
@@ -210,7 +226,7 @@ func (rc *Receiver) recordAuthenticated(ctx context.Context, platform string, ev
 	for _, p := range projects {
 		k := keys.WebhookAuth(platform, p.Name)
 		pipe.HIncrBy(ctx, k, fieldAuthenticated, 1)
-		pipe.HSet(ctx, k, fieldAuthenticatedAt, now, fieldAuthenticatedEvent, event)
+		pipe.HSet(ctx, k, fieldAuthenticatedAt, now, fieldAuthenticatedEvent, event, fieldRejectedSinceAuth, 0)
 		pipe.Expire(ctx, k, keys.WebhookAuthTTL)
 		rc.observeAuth(platform, p.Name, OutcomeAuthenticated)
 	}
@@ -228,6 +244,7 @@ func (rc *Receiver) reject(ctx context.Context, platform, reason string, p Proje
 	pipe := rc.rdb.Pipeline()
 	pipe.HIncrBy(ctx, k, fieldRejected, 1)
 	pipe.HIncrBy(ctx, k, fieldReasonPrefix+reason, 1)
+	pipe.HIncrBy(ctx, k, fieldRejectedSinceAuth, 1)
 	pipe.HSet(ctx, k, fieldRejectedAt, strconv.FormatInt(rc.cfg.Clock().UnixMilli(), 10), fieldRejectedReason, reason)
 	pipe.Expire(ctx, k, keys.WebhookAuthTTL)
 	if _, err := pipe.Exec(ctx); err != nil {

@@ -2,6 +2,7 @@ package receiver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -232,5 +233,48 @@ func TestGitLabTokenRejectionsNameTheProject(t *testing.T) {
 	lines := w.rejections()
 	if len(lines) != 2 || lines[1]["project"] != "gl" || lines[1]["reason"] != receiver.ReasonWrongSecret {
 		t.Errorf("rejection lines %v", lines)
+	}
+}
+
+// A flood of bad-signature deliveries, each naming another repository and
+// delivery id, changes neither what the last authenticated delivery
+// recorded nor the set of record keys: the keys are per configured
+// project, and the rejections since the last authenticated delivery are
+// counted apart, so check can tell them from the tracker's own delivery.
+func TestRejectFloodKeepsAuthenticatedRecord(t *testing.T) {
+	w := newAuthWorld(t)
+	ping := []byte(`{"zen":"Design for failure.","hook_id":7,"repository":{"full_name":"acme/app"}}`)
+	if status, _ := w.do(t, delivery{event: "ping", body: ping}); status != http.StatusOK {
+		t.Fatalf("signed ping: %d, want 200", status)
+	}
+	good := w.record(t, github.Platform, "app")
+	const flood = 50
+	for i := range flood {
+		body := issuePayload("labeled", fmt.Sprintf("evil/repo-%d", i), 1, "agent-smith")
+		w.do(t, delivery{event: fmt.Sprintf("evt-%d", i), id: fmt.Sprintf("id-%d", i), body: body, sign: github.SignatureHeader(body, []byte("guess"))})
+		body = issuePayload("labeled", "acme/app", 1, "agent-smith")
+		w.do(t, delivery{id: fmt.Sprintf("app-%d", i), body: body, sign: github.SignatureHeader(body, []byte("guess"))})
+	}
+	app := w.record(t, github.Platform, "app")
+	if app.Authenticated != 1 || !app.AuthenticatedAt.Equal(good.AuthenticatedAt) || app.AuthenticatedEvent != "ping" {
+		t.Errorf("app after the flood: %+v, want the ping's authenticated record unchanged %+v", app, good)
+	}
+	if app.Rejected != flood || app.RejectedSinceAuthenticated != flood {
+		t.Errorf("app after the flood: %d rejected, %d since authenticated, want %d each", app.Rejected, app.RejectedSinceAuthenticated, flood)
+	}
+	keysNow, err := w.RDB.Keys(context.Background(), keys.WebhookAuth("*", "*")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keysNow)
+	want := []string{keys.WebhookAuth(github.Platform, ""), keys.WebhookAuth(github.Platform, "app")}
+	if !slices.Equal(keysNow, want) {
+		t.Errorf("record keys after the flood: %v, want %v", keysNow, want)
+	}
+	if status, _ := w.do(t, delivery{event: "ping", id: "again", body: []byte(`{"zen":"Again.","hook_id":7,"repository":{"full_name":"acme/app"}}`)}); status != http.StatusOK {
+		t.Fatalf("second signed ping: %d, want 200", status)
+	}
+	if app := w.record(t, github.Platform, "app"); app.Authenticated != 2 || app.RejectedSinceAuthenticated != 0 || app.Rejected != flood {
+		t.Errorf("app after an authenticated delivery: %+v, want 2 authenticated, 0 rejected since, %d rejected", app, flood)
 	}
 }

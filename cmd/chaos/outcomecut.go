@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
@@ -16,10 +18,39 @@ import (
 // over instead of writing them themselves.
 const outcomeCutHold = 40 * time.Second
 
+// outcomeRecordWait bounds the wait from a pipeline's end to its outcome
+// record in Redis: the consumer writes it first thing, so this is load.
+const outcomeRecordWait = 10 * time.Second
+
+// outcomesRecorded reports whether every run of ts that the daemon pid ran
+// and that ended after since has its outcome record in Redis.
+func outcomesRecorded(ctx context.Context, w *world, ts []*ticket, pid int, since time.Time) bool {
+	rdb := w.redisClient()
+	if rdb == nil {
+		return true
+	}
+	defer rdb.Close()
+	byID := map[string]*ticket{}
+	for _, t := range ts {
+		byID[t.id] = t
+	}
+	for _, r := range readRuns(w.runLog) {
+		t := byID[r.id]
+		if t == nil || r.ppid != pid || r.ended.IsZero() || r.ended.Before(since) {
+			continue
+		}
+		ref := platforms.Ref{Platform: t.p.Case.Name, Project: t.p.name, ID: t.id}
+		if ok, err := rdb.HExists(ctx, keys.Outcomes(), ref.Key()).Result(); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // trackerCutAtRunEnd cuts the tracker for every replica (connections
 // refused) while pipelines run, so they end in the cut, and kill -9s the
-// busiest replica once its runs have ended (their outcomes recorded, not
-// written). When the tracker answers again every outcome must be written,
+// busiest replica once its runs have ended and their outcomes are recorded
+// in Redis (not written to the tracker). When the tracker answers again every outcome must be written,
 // by whichever replica, and no pipeline may run a second time: a re-run
 // would mean the outcome was thrown away.
 func trackerCutAtRunEnd(ctx context.Context, w *world, feed feeder) *partition {
@@ -38,10 +69,20 @@ func trackerCutAtRunEnd(ctx context.Context, w *world, feed feeder) *partition {
 		r.trackerNet.Cut()
 	}
 	w.record("tracker-cut", "", 0)
-	// The victim's runs end by themselves in the cut; then it dies.
+	// The victim's runs end by themselves in the cut; it dies once their
+	// outcomes are recorded. A kill between a pipeline's end and its record
+	// is another fault (the result is known to no one, so it runs again).
 	pid := victim.cmd.Process.Pid
 	for time.Since(cut) < outcomeCutHold/2 && ctx.Err() == nil && len(runsWorking(w, p.tickets)[pid]) > 0 {
 		time.Sleep(50 * time.Millisecond) // polling the run log with a deadline
+	}
+	recordedBy := time.Now().Add(outcomeRecordWait)
+	for ctx.Err() == nil && !outcomesRecorded(ctx, w, p.tickets, pid, cut) {
+		if time.Now().After(recordedBy) {
+			p.problem("%s: a run ended in the cut but its outcome was not recorded within %s", victim.inc, outcomeRecordWait)
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // polling Redis with a deadline
 	}
 	killedInc := victim.inc
 	w.killPod(victim)

@@ -162,7 +162,7 @@ func lostDiagnosis(ctx context.Context, w *world, rdb redis.UniversalClient, t *
 	ds, _ := rdb.ZRangeWithScores(ctx, keys.Delayed(), 0, -1).Result()
 	for _, z := range ds {
 		if s, _ := z.Member.(string); strings.Contains(s, needle) {
-			// The score is its writer's wall clock (skewed replicas: skew.go).
+			// The score is Redis's clock (queue.Delay), not a replica's.
 			due := time.UnixMilli(int64(z.Score))
 			where = append(where, fmt.Sprintf("%s (due %s by Redis's clock, %s from now)", keys.Delayed(), due.Format("15:04:05.000"), time.Until(due).Truncate(time.Second)))
 		}

@@ -2,15 +2,13 @@ package platforms_test
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	_ "github.com/agentsmithd/agentsmithd/platforms/all"
 )
@@ -33,37 +31,11 @@ func TestNoSwitchOnPlatformNamesOutsideTheRegistry(t *testing.T) {
 	if len(names) == 0 {
 		t.Fatal("no platform registered")
 	}
-	var found []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	astguard.Walk(t, "..", astguard.Options{Files: astguard.All, Skip: guardSkips}, func(f *astguard.File) {
+		for _, pos := range platformCases(f.AST, names) {
+			t.Errorf("%s: a case on a platform name; ask platforms.Lookup for the platform's Descriptor instead", f.At(pos))
 		}
-		rel, _ := filepath.Rel("..", path)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || slices.Contains(guardSkips, filepath.ToSlash(rel))) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		for _, pos := range platformCases(f, names) {
-			found = append(found, fset.Position(pos).String())
-		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range found {
-		t.Errorf("%s: a case on a platform name; ask platforms.Lookup for the platform's Descriptor instead", f)
-	}
 }
 
 // platformCases are the positions of f's switch cases that name a

@@ -83,15 +83,9 @@ func TestTTLDefaultsHaveOneOwner(t *testing.T) {
 // The check finds a TTL spelled by its value, in a const block and a var,
 // and leaves references, owners and tests alone.
 func TestTTLDefinitionsFindsCopies(t *testing.T) {
-	root := t.TempDir()
-	astguard.WriteTree(t, root, map[string]string{
+	astguard.Finds(t, ttlDefinitions, map[string]string{
 		"config/config.go": "package config\nconst (\n\tDefaultHeartbeatTTL = 2 * time.Minute\n\tDefaultLeaseTTL = lease.DefaultTTL\n)\nvar cacheTTL = time.Hour\n",
 		"pkg/keys/keys.go": "package keys\nconst HeartbeatTTL = 2 * time.Minute\n",
 		"config/a_test.go": "package config\nconst ttl = time.Second\n",
-	})
-	got := ttlDefinitions(t, root)
-	want := []string{"config/config.go:3: DefaultHeartbeatTTL", "config/config.go:6: cacheTTL"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("definitions\n%q\nwant\n%q", got, want)
-	}
+	}, "config/config.go:3: DefaultHeartbeatTTL", "config/config.go:6: cacheTTL")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"go/ast"
 	"slices"
 	"strings"
 	"testing"
@@ -21,16 +20,9 @@ func stateCopies(t *testing.T, dir string) []string {
 	}
 	var out []string
 	astguard.Walk(t, dir, astguard.Options{Shallow: true}, func(f *astguard.File) {
-		ast.Inspect(f.AST, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok {
-				return true
-			}
-			if v, ok := astguard.StringLit(lit); ok && (slices.Contains(names, v) || strings.Contains(v, lifecycle.InProgress.String()+", ")) {
-				out = append(out, f.At(lit.Pos())+": "+lit.Value)
-			}
-			return true
-		})
+		out = append(out, f.Literals(func(v string) bool {
+			return slices.Contains(names, v) || strings.Contains(v, lifecycle.InProgress.String()+", ")
+		})...)
 	})
 	return out
 }
@@ -45,14 +37,8 @@ func TestCLIStatesComeFromLifecycle(t *testing.T) {
 
 // The check finds a state alone and in a list, and leaves tests alone.
 func TestStateCopiesFindsCopies(t *testing.T) {
-	dir := t.TempDir()
-	astguard.WriteTree(t, dir, map[string]string{
+	astguard.Finds(t, stateCopies, map[string]string{
 		"bad.go":     "package main\nvar a = []string{\"done\", \"x\"}\nvar b = \"one of enqueued, in-progress, done\"\n",
 		"ok_test.go": "package main\nvar s = \"failed\"\n",
-	})
-	got := stateCopies(t, dir)
-	want := []string{`bad.go:2: "done"`, `bad.go:3: "one of enqueued, in-progress, done"`}
-	if !slices.Equal(got, want) {
-		t.Fatalf("copies\n%q\nwant\n%q", got, want)
-	}
+	}, `bad.go:2: "done"`, `bad.go:3: "one of enqueued, in-progress, done"`)
 }

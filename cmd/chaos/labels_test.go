@@ -1,7 +1,6 @@
 package main
 
 import (
-	"go/ast"
 	"slices"
 	"strings"
 	"testing"
@@ -23,17 +22,9 @@ func labelCopies(t *testing.T, root string) []string {
 	}
 	var out []string
 	astguard.Walk(t, root, astguard.Options{}, func(f *astguard.File) {
-		ast.Inspect(f.AST, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok {
-				return true
-			}
-			v, ok := astguard.StringLit(lit)
-			if ok && (v == lifecycle.DefaultLabelPrefix || strings.HasPrefix(v, lifecycle.DefaultLabelPrefix+":") || slices.Contains(names, v)) {
-				out = append(out, f.At(lit.Pos())+": "+lit.Value)
-			}
-			return true
-		})
+		out = append(out, f.Literals(func(v string) bool {
+			return v == lifecycle.DefaultLabelPrefix || strings.HasPrefix(v, lifecycle.DefaultLabelPrefix+":") || slices.Contains(names, v)
+		})...)
 	})
 	return out
 }
@@ -49,14 +40,8 @@ func TestChaosReadsLabelsThroughLifecycle(t *testing.T) {
 // The check finds a state name, a label and the prefix, and leaves tests
 // alone.
 func TestLabelCopiesFindsCopies(t *testing.T) {
-	root := t.TempDir()
-	astguard.WriteTree(t, root, map[string]string{
+	astguard.Finds(t, labelCopies, map[string]string{
 		"bad.go":     "package main\nvar order = []string{\"pending\", \"done\"}\nvar l = \"agent-smith:\" + order[0]\nvar p = \"agent-smith\"\nvar ok = \"pendingx\"\n",
 		"ok_test.go": "package main\nvar s = \"agent-smith:done\"\n",
-	})
-	got := labelCopies(t, root)
-	want := []string{`bad.go:2: "pending"`, `bad.go:2: "done"`, `bad.go:3: "agent-smith:"`, `bad.go:4: "agent-smith"`}
-	if !slices.Equal(got, want) {
-		t.Fatalf("copies\n%q\nwant\n%q", got, want)
-	}
+	}, `bad.go:2: "pending"`, `bad.go:2: "done"`, `bad.go:3: "agent-smith:"`, `bad.go:4: "agent-smith"`)
 }

@@ -47,14 +47,8 @@ func TestChaosLocatesQueuesOnce(t *testing.T) {
 // The check finds a builder outside requestLists and leaves the owner and
 // tests alone.
 func TestQueueLocationsFindsCopies(t *testing.T) {
-	dir := t.TempDir()
-	astguard.WriteTree(t, dir, map[string]string{
+	astguard.Finds(t, queueLocations, map[string]string{
 		"bad.go":     "package main\nfunc requestLists() []string { return []string{keys.QueueLevelPattern()} }\nfunc other() string { return keys.ProcessingPattern() }\n",
 		"ok_test.go": "package main\nvar q = keys.ProcessingPattern()\n",
-	})
-	got := queueLocations(t, dir)
-	want := []string{"bad.go:3: keys.ProcessingPattern"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("locations\n%q\nwant\n%q", got, want)
-	}
+	}, "bad.go:3: keys.ProcessingPattern")
 }

@@ -227,3 +227,31 @@ func Selector(n ast.Node) (x, name string, ok bool) {
 	}
 	return id.Name, sel.Sel.Name, true
 }
+
+// Literals lists, as "rel:line: literal", the string literals of f whose
+// value match accepts.
+func (f *File) Literals(match func(string) bool) []string {
+	var out []string
+	ast.Inspect(f.AST, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok {
+			if v, ok := StringLit(lit); ok && match(v) {
+				out = append(out, f.At(lit.Pos())+": "+lit.Value)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// Finds is a guard's test of its own check: it writes files (slash path
+// from the root → content) into a new directory, runs check over it and
+// fails t unless check reports want, in order. A check that sees nothing
+// would pass every tree; this shows it sees what it exists for.
+func Finds(t *testing.T, check func(t *testing.T, root string) []string, files map[string]string, want ...string) {
+	t.Helper()
+	root := t.TempDir()
+	WriteTree(t, root, files)
+	if got := check(t, root); !slices.Equal(got, want) {
+		t.Fatalf("found\n%q\nwant\n%q", got, want)
+	}
+}

@@ -142,3 +142,17 @@ func TestModuleRootHoldsTheMainGoMod(t *testing.T) {
 		t.Fatalf("ModuleRoot %s does not hold this package: %v", root, err)
 	}
 }
+
+func TestLiteralsAndFinds(t *testing.T) {
+	check := func(t *testing.T, root string) []string {
+		var out []string
+		astguard.Walk(t, root, astguard.Options{}, func(f *astguard.File) {
+			out = append(out, f.Literals(func(v string) bool { return strings.HasPrefix(v, "x") })...)
+		})
+		return out
+	}
+	astguard.Finds(t, check, map[string]string{
+		"a.go":      "package a\nvar a = []string{\"xa\", \"y\"}\nvar b = `xb`\n",
+		"a_test.go": "package a\nvar c = \"xc\"\n",
+	}, `a.go:2: "xa"`, "a.go:3: `xb`")
+}

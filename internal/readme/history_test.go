@@ -42,15 +42,9 @@ func TestCommentsStateWhatIsNotHistory(t *testing.T) {
 }
 
 func TestHistoryGuardFindsAPhrase(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
+	astguard.Finds(t, historyInComments, map[string]string{
 		"a/story.go":      "package a\n\n// Before the fix the run\n// waited out its timeout.\nvar X = 1\n",
 		"a/fine.go":       "package a\n\n// Y is what the run waits for, and why.\nvar Y = 1\n",
 		"a/story_test.go": "package a\n\n// as before\nvar Z = 1\n",
-	}
-	astguard.WriteTree(t, dir, files)
-	got := historyInComments(t, dir)
-	if len(got) != 1 || got[0] != "a/story.go:3: before the fix" {
-		t.Fatalf("found %q, want the one phrase in a/story.go", got)
-	}
+	}, "a/story.go:3: before the fix")
 }

@@ -1,7 +1,6 @@
 package lifecycletest_test
 
 import (
-	"go/ast"
 	"slices"
 	"strings"
 	"testing"
@@ -38,14 +37,7 @@ func labelLiterals(t *testing.T, root string) []string {
 		if rawLabelFiles[f.Rel] != "" {
 			return
 		}
-		ast.Inspect(f.AST, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok {
-				if v, ok := astguard.StringLit(lit); ok && slices.Contains(labels, v) {
-					out = append(out, f.At(lit.Pos())+": "+lit.Value)
-				}
-			}
-			return true
-		})
+		out = append(out, f.Literals(func(v string) bool { return slices.Contains(labels, v) })...)
 	})
 	return out
 }
@@ -62,18 +54,12 @@ func TestTestsNameLabelsThroughLifecycle(t *testing.T) {
 // the raw-label trees, lifecycle's top level and labels inside longer
 // text alone; a lifecycle subpackage's tests are checked.
 func TestLabelLiteralsFindsCopies(t *testing.T) {
-	root := t.TempDir()
-	astguard.WriteTree(t, root, map[string]string{
+	astguard.Finds(t, labelLiterals, map[string]string{
 		"housekeeping/a_test.go":          "package housekeeping\nvar a = []string{\"agent-smith\", \"agent-smith:done\"}\nvar b = `{\"labels\":[\"agent-smith:done\"]}`\n",
 		"housekeeping/a.go":               "package housekeeping\nvar a = \"agent-smith:done\"\n",
 		"lifecycle/runstate/r_test.go":    "package runstate\nvar a = \"agent-smith:failed\"\n",
 		"lifecycle/s_test.go":             "package lifecycle\nvar a = \"agent-smith:done\"\n",
 		"platforms/github/github_test.go": "package github\nvar a = \"agent-smith:done\"\n",
 		"trackersim/sim_test.go":          "package trackersim\nvar a = \"agent-smith:done\"\n",
-	})
-	got := labelLiterals(t, root)
-	want := []string{`housekeeping/a_test.go:2: "agent-smith:done"`, `lifecycle/runstate/r_test.go:2: "agent-smith:failed"`, `lifecycle/s_test.go:2: "agent-smith:done"`}
-	if !slices.Equal(got, want) {
-		t.Fatalf("literals\n%q\nwant\n%q", got, want)
-	}
+	}, `housekeeping/a_test.go:2: "agent-smith:done"`, `lifecycle/runstate/r_test.go:2: "agent-smith:failed"`, `lifecycle/s_test.go:2: "agent-smith:done"`)
 }

@@ -83,33 +83,28 @@ func TestRunStateKeysHaveOneOwner(t *testing.T) {
 // The check catches a builder called under another import name and a
 // script defined elsewhere, and leaves tests and the owner alone.
 func TestOwnershipCheckFindsViolations(t *testing.T) {
-	root := t.TempDir()
-	write := func(rel, src string) { astguard.WriteTree(t, root, map[string]string{rel: src}) }
-	write("housekeeping/bad.go", `package housekeeping
+	astguard.Finds(t, ownershipViolations, map[string]string{
+		"housekeeping/bad.go": `package housekeeping
 import k "github.com/agentsmithd/agentsmithd/pkg/keys"
 var _ = k.Heartbeat("x")
 var _ = k.Queue()
-`)
-	write("lifecycle/ops/script.go", `package ops
+`,
+		"lifecycle/ops/script.go": `package ops
 import "github.com/redis/go-redis/v9"
 var s = redis.NewScript("return 1")
-`)
-	write("lifecycle/runstate/ok.go", `package runstate
+`,
+		"lifecycle/runstate/ok.go": `package runstate
 import "github.com/agentsmithd/agentsmithd/pkg/keys"
 import "github.com/redis/go-redis/v9"
 var _ = keys.Inflight()
 var s = redis.NewScript("return 1")
-`)
-	write("lifecycle/seed_test.go", `package lifecycle
+`,
+		"lifecycle/seed_test.go": `package lifecycle
 import "github.com/agentsmithd/agentsmithd/pkg/keys"
 var _ = keys.Attempts()
-`)
-	got := ownershipViolations(t, root)
-	want := []string{
+`,
+	},
 		"housekeeping/bad.go:3: keys.Heartbeat outside lifecycle/runstate",
 		"lifecycle/ops/script.go:3: a Lua script outside lifecycle/runstate, pkg/redislock, pkg/queue, pkg/budget",
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("violations\n%q\nwant\n%q", got, want)
-	}
+	)
 }

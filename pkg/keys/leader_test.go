@@ -55,15 +55,9 @@ func TestLeaderRolesAreSpelledOnce(t *testing.T) {
 // The check finds a role in a call and a list, and leaves struct tags,
 // logger names and tests alone.
 func TestLeaderRoleCopiesFindsCopies(t *testing.T) {
-	root := t.TempDir()
-	astguard.WriteTree(t, root, map[string]string{
+	astguard.Finds(t, leaderRoleCopies, map[string]string{
 		"cmd/d/roles.go": "package d\nvar a = Leader(\"poller\")\nvar b = []string{\"x\", \"housekeeping\"}\n" +
 			"type C struct{ H int `yaml:\"housekeeping\"` }\nvar l = log.Named(\"poller\")\n",
 		"cmd/d/roles_test.go": "package d\nvar a = \"poller\"\n",
-	})
-	got := leaderRoleCopies(t, root)
-	want := []string{`cmd/d/roles.go:2: "poller"`, `cmd/d/roles.go:3: "housekeeping"`}
-	if !slices.Equal(got, want) {
-		t.Fatalf("copies\n%q\nwant\n%q", got, want)
-	}
+	}, `cmd/d/roles.go:2: "poller"`, `cmd/d/roles.go:3: "housekeeping"`)
 }

@@ -3,7 +3,6 @@ package wallclock
 import (
 	"go/ast"
 	"path"
-	"slices"
 	"strings"
 	"testing"
 
@@ -75,18 +74,12 @@ func TestDaemonReadsTheWallClockThroughNow(t *testing.T) {
 // The check finds time.Now called and passed as a value, under another
 // import name too, and leaves tests, owners and harnesses alone.
 func TestTimeNowCheckFindsReadings(t *testing.T) {
-	root := t.TempDir()
-	astguard.WriteTree(t, root, map[string]string{
+	astguard.Finds(t, timeNowOutsideOwners, map[string]string{
 		"housekeeping/bad.go":        "package housekeeping\nimport \"time\"\nvar a = time.Now()\nvar b = time.Now\n",
 		"lifecycle/ops/alias.go":     "package ops\nimport tm \"time\"\nvar a = tm.Now()\n",
 		"lifecycle/x/poller.go":      "package x\nimport \"time\"\nvar a = time.Now()\n",
 		"housekeeping/a_test.go":     "package housekeeping\nimport \"time\"\nvar a = time.Now()\n",
 		"trackersim/sim.go":          "package trackersim\nimport \"time\"\nvar a = time.Now()\n",
 		"pkg/wallclock/wallclock.go": "package wallclock\nimport \"time\"\nvar a = time.Now()\n",
-	})
-	got := timeNowOutsideOwners(t, root)
-	want := []string{"housekeeping/bad.go:3", "housekeeping/bad.go:4", "lifecycle/ops/alias.go:3"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("readings\n%q\nwant\n%q", got, want)
-	}
+	}, "housekeeping/bad.go:3", "housekeeping/bad.go:4", "lifecycle/ops/alias.go:3")
 }

@@ -236,7 +236,7 @@ func (p *Project) RepoOwners() []string {
 	if p.Group != "" {
 		return []string{p.Group}
 	}
-	if p.Platform == "jira" || p.Installation != "" {
+	if p.capabilities().OwnerlessPatterns || p.Installation != "" {
 		return []string{""} // the site
 	}
 	var out []string

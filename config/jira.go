@@ -60,13 +60,13 @@ func checkJiraScope(errs *Errors, path string, p *Project) {
 // scopes apart by the secret that verifies a delivery, since a Jira payload
 // names a project key, not the webhook's filter.
 func checkJiraScopesApart(errs *Errors, path string, p *Project, earlier []Project) {
-	if p.Platform != "jira" || p.Jira.JQL == "" {
+	if !p.capabilities().JiraSection || p.Jira.JQL == "" {
 		return
 	}
 	site := strings.TrimSuffix(strings.ToLower(p.BaseURL), "/")
 	for j := range earlier {
 		q := &earlier[j]
-		if q.Platform != "jira" || q.Jira.JQL == "" || strings.TrimSuffix(strings.ToLower(q.BaseURL), "/") != site {
+		if !q.capabilities().JiraSection || q.Jira.JQL == "" || strings.TrimSuffix(strings.ToLower(q.BaseURL), "/") != site {
 			continue
 		}
 		if strings.TrimSpace(q.Jira.JQL) == strings.TrimSpace(p.Jira.JQL) {

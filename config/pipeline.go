@@ -60,7 +60,7 @@ func (pl *Pipeline) applyDefaults() {
 }
 
 // validateOutcomes checks retry, escalate, concurrency and persistence.
-func (pl *Pipeline) validateOutcomes(errs *Errors, path, trigger, labelPrefix string, jira bool) {
+func (pl *Pipeline) validateOutcomes(errs *Errors, path, trigger, labelPrefix string, spaceless bool) {
 	r := &pl.Retry
 	exitCodes(errs, path+".retry.exit_codes", r.ExitCodes)
 	b := &r.Backoff
@@ -88,7 +88,7 @@ func (pl *Pipeline) validateOutcomes(errs *Errors, path, trigger, labelPrefix st
 		errs.add(ep+".exit_codes", "required when escalate.label or escalate.mention is set")
 	}
 	if e.Label != "" {
-		switch msg := checkLabel(e.Label, labelPrefix, jira); {
+		switch msg := checkLabel(e.Label, labelPrefix, spaceless); {
 		case msg != "":
 			errs.add(ep+".label", msg)
 		case e.Label == trigger:
@@ -126,13 +126,13 @@ func (p *Priority) validate(errs *Errors, path, labelPrefix string) {
 
 // checkLabel returns a complaint about a label the daemon adds or reads
 // besides the lifecycle labels, or "".
-func checkLabel(l, labelPrefix string, jira bool) string {
+func checkLabel(l, labelPrefix string, spaceless bool) string {
 	switch {
 	case strings.TrimSpace(l) == "":
 		return "must not be blank"
 	case strings.HasPrefix(l, labelPrefix+":"):
 		return fmt.Sprintf("%q is in the lifecycle namespace %s:*", l, labelPrefix)
-	case jira && strings.ContainsFunc(l, unicode.IsSpace):
+	case spaceless && strings.ContainsFunc(l, unicode.IsSpace):
 		return "Jira labels cannot contain spaces"
 	}
 	return ""

@@ -2,15 +2,12 @@ package config
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 )
 
 // ttlOwners are the files that define a TTL constant by its value: each
@@ -31,27 +28,12 @@ var ttlOwners = []string{
 func ttlDefinitions(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	opts := astguard.Options{Skip: []string{"cmd/chaos"}, SkipNames: []string{"bench", "trackersim"}}
+	astguard.Walk(t, root, opts, func(f *astguard.File) {
+		if slices.Contains(ttlOwners, f.Rel) {
+			return
 		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "bench" || rel == "cmd/chaos" || n == "trackersim") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || slices.Contains(ttlOwners, rel) {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		for _, decl := range f.Decls {
+		for _, decl := range f.AST.Decls {
 			g, ok := decl.(*ast.GenDecl)
 			if !ok || (g.Tok != token.CONST && g.Tok != token.VAR) {
 				continue
@@ -62,15 +44,11 @@ func ttlDefinitions(t *testing.T, root string) []string {
 					if !strings.HasSuffix(strings.ToUpper(name.Name), "TTL") || i >= len(vs.Values) || namesAConstant(vs.Values[i]) {
 						continue
 					}
-					out = append(out, rel+":"+strconv.Itoa(fset.Position(name.Pos()).Line)+": "+name.Name)
+					out = append(out, f.At(name.Pos())+": "+name.Name)
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
@@ -105,23 +83,9 @@ func TestTTLDefaultsHaveOneOwner(t *testing.T) {
 // The check finds a TTL spelled by its value, in a const block and a var,
 // and leaves references, owners and tests alone.
 func TestTTLDefinitionsFindsCopies(t *testing.T) {
-	root := t.TempDir()
-	for rel, src := range map[string]string{
+	astguard.Finds(t, ttlDefinitions, map[string]string{
 		"config/config.go": "package config\nconst (\n\tDefaultHeartbeatTTL = 2 * time.Minute\n\tDefaultLeaseTTL = lease.DefaultTTL\n)\nvar cacheTTL = time.Hour\n",
 		"pkg/keys/keys.go": "package keys\nconst HeartbeatTTL = 2 * time.Minute\n",
 		"config/a_test.go": "package config\nconst ttl = time.Second\n",
-	} {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := ttlDefinitions(t, root)
-	want := []string{"config/config.go:3: DefaultHeartbeatTTL", "config/config.go:6: cacheTTL"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("definitions\n%q\nwant\n%q", got, want)
-	}
+	}, "config/config.go:3: DefaultHeartbeatTTL", "config/config.go:6: cacheTTL")
 }

@@ -241,8 +241,11 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 			errs.add(fmt.Sprintf("%s.trigger.allow.users[%d]", path, i), "must not be blank")
 		}
 	}
-	if p.Platform == "jira" {
+	caps := p.capabilities()
+	if caps.SpacelessLabels {
 		checkJiraLabels(errs, path, p.TriggerLabel, labelPrefix)
+	}
+	if caps.JiraSection {
 		checkJiraDeployment(errs, path, &p.Jira)
 		checkJiraScope(errs, path, p)
 	} else if p.Jira != (Jira{}) {
@@ -293,7 +296,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	}
 	positive(errs, path+".pipeline.timeout", pl.Timeout)
 	atLeast(errs, path+".pipeline.max_attempts", pl.MaxAttempts, 1)
-	pl.validateOutcomes(errs, path+".pipeline", p.TriggerLabel, labelPrefix, p.Platform == "jira")
+	pl.validateOutcomes(errs, path+".pipeline", p.TriggerLabel, labelPrefix, caps.SpacelessLabels)
 	p.Priority.validate(errs, path+".priority", labelPrefix)
 	atLeast(errs, path+".token_concurrency", p.TokenConcurrency, 0)
 }

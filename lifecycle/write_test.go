@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -64,19 +61,10 @@ func TestClaimWritesAreRefusedWithoutTheirTransitionRow(t *testing.T) {
 // skip the transition table. Tests are exempt (they play humans editing
 // labels); platform packages implement Relabel and are not walked.
 func TestOnlyWriteGoCallsTrackerRelabel(t *testing.T) {
-	fset := token.NewFileSet()
 	var checked int
 	for _, root := range []string{".", "../housekeeping", "../cmd"} {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				return err
-			}
-			checked++
-			ast.Inspect(f, func(n ast.Node) bool {
+		checked += astguard.Walk(t, root, astguard.Options{}, func(f *astguard.File) {
+			ast.Inspect(f.AST, func(n ast.Node) bool {
 				call, ok := n.(*ast.CallExpr)
 				if !ok {
 					return true
@@ -89,16 +77,12 @@ func TestOnlyWriteGoCallsTrackerRelabel(t *testing.T) {
 				if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "lifecycle" {
 					return true
 				}
-				if filepath.Clean(path) != "write.go" {
-					t.Errorf("%s: a tracker's Relabel called outside lifecycle/write.go; write through lifecycle.Relabel", fset.Position(call.Pos()))
+				if filepath.Clean(f.Path) != "write.go" {
+					t.Errorf("%s: a tracker's Relabel called outside lifecycle/write.go; write through lifecycle.Relabel", f.Fset.Position(call.Pos()))
 				}
 				return true
 			})
-			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	if checked < 20 {
 		t.Fatalf("walked %d files; the walk missed the sources", checked)

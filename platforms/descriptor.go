@@ -70,8 +70,15 @@ type Capabilities struct {
 	// (github_app) and list every repository of it (installation: all).
 	GitHubApp bool
 	// OwnerlessPatterns: repos patterns are over the site's project keys
-	// (Jira's APP*), not owner/pattern.
+	// (Jira's APP*), not owner/pattern, and discovery lists the site.
 	OwnerlessPatterns bool
+	// SpacelessLabels: a label is one word (Jira), so config refuses a
+	// trigger label, label prefix or pipeline label with a space: the
+	// tracker would refuse every write of it and no search would match it.
+	SpacelessLabels bool
+	// JiraSection: the platform's projects take the jira: section
+	// (deployment, email, a jql scope); config refuses it elsewhere.
+	JiraSection bool
 }
 
 // TrackerOptions is what a project's configuration gives a platform's

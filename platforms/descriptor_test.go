@@ -16,7 +16,7 @@ func TestTheFourPlatformsDescriptors(t *testing.T) {
 		"github":      {"https://api.github.com/", platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true}},
 		"gitlab":      {"https://gitlab.com/api/v4/", platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, Groups: true}},
 		"azuredevops": {"https://dev.azure.com/", platforms.Capabilities{Teams: true}},
-		"jira":        {"", platforms.Capabilities{Teams: true, OwnerlessPatterns: true}},
+		"jira":        {"", platforms.Capabilities{Teams: true, OwnerlessPatterns: true, SpacelessLabels: true, JiraSection: true}},
 	} {
 		d, ok := platforms.Lookup(name)
 		if !ok {

@@ -4,13 +4,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	_ "github.com/agentsmithd/agentsmithd/platforms/all"
 )
@@ -23,52 +22,91 @@ const module = "github.com/agentsmithd/agentsmithd"
 // drives trackersim's per-platform mounts.
 var guardSkips = []string{"platforms", "trackersim", "bench", "testdata"}
 
+// nameComparisons are the daemon's files that still compare a platform
+// name outside a switch, each with what the comparison decides; a
+// Descriptor field would take each one's place.
+var nameComparisons = map[string]string{
+	"cmd/agentsmithd/checkwebhook.go": "the text of why a Jira webhook cannot be proven by a test delivery",
+	"lifecycle/consumer/finish.go":    "Jira's wiki markup instead of Markdown in a result comment",
+}
+
 // A platform's facts live in its Descriptor. A switch on platform names
 // anywhere else is a second place to update when a platform is added, the
 // drift Descriptor exists to end: this test fails on a case that names a
 // platform ("github", github.Platform, config.Platform*), in a switch on a
-// value or as a comparison in a switch on conditions.
+// value or as a comparison in a switch on conditions, and, outside tests
+// and nameComparisons, on any == or != with a platform name on one side
+// (p.Platform == "jira"). Tests may compare: they check what a platform
+// was given.
 func TestNoSwitchOnPlatformNamesOutsideTheRegistry(t *testing.T) {
 	names := platforms.Names()
 	if len(names) == 0 {
 		t.Fatal("no platform registered")
 	}
-	var found []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	astguard.Walk(t, "..", astguard.Options{Files: astguard.All, Skip: guardSkips}, func(f *astguard.File) {
+		comparisons := !strings.HasSuffix(f.Rel, "_test.go") && nameComparisons[f.Rel] == ""
+		for _, pos := range platformCases(f.AST, names, comparisons) {
+			t.Errorf("%s: a case on or a comparison with a platform name; ask platforms.Lookup for the platform's Descriptor instead", f.At(pos))
 		}
-		rel, _ := filepath.Rel("..", path)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || slices.Contains(guardSkips, filepath.ToSlash(rel))) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		for _, pos := range platformCases(f, names) {
-			found = append(found, fset.Position(pos).String())
-		}
-		return nil
 	})
+}
+
+// The check finds a case and a comparison on a platform name, by literal,
+// by a platform package's Platform and by config's constant, and leaves
+// comparisons alone where comparisons is false (tests).
+func TestPlatformCasesFindsChoices(t *testing.T) {
+	src := `package x
+
+import (
+	gh "github.com/agentsmithd/agentsmithd/platforms/github"
+	"github.com/agentsmithd/agentsmithd/config"
+)
+
+func f(p string) int {
+	switch p {
+	case "jira":
+		return 1
+	case gh.Platform:
+		return 2
+	}
+	switch {
+	case p == config.PlatformGitLab:
+		return 3
+	}
+	if p != "azuredevops" || "jira" == p {
+		return 4
+	}
+	if p == "jiraX" || p == other {
+		return 5
+	}
+	return 0
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", src, parser.SkipObjectResolution)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range found {
-		t.Errorf("%s: a case on a platform name; ask platforms.Lookup for the platform's Descriptor instead", f)
+	names := []string{"azuredevops", "github", "gitlab", "jira"}
+	line := func(ps []token.Pos) []int {
+		var out []int
+		for _, p := range ps {
+			out = append(out, fset.Position(p).Line)
+		}
+		return out
+	}
+	if got, want := line(platformCases(f, names, true)), []int{10, 12, 16, 19, 19}; !slices.Equal(got, want) {
+		t.Errorf("with comparisons: lines %v, want %v", got, want)
+	}
+	if got, want := line(platformCases(f, names, false)), []int{10, 12, 16}; !slices.Equal(got, want) {
+		t.Errorf("without comparisons: lines %v, want %v", got, want)
 	}
 }
 
 // platformCases are the positions of f's switch cases that name a
-// platform.
-func platformCases(f *ast.File, names []string) []token.Pos {
+// platform and, with comparisons, of its == and != with a platform name
+// on one side.
+func platformCases(f *ast.File, names []string, comparisons bool) []token.Pos {
 	// Local names of the imports whose Platform constant names a platform.
 	platformPkgs := map[string]bool{}
 	configPkg := ""
@@ -99,14 +137,19 @@ func platformCases(f *ast.File, names []string) []token.Pos {
 	}
 	var out []token.Pos
 	ast.Inspect(f, func(n ast.Node) bool {
-		sw, ok := n.(*ast.SwitchStmt)
-		if !ok {
-			return true
-		}
-		for _, s := range sw.Body.List {
-			for _, e := range s.(*ast.CaseClause).List {
-				if sw.Tag != nil && isPlatform(e) || sw.Tag == nil && comparesPlatform(e, isPlatform) {
-					out = append(out, e.Pos())
+		switch n := n.(type) {
+		case *ast.BinaryExpr:
+			if comparisons && (n.Op == token.EQL || n.Op == token.NEQ) && (isPlatform(n.X) || isPlatform(n.Y)) {
+				out = append(out, n.Pos())
+			}
+		case *ast.SwitchStmt:
+			for _, s := range n.Body.List {
+				for _, e := range s.(*ast.CaseClause).List {
+					// With comparisons the BinaryExpr case finds those in a
+					// switch on conditions.
+					if n.Tag != nil && isPlatform(e) || n.Tag == nil && !comparisons && comparesPlatform(e, isPlatform) {
+						out = append(out, e.Pos())
+					}
 				}
 			}
 		}

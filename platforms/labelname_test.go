@@ -2,15 +2,13 @@ package platforms_test
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -80,9 +78,7 @@ func f(label, add string, labels []string) bool {
 	return label == add || strings.EqualFold(label, add) || slices.Contains(labels, add) || slices.Index(labels, add) > 0
 }
 `
-	if err := writeFile(filepath.Join(dir, "x.go"), src); err != nil {
-		t.Fatal(err)
-	}
+	astguard.WriteTree(t, dir, map[string]string{"x.go": src})
 	if got := labelComparisons(t, []string{dir}); len(got) != 4 {
 		t.Errorf("found %d violations, want 4: %q", len(got), got)
 	}
@@ -90,57 +86,35 @@ func f(label, add string, labels []string) bool {
 
 func labelComparisons(t *testing.T, roots []string) []string {
 	t.Helper()
-	fset := token.NewFileSet()
 	var out []string
+	opts := astguard.Options{SkipNames: []string{"sim", "trackertest"}}
 	for _, root := range roots {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+		astguard.Walk(t, root, opts, func(f *astguard.File) {
+			if path.Base(f.Rel) == "labelname.go" {
+				return
 			}
-			if d.IsDir() && (d.Name() == "sim" || d.Name() == "trackertest" || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Base(path) == "labelname.go" {
-				return nil
-			}
-			src, err := readFile(path)
-			if err != nil {
-				return err
-			}
-			f, err := parser.ParseFile(fset, path, src, 0)
-			if err != nil {
-				return err
-			}
-			text := func(e ast.Expr) string { return src[fset.Position(e.Pos()).Offset:fset.Position(e.End()).Offset] }
-			ast.Inspect(f, func(n ast.Node) bool {
+			text := func(e ast.Expr) string { return f.Text(e) }
+			at := func(n ast.Node) string { return f.Fset.Position(n.Pos()).String() + ": " + f.Text(n) }
+			ast.Inspect(f.AST, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.BinaryExpr:
 					if (n.Op == token.EQL || n.Op == token.NEQ) && comparesNames(n.X, n.Y, text) {
-						out = append(out, fset.Position(n.Pos()).String()+": "+text(n))
+						out = append(out, at(n))
 					}
 				case *ast.CallExpr:
-					sel, ok := n.Fun.(*ast.SelectorExpr)
+					pkg, name, ok := astguard.Selector(n.Fun)
 					if !ok {
 						return true
 					}
-					pkg, _ := sel.X.(*ast.Ident)
-					if pkg == nil {
-						return true
-					}
-					call := pkg.Name + "." + sel.Sel.Name
-					switch {
+					switch call := pkg + "." + name; {
 					case call == "strings.EqualFold" && len(n.Args) == 2 && !isLit(n.Args[0]) && !isLit(n.Args[1]) && (labelish.MatchString(text(n.Args[0])) || labelish.MatchString(text(n.Args[1]))),
 						(call == "slices.Contains" || call == "slices.Index") && len(n.Args) == 2 && labelish.MatchString(text(n.Args[0])):
-						out = append(out, fset.Position(n.Pos()).String()+": "+text(n))
+						out = append(out, at(n))
 					}
 				}
 				return true
 			})
-			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	return out
 }
@@ -167,12 +141,5 @@ func comparesNames(x, y ast.Expr, text func(ast.Expr) string) bool {
 	}
 	return labelish.MatchString(text(x)) || labelish.MatchString(text(y))
 }
-
-func readFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	return string(b), err
-}
-
-func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
 
 func isLit(e ast.Expr) bool { _, ok := e.(*ast.BasicLit); return ok }

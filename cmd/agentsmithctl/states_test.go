@@ -1,16 +1,11 @@
 package main
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 )
 
@@ -23,32 +18,12 @@ func stateCopies(t *testing.T, dir string) []string {
 	for _, s := range lifecycle.AllStates {
 		names = append(names, s.String())
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	fset := token.NewFileSet()
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			v, err := strconv.Unquote(lit.Value)
-			if err == nil && (slices.Contains(names, v) || strings.Contains(v, lifecycle.InProgress.String()+", ")) {
-				out = append(out, filepath.Base(path)+":"+strconv.Itoa(fset.Position(lit.Pos()).Line)+": "+lit.Value)
-			}
-			return true
-		})
-	}
+	astguard.Walk(t, dir, astguard.Options{Shallow: true}, func(f *astguard.File) {
+		out = append(out, f.Literals(func(v string) bool {
+			return slices.Contains(names, v) || strings.Contains(v, lifecycle.InProgress.String()+", ")
+		})...)
+	})
 	return out
 }
 
@@ -62,18 +37,8 @@ func TestCLIStatesComeFromLifecycle(t *testing.T) {
 
 // The check finds a state alone and in a list, and leaves tests alone.
 func TestStateCopiesFindsCopies(t *testing.T) {
-	dir := t.TempDir()
-	for name, src := range map[string]string{
+	astguard.Finds(t, stateCopies, map[string]string{
 		"bad.go":     "package main\nvar a = []string{\"done\", \"x\"}\nvar b = \"one of enqueued, in-progress, done\"\n",
 		"ok_test.go": "package main\nvar s = \"failed\"\n",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := stateCopies(t, dir)
-	want := []string{`bad.go:2: "done"`, `bad.go:3: "one of enqueued, in-progress, done"`}
-	if !slices.Equal(got, want) {
-		t.Fatalf("copies\n%q\nwant\n%q", got, want)
-	}
+	}, `bad.go:2: "done"`, `bad.go:3: "one of enqueued, in-progress, done"`)
 }

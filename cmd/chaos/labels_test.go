@@ -1,17 +1,11 @@
 package main
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 )
 
@@ -27,35 +21,11 @@ func labelCopies(t *testing.T, root string) []string {
 		names = append(names, s.String())
 	}
 	var out []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			v, err := strconv.Unquote(lit.Value)
-			if err != nil {
-				return true
-			}
-			if v == lifecycle.DefaultLabelPrefix || strings.HasPrefix(v, lifecycle.DefaultLabelPrefix+":") || slices.Contains(names, v) {
-				rel, _ := filepath.Rel(root, path)
-				out = append(out, filepath.ToSlash(rel)+":"+strconv.Itoa(fset.Position(lit.Pos()).Line)+": "+lit.Value)
-			}
-			return true
-		})
-		return nil
+	astguard.Walk(t, root, astguard.Options{}, func(f *astguard.File) {
+		out = append(out, f.Literals(func(v string) bool {
+			return v == lifecycle.DefaultLabelPrefix || strings.HasPrefix(v, lifecycle.DefaultLabelPrefix+":") || slices.Contains(names, v)
+		})...)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
@@ -70,18 +40,8 @@ func TestChaosReadsLabelsThroughLifecycle(t *testing.T) {
 // The check finds a state name, a label and the prefix, and leaves tests
 // alone.
 func TestLabelCopiesFindsCopies(t *testing.T) {
-	root := t.TempDir()
-	for name, src := range map[string]string{
+	astguard.Finds(t, labelCopies, map[string]string{
 		"bad.go":     "package main\nvar order = []string{\"pending\", \"done\"}\nvar l = \"agent-smith:\" + order[0]\nvar p = \"agent-smith\"\nvar ok = \"pendingx\"\n",
 		"ok_test.go": "package main\nvar s = \"agent-smith:done\"\n",
-	} {
-		if err := os.WriteFile(filepath.Join(root, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := labelCopies(t, root)
-	want := []string{`bad.go:2: "pending"`, `bad.go:2: "done"`, `bad.go:3: "agent-smith:"`, `bad.go:4: "agent-smith"`}
-	if !slices.Equal(got, want) {
-		t.Fatalf("copies\n%q\nwant\n%q", got, want)
-	}
+	}, `bad.go:2: "pending"`, `bad.go:2: "done"`, `bad.go:3: "agent-smith:"`, `bad.go:4: "agent-smith"`)
 }

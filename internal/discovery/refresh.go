@@ -15,6 +15,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/platforms/github"
 )
 
@@ -87,7 +88,7 @@ func (r *Refresher) client(pc *config.Project) *http.Client {
 	hc, ok := r.clients[pc.Name]
 	if !ok {
 		hc = r.cfg.Client(pc)
-		if a := pc.GitHubApp; hc != nil && pc.Platform == github.Platform && a.IsSet() {
+		if d, _ := platforms.Lookup(pc.Platform); hc != nil && d.GitHubApp && pc.GitHubApp.IsSet() {
 			// A key that does not parse leaves hc as it is; the listing
 			// then fails on it with the error that names it.
 			if ac, err := github.AppHTTPClient(hc, appOf(pc), pc.BaseURL); err == nil {

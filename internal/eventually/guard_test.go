@@ -1,16 +1,13 @@
 package eventually_test
 
 import (
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 )
 
 // handRolledAllowed lists the test loops that sleep or watch the clock for a
@@ -31,48 +28,26 @@ var handRolledAllowed = map[string]string{
 // enclosing function; a sleep in a goroutine started by a loop does not
 // make the loop a poll.
 func TestNoHandRolledPolling(t *testing.T) {
-	root := moduleRoot(t)
 	found := map[string]bool{}
 	var bad []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || hasGoMod(path)) {
-				return filepath.SkipDir // fixtures, and other modules (bench, deploy/helm)
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		for _, decl := range f.Decls {
+	// SkipModules: other modules (bench, deploy/helm) keep their own rules.
+	opts := astguard.Options{Files: astguard.Tests, SkipModules: true}
+	astguard.Walk(t, astguard.ModuleRoot(t), opts, func(f *astguard.File) {
+		for _, decl := range f.AST.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {
 				continue
 			}
 			for _, pos := range pollingLoops(fn.Body) {
-				key := rel + ":" + fn.Name.Name
+				key := f.Rel + ":" + fn.Name.Name
 				if _, ok := handRolledAllowed[key]; ok {
 					found[key] = true
 					continue
 				}
-				bad = append(bad, fmt.Sprintf("%s:%d in %s", rel, fset.Position(pos).Line, fn.Name.Name))
+				bad = append(bad, f.At(pos)+" in "+fn.Name.Name)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, b := range bad {
 		t.Errorf("%s: a hand-rolled polling loop; use eventually.Wait or eventually.Value "+
 			"(or add it to handRolledAllowed with the reason it is not a wait)", b)
@@ -117,36 +92,13 @@ func callsTime(n ast.Node, funcs ...string) bool {
 		case *ast.FuncLit:
 			return false
 		case *ast.CallExpr:
-			if sel, ok := e.Fun.(*ast.SelectorExpr); ok {
-				if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "time" && slices.Contains(funcs, sel.Sel.Name) {
-					hit = true
-				}
+			if pkg, name, ok := astguard.Selector(e.Fun); ok && pkg == "time" && slices.Contains(funcs, name) {
+				hit = true
 			}
 		}
 		return !hit
 	})
 	return hit
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for !hasGoMod(dir) {
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-	return dir
-}
-
-func hasGoMod(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, "go.mod"))
-	return err == nil
 }
 
 // The guard must see the shapes it exists for, or it passes by seeing

@@ -2,14 +2,11 @@ package consumer
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 )
 
 // One run's path is Executor.handle and everything it calls: it must read
@@ -39,11 +36,6 @@ func TestRunPathReadsInFewFiles(t *testing.T) {
 // files; a call through an imported package's name reaches none.
 func runPathFiles(t *testing.T, dir, recv, name string) []string {
 	t.Helper()
-	fset := token.NewFileSet()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	type decl struct {
 		fn      *ast.FuncDecl
 		file    string
@@ -51,25 +43,12 @@ func runPathFiles(t *testing.T, dir, recv, name string) []string {
 	}
 	byName := map[string][]decl{} // "f" for a function, ".m" for a method
 	var root *decl
-	for _, e := range ents {
-		n := e.Name()
-		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	astguard.Walk(t, dir, astguard.Options{Shallow: true}, func(f *astguard.File) {
 		imports := map[string]bool{}
-		for _, im := range f.Imports {
-			p, _ := strconv.Unquote(im.Path.Value)
-			local := p[strings.LastIndex(p, "/")+1:]
-			if im.Name != nil {
-				local = im.Name.Name
-			}
+		for _, local := range f.Imports() {
 			imports[local] = true
 		}
-		for _, d := range f.Decls {
+		for _, d := range f.AST.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok || fd.Body == nil {
 				continue
@@ -78,12 +57,12 @@ func runPathFiles(t *testing.T, dir, recv, name string) []string {
 			if fd.Recv != nil {
 				key = "." + key
 				if fd.Name.Name == name && receiverName(fd) == recv {
-					root = &decl{fd, n, imports}
+					root = &decl{fd, f.Rel, imports}
 				}
 			}
-			byName[key] = append(byName[key], decl{fd, n, imports})
+			byName[key] = append(byName[key], decl{fd, f.Rel, imports})
 		}
-	}
+	})
 	if root == nil {
 		t.Fatalf("no method %s.%s in %s", recv, name, dir)
 	}

@@ -1,17 +1,11 @@
 package lifecycletest_test
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
@@ -39,65 +33,19 @@ func labelLiterals(t *testing.T, root string) []string {
 		labels = append(labels, lifecycletest.Label(s))
 	}
 	var out []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	astguard.Walk(t, root, astguard.Options{Files: astguard.Tests, Skip: rawLabelTrees}, func(f *astguard.File) {
+		if rawLabelFiles[f.Rel] != "" {
+			return
 		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || slices.Contains(rawLabelTrees, rel)) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") || rawLabelFiles[rel] != "" {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if v, err := strconv.Unquote(lit.Value); err == nil && slices.Contains(labels, v) {
-					out = append(out, rel+":"+strconv.Itoa(fset.Position(lit.Pos()).Line)+": "+lit.Value)
-				}
-			}
-			return true
-		})
-		return nil
+		out = append(out, f.Literals(func(v string) bool { return slices.Contains(labels, v) })...)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
-}
-
-// moduleRoot is the directory holding the main module's go.mod.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/agentsmithd/agentsmithd\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("module root not found")
-		}
-		dir = parent
-	}
 }
 
 // Tests name lifecycle labels through lifecycle (Label here, or a
 // lifecycle.Labels), so a change of spelling changes them with the daemon.
 func TestTestsNameLabelsThroughLifecycle(t *testing.T) {
-	if v := labelLiterals(t, moduleRoot(t)); len(v) > 0 {
+	if v := labelLiterals(t, astguard.ModuleRoot(t)); len(v) > 0 {
 		t.Errorf("lifecycle labels spelled in tests; use lifecycletest.Label(lifecycle.Done) or list the file with its reason:\n%s", strings.Join(v, "\n"))
 	}
 }
@@ -106,26 +54,12 @@ func TestTestsNameLabelsThroughLifecycle(t *testing.T) {
 // the raw-label trees, lifecycle's top level and labels inside longer
 // text alone; a lifecycle subpackage's tests are checked.
 func TestLabelLiteralsFindsCopies(t *testing.T) {
-	root := t.TempDir()
-	for rel, src := range map[string]string{
+	astguard.Finds(t, labelLiterals, map[string]string{
 		"housekeeping/a_test.go":          "package housekeeping\nvar a = []string{\"agent-smith\", \"agent-smith:done\"}\nvar b = `{\"labels\":[\"agent-smith:done\"]}`\n",
 		"housekeeping/a.go":               "package housekeeping\nvar a = \"agent-smith:done\"\n",
 		"lifecycle/runstate/r_test.go":    "package runstate\nvar a = \"agent-smith:failed\"\n",
 		"lifecycle/s_test.go":             "package lifecycle\nvar a = \"agent-smith:done\"\n",
 		"platforms/github/github_test.go": "package github\nvar a = \"agent-smith:done\"\n",
 		"trackersim/sim_test.go":          "package trackersim\nvar a = \"agent-smith:done\"\n",
-	} {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := labelLiterals(t, root)
-	want := []string{`housekeeping/a_test.go:2: "agent-smith:done"`, `lifecycle/runstate/r_test.go:2: "agent-smith:failed"`, `lifecycle/s_test.go:2: "agent-smith:done"`}
-	if !slices.Equal(got, want) {
-		t.Fatalf("literals\n%q\nwant\n%q", got, want)
-	}
+	}, `housekeeping/a_test.go:2: "agent-smith:done"`, `lifecycle/runstate/r_test.go:2: "agent-smith:failed"`, `lifecycle/s_test.go:2: "agent-smith:done"`)
 }

@@ -2,15 +2,11 @@ package wallclock
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
+	"path"
 	"strings"
 	"testing"
+
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 )
 
 // readsWallclock lists the files (slash paths from the module root) whose
@@ -48,83 +44,29 @@ var notDaemon = []string{"bench", "cmd/chaos", "trackersim", "internal", "platfo
 func timeNowOutsideOwners(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	astguard.Walk(t, root, astguard.Options{Skip: notDaemon}, func(f *astguard.File) {
+		if readsWallclock[f.Rel] != "" || strings.HasPrefix(f.Rel, "lifecycle/") && localTimers[path.Base(f.Rel)] != "" {
+			return
 		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || slices.Contains(notDaemon, rel)) {
-				return filepath.SkipDir
-			}
-			return nil
+		timeName, ok := f.Imports()["time"]
+		if !ok {
+			return
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || readsWallclock[rel] != "" {
-			return nil
-		}
-		if strings.HasPrefix(rel, "lifecycle/") && localTimers[d.Name()] != "" {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		timeName := ""
-		for _, imp := range f.Imports {
-			if imp.Path.Value == `"time"` {
-				timeName = "time"
-				if imp.Name != nil {
-					timeName = imp.Name.Name
-				}
-			}
-		}
-		if timeName == "" {
-			return nil
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			sel, ok := n.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "Now" {
-				return true
-			}
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == timeName {
-				out = append(out, rel+":"+strconv.Itoa(fset.Position(sel.Pos()).Line))
+		ast.Inspect(f.AST, func(n ast.Node) bool {
+			if x, name, ok := astguard.Selector(n); ok && x == timeName && name == "Now" {
+				out = append(out, f.At(n.Pos()))
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
-}
-
-// moduleRoot is the directory holding the main module's go.mod.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/agentsmithd/agentsmithd\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("module root not found")
-		}
-		dir = parent
-	}
 }
 
 // The daemon reads the wall clock through Now: a time.Now elsewhere would
 // escape the skew the chaos run gives a replica, and the clock a test
 // injects (housekeeping's Clock defaults to Now).
 func TestDaemonReadsTheWallClockThroughNow(t *testing.T) {
-	if v := timeNowOutsideOwners(t, moduleRoot(t)); len(v) > 0 {
+	if v := timeNowOutsideOwners(t, astguard.ModuleRoot(t)); len(v) > 0 {
 		t.Errorf("time.Now outside its allowed owners; use wallclock.Now or list the file with its reason:\n%s", strings.Join(v, "\n"))
 	}
 }
@@ -132,26 +74,12 @@ func TestDaemonReadsTheWallClockThroughNow(t *testing.T) {
 // The check finds time.Now called and passed as a value, under another
 // import name too, and leaves tests, owners and harnesses alone.
 func TestTimeNowCheckFindsReadings(t *testing.T) {
-	root := t.TempDir()
-	for rel, src := range map[string]string{
+	astguard.Finds(t, timeNowOutsideOwners, map[string]string{
 		"housekeeping/bad.go":        "package housekeeping\nimport \"time\"\nvar a = time.Now()\nvar b = time.Now\n",
 		"lifecycle/ops/alias.go":     "package ops\nimport tm \"time\"\nvar a = tm.Now()\n",
 		"lifecycle/x/poller.go":      "package x\nimport \"time\"\nvar a = time.Now()\n",
 		"housekeeping/a_test.go":     "package housekeeping\nimport \"time\"\nvar a = time.Now()\n",
 		"trackersim/sim.go":          "package trackersim\nimport \"time\"\nvar a = time.Now()\n",
 		"pkg/wallclock/wallclock.go": "package wallclock\nimport \"time\"\nvar a = time.Now()\n",
-	} {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := timeNowOutsideOwners(t, root)
-	want := []string{"housekeeping/bad.go:3", "housekeeping/bad.go:4", "lifecycle/ops/alias.go:3"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("readings\n%q\nwant\n%q", got, want)
-	}
+	}, "housekeeping/bad.go:3", "housekeeping/bad.go:4", "lifecycle/ops/alias.go:3")
 }

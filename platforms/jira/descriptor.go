@@ -17,7 +17,7 @@ func init() {
 		RateLimits:   trackerhttp.JiraRateLimits,
 		New:          build,
 		List:         list,
-		Capabilities: platforms.Capabilities{Teams: true, OwnerlessPatterns: true},
+		Capabilities: platforms.Capabilities{Teams: true, OwnerlessPatterns: true, SpacelessLabels: true, JiraSection: true},
 	})
 }
 

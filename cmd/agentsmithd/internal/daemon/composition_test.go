@@ -2,11 +2,9 @@ package daemon
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/agentsmithd/agentsmithd/internal/astguard"
 )
 
 // The composition root builds services; it derives no per-project setting.
@@ -18,25 +16,13 @@ import (
 func TestDaemonDerivesNoPerProjectSetting(t *testing.T) {
 	derived := map[string]bool{"Polling": true, "Readiness": true, "Stuck": true, "Priority": true,
 		"Pipeline": true, "TokenConcurrency": true, "Commands": true, "Trigger": true}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
+	astguard.Walk(t, ".", astguard.Options{Shallow: true}, func(f *astguard.File) {
+		ast.Inspect(f.AST, func(n ast.Node) bool {
 			if sel, ok := n.(*ast.SelectorExpr); ok && derived[sel.Sel.Name] {
 				t.Errorf("%s: reads a project's %s; put the setting on lifecycle.Project (internal/projects.Lifecycle) and read it in the service",
-					fset.Position(sel.Pos()), sel.Sel.Name)
+					f.At(sel.Pos()), sel.Sel.Name)
 			}
 			return true
 		})
-	}
+	})
 }

@@ -11,6 +11,7 @@ import (
 // shows; a prefix that could not be a command, or could match the
 // daemon's own comments, is refused.
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"T": "x"}
 	c := mustParse(t, triggerBase, vars)
 	if cm := c.Projects[0].Commands; !cm.On() || cm.Prefix != DefaultCommandPrefix {

@@ -152,6 +152,7 @@ func TestDemoConfig(t *testing.T) {
 }
 
 func TestBadReportsEverything(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(testdata + "bad.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +221,7 @@ projects:
 `
 
 func TestSecretForms(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "gh.token"), []byte("ghp_fromfile\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -262,6 +264,7 @@ func TestSecretForms(t *testing.T) {
 }
 
 func TestSecretFileRelativeToConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "gh.token"), []byte("  ghp_rel \n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -280,6 +283,7 @@ func TestSecretFileRelativeToConfig(t *testing.T) {
 }
 
 func TestSecretErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
@@ -309,6 +313,7 @@ func TestSecretErrors(t *testing.T) {
 }
 
 func TestSecretsNeverShown(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "hook")
 	if err := os.WriteFile(file, []byte("s3cret-from-file"), 0o600); err != nil {
@@ -348,6 +353,7 @@ func TestSecretsNeverShown(t *testing.T) {
 }
 
 func TestSecretStrings(t *testing.T) {
+	t.Parallel()
 	s := NewSecret("NAME", "", "v")
 	if s.String() != "env:NAME" || fmt.Sprintf("%#v", s) != "config.Secret(env:NAME)" || s.Value() != "v" {
 		t.Errorf("%s %#v", s, s)
@@ -358,6 +364,7 @@ func TestSecretStrings(t *testing.T) {
 }
 
 func TestReadinessAndStuck(t *testing.T) {
+	t.Parallel()
 	base := "projects:\n  - name: a\n    platform: github\n    repo: o/a\n    token_env: T\n    polling: {enabled: true}\n    pipeline: {command: [run]}\n"
 	c, err := Parse([]byte(base+"    readiness: {require_no_open_blockers: true}\n    stuck: {enqueued_after: 5m, comment: true}\n"),
 		env(map[string]string{"T": "t"}))
@@ -382,6 +389,7 @@ func TestReadinessAndStuck(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
 	for yml, want := range map[string][]string{
 		"projects:\n  - nme: x\n":                    {`projects[0].nme: unknown field; did you mean "name"? (line 2)`},
 		"listen: a\nlisten: b\n":                     {"listen: duplicate field (first at line 1) (line 2)"},
@@ -406,6 +414,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestMergeKeys(t *testing.T) {
+	t.Parallel()
 	yml := `
 x-common: &common
   platform: github
@@ -443,6 +452,7 @@ projects:
 }
 
 func TestRolesAndHasRole(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, "roles: [consumer]\n"+oneProject+"    token_env: T\n", map[string]string{"T": "t"})
 	if !c.HasRole(RoleConsumer) || c.HasRole(RoleReceiver) {
 		t.Errorf("roles %v", c.Roles)
@@ -452,6 +462,7 @@ func TestRolesAndHasRole(t *testing.T) {
 // Tracker writes carry trackersim's writer header only when the config
 // asks for it: by default a tracker client is built with no writer.
 func TestTrackerWriterOnlyForTrackersim(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, oneProject+"    token_env: T\n", map[string]string{"T": "t"})
 	if got := c.TrackerWriter("replica-a"); got != "" {
 		t.Errorf("default TrackerWriter = %q, want none", got)
@@ -463,6 +474,7 @@ func TestTrackerWriterOnlyForTrackersim(t *testing.T) {
 }
 
 func TestValidationRules(t *testing.T) {
+	t.Parallel()
 	base := oneProject + "    token_env: T\n"
 	vars := map[string]string{"T": "t"}
 	for yml, want := range map[string]string{
@@ -510,6 +522,7 @@ func TestValidationRules(t *testing.T) {
 }
 
 func TestKnownPlatformsExtensible(t *testing.T) {
+	t.Parallel()
 	platforms.Register(platforms.Descriptor{Name: "testplat"})
 	t.Cleanup(func() { platforms.Unregister("testplat") })
 	yml := strings.Replace(oneProject, "platform: github", "platform: testplat", 1) + "    token_env: T\n"
@@ -533,6 +546,7 @@ func TestParseNilLookupUsesEnvironment(t *testing.T) {
 
 // Hostile documents end in errors, not in a hang or a flood of messages.
 func TestHostileDocuments(t *testing.T) {
+	t.Parallel()
 	lol := "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n" +
 		"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
 	merge := "m0: &m0 {listen: x}\n"

@@ -33,6 +33,7 @@ import (
 // tools) cannot drift apart. A setting wired to the wrong constant, or
 // given a literal of its own here, fails.
 func TestEmptyConfigPrintsTheServicesDefaults(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, `projects:
   - {name: gh, platform: github, repo: acme/app, token: {env: T}, polling: {enabled: true}, pipeline: {command: [./run.sh]}}
   - {name: gl, platform: gitlab, repo: acme/app, token: {env: T}, polling: {enabled: true}, pipeline: {command: [./run.sh]}}

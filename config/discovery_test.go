@@ -29,6 +29,7 @@ projects:
 // project of one repository: its name, its repo, the first matching
 // override, the work branch's URL.
 func TestReposPatternsExpand(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, discoveredProject, map[string]string{"T": "t"})
 	p := &c.Projects[0]
 	if !p.Discovered() || p.Repo != "" {
@@ -68,6 +69,7 @@ func TestReposPatternsExpand(t *testing.T) {
 }
 
 func TestReposPatternErrors(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"T": "t"}
 	for bad, want := range map[string]string{
 		`repos: ["acme/*"]` + "\n    repo: acme/x": "projects[0].repo: set either repo or repos",
@@ -126,6 +128,7 @@ projects:
 // a "!" pattern leaves it out, include patterns narrow it, and names are
 // the path below the group.
 func TestGitLabGroupExpands(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, `
 projects:
   - name: plat

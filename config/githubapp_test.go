@@ -15,6 +15,7 @@ import (
 )
 
 func TestGitHubApp(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ projects:
 `
 
 func TestJiraProject(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"T": "t"}
 	c := mustParse(t, jiraProject, vars)
 	if p := c.Projects[0]; p.Repo != "OPS" || p.BaseURL != "https://acme.atlassian.net/" || p.TriggerLabel != DefaultTriggerLabel {
@@ -51,6 +52,7 @@ func TestJiraProject(t *testing.T) {
 }
 
 func TestCheckJiraLabelsPrefix(t *testing.T) {
+	t.Parallel()
 	// Should the global prefix rule ever allow spaces, Jira still refuses.
 	var errs Errors
 	checkJiraLabels(&errs, "projects[0]", "agent-smith", "agent smith")
@@ -60,6 +62,7 @@ func TestCheckJiraLabelsPrefix(t *testing.T) {
 }
 
 func TestJiraDeploymentNeedsEmailOnCloud(t *testing.T) {
+	t.Parallel()
 	base := `projects:
   - name: j
     platform: jira
@@ -87,6 +90,7 @@ func TestJiraDeploymentNeedsEmailOnCloud(t *testing.T) {
 }
 
 func TestJiraScope(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"T": "t", "S1": "one", "S2": "two"}
 	scope := func(name, jql, secret string) string {
 		return "  - name: " + name + `

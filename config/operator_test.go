@@ -8,6 +8,7 @@ import (
 )
 
 func TestAuditAndStatus(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(testdata + "minimal.yaml")
 	if err != nil {
 		t.Fatal(err)

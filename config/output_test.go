@@ -9,6 +9,7 @@ import (
 // (or hold it): a pipeline writes in its work dir, and a link it planted
 // in place of a log would have the daemon write through it.
 func TestLogsDirIsOutsideTheWorkDir(t *testing.T) {
+	t.Parallel()
 	const project = "projects: [{name: gh, platform: github, repo: acme/app, token: {env: T}, polling: {enabled: true}, pipeline: {command: [./run.sh]}}]\n"
 	vars := map[string]string{"T": "token"}
 	c := mustParse(t, "consumer: {work_dir: /srv/agentsmithd/work}\n"+project, vars)

@@ -9,6 +9,7 @@ import (
 // pipeline.secrets resolve like every other secret, and print-config names
 // their source, never the value.
 func TestPipelineSecrets(t *testing.T) {
+	t.Parallel()
 	yml := oneProject + "    token_env: T\n" + `    pipeline:
       command: [run]
       secrets:

@@ -34,6 +34,7 @@ projects:
 `
 
 func TestRetryEscalatePriorityLimits(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, outcomes, map[string]string{"T": "t"})
 	p := c.Projects[0]
 	pl := p.Pipeline
@@ -54,6 +55,7 @@ func TestRetryEscalatePriorityLimits(t *testing.T) {
 }
 
 func TestRetryDefaults(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, oneProject+"    token_env: T\n", map[string]string{"T": "t"})
 	p := c.Projects[0]
 	if b := p.Pipeline.Retry.Backoff; b != (Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, Multiplier: 2}) {
@@ -70,6 +72,7 @@ func TestRetryDefaults(t *testing.T) {
 }
 
 func TestRetryEscalatePriorityErrors(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"T": "t"}
 	for from, want := range map[string][]string{
 		"exit_codes: [75, 3]":   {"projects[0].pipeline.retry.exit_codes[0]: must be an exit status from 1 to 255", "projects[0].pipeline.retry.exit_codes[2]: duplicate 3"},

@@ -13,6 +13,7 @@ import (
 // value, whether the value came from the environment or a file; and it is a
 // config Parse accepts again, to the same effective settings.
 func TestMarshalRedactsSecretsAndRoundTrips(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "gitlab-token")
 	if err := os.WriteFile(tokenFile, []byte("glpat-from-file-0123\n"), 0o600); err != nil {
@@ -77,6 +78,7 @@ projects:
 
 // yaml.Marshal of a Secret (or anything holding one) shows only its source.
 func TestSecretYAMLShowsSource(t *testing.T) {
+	t.Parallel()
 	s := NewSecret("TOKEN", "", "value-must-not-print")
 	out, err := yaml.Marshal(struct{ Token Secret }{s})
 	if err != nil {
@@ -90,6 +92,7 @@ func TestSecretYAMLShowsSource(t *testing.T) {
 // Values only the newer sections have (floats, int maps, a bool pointer set
 // to false) print and parse back unchanged.
 func TestMarshalNewerSections(t *testing.T) {
+	t.Parallel()
 	in := `redis: {addr: "127.0.0.1:6379"}
 audit: {enabled: false}
 projects:
@@ -125,6 +128,7 @@ projects:
 // on by default (audit.enabled), zero values (reactions: false,
 // concurrency: 0), and floats as plain numbers, not "!!float 2".
 func TestMarshalPrintsEveryField(t *testing.T) {
+	t.Parallel()
 	in := `redis: {addr: "127.0.0.1:6379"}
 projects:
   - name: app

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRedisModes(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"T": "t", "RP": "data-pw", "SP": "sentinel-pw"}
 	base := oneProject + "    token_env: T\n"
 
@@ -39,6 +40,7 @@ func TestRedisModes(t *testing.T) {
 }
 
 func TestRedisValidation(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"T": "t", "SP": "x"}
 	base := oneProject + "    token_env: T\n"
 	for yml, want := range map[string][]string{
@@ -89,6 +91,7 @@ func TestRedisTLSFilesRelativeToConfig(t *testing.T) {
 }
 
 func TestReactionsOnlyWherePlatformsHaveThem(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"T": "t"}
 	c := mustParse(t, oneProject+"    token_env: T\n    reactions: true\n", vars)
 	if !c.Projects[0].Reactions {
@@ -103,6 +106,7 @@ func TestReactionsOnlyWherePlatformsHaveThem(t *testing.T) {
 }
 
 func TestProgressModes(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"T": "t"}
 	c := mustParse(t, oneProject+"    token_env: T\n    progress: comment\n", vars)
 	if c.Projects[0].Progress != ProgressComment {

@@ -8,6 +8,7 @@ import (
 // A project name is a directory under consumer.work_dir: "." and ".." would
 // put working directories outside it.
 func TestProjectNameIsASafePathSegment(t *testing.T) {
+	t.Parallel()
 	base := oneProject + "    token_env: T\n"
 	vars := map[string]string{"T": "t"}
 	for _, name := range []string{"..", ".", "...", "a/b", `"a\u0000"`, `"a\nb"`} {
@@ -27,6 +28,7 @@ func TestProjectNameIsASafePathSegment(t *testing.T) {
 // private repository names): off loopback it needs the status token, and
 // it never shares the webhook listener's port.
 func TestAdminListenOffLoopbackNeedsStatusToken(t *testing.T) {
+	t.Parallel()
 	base := oneProject + "    token_env: T\n"
 	vars := map[string]string{"T": "t", "ST": "status-token"}
 	for _, addr := range []string{":9090", "0.0.0.0:9090", "10.0.0.5:9090", "[::]:9090", "example.com:9090"} {
@@ -61,6 +63,7 @@ func TestAdminListenOffLoopbackNeedsStatusToken(t *testing.T) {
 
 // The webhook listener's connection caps and body deadline are bounded.
 func TestWebhookConnectionLimits(t *testing.T) {
+	t.Parallel()
 	base := oneProject + "    token_env: T\n"
 	vars := map[string]string{"T": "t"}
 	got := parseErrs(t, "webhook: {max_connections: 10, max_connections_per_address: 20, body_timeout: -1s}\n"+base, vars)

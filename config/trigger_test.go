@@ -22,6 +22,7 @@ projects:
 // Write access is the default: a project without trigger.allow is gated,
 // never open to anyone.
 func TestTriggerAllowDefaultsToWrite(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, triggerBase, map[string]string{"T": "x"})
 	if got := c.Projects[0].Trigger.Allow.Access; got != TriggerAccessWrite {
 		t.Errorf("trigger.allow.access = %q, want %q", got, TriggerAccessWrite)
@@ -33,6 +34,7 @@ func TestTriggerAllowDefaultsToWrite(t *testing.T) {
 }
 
 func TestTriggerAllowValidation(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ yml, want string }{
 		{"    trigger: {allow: {access: everyone}}\n", "projects[0].trigger.allow.access"},
 		{"    trigger: {allow: {access: none}}\n", "projects[0].trigger.allow.users"},
@@ -48,6 +50,7 @@ func TestTriggerAllowValidation(t *testing.T) {
 // Teams are a way in of their own: access none with only teams admits
 // their members; a blank team name is refused.
 func TestTriggerAllowTeams(t *testing.T) {
+	t.Parallel()
 	c := mustParse(t, triggerBase+"    trigger: {allow: {access: none, teams: [acme/reviewers]}}\n", map[string]string{"T": "x"})
 	if a := c.Projects[0].Trigger.Allow; !slices.Equal(a.Teams, []string{"acme/reviewers"}) {
 		t.Errorf("trigger.allow = %+v", a)
@@ -61,6 +64,7 @@ func TestTriggerAllowTeams(t *testing.T) {
 // A platform whose tracker cannot tell team membership refuses teams in
 // validate rather than admitting nobody by them silently.
 func TestTriggerAllowTeamsNeedThePlatform(t *testing.T) {
+	t.Parallel()
 	platforms.Register(platforms.Descriptor{Name: "noteams"})
 	t.Cleanup(func() { platforms.Unregister("noteams") })
 	yml := strings.Replace(triggerBase, "platform: github", "platform: noteams", 1)

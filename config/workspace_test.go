@@ -9,6 +9,7 @@ import (
 // projects[].workspace.git: shorthand token, defaults from the pipeline's
 // timeout, print-config names the token's source and never its value.
 func TestWorkspaceGit(t *testing.T) {
+	t.Parallel()
 	yml := oneProject + "    token_env: T\n" + `    workspace:
       git: {url: "https://github.com/o/r.git", token_env: GIT_TOKEN}
 `

@@ -11,6 +11,7 @@ import (
 // for one it does not; nothing of the refused document is applied. The
 // Tagging permission evaluation and the tag listing say the same.
 func TestADOTagCreateRight(t *testing.T) {
+	t.Parallel()
 	s, srv := newADOSim(t)
 	n := s.CreateIssue("org/proj", "first", "", "bug")
 	if err := s.DefineTags("org/proj", "Known"); err != nil {
@@ -62,6 +63,7 @@ func TestADOTagCreateRight(t *testing.T) {
 // tags-only one too, with 400 TF401320 naming the field and the rule
 // errors in customProperties; comments still go through.
 func TestADOBrokenRuleRefusesEveryUpdate(t *testing.T) {
+	t.Parallel()
 	s, srv := newADOSim(t)
 	n := s.CreateIssue("org/proj", "first", "", "bug")
 	s.BreakRequiredField("org/proj", n, "Microsoft.VSTS.Common.Activity")

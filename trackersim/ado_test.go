@@ -53,6 +53,7 @@ func adoDo(t *testing.T, method, url, contentType, body string) (*http.Response,
 }
 
 func TestADOWorkItemRevAndPatch(t *testing.T) {
+	t.Parallel()
 	s, srv := newADOSim(t)
 	n := s.CreateIssue("Org/Proj", "first", "body", "b", "a")
 	item := srv.URL + "/ado/org/PROJ/_apis/wit/workItems/1"
@@ -120,6 +121,7 @@ func TestADOWorkItemRevAndPatch(t *testing.T) {
 }
 
 func TestADOWiqlAndBatch(t *testing.T) {
+	t.Parallel()
 	s, srv := newADOSim(t)
 	s.CreateIssue("o/p", "one", "", "agent-smith:pending")
 	s.CreateIssue("o/p", "two", "", "Agent-Smith:Pending", "x")
@@ -173,6 +175,7 @@ func TestADOWiqlAndBatch(t *testing.T) {
 
 // TestADORace is the claim race through the SDK: one winner, the rest 412.
 func TestADORace(t *testing.T) {
+	t.Parallel()
 	s, srv := newADOSim(t)
 	s.CreateIssue("o/race", "race", "", "agent-smith:pending")
 	tr, err := azuredevops.New(azuredevops.Options{BaseURL: srv.URL + "/ado/", Repo: "o/race", Token: adoTestPAT})
@@ -206,6 +209,7 @@ func TestADORace(t *testing.T) {
 }
 
 func TestADOServiceHooks(t *testing.T) {
+	t.Parallel()
 	s, srv := newADOSim(t)
 	type delivery struct {
 		h    http.Header
@@ -258,6 +262,7 @@ func TestADOServiceHooks(t *testing.T) {
 // TestADOTagOperations pins each JSON Patch operation on System.Tags to what
 // the service does (ado_tags.go has the sources).
 func TestADOTagOperations(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		start []string
@@ -330,6 +335,7 @@ func TestADOTagOperations(t *testing.T) {
 // sign-in page on GET and POST, 401 TF400813 on PATCH
 // (microsoft/azure-devops-auth-samples#52); no PAT at all is 401.
 func TestADOWrongPAT(t *testing.T) {
+	t.Parallel()
 	s, srv := newADOSim(t)
 	n := s.CreateIssue("o/p", "one", "", "agent-smith")
 	item := srv.URL + "/ado/o/p/_apis/wit/workitems/" + strconv.Itoa(n)

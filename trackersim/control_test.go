@@ -11,6 +11,7 @@ import (
 )
 
 func TestControlAPIAndPage(t *testing.T) {
+	t.Parallel()
 	s, _, srv := start(t, Options{})
 	hc := srv.Client()
 	post := func(path, body string) *http.Response {
@@ -97,6 +98,7 @@ func TestControlAPIAndPage(t *testing.T) {
 // The control API acts as the user "as" names, and the permission endpoint
 // reports that user's role.
 func TestControlActsAsNamedUser(t *testing.T) {
+	t.Parallel()
 	s, _, srv := start(t, Options{})
 	resp, err := http.Post(srv.URL+"/sim/issues", "application/json",
 		strings.NewReader(`{"repo":"o/r","title":"t","labels":["agent-smith"],"as":"mallory"}`))

@@ -32,6 +32,7 @@ func signJWT(t *testing.T, key *rsa.PrivateKey, alg string, claims map[string]an
 }
 
 func TestInstallationTokenEndpoint(t *testing.T) {
+	t.Parallel()
 	key, _ := rsa.GenerateKey(rand.Reader, 2048)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s := New(Options{Clock: func() time.Time { return now }, Tokens: []string{"static"},

@@ -14,6 +14,7 @@ import (
 // adds one label, the labels filter matches any case, and creating a label
 // that exists in another case is 422 already_exists.
 func TestGitHubLabelNamesIgnoreCase(t *testing.T) {
+	t.Parallel()
 	s, c, _ := start(t, Options{})
 	ctx := context.Background()
 	s.CreateRepo("demo/app")

@@ -15,6 +15,7 @@ import (
 // a page that shows it, and GitHub's 422s hold: a duplicate head:base, a
 // missing title, and a head the repository does not have.
 func TestPullRequests(t *testing.T) {
+	t.Parallel()
 	pushed := map[string]bool{"main": true, "agent-smith/demo-app-1": true}
 	s, c, srv := start(t, Options{Branches: func(repo, b string) bool { return repo == "demo/app" && pushed[b] }})
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 // answers every write with GitHub's 403; a user's login is a 404 on the
 // organisation listing and listed under /users.
 func TestArchivedRepositoryAndOwnerListings(t *testing.T) {
+	t.Parallel()
 	s, c, _ := start(t, Options{})
 	ctx := context.Background()
 	n := s.CreateIssue("acme/old", "t", "")
@@ -45,6 +46,7 @@ func TestArchivedRepositoryAndOwnerListings(t *testing.T) {
 
 // An archived GitLab project is read-only too: a write is a 403.
 func TestArchivedGitLabProjectRefusesWrites(t *testing.T) {
+	t.Parallel()
 	s, _, srv := start(t, Options{})
 	n := s.CreateIssue("acme/sub/old", "t", "")
 	s.ArchiveRepo("acme/sub/old")

@@ -47,6 +47,7 @@ func statusOf(err error) int {
 }
 
 func TestGetIssueAndETag(t *testing.T) {
+	t.Parallel()
 	s, c, _ := start(t, Options{})
 	ctx := context.Background()
 	n := s.CreateIssue("demo/app", "Fix it", "body text", "agent-smith", "bug")
@@ -120,6 +121,7 @@ func TestGetIssueAndETag(t *testing.T) {
 }
 
 func TestNotFoundAndBadJSON(t *testing.T) {
+	t.Parallel()
 	s, c, srv := start(t, Options{})
 	ctx := context.Background()
 	s.CreateIssue("demo/app", "one", "")
@@ -150,6 +152,7 @@ func TestNotFoundAndBadJSON(t *testing.T) {
 // endpoints, for weak and strong, current and stale validators. Only the
 // default, IfMatchRejectWeak, is GitHub's observed behaviour.
 func TestIfMatchModes(t *testing.T) {
+	t.Parallel()
 	const (
 		ok       = http.StatusOK
 		bad      = http.StatusBadRequest
@@ -243,6 +246,7 @@ func issueLabels(t *testing.T, s *Sim, n int) []string {
 }
 
 func TestIfNoneMatchNotCounted(t *testing.T) {
+	t.Parallel()
 	s, c, _ := start(t, Options{})
 	ctx := context.Background()
 	n := s.CreateIssue("demo/app", "poll me", "")
@@ -281,6 +285,7 @@ func TestIfNoneMatchNotCounted(t *testing.T) {
 }
 
 func TestListFilterAndPagination(t *testing.T) {
+	t.Parallel()
 	s, c, _ := start(t, Options{})
 	ctx := context.Background()
 	const trigger, done = "agent-smith", "agent-smith:done"
@@ -343,6 +348,7 @@ func TestListFilterAndPagination(t *testing.T) {
 }
 
 func TestCommentsAndLabels(t *testing.T) {
+	t.Parallel()
 	s, c, _ := start(t, Options{PerPage: 2})
 	ctx := context.Background()
 	n := s.CreateIssue("demo/app", "talk", "", "agent-smith")
@@ -418,6 +424,7 @@ func TestCommentsAndLabels(t *testing.T) {
 }
 
 func TestAuthAndFaults(t *testing.T) {
+	t.Parallel()
 	s, c, srv := start(t, Options{Tokens: []string{"s3cret"}})
 	ctx := context.Background()
 	n := s.CreateIssue("demo/app", "x", "")
@@ -466,6 +473,7 @@ func TestAuthAndFaults(t *testing.T) {
 }
 
 func TestPrimaryRateLimit(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	s, c, _ := start(t, Options{RateLimit: 2, Clock: clock})
@@ -489,6 +497,7 @@ func TestPrimaryRateLimit(t *testing.T) {
 // a free 304, and a strong If-Match read by another token is stale. With
 // GitHubSharedETags one tag serves every token.
 func TestETagsAreTokenSpecific(t *testing.T) {
+	t.Parallel()
 	for _, shared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
 			s, _, srv := start(t, Options{Tokens: []string{"tok-a", "tok-b"}, GitHubSharedETags: shared,

@@ -15,6 +15,7 @@ import (
 // A note's quick actions run as its author and leave the stored body, as on
 // GitLab; lines GitLab's extractor does not take for commands stay text.
 func TestGitLabNoteQuickActions(t *testing.T) {
+	t.Parallel()
 	s, c, _ := startGitLab(t, Options{})
 	s.CreateRepo("other/project")
 	n := s.CreateIssue(glRepo, "Fix it", "body", "agent-smith:in-progress", "keep")
@@ -55,6 +56,7 @@ func TestGitLabNoteQuickActions(t *testing.T) {
 }
 
 func TestGitLabQuickActionExtractor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, rest string
 		cmds     []glQuickAction

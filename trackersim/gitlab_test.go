@@ -42,6 +42,7 @@ func glStatus(err error) int {
 }
 
 func TestGitLabGetIssue(t *testing.T) {
+	t.Parallel()
 	s, c, srv := startGitLab(t, Options{})
 	n := s.CreateIssue(glRepo, "Fix it", "body", "zeta", "Bug", "agent-smith")
 	is, _, err := c.Issues.GetIssue(glRepo, n)
@@ -84,6 +85,7 @@ func TestGitLabGetIssue(t *testing.T) {
 }
 
 func TestGitLabUpdateLabels(t *testing.T) {
+	t.Parallel()
 	s, c, _ := startGitLab(t, Options{})
 	n := s.CreateIssue(glRepo, "Relabel", "", "bug", "agent-smith:pending")
 	add := gitlab.LabelOptions{"agent-smith:enqueued"}
@@ -107,6 +109,7 @@ func TestGitLabUpdateLabels(t *testing.T) {
 }
 
 func TestGitLabNotes(t *testing.T) {
+	t.Parallel()
 	s, c, _ := startGitLab(t, Options{})
 	n := s.CreateIssue(glRepo, "Talk", "")
 	body := "run **42** — 日本語"
@@ -128,6 +131,7 @@ func TestGitLabNotes(t *testing.T) {
 }
 
 func TestGitLabListPagination(t *testing.T) {
+	t.Parallel()
 	s, c, _ := startGitLab(t, Options{})
 	for i := 0; i < 7; i++ {
 		s.CreateIssue(glRepo, "listed", "", "agent-smith:pending")
@@ -173,6 +177,7 @@ func TestGitLabListPagination(t *testing.T) {
 }
 
 func TestGitLabAuthAndFaults(t *testing.T) {
+	t.Parallel()
 	s, c, srv := startGitLab(t, Options{Tokens: []string{"tok"}})
 	n := s.CreateIssue(glRepo, "Auth", "")
 	if _, _, err := c.Issues.GetIssue(glRepo, n); err != nil {
@@ -228,6 +233,7 @@ func glReceiver(t *testing.T) (*httptest.Server, func() []glDelivery) {
 }
 
 func TestGitLabWebhooks(t *testing.T) {
+	t.Parallel()
 	s, c, _ := startGitLab(t, Options{})
 	recv, got := glReceiver(t)
 	s.AddHook(Hook{Repo: glRepo, URL: recv.URL, Secret: "s3cret", Dialect: "gitlab"})
@@ -283,6 +289,7 @@ func TestGitLabWebhooks(t *testing.T) {
 }
 
 func TestGitLabWebhookDuplicatesAndGitHubUnchanged(t *testing.T) {
+	t.Parallel()
 	s, _, _ := startGitLab(t, Options{})
 	gl, glGot := glReceiver(t)
 	var mu sync.Mutex
@@ -321,6 +328,7 @@ func TestGitLabWebhookDuplicatesAndGitHubUnchanged(t *testing.T) {
 }
 
 func TestGitLabPageListsEveryDialect(t *testing.T) {
+	t.Parallel()
 	s, _, srv := startGitLab(t, Options{})
 	s.CreateIssue(glRepo, "GitLab issue", "")
 	s.CreateIssue("demo/app", "GitHub issue", "")
@@ -350,6 +358,7 @@ func TestGitLabPageListsEveryDialect(t *testing.T) {
 }
 
 func TestGitLabEditNeedsAParameter(t *testing.T) {
+	t.Parallel()
 	s, c, _ := startGitLab(t, Options{})
 	n := s.CreateIssue(glRepo, "Nothing", "")
 	if _, _, err := c.Issues.UpdateIssue(glRepo, n, &gitlab.UpdateIssueOptions{}); glStatus(err) != http.StatusBadRequest {

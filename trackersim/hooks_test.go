@@ -68,6 +68,7 @@ func issuesEvent(t *testing.T, d delivered) *github.IssuesEvent {
 }
 
 func TestWebhookDelivery(t *testing.T) {
+	t.Parallel()
 	s, c, _ := start(t, Options{})
 	rcv, ch := receiver(t, "hook-secret")
 	s.AddHook(Hook{Repo: "demo/app", URL: rcv.URL, Secret: "hook-secret"})
@@ -143,6 +144,7 @@ func TestWebhookDelivery(t *testing.T) {
 }
 
 func TestDeliveryFaults(t *testing.T) {
+	t.Parallel()
 	s, _, _ := start(t, Options{})
 	rcv, ch := receiver(t, "k")
 	s.AddHook(Hook{URL: rcv.URL, Secret: "k"}) // every repository

@@ -52,6 +52,7 @@ func deliverN(t *testing.T, s *Sim, repo string, n int) {
 }
 
 func TestGitLabHookAutoDisable(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
 	s := New(Options{Clock: clock.Now})
 	t.Cleanup(s.Close)
@@ -96,6 +97,7 @@ func TestGitLabHookAutoDisable(t *testing.T) {
 }
 
 func TestGitLabHookAutoDisableVariants(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, rule string
 		status     int
@@ -132,6 +134,7 @@ func TestGitLabHookAutoDisableVariants(t *testing.T) {
 }
 
 func TestSendGitLabWorkItem(t *testing.T) {
+	t.Parallel()
 	s := New(Options{})
 	t.Cleanup(s.Close)
 	recv, got := glReceiver(t)

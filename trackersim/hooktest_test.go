@@ -105,6 +105,7 @@ func post(t *testing.T, url, token, body string, hdr ...string) (int, string) {
 // naming the repository; an organisation hook's ping names the
 // organisation; anyone else gets 404, as GitHub hides hooks.
 func TestGitHubPingsHooks(t *testing.T) {
+	t.Parallel()
 	s, base := simWithHooks(t, nil)
 	sink := newHookSink(t)
 	s.AddHook(trackersim.Hook{Repo: "acme/app", URL: sink.srv.URL, Secret: "hook-secret"})
@@ -150,6 +151,7 @@ func TestGitHubPingsHooks(t *testing.T) {
 // its answer otherwise; the sixth test in a minute of one user on one
 // project is 429.
 func TestGitLabTestsHooks(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -198,6 +200,7 @@ func TestGitLabTestsHooks(t *testing.T) {
 // Azure DevOps queues a test notification of an existing subscription and
 // sends the sample payload with the subscription's basic-auth password.
 func TestAzureDevOpsSendsTestNotifications(t *testing.T) {
+	t.Parallel()
 	s, base := simWithHooks(t, nil)
 	sink := newHookSink(t)
 	s.AddHook(trackersim.Hook{Repo: "org/proj", URL: sink.srv.URL, Secret: "ado-secret", Dialect: "ado"})

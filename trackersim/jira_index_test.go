@@ -17,6 +17,7 @@ import (
 // DefaultJiraSearchLag ago unless the search reconciles its id; issue reads
 // and Data Center's search are current.
 func TestJiraSearchLag(t *testing.T) {
+	t.Parallel()
 	clock := &fakeClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
 	s := New(Options{Tokens: []string{jiraToken}, Clock: clock.Now})
 	t.Cleanup(s.Close)

@@ -13,6 +13,7 @@ import (
 // yet takes comments; a person's edit goes through either way; the
 // default project accepts the edit and lists labels.
 func TestJiraEditScreenAndNonEditableStatus(t *testing.T) {
+	t.Parallel()
 	s, api := startJira(t)
 	n := s.CreateIssue("PROJ", "screen", "", "agent-smith")
 	issue := api + "3/issue/PROJ-1"

@@ -78,6 +78,7 @@ func jiraDo(t *testing.T, method, u, auth string, body any) jiraAnswer {
 }
 
 func TestJiraGetIssue(t *testing.T) {
+	t.Parallel()
 	s, api := startJira(t)
 	n := s.CreateIssue("OPS", "Deploy", "line 1\nline 2\n\npara 2", "b", "a")
 
@@ -135,6 +136,7 @@ func TestJiraGetIssue(t *testing.T) {
 }
 
 func TestJiraEditLabels(t *testing.T) {
+	t.Parallel()
 	s, api := startJira(t)
 	s.CreateIssue("OPS", "Labels", "", "keep", "agent-smith:pending", "日本語")
 	put := func(body any) jiraAnswer { return jiraDo(t, "PUT", api+"3/issue/OPS-1", "", body) }
@@ -189,6 +191,7 @@ func TestJiraEditLabels(t *testing.T) {
 }
 
 func TestJiraComments(t *testing.T) {
+	t.Parallel()
 	s, api := startJira(t)
 	s.CreateIssue("OPS", "Talk", "")
 	adf := json.RawMessage(`{"type":"doc","version":1,"content":[
@@ -224,6 +227,7 @@ func TestJiraComments(t *testing.T) {
 }
 
 func TestJiraSearch(t *testing.T) {
+	t.Parallel()
 	s, api := startJira(t)
 	// Paging and JQL here; the index's lag has TestJiraSearchLag.
 	s.SetJiraSearchLag(0)
@@ -335,6 +339,7 @@ func TestJiraSearch(t *testing.T) {
 }
 
 func TestJiraFaults(t *testing.T) {
+	t.Parallel()
 	s, api := startJira(t)
 	s.CreateIssue("OPS", "x", "")
 	s.SetFaults(Faults{RateLimitNext: 1, RetryAfter: 7})
@@ -353,6 +358,7 @@ func TestJiraFaults(t *testing.T) {
 // TestJiraWebhooks: deliveries are Jira-shaped, signed, and parse with the
 // daemon's decoder into the events the lifecycle acts on.
 func TestJiraWebhooks(t *testing.T) {
+	t.Parallel()
 	s, api := startJira(t)
 	type got struct {
 		header http.Header
@@ -440,6 +446,7 @@ func sameWords(a, b string) bool {
 }
 
 func TestParseJQL(t *testing.T) {
+	t.Parallel()
 	open := func(repo string, number int, labels, components []string) snapshot {
 		sn := snapshot{repo: repo, number: number, open: true, components: components}
 		for _, l := range labels {
@@ -522,6 +529,7 @@ func FuzzParseJQL(f *testing.F) {
 // filter selects as the change left them: an issue of another component,
 // then that issue once its component joins.
 func TestJiraWebhookJQLFilter(t *testing.T) {
+	t.Parallel()
 	s, _ := startJira(t)
 	var mu sync.Mutex
 	var keys []string

@@ -29,6 +29,7 @@ func getJSON(t *testing.T, base, path string, out any) int {
 // compared case-insensitively), 404 for anyone else and for a team that
 // does not exist.
 func TestGitHubTeamMembership(t *testing.T) {
+	t.Parallel()
 	s, _, srv := start(t, Options{})
 	s.SetTeamMembers("acme/reviewers", "alice")
 	var m struct{ State, Role string }
@@ -47,6 +48,7 @@ func TestGitHubTeamMembership(t *testing.T) {
 // a user id: 200 for a member, 404 otherwise (distinct messages for no
 // group and no member).
 func TestGitLabGroupMember(t *testing.T) {
+	t.Parallel()
 	s, _, srv := start(t, Options{})
 	s.SetTeamMembers("acme/reviewers", "alice")
 	path := func(group, login string) string {
@@ -71,6 +73,7 @@ func TestGitLabGroupMember(t *testing.T) {
 // Azure DevOps: a named group of the project is found by "[project]\name",
 // and the user's expanded membership lists its descriptor.
 func TestADOGroupMembershipByIdentities(t *testing.T) {
+	t.Parallel()
 	s, _, srv := start(t, Options{})
 	s.SetTeamMembers("Reviewers", "alice")
 	read := func(name, membership string) []map[string]any {
@@ -109,6 +112,7 @@ func TestADOGroupMembershipByIdentities(t *testing.T) {
 // Jira's user groups: by accountId on Cloud, by username on Data Center;
 // 404 for an unknown account, 400 without the parameter.
 func TestJiraUserGroups(t *testing.T) {
+	t.Parallel()
 	s, _, srv := start(t, Options{})
 	s.SetTeamMembers("jira-reviewers", "alice")
 	names := func(path string) []string {

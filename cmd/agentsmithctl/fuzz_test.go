@@ -45,6 +45,7 @@ func FuzzParseSince(f *testing.F) {
 // A ticket whose project key no key-bound Jira project has belongs to the
 // site's JQL scope, when there is exactly one; with two, --project says.
 func TestTicketOfAJQLScope(t *testing.T) {
+	t.Parallel()
 	ops := config.Project{Name: "ops", Platform: "jira", Repo: "OPS"}
 	pay := config.Project{Name: "payments", Platform: "jira", Jira: config.Jira{JQL: "component = Payments"}}
 	a := &app{cfg: &config.Config{Projects: []config.Project{ops, pay}}}

@@ -94,6 +94,7 @@ func TestLogsKeepsTheRetriedRunsLog(t *testing.T) {
 // --follow prints output as it is written and stops once the attempt is
 // over and everything written before was printed.
 func TestFollowLogUntilTheAttemptEnds(t *testing.T) {
+	t.Parallel()
 	f, err := os.CreateTemp(t.TempDir(), "attempt-1.log")
 	if err != nil {
 		t.Fatal(err)

@@ -403,6 +403,7 @@ func TestEventsFollow(t *testing.T) {
 }
 
 func TestReportPercentiles(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var entries []audit.Entry
 	add := func(ticket int, from, to lifecycle.State, outcome string, off, wait, runT time.Duration) {

@@ -49,6 +49,7 @@ func ctlProcess(t *testing.T, path string, argv ...string) string {
 // sentinels to the current master, and to a cluster with the hash-tagged
 // key layout the daemon writes there.
 func TestRedisModes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode string
 		// start returns the redis section and a client of the node that

@@ -110,6 +110,7 @@ func TestEachCommandNeedsOnlyItsSecrets(t *testing.T) {
 // Every command declares its requirement set, and docs/operations.md
 // tells operators the same.
 func TestCommandNeedsDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ func stateCopies(t *testing.T, dir string) []string {
 // agentsmithctl names the lifecycle states through lifecycle, never by a
 // literal of its own.
 func TestCLIStatesComeFromLifecycle(t *testing.T) {
+	t.Parallel()
 	if v := stateCopies(t, "."); len(v) > 0 {
 		t.Errorf("state names spelled in cmd/agentsmithctl; use lifecycle.AllStates:\n%s", strings.Join(v, "\n"))
 	}
@@ -37,6 +38,7 @@ func TestCLIStatesComeFromLifecycle(t *testing.T) {
 
 // The check finds a state alone and in a list, and leaves tests alone.
 func TestStateCopiesFindsCopies(t *testing.T) {
+	t.Parallel()
 	astguard.Finds(t, stateCopies, map[string]string{
 		"bad.go":     "package main\nvar a = []string{\"done\", \"x\"}\nvar b = \"one of enqueued, in-progress, done\"\n",
 		"ok_test.go": "package main\nvar s = \"failed\"\n",

@@ -13,6 +13,7 @@ import (
 // window the lower remaining wins, a later window replaces it, an earlier
 // one is ignored, and the later hold wins. The key expires with the window.
 func TestStoreMergesAnswersFromReplicas(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_700_000_000, 0)
 	rdb := redistest.Start(t).Client(t)
 	b := New(rdb, func() time.Time { return now })

@@ -69,6 +69,7 @@ func dial(t *testing.T, addr, src string, n int) (conns []net.Conn, closed func(
 // held, 150 closed at once; another address still gets in; closing a held
 // connection frees its slot.
 func TestPerAddressCap(t *testing.T) {
+	t.Parallel()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +100,7 @@ func TestPerAddressCap(t *testing.T) {
 // A connection the server closes gives its slot back once, however often
 // Close is called.
 func TestSlotFreedOnClose(t *testing.T) {
+	t.Parallel()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +140,7 @@ func TestSlotFreedOnClose(t *testing.T) {
 
 // The total cap holds across addresses.
 func TestTotalCap(t *testing.T) {
+	t.Parallel()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +161,7 @@ func TestTotalCap(t *testing.T) {
 }
 
 func TestSourceKey(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		addr net.Addr
 		want string

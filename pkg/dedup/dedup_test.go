@@ -14,6 +14,7 @@ import (
 )
 
 func TestSeenForget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := redistest.Start(t).Client(t)
 	key := keys.Delivery("github", "d-1")
@@ -44,6 +45,7 @@ func TestSeenForget(t *testing.T) {
 }
 
 func TestSeenExpires(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := redistest.Start(t).Client(t)
 	key := keys.Delivery("jira", "d-2")
@@ -60,6 +62,7 @@ func TestSeenExpires(t *testing.T) {
 }
 
 func TestConcurrentDeliveriesHandledOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := redistest.Start(t).Client(t)
 	key := keys.Delivery("azuredevops", "d-3")
@@ -84,6 +87,7 @@ func TestConcurrentDeliveriesHandledOnce(t *testing.T) {
 }
 
 func TestSeenRejectsNoTTL(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	if _, err := dedup.Seen(context.Background(), rdb, "k", 0); err == nil {
 		t.Fatal("Seen with ttl 0 must fail (the record would never expire)")

@@ -74,6 +74,7 @@ func mustNotExist(t *testing.T, path, what string) {
 // config names (receivepack runs on Save's push, uploadpack on Prepare's
 // fetch, the filter on Save's add), and the push landing where configured.
 func TestPipelineGitMetadataIsNeverRead(t *testing.T) {
+	t.Parallel()
 	const branch = "agent-smith/26"
 	cases := map[string]func(t *testing.T, work, m string) string{
 		"commondir": func(t *testing.T, work, m string) string {
@@ -144,6 +145,7 @@ func TestPipelineGitMetadataIsNeverRead(t *testing.T) {
 // point the daemon's add --all at another directory: its files, read with
 // the daemon's rights, would be committed and pushed.
 func TestCoreWorktreeFromThePipelineIsNeverRead(t *testing.T) {
+	t.Parallel()
 	const branch = "agent-smith/27"
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})
@@ -218,6 +220,7 @@ func httpRemote(t *testing.T, bare, wantAuth string) string {
 // pipeline wrote through commondir sent the daemon's push, with its
 // Authorization header, to the pipeline's listener.
 func TestPushTokenNeverReachesThePipelinesURL(t *testing.T) {
+	t.Parallel()
 	for name, extra := range map[string]func(evil, real string) string{
 		"pushurl":   func(evil, _ string) string { return "[remote \"origin\"]\n\tpushurl = " + evil + "\n" },
 		"insteadOf": func(evil, real string) string { return "[url \"" + evil + "\"]\n\tpushInsteadOf = " + real + "\n" },
@@ -282,6 +285,7 @@ func TestGlobalConfigIsNeverRead(t *testing.T) {
 // Symlinks the pipeline plants at .git/config and .git/info must not turn
 // the daemon's writes into writes of files it alone may touch.
 func TestPlantedSymlinksInGitAreNotWrittenThrough(t *testing.T) {
+	t.Parallel()
 	const branch = "agent-smith/30"
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})
@@ -324,6 +328,7 @@ func TestPlantedSymlinksInGitAreNotWrittenThrough(t *testing.T) {
 // uses that repository (CVE-2022-24765's class: a .git somebody else
 // placed) nor fails, and pushes the work on the branch's history.
 func TestSwappedGitIsNeverUsed(t *testing.T) {
+	t.Parallel()
 	for _, swap := range []string{"symlink", "gitfile", "removed"} {
 		t.Run(swap, func(t *testing.T) {
 			const branch = "agent-smith/31"
@@ -367,6 +372,7 @@ func TestSwappedGitIsNeverUsed(t *testing.T) {
 // pipeline cloned or made) is not committed as a gitlink: that commit
 // would point at history nobody else has. Its files stay in the work dir.
 func TestNestedRepositoryIsNotCommitted(t *testing.T) {
+	t.Parallel()
 	const branch = "agent-smith/32"
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})

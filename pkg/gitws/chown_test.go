@@ -12,6 +12,7 @@ import (
 // fs.protected_hardlinks is off). Handing the tree to the pipeline's user
 // again chowns neither that file nor anything through the link.
 func TestPrepareNeverHandsOverAFileOutsideTheTree(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("chown to the pipeline's user needs root")
 	}

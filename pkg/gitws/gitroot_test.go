@@ -13,6 +13,7 @@ import (
 // runs with the daemon's rights. The default work_dir is under $TMPDIR,
 // where a local user can make the parents first.
 func TestAGitRootOthersCanWriteIsRefused(t *testing.T) {
+	t.Parallel()
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})
 	for _, c := range []struct {

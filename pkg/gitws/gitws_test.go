@@ -79,6 +79,7 @@ func ctx(t *testing.T) context.Context {
 // replica with another working directory, starts from it; its success
 // leaves the branch, base-rooted, ready for a pull request.
 func TestFailedAttemptResumesOnAnotherReplica(t *testing.T) {
+	t.Parallel()
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})
 	branch, err := r.Branch("owner/repo#12")
@@ -146,6 +147,7 @@ func TestFailedAttemptResumesOnAnotherReplica(t *testing.T) {
 // A kill -9 between two saves keeps exactly the last pushed commit for the
 // next replica; what the dead one changed after it is not on the branch.
 func TestKillKeepsLastPushedCommit(t *testing.T) {
+	t.Parallel()
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})
 	dirA := newDirs(t)
@@ -180,6 +182,7 @@ func TestKillKeepsLastPushedCommit(t *testing.T) {
 // Two runs pushing the same branch: the later push is rejected, fetched,
 // merged and pushed again; the earlier commit stays (no force).
 func TestRejectedPushIsMergedNeverForced(t *testing.T) {
+	t.Parallel()
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})
 	dirA, dirB := newDirs(t), newDirs(t)
@@ -221,6 +224,7 @@ func TestRejectedPushIsMergedNeverForced(t *testing.T) {
 // cannot send the push (and the credential) elsewhere, and its hooks do
 // not run.
 func TestPipelineCannotRedirectThePush(t *testing.T) {
+	t.Parallel()
 	bare := remote(t)
 	evil := filepath.Join(t.TempDir(), "evil.git")
 	run(t, filepath.Dir(evil), "init", "--quiet", "--bare", evil)
@@ -261,6 +265,7 @@ func TestPipelineCannotRedirectThePush(t *testing.T) {
 // http-backend) see it, .git/config never holds it, and a refused
 // credential's error message does not show it.
 func TestTokenOverHTTPStaysOutOfConfigAndErrors(t *testing.T) {
+	t.Parallel()
 	bare := remote(t)
 	const token = "ghp_s3cr3t-token-value"
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(DefaultTokenUser+":"+token))
@@ -315,6 +320,7 @@ func TestTokenOverHTTPStaysOutOfConfigAndErrors(t *testing.T) {
 
 // A stopped context stops git; Prepare reports it instead of hanging.
 func TestCancelledContextStopsGit(t *testing.T) {
+	t.Parallel()
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})
 	c, cancel := context.WithCancel(context.Background())
@@ -325,6 +331,7 @@ func TestCancelledContextStopsGit(t *testing.T) {
 }
 
 func TestNewRefusesCredentialsInTheURL(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"https://x:ghp_abc@github.com/o/r.git", "-uhttps://x", "ftp://h/r"} {
 		if _, err := New(Config{URL: u}); err == nil {
 			t.Errorf("New accepted %q", u)
@@ -341,6 +348,7 @@ func TestNewRefusesCredentialsInTheURL(t *testing.T) {
 // URL: a pipeline that commits and pushes itself (examples/pipelines) keeps
 // its commit on the branch as it is, with no second commit or merge.
 func TestPipelinesOwnPushIsKept(t *testing.T) {
+	t.Parallel()
 	const branch = "agent-smith/41"
 	bare := remote(t)
 	r := newRepo(t, Config{URL: bare})

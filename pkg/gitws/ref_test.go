@@ -9,6 +9,7 @@ import (
 // Ticket ids are hostile: whatever they hold, the branch name passes git's
 // own check-ref-format, and CheckRefFormat agrees with git on each case.
 func TestBranchNameAgreesWithGit(t *testing.T) {
+	t.Parallel()
 	ids := []string{"12", "owner/repo#12", "PROJ-7", "../../etc", "a..b", "x.lock", "@{-1}", "@", "-rf", "a b\tc",
 		"~^:?*[\\", ".hidden", "é", "\x00\x7f", strings.Repeat("x", 500), "", "..", "refs/heads/main", "a/.b/c.lock"}
 	for _, id := range ids {

@@ -13,6 +13,7 @@ import (
 // .git (made as that user), cannot read or write the daemon's git dir, and
 // finds no credential in the environment of the git commands run as it.
 func TestRunAsOwnsItsRepositoryNotTheDaemons(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("switching users needs root; run the tests as root to cover pipeline.run_as")
 	}

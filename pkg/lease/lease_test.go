@@ -26,6 +26,7 @@ func newLease(t *testing.T, rdb redis.UniversalClient, instance string, cfg leas
 }
 
 func TestTakeoverAfterExpiry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	cfg := lease.Config{TTL: time.Second}
@@ -63,6 +64,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 }
 
 func TestReleaseHandsOverImmediately(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	cfg := lease.Config{TTL: time.Minute}
@@ -83,6 +85,7 @@ func TestReleaseHandsOverImmediately(t *testing.T) {
 }
 
 func TestValidityDeadlineUsesClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	var mu sync.Mutex
@@ -208,6 +211,7 @@ func (h *stallHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 func TestStalledHolderStopsBeforeTakeover(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ev := &events{}
 	hook := &stallHook{lift: make(chan struct{})}
@@ -239,6 +243,7 @@ func TestStalledHolderStopsBeforeTakeover(t *testing.T) {
 }
 
 func TestRefusedRenewalCancelsLeader(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -260,6 +265,7 @@ func TestRefusedRenewalCancelsLeader(t *testing.T) {
 // services restart and see the loss), not after RetryEvery with nobody
 // leading meanwhile.
 func TestLeaderReacquiresAtOnceWhenTheKeyVanished(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -282,6 +288,7 @@ func TestLeaderReacquiresAtOnceWhenTheKeyVanished(t *testing.T) {
 }
 
 func TestShutdownReleasesForNextLeader(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ev := &events{}
 	// TTL far beyond the test's deadlines: only Release can hand over.
@@ -302,6 +309,7 @@ func TestShutdownReleasesForNextLeader(t *testing.T) {
 }
 
 func TestFnReturnEndsTerm(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a := newLease(t, srv.Client(t), "a", lease.Config{TTL: time.Minute, RetryEvery: 10 * time.Millisecond})
 	var terms atomic.Int32
@@ -311,6 +319,7 @@ func TestFnReturnEndsTerm(t *testing.T) {
 }
 
 func TestHolderFree(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	a := newLease(t, srv.Client(t), "a", lease.Config{})
 	mustHolder(t, a, "")
@@ -321,6 +330,7 @@ func TestHolderFree(t *testing.T) {
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	for name, cfg := range map[string]lease.Config{
 		"no key":      {Instance: "a"},
 		"no instance": {Key: key},
@@ -364,6 +374,7 @@ func mustBool(t *testing.T, what string, want bool) func(bool, error) {
 }
 
 func TestFenceFailsOnceAnotherHolderTookOver(t *testing.T) {
+	t.Parallel()
 	r := redistest.Start(t)
 	rdb := r.Client(t)
 	ctx := context.Background()

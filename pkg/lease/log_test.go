@@ -17,6 +17,7 @@ import (
 // A lease's log lines carry each field once: the daemon's logger already
 // names the instance, and the lease adds only its key.
 func TestLogLinesCarryEachFieldOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	core, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(core).With(zap.String("instance", "replica-a"))

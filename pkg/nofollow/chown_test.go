@@ -41,6 +41,7 @@ func write(t *testing.T, p string) {
 // hard link to a root-only file: the walk chowns the tree's own files and
 // the links themselves, never what they lead to.
 func TestChownTreeNeverChownsOutsideTheTree(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tree, out := filepath.Join(t.TempDir(), "work"), t.TempDir()
 	s, inDir := filepath.Join(out, "shadow"), filepath.Join(out, "etc", "passwd")

@@ -54,6 +54,7 @@ func unchanged(t *testing.T, p string) {
 }
 
 func TestOpenFileRefusesALinkAtTheEnd(t *testing.T) {
+	t.Parallel()
 	resolvers(t, func(t *testing.T) {
 		root, s := t.TempDir(), secret(t)
 		if err := os.MkdirAll(filepath.Join(root, "logs"), 0o755); err != nil {
@@ -78,6 +79,7 @@ func TestOpenFileRefusesALinkAtTheEnd(t *testing.T) {
 }
 
 func TestOpenFileRefusesALinkOnTheWay(t *testing.T) {
+	t.Parallel()
 	resolvers(t, func(t *testing.T) {
 		root, s := t.TempDir(), secret(t)
 		if err := os.Symlink(filepath.Dir(s), filepath.Join(root, "logs")); err != nil {
@@ -101,6 +103,7 @@ func TestOpenFileRefusesALinkOnTheWay(t *testing.T) {
 }
 
 func TestOpenFileRefusesEscapes(t *testing.T) {
+	t.Parallel()
 	resolvers(t, func(t *testing.T) {
 		root := t.TempDir()
 		for _, name := range []string{"../x", "a/../../x", "/etc/passwd"} {
@@ -112,6 +115,7 @@ func TestOpenFileRefusesEscapes(t *testing.T) {
 }
 
 func TestOpenFileAndMkdirAllWorkOnPlainTrees(t *testing.T) {
+	t.Parallel()
 	resolvers(t, func(t *testing.T) {
 		root := t.TempDir()
 		if err := MkdirAll(root, "p/t", 0o750); err != nil {
@@ -150,6 +154,7 @@ func TestOpenFileAndMkdirAllWorkOnPlainTrees(t *testing.T) {
 }
 
 func TestRemoveRemovesTheLinkNotItsTarget(t *testing.T) {
+	t.Parallel()
 	resolvers(t, func(t *testing.T) {
 		root, s := t.TempDir(), secret(t)
 		if err := os.Symlink(s, filepath.Join(root, "result.json")); err != nil {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestEnsureMakesAndChecksTheDaemonsDirectory(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a", "root")
 	if err := Ensure(dir, 0o700); err != nil {
 		t.Fatalf("a new directory: %v", err)

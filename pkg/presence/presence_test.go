@@ -59,6 +59,7 @@ func TestPresenceLifecycle(t *testing.T) {
 // while the key still has TTL left in Redis: whoever watches the key sees
 // this replica alive only while it still trusts itself.
 func TestTrustEndsBeforeTheKeyExpires(t *testing.T) {
+	t.Parallel()
 	r := redistest.Start(t)
 	rdb := r.Client(t)
 	var mu sync.Mutex
@@ -90,6 +91,7 @@ func TestTrustEndsBeforeTheKeyExpires(t *testing.T) {
 }
 
 func TestLostIsClosedWhileNotValid(t *testing.T) {
+	t.Parallel()
 	p := presence.New(nil, presence.Config{Key: "k"})
 	select {
 	case <-p.Lost():
@@ -134,6 +136,7 @@ func (h *hangHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // RenewEvery 1 s and a 2 s TTL the lapse would come when the key had
 // already expired and another replica could have taken over the work.
 func TestLostDoesNotWaitForAHangingRenewal(t *testing.T) {
+	t.Parallel()
 	r := redistest.Start(t)
 	rdb := r.Client(t)
 	h := &hangHook{}
@@ -166,6 +169,7 @@ func TestLostDoesNotWaitForAHangingRenewal(t *testing.T) {
 // minutes behind never closed Lost, and one ahead closed it two minutes
 // late (found by the chaos run's split brain with skewed replicas).
 func TestLostDoesNotDependOnClockSkew(t *testing.T) {
+	t.Parallel()
 	for _, skew := range []time.Duration{-2 * time.Minute, 2 * time.Minute} {
 		r := redistest.Start(t)
 		rdb := r.Client(t)

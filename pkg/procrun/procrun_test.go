@@ -109,6 +109,7 @@ func pidFromOutput(t *testing.T, out []byte) int {
 }
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{0, 1, 3, 255} {
 		r := run(t, Spec{Argv: []string{sh, "-c", "exit " + strconv.Itoa(code)}})
 		if r.Err != nil || r.ExitCode != code || r.Signal != "" {
@@ -124,6 +125,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestStartFailure(t *testing.T) {
+	t.Parallel()
 	for name, spec := range map[string]Spec{
 		"missing binary": {Argv: []string{"/nonexistent/binary"}},
 		"not in PATH":    {Argv: []string{"no-such-command-xyz"}, Env: []string{"PATH=/usr/bin:/bin"}},
@@ -141,6 +143,7 @@ func TestStartFailure(t *testing.T) {
 }
 
 func TestStdinDelivered(t *testing.T) {
+	t.Parallel()
 	in := []byte(`{"ticket":"github:o/r#1"}` + "\n")
 	r := run(t, Spec{Argv: []string{"/bin/cat"}, Stdin: in})
 	if !r.OK() || !bytes.Equal(r.Tail, in) {
@@ -179,6 +182,7 @@ func TestEnvExact(t *testing.T) {
 }
 
 func TestDirAndPathLookup(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := run(t, Spec{Argv: []string{"pwd"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: dir})
 	if !r.OK() || strings.TrimSpace(string(r.Tail)) != dir {
@@ -187,6 +191,7 @@ func TestDirAndPathLookup(t *testing.T) {
 }
 
 func TestStdoutAndStderrCombined(t *testing.T) {
+	t.Parallel()
 	out := newSignalWriter("never")
 	r := run(t, Spec{Argv: []string{sh, "-c", "echo out; echo err >&2; echo out2"}, Output: out})
 	if !r.OK() || string(r.Tail) != "out\nerr\nout2\n" {
@@ -198,6 +203,7 @@ func TestStdoutAndStderrCombined(t *testing.T) {
 }
 
 func TestTimeoutTerminates(t *testing.T) {
+	t.Parallel()
 	// sleep dies of SIGTERM; no need for the grace period.
 	r := run(t, Spec{Argv: []string{sh, "-c", "exec sleep 30"}, Timeout: 50 * time.Millisecond, Grace: 20 * time.Second})
 	if !r.TimedOut || r.Signal != "terminated" || r.ExitCode != -1 || r.OK() {
@@ -212,6 +218,7 @@ func TestTimeoutTerminates(t *testing.T) {
 }
 
 func TestTimeoutTermIsCatchable(t *testing.T) {
+	t.Parallel()
 	// A command that handles SIGTERM gets to clean up and report.
 	script := `trap 'echo got-term; exit 3' TERM; echo ready; sleep 30 & wait`
 	r := run(t, Spec{Argv: []string{sh, "-c", script}, Timeout: 500 * time.Millisecond, Grace: 20 * time.Second})
@@ -227,6 +234,7 @@ func TestTimeoutTermIsCatchable(t *testing.T) {
 }
 
 func TestTimeoutKillsAfterGrace(t *testing.T) {
+	t.Parallel()
 	// The shell and its child both ignore SIGTERM (ignored dispositions are
 	// inherited across exec), so only the SIGKILL after Grace ends them.
 	script := `trap "" TERM; sleep 30 & echo "pid $!"; wait`
@@ -242,6 +250,7 @@ func TestTimeoutKillsAfterGrace(t *testing.T) {
 }
 
 func TestGrandchildHoldingStdoutDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	// The leader exits at once; a background child keeps stdout open.
 	r := run(t, Spec{Argv: []string{sh, "-c", `sleep 30 & echo "pid $!"; exit 0`}})
 	if !r.OK() {
@@ -254,6 +263,7 @@ func TestGrandchildHoldingStdoutDoesNotBlock(t *testing.T) {
 }
 
 func TestEscapedProcessDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("setsid not installed")
 	}
@@ -266,6 +276,7 @@ func TestEscapedProcessDoesNotBlock(t *testing.T) {
 }
 
 func TestKillChannel(t *testing.T) {
+	t.Parallel()
 	out := newSignalWriter("ready")
 	kill := make(chan struct{})
 	done := make(chan Result, 1)
@@ -291,6 +302,7 @@ func TestKillChannel(t *testing.T) {
 }
 
 func TestKillBeforeStart(t *testing.T) {
+	t.Parallel()
 	kill := make(chan struct{})
 	close(kill)
 	r := run(t, Spec{Argv: []string{sh, "-c", "echo started"}, Kill: kill})
@@ -300,6 +312,7 @@ func TestKillBeforeStart(t *testing.T) {
 }
 
 func TestContextCancel(t *testing.T) {
+	t.Parallel()
 	out := newSignalWriter("ready")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -335,6 +348,7 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestTailTruncation(t *testing.T) {
+	t.Parallel()
 	// 10000 lines "line N"; only the last 64 bytes are kept.
 	script := `i=0; while [ $i -lt 10000 ]; do echo "line $i"; i=$((i+1)); done`
 	out := newSignalWriter("never")
@@ -352,6 +366,7 @@ func TestTailTruncation(t *testing.T) {
 }
 
 func TestTailDefaultSize(t *testing.T) {
+	t.Parallel()
 	r := run(t, Spec{Argv: []string{sh, "-c", `head -c 10000 /dev/zero`}, Env: []string{"PATH=/usr/bin:/bin"}})
 	if !r.OK() || len(r.Tail) != DefaultTailBytes {
 		t.Fatalf("%+v len %d", r, len(r.Tail))
@@ -359,6 +374,7 @@ func TestTailDefaultSize(t *testing.T) {
 }
 
 func TestTailRuneBoundary(t *testing.T) {
+	t.Parallel()
 	// "é" is two bytes; a 5-byte tail of "éééé" cuts one in half.
 	r := run(t, Spec{Argv: []string{sh, "-c", `printf 'éééé'`}, TailBytes: 5})
 	if !r.OK() {
@@ -370,6 +386,7 @@ func TestTailRuneBoundary(t *testing.T) {
 }
 
 func TestTailRing(t *testing.T) {
+	t.Parallel()
 	tl := newTail(4)
 	var all []byte
 	for _, chunk := range []string{"a", "bc", "", "defgh", "i", "jk", "lmnopqrstu", "v"} {

@@ -10,6 +10,7 @@ import (
 
 // Spec.Credential runs the command as another user; only root may.
 func TestCredentialRunsAsAnotherUser(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("switching users needs root; run the tests as root to cover pipeline.run_as")
 	}

@@ -10,6 +10,7 @@ import (
 // Count covers every level and the delayed set; the oldest entry is found
 // among the levels' heads and the delayed entries by the caller's clock.
 func TestCountCoversEveryLevelAndTheDelayedSet(t *testing.T) {
+	t.Parallel()
 	q, _ := newLevelled(t, 0)
 	ctx := t.Context()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)

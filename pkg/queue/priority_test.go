@@ -32,6 +32,7 @@ func entry(id string, priority int) string {
 }
 
 func TestLevelsAndLists(t *testing.T) {
+	t.Parallel()
 	q, _ := newLevelled(t, 0)
 	want := []string{keys.QueueLevel(1), keys.Queue(), keys.QueueLevel(10)}
 	if got := q.Lists(); !slices.Equal(got, want) {
@@ -40,6 +41,7 @@ func TestLevelsAndLists(t *testing.T) {
 }
 
 func TestPushPlacesByPriority(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, rdb := newLevelled(t, 0)
 	push(t, q, entry("a", 10), entry("b", 1), entry("c", 5), `{"id":"d"}`, entry("e", 7), "not json")
@@ -62,6 +64,7 @@ func TestPushPlacesByPriority(t *testing.T) {
 }
 
 func TestTakeServesHigherPriorityFirst(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, _ := newLevelled(t, 1000)
 	proc := keys.Processing("i1")
@@ -87,6 +90,7 @@ func TestTakeServesHigherPriorityFirst(t *testing.T) {
 // LowerEvery k and 3 levels, each lower-level entry is taken within
 // k × (levels − 1) takes of the one before it. Counted in takes, not time.
 func TestNoStarvationUnderHighPriorityFlood(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const k, levels, flood, lows, normals = 10, 3, 2000, 20, 20
 	q, rdb := newLevelled(t, k)
@@ -133,6 +137,7 @@ func TestNoStarvationUnderHighPriorityFlood(t *testing.T) {
 }
 
 func TestRequeueReturnsEntriesToTheirLevel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, rdb := newLevelled(t, 1000)
 	proc := keys.Processing("dead")
@@ -158,6 +163,7 @@ func TestRequeueReturnsEntriesToTheirLevel(t *testing.T) {
 }
 
 func TestDelayedEntriesJoinTheirLevelWhenDue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, rdb := newLevelled(t, 0)
 	before := time.Now().Truncate(time.Millisecond)
@@ -197,6 +203,7 @@ func TestDelayedEntriesJoinTheirLevelWhenDue(t *testing.T) {
 // Concurrent promoters (a leader and its successor overlapping) never move
 // an entry twice.
 func TestConcurrentPromotersMoveEachOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, _ := newLevelled(t, 0)
 	const n = 500

@@ -43,6 +43,7 @@ func strs(b [][]byte) []string {
 }
 
 func TestFIFO(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, _ := newQueue(t)
 	proc := keys.Processing("i1")
@@ -67,6 +68,7 @@ func TestFIFO(t *testing.T) {
 }
 
 func TestTakeMovesToProcessingAndAckRemoves(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, _ := newQueue(t)
 	proc := keys.Processing("i1")
@@ -94,6 +96,7 @@ func TestTakeMovesToProcessingAndAckRemoves(t *testing.T) {
 }
 
 func TestCrashThenRequeueRestoresHead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, _ := newQueue(t)
 	proc := keys.Processing("dead")
@@ -127,6 +130,7 @@ func TestCrashThenRequeueRestoresHead(t *testing.T) {
 }
 
 func TestTakeReturnsOnCancel(t *testing.T) {
+	t.Parallel()
 	q, rdb := newQueue(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -155,6 +159,7 @@ func TestTakeReturnsOnCancel(t *testing.T) {
 }
 
 func TestTakeWakesOnPush(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, _ := newQueue(t)
 	got := make(chan string, 1)
@@ -178,6 +183,7 @@ func TestTakeWakesOnPush(t *testing.T) {
 }
 
 func TestConcurrentTakersTakeEachOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, rdb := newQueue(t)
 	const items, takers = 2000, 20

@@ -29,6 +29,7 @@ func encodings(s string) map[string]string {
 }
 
 func TestEveryFormIsRedacted(t *testing.T) {
+	t.Parallel()
 	r := redact.New(secret)
 	for name, f := range encodings(secret) {
 		out := r.String("before " + f + " after")
@@ -44,6 +45,7 @@ func TestEveryFormIsRedacted(t *testing.T) {
 }
 
 func TestShortSecretsAreIgnored(t *testing.T) {
+	t.Parallel()
 	r := redact.New("abc", "", "  x \n")
 	if !r.Empty() {
 		t.Fatal("a secret shorter than MinSecretLen is redacted")
@@ -58,12 +60,14 @@ func TestShortSecretsAreIgnored(t *testing.T) {
 }
 
 func TestSecretFileNewlineIsTrimmed(t *testing.T) {
+	t.Parallel()
 	if got := redact.New("hunter22\n").String("pw=hunter22;"); got != "pw=[redacted];" {
 		t.Fatal(got)
 	}
 }
 
 func TestWriterCatchesASecretSplitAcrossWrites(t *testing.T) {
+	t.Parallel()
 	r := redact.New(secret)
 	in := "line one\ntoken=" + secret + "\nend\n"
 	for split := 0; split <= len(in); split++ {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestLockLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -49,6 +50,7 @@ func TestLockLifecycle(t *testing.T) {
 }
 
 func TestExpiryHandsOver(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -83,6 +85,7 @@ func TestScriptsSurviveRestart(t *testing.T) {
 }
 
 func TestRejectsTTLWithoutExpiry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -108,6 +111,7 @@ func mustBool(t *testing.T, what string, want bool) func(bool, error) {
 }
 
 func TestLockerIsExclusiveAndUnlocksOnlyItsOwn(t *testing.T) {
+	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
 	l := redislock.Locker{RDB: rdb}

@@ -15,6 +15,7 @@ import (
 // PATCH's body, even when the PATCH asked for another media type (go-github
 // sends a preview Accept on GET and its default on PATCH).
 func TestPatchPrimesConditionalGet(t *testing.T) {
+	t.Parallel()
 	var (
 		mu      sync.Mutex
 		version = 1

@@ -49,6 +49,7 @@ func itoa(n int) string {
 // turns it into a 200 for the SDK), a write the fence stopped is a call that
 // got no status.
 func TestObserverSeesNetworkCalls(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	limited := 1
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -100,6 +101,7 @@ func TestObserverSeesNetworkCalls(t *testing.T) {
 }
 
 func TestRemainingQuota(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		h    http.Header
 		want int

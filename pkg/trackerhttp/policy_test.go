@@ -83,6 +83,7 @@ const secondaryBody = `{"message":"You have exceeded a secondary rate limit. Ple
 // hour, not a second), then holds every request for the credentials for two
 // minutes without sending it, and only then tries again.
 func TestGitHubSecondaryLimitHoldsAMinuteDoubling(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{http.StatusForbidden, http.StatusTooManyRequests} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			ft := newFakeTime()
@@ -143,6 +144,7 @@ func TestGitHubSecondaryLimitHoldsAMinuteDoubling(t *testing.T) {
 
 // A 403 that is no rate limit (missing permission) is not retried or held.
 func TestGitHubForbiddenWithoutLimitIsAnAnswer(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	s, srv := newScript(t, ft, answer{status: 403, body: `{"message":"Resource not accessible by integration"}`,
 		header: map[string]string{"X-RateLimit-Remaining": "4999"}})
@@ -164,6 +166,7 @@ func TestGitHubForbiddenWithoutLimitIsAnAnswer(t *testing.T) {
 // holds until RateLimit-Reset; and RateLimit-ResetTime (HTTP date) is read
 // when RateLimit-Reset is missing.
 func TestGitLabRateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	reset := ft.Now().Add(30 * time.Second)
 	s, srv := newScript(t, ft,
@@ -202,6 +205,7 @@ func TestGitLabRateLimitHeaders(t *testing.T) {
 // spaces requests by the imposed delay and never refuses or holds them for
 // minutes.
 func TestAzureDevOpsDelayedAnswersSlowDown(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	delayed := answer{status: 200, header: map[string]string{
 		"X-RateLimit-Resource": "ATCPU", "X-RateLimit-Delay": "1.5", "X-RateLimit-Limit": "200",
@@ -227,6 +231,7 @@ func TestAzureDevOpsDelayedAnswersSlowDown(t *testing.T) {
 
 // The pace is bounded: a 30 s delay (ADO's maximum) spaces requests by 5 s.
 func TestAzureDevOpsPaceIsBounded(t *testing.T) {
+	t.Parallel()
 	p := AzureDevOpsRateLimits.withDefaults()
 	for v, want := range map[string]time.Duration{"30": 5 * time.Second, "0.001": 250 * time.Millisecond, "": 250 * time.Millisecond, "junk": 250 * time.Millisecond, "1e300": 250 * time.Millisecond} {
 		if got := p.paceOf(http.Header{"X-Ratelimit-Delay": {v}}); got != want {
@@ -239,6 +244,7 @@ func TestAzureDevOpsPaceIsBounded(t *testing.T) {
 // until then; a 503 with Retry-After is retried after it; a 503 without is
 // an answer; a bare 429 waits 10 s, then 20 s, then 30 s.
 func TestJiraResetAnd503(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime() // 2023-11-14T22:13:20Z
 	s, srv := newScript(t, ft,
 		answer{status: 429, header: map[string]string{"X-RateLimit-Reset": "2023-11-14T22:13Z"}},
@@ -271,6 +277,7 @@ func TestJiraResetAnd503(t *testing.T) {
 }
 
 func TestParseISO8601(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]string{
 		"2024-05-06T12:35Z":         "2024-05-06T12:36:00Z", // the minute's end
 		"2024-05-06T12:35+0200":     "2024-05-06T10:36:00Z",
@@ -292,6 +299,7 @@ func TestParseISO8601(t *testing.T) {
 // A hold longer than the time left before the request's deadline fails
 // fast instead of sleeping into a timeout.
 func TestHoldBeyondDeadlineFailsFast(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	s, srv := newScript(t, ft, answer{status: 429, body: secondaryBody})
 	opts := ft.options()
@@ -310,6 +318,7 @@ func TestHoldBeyondDeadlineFailsFast(t *testing.T) {
 }
 
 func TestBackoffAfter(t *testing.T) {
+	t.Parallel()
 	b := Backoff{Initial: time.Minute, Max: 16 * time.Minute}
 	var got []time.Duration
 	for n := range 7 {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestSameResource(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		from, to string
 		want     bool

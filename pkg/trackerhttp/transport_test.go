@@ -52,7 +52,14 @@ func (f *fakeTime) options() Options {
 }
 
 func client(opts Options) *http.Client {
-	return &http.Client{Transport: NewTransport(http.DefaultTransport, opts)}
+	return &http.Client{Transport: NewTransport(ownTransport(), opts)}
+}
+
+// ownTransport is a transport of the test's own: httptest.Server.Close
+// closes http.DefaultTransport's idle connections, which would break a
+// request of a test running in parallel.
+func ownTransport() *http.Transport {
+	return http.DefaultTransport.(*http.Transport).Clone()
 }
 
 func get(t *testing.T, c *http.Client, url, auth string) (*http.Response, string) {
@@ -77,6 +84,7 @@ func get(t *testing.T, c *http.Client, url, auth string) (*http.Response, string
 }
 
 func TestConditionalGet(t *testing.T) {
+	t.Parallel()
 	var (
 		mu         sync.Mutex
 		version    = 1
@@ -143,6 +151,7 @@ func TestConditionalGet(t *testing.T) {
 }
 
 func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	t.Parallel()
 	var conditional atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", `"`+r.URL.Path+`"`)
@@ -154,7 +163,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 		_, _ = io.WriteString(w, r.URL.Path)
 	}))
 	defer srv.Close()
-	rt := NewTransport(http.DefaultTransport, Options{CacheEntries: 2})
+	rt := NewTransport(ownTransport(), Options{CacheEntries: 2})
 	c := &http.Client{Transport: rt}
 	for _, p := range []string{"/a", "/b", "/a", "/c"} { // /b is least recently used when /c arrives
 		get(t, c, srv.URL+p, "")
@@ -175,6 +184,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 }
 
 func TestCacheDisabled(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("If-None-Match") != "" {
 			t.Errorf("conditional GET with cache disabled")
@@ -189,6 +199,7 @@ func TestCacheDisabled(t *testing.T) {
 }
 
 func TestRetryAfter429(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -220,6 +231,7 @@ func TestRetryAfter429(t *testing.T) {
 }
 
 func TestRetryPrimaryLimitUntilReset(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	reset := ft.Now().Add(20 * time.Second)
 	var calls atomic.Int32
@@ -247,6 +259,7 @@ func TestRetryPrimaryLimitUntilReset(t *testing.T) {
 }
 
 func TestHoldsRequestsWhileExhausted(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	reset := ft.Now().Add(5 * time.Second)
 	var calls atomic.Int32
@@ -276,6 +289,7 @@ func TestHoldsRequestsWhileExhausted(t *testing.T) {
 }
 
 func TestHoldBeyondMaxWaitFailsFast(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -302,6 +316,7 @@ func TestHoldBeyondMaxWaitFailsFast(t *testing.T) {
 }
 
 func TestLongRetryAfterIsReturned(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "3600")
@@ -315,6 +330,7 @@ func TestLongRetryAfterIsReturned(t *testing.T) {
 }
 
 func TestRetriesAreBounded(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -330,6 +346,7 @@ func TestRetriesAreBounded(t *testing.T) {
 }
 
 func TestUnreplayableBodyIsNotRetried(t *testing.T) {
+	t.Parallel()
 	ft := newFakeTime()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -354,6 +371,7 @@ func TestUnreplayableBodyIsNotRetried(t *testing.T) {
 }
 
 func TestWaitEndsWithContext(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "30")
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -371,6 +389,7 @@ func TestWaitEndsWithContext(t *testing.T) {
 }
 
 func TestWriterHeader(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	seen := map[string]string{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

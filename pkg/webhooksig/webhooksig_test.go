@@ -6,6 +6,7 @@ import (
 )
 
 func TestVerifyHMAC(t *testing.T) {
+	t.Parallel()
 	body := []byte(`{"a":1}`)
 	secrets := [][]byte{[]byte("old"), []byte("new")}
 	if i, err := VerifyHMAC(Header(body, []byte("new")), body, secrets); err != nil || i != 1 {
@@ -29,6 +30,7 @@ func TestVerifyHMAC(t *testing.T) {
 }
 
 func TestMatchToken(t *testing.T) {
+	t.Parallel()
 	secrets := [][]byte{nil, []byte("a"), []byte("b")}
 	if got := MatchToken([]byte("b"), secrets); got != 2 {
 		t.Errorf("MatchToken(b) = %d", got)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
@@ -50,7 +51,7 @@ type world struct {
 	// them: the same repositories through other tracker clients (so no
 	// shared HTTP cache with the claim).
 	consumer lifecycle.Projects
-	claims   *lifecycle.ClaimService
+	claims   *claim.Service
 	labels   lifecycle.Labels
 	recv     *receiver.Receiver
 	recvSrv  *httptest.Server
@@ -104,7 +105,7 @@ func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSp
 		// One secret per project: a secret authenticates only its project.
 		routes = append(routes, receiver.ProjectRoute{Name: sp.name, Locator: sp.repo, Secrets: [][]byte{[]byte(webhookSecret + sp.name)}})
 	}
-	w.claims = lifecycle.NewClaimService(rdb, w.q, w.projects, lifecycle.ClaimConfig{Instance: "bench", Labels: w.labels})
+	w.claims = claim.NewService(rdb, w.q, w.projects, claim.Config{Instance: "bench", Labels: w.labels})
 	w.recv = receiver.New(rdb, w.claims, []receiver.Route{{Platform: github.Platform, Decoder: github.Webhooks{}, Projects: routes}}, receiver.Config{})
 	w.recvSrv = httptest.NewServer(w.recv.Handler())
 	for _, sp := range specs {

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -15,10 +16,10 @@ import (
 
 // stuckWorld is a world with a claim service whose events obs records, and
 // the fixed now of a StuckDetector test.
-func stuckWorld(t *testing.T) (*lifecycletest.World, *lifecycletest.Recorder, *lifecycle.ClaimService, time.Time) {
+func stuckWorld(t *testing.T) (*lifecycletest.World, *lifecycletest.Recorder, *claim.Service, time.Time) {
 	w := lifecycletest.New(t, 3)
 	obs := &lifecycletest.Recorder{}
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "hk", Labels: w.Labels,
+	claims := claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "hk", Labels: w.Labels,
 		Logger: zaptest.NewLogger(t), Observer: obs})
 	return w, obs, claims, time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -38,12 +39,12 @@ type CancelDetectorConfig struct {
 type CancelDetector struct {
 	cfg    CancelDetectorConfig
 	rdb    redis.UniversalClient
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	log    *zap.Logger
 }
 
 // NewCancelDetector wires a detector.
-func NewCancelDetector(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg CancelDetectorConfig) *CancelDetector {
+func NewCancelDetector(rdb redis.UniversalClient, claims *claim.Service, cfg CancelDetectorConfig) *CancelDetector {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultSlowInterval
 	}

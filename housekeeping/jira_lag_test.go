@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -52,7 +53,7 @@ type jiraWorld struct {
 	rdb    *redis.Client
 	sim    *trackersim.Sim
 	clock  *lagClock
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	other  *jira.Tracker
 	labels lifecycle.Labels
 }
@@ -76,7 +77,7 @@ func newJiraWorld(t *testing.T) *jiraWorld {
 	labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 	projects := lifecycle.Projects{"ops": {Name: "ops", Platform: jira.Platform, Tracker: tracker("housekeeping"), TriggerLabel: "agent-smith",
 		Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 3}}}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects, claim.Config{
 		Instance: "test", Labels: labels, Clock: clock.Now})
 	return &jiraWorld{rdb: rdb, sim: s, clock: clock, claims: claims, other: tracker("other-replica"), labels: labels}
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -43,12 +44,12 @@ var repairedStates = []lifecycle.State{lifecycle.Pending, lifecycle.Enqueued, li
 type LabelRepairer struct {
 	cfg    LabelRepairerConfig
 	rdb    redis.UniversalClient
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	log    *zap.Logger
 }
 
 // NewLabelRepairer wires a repairer.
-func NewLabelRepairer(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg LabelRepairerConfig) *LabelRepairer {
+func NewLabelRepairer(rdb redis.UniversalClient, claims *claim.Service, cfg LabelRepairerConfig) *LabelRepairer {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultSlowInterval
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -45,7 +45,7 @@ type OutcomeWriter struct {
 }
 
 // NewOutcomeWriter wires a writer.
-func NewOutcomeWriter(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg OutcomeWriterConfig) *OutcomeWriter {
+func NewOutcomeWriter(rdb redis.UniversalClient, claims *claim.Service, cfg OutcomeWriterConfig) *OutcomeWriter {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultFastInterval
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
@@ -101,7 +102,7 @@ func outcomeWorldOf(t *testing.T, dir string, writeTimeout time.Duration, wrap f
 	}
 	cut := newCutTrackerOf(t, w, h)
 	rec := &lifecycletest.Recorder{}
-	w.Claims = lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "hk", Labels: w.Labels,
+	w.Claims = claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "hk", Labels: w.Labels,
 		Logger: zaptest.NewLogger(t), Observer: rec})
 	p := w.Projects[lifecycletest.Project]
 	p.Pipeline.Command = []string{"sh", "-c", `echo run >> "$D/runs"; touch "$D/started"; ` +
@@ -232,7 +233,7 @@ func TestTrackerOutageAtRunEndWritesTheOutcomeOnce(t *testing.T) {
 func TestOutcomeOfAKilledReplicaIsWrittenNotReverted(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	rec := &lifecycletest.Recorder{}
-	w.Claims = lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "hk", Labels: w.Labels,
+	w.Claims = claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "hk", Labels: w.Labels,
 		Logger: zaptest.NewLogger(t), Observer: rec})
 	ctx := t.Context()
 	for _, posted := range []bool{false, true} {

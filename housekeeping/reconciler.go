@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
@@ -40,7 +41,7 @@ type EnqueuedReconciler struct {
 	cfg    EnqueuedReconcilerConfig
 	rdb    redis.UniversalClient
 	queue  *queue.Queue
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	log    *zap.Logger
 	kick   chan struct{}
 
@@ -53,7 +54,7 @@ type EnqueuedReconciler struct {
 const DefaultEnqueuedGrace = 30 * time.Second
 
 // NewEnqueuedReconciler wires a reconciler.
-func NewEnqueuedReconciler(rdb redis.UniversalClient, q *queue.Queue, claims *lifecycle.ClaimService, cfg EnqueuedReconcilerConfig) *EnqueuedReconciler {
+func NewEnqueuedReconciler(rdb redis.UniversalClient, q *queue.Queue, claims *claim.Service, cfg EnqueuedReconcilerConfig) *EnqueuedReconciler {
 	if cfg.FastInterval <= 0 {
 		cfg.FastInterval = DefaultFastInterval
 	}

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
@@ -20,7 +21,7 @@ func TestTriggerSweeperBacksOffATicketRefusedForGood(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	ctx := t.Context()
 	clock := trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
+	claims := claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "test", Labels: w.Labels,
 		Clock: clock.Now, Logger: zaptest.NewLogger(t)})
 	sweeper := NewTriggerSweeper(claims, TriggerSweeperConfig{Logger: zaptest.NewLogger(t)})
 	n := w.RefusedIssue(t)
@@ -69,7 +70,7 @@ func TestLabelRepairerBacksOffATicketRefusedForGood(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	ctx := t.Context()
 	clock := trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
+	claims := claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "test", Labels: w.Labels,
 		Clock: clock.Now, Logger: zaptest.NewLogger(t)})
 	repairer := NewLabelRepairer(w.RDB, claims, LabelRepairerConfig{Logger: zaptest.NewLogger(t)})
 	w.Sim.CreateRepo(lifecycletest.Repo)
@@ -110,7 +111,7 @@ func TestGiveUpRefusedForGoodIsNotRepeatedEverySweep(t *testing.T) {
 	w := lifecycletest.New(t, 1)
 	ctx := t.Context()
 	clock := trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
+	claims := claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "test", Labels: w.Labels,
 		Clock: clock.Now, Logger: zaptest.NewLogger(t)})
 	sweeper := NewTriggerSweeper(claims, TriggerSweeperConfig{Logger: zaptest.NewLogger(t)})
 	n := w.RefusedIssue(t)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -61,8 +62,8 @@ func TestSlowCycleListsAcrossProjectsOnce(t *testing.T) {
 					Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 3}}
 			}
 			labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
-			claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects,
-				lifecycle.ClaimConfig{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
+			claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects,
+				claim.Config{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
 			stale := NewStaleJobDetector(rdb, claims, StaleJobDetectorConfig{Logger: zaptest.NewLogger(t)})
 			orphans := map[string]int{}
 			for _, repo := range c.repos {

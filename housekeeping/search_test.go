@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -26,7 +27,7 @@ const (
 // the token each uses.
 type orgWorld struct {
 	sim    *trackersim.Sim
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	stale  *StaleJobDetector
 	labels lifecycle.Labels
 }
@@ -52,8 +53,8 @@ func newOrgWorld(t *testing.T, clock *trackerhttptest.Clock, lag time.Duration, 
 			Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 3}}
 	}
 	labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects,
-		lifecycle.ClaimConfig{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects,
+		claim.Config{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
 	return &orgWorld{sim: s, claims: claims, labels: labels,
 		stale: NewStaleJobDetector(rdb, claims, StaleJobDetectorConfig{Logger: zaptest.NewLogger(t)})}
 }

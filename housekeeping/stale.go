@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
@@ -41,14 +42,14 @@ type StaleJobDetectorConfig struct {
 type StaleJobDetector struct {
 	cfg    StaleJobDetectorConfig
 	rdb    redis.UniversalClient
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	log    *zap.Logger
 	kick   chan struct{}
 	grace  graceKick // the cycle deferred past a Redis restart
 }
 
 // NewStaleJobDetector wires a detector.
-func NewStaleJobDetector(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg StaleJobDetectorConfig) *StaleJobDetector {
+func NewStaleJobDetector(rdb redis.UniversalClient, claims *claim.Service, cfg StaleJobDetectorConfig) *StaleJobDetector {
 	if cfg.FastInterval <= 0 {
 		cfg.FastInterval = DefaultFastInterval
 	}
@@ -249,7 +250,7 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 			Outcome: "reverted", Attempt: attempt, Owner: lifecycle.OwnerStaleJobDetector, Source: lifecycle.SourceReclaim, Reason: reason})
 		ran := lifecycle.RunAttempt(attempt)
 		if p.Pipeline.Attempts().UsedUp(ran) {
-			_, err := d.claims.FailExhausted(ctx, p, ref, lifecycle.GiveUp{Owner: lifecycle.OwnerStaleJobDetector,
+			_, err := d.claims.FailExhausted(ctx, p, ref, claim.GiveUp{Owner: lifecycle.OwnerStaleJobDetector,
 				Source: lifecycle.SourceReclaim, Used: ran, Cause: "the pipeline's consumer died (" + reason + ")", Fence: d.cfg.Fence})
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -43,12 +44,12 @@ type StuckDetector struct {
 	cfg    StuckDetectorConfig
 	rdb    redis.UniversalClient
 	queue  *queue.Queue
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	log    *zap.Logger
 }
 
 // NewStuckDetector wires a detector.
-func NewStuckDetector(rdb redis.UniversalClient, q *queue.Queue, claims *lifecycle.ClaimService, cfg StuckDetectorConfig) *StuckDetector {
+func NewStuckDetector(rdb redis.UniversalClient, q *queue.Queue, claims *claim.Service, cfg StuckDetectorConfig) *StuckDetector {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultSlowInterval
 	}

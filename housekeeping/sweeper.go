@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 )
 
@@ -34,12 +35,12 @@ type TriggerSweeperConfig struct {
 // another repository or project sends no close event here).
 type TriggerSweeper struct {
 	cfg    TriggerSweeperConfig
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	log    *zap.Logger
 }
 
 // NewTriggerSweeper wires a sweeper.
-func NewTriggerSweeper(claims *lifecycle.ClaimService, cfg TriggerSweeperConfig) *TriggerSweeper {
+func NewTriggerSweeper(claims *claim.Service, cfg TriggerSweeperConfig) *TriggerSweeper {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultSlowInterval
 	}

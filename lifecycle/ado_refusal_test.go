@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -59,7 +60,7 @@ func newADOWorld(t *testing.T, access trackersim.Access) *refusalWorld {
 		Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 3}}}
 	w := &refusalWorld{sim: s, clock: trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		metrics: metrics.New(metrics.Config{}), labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}, write: adoPatch}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{Instance: "test",
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects, claim.Config{Instance: "test",
 		Labels: w.labels, Clock: w.clock.Now, Logger: zaptest.NewLogger(t), Observer: w.metrics})
 	w.poller = poller.NewPoller(claims, zaptest.NewLogger(t))
 	return w

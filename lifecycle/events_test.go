@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
@@ -21,7 +22,7 @@ import (
 func TestObserverSeesEveryTransitionOfARun(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	rec := &lifecycletest.Recorder{}
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{
+	claims := claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{
 		Instance: "claimer", Labels: w.Labels, Logger: zaptest.NewLogger(t), Observer: rec})
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "observe me", "", "agent-smith")
 	ref := lifecycletest.Ref(n)

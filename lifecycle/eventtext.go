@@ -2,9 +2,9 @@ package lifecycle
 
 import "strings"
 
-// stateReasonPrefix starts the NotEligible reason of a ticket that already
-// carries a lifecycle state (PreCheck): "state is enqueued".
-const stateReasonPrefix = "state is "
+// StateReasonPrefix starts the NotEligible reason of a ticket that already
+// carries a lifecycle state (claim.Service.PreCheck): "state is enqueued".
+const StateReasonPrefix = "state is "
 
 // ShownOutcome is the event's outcome as history tables show it
 // (agentsmithctl history, the status page). A claim of a ticket that already
@@ -33,7 +33,7 @@ func (ev Event) alreadyUnderWay() (string, bool) {
 	if ev.Kind != EventClaim || ev.Outcome != string(NotEligible) {
 		return "", false
 	}
-	r, ok := strings.CutPrefix(ev.Reason, stateReasonPrefix)
+	r, ok := strings.CutPrefix(ev.Reason, StateReasonPrefix)
 	if !ok {
 		return "", false
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -49,7 +50,7 @@ func newJiraWorld(t *testing.T) *refusalWorld {
 		Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 3}}}
 	w := &refusalWorld{sim: s, clock: clock, metrics: metrics.New(metrics.Config{}),
 		labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}, write: jiraEdit}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{Instance: "test",
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects, claim.Config{Instance: "test",
 		Labels: w.labels, Clock: clock.Now, Logger: zaptest.NewLogger(t), Observer: w.metrics})
 	w.poller = poller.NewPoller(claims, zaptest.NewLogger(t))
 	return w

@@ -28,7 +28,7 @@ const DefaultSearchMinProjects = 2
 // A search hit is a hint, not a reading: its labels may lag the ticket's
 // (platforms.Searcher). Every caller re-reads a ticket under its claim lock
 // before it writes (housekeeping's StaleJobDetector and LabelRepairer,
-// ClaimService.RequeueLocked, ClaimListed, CancelDetector), so a stale hit costs a read,
+// claim.Service.RequeueLocked, ClaimListed, CancelDetector), so a stale hit costs a read,
 // never a wrong write; a ticket the index does not show yet is found by a
 // later cycle.
 //

@@ -32,9 +32,9 @@ func TestPriorityOfLabels(t *testing.T) {
 func TestPriorityLabelsOrderRuns(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
-	low := claim(t, w, "low", "priority:low")
-	normal := claim(t, w, "normal")
-	high := claim(t, w, "high", "priority:high", "priority:low")
+	low := claimIssue(t, w, "low", "priority:low")
+	normal := claimIssue(t, w, "normal")
+	high := claimIssue(t, w, "high", "priority:high", "priority:low")
 	for key, n := range map[string]int{keys.QueueLevel(lifecycletest.LowPriority): low, keys.Queue(): normal, keys.QueueLevel(lifecycletest.HighPriority): high} {
 		got, _ := w.RDB.LRange(t.Context(), key, 0, -1).Result()
 		if len(got) != 1 || !strings.Contains(got[0], lifecycletest.Ref(n).ID) {

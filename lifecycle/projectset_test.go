@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -102,7 +103,7 @@ func TestRetiredProjectsRunFinishesAndNothingNewStarts(t *testing.T) {
 	p.Pipeline.Command = []string{"sh", "-c", `touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done`}
 	p.Pipeline.Env = map[string]string{"D": dir}
 	set := lifecycle.NewProjectSet(w.Projects)
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, set, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels, Logger: zaptest.NewLogger(t)})
+	claims := claim.NewService(w.RDB, w.Queue, set, claim.Config{Instance: "test", Labels: w.Labels, Logger: zaptest.NewLogger(t)})
 	ex := consumer.NewExecutor(w.RDB, w.Queue, set, consumer.ExecutorConfig{Instance: "exec-1", Concurrency: 1,
 		HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond, WorkDir: filepath.Join(dir, "work"),
 		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t)})

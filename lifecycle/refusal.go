@@ -186,7 +186,7 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 	}
 	tell := serr == nil && was != cause || errors.Is(serr, redis.Nil)
 	Emit(r.cfg.Logger, r.cfg.Observer, Event{Kind: EventRefusal, At: now, Ref: ref, Outcome: string(Refused), Owner: owner,
-		Instance: r.cfg.Instance, Source: source, Op: op, Status: status, Reason: oneLine(err.Error(), 300)})
+		Instance: r.cfg.Instance, Source: source, Op: op, Status: status, Reason: OneLine(err.Error(), 300)})
 	if !tell {
 		return rec.Until, true
 	}
@@ -342,7 +342,7 @@ func refusalComment(prefix string, p *Project, op string, status int, err error,
 		prefix, what, status)
 	// The tracker's message in a code span: it may echo text from the
 	// ticket, which must not render as markup or mention anyone.
-	msg := strings.ReplaceAll(oneLine(err.Error(), 300), "`", "'")
+	msg := strings.ReplaceAll(OneLine(err.Error(), 300), "`", "'")
 	fmt.Fprintf(&b, "`%s`\n\n", platforms.NoMentions(msg))
 	fix := platforms.FixOf(err)
 	if fix == "" {
@@ -373,8 +373,9 @@ func refusalFix(status int) string {
 	return "see the tracker's message above."
 }
 
-// oneLine is s on one line, at most n runes.
-func oneLine(s string, n int) string {
+// OneLine is s on one line, at most n runes: a tracker's message as a
+// result's reason quotes it.
+func OneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(StripControl(s)), " ")
 	return TruncateRunes(s, n)
 }

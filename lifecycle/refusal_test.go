@@ -17,6 +17,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
@@ -37,7 +38,7 @@ func TestPollerBacksOffATicketRefusedForGood(t *testing.T) {
 	ctx := t.Context()
 	clock := trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	m := metrics.New(metrics.Config{})
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
+	claims := claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "test", Labels: w.Labels,
 		Clock: clock.Now, Logger: zaptest.NewLogger(t), Observer: m})
 	poller := poller.NewPoller(claims, zaptest.NewLogger(t))
 

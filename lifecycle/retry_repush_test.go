@@ -23,7 +23,7 @@ func TestLostRetryIsRepushedAsTheNextAttempt(t *testing.T) {
 	p.Pipeline.Retry.Backoff = lifecycle.Backoff{Initial: time.Hour, Max: 2 * time.Hour, Multiplier: 2, Jitter: 0.5}
 	p.Pipeline.Command = countingPipeline("75 75 75")
 	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "flaky, retry lost")
+	n := claimIssue(t, w, "flaky, retry lost")
 	waitOutcome(t, w, rec, n, lifecycle.Enqueued, "retrying")
 	eventually.Wait(t, 5*time.Second, "the retry in the delayed set", func() bool { return len(w.Delayed(t)) == 1 })
 	if err := w.RDB.Del(t.Context(), keys.Delayed()).Err(); err != nil {

@@ -72,7 +72,8 @@ func countingPipeline(codes string) []string {
 	return []string{"sh", "-c", `echo "$AGENTSMITH_ATTEMPT" >> "$D/runs"; n=$(wc -l < "$D/runs"); set -- ` + codes + `; shift $((n-1)) 2>/dev/null || exit 0; exit ${1:-0}`}
 }
 
-func claim(t *testing.T, w *lifecycletest.World, title string, labels ...string) int {
+// claimIssue opens a triggered issue titled title and claims it.
+func claimIssue(t *testing.T, w *lifecycletest.World, title string, labels ...string) int {
 	t.Helper()
 	n := w.Sim.CreateIssue(lifecycletest.Repo, title, "", append([]string{"agent-smith"}, labels...)...)
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
@@ -85,16 +86,6 @@ func runs(t *testing.T, dir string) []string {
 	t.Helper()
 	b, _ := os.ReadFile(filepath.Join(dir, "runs"))
 	return strings.Fields(string(b))
-}
-
-func comments(t *testing.T, w *lifecycletest.World, n int) []string {
-	t.Helper()
-	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
-	var out []string
-	for _, c := range is.Comments {
-		out = append(out, c.Body)
-	}
-	return out
 }
 
 // waitOutcome waits for ticket n to reach state with its final event.

@@ -1,8 +1,8 @@
 // Package lifecycle owns the ticket lifecycle: the states and their labels,
 // the transition table with the owner of each transition, the label writes
-// that ask it, attempts, refusals, the project and request types, and the
-// claim service. The roles that drive a run are packages of their own that
-// import this one, never the reverse (lifecycle/consumer, lifecycle/poller).
+// that ask it, attempts, refusals, and the project and request types. The
+// roles that drive a run are packages of their own that import this one,
+// never the reverse (lifecycle/claim, lifecycle/consumer, lifecycle/poller).
 // It depends on the platforms.Tracker interface and on Redis primitives from
 // pkg, never on a tracker SDK.
 package lifecycle

@@ -30,7 +30,7 @@ type Transition struct {
 // attempt limit (Pending → Failed) used when a reverted ticket has no
 // attempts left, and cancellation of a request before its pipeline started
 // (Enqueued → Failed), and a person's retry of a failed ticket
-// (Failed → Enqueued, ClaimService.Retry).
+// (Failed → Enqueued, claim.Service.Retry).
 var Transitions = []Transition{
 	{Pending, Enqueued, OwnerClaimService, "webhook or poll; pre-checks pass; claim lock acquired"},
 	{Enqueued, InProgress, OwnerExecutor, "consumer took the request, before the pipeline starts"},

@@ -26,17 +26,17 @@ func TestClaimWritesAreRefusedWithoutTheirTransitionRow(t *testing.T) {
 		{"attempts used up", lifecycle.Pending, lifecycle.Failed, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t)
+			w := lifecycletest.New(t, 3)
 			ctx := context.Background()
 			n := w.Sim.CreateIssue("acme/app", "refused", "", "agent-smith")
 			if tc.attempts > 0 {
-				if err := w.RDB.HSet(ctx, keys.Attempts(), ref(n).Key(), tc.attempts).Err(); err != nil {
+				if err := w.RDB.HSet(ctx, keys.Attempts(), lifecycletest.Ref(n).Key(), tc.attempts).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
 			lifecycletest.WithoutTransition(t, tc.from, tc.to, lifecycle.OwnerClaimService)
 			writes := len(w.Sim.Writes())
-			res, err := w.Claims.Claim(ctx, ref(n), lifecycle.SourceWebhook, 1)
+			res, err := w.Claims.Claim(ctx, lifecycletest.Ref(n), lifecycle.SourceWebhook, 1)
 			if !errors.Is(err, lifecycle.ErrIllegalTransition) {
 				t.Errorf("claim = %+v, %v; want refused as an illegal transition", res, err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -21,7 +22,7 @@ var timeZero time.Time
 
 // claims builds a claim service that records what it does in the audit
 // stream like a replica would; flush writes those events before exit.
-func (a *app) claims(ctx context.Context) (*lifecycle.ClaimService, *queue.Queue, func()) {
+func (a *app) claims(ctx context.Context) (*claim.Service, *queue.Queue, func()) {
 	q := a.queue()
 	var obs lifecycle.Observer
 	flush := func() {}
@@ -32,14 +33,14 @@ func (a *app) claims(ctx context.Context) (*lifecycle.ClaimService, *queue.Queue
 		go func() { defer close(done); _ = w.Run(wctx) }()
 		obs, flush = w, func() { cancel(); <-done }
 	}
-	return lifecycle.NewClaimService(a.rdb, q, a.projects, lifecycle.ClaimConfig{Instance: a.instance(),
+	return claim.NewService(a.rdb, q, a.projects, claim.Config{Instance: a.instance(),
 		LockTTL: a.cfg.ClaimLockTTL, Labels: a.labels(), Observer: obs}), q, flush
 }
 
 // withClaims runs fn on the ticket with the claim service and queue the
 // daemon would use, for the commands that act under a ticket's claim lock,
 // and flushes the audit events fn emitted.
-func (a *app) withClaims(ctx context.Context, ticket, project string, fn func(platforms.Ref, *lifecycle.ClaimService, *queue.Queue) error) error {
+func (a *app) withClaims(ctx context.Context, ticket, project string, fn func(platforms.Ref, *claim.Service, *queue.Queue) error) error {
 	if err := a.loadTrackers(ctx); err != nil {
 		return err
 	}
@@ -64,7 +65,7 @@ the ticket's attempt count. Otherwise it changes nothing and says why (exit 0).`
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			var res ops.RequeueResult
-			err := a.withClaims(cmd.Context(), argv[0], project, func(ref platforms.Ref, claims *lifecycle.ClaimService, q *queue.Queue) (err error) {
+			err := a.withClaims(cmd.Context(), argv[0], project, func(ref platforms.Ref, claims *claim.Service, q *queue.Queue) (err error) {
 				res, err = ops.Requeue(cmd.Context(), claims, q, ref)
 				return err
 			})
@@ -102,8 +103,8 @@ the same status), and the command says "not retried" with the status (exit 0): f
 retry again.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			var res lifecycle.RetryResult
-			err := a.withClaims(cmd.Context(), argv[0], project, func(ref platforms.Ref, claims *lifecycle.ClaimService, _ *queue.Queue) (err error) {
+			var res claim.RetryResult
+			err := a.withClaims(cmd.Context(), argv[0], project, func(ref platforms.Ref, claims *claim.Service, _ *queue.Queue) (err error) {
 				res, err = claims.Retry(cmd.Context(), ref, lifecycle.SourceOperator, a.instance())
 				return err
 			})

@@ -23,6 +23,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
@@ -120,8 +121,8 @@ func (w *world) runTicket(n int) {
 }
 
 // runTicketTo runs the consumer until ticket n reaches want, claiming it
-// first when claim is set (else it runs what is queued, e.g. a retry).
-func (w *world) runTicketTo(n int, want lifecycle.State, claim bool) {
+// first when claimFirst is set (else it runs what is queued, e.g. a retry).
+func (w *world) runTicketTo(n int, want lifecycle.State, claimFirst bool) {
 	w.t.Helper()
 	ps := lifecycle.Projects{}
 	for i := range w.cfg.Projects {
@@ -134,7 +135,7 @@ func (w *world) runTicketTo(n int, want lifecycle.State, claim bool) {
 	}
 	aw := audit.NewWriter(w.rdb, audit.WriterConfig{})
 	q := queue.New(w.rdb, keys.Queue())
-	claims := lifecycle.NewClaimService(w.rdb, q, ps, lifecycle.ClaimConfig{Instance: "replica-a", Labels: w.labels, Observer: aw})
+	claims := claim.NewService(w.rdb, q, ps, claim.Config{Instance: "replica-a", Labels: w.labels, Observer: aw})
 	exec := consumer.NewExecutor(w.rdb, q, ps, consumer.ExecutorConfig{Instance: "replica-a", Labels: w.labels,
 		WorkDir: w.cfg.Consumer.WorkDir, LogsDir: w.cfg.Consumer.Output.LogsDir, HeartbeatTTL: 5 * time.Second, HeartbeatRenew: time.Second, Observer: aw})
 	// As in the daemon, the audit writer stops after the executor, so the
@@ -145,7 +146,7 @@ func (w *world) runTicketTo(n int, want lifecycle.State, claim bool) {
 	awg.Go(func() { _ = aw.Run(actx) })
 	wg.Go(func() { _ = exec.Run(ctx) })
 	ref := ps["app"]
-	if claim {
+	if claimFirst {
 		res, err := claims.Claim(ctx, refOf(ref.Name, n), lifecycle.SourcePoll, 0)
 		if err != nil || res.Outcome != lifecycle.Claimed {
 			w.t.Fatalf("claim: %+v %v", res, err)

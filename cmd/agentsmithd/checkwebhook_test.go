@@ -19,6 +19,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -63,7 +64,7 @@ func newWebhookWorld(t *testing.T, hookSecret string) *webhookWorld {
 	t.Setenv("CHECK_SECRET", checkSecret)
 	r := redistest.Start(t)
 	rdb := r.Client(t)
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), lifecycle.Projects{}, lifecycle.ClaimConfig{
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), lifecycle.Projects{}, claim.Config{
 		Instance: "test", Labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}})
 	decoders := map[string]platforms.WebhookDecoder{github.Platform: github.Webhooks{}, gitlab.Platform: gitlab.Webhooks{},
 		azuredevops.Platform: azuredevops.Webhooks{}, jira.Platform: jira.Webhooks{}}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
@@ -58,7 +59,7 @@ type Config struct {
 	SessionTTL time.Duration
 	// Claims serves the requeue and retry buttons (with Queue); with Claims
 	// nil the page offers no ticket actions but cancel.
-	Claims *lifecycle.ClaimService
+	Claims *claim.Service
 	// LogRoots are the logs dirs (consumer.output.logs_dir): /status/logs
 	// serves attempt logs from under them only, never through a link.
 	LogRoots []string

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -65,12 +66,12 @@ type OutcomeFinisherConfig struct {
 type OutcomeFinisher struct {
 	cfg    OutcomeFinisherConfig
 	rdb    redis.UniversalClient
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	e      *Executor
 }
 
 // NewOutcomeFinisher wires a finisher reporting through claims' observer.
-func NewOutcomeFinisher(rdb redis.UniversalClient, claims *lifecycle.ClaimService, cfg OutcomeFinisherConfig) *OutcomeFinisher {
+func NewOutcomeFinisher(rdb redis.UniversalClient, claims *claim.Service, cfg OutcomeFinisherConfig) *OutcomeFinisher {
 	if cfg.Fence == nil {
 		cfg.Fence = func(context.Context) error { return nil }
 	}

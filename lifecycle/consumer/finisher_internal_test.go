@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
-	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 )
 
 // The finisher does not renew its lock: a write timeout longer than half
@@ -13,7 +13,7 @@ import (
 // adopt the record.
 func TestOutcomeFinisherWriteTimeoutWithinItsLock(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	claims := lifecycle.NewClaimService(rdb, nil, nil, lifecycle.ClaimConfig{Instance: "hk"})
+	claims := claim.NewService(rdb, nil, nil, claim.Config{Instance: "hk"})
 	f := NewOutcomeFinisher(rdb, claims, OutcomeFinisherConfig{LockTTL: 4 * time.Second, WriteTimeout: 30 * time.Second})
 	if f.cfg.WriteTimeout != 2*time.Second {
 		t.Errorf("write timeout %v with a 4s lock, want 2s", f.cfg.WriteTimeout)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -38,7 +39,7 @@ type World struct {
 	RDB      *redis.Client
 	Sim      *trackersim.Sim
 	Queue    *queue.Queue
-	Claims   *lifecycle.ClaimService
+	Claims   *claim.Service
 	Projects lifecycle.Projects
 	Labels   lifecycle.Labels
 }
@@ -62,7 +63,7 @@ func New(t testing.TB, maxAttempts int) *World {
 		Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: maxAttempts},
 		Priority: lifecycle.PriorityPolicy{Labels: map[string]int{"priority:high": HighPriority, "priority:low": LowPriority}}}}
 	labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
-	claims := lifecycle.NewClaimService(rdb, q, projects, lifecycle.ClaimConfig{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
+	claims := claim.NewService(rdb, q, projects, claim.Config{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
 	return &World{Redis: r, RDB: rdb, Sim: s, Queue: q, Claims: claims, Projects: projects, Labels: labels}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -30,7 +31,7 @@ type RequeueResult struct {
 // under the ticket's claim lock, exactly as the EnqueuedReconciler would but
 // without waiting for its grace. A ticket already queued, running, or not
 // Enqueued is left alone and the reason returned in Skipped.
-func Requeue(ctx context.Context, claims *lifecycle.ClaimService, q *queue.Queue, ref platforms.Ref) (RequeueResult, error) {
+func Requeue(ctx context.Context, claims *claim.Service, q *queue.Queue, ref platforms.Ref) (RequeueResult, error) {
 	res := RequeueResult{Ticket: ref.String()}
 	held, err := claims.WithLock(ctx, ref, lifecycle.SourceOperator, func(ctx context.Context) error {
 		queued, err := lifecycle.QueuedTickets(ctx, q)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 )
 
 // DefaultPollInterval is how often a project that opted in to polling is
@@ -21,12 +22,12 @@ const DefaultPollInterval = 60 * time.Second
 // (Project.PollInterval > 0). It runs on one replica at a time, under
 // agentsmith:leader:poller.
 type Poller struct {
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	log    *zap.Logger
 }
 
 // NewPoller polls the claim service's projects, each at its own interval.
-func NewPoller(claims *lifecycle.ClaimService, log *zap.Logger) *Poller {
+func NewPoller(claims *claim.Service, log *zap.Logger) *Poller {
 	if log == nil {
 		log = zap.NewNop()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -44,8 +45,8 @@ func TestPollerSearchesTheDueRepositoriesOnce(t *testing.T) {
 		triggered[repo] = s.CreateIssue(repo, "triggered", "", "agent-smith")
 	}
 	labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects,
-		lifecycle.ClaimConfig{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects,
+		claim.Config{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
 	before := s.Stats()
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -70,7 +71,7 @@ func newAuthWorld(t *testing.T) *authWorld {
 		projects[p.name] = &lifecycle.Project{Name: p.name, Platform: github.Platform, Tracker: tr,
 			TriggerLabel: "agent-smith", Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 1}}
 	}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects, claim.Config{
 		Instance: "test", Labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}})
 	core, logs := observer.New(zapcore.InfoLevel)
 	counts := &authCounts{n: map[string]int{}}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -123,7 +124,7 @@ func TestCloseAndUnlabelDeliveriesRequestCancellation(t *testing.T) {
 	for _, r := range routes {
 		rs = append(rs, *r)
 	}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{Instance: "test"})
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects, claim.Config{Instance: "test"})
 	// The payloads are recorded deliveries, months old: a clock at the
 	// epoch keeps them inside the de-duplication window.
 	rc := receiver.New(rdb, claims, rs, receiver.Config{Logger: zaptest.NewLogger(t), Clock: func() time.Time { return time.Time{} }})
@@ -179,8 +180,8 @@ func TestHeldClaimLockIsNamedInTheResponse(t *testing.T) {
 	rec := httptest.NewRecorder()
 	w.handler.ServeHTTP(rec, delivery{body: issuePayload("labeled", lifecycletest.Repo, 1, "agent-smith")}.request())
 	var ans struct {
-		Outcome string                `json:"outcome"`
-		Claim   lifecycle.ClaimResult `json:"claim"`
+		Outcome string       `json:"outcome"`
+		Claim   claim.Result `json:"claim"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil || rec.Code != http.StatusAccepted {
 		t.Fatalf("%d %s (%v)", rec.Code, rec.Body, err)
@@ -201,7 +202,7 @@ func TestCloseDeliveryClaimsTheTicketsItBlocked(t *testing.T) {
 	if err := w.Sim.AddBlocker(lifecycletest.Repo, blocked, blocker); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(blocked), lifecycle.SourceWebhook, 1); err != nil || !lifecycle.IsBlockedReason(res.Reason) {
+	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(blocked), lifecycle.SourceWebhook, 1); err != nil || !claim.IsBlockedReason(res.Reason) {
 		t.Fatalf("claim = %+v, %v; want blocked", res, err)
 	}
 	if err := w.Sim.SetOpen(lifecycletest.Repo, blocker, false); err != nil {

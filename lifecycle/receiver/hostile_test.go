@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -63,7 +64,7 @@ func newHostileWorldWith(t testing.TB, cfg receiver.Config) *hostileWorld {
 	}
 	projects := lifecycle.Projects{lifecycletest.Project: {Name: lifecycletest.Project, Platform: github.Platform, Tracker: tr,
 		TriggerLabel: "agent-smith", Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 3}}}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects, claim.Config{
 		Instance: "test", Labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}})
 	s.CreateIssue(lifecycletest.Repo, "triggered", "", "agent-smith")
 	s.CreateIssue(lifecycletest.Repo, "not triggered", "")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -73,7 +74,7 @@ var senders = map[string]platformSender{
 func ignoredReceiver(t *testing.T, locator func(platform string) string) (http.Handler, func() []string) {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), lifecycle.Projects{}, lifecycle.ClaimConfig{
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), lifecycle.Projects{}, claim.Config{
 		Instance: "test", Labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}})
 	var routes []receiver.Route
 	for platform, s := range senders {

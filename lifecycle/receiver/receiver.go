@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/pkg/dedup"
 	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -132,7 +133,7 @@ const UnknownPlatform = "unknown"
 type Receiver struct {
 	cfg    Config
 	rdb    redis.UniversalClient
-	claims *lifecycle.ClaimService
+	claims *claim.Service
 	routes atomic.Pointer[map[string]Route] // replaced whole by SetRoutes
 	log    *zap.Logger
 	// bg runs the re-claims close events start; bgCtx ends them on Close.
@@ -142,7 +143,7 @@ type Receiver struct {
 }
 
 // New builds a Receiver.
-func New(rdb redis.UniversalClient, claims *lifecycle.ClaimService, routes []Route, cfg Config) *Receiver {
+func New(rdb redis.UniversalClient, claims *claim.Service, routes []Route, cfg Config) *Receiver {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
@@ -237,10 +238,10 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // answer is the JSON body of every webhook response.
 type answer struct {
-	Outcome string                 `json:"outcome"`
-	Error   string                 `json:"error,omitempty"`
-	Project string                 `json:"project,omitempty"`
-	Claim   *lifecycle.ClaimResult `json:"claim,omitempty"`
+	Outcome string        `json:"outcome"`
+	Error   string        `json:"error,omitempty"`
+	Project string        `json:"project,omitempty"`
+	Claim   *claim.Result `json:"claim,omitempty"`
 	// Cancel is the cause of a cancellation this delivery requested.
 	Cancel string `json:"cancel,omitempty"`
 	// Reason says why an authenticated delivery was ignored, where it is
@@ -449,7 +450,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	if reason := rc.claims.PreCheck(p, t); reason != "" {
 		// Decided from the payload alone: no tracker call spent.
 		writeJSON(w, http.StatusAccepted, answer{Outcome: string(lifecycle.NotEligible), Project: project,
-			Claim: &lifecycle.ClaimResult{Outcome: lifecycle.NotEligible, Ticket: t.Ref.String(), Reason: reason + " (from payload)"}})
+			Claim: &claim.Result{Outcome: lifecycle.NotEligible, Ticket: t.Ref.String(), Reason: reason + " (from payload)"}})
 		return
 	}
 	actor := "" // who added the trigger label, if this change did
@@ -464,7 +465,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkeys...)
 		log.Warn("claim failed", zap.Error(err))
 		status := http.StatusBadGateway
-		if errors.Is(err, lifecycle.ErrRedisUnavailable) {
+		if errors.Is(err, claim.ErrRedisUnavailable) {
 			status = http.StatusServiceUnavailable
 		}
 		writeJSON(w, status, answer{Outcome: "error", Project: project, Error: "claim failed; redeliver to retry"})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -36,7 +37,7 @@ func newReplayWorld(t *testing.T, now *time.Time) (*hostileWorld, *lifecycletest
 	rec := &lifecycletest.Recorder{}
 	projects := lifecycle.Projects{lifecycletest.Project: {Name: lifecycletest.Project, Platform: github.Platform, Tracker: tr,
 		TriggerLabel: "agent-smith", Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 1}}}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects, claim.Config{
 		Instance: "test", Labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}, Observer: rec})
 	s.CreateIssue(lifecycletest.Repo, "triggered", "", "agent-smith")
 	rc := receiver.New(rdb, claims, []receiver.Route{{Platform: github.Platform, Decoder: github.Webhooks{},

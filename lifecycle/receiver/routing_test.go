@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -42,7 +43,7 @@ func newOrgHookWorld(t *testing.T) *hostileWorld {
 		}
 		prs = append(prs, receiver.ProjectRoute{Name: p.name, Locator: p.repo, Secrets: secrets})
 	}
-	claims := lifecycle.NewClaimService(rdb, queue.New(rdb, keys.Queue()), projects, lifecycle.ClaimConfig{
+	claims := claim.NewService(rdb, queue.New(rdb, keys.Queue()), projects, claim.Config{
 		Instance: "test", Labels: lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}})
 	rc := receiver.New(rdb, claims, []receiver.Route{{Platform: github.Platform, Decoder: github.Webhooks{}, Projects: prs, FoldLocator: true}},
 		receiver.Config{MaxBody: maxBody})

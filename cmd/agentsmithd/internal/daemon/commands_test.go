@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
@@ -44,7 +45,7 @@ func TestCommentCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitState(m, 30*time.Second, lifecycle.Failed)
-		if got := e.commentsWith(m, lifecycle.CommandCause(e.pc.Actor(trackersim.HumanLogin))); got != 1 {
+		if got := e.commentsWith(m, claim.CommandCause(e.pc.Actor(trackersim.HumanLogin))); got != 1 {
 			t.Errorf("%d cancellation comments naming who asked, want 1", got)
 		}
 
@@ -53,7 +54,7 @@ func TestCommentCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually.Wait(t, 20*time.Second, "the refusal reply", func() bool {
-			return e.commentsWith(n, "was asked by "+lifecycle.SafeName(who)+", who may not start runs") == 1
+			return e.commentsWith(n, "was asked by "+claim.SafeName(who)+", who may not start runs") == 1
 		})
 		if s := e.state(n); s != lifecycle.Failed || len(e.starts(n)) != 1 {
 			t.Fatalf("after an outsider's retry: state %s, %d runs; want failed, 1", s, len(e.starts(n)))
@@ -71,7 +72,7 @@ func TestCommentCommands(t *testing.T) {
 		if got := len(e.starts(n)); got != 2 {
 			t.Errorf("%d runs, want 2 (the failure and the retry)", got)
 		}
-		if got := e.commentsWith(n, "retrying, as "+lifecycle.SafeName(e.pc.Actor(trackersim.HumanLogin))+" asked"); got != 1 {
+		if got := e.commentsWith(n, "retrying, as "+claim.SafeName(e.pc.Actor(trackersim.HumanLogin))+" asked"); got != 1 {
 			t.Errorf("%d retry replies, want 1", got)
 		}
 		if got := len(e.starts(m)); got != 1 {

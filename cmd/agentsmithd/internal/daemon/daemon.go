@@ -27,6 +27,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
@@ -52,7 +53,7 @@ type Daemon struct {
 	observer       lifecycle.Observers
 	metrics        *metrics.Metrics
 	audit          *audit.Writer // nil when audit.enabled is false
-	claims         *lifecycle.ClaimService
+	claims         *claim.Service
 	queue          *queue.Queue
 	presence       *presence.Presence
 	routes         []receiver.Route
@@ -198,7 +199,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	}
 	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID), Value: cfg.InstanceID,
 		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
-	d.claims = lifecycle.NewClaimService(rdb, d.queue, d.projects, lifecycle.ClaimConfig{
+	d.claims = claim.NewService(rdb, d.queue, d.projects, claim.Config{
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
 		Observer: d.observer,
 	})
@@ -232,7 +233,7 @@ func poolSize(cfg *config.Config) int {
 func (d *Daemon) labels() lifecycle.Labels { return lifecycle.Labels{Prefix: d.cfg.LabelPrefix} }
 
 // Claims exposes the claim service (the demo and tests drive it directly).
-func (d *Daemon) Claims() *lifecycle.ClaimService { return d.claims }
+func (d *Daemon) Claims() *claim.Service { return d.claims }
 
 // Addr is the webhook listener's bound address, once listening.
 func (d *Daemon) Addr() string {

@@ -11,6 +11,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -62,7 +63,7 @@ func TestTriggerByOutsiderIsRefused(t *testing.T) {
 		who := e.pc.Actor(outsider)
 		n := e.sim.As(outsider).CreateIssue(e.repo, "run my code", "", "agent-smith")
 		eventually.Wait(t, 20*time.Second, "the refusal comment", func() bool { return e.gateComments(n, who) == 1 })
-		reason := lifecycle.NotAllowedReason(who)
+		reason := claim.NotAllowedReason(who)
 		e.waitAudit(n, 1, "the sweeper's refusal", func(ev lifecycle.Event) bool {
 			return ev.Source == lifecycle.SourceSweep && ev.Outcome == string(lifecycle.NotEligible) && ev.Reason == reason
 		})
@@ -141,7 +142,7 @@ func TestTriggerGateByPolling(t *testing.T) {
 		who := e.pc.Actor(outsider)
 		n := e.sim.As(outsider).CreateIssue(e.repo, "run my code", "", "agent-smith")
 		e.waitAudit(n, 2, "two poll refusals", func(ev lifecycle.Event) bool {
-			return ev.Source == lifecycle.SourcePoll && ev.Reason == lifecycle.NotAllowedReason(who)
+			return ev.Source == lifecycle.SourcePoll && ev.Reason == claim.NotAllowedReason(who)
 		})
 		if got := e.gateComments(n, who); got != 1 || len(e.starts(n)) != 0 {
 			t.Fatalf("%d refusal comments (want 1), %d runs (want 0)", got, len(e.starts(n)))

@@ -1,4 +1,4 @@
-package lifecycle
+package claim
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -25,7 +26,7 @@ func IsBlockedReason(reason string) bool { return strings.HasPrefix(reason, bloc
 // in keys.Blocked(project) (field ticket id → its open blockers) so that it is
 // claimed again when a blocker closes; a ready one is forgotten there.
 // It returns the NotEligible reason, "" when the ticket may be claimed.
-func (c *ClaimService) checkBlockers(ctx context.Context, p *Project, ref platforms.Ref) (string, error) {
+func (c *Service) checkBlockers(ctx context.Context, p *lifecycle.Project, ref platforms.Ref) (string, error) {
 	if !p.RequireNoOpenBlockers {
 		return "", nil
 	}
@@ -49,7 +50,7 @@ func (c *ClaimService) checkBlockers(ctx context.Context, p *Project, ref platfo
 
 // forgetBlocked drops ref from its project's blocked tickets (it became
 // ready, or it no longer waits for a claim at all).
-func (c *ClaimService) forgetBlocked(ctx context.Context, ref platforms.Ref) {
+func (c *Service) forgetBlocked(ctx context.Context, ref platforms.Ref) {
 	if err := c.rdb.HDel(ctx, keys.Blocked(ref.Project), ref.ID).Err(); err != nil {
 		c.log.Warn("forget blocked ticket (it is retried once more)", zap.String("ticketId", ref.ID), zap.Error(err))
 	}
@@ -60,7 +61,7 @@ func (c *ClaimService) forgetBlocked(ctx context.Context, ref platforms.Ref) {
 // other projects or repositories send no webhook here); otherwise only those
 // the ticket with id closed was blocking (a close event). It returns how
 // many were claimed.
-func (c *ClaimService) RetryBlocked(ctx context.Context, project, closed, source string) (int, error) {
+func (c *Service) RetryBlocked(ctx context.Context, project, closed, source string) (int, error) {
 	p, ok := c.projects.Watched()[project]
 	if !ok || !p.RequireNoOpenBlockers {
 		return 0, nil
@@ -81,7 +82,7 @@ func (c *ClaimService) RetryBlocked(ctx context.Context, project, closed, source
 			errs = append(errs, err)
 			continue
 		}
-		if res.Outcome == Claimed {
+		if res.Outcome == lifecycle.Claimed {
 			claimed++
 		}
 	}

@@ -1,4 +1,4 @@
-package lifecycle
+package claim
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -18,10 +19,10 @@ const SourceCommand = "command"
 // RetryResult reports a Retry. Request is set when the ticket was moved
 // back to Enqueued; otherwise Reason says why nothing changed.
 type RetryResult struct {
-	Ticket  string           `json:"ticket"`
-	State   string           `json:"state,omitempty"`
-	Reason  string           `json:"reason,omitempty"`
-	Request *PipelineRequest `json:"request,omitempty"`
+	Ticket  string                     `json:"ticket"`
+	State   string                     `json:"state,omitempty"`
+	Reason  string                     `json:"reason,omitempty"`
+	Request *lifecycle.PipelineRequest `json:"request,omitempty"`
 	// Refused is set when the tracker refused the retry's label write for
 	// good: lifecycle.Refusals recorded it and told the ticket (once per
 	// status), and Reason names the status.
@@ -52,7 +53,7 @@ func (r RetryResult) Retried() bool { return r.Request != nil }
 // through Refusals like any other (recorded with RefusalOpRetry, reported,
 // the ticket told once per status) and Retry reports it in Reason with
 // Refused set, not as an error: sending it again gets it again.
-func (c *ClaimService) Retry(ctx context.Context, ref platforms.Ref, source, actor string) (RetryResult, error) {
+func (c *Service) Retry(ctx context.Context, ref platforms.Ref, source, actor string) (RetryResult, error) {
 	res := RetryResult{Ticket: ref.String()}
 	p, ok := c.projects.Watched().Lookup(ref)
 	if !ok {
@@ -72,7 +73,7 @@ func (c *ClaimService) Retry(ctx context.Context, ref platforms.Ref, source, act
 	return res, nil
 }
 
-func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platforms.Ref, source, actor string) (RetryResult, error) {
+func (c *Service) retryLocked(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source, actor string) (RetryResult, error) {
 	res := RetryResult{Ticket: ref.String()}
 	t, err := p.Tracker.Get(ctx, ref)
 	if errors.Is(err, platforms.ErrNotFound) {
@@ -88,10 +89,10 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 	case !t.Open:
 		res.Reason = "closed"
 		return res, nil
-	case state == Done:
-		res.Reason = "already done; remove " + strconv.Quote(c.cfg.Labels.Label(Done)) + " and add the trigger label again to run it again"
+	case state == lifecycle.Done:
+		res.Reason = "already done; remove " + strconv.Quote(c.cfg.Labels.Label(lifecycle.Done)) + " and add the trigger label again to run it again"
 		return res, nil
-	case state != Failed:
+	case state != lifecycle.Failed:
 		res.Reason = "state is " + state.String() + ": only a failed ticket is retried"
 		return res, nil
 	case !t.HasLabel(p.TriggerLabel):
@@ -99,7 +100,7 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 		return res, nil
 	}
 	// Refused before the attempt count is reset; Relabel asks again.
-	if err := Check(Failed, Enqueued, OwnerClaimService); err != nil {
+	if err := lifecycle.Check(lifecycle.Failed, lifecycle.Enqueued, lifecycle.OwnerClaimService); err != nil {
 		return res, err
 	}
 	// The failed run releases its heartbeat right after its last label
@@ -116,8 +117,8 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 		return res, fmt.Errorf("retry %s: reset attempts: %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	c.refusals.EndBackoff(ctx, ref)
-	if _, err := Relabel(ctx, p.Tracker, c.cfg.Labels, t, Failed, Enqueued, OwnerClaimService); err != nil {
-		if _, refused := c.refusals.Refused(ctx, p, t, RefusalOpRetry, OwnerClaimService, source, err); refused {
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Failed, lifecycle.Enqueued, lifecycle.OwnerClaimService); err != nil {
+		if _, refused := c.refusals.Refused(ctx, p, t, lifecycle.RefusalOpRetry, lifecycle.OwnerClaimService, source, err); refused {
 			res.Refused = true
 			res.Reason = fmt.Sprintf("the tracker refused the label write for good (HTTP %d); a comment on the ticket says why and "+
 				"how to fix it; retry again once it is fixed", platforms.RejectedStatus(err))
@@ -130,18 +131,18 @@ func (c *ClaimService) retryLocked(ctx context.Context, p *Project, ref platform
 		return res, fmt.Errorf("retry %s: transition failed → enqueued: %w", ref, err)
 	}
 	now := c.cfg.Clock().UTC()
-	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: 1, EnqueuedAt: now, ClaimedAt: now,
+	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: 1, EnqueuedAt: now, ClaimedAt: now,
 		Priority: p.Priority.Of(t.Labels)}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		return res, fmt.Errorf("retry %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	c.refusals.Forget(ctx, ref)
-	res.State, res.Request = Enqueued.String(), &req
+	res.State, res.Request = lifecycle.Enqueued.String(), &req
 	reason := "retry requested"
 	if actor != "" {
 		reason += " by " + actor
 	}
-	c.Emit(Event{Kind: EventTransition, Ref: ref, From: Failed, To: Enqueued, Outcome: "retried", Attempt: 1,
-		Owner: OwnerClaimService, Source: source, RequestID: req.ID, Reason: reason, Retrigger: true})
+	c.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Failed, To: lifecycle.Enqueued, Outcome: "retried", Attempt: 1,
+		Owner: lifecycle.OwnerClaimService, Source: source, RequestID: req.ID, Reason: reason, Retrigger: true})
 	return res, nil
 }

@@ -1,4 +1,4 @@
-package lifecycle_test
+package claim_test
 
 import (
 	"sync/atomic"
@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -28,7 +29,7 @@ func TestClaimWritesNothingPastItsLocksTrustWindow(t *testing.T) {
 		}
 		return base
 	}
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
+	claims := claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "test", Labels: w.Labels,
 		LockTTL: 5 * time.Second, Clock: clock, Logger: zaptest.NewLogger(t)})
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "triggered", "", "agent-smith")
 	writes := len(w.Sim.Writes())

@@ -1,4 +1,4 @@
-package lifecycle_test
+package claim_test
 
 import (
 	"context"
@@ -19,6 +19,17 @@ func newWorld(t *testing.T) *world {
 }
 
 func ref(n int) platforms.Ref { return lifecycletest.Ref(n) }
+
+// comments returns the bodies of ticket n's comments, oldest first.
+func comments(t *testing.T, w *lifecycletest.World, n int) []string {
+	t.Helper()
+	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+	var out []string
+	for _, c := range is.Comments {
+		out = append(out, c.Body)
+	}
+	return out
+}
 
 func TestFiftyConcurrentClaimsEnqueueOnce(t *testing.T) {
 	w := newWorld(t)

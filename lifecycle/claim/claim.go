@@ -1,16 +1,16 @@
-package lifecycle
+package claim
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -25,87 +25,52 @@ import (
 // answer; a receiver answers 503 so the platform redelivers later.
 var ErrRedisUnavailable = errors.New("redis unavailable")
 
-// Outcome is how a claim ended. Only Claimed enqueues a request.
-type Outcome string
-
-const (
-	Claimed            Outcome = "claimed"
-	AlreadyClaimed     Outcome = "already_claimed"
-	NotEligible        Outcome = "not_eligible"
-	PreconditionFailed Outcome = "precondition_failed"
-)
-
-// ClaimResult reports a claim. Holder names who holds the claim lock when
+// Result reports a claim. Holder names who holds the claim lock when
 // the outcome is AlreadyClaimed; Reason says why a ticket is NotEligible.
-type ClaimResult struct {
-	Outcome Outcome          `json:"outcome"`
-	Ticket  string           `json:"ticket"`
-	State   string           `json:"state,omitempty"`
-	Reason  string           `json:"reason,omitempty"`
-	Holder  *Holder          `json:"holder,omitempty"`
-	Request *PipelineRequest `json:"request,omitempty"`
-}
-
-// Holder describes the owner of a claim lock or a run, decoded from the
-// lock's token so contention can name who is in the way.
-type Holder struct {
-	Instance string    `json:"instance"`
-	Source   string    `json:"source"`
-	Since    time.Time `json:"since"`
-}
-
-// OwnerToken builds a lock value that identifies its holder. The random part
-// makes it unique, so a CAS release can never free someone else's lock.
-func OwnerToken(instance, source string, now time.Time) string {
-	return instance + "|" + source + "|" + strconv.FormatInt(now.UnixMilli(), 10) + "|" + redislock.NewToken()
-}
-
-// ParseOwnerToken is OwnerToken's inverse; unknown formats give an empty
-// Holder rather than an error, since the token is only informative here.
-func ParseOwnerToken(token string) *Holder {
-	parts := strings.Split(token, "|")
-	if len(parts) != 4 {
-		return &Holder{Instance: token}
-	}
-	ms, _ := strconv.ParseInt(parts[2], 10, 64)
-	return &Holder{Instance: parts[0], Source: parts[1], Since: time.UnixMilli(ms).UTC()}
+type Result struct {
+	Outcome lifecycle.Outcome          `json:"outcome"`
+	Ticket  string                     `json:"ticket"`
+	State   string                     `json:"state,omitempty"`
+	Reason  string                     `json:"reason,omitempty"`
+	Holder  *lifecycle.Holder          `json:"holder,omitempty"`
+	Request *lifecycle.PipelineRequest `json:"request,omitempty"`
 }
 
 // errClaimLockLapsed fences off a claim's write once its claim lock is no
 // longer trusted: it may have expired and been taken since.
 var errClaimLockLapsed = errors.New("claim lock no longer trusted (held too long): claim abandoned, the next delivery or sweep makes it")
 
-// ClaimConfig configures a ClaimService.
-type ClaimConfig struct {
+// Config configures a Service.
+type Config struct {
 	Instance string
 	LockTTL  time.Duration // default keys.ClaimLockTTL
-	Labels   Labels
+	Labels   lifecycle.Labels
 	Clock    func() time.Time
 	Logger   *zap.Logger
 	// Observer receives every claim outcome and transition (metrics, audit).
-	Observer Observer
+	Observer lifecycle.Observer
 }
 
-// ClaimService moves Pending tickets to Enqueued and pushes exactly one
+// Service moves Pending tickets to Enqueued and pushes exactly one
 // PipelineRequest per claim. It is the only writer of Pending → Enqueued.
-type ClaimService struct {
-	cfg      ClaimConfig
+type Service struct {
+	cfg      Config
 	rdb      redis.UniversalClient
 	queue    *queue.Queue
-	projects ProjectSource
-	refusals *Refusals
+	projects lifecycle.ProjectSource
+	refusals *lifecycle.Refusals
 	log      *zap.Logger
 }
 
-// NewClaimService wires a claim service. It claims tickets of the watched
+// NewService wires a claim service. It claims tickets of the watched
 // projects only (ProjectSource.Watched): a project discovery retired
 // starts no new run.
-func NewClaimService(rdb redis.UniversalClient, q *queue.Queue, projects ProjectSource, cfg ClaimConfig) *ClaimService {
+func NewService(rdb redis.UniversalClient, q *queue.Queue, projects lifecycle.ProjectSource, cfg Config) *Service {
 	if cfg.LockTTL <= 0 {
 		cfg.LockTTL = keys.ClaimLockTTL
 	}
 	if cfg.Labels.Prefix == "" {
-		cfg.Labels.Prefix = DefaultLabelPrefix
+		cfg.Labels.Prefix = lifecycle.DefaultLabelPrefix
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = wallclock.Now
@@ -113,22 +78,22 @@ func NewClaimService(rdb redis.UniversalClient, q *queue.Queue, projects Project
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	refusals := NewRefusals(rdb, RefusalsConfig{Instance: cfg.Instance, Labels: cfg.Labels, Clock: cfg.Clock, Logger: cfg.Logger, Observer: cfg.Observer})
-	return &ClaimService{cfg: cfg, rdb: rdb, queue: q, projects: projects, refusals: refusals, log: cfg.Logger}
+	refusals := lifecycle.NewRefusals(rdb, lifecycle.RefusalsConfig{Instance: cfg.Instance, Labels: cfg.Labels, Clock: cfg.Clock, Logger: cfg.Logger, Observer: cfg.Observer})
+	return &Service{cfg: cfg, rdb: rdb, queue: q, projects: projects, refusals: refusals, log: cfg.Logger}
 }
 
 // Refusals is the refusal rule the claims follow, for the other writers of
 // the same tickets (housekeeping's repairs).
-func (c *ClaimService) Refusals() *Refusals { return c.refusals }
+func (c *Service) Refusals() *lifecycle.Refusals { return c.refusals }
 
 // ClaimSnapshot is ClaimBy for a ticket the caller has a snapshot of (a
 // webhook payload, a listing): a ticket whose write the tracker refused
 // for good is not claimed again, nor read, while it is unchanged and its
 // backoff lasts (BackingOff, no tracker call). changedAt is when the
 // tracker says the ticket changed, zero when unknown.
-func (c *ClaimService) ClaimSnapshot(ctx context.Context, t *platforms.Ticket, source string, attempt int, actor string, changedAt time.Time) (ClaimResult, error) {
+func (c *Service) ClaimSnapshot(ctx context.Context, t *platforms.Ticket, source string, attempt int, actor string, changedAt time.Time) (Result, error) {
 	if until, ok := c.refusals.BackingOff(ctx, t, changedAt); ok {
-		res := ClaimResult{Ticket: t.Ref.String(), Outcome: BackingOff,
+		res := Result{Ticket: t.Ref.String(), Outcome: lifecycle.BackingOff,
 			Reason: "the tracker refused this ticket's write for good; not tried again before " + until.UTC().Format(time.RFC3339) + " unless the ticket changes"}
 		c.logOutcome(t.Ref, source, attempt, res)
 		return res, nil
@@ -139,15 +104,15 @@ func (c *ClaimService) ClaimSnapshot(ctx context.Context, t *platforms.Ticket, s
 // PreCheck reports why a ticket snapshot cannot be claimed ("" if it can).
 // Receivers run it on the webhook payload to skip tickets without spending
 // a tracker API call; the claim runs it again on a fresh read.
-func (c *ClaimService) PreCheck(p *Project, t *platforms.Ticket) string {
+func (c *Service) PreCheck(p *lifecycle.Project, t *platforms.Ticket) string {
 	switch {
 	case !t.Open:
 		return "closed"
 	case !t.HasLabel(p.TriggerLabel):
 		return "no trigger label " + strconv.Quote(p.TriggerLabel)
 	}
-	if s := c.cfg.Labels.StateOf(t.Labels); s != Pending {
-		return stateReasonPrefix + s.String()
+	if s := c.cfg.Labels.StateOf(t.Labels); s != lifecycle.Pending {
+		return lifecycle.StateReasonPrefix + s.String()
 	}
 	return ""
 }
@@ -156,15 +121,15 @@ func (c *ClaimService) PreCheck(p *Project, t *platforms.Ticket) string {
 // its version → pre-checks → conditional Pending → Enqueued → push → CAS
 // release. A platform conflict is PreconditionFailed, never an error and
 // never a second enqueue.
-func (c *ClaimService) Claim(ctx context.Context, ref platforms.Ref, source string, attempt int) (ClaimResult, error) {
+func (c *Service) Claim(ctx context.Context, ref platforms.Ref, source string, attempt int) (Result, error) {
 	return c.ClaimBy(ctx, ref, source, attempt, "")
 }
 
 // ClaimBy is Claim for a trigger whose actor is known (a webhook that added
 // the trigger label names who did): the run starts only if the project's
 // TriggerAllow admits actor. An empty actor is Claim.
-func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source string, attempt int, actor string) (ClaimResult, error) {
-	res := ClaimResult{Ticket: ref.String()}
+func (c *Service) ClaimBy(ctx context.Context, ref platforms.Ref, source string, attempt int, actor string) (Result, error) {
+	res := Result{Ticket: ref.String()}
 	p, ok := c.projects.Watched().Lookup(ref)
 	if !ok {
 		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
@@ -173,7 +138,7 @@ func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source st
 	// (or names the holder); the push goes with the lock's release in a
 	// second one (claimLocked), so a claim costs Redis 2 round trips.
 	now := c.cfg.Clock()
-	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: OwnerToken(c.cfg.Instance, source, now), asked: now}
+	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: lifecycle.OwnerToken(c.cfg.Instance, source, now), asked: now}
 	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref)
 	if err != nil {
 		return res, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
@@ -184,14 +149,14 @@ func (c *ClaimService) ClaimBy(ctx context.Context, ref platforms.Ref, source st
 		return c.claimLocked(ctx, ref, source, attempt, nil, actor, lock)
 	}
 	{
-		if actor != "" && p.TriggerAllow.gated() {
+		if actor != "" && p.TriggerAllow.Gated() {
 			// The holder (a sweep, say) may not know who triggered: the
 			// next claim that does not know either gates on this person.
 			c.rememberTriggerActor(ctx, ref, actor)
 		}
-		res.Outcome = AlreadyClaimed
+		res.Outcome = lifecycle.AlreadyClaimed
 		if l.Holder != "" {
-			res.Holder = ParseOwnerToken(l.Holder)
+			res.Holder = lifecycle.ParseOwnerToken(l.Holder)
 		}
 		c.logOutcome(ref, source, attempt, res)
 	}
@@ -209,7 +174,7 @@ type heldLock struct {
 
 // releaseUnlessSent releases lock unless claimLocked already sent the
 // release with its push.
-func (c *ClaimService) releaseUnlessSent(ctx context.Context, ref platforms.Ref, lock *heldLock) {
+func (c *Service) releaseUnlessSent(ctx context.Context, ref platforms.Ref, lock *heldLock) {
 	if lock.sent {
 		return
 	}
@@ -224,9 +189,9 @@ func (c *ClaimService) releaseUnlessSent(ctx context.Context, ref platforms.Ref,
 // WithLock runs fn while holding the ticket's claim lock, so repairs
 // (revert, re-push) never race a claim of the same ticket. It reports
 // false, without calling fn, when someone else holds the lock.
-func (c *ClaimService) WithLock(ctx context.Context, ref platforms.Ref, source string, fn func(ctx context.Context) error) (bool, error) {
+func (c *Service) WithLock(ctx context.Context, ref platforms.Ref, source string, fn func(ctx context.Context) error) (bool, error) {
 	lockKey := keys.ClaimLock(ref.Platform, ref.ID)
-	token := OwnerToken(c.cfg.Instance, source, c.cfg.Clock())
+	token := lifecycle.OwnerToken(c.cfg.Instance, source, c.cfg.Clock())
 	got, err := redislock.Acquire(ctx, c.rdb, lockKey, token, c.cfg.LockTTL)
 	if err != nil {
 		return false, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
@@ -246,31 +211,33 @@ func (c *ClaimService) WithLock(ctx context.Context, ref platforms.Ref, source s
 }
 
 // Labels returns the lifecycle label mapping in use.
-func (c *ClaimService) Labels() Labels { return c.cfg.Labels }
+func (c *Service) Labels() lifecycle.Labels { return c.cfg.Labels }
 
 // Projects returns the watched projects: a snapshot, so a caller that
 // reads several of them in one pass sees one consistent set while
 // discovery replaces it.
-func (c *ClaimService) Projects() Projects { return c.projects.Watched() }
+func (c *Service) Projects() lifecycle.Projects { return c.projects.Watched() }
 
 // Config returns the service's configuration with its defaults filled
 // in: what else reports as the claim service does (the outcome finisher)
 // takes its instance, labels, clock and observer from it.
-func (c *ClaimService) Config() ClaimConfig { return c.cfg }
+func (c *Service) Config() Config { return c.cfg }
 
 // ProjectSource returns the source LookupAny reads, retired projects
 // included: for a role that finishes runs already started.
-func (c *ClaimService) ProjectSource() ProjectSource { return c.projects }
+func (c *Service) ProjectSource() lifecycle.ProjectSource { return c.projects }
 
 // LookupAny resolves a ref's project whether it is watched or was retired
 // by discovery after its ticket was claimed: for what finishes a run
 // already started (a requeue, a cancel), never for starting one.
-func (c *ClaimService) LookupAny(ref platforms.Ref) (*Project, bool) { return c.projects.Lookup(ref) }
+func (c *Service) LookupAny(ref platforms.Ref) (*lifecycle.Project, bool) {
+	return c.projects.Lookup(ref)
+}
 
 // ClaimLocked does the claim's work for a caller that holds the claim lock
 // (Claim, or a repair inside WithLock). t, when given, is a snapshot read
 // under that lock.
-func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket) (ClaimResult, error) {
+func (c *Service) ClaimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket) (Result, error) {
 	return c.claimLocked(ctx, ref, source, attempt, t, "", nil)
 }
 
@@ -278,8 +245,8 @@ func (c *ClaimService) ClaimLocked(ctx context.Context, ref platforms.Ref, sourc
 // lock, when given, is the claim lock ClaimBy took with the ticket's
 // history: the history is not read again, and the cancel request's
 // clearing, the push and the lock's release go in one pipeline.
-func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket, actor string, lock *heldLock) (ClaimResult, error) {
-	res := ClaimResult{Ticket: ref.String()}
+func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source string, attempt int, t *platforms.Ticket, actor string, lock *heldLock) (Result, error) {
+	res := Result{Ticket: ref.String()}
 	p, ok := c.projects.Watched().Lookup(ref)
 	if !ok {
 		return res, fmt.Errorf("claim %s: unknown project %q", ref, ref.Project)
@@ -301,7 +268,7 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 	if t == nil {
 		if t, err = p.Tracker.Get(ctx, ref); err != nil {
 			if errors.Is(err, platforms.ErrNotFound) {
-				res.Outcome, res.Reason = NotEligible, "not found"
+				res.Outcome, res.Reason = lifecycle.NotEligible, "not found"
 				c.logOutcome(ref, source, attempt, res)
 				return res, nil
 			}
@@ -313,7 +280,7 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 		if p.RequireNoOpenBlockers {
 			c.forgetBlocked(ctx, ref) // it no longer waits for a claim
 		}
-		res.Outcome, res.Reason = NotEligible, reason
+		res.Outcome, res.Reason = lifecycle.NotEligible, reason
 		c.logOutcome(ref, source, attempt, res)
 		return res, nil
 	}
@@ -329,7 +296,7 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 			return res, err
 		}
 		if reason != "" {
-			res.Outcome, res.Reason = NotEligible, reason
+			res.Outcome, res.Reason = lifecycle.NotEligible, reason
 			c.logOutcome(ref, source, attempt, res)
 			return res, nil
 		}
@@ -343,43 +310,43 @@ func (c *ClaimService) claimLocked(ctx context.Context, ref platforms.Ref, sourc
 		// Read under the same lock, with it: nothing that changes the
 		// history of a Pending ticket runs without the claim lock.
 		last, finished = lock.history.Last, lock.history.Finished
-	} else if last, finished, err = runstate.History(ctx, c.rdb, ref, source != SourceReclaim); err != nil {
+	} else if last, finished, err = runstate.History(ctx, c.rdb, ref, source != lifecycle.SourceReclaim); err != nil {
 		return res, fmt.Errorf("claim %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
-	ran := AttemptsRan(last, attempt)
+	ran := lifecycle.AttemptsRan(last, attempt)
 	if p.Pipeline.Attempts().UsedUp(ran) {
 		return c.failExhausted(ctx, p, t, ran, source)
 	}
-	attempt = NextAttempt(ran)
-	if _, err := Relabel(ctx, p.Tracker, c.cfg.Labels, t, Pending, Enqueued, OwnerClaimService); err != nil {
+	attempt = lifecycle.NextAttempt(ran)
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Pending, lifecycle.Enqueued, lifecycle.OwnerClaimService); err != nil {
 		if errors.Is(err, platforms.ErrPreconditionFailed) {
-			res.Outcome = PreconditionFailed
+			res.Outcome = lifecycle.PreconditionFailed
 			c.logOutcome(ref, source, attempt, res)
 			return res, nil
 		}
-		if _, refused := c.refusals.Refused(ctx, p, t, RefusalOpClaim, OwnerClaimService, source, err); refused {
+		if _, refused := c.refusals.Refused(ctx, p, t, lifecycle.RefusalOpClaim, lifecycle.OwnerClaimService, source, err); refused {
 			// Asking again gets the same answer: the webhook is answered
 			// 2xx, and nobody claims the ticket again until it changes.
-			res.Outcome, res.Reason = Refused, oneLine(err.Error(), 300)
+			res.Outcome, res.Reason = lifecycle.Refused, lifecycle.OneLine(err.Error(), 300)
 			c.logOutcome(ref, source, attempt, res)
 			return res, nil
 		}
 		return res, fmt.Errorf("claim %s: transition pending → enqueued: %w", ref, err)
 	}
 	now := c.cfg.Clock().UTC()
-	req := PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now,
+	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now,
 		Priority: p.Priority.Of(t.Labels)}
 	if err := c.push(ctx, p, ref, source, req, lock); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.
 		return res, fmt.Errorf("claim %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
 	}
-	res.Outcome, res.State, res.Request = Claimed, Enqueued.String(), &req
-	if p.TriggerAllow.gated() {
+	res.Outcome, res.State, res.Request = lifecycle.Claimed, lifecycle.Enqueued.String(), &req
+	if p.TriggerAllow.Gated() {
 		c.forgetTriggerActor(ctx, ref)
 	}
-	c.Emit(Event{Kind: EventTransition, Ref: ref, From: Pending, To: Enqueued, Outcome: string(Claimed),
-		Attempt: req.Attempt, Owner: OwnerClaimService, Source: source, RequestID: req.ID,
+	c.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Pending, To: lifecycle.Enqueued, Outcome: string(lifecycle.Claimed),
+		Attempt: req.Attempt, Owner: lifecycle.OwnerClaimService, Source: source, RequestID: req.ID,
 		// A fresh attempt chain for a ticket that finished before: a human
 		// triggered it again (the flow metrics' re-trigger rate).
 		Retrigger: finished && last == 0})
@@ -395,7 +362,7 @@ const OutOfScopeReason = "outside the project's scope"
 // tickets (platforms.Scoped): a webhook routed by its secret, or a search
 // hit read from a lagging index, does not say so. Any other project's
 // tickets are its own by their locator.
-func (c *ClaimService) inScope(ctx context.Context, p *Project, ref platforms.Ref) (string, error) {
+func (c *Service) inScope(ctx context.Context, p *lifecycle.Project, ref platforms.Ref) (string, error) {
 	sc, ok := p.Tracker.(platforms.Scoped)
 	if !ok {
 		return "", nil
@@ -415,19 +382,19 @@ func (c *ClaimService) inScope(ctx context.Context, p *Project, ref platforms.Re
 // it), the request pushed and the lock released in one round trip: after
 // the push the claim has nothing left to guard. A gated project keeps the
 // lock until it forgot the trigger's actor, so its release stays apart.
-func (c *ClaimService) push(ctx context.Context, p *Project, ref platforms.Ref, source string, req PipelineRequest, lock *heldLock) error {
+func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source string, req lifecycle.PipelineRequest, lock *heldLock) error {
 	var pushed *redis.IntCmd
 	_, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		if lock != nil && source != SourceReclaim {
+		if lock != nil && source != lifecycle.SourceReclaim {
 			_ = runstate.ClearCancel(ctx, pipe, ref, "")
 		}
 		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
 		// The write went through: a refusal recorded before is over.
-		ForgetRefusalOn(ctx, pipe, ref)
+		lifecycle.ForgetRefusalOn(ctx, pipe, ref)
 		if lock == nil {
 			return nil
 		}
-		if !p.TriggerAllow.gated() {
+		if !p.TriggerAllow.Gated() {
 			redislock.ReleaseOn(ctx, pipe, lock.key, lock.token)
 			lock.sent = true
 		}
@@ -454,7 +421,7 @@ const reactTimeout = 5 * time.Second
 // react marks a claimed ticket with platforms.ReactionEyes where the
 // project asks for it. Best effort, after the request is queued: a failure
 // is logged and never fails the claim (the label already says Enqueued).
-func (c *ClaimService) react(ctx context.Context, p *Project, ref platforms.Ref) {
+func (c *Service) react(ctx context.Context, p *lifecycle.Project, ref platforms.Ref) {
 	r, ok := p.Tracker.(platforms.Reactor)
 	if !p.React || !ok {
 		return
@@ -469,33 +436,33 @@ func (c *ClaimService) react(ctx context.Context, p *Project, ref platforms.Ref)
 // Emit reports ev through the claim service's logger and observer, stamped
 // with this instance. Housekeeping reports its repairs here too, so one
 // observer sees every change a replica makes.
-func (c *ClaimService) Emit(ev Event) {
+func (c *Service) Emit(ev lifecycle.Event) {
 	if ev.At.IsZero() {
 		ev.At = c.cfg.Clock().UTC()
 	}
 	if ev.Instance == "" {
 		ev.Instance = c.cfg.Instance
 	}
-	Emit(c.log, c.cfg.Observer, ev)
+	lifecycle.Emit(c.log, c.cfg.Observer, ev)
 }
 
-func (c *ClaimService) logOutcome(ref platforms.Ref, source string, attempt int, res ClaimResult) {
-	from, _ := ParseState(res.State)
-	c.Emit(Event{Kind: EventClaim, Ref: ref, From: from, To: Enqueued, Outcome: string(res.Outcome), Attempt: attempt,
-		Owner: OwnerClaimService, Source: source, Reason: res.Reason, Holder: res.Holder})
+func (c *Service) logOutcome(ref platforms.Ref, source string, attempt int, res Result) {
+	from, _ := lifecycle.ParseState(res.State)
+	c.Emit(lifecycle.Event{Kind: lifecycle.EventClaim, Ref: ref, From: from, To: lifecycle.Enqueued, Outcome: string(res.Outcome), Attempt: attempt,
+		Owner: lifecycle.OwnerClaimService, Source: source, Reason: res.Reason, Holder: res.Holder})
 }
 
 // failExhausted fails a Pending ticket whose attempts are used up instead of
 // claiming it again (FailExhausted); the result says why nothing ran.
-func (c *ClaimService) failExhausted(ctx context.Context, p *Project, t *platforms.Ticket, used int, source string) (ClaimResult, error) {
-	res := ClaimResult{Ticket: t.Ref.String(), Outcome: NotEligible,
+func (c *Service) failExhausted(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, used int, source string) (Result, error) {
+	res := Result{Ticket: t.Ref.String(), Outcome: lifecycle.NotEligible,
 		Reason: fmt.Sprintf("attempts exhausted (%d of %d)", used, p.Pipeline.Attempts().Limit())}
-	failed, err := c.FailExhausted(ctx, p, t.Ref, GiveUp{Owner: OwnerClaimService, Source: source, Used: used})
+	failed, err := c.FailExhausted(ctx, p, t.Ref, GiveUp{Owner: lifecycle.OwnerClaimService, Source: source, Used: used})
 	if err != nil {
 		return res, err
 	}
 	if failed {
-		res.State = Failed.String()
+		res.State = lifecycle.Failed.String()
 	}
 	return res, nil
 }

@@ -1,4 +1,4 @@
-package lifecycle_test
+package claim_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -31,7 +32,7 @@ func TestTriggerLookupFailureRefusesAndRetries(t *testing.T) {
 	p.Tracker = unreachablePermissions{real}
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
 	_, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "human")
-	if !errors.Is(err, lifecycle.ErrPermissionUnknown) {
+	if !errors.Is(err, claim.ErrPermissionUnknown) {
 		t.Fatalf("claim error = %v, want ErrPermissionUnknown", err)
 	}
 	if s := w.State(t, n); s != lifecycle.Pending || len(w.Requests(t)) != 0 {
@@ -52,7 +53,7 @@ func TestTriggerPermissionCached(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		n := w.Sim.As("mallory").CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
 		res, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "mallory")
-		if err != nil || res.Outcome != lifecycle.NotEligible || res.Reason != lifecycle.NotAllowedReason("mallory") {
+		if err != nil || res.Outcome != lifecycle.NotEligible || res.Reason != claim.NotAllowedReason("mallory") {
 			t.Fatalf("claim %d = %+v, %v", i, res, err)
 		}
 	}
@@ -125,7 +126,7 @@ func TestTriggerTeamMember(t *testing.T) {
 	real := p.Tracker
 	p.Tracker = unreachableTeams{real}
 	n = w.Sim.As("carol").CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
-	if _, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "carol"); !errors.Is(err, lifecycle.ErrPermissionUnknown) {
+	if _, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1, "carol"); !errors.Is(err, claim.ErrPermissionUnknown) {
 		t.Fatalf("claim with a failed team lookup: %v, want ErrPermissionUnknown", err)
 	}
 	if s := w.State(t, n); s != lifecycle.Pending {

@@ -1,9 +1,10 @@
-package lifecycle_test
+package claim_test
 
 import (
 	"testing"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
@@ -32,7 +33,7 @@ func TestBlockedClaimIsRecordedAndRetriedByItsBlockersClose(t *testing.T) {
 	if n := w.Sim.Stats().Calls["GET /repos/{owner}/{repo}/issues/{number}/dependencies/blocked_by"] - before; n != 1 {
 		t.Errorf("the readiness check made %d blocker calls, want 1", n)
 	}
-	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(b2), lifecycle.SourceWebhook, 1); err != nil || !lifecycle.IsBlockedReason(res.Reason) {
+	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(b2), lifecycle.SourceWebhook, 1); err != nil || !claim.IsBlockedReason(res.Reason) {
 		t.Fatalf("claim = %+v, %v; want blocked", res, err)
 	}
 	if err := w.Sim.SetOpen(lifecycletest.Repo, c, false); err != nil {

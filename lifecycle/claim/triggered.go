@@ -1,4 +1,4 @@
-package lifecycle
+package claim
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -20,7 +21,7 @@ import (
 // fence, when set, runs right before each claim; its error ends the pass.
 // One ticket's failed claim does not stop the others: the claims that
 // enqueued a request are returned with the other claims' errors joined.
-func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source string, fence func(context.Context) error) ([]ClaimResult, error) {
+func (c *Service) ClaimTriggered(ctx context.Context, project, source string, fence func(context.Context) error) ([]Result, error) {
 	p, ok := c.projects.Watched()[project]
 	if !ok {
 		return nil, fmt.Errorf("claim triggered tickets: unknown project %q", project)
@@ -39,8 +40,8 @@ func (c *ClaimService) ClaimTriggered(ctx context.Context, project, source strin
 // a listing that lags (a search index) never decides a write. A ticket the
 // tracker refused for good is skipped while it is listed unchanged
 // (ClaimSnapshot).
-func (c *ClaimService) ClaimListed(ctx context.Context, p *Project, tickets []*platforms.Ticket, source string, fence func(context.Context) error) ([]ClaimResult, error) {
-	var claimed []ClaimResult
+func (c *Service) ClaimListed(ctx context.Context, p *lifecycle.Project, tickets []*platforms.Ticket, source string, fence func(context.Context) error) ([]Result, error) {
+	var claimed []Result
 	var errs []error
 	for _, t := range tickets {
 		if c.PreCheck(p, t) != "" {
@@ -56,7 +57,7 @@ func (c *ClaimService) ClaimListed(ctx context.Context, p *Project, tickets []*p
 			errs = append(errs, err)
 			continue
 		}
-		if res.Outcome == Claimed {
+		if res.Outcome == lifecycle.Claimed {
 			claimed = append(claimed, res)
 		}
 	}

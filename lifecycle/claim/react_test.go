@@ -1,4 +1,4 @@
-package lifecycle_test
+package claim_test
 
 import (
 	"context"

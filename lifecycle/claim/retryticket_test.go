@@ -1,4 +1,4 @@
-package lifecycle_test
+package claim_test
 
 import (
 	"slices"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -23,7 +24,7 @@ func TestRetryRunsAFailedTicketAgainWithAFreshAttemptCount(t *testing.T) {
 	dir := t.TempDir()
 	w.Projects[lifecycletest.Project].Pipeline.Command = countingPipeline("1 0")
 	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "fails once")
+	n := claimIssue(t, w, "fails once")
 	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
 
 	ref := lifecycletest.Ref(n)
@@ -39,9 +40,9 @@ func TestRetryRunsAFailedTicketAgainWithAFreshAttemptCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	claimRec := &lifecycletest.Recorder{}
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
+	claims := claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "test", Labels: w.Labels,
 		Logger: zaptest.NewLogger(t), Observer: claimRec})
-	res, err := claims.Retry(t.Context(), ref, lifecycle.SourceCommand, "alice")
+	res, err := claims.Retry(t.Context(), ref, claim.SourceCommand, "alice")
 	if err != nil || !res.Retried() || res.Request.Attempt != 1 || res.State != "enqueued" {
 		t.Fatalf("retry = %+v, %v; want a request for attempt 1", res, err)
 	}
@@ -51,7 +52,7 @@ func TestRetryRunsAFailedTicketAgainWithAFreshAttemptCount(t *testing.T) {
 	}
 	evs := claimRec.Kind(lifecycle.EventTransition)
 	if len(evs) != 1 || evs[0].From != lifecycle.Failed || evs[0].To != lifecycle.Enqueued || evs[0].Owner != lifecycle.OwnerClaimService ||
-		evs[0].Source != lifecycle.SourceCommand || !strings.Contains(evs[0].Reason, "alice") || !evs[0].Retrigger {
+		evs[0].Source != claim.SourceCommand || !strings.Contains(evs[0].Reason, "alice") || !evs[0].Retrigger {
 		t.Errorf("transitions %+v, want one failed → enqueued by the claim service naming alice", evs)
 	}
 	if err := lifecycle.Check(lifecycle.Failed, lifecycle.Enqueued, lifecycle.OwnerClaimService); err != nil {
@@ -114,10 +115,10 @@ func TestRetryLeavesOtherTicketsAlone(t *testing.T) {
 func TestConcurrentRetriesQueueOnce(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "twice", "", "agent-smith", w.Labels.Label(lifecycle.Failed))
-	results := make(chan lifecycle.RetryResult, 10)
+	results := make(chan claim.RetryResult, 10)
 	for range 10 {
 		go func() {
-			res, err := w.Claims.Retry(t.Context(), lifecycletest.Ref(n), lifecycle.SourceCommand, "bob")
+			res, err := w.Claims.Retry(t.Context(), lifecycletest.Ref(n), claim.SourceCommand, "bob")
 			if err != nil {
 				t.Error(err)
 			}

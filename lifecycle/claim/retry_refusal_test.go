@@ -1,4 +1,4 @@
-package lifecycle_test
+package claim_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -40,7 +41,7 @@ func TestRetryRefusedForGoodIsToldOnceAndStartsTheBackoffOver(t *testing.T) {
 	ctx := t.Context()
 	clock := trackerhttptest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	rec := &lifecycletest.Recorder{}
-	claims := lifecycle.NewClaimService(w.RDB, w.Queue, w.Projects, lifecycle.ClaimConfig{Instance: "test", Labels: w.Labels,
+	claims := claim.NewService(w.RDB, w.Queue, w.Projects, claim.Config{Instance: "test", Labels: w.Labels,
 		Clock: clock.Now, Logger: zaptest.NewLogger(t), Observer: rec})
 	w.Sim.CreateRepo(lifecycletest.Repo)
 	w.Sim.RefuseLabelWrites(lifecycletest.Repo, 1, true)
@@ -59,8 +60,8 @@ func TestRetryRefusedForGoodIsToldOnceAndStartsTheBackoffOver(t *testing.T) {
 	}
 	clock.Advance(time.Minute)
 
-	res, err := claims.RunCommand(ctx, ref, "alice", lifecycle.CommandRetry)
-	if err != nil || res.Outcome != lifecycle.CommandNoop || !strings.Contains(res.Reason, "HTTP 403") {
+	res, err := claims.RunCommand(ctx, ref, "alice", claim.CommandRetry)
+	if err != nil || res.Outcome != claim.CommandNoop || !strings.Contains(res.Reason, "HTTP 403") {
 		t.Errorf("retry command = %+v, %v; want a no-op naming the refusal, no error", res, err)
 	}
 	// Started over (tries 0): five minutes from the retry, not ten.

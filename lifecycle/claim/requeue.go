@@ -1,0 +1,75 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// RequeueLocked pushes a new PipelineRequest for an Enqueued ticket that
+// lost its request (Enqueued → Enqueued, the EnqueuedReconciler's
+// transition, which agentsmithctl requeue runs on demand). The caller holds
+// the ticket's claim lock (WithLock) and has checked that no request for the
+// ticket is queued (QueuedTickets). fence, when set, runs right before the
+// push. It returns the request pushed, or why none was.
+func (c *Service) RequeueLocked(ctx context.Context, ref platforms.Ref, source string, fence func(context.Context) error) (*lifecycle.PipelineRequest, string, error) {
+	p, ok := c.projects.Lookup(ref)
+	if !ok {
+		return nil, "", fmt.Errorf("requeue %s: unknown project %q", ref, ref.Project)
+	}
+	holder, _, err := runstate.Holder(ctx, c.rdb, ref)
+	if err != nil {
+		return nil, "", fmt.Errorf("requeue %s: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	if holder != "" {
+		return nil, "a run owns it (heartbeat held)", nil
+	}
+	waits, err := runstate.OutcomeWaits(ctx, c.rdb, ref)
+	if err != nil {
+		return nil, "", fmt.Errorf("requeue %s: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	if waits {
+		return nil, "its last run's outcome waits for the tracker", nil
+	}
+	t, err := p.Tracker.Get(ctx, ref)
+	if err != nil {
+		return nil, "", fmt.Errorf("requeue %s: read: %w", ref, err)
+	}
+	if s := c.cfg.Labels.StateOf(t.Labels); s != lifecycle.Enqueued || !t.Open {
+		if !t.Open {
+			return nil, "closed", nil
+		}
+		return nil, "state is " + s.String(), nil
+	}
+	// The caller's snapshot may predate a request pushed or delayed since
+	// (a retry's request joins the delayed set just after its Enqueued
+	// label): look again now that the claim lock is held.
+	queued, err := lifecycle.QueuedTickets(ctx, c.queue)
+	if err != nil {
+		return nil, "", fmt.Errorf("requeue %s: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	if queued[ref.Key()] {
+		return nil, "already queued", nil
+	}
+	attempt, err := runstate.LastAttempt(ctx, c.rdb, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	if fence != nil {
+		if err := fence(ctx); err != nil {
+			return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
+		}
+	}
+	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: lifecycle.RunAttempt(attempt), EnqueuedAt: c.cfg.Clock().UTC(),
+		Priority: p.Priority.Of(t.Labels)}
+	if err := c.queue.Push(ctx, req.Encode()); err != nil {
+		return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
+	}
+	c.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Enqueued, To: lifecycle.Enqueued, Outcome: "re-pushed", Attempt: req.Attempt,
+		Owner: lifecycle.OwnerEnqueuedReconciler, Source: source, RequestID: req.ID, Reason: "no queue entry and no in-flight owner"})
+	return &req, "", nil
+}

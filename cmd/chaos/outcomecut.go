@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -40,7 +40,7 @@ func outcomesRecorded(ctx context.Context, w *world, ts []*ticket, pid int, sinc
 			continue
 		}
 		ref := platforms.Ref{Platform: t.p.Case.Name, Project: t.p.name, ID: t.id}
-		if ok, err := rdb.HExists(ctx, keys.Outcomes(), ref.Key()).Result(); err != nil || !ok {
+		if _, ok, err := runstate.OutcomeOf(ctx, rdb, ref); err != nil || !ok {
 			return false
 		}
 	}

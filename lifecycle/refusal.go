@@ -251,7 +251,8 @@ func (r *Refusals) List(ctx context.Context, limit int) ([]RefusalEntry, int64, 
 // all. It reads the index keys.TrackerRefusals that Refusals keeps beside
 // each record (one ZRANGE, one MGET, one EXISTS per told mark in a
 // pipeline), not a SCAN: that walks the whole keyspace, however few
-// refusals there are. Index entries whose record has expired are dropped.
+// refusals there are. Index entries whose record has expired are dropped
+// unless a record was stored again since the read (pruneRefusalsScript).
 func ListRefusals(ctx context.Context, rdb redis.Cmdable, limit int) ([]RefusalEntry, int64, error) {
 	if limit <= 0 || limit > MaxListedRefusals {
 		limit = MaxListedRefusals
@@ -279,12 +280,14 @@ func ListRefusals(ctx context.Context, rdb redis.Cmdable, limit int) ([]RefusalE
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, 0, fmt.Errorf("read tracker refusals: %w", err)
 	}
+	goneKeys := []string{keys.TrackerRefusals()}
 	var gone []any
 	for i, v := range raws.Val() {
 		s, ok := v.(string)
 		var rec refusalRecord
 		if !ok || json.Unmarshal([]byte(s), &rec) != nil || rec.Ref.ID == "" {
-			gone = append(gone, members[i])
+			goneKeys = append(goneKeys, recKeys[i])
+			gone = append(gone, members[i], s)
 			continue
 		}
 		out = append(out, RefusalEntry{Ticket: rec.Ref.String(), Ref: rec.Ref, Op: rec.Op, Status: rec.Status, Since: rec.At,
@@ -292,11 +295,33 @@ func ListRefusals(ctx context.Context, rdb redis.Cmdable, limit int) ([]RefusalE
 	}
 	if len(gone) > 0 {
 		// Expired (TrackerRefusalTTL) or unreadable: nothing backs off.
-		_ = rdb.ZRem(ctx, keys.TrackerRefusals(), gone...).Err()
-		total -= int64(len(gone))
+		// A refusal recorded since the MGET is kept (pruneRefusalsScript).
+		n, err := pruneRefusalsScript.Run(ctx, rdb, goneKeys, gone...).Int64()
+		if err == nil {
+			total -= n
+		}
 	}
 	return out, total, nil
 }
+
+// pruneRefusalsScript drops the index entries of records that are gone,
+// in one step with the check that each record is still as the listing read
+// it, so that a refusal another replica records between the listing's
+// read and this prune keeps its entry. It returns how many it dropped.
+//
+//	KEYS[1]    the index, keys.TrackerRefusals
+//	KEYS[i]    (i ≥ 2) a record, keys.TrackerRefusal
+//	ARGV[2i-3] the record's index member
+//	ARGV[2i-2] the record as read: "" when missing, else its unreadable value
+var pruneRefusalsScript = redis.NewScript(`
+local n = 0
+for i = 2, #KEYS do
+  if (redis.call('GET', KEYS[i]) or '') == ARGV[2*i-2] then
+    n = n + redis.call('ZREM', KEYS[1], ARGV[2*i-3])
+  end
+end
+return n
+`)
 
 // Forget drops ref's refusal record once a write of it succeeded, so a
 // later refusal is told again.

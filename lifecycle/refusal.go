@@ -163,20 +163,26 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 	}
 	ref, now := t.Ref, r.cfg.Clock().UTC()
 	status := platforms.RejectedStatus(err)
-	prev, _, rerr := r.read(ctx, ref)
-	if rerr != nil {
-		r.cfg.Logger.Warn("read tracker refusal record", zap.String("ticket", ref.String()), zap.Error(rerr))
-	}
-	rec := refusalRecord{Ref: ref, Print: fingerprint(t), At: now, Op: op, Status: status, Told: prev.Told}
-	if prev.Print == rec.Print {
-		rec.Tries = prev.Tries + 1
-	}
-	rec.Until = now.Add(refusalBackoff(rec.Tries))
 	// One cause per status: the claim's, the executor's and a repair's
 	// label writes refused alike are one problem to fix.
 	cause := strconv.Itoa(status)
-	rec.Told = cause
-	r.store(ctx, ref, rec)
+	fp := fingerprint(t)
+	var prev refusalRecord
+	rec, werr := r.update(ctx, ref, func(cur refusalRecord, _ bool) (refusalRecord, bool) {
+		prev = cur
+		rec := refusalRecord{Ref: ref, Print: fp, At: now, Op: op, Status: status, Told: cause}
+		if cur.Print == fp {
+			rec.Tries = cur.Tries + 1
+		}
+		rec.Until = now.Add(refusalBackoff(rec.Tries))
+		return rec, true
+	})
+	if werr != nil {
+		r.cfg.Logger.Warn("record tracker refusal", zap.String("ticket", ref.String()), zap.Error(werr))
+		if rec.Until.IsZero() {
+			rec.Until = now.Add(RefusalBackoffInitial)
+		}
+	}
 	// The told mark is swapped atomically (SET … GET): of replicas meeting
 	// the same refusal at once, only the one that set it comments.
 	toldKey := keys.TrackerRefusal(ref.Key()) + ":told"
@@ -198,30 +204,73 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 		if !errors.Is(cerr, platforms.ErrRejected) {
 			// Told on the next refusal instead; a refused comment is not
 			// tried again.
-			rec.Told = prev.Told
-			r.store(ctx, ref, rec)
+			_, uerr := r.update(ctx, ref, func(cur refusalRecord, found bool) (refusalRecord, bool) {
+				if !found || cur.Told != cause {
+					return cur, false
+				}
+				cur.Told = prev.Told
+				return cur, true
+			})
+			if uerr != nil {
+				r.cfg.Logger.Warn("record tracker refusal untold", zap.String("ticket", ref.String()), zap.Error(uerr))
+			}
 			r.rdb.Del(context.WithoutCancel(ctx), toldKey)
 		}
 	}
 	return rec.Until, true
 }
 
-func (r *Refusals) store(ctx context.Context, ref platforms.Ref, rec refusalRecord) {
-	raw, _ := json.Marshal(rec)
+// maxRecordTries bounds update's optimistic transaction: each round that
+// fails lost to another replica's write, which succeeded, so as many
+// rounds as replicas meeting the same refusal at once suffice.
+const maxRecordTries = 32
+
+// update reads ref's refusal record, passes it to change (with whether
+// there was one) and, when change says so, stores what it returns, in one
+// optimistic transaction (WATCH on the record, MULTI/EXEC): a record
+// another replica stores meanwhile makes it read and change again, so
+// concurrent refusals each count a try. It returns what it stored.
+func (r *Refusals) update(ctx context.Context, ref platforms.Ref, change func(refusalRecord, bool) (refusalRecord, bool)) (refusalRecord, error) {
 	ctx = context.WithoutCancel(ctx)
-	_, err := r.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Set(ctx, keys.TrackerRefusal(ref.Key()), raw, keys.TrackerRefusalTTL)
-		pipe.ZAdd(ctx, keys.TrackerRefusals(), redis.Z{Score: float64(rec.Until.Unix()), Member: ref.Key()})
-		// An entry whose backoff ended a record's TTL ago names a record
-		// that has expired (a backoff ends at most a day after its record
-		// is stored): trimmed here, so the index stays bounded by the
-		// refusals of the last TTL even when nobody lists it.
-		pipe.ZRemRangeByScore(ctx, keys.TrackerRefusals(), "-inf", "("+strconv.FormatInt(rec.At.Add(-keys.TrackerRefusalTTL).Unix(), 10))
-		return nil
-	})
-	if err != nil {
-		r.cfg.Logger.Warn("record tracker refusal", zap.String("ticket", ref.String()), zap.Error(err))
+	key := keys.TrackerRefusal(ref.Key())
+	var rec refusalRecord
+	txf := func(tx *redis.Tx) error {
+		raw, err := tx.Get(ctx, key).Bytes()
+		found := err == nil
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		var cur refusalRecord
+		if found && json.Unmarshal(raw, &cur) != nil {
+			cur, found = refusalRecord{}, false // unreadable: as if none
+		}
+		var write bool
+		if rec, write = change(cur, found); !write {
+			return nil
+		}
+		raw, _ = json.Marshal(rec)
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, key, raw, keys.TrackerRefusalTTL)
+			pipe.ZAdd(ctx, keys.TrackerRefusals(), redis.Z{Score: float64(rec.Until.Unix()), Member: ref.Key()})
+			// An entry whose backoff ended a record's TTL ago names a record
+			// that has expired (a backoff ends at most a day after its record
+			// is stored): trimmed here, so the index stays bounded by the
+			// refusals of the last TTL even when nobody lists it.
+			pipe.ZRemRangeByScore(ctx, keys.TrackerRefusals(), "-inf", "("+strconv.FormatInt(rec.At.Add(-keys.TrackerRefusalTTL).Unix(), 10))
+			return nil
+		})
+		return err
 	}
+	for range maxRecordTries {
+		err := r.rdb.Watch(ctx, txf, key)
+		if !errors.Is(err, redis.TxFailedErr) {
+			if err != nil {
+				return rec, fmt.Errorf("record tracker refusal of %s: %w", ref, err)
+			}
+			return rec, nil
+		}
+	}
+	return rec, fmt.Errorf("record tracker refusal of %s: %d rounds lost to concurrent writes", ref, maxRecordTries)
 }
 
 // RefusalEntry is one ticket's refusal for good as the status page and

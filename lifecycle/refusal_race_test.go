@@ -3,9 +3,11 @@ package lifecycle_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -97,5 +99,83 @@ func TestListingRefusalsKeepsARefusalRecordedDuringThePrune(t *testing.T) {
 	}
 	if total != 1 || !slices.ContainsFunc(listed, func(e lifecycle.RefusalEntry) bool { return e.Ref == tk.Ref }) {
 		t.Fatalf("listed %v (total %d), want %s: its refusal was recorded during the prune", listed, total, tk.Ref)
+	}
+}
+
+// readBarrier holds the first n GETs of key until all n have been sent,
+// so n writers read the same value before any of them writes: the
+// interleaving that loses an update made of a read, a change in Go and a
+// write.
+type readBarrier struct {
+	key  string
+	n    int
+	mu   sync.Mutex
+	seen int
+	all  chan struct{}
+}
+
+func (b *readBarrier) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (b *readBarrier) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "get" && len(args) == 2 && args[1] == b.key {
+			b.mu.Lock()
+			b.seen++
+			wait := b.seen <= b.n
+			if b.seen == b.n {
+				close(b.all)
+			}
+			b.mu.Unlock()
+			if wait {
+				select {
+				case <-b.all:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (b *readBarrier) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Refusals of one unchanged ticket met at once by several replicas each
+// count: the record's Tries ends at one less than the refusals (the first
+// counts 0), so the backoff doubles as often as the tracker refused.
+func TestConcurrentRefusalsEachCountATry(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p := w.Projects[lifecycletest.Project]
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "refused by many at once", "", p.TriggerLabel)
+	tk, err := p.Tracker.Get(ctx, lifecycletest.Ref(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusal := platforms.Rejected(403, errors.New("403 Resource not accessible by integration"))
+	const replicas = 6
+	rdb := w.Redis.Client(t)
+	rdb.AddHook(&readBarrier{key: keys.TrackerRefusal(tk.Ref.Key()), n: replicas, all: make(chan struct{})})
+	var wg sync.WaitGroup
+	for i := 0; i < replicas; i++ {
+		r := lifecycle.NewRefusals(rdb, lifecycle.RefusalsConfig{Instance: fmt.Sprintf("r%d", i), Labels: w.Labels, Logger: zap.NewNop()})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, ok := r.Refused(ctx, p, tk, lifecycle.RefusalOpClaim, lifecycle.OwnerClaimService, lifecycle.SourcePoll, refusal); !ok {
+				t.Error("a rejected write not taken as refused")
+			}
+		}()
+	}
+	wg.Wait()
+	listed, _, err := lifecycle.ListRefusals(ctx, w.RDB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || listed[0].Tries != replicas-1 {
+		t.Fatalf("listed %+v, want one entry with Tries %d after %d refusals", listed, replicas-1, replicas)
 	}
 }

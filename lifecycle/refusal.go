@@ -301,8 +301,8 @@ func (r *Refusals) List(ctx context.Context, limit int) ([]RefusalEntry, int64, 
 // each record (one ZRANGE, one MGET, one EXISTS per told mark in a
 // pipeline), not a SCAN: that walks the whole keyspace, however few
 // refusals there are. Index entries whose record has expired are dropped
-// unless a record was stored again since the read (pruneRefusalsScript).
-func ListRefusals(ctx context.Context, rdb redis.Cmdable, limit int) ([]RefusalEntry, int64, error) {
+// unless a record was stored again since the read (pruneRefusals).
+func ListRefusals(ctx context.Context, rdb redis.UniversalClient, limit int) ([]RefusalEntry, int64, error) {
 	if limit <= 0 || limit > MaxListedRefusals {
 		limit = MaxListedRefusals
 	}
@@ -329,48 +329,61 @@ func ListRefusals(ctx context.Context, rdb redis.Cmdable, limit int) ([]RefusalE
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, 0, fmt.Errorf("read tracker refusals: %w", err)
 	}
-	goneKeys := []string{keys.TrackerRefusals()}
-	var gone []any
+	var goneKeys []string
+	gone := map[string]string{} // record key → what the MGET read ("" when missing)
+	goneMember := map[string]string{}
 	for i, v := range raws.Val() {
 		s, ok := v.(string)
 		var rec refusalRecord
 		if !ok || json.Unmarshal([]byte(s), &rec) != nil || rec.Ref.ID == "" {
 			goneKeys = append(goneKeys, recKeys[i])
-			gone = append(gone, members[i], s)
+			gone[recKeys[i]], goneMember[recKeys[i]] = s, members[i]
 			continue
 		}
 		out = append(out, RefusalEntry{Ticket: rec.Ref.String(), Ref: rec.Ref, Op: rec.Op, Status: rec.Status, Since: rec.At,
 			Until: rec.Until, Tries: rec.Tries, Told: told[i].Val() == 1})
 	}
-	if len(gone) > 0 {
+	if len(goneKeys) > 0 {
 		// Expired (TrackerRefusalTTL) or unreadable: nothing backs off.
-		// A refusal recorded since the MGET is kept (pruneRefusalsScript).
-		n, err := pruneRefusalsScript.Run(ctx, rdb, goneKeys, gone...).Int64()
-		if err == nil {
-			total -= n
-		}
+		total -= pruneRefusals(ctx, rdb, goneKeys, gone, goneMember)
 	}
 	return out, total, nil
 }
 
-// pruneRefusalsScript drops the index entries of records that are gone,
-// in one step with the check that each record is still as the listing read
-// it, so that a refusal another replica records between the listing's
-// read and this prune keeps its entry. It returns how many it dropped.
-//
-//	KEYS[1]    the index, keys.TrackerRefusals
-//	KEYS[i]    (i ≥ 2) a record, keys.TrackerRefusal
-//	ARGV[2i-3] the record's index member
-//	ARGV[2i-2] the record as read: "" when missing, else its unreadable value
-var pruneRefusalsScript = redis.NewScript(`
-local n = 0
-for i = 2, #KEYS do
-  if (redis.call('GET', KEYS[i]) or '') == ARGV[2*i-2] then
-    n = n + redis.call('ZREM', KEYS[1], ARGV[2*i-3])
-  end
-end
-return n
-`)
+// pruneRefusals drops the index entries of the records at recKeys that
+// are still as the listing read them (gone: "" when missing, else the
+// unreadable value), and returns how many it dropped. The records are
+// watched (WATCH, read again, MULTI/EXEC), so a refusal another replica
+// records after the listing's read keeps its entry; a prune that lost
+// that race drops nothing and is left to the next listing.
+func pruneRefusals(ctx context.Context, rdb redis.UniversalClient, recKeys []string, gone, member map[string]string) int64 {
+	var n int64
+	_ = rdb.Watch(ctx, func(tx *redis.Tx) error {
+		vals, err := tx.MGet(ctx, recKeys...).Result()
+		if err != nil {
+			return err
+		}
+		var drop []any
+		for i, v := range vals {
+			s, _ := v.(string)
+			if s == gone[recKeys[i]] {
+				drop = append(drop, member[recKeys[i]])
+			}
+		}
+		if len(drop) == 0 {
+			return nil
+		}
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.ZRem(ctx, keys.TrackerRefusals(), drop...)
+			return nil
+		})
+		if err == nil {
+			n = int64(len(drop))
+		}
+		return err
+	}, recKeys...)
+	return n
+}
 
 // Forget drops ref's refusal record once a write of it succeeded, so a
 // later refusal is told again.

@@ -163,20 +163,26 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 	}
 	ref, now := t.Ref, r.cfg.Clock().UTC()
 	status := platforms.RejectedStatus(err)
-	prev, _, rerr := r.read(ctx, ref)
-	if rerr != nil {
-		r.cfg.Logger.Warn("read tracker refusal record", zap.String("ticket", ref.String()), zap.Error(rerr))
-	}
-	rec := refusalRecord{Ref: ref, Print: fingerprint(t), At: now, Op: op, Status: status, Told: prev.Told}
-	if prev.Print == rec.Print {
-		rec.Tries = prev.Tries + 1
-	}
-	rec.Until = now.Add(refusalBackoff(rec.Tries))
 	// One cause per status: the claim's, the executor's and a repair's
 	// label writes refused alike are one problem to fix.
 	cause := strconv.Itoa(status)
-	rec.Told = cause
-	r.store(ctx, ref, rec)
+	fp := fingerprint(t)
+	var prev refusalRecord
+	rec, werr := r.update(ctx, ref, func(cur refusalRecord, _ bool) (refusalRecord, bool) {
+		prev = cur
+		rec := refusalRecord{Ref: ref, Print: fp, At: now, Op: op, Status: status, Told: cause}
+		if cur.Print == fp {
+			rec.Tries = cur.Tries + 1
+		}
+		rec.Until = now.Add(refusalBackoff(rec.Tries))
+		return rec, true
+	})
+	if werr != nil {
+		r.cfg.Logger.Warn("record tracker refusal", zap.String("ticket", ref.String()), zap.Error(werr))
+		if rec.Until.IsZero() {
+			rec.Until = now.Add(RefusalBackoffInitial)
+		}
+	}
 	// The told mark is swapped atomically (SET … GET): of replicas meeting
 	// the same refusal at once, only the one that set it comments.
 	toldKey := keys.TrackerRefusal(ref.Key()) + ":told"
@@ -198,30 +204,73 @@ func (r *Refusals) Refused(ctx context.Context, p *Project, t *platforms.Ticket,
 		if !errors.Is(cerr, platforms.ErrRejected) {
 			// Told on the next refusal instead; a refused comment is not
 			// tried again.
-			rec.Told = prev.Told
-			r.store(ctx, ref, rec)
+			_, uerr := r.update(ctx, ref, func(cur refusalRecord, found bool) (refusalRecord, bool) {
+				if !found || cur.Told != cause {
+					return cur, false
+				}
+				cur.Told = prev.Told
+				return cur, true
+			})
+			if uerr != nil {
+				r.cfg.Logger.Warn("record tracker refusal untold", zap.String("ticket", ref.String()), zap.Error(uerr))
+			}
 			r.rdb.Del(context.WithoutCancel(ctx), toldKey)
 		}
 	}
 	return rec.Until, true
 }
 
-func (r *Refusals) store(ctx context.Context, ref platforms.Ref, rec refusalRecord) {
-	raw, _ := json.Marshal(rec)
+// maxRecordTries bounds update's optimistic transaction: each round that
+// fails lost to another replica's write, which succeeded, so as many
+// rounds as replicas meeting the same refusal at once suffice.
+const maxRecordTries = 32
+
+// update reads ref's refusal record, passes it to change (with whether
+// there was one) and, when change says so, stores what it returns, in one
+// optimistic transaction (WATCH on the record, MULTI/EXEC): a record
+// another replica stores meanwhile makes it read and change again, so
+// concurrent refusals each count a try. It returns what it stored.
+func (r *Refusals) update(ctx context.Context, ref platforms.Ref, change func(refusalRecord, bool) (refusalRecord, bool)) (refusalRecord, error) {
 	ctx = context.WithoutCancel(ctx)
-	_, err := r.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Set(ctx, keys.TrackerRefusal(ref.Key()), raw, keys.TrackerRefusalTTL)
-		pipe.ZAdd(ctx, keys.TrackerRefusals(), redis.Z{Score: float64(rec.Until.Unix()), Member: ref.Key()})
-		// An entry whose backoff ended a record's TTL ago names a record
-		// that has expired (a backoff ends at most a day after its record
-		// is stored): trimmed here, so the index stays bounded by the
-		// refusals of the last TTL even when nobody lists it.
-		pipe.ZRemRangeByScore(ctx, keys.TrackerRefusals(), "-inf", "("+strconv.FormatInt(rec.At.Add(-keys.TrackerRefusalTTL).Unix(), 10))
-		return nil
-	})
-	if err != nil {
-		r.cfg.Logger.Warn("record tracker refusal", zap.String("ticket", ref.String()), zap.Error(err))
+	key := keys.TrackerRefusal(ref.Key())
+	var rec refusalRecord
+	txf := func(tx *redis.Tx) error {
+		raw, err := tx.Get(ctx, key).Bytes()
+		found := err == nil
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		var cur refusalRecord
+		if found && json.Unmarshal(raw, &cur) != nil {
+			cur, found = refusalRecord{}, false // unreadable: as if none
+		}
+		var write bool
+		if rec, write = change(cur, found); !write {
+			return nil
+		}
+		raw, _ = json.Marshal(rec)
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, key, raw, keys.TrackerRefusalTTL)
+			pipe.ZAdd(ctx, keys.TrackerRefusals(), redis.Z{Score: float64(rec.Until.Unix()), Member: ref.Key()})
+			// An entry whose backoff ended a record's TTL ago names a record
+			// that has expired (a backoff ends at most a day after its record
+			// is stored): trimmed here, so the index stays bounded by the
+			// refusals of the last TTL even when nobody lists it.
+			pipe.ZRemRangeByScore(ctx, keys.TrackerRefusals(), "-inf", "("+strconv.FormatInt(rec.At.Add(-keys.TrackerRefusalTTL).Unix(), 10))
+			return nil
+		})
+		return err
 	}
+	for range maxRecordTries {
+		err := r.rdb.Watch(ctx, txf, key)
+		if !errors.Is(err, redis.TxFailedErr) {
+			if err != nil {
+				return rec, fmt.Errorf("record tracker refusal of %s: %w", ref, err)
+			}
+			return rec, nil
+		}
+	}
+	return rec, fmt.Errorf("record tracker refusal of %s: %d rounds lost to concurrent writes", ref, maxRecordTries)
 }
 
 // RefusalEntry is one ticket's refusal for good as the status page and
@@ -251,8 +300,9 @@ func (r *Refusals) List(ctx context.Context, limit int) ([]RefusalEntry, int64, 
 // all. It reads the index keys.TrackerRefusals that Refusals keeps beside
 // each record (one ZRANGE, one MGET, one EXISTS per told mark in a
 // pipeline), not a SCAN: that walks the whole keyspace, however few
-// refusals there are. Index entries whose record has expired are dropped.
-func ListRefusals(ctx context.Context, rdb redis.Cmdable, limit int) ([]RefusalEntry, int64, error) {
+// refusals there are. Index entries whose record has expired are dropped
+// unless a record was stored again since the read (pruneRefusals).
+func ListRefusals(ctx context.Context, rdb redis.UniversalClient, limit int) ([]RefusalEntry, int64, error) {
 	if limit <= 0 || limit > MaxListedRefusals {
 		limit = MaxListedRefusals
 	}
@@ -279,23 +329,60 @@ func ListRefusals(ctx context.Context, rdb redis.Cmdable, limit int) ([]RefusalE
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, 0, fmt.Errorf("read tracker refusals: %w", err)
 	}
-	var gone []any
+	var goneKeys []string
+	gone := map[string]string{} // record key → what the MGET read ("" when missing)
+	goneMember := map[string]string{}
 	for i, v := range raws.Val() {
 		s, ok := v.(string)
 		var rec refusalRecord
 		if !ok || json.Unmarshal([]byte(s), &rec) != nil || rec.Ref.ID == "" {
-			gone = append(gone, members[i])
+			goneKeys = append(goneKeys, recKeys[i])
+			gone[recKeys[i]], goneMember[recKeys[i]] = s, members[i]
 			continue
 		}
 		out = append(out, RefusalEntry{Ticket: rec.Ref.String(), Ref: rec.Ref, Op: rec.Op, Status: rec.Status, Since: rec.At,
 			Until: rec.Until, Tries: rec.Tries, Told: told[i].Val() == 1})
 	}
-	if len(gone) > 0 {
+	if len(goneKeys) > 0 {
 		// Expired (TrackerRefusalTTL) or unreadable: nothing backs off.
-		_ = rdb.ZRem(ctx, keys.TrackerRefusals(), gone...).Err()
-		total -= int64(len(gone))
+		total -= pruneRefusals(ctx, rdb, goneKeys, gone, goneMember)
 	}
 	return out, total, nil
+}
+
+// pruneRefusals drops the index entries of the records at recKeys that
+// are still as the listing read them (gone: "" when missing, else the
+// unreadable value), and returns how many it dropped. The records are
+// watched (WATCH, read again, MULTI/EXEC), so a refusal another replica
+// records after the listing's read keeps its entry; a prune that lost
+// that race drops nothing and is left to the next listing.
+func pruneRefusals(ctx context.Context, rdb redis.UniversalClient, recKeys []string, gone, member map[string]string) int64 {
+	var n int64
+	_ = rdb.Watch(ctx, func(tx *redis.Tx) error {
+		vals, err := tx.MGet(ctx, recKeys...).Result()
+		if err != nil {
+			return err
+		}
+		var drop []any
+		for i, v := range vals {
+			s, _ := v.(string)
+			if s == gone[recKeys[i]] {
+				drop = append(drop, member[recKeys[i]])
+			}
+		}
+		if len(drop) == 0 {
+			return nil
+		}
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.ZRem(ctx, keys.TrackerRefusals(), drop...)
+			return nil
+		})
+		if err == nil {
+			n = int64(len(drop))
+		}
+		return err
+	}, recKeys...)
+	return n
 }
 
 // Forget drops ref's refusal record once a write of it succeeded, so a

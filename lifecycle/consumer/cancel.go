@@ -20,6 +20,10 @@ import (
 // one GET per running pipeline, so a cancellation stops it within seconds.
 const DefaultCancelCheck = 5 * time.Second
 
+// cancelToldTTL bounds the cancellation-told marker (keys.CancelTold) of a
+// request nobody ends: every end of the request deletes it sooner.
+const cancelToldTTL = 24 * time.Hour
+
 func isTrackerCause(cause string) bool {
 	return cause == lifecycle.CauseClosed || cause == lifecycle.CauseUntriggered
 }
@@ -85,7 +89,19 @@ func (a *attempt) failCancelled(ctx context.Context, from lifecycle.State, cause
 		body += "\n" + r
 	}
 	body = lifecycle.TruncateRunes(body, platforms.CommentLimit(p.Tracker))
-	if err := a.postComment(ctx, body, ""); err != nil {
+	// Told once per cancel request: a request honoured again, because the
+	// move to Failed below did not land, only finishes the move.
+	tell, err := runstate.MarkCancelTold(ctx, e.rdb, req.Ref, cause, cancelToldTTL)
+	if err != nil {
+		log.Warn("mark the cancellation told; telling it", zap.Error(err))
+		tell = true
+	}
+	if !tell {
+		log.Info("cancellation already told on the ticket; not commenting again", zap.String("cause", cause))
+	} else if err := a.postComment(ctx, body, ""); err != nil {
+		if uerr := runstate.UnmarkCancelTold(context.WithoutCancel(ctx), e.rdb, req.Ref); uerr != nil {
+			log.Warn("unmark the untold cancellation (it expires on its own)", zap.Error(uerr))
+		}
 		if errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the cancellation comment", zap.Error(err))
 			return
@@ -93,7 +109,7 @@ func (a *attempt) failCancelled(ctx context.Context, from lifecycle.State, cause
 		log.Error("post cancellation comment", zap.Error(err))
 	}
 	// The comment changed the ticket's version: move re-reads it.
-	err := retryTransient(ctx, func() error {
+	err = retryTransient(ctx, func() error {
 		_, err := a.moveAs(ctx, nil, from, lifecycle.Failed, "cancelled", cause)
 		return err
 	})

@@ -262,7 +262,8 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return false
 	}
 	log := e.log.With(zap.String("ticketId", req.Ref.ID), zap.String("platform", req.Ref.Platform),
-		zap.String("project", req.Ref.Project), zap.Int("attempt", req.Attempt), zap.String("requestId", req.ID))
+		zap.String("project", req.Ref.Project), zap.Int("attempt", req.Attempt), zap.String("requestId", req.ID),
+		zap.String("source", req.Source), zap.Bool("handedBack", req.Source == lifecycle.SourceHandBack))
 	p, ok := e.projects.Lookup(req.Ref)
 	if !ok {
 		log.Error("dropping request for unknown project")
@@ -322,7 +323,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		e.ack(ctx, payload)
 		return false
 	}
-	t, err = a.move(ctx, t, lifecycle.Enqueued, lifecycle.InProgress)
+	t, err = a.moveAs(ctx, t, lifecycle.Enqueued, lifecycle.InProgress, executorOutcomes[lifecycle.InProgress], startReason(req))
 	if err != nil {
 		a.releaseRun(false)
 		if errors.Is(err, errStateChanged) || errors.Is(err, errLostRun) {
@@ -516,4 +517,18 @@ func (e *Executor) putAsidePaused(ctx context.Context, req lifecycle.PipelineReq
 	}
 	log.Debug("project paused; request put aside", zap.Duration("delay", e.cfg.PauseDelay))
 	return false
+}
+
+// ResumedReason is the reason of the Enqueued → InProgress transition of a
+// run a shutdown handed back (lifecycle.SourceHandBack): the same attempt
+// resumes, which logs and the audit stream show apart from a fresh one.
+const ResumedReason = "resumes a run handed back at shutdown"
+
+// startReason is the reason the Enqueued → InProgress transition of req
+// reports: ResumedReason for a hand-back, "" for a fresh attempt.
+func startReason(req lifecycle.PipelineRequest) string {
+	if req.Source == lifecycle.SourceHandBack {
+		return ResumedReason
+	}
+	return ""
 }

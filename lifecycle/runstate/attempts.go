@@ -40,7 +40,7 @@ func History(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, clearCan
 		attempt = p.HGet(ctx, keys.Attempts(), k)
 		marker = p.Exists(ctx, keys.Finished(k))
 		if clearCancel {
-			p.Del(ctx, keys.Cancel(k))
+			p.Del(ctx, keys.Cancel(k), keys.CancelTold(k))
 		}
 		return nil
 	})
@@ -95,7 +95,7 @@ func StartOver(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error 
 	k := ref.Key()
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HDel(ctx, keys.Attempts(), k)
-		p.Del(ctx, keys.Cancel(k))
+		p.Del(ctx, keys.Cancel(k), keys.CancelTold(k))
 		return nil
 	})
 	if err != nil {

@@ -40,11 +40,12 @@ func RequestedCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) 
 }
 
 // ClearCancel deletes the ticket's cancel request if it still says cause
-// ("" deletes whatever it says), so a newer request is never lost.
+// ("" deletes whatever it says, and the told marker with it), so a newer
+// request is never lost.
 func ClearCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, cause string) error {
 	var err error
 	if cause == "" {
-		err = rdb.Del(ctx, keys.Cancel(ref.Key())).Err()
+		err = rdb.Del(ctx, keys.Cancel(ref.Key()), keys.CancelTold(ref.Key())).Err()
 	} else {
 		_, err = redislock.Release(ctx, rdb, keys.Cancel(ref.Key()), cause)
 	}
@@ -58,3 +59,27 @@ func ClearCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, caus
 // operators to see (agentsmithctl cancel prints it). Reads and writes go
 // through the functions above.
 func CancelKey(ref platforms.Ref) string { return keys.Cancel(ref.Key()) }
+
+// MarkCancelTold sets the ticket's cancellation-told marker to cause if it
+// is unset (SET NX, for ttl) and reports whether it did: only the
+// consumer that sets it posts the cancellation comment.
+func MarkCancelTold(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, cause string, ttl time.Duration) (bool, error) {
+	if ttl <= 0 {
+		ttl = keys.CancelTTL
+	}
+	ok, err := rdb.SetNX(ctx, keys.CancelTold(ref.Key()), cause, ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("mark cancellation of %s told: %w", ref, err)
+	}
+	return ok, nil
+}
+
+// UnmarkCancelTold deletes the ticket's cancellation-told marker, for a
+// comment that was not posted, so the next consumer honouring the request
+// tells it.
+func UnmarkCancelTold(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
+	if err := rdb.Del(ctx, keys.CancelTold(ref.Key())).Err(); err != nil {
+		return fmt.Errorf("unmark cancellation of %s told: %w", ref, err)
+	}
+	return nil
+}

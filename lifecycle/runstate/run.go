@@ -114,7 +114,8 @@ return {1, 0}
 //	KEYS[3]   attempts hash
 //	KEYS[4]   finished marker of the ticket
 //	KEYS[5]   cancel request of the ticket
-//	KEYS[6..] the run's concurrency semaphores, if any
+//	KEYS[6]   the ticket's cancellation-told marker
+//	KEYS[7..] the run's concurrency semaphores, if any
 //	ARGV[1]   owner token
 //	ARGV[2]   ticket key (hash field)
 //	ARGV[3]   "1" when the ticket reached a terminal state: forget the
@@ -139,9 +140,9 @@ end
 if ARGV[3] == '1' and mine == 1 then
   redis.call('HDEL', KEYS[3], ARGV[2])
   redis.call('SET', KEYS[4], '1', 'PX', ARGV[4])
-  redis.call('DEL', KEYS[5])
+  redis.call('DEL', KEYS[5], KEYS[6])
 end
-for i = 6, #KEYS do
+for i = 7, #KEYS do
   redis.call('ZREM', KEYS[i], ARGV[1])
 end
 return mine
@@ -228,7 +229,7 @@ func Release(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref, 
 	if terminal {
 		flag = "1"
 	}
-	keyList := []string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts(), keys.Finished(k), keys.Cancel(k)}
+	keyList := []string{keys.Heartbeat(k), keys.Inflight(), keys.Attempts(), keys.Finished(k), keys.Cancel(k), keys.CancelTold(k)}
 	if raw, err := rdb.HGet(ctx, keys.Inflight(), k).Result(); err == nil {
 		var rec Record
 		if json.Unmarshal([]byte(raw), &rec) == nil && rec.Token == token {

@@ -206,6 +206,13 @@ func Attempts() string { return prefix() + "attempts" }
 // ticket's run or request honours it.
 func Cancel(ticketKey string) string { return prefix() + "cancel:" + ticketKey }
 
+// CancelTold marks that the ticket was told of its cancellation: the
+// comment is posted by the consumer that sets it (SET NX), so a cancel
+// request honoured again (its Failed write did not land) is not told
+// twice. It goes with the cancel request (runstate.Release, StartOver,
+// History, ClearCancel).
+func CancelTold(ticketKey string) string { return prefix() + "cancel-told:" + ticketKey }
+
 // Blocked is the set of ticket keys of one project whose last claim found
 // open blockers; a close event or a slow housekeeping cycle claims them
 // again, so a ticket is claimed when its last blocker closes.

@@ -34,6 +34,7 @@ var builders = map[string]func() string{
 	"WebhookAuth":         func() string { return WebhookAuth("github", "app") },
 	"Attempts":            Attempts,
 	"Cancel":              func() string { return Cancel("github:a/b#1") },
+	"CancelTold":          func() string { return CancelTold("github:a/b#1") },
 	"Blocked":             func() string { return Blocked("p") },
 	"StuckFlag":           func() string { return StuckFlag("github:a/b#1", "in-progress") },
 	"Audit":               Audit,

@@ -317,11 +317,13 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	if !ok {
 		return nil, fmt.Errorf("jira: relabel %s: label lock held by another writer: %w", key, platforms.ErrPreconditionFailed)
 	}
-	defer unlock()
-
 	body := map[string]any{"update": map[string]any{"labels": ops}}
 	err = t.do(ctx, http.MethodPut, t.api+"issue/"+url.PathEscape(key), body, nil)
 	t.recent.wrote(key) // even on an error: the write may have been applied
+	// The lock serialises the write alone: explaining a refusal (an
+	// editmeta GET) words the error and writes nothing, so other writers
+	// of the ticket do not wait for it.
+	unlock()
 	if err != nil {
 		return nil, fmt.Errorf("jira: relabel %s: %w", key, t.explainRefusal(ctx, key, err))
 	}

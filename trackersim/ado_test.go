@@ -41,7 +41,7 @@ func adoDo(t *testing.T, method, url, contentType, body string) (*http.Response,
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestADOWorkItemRevAndPatch(t *testing.T) {
 	}
 	req, _ := http.NewRequest("GET", item, nil)
 	req.Header.Set("Accept", "application/json;api-version=7.1")
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+	if resp, err := testClient.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Errorf("no PAT: %v %v", resp.StatusCode, err)
 	}
 }
@@ -355,7 +355,7 @@ func TestADOWrongPAT(t *testing.T) {
 		if c.auth != "" {
 			req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(":"+c.auth)))
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

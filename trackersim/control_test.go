@@ -100,7 +100,7 @@ func TestControlAPIAndPage(t *testing.T) {
 func TestControlActsAsNamedUser(t *testing.T) {
 	t.Parallel()
 	s, _, srv := start(t, Options{})
-	resp, err := http.Post(srv.URL+"/sim/issues", "application/json",
+	resp, err := testClient.Post(srv.URL+"/sim/issues", "application/json",
 		strings.NewReader(`{"repo":"o/r","title":"t","labels":["agent-smith"],"as":"mallory"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestControlActsAsNamedUser(t *testing.T) {
 	}
 	s.SetUserRole("mallory", RoleTriage)
 	for login, want := range map[string]string{"mallory": "read", HumanLogin: "write", "nobody": "none"} {
-		resp, err := http.Get(srv.URL + "/github/repos/o/r/collaborators/" + login + "/permission")
+		resp, err := testClient.Get(srv.URL + "/github/repos/o/r/collaborators/" + login + "/permission")
 		if err != nil {
 			t.Fatal(err)
 		}

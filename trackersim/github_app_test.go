@@ -47,7 +47,7 @@ func TestInstallationTokenEndpoint(t *testing.T) {
 		if jwt != "" {
 			req.Header.Set("Authorization", "Bearer "+jwt)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestInstallationTokenEndpoint(t *testing.T) {
 	for tok, want := range map[string]int{token: http.StatusOK, "ghs_madeup": http.StatusUnauthorized} {
 		req, _ := http.NewRequest("GET", srv.URL+"/github/repos/acme/app/issues/1", nil)
 		req.Header.Set("Authorization", "token "+tok)
-		r, err := http.DefaultClient.Do(req)
+		r, err := testClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func TestInstallationTokenEndpoint(t *testing.T) {
 	now = now.Add(time.Hour + time.Second)
 	req, _ := http.NewRequest("GET", srv.URL+"/github/repos/acme/app/issues/1", nil)
 	req.Header.Set("Authorization", "token "+token)
-	r, err := http.DefaultClient.Do(req)
+	r, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func post(t *testing.T, url, token, body string, hdr ...string) (int, string) {
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hookClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,3 +233,8 @@ func basicB64(s string) string { return base64.StdEncoding.EncodeToString([]byte
 
 // adoAuth is a PAT's basic-auth header.
 func adoAuth(token string) []string { return []string{"Authorization", "Basic " + basicB64(":"+token)} }
+
+// hookClient has a transport of its own: httptest.Server.Close closes
+// http.DefaultTransport's idle connections, which breaks a request another
+// parallel test is making on it ("CloseIdleConnections called").
+var hookClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}

@@ -68,7 +68,7 @@ func jiraDo(t *testing.T, method, u, auth string, body any) jiraAnswer {
 	} else {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // getJSON GETs path on srv and decodes the answer into out (if 200).
 func getJSON(t *testing.T, base, path string, out any) int {
 	t.Helper()
-	resp, err := http.Get(base + path)
+	resp, err := testClient.Get(base + path)
 	if err != nil {
 		t.Fatal(err)
 	}

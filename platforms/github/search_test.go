@@ -109,7 +109,7 @@ func TestSearchRateLimitIsItsOwnQuota(t *testing.T) {
 	// The answer itself, as GitHub documents it.
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/github/search/issues?q=is:issue+user:acme", nil)
 	req.Header.Set("Authorization", "token "+simToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := searchClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,3 +125,8 @@ func TestSearchRateLimitIsItsOwnQuota(t *testing.T) {
 		t.Fatalf("search after the minute's reset: %v", err)
 	}
 }
+
+// searchClient has a transport of its own: httptest.Server.Close closes
+// http.DefaultTransport's idle connections, which breaks a request another
+// parallel test is making on it ("CloseIdleConnections called").
+var searchClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}

@@ -181,8 +181,14 @@ func (c *trackerFold) folds(fields []zapcore.Field) bool {
 	if names == nil {
 		return false
 	}
-	if names[projectField(fields, c.project)] {
+	project := projectField(fields, c.project)
+	if names[project] {
 		return true
+	}
+	if project != "" {
+		// A line that names its project is that project's: another
+		// project's outage on the same host does not fold it.
+		return false
 	}
 	msg := err.Error()
 	for _, h := range hosts {

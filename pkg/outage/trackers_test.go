@@ -115,3 +115,18 @@ func TestRefusedTokenIsOneLineNamingTheSecret(t *testing.T) {
 		t.Errorf("token line names %v, want project app and APP_GITHUB_TOKEN", first)
 	}
 }
+
+// While one project's tracker is down, another project's line that names
+// the same host (both on one GitHub) is that project's: it stays a warning.
+func TestAnotherProjectOnTheSameHostIsNotFolded(t *testing.T) {
+	now := time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC)
+	ts, log, logs := trackerLog(time.Minute, func() time.Time { return now })
+	ts.Observer(app).ObserveCall(trackerhttp.Call{Method: "GET", Status: http.StatusBadGateway, Remaining: -1})
+	log.Warn("transition", zap.String("project", "other"), zap.Error(fmt.Errorf("PATCH %sissues/7: 502", app.BaseURL)))
+	log.Warn("housekeeping cycle failed", zap.Error(fmt.Errorf("GET %sissues: 502", app.BaseURL)))
+	want := []string{"warn tracker unreachable; the project's tickets are not claimed or moved until it answers; retrying",
+		"warn transition"}
+	if got := aboveDebug(logs); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("lines above debug:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -219,16 +219,17 @@ func TestTimeoutTerminates(t *testing.T) {
 
 func TestTimeoutTermIsCatchable(t *testing.T) {
 	t.Parallel()
-	// A command that handles SIGTERM gets to clean up and report.
+	// A command that handles SIGTERM gets to clean up and report. The
+	// timeout leaves a loaded machine's shell time to set its trap first.
 	script := `trap 'echo got-term; exit 3' TERM; echo ready; sleep 30 & wait`
-	r := run(t, Spec{Argv: []string{sh, "-c", script}, Timeout: 500 * time.Millisecond, Grace: 20 * time.Second})
+	r := run(t, Spec{Argv: []string{sh, "-c", script}, Timeout: 3 * time.Second, Grace: 20 * time.Second})
 	if !r.TimedOut || r.ExitCode != 3 || r.Signal != "" {
 		t.Fatalf("got %+v", r)
 	}
 	if !strings.Contains(string(r.Tail), "got-term") {
 		t.Fatalf("tail %q", r.Tail)
 	}
-	if want := "exit status 3 after timeout 500ms"; r.Describe() != want {
+	if want := "exit status 3 after timeout 3s"; r.Describe() != want {
 		t.Errorf("Describe() = %q, want %q", r.Describe(), want)
 	}
 }
@@ -237,9 +238,10 @@ func TestTimeoutKillsAfterGrace(t *testing.T) {
 	t.Parallel()
 	// The shell and its child both ignore SIGTERM (ignored dispositions are
 	// inherited across exec), so only the SIGKILL after Grace ends them.
+	// The timeout leaves a loaded machine's shell time to set its trap.
 	script := `trap "" TERM; sleep 30 & echo "pid $!"; wait`
 	start := time.Now()
-	r := run(t, Spec{Argv: []string{sh, "-c", script}, Timeout: 100 * time.Millisecond, Grace: 200 * time.Millisecond})
+	r := run(t, Spec{Argv: []string{sh, "-c", script}, Timeout: 2 * time.Second, Grace: 200 * time.Millisecond})
 	if !r.TimedOut || r.Signal != "killed" || r.OK() {
 		t.Fatalf("got %+v", r)
 	}

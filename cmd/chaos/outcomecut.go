@@ -50,9 +50,9 @@ func outcomesRecorded(ctx context.Context, w *world, ts []*ticket, pid int, sinc
 // trackerCutAtRunEnd cuts the tracker for every replica (connections
 // refused) while pipelines run, so they end in the cut, and kill -9s the
 // busiest replica once its runs have ended and their outcomes are recorded
-// in Redis (not written to the tracker). When the tracker answers again every outcome must be written,
-// by whichever replica, and no pipeline may run a second time: a re-run
-// would mean the outcome was thrown away.
+// in Redis (not written to the tracker). When the tracker answers again
+// every outcome must be written, by whichever replica, and no pipeline may
+// run a second time: a re-run would mean the outcome was thrown away.
 func trackerCutAtRunEnd(ctx context.Context, w *world, feed feeder) *partition {
 	p := &partition{Name: "tracker cut for every replica as runs end, past the final write; one killed"}
 	p.tickets = feedN(feed, 8, "brief")
@@ -64,10 +64,12 @@ func trackerCutAtRunEnd(ctx context.Context, w *world, feed feeder) *partition {
 	w.mu.Lock()
 	rs := slices.Clone(w.replicas)
 	w.mu.Unlock()
-	cut := time.Now()
 	for _, r := range rs {
 		r.trackerNet.Cut()
 	}
+	// After the cut: a run ending before it may still write its outcome,
+	// which removes the record outcomesRecorded waits for.
+	cut := time.Now()
 	w.record("tracker-cut", "", 0)
 	// The victim's runs end by themselves in the cut; it dies once their
 	// outcomes are recorded. A kill between a pipeline's end and its record

@@ -118,7 +118,7 @@ func retryOn(p *lifecycle.Project, codes ...int) {
 
 // A retry's backoff is counted on Redis's clock: a replica whose wall clock
 // is minutes ahead of the promoter's does not hold its retry back by the
-// difference (the chaos run's skewed replicas lost tickets that way).
+// difference.
 func TestRetryOfAReplicaWithAClockAheadIsNotHeldBack(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()

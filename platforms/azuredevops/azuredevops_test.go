@@ -15,7 +15,6 @@ import (
 )
 
 func TestFormatParseID(t *testing.T) {
-	t.Parallel()
 	id := FormatID("contoso/shop front", 12)
 	if id != "contoso/shop front#12" {
 		t.Fatalf("FormatID = %q", id)
@@ -32,7 +31,6 @@ func TestFormatParseID(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	t.Parallel()
 	for _, repo := range []string{"", "org", "org/", "/proj", "a/b/c", "o#/p"} {
 		if _, err := New(Options{Repo: repo}); err == nil {
 			t.Errorf("New(Repo %q) accepted", repo)
@@ -48,7 +46,6 @@ func TestNew(t *testing.T) {
 }
 
 func TestRelabelTags(t *testing.T) {
-	t.Parallel()
 	cases := []struct {
 		tags, remove []string
 		add          string
@@ -84,7 +81,6 @@ func TestRelabelTags(t *testing.T) {
 }
 
 func TestListQuery(t *testing.T) {
-	t.Parallel()
 	got := ListQuery("it's")
 	want := "SELECT [System.Id] FROM WorkItems WHERE [System.TeamProject] = @project AND [System.Tags] CONTAINS 'it''s'" +
 		" AND [System.State] NOT IN ('Closed', 'Done', 'Removed', 'Resolved') ORDER BY [System.Id]"
@@ -148,7 +144,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func TestAgainstServer(t *testing.T) {
-	t.Parallel()
 	f, srv := newFake(t)
 	tr, err := New(Options{BaseURL: srv.URL + "/tfs/", Repo: "DefaultCollection/Shop", Project: "shop", Token: "pat"})
 	if err != nil {
@@ -303,7 +298,6 @@ func TestAgainstServer(t *testing.T) {
 // ours, in a Get and in Relabel's answer (the catalogue keeps the first
 // spelling, so a write of ours can come back as "Agent-Smith:Done").
 func TestSpellings(t *testing.T) {
-	t.Parallel()
 	f, srv := newFake(t)
 	tr, err := New(Options{BaseURL: srv.URL + "/tfs/", Repo: "C/Shop", Token: "pat",
 		Spellings: []string{"agent-smith", "agent-smith:in-progress", "agent-smith:done"}})

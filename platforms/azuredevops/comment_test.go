@@ -10,7 +10,6 @@ import (
 // workitem.commented is EventComment: the first line of System.History's
 // HTML as text, the author from System.ChangedBy.
 func TestParseCommented(t *testing.T) {
-	t.Parallel()
 	ev, err := Webhooks{}.Parse(nil, fixture(t, "workitem.commented"))
 	if err != nil || ev.Kind != platforms.EventComment || ev.Comment != "Seen it again on main." || ev.Ticket == nil || ev.Locator == "" {
 		t.Fatalf("fixture: %+v, %v", ev, err)

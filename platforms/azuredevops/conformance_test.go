@@ -19,7 +19,6 @@ const simToken = "conformance-pat"
 // the emulator's Azure DevOps dialect, location discovery included. Each
 // subtest gets its own project, named after the subtest.
 func TestConformance(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())

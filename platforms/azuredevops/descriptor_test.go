@@ -3,7 +3,6 @@ package azuredevops
 import "testing"
 
 func TestCheckRepo(t *testing.T) {
-	t.Parallel()
 	for _, ok := range []string{"contoso/Shop Front", "DefaultCollection/Web", "a/b", "my-org/proj.v2", "o/日本語"} {
 		if err := CheckRepo(ok); err != nil {
 			t.Errorf("CheckRepo(%q) = %v", ok, err)

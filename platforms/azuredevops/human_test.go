@@ -91,7 +91,6 @@ func move(ctx context.Context, tr platforms.Tracker, ref platforms.Ref, tk *plat
 // survives, a transition that raced one is refused with 412 and redone
 // after a re-read, and the work item never carries two lifecycle tags.
 func TestHumanEditsTags(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	for _, moment := range []string{"before read", "between read and write", "after write"} {
 		t.Run(moment, func(t *testing.T) {

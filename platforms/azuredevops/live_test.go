@@ -30,7 +30,6 @@ const (
 // TestLive runs the live contract against a real Azure DevOps project;
 // skipped unless the variables are set.
 func TestLive(t *testing.T) {
-	t.Parallel()
 	env := trackertest.LiveEnv(t, "./platforms/azuredevops", "Live",
 		trackertest.LiveVar{Name: liveOrgURL, Example: "https://dev.azure.com/your-org"},
 		trackertest.LiveVar{Name: liveProject, Example: "YourProject"},
@@ -45,7 +44,6 @@ func TestLive(t *testing.T) {
 // today, so those two go through the sim's Go API; every label write and
 // read, the human's included, and the close go over REST as in a live run.
 func TestSimContract(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())

@@ -18,7 +18,6 @@ import (
 // succeeds, each is sent once (no retries), and the client only spaces them
 // by a bounded pace — never a hold for the reset.
 func TestDelayedAnswersSlowDownWithoutStopping(t *testing.T) {
-	t.Parallel()
 	clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now})
 	t.Cleanup(s.Close)

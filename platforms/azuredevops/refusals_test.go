@@ -15,7 +15,6 @@ import (
 // usable rule errors it falls back to the message's field. Other refusals
 // keep the status's general fix.
 func TestExplainRefusal(t *testing.T) {
-	t.Parallel()
 	wrapped := func(msg string, props map[string]any) error {
 		we := azuredevops.WrappedError{Message: &msg}
 		if props != nil {

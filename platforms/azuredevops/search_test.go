@@ -40,7 +40,6 @@ func newADO(t *testing.T, base, repo, token string) *azuredevops.Tracker {
 // in its project by System.TeamProject; closed and untagged items are left
 // out. Another token is another scope.
 func TestListAcrossQueriesTheOrganisation(t *testing.T) {
-	t.Parallel()
 	s, base := newOrgSim(t)
 	s.NumberWorkItemsPerOrganisation("acmeorg")
 	for _, p := range []string{"acmeorg/Web", "acmeorg/Ops", "acmeorg/Unconfigured"} {
@@ -105,7 +104,6 @@ func TestListAcrossQueriesTheOrganisation(t *testing.T) {
 // test passes on a cross-project read the service could not give; the
 // refusal is one the housekeeping falls back from (ErrRejected).
 func TestOrganisationReadsNeedOrganisationNumbering(t *testing.T) {
-	t.Parallel()
 	s, base := newOrgSim(t)
 	s.CreateRepo("acmeorg/Web")
 	s.CreateIssue("acmeorg/Web", "hit", "", "x")

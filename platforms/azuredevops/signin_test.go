@@ -18,7 +18,6 @@ import (
 // permanent rejection with the status 401, not a JSON syntax error to
 // retry forever, and Check names the PAT as the cause.
 func TestWrongPATIsRefusedNotRetried(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())

@@ -8,7 +8,6 @@ import (
 // The actor is sender.login; a labeled action added only its label, an
 // opened one every label the issue has.
 func TestParseActor(t *testing.T) {
-	t.Parallel()
 	ev, err := Webhooks{}.Parse(delivery("issues"), readFixture(t, "issues.labeled.json"))
 	if err != nil || ev.Actor != "alice-dev" || !slices.Equal(ev.Added, []string{"agent-smith:pending"}) {
 		t.Fatalf("labeled: actor %q added %q err %v", ev.Actor, ev.Added, err)

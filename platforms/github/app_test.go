@@ -43,7 +43,6 @@ func appSim(t *testing.T, key *rsa.PrivateKey) (*trackersim.Sim, string) {
 }
 
 func TestAppInstallationTokenLabelsTicket(t *testing.T) {
-	t.Parallel()
 	key, pemKey := newAppKey(t)
 	s, url := appSim(t, key)
 	n := s.CreateIssue("acme/app", "app auth", "", "agent-smith")
@@ -71,7 +70,6 @@ func TestAppInstallationTokenLabelsTicket(t *testing.T) {
 }
 
 func TestAppRefusedWithWrongKeyOrInstallation(t *testing.T) {
-	t.Parallel()
 	key, goodPEM := newAppKey(t)
 	_, otherPEM := newAppKey(t)
 	_, url := appSim(t, key)

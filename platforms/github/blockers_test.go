@@ -13,7 +13,6 @@ import (
 // Without the issue dependencies API (404), "blocked by" lines of the body
 // name the blockers; closed and missing ones do not block.
 func TestOpenBlockersFallsBackToBodyLines(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{NoGitHubIssueDependencies: true})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())

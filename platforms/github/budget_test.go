@@ -67,7 +67,6 @@ func (w *budgetWorld) sent(f func()) int {
 // remain until the reset), another replica's request is held without a
 // call; without the shared budget it is sent and refused 403.
 func TestSharedBudgetHoldsAnotherReplicaAtTheLimit(t *testing.T) {
-	t.Parallel()
 	w := newBudgetWorld(t, 3)
 	ctx := context.Background()
 	a := w.replica(t, true)
@@ -105,7 +104,6 @@ func TestSharedBudgetHoldsAnotherReplicaAtTheLimit(t *testing.T) {
 // A 429 secondary limit one replica got (no Retry-After: a one-minute
 // hold) holds the other replica's requests without a call until it ends.
 func TestSharedBudgetHoldsAnotherReplicaAfterA429(t *testing.T) {
-	t.Parallel()
 	w := newBudgetWorld(t, 5000)
 	ctx := context.Background()
 	w.sim.SetFaults(trackersim.Faults{RateLimitNext: 1000, RateLimitShape: trackersim.RateLimitGitHubSecondary429})
@@ -139,7 +137,6 @@ func TestSharedBudgetHoldsAnotherReplicaAfterA429(t *testing.T) {
 // requests (housekeeping, polling) stop on every replica without a call,
 // and high-priority ones (claims, run transitions) go on.
 func TestSharedBudgetKeepsTheReserveForHighPriority(t *testing.T) {
-	t.Parallel()
 	w := newBudgetWorld(t, 20)
 	ctx := context.Background()
 	a := w.replica(t, true)

@@ -11,7 +11,6 @@ import (
 // line of the comment and its author; an edit, a pull request's comment
 // and a bot's comment are ignored.
 func TestParseComment(t *testing.T) {
-	t.Parallel()
 	body := func(action, login, typ, text string, pr bool) []byte {
 		prField := ""
 		if pr {

@@ -22,7 +22,6 @@ const simToken = "conformance-token"
 // subtest gets its own repository, named after the subtest, so the harness
 // needs no state beyond t.
 func TestConformance(t *testing.T) {
-	t.Parallel()
 	for _, mode := range trackersim.IfMatchModes {
 		t.Run(string(mode), func(t *testing.T) { conformance(t, mode) })
 	}

@@ -15,7 +15,6 @@ import (
 func ref(n string) platforms.Ref { return platforms.Ref{Platform: Platform, ID: "octo/repo#" + n} }
 
 func TestFormatParseID(t *testing.T) {
-	t.Parallel()
 	id := FormatID("octo/repo", 12)
 	if id != "octo/repo#12" {
 		t.Fatalf("FormatID = %q", id)
@@ -32,7 +31,6 @@ func TestFormatParseID(t *testing.T) {
 }
 
 func TestNewRejectsBadRepo(t *testing.T) {
-	t.Parallel()
 	for _, repo := range []string{"", "octo", "octo/", "/repo", "a/b/c"} {
 		if _, err := New(Options{Repo: repo}); err == nil {
 			t.Errorf("New(Repo %q) accepted", repo)
@@ -45,7 +43,6 @@ func TestNewRejectsBadRepo(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
-	t.Parallel()
 	f, srv := newFake(t)
 	f.add(&fakeIssue{title: "first", open: true, labels: []string{"bug", "agent-smith:pending"}})
 	f.add(&fakeIssue{title: "a pull request", open: true, pr: true})
@@ -94,7 +91,6 @@ func TestGet(t *testing.T) {
 // old lifecycle label, added before removed, with no If-Match (GitHub
 // refuses or ignores it on writes).
 func TestRelabel(t *testing.T) {
-	t.Parallel()
 	f, srv := newFake(t)
 	f.add(&fakeIssue{title: "x", open: true, labels: []string{"bug", "agent-smith:pending", "zeta"}})
 	tr := newTracker(t, srv)
@@ -161,7 +157,6 @@ func TestRelabel(t *testing.T) {
 }
 
 func TestRelabelLabels(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		labels, remove []string
 		add            string
@@ -186,7 +181,6 @@ func TestRelabelLabels(t *testing.T) {
 }
 
 func TestComment(t *testing.T) {
-	t.Parallel()
 	f, srv := newFake(t)
 	f.add(&fakeIssue{title: "x", open: true})
 	tr := newTracker(t, srv)
@@ -202,7 +196,6 @@ func TestComment(t *testing.T) {
 }
 
 func TestListOpenFollowsPages(t *testing.T) {
-	t.Parallel()
 	f, srv := newFake(t)
 	f.perPage = 3
 	var want []string
@@ -240,7 +233,6 @@ func TestListOpenFollowsPages(t *testing.T) {
 }
 
 func TestRateLimitedReadIsRetried(t *testing.T) {
-	t.Parallel()
 	f, srv := newFake(t)
 	f.add(&fakeIssue{title: "x", open: true})
 	f.limited = 1
@@ -263,7 +255,6 @@ func TestRateLimitedReadIsRetried(t *testing.T) {
 }
 
 func TestExhaustedLimitIsErrRateLimited(t *testing.T) {
-	t.Parallel()
 	f, srv := newFake(t)
 	f.add(&fakeIssue{title: "x", open: true})
 	f.exhaustedUntil = time.Now().Add(time.Hour).Unix()

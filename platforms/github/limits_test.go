@@ -15,7 +15,6 @@ import (
 // permanent (ErrRejected), so the daemon does not retry it, and the limit
 // the tracker reports lets a comment of exactly that size through.
 func TestOversizedCommentIsRejectedForGood(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())

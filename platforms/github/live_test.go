@@ -28,7 +28,6 @@ const (
 // TestLive runs the live contract against a real GitHub (or GitHub
 // Enterprise) repository; skipped unless the variables are set.
 func TestLive(t *testing.T) {
-	t.Parallel()
 	env := trackertest.LiveEnv(t, "./platforms/github", "Live",
 		trackertest.LiveVar{Name: liveRepo, Example: "owner/repo"},
 		trackertest.LiveVar{Name: liveToken, Example: "…"},
@@ -40,7 +39,6 @@ func TestLive(t *testing.T) {
 // TestLive, against trackersim's GitHub dialect: it proves the suite and
 // the binding without credentials.
 func TestSimContract(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())

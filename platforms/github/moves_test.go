@@ -37,7 +37,6 @@ func refOf(n int) platforms.Ref {
 // ErrNotFound, not the moved issue under the old id, and no label or
 // comment of the daemon lands on the moved issue.
 func TestTransferredIssueIsGoneNotFollowed(t *testing.T) {
-	t.Parallel()
 	s, tr := movesWorld(t)
 	ctx := context.Background()
 	for range 3 { // octo/other#1..3, so the moved issue gets another number
@@ -77,7 +76,6 @@ func TestTransferredIssueIsGoneNotFollowed(t *testing.T) {
 // repository's id; GitHub asks clients to follow it, and the tracker does,
 // for reads and for writes.
 func TestRenamedRepositoryIsFollowed(t *testing.T) {
-	t.Parallel()
 	s, tr := movesWorld(t)
 	ctx := context.Background()
 	n := s.CreateIssue("octo/repo", "ours", "", "agent-smith")

@@ -19,7 +19,6 @@ import (
 // refused; the credentials are held a minute, then two on the next refusal,
 // and the reads fail with ErrRateLimited meanwhile instead of hammering.
 func TestSecondaryRateLimitIsNotHammered(t *testing.T) {
-	t.Parallel()
 	for _, shape := range []string{trackersim.RateLimitGitHubSecondary403, trackersim.RateLimitGitHubSecondary429} {
 		t.Run(shape, func(t *testing.T) {
 			clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))

@@ -19,7 +19,6 @@ import (
 // owner, with repository-qualified ids that Covers assigns to the right
 // tracker, and none of another owner's or of closed issues.
 func TestListAcrossSearchesTheOwner(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	s.SetGitHubSearchLag(0)
@@ -75,7 +74,6 @@ func TestListAcrossSearchesTheOwner(t *testing.T) {
 // X-RateLimit-Resource search and remaining 0), and the core quota's calls
 // (a claim's reads and writes) go on meanwhile.
 func TestSearchRateLimitIsItsOwnQuota(t *testing.T) {
-	t.Parallel()
 	clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now})
 	t.Cleanup(s.Close)

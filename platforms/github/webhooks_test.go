@@ -31,7 +31,6 @@ func delivery(event string) http.Header {
 }
 
 func TestVerify(t *testing.T) {
-	t.Parallel()
 	body := readFixture(t, "issues.opened.json")
 	signed := func(b []byte, secret string) http.Header {
 		h := http.Header{}
@@ -59,7 +58,6 @@ func TestVerify(t *testing.T) {
 }
 
 func TestParseLabeled(t *testing.T) {
-	t.Parallel()
 	ev, err := (Webhooks{}).Parse(delivery("issues"), readFixture(t, "issues.labeled.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +76,6 @@ func TestParseLabeled(t *testing.T) {
 }
 
 func TestParseKinds(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		event, file string
 		want        platforms.EventKind
@@ -101,7 +98,6 @@ func TestParseKinds(t *testing.T) {
 }
 
 func TestParseMalformed(t *testing.T) {
-	t.Parallel()
 	for name, c := range map[string]struct {
 		h    http.Header
 		body string
@@ -211,7 +207,6 @@ func BenchmarkParse(b *testing.B) {
 // may add later are ignored, and the repository is named for the log only
 // when the payload names a well-formed one.
 func TestParseRepositoryEvents(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		event, body, locator string
 		want                 platforms.EventKind
@@ -235,7 +230,6 @@ func TestParseRepositoryEvents(t *testing.T) {
 // its own way reads them in the daemon's spelling, as the tracker does, so
 // the receiver sees the ticket's state (in progress here) from the payload.
 func TestParseRespellsLifecycleLabels(t *testing.T) {
-	t.Parallel()
 	body := strings.Replace(string(readFixture(t, "issues.labeled.json")), `"agent-smith:pending"`, `"Agent-Smith:In-Progress"`, 1)
 	if body == string(readFixture(t, "issues.labeled.json")) {
 		t.Fatal("fixture lacks agent-smith:pending")

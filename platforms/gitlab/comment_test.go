@@ -9,7 +9,6 @@ import (
 // A Note Hook on an issue is EventComment; system notes, edits and notes on
 // merge requests are ignored.
 func TestParseNote(t *testing.T) {
-	t.Parallel()
 	ev, err := Webhooks{}.Parse(header(EventNoteHook, ""), fixture(t, "note.create"))
 	if err != nil || ev.Kind != platforms.EventComment || ev.Actor == "" || ev.Ticket == nil || ev.Locator == "" || ev.Comment == "" {
 		t.Fatalf("note.create: %+v, %v", ev, err)

@@ -19,7 +19,6 @@ const simToken = "conformance-token"
 // emulator's GitLab dialect. Each subtest gets its own three-level project
 // path, named after the subtest.
 func TestConformance(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())

@@ -7,7 +7,6 @@ import (
 )
 
 func TestCheckProject(t *testing.T) {
-	t.Parallel()
 	for _, ok := range []string{"group/project", "group/sub/project", "a/b/c/d", "my-group/my.project_1"} {
 		if err := CheckProject(ok); err != nil {
 			t.Errorf("%q rejected: %v", ok, err)

@@ -19,7 +19,6 @@ import (
 // caused by a human and by the tracker, authenticate and parse with the
 // decoder the receiver uses.
 func TestSimWebhooksDecode(t *testing.T) {
-	t.Parallel()
 	const project = "acme/platform/payments-api"
 	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)

@@ -21,7 +21,6 @@ const repo = "acme/platform/payments-api"
 func ref(n int) platforms.Ref { return platforms.Ref{Platform: Platform, ID: FormatID(repo, n)} }
 
 func TestFormatParseID(t *testing.T) {
-	t.Parallel()
 	id := FormatID(repo, 12)
 	if id != "acme/platform/payments-api#12" {
 		t.Fatalf("FormatID = %q", id)
@@ -39,7 +38,6 @@ func TestFormatParseID(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	t.Parallel()
 	for _, r := range []string{"", "acme", "acme/", "/api", "a//b", "a/b#c"} {
 		if _, err := New(Options{Repo: r}); err == nil {
 			t.Errorf("New(Repo %q) accepted", r)
@@ -186,7 +184,6 @@ func (f *fake) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestGet(t *testing.T) {
-	t.Parallel()
 	f, tr := newFake(t)
 	f.labels[3] = []string{"bug", "agent-smith:pending"}
 	tk, err := tr.Get(context.Background(), ref(3))
@@ -215,7 +212,6 @@ func TestGet(t *testing.T) {
 }
 
 func TestRelabelNamesOnlyItsLabels(t *testing.T) {
-	t.Parallel()
 	f, tr := newFake(t)
 	f.labels[1] = []string{"zeta", "agent-smith:pending", "bug"}
 	tk, err := tr.Get(context.Background(), ref(1))
@@ -243,7 +239,6 @@ func TestRelabelNamesOnlyItsLabels(t *testing.T) {
 }
 
 func TestRelabelDetectsLostRace(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		other func(ls []string) []string
@@ -281,7 +276,6 @@ func TestRelabelDetectsLostRace(t *testing.T) {
 }
 
 func TestCommentAndErrors(t *testing.T) {
-	t.Parallel()
 	f, tr := newFake(t)
 	f.labels[2] = nil
 	if err := tr.Comment(context.Background(), ref(2), "pipeline failed: **boom**"); err != nil {
@@ -299,7 +293,6 @@ func TestCommentAndErrors(t *testing.T) {
 }
 
 func TestListOpenFollowsNextPage(t *testing.T) {
-	t.Parallel()
 	f, tr := newFake(t)
 	for i := 1; i <= 5; i++ {
 		f.labels[i] = []string{"agent-smith"}
@@ -324,7 +317,6 @@ func TestListOpenFollowsNextPage(t *testing.T) {
 }
 
 func TestRelabelNothingToWriteReads(t *testing.T) {
-	t.Parallel()
 	f, tr := newFake(t)
 	f.labels[1] = []string{"bug"}
 	tk, err := tr.Get(context.Background(), ref(1))

@@ -27,7 +27,6 @@ const (
 // TestLive runs the live contract against a real GitLab project; skipped
 // unless the variables are set.
 func TestLive(t *testing.T) {
-	t.Parallel()
 	env := trackertest.LiveEnv(t, "./platforms/gitlab", "Live",
 		trackertest.LiveVar{Name: liveProject, Example: "group/project"},
 		trackertest.LiveVar{Name: liveToken, Example: "…"},
@@ -38,7 +37,6 @@ func TestLive(t *testing.T) {
 // TestSimContract runs the live contract, through the same binding as
 // TestLive, against trackersim's GitLab dialect.
 func TestSimContract(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())

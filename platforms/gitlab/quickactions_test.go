@@ -16,7 +16,6 @@ import (
 // No note the daemon posts or edits runs a quick action, whoever wrote its
 // lines: trackersim executes them as GitLab does.
 func TestNotesRunNoQuickActions(t *testing.T) {
-	t.Parallel()
 	const project = "acme/app"
 	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)

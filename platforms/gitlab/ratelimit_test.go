@@ -19,7 +19,6 @@ import (
 // minute: ten reads send one request; RateLimit-Remaining 0 on a 200 holds
 // the next request until RateLimit-Reset, and it is then sent once.
 func TestRateLimitsAreNotHammered(t *testing.T) {
-	t.Parallel()
 	clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now})
 	t.Cleanup(s.Close)

@@ -14,7 +14,6 @@ import (
 // project-qualified ids that Covers assigns to the right tracker; none of
 // another group's or of closed issues.
 func TestListAcrossListsTheGroup(t *testing.T) {
-	t.Parallel()
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())

@@ -32,7 +32,6 @@ func fixture(t testing.TB, name string) []byte {
 }
 
 func TestVerify(t *testing.T) {
-	t.Parallel()
 	secrets := [][]byte{[]byte("new"), []byte(""), []byte("old")}
 	for _, c := range []struct {
 		token string
@@ -56,7 +55,6 @@ func TestVerify(t *testing.T) {
 }
 
 func TestParseIssueHook(t *testing.T) {
-	t.Parallel()
 	h := header(EventIssueHook, "s")
 	h.Set(HeaderIdempotencyKey, "idem-1")
 	h.Set(HeaderEventUUID, "event-1")
@@ -83,7 +81,6 @@ func TestParseIssueHook(t *testing.T) {
 }
 
 func TestParseIgnoredAndMalformed(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		event, fixture string
 	}{
@@ -137,7 +134,6 @@ func TestParseIgnoredAndMalformed(t *testing.T) {
 }
 
 func TestParseTopLevelLabelsFallback(t *testing.T) {
-	t.Parallel()
 	body := `{"object_kind":"issue","project":{"path_with_namespace":"a/b"},"object_attributes":{"iid":4,"title":"t","state":"opened","action":"open","url":"u"},"labels":[{"title":"agent-smith"}]}`
 	ev, err := Webhooks{}.Parse(header(EventIssueHook, ""), []byte(body))
 	if err != nil || ev.Kind != platforms.EventTicket || !slices.Equal(ev.Ticket.Labels, []string{"agent-smith"}) {
@@ -149,7 +145,6 @@ func TestParseTopLevelLabelsFallback(t *testing.T) {
 // destroyed, renamed, transferred and updated: EventRepositories, so the
 // replicas list their groups again. Its other events are ignored.
 func TestParseSystemHook(t *testing.T) {
-	t.Parallel()
 	ev, err := Webhooks{}.Parse(header(EventSystemHook, ""), fixture(t, "system.project_create"))
 	if err != nil || ev.Kind != platforms.EventRepositories || ev.Locator != "acme/platform/billing" || ev.Action != "project_create" {
 		t.Fatalf("project_create: %+v, %v", ev, err)

@@ -7,7 +7,6 @@ import (
 )
 
 func TestTextToADF(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct{ text, want string }{
 		{"", `{"type":"doc","version":1,"content":[{"type":"paragraph"}]}`},
 		{"one line — 日本語", `{"type":"doc","version":1,"content":[{"type":"paragraph","content":[{"type":"text","text":"one line — 日本語"}]}]}`},
@@ -32,7 +31,6 @@ func TestTextToADF(t *testing.T) {
 }
 
 func TestADFRoundTrip(t *testing.T) {
-	t.Parallel()
 	for _, text := range []string{
 		"Pipeline run `42` queued — 日本語 **ok**",
 		"a\nb\n\nc",
@@ -47,7 +45,6 @@ func TestADFRoundTrip(t *testing.T) {
 }
 
 func TestADFToText(t *testing.T) {
-	t.Parallel()
 	doc := `{"type":"doc","version":1,"content":[
 		{"type":"heading","attrs":{"level":2},"content":[{"type":"text","text":"Goal"}]},
 		{"type":"bulletList","content":[
@@ -66,7 +63,6 @@ func TestADFToText(t *testing.T) {
 }
 
 func TestTextToWiki(t *testing.T) {
-	t.Parallel()
 	for text, want := range map[string]string{
 		"plain *text* — 日本語":               "plain *text* — 日本語",
 		"Failed:\n```\nexit 1\n```\nretry": "Failed:\n\n{noformat}\nexit 1\n{noformat}\n\nretry",
@@ -83,7 +79,6 @@ func TestTextToWiki(t *testing.T) {
 // backtick line (Markdown's rule), and not with {noformat} or {code} in the
 // wiki markup Jira Data Center renders.
 func TestFencedOutputCannotBreakOut(t *testing.T) {
-	t.Parallel()
 	text := "**agent-smith**: failed\n\n````\n```\nh1. Owned [~admin] !http://evil.example/x.png!\n{noformat}\n{code}\n```\n````\n\nafter"
 	blocks := splitBlocks(text)
 	if len(blocks) != 3 || !blocks[1].code || len(blocks[1].lines) != 5 {
@@ -111,7 +106,6 @@ func TestFencedOutputCannotBreakOut(t *testing.T) {
 // Paragraph text (the headline, notes, causes) cannot inject wiki markup;
 // a configured mention stays a mention.
 func TestWikiParagraphsAreEscaped(t *testing.T) {
-	t.Parallel()
 	for text, want := range map[string]string{
 		"cancelled: {panel}x{panel} [click|http://evil] !img.png! a|b": `cancelled: \{panel\}x\{panel\} \[click\|http://evil\] \!img.png\! a\|b`,
 		"h1. Heading":               `\h1. Heading`,

@@ -16,7 +16,6 @@ const checkReceiver = "https://agentsmith.example.com"
 // answers the old path 404): it finds the hook that sends here, and fails
 // one that points elsewhere or lacks an event, naming the fix.
 func TestCheckWebhookRowPerFlavour(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct{ flavour, deployment, email, listCall string }{
 		{trackersim.JiraCloud, jira.DeploymentCloud, "bot@example.com", "GET /jira/rest/webhooks/1.0/webhook"},
 		{trackersim.JiraDataCenter, jira.DeploymentDataCenter, "", "GET /jira/rest/webhooks/1.0/webhook"},

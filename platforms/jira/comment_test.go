@@ -10,7 +10,6 @@ import (
 // author (accountId on Cloud, name on Data Center, ADF bodies read as
 // text); an app's comment is ignored.
 func TestParseCommentCreated(t *testing.T) {
-	t.Parallel()
 	for name, c := range map[string]struct{ body, actor, line string }{
 		"cloud":       {`{"webhookEvent":"comment_created","comment":{"body":"/agent-smith retry\nplease","author":{"accountId":"5b10ac8d"}},"issue":{"key":"OPS-4","fields":{}}}`, "5b10ac8d", "/agent-smith retry"},
 		"data center": {`{"webhookEvent":"comment_created","comment":{"body":"/agent-smith cancel","author":{"name":"dana"}},"issue":{"key":"OPS-4","fields":{}}}`, "dana", "/agent-smith cancel"},

@@ -59,7 +59,6 @@ var nonKey = regexp.MustCompile(`[^A-Za-z0-9]+`)
 // ADF comments, search/jql) and Data Center (REST v2, bearer PAT, plain
 // comments, offset search).
 func TestConformance(t *testing.T) {
-	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	locker := redisLocker{rdb: rdb}
 	for _, c := range []struct {
@@ -170,7 +169,6 @@ func TestConformance(t *testing.T) {
 // Relabel is ErrPreconditionFailed and sends nothing to Jira; once the lock
 // is free the same call succeeds.
 func TestRelabelLockHeld(t *testing.T) {
-	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
 	s, url := newSim(t)
 	n := s.CreateIssue("LOCK", "Locked", "", "agent-smith:pending")

@@ -114,7 +114,6 @@ const issueJSONv3 = `{"id":"10001","key":"OPS-7","self":"http://x/rest/api/3/iss
 var ref7 = platforms.Ref{Platform: Platform, Project: "ops", ID: "OPS-7"}
 
 func TestCloudRequests(t *testing.T) {
-	t.Parallel()
 	tr, f, l := newFake(t, "", "bot@example.com",
 		reply{200, issueJSONv3},
 		reply{204, ""},
@@ -188,7 +187,6 @@ func TestCloudRequests(t *testing.T) {
 }
 
 func TestDataCenterRequests(t *testing.T) {
-	t.Parallel()
 	issue := `{"key":"OPS-7","fields":{"summary":"Deploy","description":"Ship it","labels":[],"status":{"statusCategory":{"key":"done"}}}}`
 	tr, f, _ := newFake(t, DeploymentDataCenter, "",
 		reply{200, issue},
@@ -229,7 +227,6 @@ func TestDataCenterRequests(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	t.Parallel()
 	tr, _, l := newFake(t, "", "",
 		reply{404, `{"errorMessages":["Issue does not exist or you do not have permission to see it."],"errors":{}}`},
 		reply{400, `{"errorMessages":[],"errors":{"labels":"The label 'a' is invalid."}}`},
@@ -280,7 +277,6 @@ func TestErrors(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	t.Parallel()
 	ok := Options{BaseURL: "https://acme.atlassian.net", Repo: "OPS", Locker: &memLocker{}}
 	if tr, err := New(ok); err != nil || tr.Locator() != "OPS" || tr.api != "rest/api/3/" || tr.lockTTL != DefaultLockTTL {
 		t.Fatalf("New(%+v) = %+v, %v", ok, tr, err)
@@ -307,7 +303,6 @@ func TestNew(t *testing.T) {
 }
 
 func TestIDs(t *testing.T) {
-	t.Parallel()
 	if id := FormatID("OPS", 12); id != "OPS-12" {
 		t.Fatalf("FormatID = %q", id)
 	}
@@ -323,7 +318,6 @@ func TestIDs(t *testing.T) {
 }
 
 func TestListQueryQuotes(t *testing.T) {
-	t.Parallel()
 	if q := ListQuery("OPS", `we"ird\label`); q != `project = "OPS" AND labels = "we\"ird\\label" AND statusCategory != Done ORDER BY key ASC` {
 		t.Fatalf("ListQuery = %s", q)
 	}

@@ -53,7 +53,6 @@ func (v liveVars) env(t *testing.T) map[string]string {
 // TestLiveCloud runs the live contract against a Jira Cloud project (REST
 // v3, e-mail and API token); skipped unless the variables are set.
 func TestLiveCloud(t *testing.T) {
-	t.Parallel()
 	v := liveVarsOf(jira.DeploymentCloud)
 	trackertest.RunLive(t, liveHarness(t, v, v.env(t)))
 }
@@ -62,7 +61,6 @@ func TestLiveCloud(t *testing.T) {
 // project (REST v2, personal access token); skipped unless the variables
 // are set.
 func TestLiveDataCenter(t *testing.T) {
-	t.Parallel()
 	v := liveVarsOf(jira.DeploymentDataCenter)
 	trackertest.RunLive(t, liveHarness(t, v, v.env(t)))
 }
@@ -74,7 +72,6 @@ func TestLiveDataCenter(t *testing.T) {
 // API; every label write and read, the human's included, and the search go
 // over REST as in a live run.
 func TestSimContract(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct{ deployment, email string }{
 		{jira.DeploymentCloud, "bot@example.com"},
 		{jira.DeploymentDataCenter, ""},

@@ -27,7 +27,6 @@ func (noLocks) TryLock(context.Context, string, time.Duration) (func(), bool, er
 // Retry-After is retried after it; and a limit that persists sends a
 // bounded number of requests, then none until the reset.
 func TestRateLimitsAreNotHammered(t *testing.T) {
-	t.Parallel()
 	clock := trackerhttptest.NewClock(time.Date(2023, 11, 14, 22, 13, 40, 0, time.UTC))
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now})
 	t.Cleanup(s.Close)

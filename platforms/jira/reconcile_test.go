@@ -45,7 +45,6 @@ func listIDs(t *testing.T, tr *Tracker, label string) []string {
 // is stale (a stale hit, with the old labels) until the index catches up,
 // and only a Get shows the truth. Data Center's search is consistent.
 func TestListReconcilesOwnWrites(t *testing.T) {
-	t.Parallel()
 	clock := &testClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
 	s := trackersim.New(trackersim.Options{Tokens: []string{"reconcile-token"}, Clock: clock.Now})
 	t.Cleanup(s.Close)
@@ -109,7 +108,6 @@ func TestListReconcilesOwnWrites(t *testing.T) {
 // TestReconcileBounded: at most 50 ids, newest first, each once; writes of
 // issues never read (id unknown) are not reconciled.
 func TestReconcileBounded(t *testing.T) {
-	t.Parallel()
 	clock := &testClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
 	r := recentWrites{now: clock.Now, window: time.Minute}
 	for i := 1; i <= 60; i++ {

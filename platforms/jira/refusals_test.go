@@ -13,7 +13,6 @@ import (
 // is the screen refusal: another field's, another status's, or another
 // labels message is not.
 func TestLabelsNotOnScreen(t *testing.T) {
-	t.Parallel()
 	jerr := func(field, msg string) *jirasdk.Error {
 		return &jirasdk.Error{HTTPError: errors.New("status 400"), Errors: map[string]string{field: msg}}
 	}

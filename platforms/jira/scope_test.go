@@ -18,7 +18,6 @@ const payScope = "project in (PAY, OPS) AND component = Payments"
 // with one more: on Cloud with the issue reconciled, so a component set a
 // moment ago counts although the search index lags by an hour.
 func TestJQLScopeListsAndAnswersMembership(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct{ deployment, email, searchCall string }{
 		{jira.DeploymentCloud, "bot@example.com", "POST /jira/rest/api/{v}/search/jql"},
 		{jira.DeploymentDataCenter, "", "GET /jira/rest/api/{v}/search"},
@@ -93,7 +92,6 @@ func TestJQLScopeListsAndAnswersMembership(t *testing.T) {
 // What a scope is asked of the site: the scope itself, parsed by Jira in
 // check, and write access in the issue's own project.
 func TestJQLScopeCheckAndPermissions(t *testing.T) {
-	t.Parallel()
 	s, url := newSim(t)
 	s.CreateRepo("PAY")
 	s.SetJiraSearchLag(0)

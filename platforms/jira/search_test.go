@@ -13,7 +13,6 @@ import (
 // keys Covers assigns to the right tracker; none of closed or unlabelled
 // issues. Another account on the same site is another scope.
 func TestListAcrossSearchesTheSite(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct{ deployment, email, searchCall string }{
 		{jira.DeploymentCloud, "bot@example.com", "POST /jira/rest/api/{v}/search/jql"},
 		{jira.DeploymentDataCenter, "", "GET /jira/rest/api/{v}/search"},

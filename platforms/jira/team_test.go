@@ -14,7 +14,6 @@ import (
 // user/groups?accountId=, Data Center's user?username=&expand=groups
 // (user/groups is Cloud's only; the sim answers 404 for it on Data Center).
 func TestInTeamOnBothDeployments(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		deployment, email, dialect string
 	}{{jira.DeploymentCloud, "bot@example.com", "cloud"}, {jira.DeploymentDataCenter, "", "datacenter"}} {

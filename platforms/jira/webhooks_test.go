@@ -30,7 +30,6 @@ func delivery() http.Header {
 }
 
 func TestVerify(t *testing.T) {
-	t.Parallel()
 	body := readFixture(t, "issue_created.json")
 	signed := func(b []byte, secret string) http.Header {
 		h := http.Header{}
@@ -60,7 +59,6 @@ func TestVerify(t *testing.T) {
 }
 
 func TestParseCreated(t *testing.T) {
-	t.Parallel()
 	ev, err := (Webhooks{}).Parse(delivery(), readFixture(t, "issue_created.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +76,6 @@ func TestParseCreated(t *testing.T) {
 }
 
 func TestParseUpdated(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		file string
 		want platforms.EventKind
@@ -112,7 +109,6 @@ func TestParseUpdated(t *testing.T) {
 }
 
 func TestParseEdgeCases(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		name, body string
 		kind       platforms.EventKind
@@ -153,7 +149,6 @@ func TestParseEdgeCases(t *testing.T) {
 // TestParseADFDescription: a webhook (or a v3 read) may carry the
 // description as an ADF document; the ticket body is its text.
 func TestDeliveryIDFallback(t *testing.T) {
-	t.Parallel()
 	body := readFixture(t, "issue_created.json")
 	a, err := (Webhooks{}).Parse(http.Header{}, body)
 	if err != nil {
@@ -167,7 +162,6 @@ func TestDeliveryIDFallback(t *testing.T) {
 }
 
 func TestParseADFDescription(t *testing.T) {
-	t.Parallel()
 	body := `{"webhookEvent":"jira:issue_created","issue":{"key":"OPS-7","self":"https://x.atlassian.net/rest/api/3/issue/1",
 		"fields":{"summary":"s","labels":[],"description":{"type":"doc","version":1,"content":[{"type":"paragraph","content":[{"type":"text","text":"Fix it"}]}]}}}}`
 	ev, err := (Webhooks{}).Parse(delivery(), []byte(body))
@@ -251,7 +245,6 @@ func FuzzVerify(f *testing.F) {
 // listing; project_updated and unknown project events do not, and the key
 // names the project in the log only when it is a valid one.
 func TestParseProjectEvents(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		body, locator string
 		want          platforms.EventKind

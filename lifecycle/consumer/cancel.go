@@ -13,16 +13,13 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // DefaultCancelCheck is how often a running pipeline's cancel key is read:
 // one GET per running pipeline, so a cancellation stops it within seconds.
 const DefaultCancelCheck = 5 * time.Second
-
-// cancelToldTTL bounds the cancellation-told marker (keys.CancelTold) of a
-// request nobody ends: every end of the request deletes it sooner.
-const cancelToldTTL = 24 * time.Hour
 
 func isTrackerCause(cause string) bool {
 	return cause == lifecycle.CauseClosed || cause == lifecycle.CauseUntriggered
@@ -91,7 +88,7 @@ func (a *attempt) failCancelled(ctx context.Context, from lifecycle.State, cause
 	body = lifecycle.TruncateRunes(body, platforms.CommentLimit(p.Tracker))
 	// Told once per cancel request: a request honoured again, because the
 	// move to Failed below did not land, only finishes the move.
-	tell, err := runstate.MarkCancelTold(ctx, e.rdb, req.Ref, cause, cancelToldTTL)
+	tell, err := runstate.MarkCancelTold(ctx, e.rdb, req.Ref, cause, keys.CancelToldTTL)
 	if err != nil {
 		log.Warn("mark the cancellation told; telling it", zap.Error(err))
 		tell = true

@@ -86,9 +86,12 @@ const (
 	DeliveryTTL      = 24 * time.Hour   // agentsmith:delivery:*
 	// FinishedTTL is how long a ticket's terminal state is remembered, so
 	// that a claim within it counts as a re-trigger (flow metrics).
-	FinishedTTL  = 30 * 24 * time.Hour // agentsmith:finished:*
-	CancelTTL    = time.Hour           // agentsmith:cancel:*: outlives any queue wait worth honouring
-	StuckFlagTTL = 7 * 24 * time.Hour
+	FinishedTTL = 30 * 24 * time.Hour // agentsmith:finished:*
+	CancelTTL   = time.Hour           // agentsmith:cancel:*: outlives any queue wait worth honouring
+	// CancelToldTTL bounds agentsmith:cancel-told:* of a request nobody
+	// ends: every end of the request deletes it sooner.
+	CancelToldTTL = 24 * time.Hour
+	StuckFlagTTL  = 7 * 24 * time.Hour
 	// TriggerPermissionTTL is how long a tracker's answer to "may this user
 	// write?" is trusted: minutes, so a revoked collaborator stops
 	// triggering soon and a burst of triggers costs one lookup.

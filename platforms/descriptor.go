@@ -46,9 +46,33 @@ type Descriptor struct {
 	// Jira project keys) owner holds, for projects configured by pattern;
 	// nil means the platform has no repository discovery.
 	List func(ctx context.Context, opts TrackerOptions, owner string) ([]ListedRepo, error)
+	// CommentMarkup is how the platform's tracker reads the text of the
+	// daemon's comments, which decides how pipeline text in them (a
+	// result's summary and links) is escaped.
+	CommentMarkup Markup
+	// NoWebhookTest says, for a platform whose tracker sends no test
+	// delivery (is no WebhookTester), why check --webhook cannot prove the
+	// webhook's URL and secret; "" gives a generic reason.
+	NoWebhookTest string
 	// Capabilities are what config accepts for the platform's projects.
 	Capabilities
 }
+
+// Markup is how a tracker reads comment text.
+type Markup int
+
+const (
+	// MarkupMarkdown: the tracker renders comments as Markdown (GitHub,
+	// GitLab, Azure DevOps), so pipeline text has every character
+	// Markdown could read as markup escaped and its links are Markdown
+	// links. It is the zero value.
+	MarkupMarkdown Markup = iota
+	// MarkupJiraWiki: the tracker takes plain text and turns it into Jira
+	// wiki markup or ADF itself, escaping it there (platforms/jira/adf.go),
+	// so only Jira's mention and code-fence forms are broken in pipeline
+	// text and a link is written as its title and URL.
+	MarkupJiraWiki
+)
 
 // Capabilities are the features a platform has or lacks, where config or
 // the receiver decide on them.

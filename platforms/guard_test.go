@@ -22,29 +22,20 @@ const module = "github.com/agentsmithd/agentsmithd"
 // drives trackersim's per-platform mounts.
 var guardSkips = []string{"platforms", "trackersim", "bench", "testdata"}
 
-// nameComparisons are the daemon's files that still compare a platform
-// name outside a switch, each with what the comparison decides; a
-// Descriptor field would take each one's place.
-var nameComparisons = map[string]string{
-	"cmd/agentsmithd/checkwebhook.go": "the text of why a Jira webhook cannot be proven by a test delivery",
-	"lifecycle/consumer/finish.go":    "Jira's wiki markup instead of Markdown in a result comment",
-}
-
 // A platform's facts live in its Descriptor. A switch on platform names
 // anywhere else is a second place to update when a platform is added, the
 // drift Descriptor exists to end: this test fails on a case that names a
 // platform ("github", github.Platform, config.Platform*), in a switch on a
-// value or as a comparison in a switch on conditions, and, outside tests
-// and nameComparisons, on any == or != with a platform name on one side
-// (p.Platform == "jira"). Tests may compare: they check what a platform
-// was given.
+// value or as a comparison in a switch on conditions, and, outside tests,
+// on any == or != with a platform name on one side (p.Platform == "jira").
+// Tests may compare: they check what a platform was given.
 func TestNoSwitchOnPlatformNamesOutsideTheRegistry(t *testing.T) {
 	names := platforms.Names()
 	if len(names) == 0 {
 		t.Fatal("no platform registered")
 	}
 	astguard.Walk(t, "..", astguard.Options{Files: astguard.All, Skip: guardSkips}, func(f *astguard.File) {
-		comparisons := !strings.HasSuffix(f.Rel, "_test.go") && nameComparisons[f.Rel] == ""
+		comparisons := !strings.HasSuffix(f.Rel, "_test.go")
 		for _, pos := range platformCases(f.AST, names, comparisons) {
 			t.Errorf("%s: a case on or a comparison with a platform name; ask platforms.Lookup for the platform's Descriptor instead", f.At(pos))
 		}

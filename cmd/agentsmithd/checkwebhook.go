@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -41,13 +42,6 @@ const syncWebhookWait = 2 * time.Second
 
 // webhookPoll is how often the record is read while waiting.
 const webhookPoll = 100 * time.Millisecond
-
-// jiraNoTest says why a Jira project's path cannot be proven: Jira's
-// webhook REST resources register, list, refresh and delete webhooks, and
-// report failed ones for apps, but none sends a test delivery
-// (https://developer.atlassian.com/cloud/jira/platform/webhooks/,
-// https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-webhooks/).
-const jiraNoTest = "Jira has no API that sends a test delivery: the URL and secret are not proven now"
 
 // webhookCheckName is the row check --webhook adds to each project.
 const webhookCheckName = "webhook delivery"
@@ -179,12 +173,11 @@ func neverReceived(sent string, test platforms.WebhookTest, took time.Duration) 
 }
 
 // lastDelivery is the row of a tracker that cannot send a test delivery:
-// the receiver's last recorded deliveries, and what they do not prove.
+// the receiver's last recorded deliveries, and what they do not prove
+// (why: the platform's Descriptor.NoWebhookTest, or a generic reason).
 func lastDelivery(rec receiver.AuthRecord, platform string, sources []string, now time.Time) platforms.CheckResult {
-	why := "this tracker cannot send a test delivery"
-	if platform == "jira" {
-		why = jiraNoTest
-	}
+	d, _ := platforms.Lookup(platform)
+	why := cmp.Or(d.NoWebhookTest, "this tracker cannot send a test delivery")
 	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
 	since := max(rec.RejectedSinceAuthenticated, 1)
 	switch {

@@ -595,17 +595,19 @@ func httpURL(raw string) (string, bool) {
 }
 
 // renderResult is r as comment text for platform, red's secrets replaced
-// before any escaping (escapeFor): Markdown, with every
-// character Markdown could read as markup escaped and @mentions broken, on
-// GitHub, GitLab and Azure DevOps (which takes the daemon's comments as
-// Markdown); plain text on Jira, whose tracker converts the comment to
-// wiki markup or ADF and escapes it there (platforms/jira/adf.go), with
-// Jira's own mention and code-fence forms broken here.
+// before any escaping (escapeFor), in the platform's comment markup
+// (platforms.Descriptor.CommentMarkup): Markdown, with every character
+// Markdown could read as markup escaped and @mentions broken, on GitHub,
+// GitLab and Azure DevOps (which takes the daemon's comments as Markdown);
+// plain text on Jira, whose tracker converts the comment to wiki markup or
+// ADF and escapes it there (platforms/jira/adf.go), with Jira's own
+// mention and code-fence forms broken here.
 func renderResult(red *redact.Redactor, platform string, r Result) string {
 	if r.Empty() {
 		return ""
 	}
 	esc := func(s string) string { return escapeFor(red, platform, s) }
+	jira := markupOf(platform) == platforms.MarkupJiraWiki
 	var b strings.Builder
 	if r.Summary != "" {
 		b.WriteString("**Summary**\n\n")
@@ -619,7 +621,7 @@ func renderResult(red *redact.Redactor, platform string, r Result) string {
 		}
 		b.WriteString("**Links**\n\n")
 		for _, l := range r.Links {
-			if platform == "jira" {
+			if jira {
 				fmt.Fprintf(&b, "- %s: %s\n", esc(l.Title), l.URL)
 			} else {
 				fmt.Fprintf(&b, "- [%s](%s)\n", esc(l.Title), l.URL)
@@ -639,10 +641,18 @@ func renderResult(red *redact.Redactor, platform string, r Result) string {
 // the daemon placed, such as a result file's links (renderResult).
 func escapeFor(red *redact.Redactor, platform, s string) string {
 	s = red.String(s)
-	if platform == "jira" {
+	if markupOf(platform) == platforms.MarkupJiraWiki {
 		return breakAutolinks(jiraEscape(s))
 	}
 	return breakAutolinks(markdownEscape(s))
+}
+
+// markupOf is how platform's tracker reads comment text, from its
+// Descriptor: Markdown for a platform not registered, the markup that
+// escapes the most.
+func markupOf(platform string) platforms.Markup {
+	d, _ := platforms.Lookup(platform)
+	return d.CommentMarkup
 }
 
 // breakAutolinks puts a zero-width space after the ":" of every "://" and

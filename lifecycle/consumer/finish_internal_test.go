@@ -12,6 +12,9 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
+	// Registers the descriptors whose CommentMarkup renderResult and
+	// escapeFor read for the platform names these tests use.
+	_ "github.com/agentsmithd/agentsmithd/platforms/all"
 )
 
 // A tail full of backticks lengthens the fence; the comment must still fit

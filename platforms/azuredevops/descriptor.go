@@ -18,6 +18,7 @@ func init() {
 		RateLimits:     trackerhttp.AzureDevOpsRateLimits,
 		New:            build,
 		List:           list,
+		CommentMarkup:  platforms.MarkupMarkdown,
 		Capabilities:   platforms.Capabilities{Teams: true},
 	})
 }

@@ -18,6 +18,7 @@ func init() {
 		RateLimits:     trackerhttp.GitHubRateLimits,
 		New:            build,
 		List:           list,
+		CommentMarkup:  platforms.MarkupMarkdown,
 		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true},
 	})
 }

@@ -17,6 +17,7 @@ func init() {
 		RateLimits:     trackerhttp.GitLabRateLimits,
 		New:            build,
 		List:           list,
+		CommentMarkup:  platforms.MarkupMarkdown,
 		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, Groups: true},
 	})
 }

@@ -12,14 +12,24 @@ func init() {
 	platforms.Register(platforms.Descriptor{
 		Name: Platform,
 		// No DefaultBaseURL: every Jira site has its own URL.
-		CheckRepo:    checkRepo,
-		CheckScope:   CheckScope,
-		RateLimits:   trackerhttp.JiraRateLimits,
-		New:          build,
-		List:         list,
-		Capabilities: platforms.Capabilities{Teams: true, OwnerlessPatterns: true, SpacelessLabels: true, JiraSection: true},
+		CheckRepo:  checkRepo,
+		CheckScope: CheckScope,
+		RateLimits: trackerhttp.JiraRateLimits,
+		New:        build,
+		List:       list,
+		// The tracker writes comments as wiki markup or ADF (adf.go).
+		CommentMarkup: platforms.MarkupJiraWiki,
+		NoWebhookTest: noWebhookTest,
+		Capabilities:  platforms.Capabilities{Teams: true, OwnerlessPatterns: true, SpacelessLabels: true, JiraSection: true},
 	})
 }
+
+// noWebhookTest says why a Jira project's webhook cannot be proven:
+// Jira's webhook REST resources register, list, refresh and delete
+// webhooks, and report failed ones for apps, but none sends a test
+// delivery (https://developer.atlassian.com/cloud/jira/platform/webhooks/,
+// https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-webhooks/).
+const noWebhookTest = "Jira has no API that sends a test delivery: the URL and secret are not proven now"
 
 // checkRepo validates a project's repo: its key ("PROJ"), in the shape
 // CheckProjectKey owns, with the message config shows.

@@ -8,6 +8,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -20,7 +21,7 @@ func TestARunMarksItsWorkDirUsed(t *testing.T) {
 	p.Pipeline.Command = []string{"sh", "-c", `touch -d '10 years ago' . && echo done`}
 	work := filepath.Join(t.TempDir(), "work")
 	ahead := 48 * time.Hour
-	ctx := runExecutor(t, w, consumer.ExecutorConfig{WorkDir: work, Clock: func() time.Time { return time.Now().Add(ahead) }})
+	ctx := consumertest.RunExecutor(t, w, consumer.ExecutorConfig{WorkDir: work, Clock: func() time.Time { return time.Now().Add(ahead) }})
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "mark me", "", "agent-smith")
 	ref := lifecycletest.Ref(n)
 	before := time.Now().Add(ahead)

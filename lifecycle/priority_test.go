@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
@@ -32,9 +33,9 @@ func TestPriorityOfLabels(t *testing.T) {
 func TestPriorityLabelsOrderRuns(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
-	low := claimIssue(t, w, "low", "priority:low")
-	normal := claimIssue(t, w, "normal")
-	high := claimIssue(t, w, "high", "priority:high", "priority:low")
+	low := w.ClaimIssue(t, "low", "priority:low")
+	normal := w.ClaimIssue(t, "normal")
+	high := w.ClaimIssue(t, "high", "priority:high", "priority:low")
 	for key, n := range map[string]int{keys.QueueLevel(lifecycletest.LowPriority): low, keys.Queue(): normal, keys.QueueLevel(lifecycletest.HighPriority): high} {
 		got, _ := w.RDB.LRange(t.Context(), key, 0, -1).Result()
 		if len(got) != 1 || !strings.Contains(got[0], lifecycletest.Ref(n).ID) {
@@ -42,7 +43,7 @@ func TestPriorityLabelsOrderRuns(t *testing.T) {
 		}
 	}
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c", `echo "$AGENTSMITH_TITLE" >> "$D/order"`}
-	runWorld(t, w, dir, 1)
+	consumertest.RunWorld(t, w, dir, 1)
 	for _, n := range []int{low, normal, high} {
 		eventually.Wait(t, 20*time.Second, "every ticket to reach done", func() bool { return w.State(t, n) == lifecycle.Done })
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
@@ -117,12 +118,12 @@ func TestExecutorsFinalTransitionRefusedForGoodEndsWithOneComment(t *testing.T) 
 	ctx := t.Context()
 	dir := t.TempDir()
 	m := metrics.New(metrics.Config{})
-	startExecutorWith(t, w, dir, time.Second, func(cfg *consumer.ExecutorConfig) { cfg.Observer = m })
+	consumertest.StartExecutorWith(t, w, dir, time.Second, func(cfg *consumer.ExecutorConfig) { cfg.Observer = m })
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "refused at the end", "", "agent-smith")
 	if res, err := w.Claims.Claim(ctx, lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 	w.Sim.RefuseLabelWrites(lifecycletest.Repo, n, true)
 	writes := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite]
 	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
@@ -131,7 +132,7 @@ func TestExecutorsFinalTransitionRefusedForGoodEndsWithOneComment(t *testing.T) 
 	ref := lifecycletest.Ref(n)
 	eventually.Wait(t, 10*time.Second, "the run's heartbeat to end", func() bool {
 		holder, _, err := runstate.Holder(ctx, w.RDB, ref)
-		return err == nil && holder == "" && exists(filepath.Join(dir, "finished"))
+		return err == nil && holder == "" && lifecycletest.Exists(filepath.Join(dir, "finished"))
 	})
 	if got := w.Sim.Stats().Calls[lifecycletest.GitHubLabelWrite] - writes; got != 1 {
 		t.Errorf("the executor wrote the refused transition %d times, want 1", got)

@@ -53,7 +53,7 @@ func TestNoRunStartsBesideOneARedisRestartLost(t *testing.T) {
 	promoter := housekeeping.NewDelayedPromoter(w.Queue, housekeeping.DelayedPromoterConfig{Interval: 20 * time.Millisecond})
 	wg.Go(func() { _ = promoter.Run(ctx) })
 
-	n := claimIssue(t, w, "runs once at a time")
+	n := w.ClaimIssue(t, "runs once at a time")
 	ticks := filepath.Join(dir, "ticks")
 	eventually.Wait(t, 15*time.Second, "the first run to tick", func() bool { return len(readTicks(t, ticks)) > 0 })
 	first := readTicks(t, ticks)[0].pid

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -37,8 +38,8 @@ func TestRestoredRequestsOfEndedTicketsAreDropped(t *testing.T) {
 		push(n)
 	}
 	push(live)
-	startExecutor(t, w, dir, time.Second)
-	eventually.Wait(t, 10*time.Second, "the Enqueued ticket's request to run", func() bool { return exists(filepath.Join(dir, "started")) })
+	consumertest.StartExecutor(t, w, dir, time.Second)
+	eventually.Wait(t, 10*time.Second, "the Enqueued ticket's request to run", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 	if err := os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,12 @@ package claim_test
 
 import (
 	"context"
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"sync"
 	"testing"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -19,17 +19,6 @@ func newWorld(t *testing.T) *world {
 }
 
 func ref(n int) platforms.Ref { return lifecycletest.Ref(n) }
-
-// comments returns the bodies of ticket n's comments, oldest first.
-func comments(t *testing.T, w *lifecycletest.World, n int) []string {
-	t.Helper()
-	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
-	var out []string
-	for _, c := range is.Comments {
-		out = append(out, c.Body)
-	}
-	return out
-}
 
 func TestFiftyConcurrentClaimsEnqueueOnce(t *testing.T) {
 	w := newWorld(t)

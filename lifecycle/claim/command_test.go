@@ -78,7 +78,7 @@ func TestRunCommandGatesAndBoundsReplies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cs := comments(t, w, n)
+	cs := w.Comments(t, n)
 	if len(cs) != claim.MaxCommandReplies {
 		t.Errorf("%d replies, want %d: %q", len(cs), claim.MaxCommandReplies, cs)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -22,10 +23,10 @@ import (
 func TestRetryRunsAFailedTicketAgainWithAFreshAttemptCount(t *testing.T) {
 	w := lifecycletest.New(t, 1)
 	dir := t.TempDir()
-	w.Projects[lifecycletest.Project].Pipeline.Command = countingPipeline("1 0")
-	rec := runWorld(t, w, dir, 1)
-	n := claimIssue(t, w, "fails once")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	w.Projects[lifecycletest.Project].Pipeline.Command = lifecycletest.CountingPipeline("1 0")
+	rec := consumertest.RunWorld(t, w, dir, 1)
+	n := w.ClaimIssue(t, "fails once")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
 
 	ref := lifecycletest.Ref(n)
 	// The Failed label is written before the run lets go of its heartbeat:
@@ -46,8 +47,8 @@ func TestRetryRunsAFailedTicketAgainWithAFreshAttemptCount(t *testing.T) {
 	if err != nil || !res.Retried() || res.Request.Attempt != 1 || res.State != "enqueued" {
 		t.Fatalf("retry = %+v, %v; want a request for attempt 1", res, err)
 	}
-	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
-	if got := runs(t, dir); !slices.Equal(got, []string{"1", "1"}) {
+	w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
+	if got := lifecycletest.Runs(t, dir); !slices.Equal(got, []string{"1", "1"}) {
 		t.Errorf("attempts run %q, want 1 then 1 again", got)
 	}
 	evs := claimRec.Kind(lifecycle.EventTransition)

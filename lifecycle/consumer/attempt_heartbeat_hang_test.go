@@ -112,7 +112,7 @@ func TestHangingRenewalDoesNotDelayTheKill(t *testing.T) {
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 	h.hang.Store(true)
 	h.mu.Lock()
 	last := h.lastOK // no later than the heartbeat's last write
@@ -195,7 +195,7 @@ func TestLivenessLapseDuringAHangingRenewalKills(t *testing.T) {
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 	h.hang.Store(true)
 	b, err := os.ReadFile(filepath.Join(dir, "pid"))
 	if err != nil {

@@ -96,7 +96,7 @@ func replica(t *testing.T, w *lifecycletest.World, name, workRoot string, rec *l
 func TestFailedAttemptsWorkResumesOnAnotherReplica(t *testing.T) {
 	w := lifecycletest.New(t, 2)
 	bare, p := withRemote(t, w)
-	retryOn(p, 3)
+	lifecycletest.RetryOn(p, 3)
 	p.Pipeline.Command = []string{"sh", "-c", `set -e
 if [ "$AGENTSMITH_ATTEMPT" = 1 ]; then echo "step one" > work.txt; exit 3; fi
 grep -q "step one" work.txt || exit 9
@@ -105,7 +105,7 @@ printf '%s' '{"summary":"Opened a PR *now* @alice","links":[{"title":"PR #1","ur
 
 	rec := &lifecycletest.Recorder{}
 	stopA := replica(t, w, "replica-a", filepath.Join(t.TempDir(), "a"), rec)
-	n := claim(t, w, "resumable")
+	n := w.ClaimIssue(t, "resumable")
 	branch := fmt.Sprintf("agent-smith/acme-app-%d", n)
 	eventually.Wait(t, 20*time.Second, "attempt 1 to fail and be retried", func() bool {
 		for _, ev := range rec.Kind(lifecycle.EventTransition) {
@@ -124,7 +124,7 @@ printf '%s' '{"summary":"Opened a PR *now* @alice","links":[{"title":"PR #1","ur
 	}
 
 	replica(t, w, "replica-b", filepath.Join(t.TempDir(), "b"), rec)
-	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
 	if got := git(t, bare, "show", branch+":work.txt"); got != "step one\nstep two" {
 		t.Fatalf("work on the branch after attempt 2 = %q (attempt 2 did not resume from attempt 1)", got)
 	}
@@ -165,8 +165,8 @@ func TestShutdownHandBackPushesTheWork(t *testing.T) {
 	p.Pipeline.Command = []string{"sh", "-c", `echo partial > part.txt; touch "$D/started"; while :; do sleep 0.02; done`}
 	rec := &lifecycletest.Recorder{}
 	stop := replica(t, w, "replica-a", filepath.Join(dir, "work"), rec)
-	n := claim(t, w, "interrupted")
-	eventually.Wait(t, 20*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	n := w.ClaimIssue(t, "interrupted")
+	eventually.Wait(t, 20*time.Second, "the pipeline to start", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 	stop()
 	if s := w.State(t, n); s != lifecycle.Enqueued {
 		t.Fatalf("state %s, want enqueued (handed back)", s)
@@ -188,8 +188,8 @@ func TestInvalidResultIsAWarningNotAFailure(t *testing.T) {
 	p.Pipeline.Command = []string{"sh", "-c", `printf '{"summary": ' > "$AGENTSMITH_RESULT_FILE"`}
 	rec := &lifecycletest.Recorder{}
 	replica(t, w, "replica-a", filepath.Join(t.TempDir(), "work"), rec)
-	n := claim(t, w, "sloppy result")
-	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	n := w.ClaimIssue(t, "sloppy result")
+	w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
 	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
 	if len(is.Comments) != 1 || !strings.Contains(is.Comments[0].Body, "- result file: ignored, not valid JSON") {
 		t.Fatalf("comments: %+v", is.Comments)
@@ -220,8 +220,8 @@ mkdir "%s/${own##*/}/stay"`, cg.Dir())}
 	})
 	rec := &lifecycletest.Recorder{}
 	replica(t, w, "replica-a", t.TempDir(), rec, func(c *consumer.ExecutorConfig) { c.Cgroups = cg })
-	n := claim(t, w, "leftover")
-	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	n := w.ClaimIssue(t, "leftover")
+	w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
 	if out, err := exec.Command("git", "-C", bare, "branch", "--list", "agent-smith/*").CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Fatalf("the work branch was saved from a run with processes possibly left: %q %v", out, err)
 	}
@@ -250,12 +250,12 @@ func TestAGitRootOthersCanWriteFailsTheAttempt(t *testing.T) {
 	p.Pipeline.Command = []string{"sh", "-c", "touch " + filepath.Join(marks, "ran")}
 	rec := &lifecycletest.Recorder{}
 	replica(t, w, "replica-a", workRoot, rec)
-	n := claim(t, w, "git root")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	n := w.ClaimIssue(t, "git root")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
 	if _, err := os.Stat(filepath.Join(marks, "ran")); !os.IsNotExist(err) {
 		t.Errorf("the pipeline ran with a git root anyone may write: %v", err)
 	}
-	if ev, _ := findEvent(rec, "failed"); !strings.Contains(ev.Reason, "git root") || !strings.Contains(ev.Reason, "no one else may write") {
+	if ev, _ := rec.Find("failed"); !strings.Contains(ev.Reason, "git root") || !strings.Contains(ev.Reason, "no one else may write") {
 		t.Errorf("the failure does not name the refused git root: %q", ev.Reason)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -22,7 +23,7 @@ import (
 func startCancellable(t *testing.T, w *lifecycletest.World, dir string) *lifecycletest.Recorder {
 	t.Helper()
 	rec := &lifecycletest.Recorder{}
-	startExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
+	consumertest.StartExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
 		c.CancelCheck = 50 * time.Millisecond
 		c.Observer = rec
 	})
@@ -35,7 +36,7 @@ func claimAndStart(t *testing.T, w *lifecycletest.World, dir, title string) int 
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 	return n
 }
 
@@ -77,7 +78,7 @@ func pipelineGone(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	eventually.Wait(t, 5*time.Second, "the pipeline process to die", func() bool { return syscall.Kill(p, 0) != nil })
-	if exists(filepath.Join(dir, "finished")) {
+	if lifecycletest.Exists(filepath.Join(dir, "finished")) {
 		t.Error("the pipeline ran to its end")
 	}
 }
@@ -147,7 +148,7 @@ func TestRequestCancelledBeforeItRuns(t *testing.T) {
 	}
 	rec := startCancellable(t, w, dir)
 	assertCancelled(t, w, rec, n, lifecycle.Enqueued, lifecycle.CauseUntriggered)
-	if exists(filepath.Join(dir, "runs")) {
+	if lifecycletest.Exists(filepath.Join(dir, "runs")) {
 		t.Fatal("the pipeline ran")
 	}
 	if reqs := w.Requests(t); len(reqs) != 0 {
@@ -164,7 +165,7 @@ func TestRequestCancelledBeforeItRuns(t *testing.T) {
 	if res, err := w.Claims.Claim(t.Context(), ref, lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed || res.Request.Attempt != 1 {
 		t.Fatalf("claim after re-trigger: %+v %v", res, err)
 	}
-	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 }
 
 // An operator's cancel request left over from a finished run does not stop a

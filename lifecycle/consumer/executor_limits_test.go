@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -30,12 +31,12 @@ echo "$AGENTSMITH_ATTEMPT" >> "$D/runs"
 touch "$D/started-$AGENTSMITH_ATTEMPT-$$"
 while [ ! -f "$D/gate" ]; do sleep 0.02; done
 sleep 0.1; rmdir "$D/lock" 2>/dev/null; exit 0`}
-	runWorld(t, w, dir, 3)
+	consumertest.RunWorld(t, w, dir, 3)
 	var ns []int
 	for i := range 3 {
-		ns = append(ns, claim(t, w, fmt.Sprint("limited ", i)))
+		ns = append(ns, w.ClaimIssue(t, fmt.Sprint("limited ", i)))
 	}
-	eventually.Wait(t, 10*time.Second, "one run to start", func() bool { return len(runs(t, dir)) == 1 })
+	eventually.Wait(t, 10*time.Second, "one run to start", func() bool { return len(lifecycletest.Runs(t, dir)) == 1 })
 	// The two others are given back while the first holds the only slot.
 	eventually.Wait(t, 10*time.Second, "the others to wait in the delayed set", func() bool {
 		d, _ := w.Queue.DelayedEntries(t.Context())
@@ -53,7 +54,7 @@ sleep 0.1; rmdir "$D/lock" 2>/dev/null; exit 0`}
 	if b, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
 		t.Errorf("runs overlapped despite concurrency 1: %q", b)
 	}
-	if got := runs(t, dir); !slices.Equal(got, []string{"1", "1", "1"}) {
+	if got := lifecycletest.Runs(t, dir); !slices.Equal(got, []string{"1", "1", "1"}) {
 		t.Errorf("attempts %q: waiting for a slot must not use up an attempt", got)
 	}
 	eventually.Wait(t, 5*time.Second, "the slots to be released", func() bool {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -45,12 +46,12 @@ func TestPauseAndResumeProject(t *testing.T) {
 	// The default pause delay (30 s): only the resume can make the
 	// request run within the test's deadlines.
 	op.Pipeline.Env = map[string]string{"D": dir}
-	runWorld(t, w, dir, 2)
+	consumertest.RunWorld(t, w, dir, 2)
 
 	if err := lifecycle.PauseProject(ctx, w.RDB, lifecycletest.Project, "test", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	paused := claim(t, w, "paused project's ticket")
+	paused := w.ClaimIssue(t, "paused project's ticket")
 	n := w.Sim.CreateIssue(otherRepo, "other project's ticket", "", "agent-smith")
 	otherRef := platforms.Ref{Platform: github.Platform, Project: other, ID: github.FormatID(otherRepo, n)}
 	if res, err := w.Claims.Claim(ctx, otherRef, lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
@@ -80,7 +81,7 @@ func TestPauseAndResumeProject(t *testing.T) {
 	if q, d := w.Requests(t), w.Delayed(t); len(q)+len(d) != 1 {
 		t.Fatalf("after reconciling: queue %+v, delayed %+v; want the one request", q, d)
 	}
-	if got := runs(t, dir); !slices.Equal(got, []string{otherRef.ID}) {
+	if got := lifecycletest.Runs(t, dir); !slices.Equal(got, []string{otherRef.ID}) {
 		t.Fatalf("runs %q while paused, want only the other project's", got)
 	}
 	ps, err := lifecycle.PausedProjects(ctx, w.RDB)
@@ -93,7 +94,7 @@ func TestPauseAndResumeProject(t *testing.T) {
 		t.Fatalf("resume: paused %v, made %d due, %v; want true, 1", was, due, err)
 	}
 	eventually.Wait(t, 10*time.Second, "the resumed ticket to run", func() bool { return w.State(t, paused) == lifecycle.Done })
-	got := runs(t, dir)
+	got := lifecycletest.Runs(t, dir)
 	slices.Sort(got)
 	want := []string{lifecycletest.Ref(paused).ID, otherRef.ID}
 	slices.Sort(want)
@@ -115,11 +116,11 @@ func TestCancelWhilePaused(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c", `echo run >> "$D/runs"`}
-	runWorld(t, w, dir, 1)
+	consumertest.RunWorld(t, w, dir, 1)
 	if err := lifecycle.PauseProject(ctx, w.RDB, lifecycletest.Project, "test", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	n := claim(t, w, "cancel me while paused")
+	n := w.ClaimIssue(t, "cancel me while paused")
 	eventually.Wait(t, 10*time.Second, "the request to be put aside", func() bool { return len(w.Delayed(t)) == 1 })
 	if err := runstate.RequestCancel(ctx, w.RDB, lifecycletest.Ref(n), lifecycle.CtlCause("no"), 0); err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestCancelWhilePaused(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "runs")); err == nil {
 		t.Errorf("a cancelled paused ticket ran: %q", b)
 	}
-	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "no") {
+	if cs := w.Comments(t, n); len(cs) != 1 || !strings.Contains(cs[0], "no") {
 		t.Errorf("comments %q", cs)
 	}
 }

@@ -1,11 +1,7 @@
 package consumer_test
 
 import (
-	"context"
 	"fmt"
-	"github.com/agentsmithd/agentsmithd/internal/eventually"
-	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
-	"github.com/agentsmithd/agentsmithd/trackersim"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,62 +10,24 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
-
-// startExecutor runs an executor whose pipeline touches "started" in dir and
-// then waits for the file "gate".
-func startExecutor(t *testing.T, w *lifecycletest.World, dir string, shutdownGrace time.Duration) (stop func()) {
-	t.Helper()
-	return startExecutorWith(t, w, dir, shutdownGrace, nil)
-}
-
-// startExecutorWith is startExecutor with a hook to adjust the config.
-func startExecutorWith(t *testing.T, w *lifecycletest.World, dir string, shutdownGrace time.Duration, adjust func(*consumer.ExecutorConfig)) (stop func()) {
-	t.Helper()
-	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
-		`echo $$ > "$D/pid"; echo run >> "$D/runs"; touch "$D/started"; while [ ! -f "$D/gate" ]; do sleep 0.02; done; touch "$D/finished"`}
-	w.Projects[lifecycletest.Project].Pipeline.Env = map[string]string{"D": dir}
-	cfg := consumer.ExecutorConfig{
-		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
-		ShutdownGrace: shutdownGrace, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"),
-		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t),
-	}
-	if adjust != nil {
-		adjust(&cfg)
-	}
-	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ex.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 func TestRunThatLosesItsHeartbeatIsKilledAndWritesNothing(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
-	startExecutor(t, w, dir, time.Second)
+	consumertest.StartExecutor(t, w, dir, time.Second)
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "taken over", "", "agent-smith")
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourcePoll, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 	writesBefore := len(w.Sim.Writes())
 	// Housekeeping (or anyone) took the run over.
 	if err := w.RDB.Set(t.Context(), keys.Heartbeat(lifecycletest.Ref(n).Key()), "someone-else", time.Minute).Err(); err != nil {
@@ -102,12 +60,12 @@ func TestRunThatLosesItsHeartbeatIsKilledAndWritesNothing(t *testing.T) {
 func TestShutdownHandsTheRunBack(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
-	stop := startExecutor(t, w, dir, 100*time.Millisecond)
+	stop := consumertest.StartExecutor(t, w, dir, 100*time.Millisecond)
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "interrupted", "", "agent-smith")
 	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 	stop()
 	if s := w.State(t, n); s != lifecycle.Enqueued {
 		t.Fatalf("state %s after shutdown, want enqueued (handed back)", s)
@@ -134,7 +92,7 @@ func TestFlakyTrackerDoesNotDiscardTheResult(t *testing.T) {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
 	w.Sim.SetFaults(trackersim.Faults{ErrorRate: 0.4, Seed: 7})
-	startExecutor(t, w, dir, time.Second)
+	consumertest.StartExecutor(t, w, dir, time.Second)
 	eventually.Wait(t, 60*time.Second, "the ticket to reach done", func() bool { return w.State(t, n) == lifecycle.Done })
 	b, _ := os.ReadFile(filepath.Join(dir, "runs"))
 	if runs := strings.Count(string(b), "\n"); runs != 1 {
@@ -159,7 +117,7 @@ func TestHalfDoneStartIsFinished(t *testing.T) {
 	if err := w.Sim.AddLabels(lifecycletest.Repo, n, lifecycletest.Label(lifecycle.InProgress)); err != nil { // the add that landed
 		t.Fatal(err)
 	}
-	startExecutor(t, w, dir, time.Second)
+	consumertest.StartExecutor(t, w, dir, time.Second)
 	eventually.Wait(t, 20*time.Second, "the ticket to end done with one lifecycle label", func() bool {
 		is, _ := w.Sim.Issue(lifecycletest.Repo, n)
 		return slices.Equal(is.Labels, []string{"agent-smith", "keep", lifecycletest.Label(lifecycle.Done)})

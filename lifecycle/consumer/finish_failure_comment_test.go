@@ -13,6 +13,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -33,7 +34,7 @@ func runFailing(t *testing.T, w *lifecycletest.World, n int) (*lifecycletest.Rec
 		t.Fatalf("claim: %+v %v", res, err)
 	}
 	rec := &lifecycletest.Recorder{}
-	stop := startExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
+	stop := consumertest.StartExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
 		w.Projects[lifecycletest.Project].Pipeline.Command = loudFailure
 		c.TailBytes = 100_000
 		c.Observer = rec

@@ -1,120 +1,21 @@
 package consumer_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
-	"github.com/agentsmithd/agentsmithd/housekeeping"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 )
-
-// outcomes lists the outcomes of the transitions out of InProgress.
-func outcomes(r *lifecycletest.Recorder) []string {
-	var out []string
-	for _, ev := range r.Events() {
-		if ev.Kind == lifecycle.EventTransition && ev.From == lifecycle.InProgress {
-			out = append(out, ev.Outcome)
-		}
-	}
-	return out
-}
-
-func findEvent(r *lifecycletest.Recorder, outcome string) (lifecycle.Event, bool) {
-	for _, ev := range r.Events() {
-		if ev.Outcome == outcome {
-			return ev, true
-		}
-	}
-	return lifecycle.Event{}, false
-}
-
-// runWorld runs an executor (concurrency n) and the delayed set's promoter
-// on w until the test ends. The pipeline gets D=dir.
-func runWorld(t *testing.T, w *lifecycletest.World, dir string, n int) *lifecycletest.Recorder {
-	t.Helper()
-	return runWorldClock(t, w, dir, n, nil)
-}
-
-// runWorldClock is runWorld with the executor's wall clock (nil: the
-// default).
-func runWorldClock(t *testing.T, w *lifecycletest.World, dir string, n int, clock func() time.Time) *lifecycletest.Recorder {
-	t.Helper()
-	rec := &lifecycletest.Recorder{}
-	p := w.Projects[lifecycletest.Project]
-	p.Pipeline.Env = map[string]string{"D": dir}
-	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{
-		Instance: "exec-1", Concurrency: n, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
-		ShutdownGrace: time.Second, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"),
-		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t), Observer: rec, LimitDelay: 100 * time.Millisecond,
-		Rand: func() float64 { return 0.5 }, Clock: clock,
-	})
-	promoter := housekeeping.NewDelayedPromoter(w.Queue, housekeeping.DelayedPromoterConfig{Interval: 20 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = ex.Run(ctx) })
-	wg.Go(func() { _ = promoter.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return rec
-}
-
-// countingPipeline counts its runs in $D/runs, records each attempt, and
-// exits with the n-th word of codes on its n-th run (0 past the end).
-func countingPipeline(codes string) []string {
-	return []string{"sh", "-c", `echo "$AGENTSMITH_ATTEMPT" >> "$D/runs"; n=$(wc -l < "$D/runs"); set -- ` + codes + `; shift $((n-1)) 2>/dev/null || exit 0; exit ${1:-0}`}
-}
-
-func claim(t *testing.T, w *lifecycletest.World, title string, labels ...string) int {
-	t.Helper()
-	n := w.Sim.CreateIssue(lifecycletest.Repo, title, "", append([]string{"agent-smith"}, labels...)...)
-	if res, err := w.Claims.Claim(t.Context(), lifecycletest.Ref(n), lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
-		t.Fatalf("claim: %+v %v", res, err)
-	}
-	return n
-}
-
-func runs(t *testing.T, dir string) []string {
-	t.Helper()
-	b, _ := os.ReadFile(filepath.Join(dir, "runs"))
-	return strings.Fields(string(b))
-}
-
-func comments(t *testing.T, w *lifecycletest.World, n int) []string {
-	t.Helper()
-	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
-	var out []string
-	for _, c := range is.Comments {
-		out = append(out, c.Body)
-	}
-	return out
-}
-
-// waitOutcome waits for ticket n to reach state with its final event.
-func waitOutcome(t *testing.T, w *lifecycletest.World, rec *lifecycletest.Recorder, n int, state lifecycle.State, outcome string) {
-	t.Helper()
-	eventually.Wait(t, 20*time.Second, "the ticket to reach "+state.String(), func() bool {
-		_, ok := findEvent(rec, outcome)
-		return ok && w.State(t, n) == state
-	})
-}
-
-func retryOn(p *lifecycle.Project, codes ...int) {
-	p.Pipeline.Retry = lifecycle.RetryPolicy{ExitCodes: codes,
-		Backoff: lifecycle.Backoff{Initial: 400 * time.Millisecond, Max: time.Second, Multiplier: 2, Jitter: 0.5}}
-}
 
 // A retry's backoff is counted on Redis's clock: a replica whose wall clock
 // is minutes ahead of the promoter's does not hold its retry back by the
@@ -123,13 +24,13 @@ func TestRetryOfAReplicaWithAClockAheadIsNotHeldBack(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
 	p := w.Projects[lifecycletest.Project]
-	retryOn(p, 75)
-	p.Pipeline.Command = countingPipeline("75 0")
+	lifecycletest.RetryOn(p, 75)
+	p.Pipeline.Command = lifecycletest.CountingPipeline("75 0")
 	ahead := func() time.Time { return time.Now().Add(10 * time.Minute) }
-	rec := runWorldClock(t, w, dir, 1, ahead)
-	n := claim(t, w, "flaky on a fast clock")
-	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
-	if got := runs(t, dir); !slices.Equal(got, []string{"1", "2"}) {
+	rec := consumertest.RunWorldClock(t, w, dir, 1, ahead)
+	n := w.ClaimIssue(t, "flaky on a fast clock")
+	w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
+	if got := lifecycletest.Runs(t, dir); !slices.Equal(got, []string{"1", "2"}) {
 		t.Errorf("attempts run %q, want 1 then 2", got)
 	}
 }
@@ -138,24 +39,24 @@ func TestRetryableFailureWaitsOutItsBackoffThenRunsTheNextAttempt(t *testing.T) 
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
 	p := w.Projects[lifecycletest.Project]
-	retryOn(p, 75)
-	p.Pipeline.Command = countingPipeline("75 0")
-	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "flaky", "priority:high")
-	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	lifecycletest.RetryOn(p, 75)
+	p.Pipeline.Command = lifecycletest.CountingPipeline("75 0")
+	rec := consumertest.RunWorld(t, w, dir, 1)
+	n := w.ClaimIssue(t, "flaky", "priority:high")
+	w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
 
-	if got := runs(t, dir); !slices.Equal(got, []string{"1", "2"}) {
+	if got := lifecycletest.Runs(t, dir); !slices.Equal(got, []string{"1", "2"}) {
 		t.Errorf("attempts run %q, want 1 then 2", got)
 	}
-	if got := outcomes(rec); !slices.Equal(got, []string{"retrying", "succeeded"}) {
+	if got := rec.Outcomes(); !slices.Equal(got, []string{"retrying", "succeeded"}) {
 		t.Errorf("outcomes %q", got)
 	}
-	ev, _ := findEvent(rec, "retrying")
+	ev, _ := rec.Find("retrying")
 	if ev.To != lifecycle.Enqueued || ev.Attempt != 1 || !strings.Contains(ev.Reason, "exit status 75; attempt 2 in 300ms") {
 		t.Errorf("retrying event %+v", ev)
 	}
 	// Backoff 400ms; jitter 0.5 takes up to half of it, r = 0.5 a quarter.
-	cs := comments(t, w, n)
+	cs := w.Comments(t, n)
 	if len(cs) != 1 || !strings.Contains(cs[0], "pipeline failed (attempt 1 of 3), retrying in 300ms") {
 		t.Errorf("comments %q", cs)
 	}
@@ -171,13 +72,13 @@ func TestRetryWaitsInTheDelayedSet(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
 	p := w.Projects[lifecycletest.Project]
-	retryOn(p, 75)
+	lifecycletest.RetryOn(p, 75)
 	p.Pipeline.Retry.Backoff = lifecycle.Backoff{Initial: time.Hour, Max: 2 * time.Hour, Multiplier: 2, Jitter: 0.5}
-	p.Pipeline.Command = countingPipeline("75")
-	rec := runWorld(t, w, dir, 1)
+	p.Pipeline.Command = lifecycletest.CountingPipeline("75")
+	rec := consumertest.RunWorld(t, w, dir, 1)
 	before := time.Now()
-	n := claim(t, w, "flaky", "priority:high")
-	waitOutcome(t, w, rec, n, lifecycle.Enqueued, "retrying")
+	n := w.ClaimIssue(t, "flaky", "priority:high")
+	w.WaitOutcome(t, rec, n, lifecycle.Enqueued, "retrying")
 
 	// The "retrying" event is emitted on the label write; the request joins
 	// the delayed set right after it.
@@ -211,18 +112,18 @@ func TestRetriesRunOutThenTheTicketFails(t *testing.T) {
 	w := lifecycletest.New(t, 2)
 	dir := t.TempDir()
 	p := w.Projects[lifecycletest.Project]
-	retryOn(p, 75)
-	p.Pipeline.Command = countingPipeline("75 75 75")
-	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "always flaky")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
-	if got := runs(t, dir); !slices.Equal(got, []string{"1", "2"}) {
+	lifecycletest.RetryOn(p, 75)
+	p.Pipeline.Command = lifecycletest.CountingPipeline("75 75 75")
+	rec := consumertest.RunWorld(t, w, dir, 1)
+	n := w.ClaimIssue(t, "always flaky")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
+	if got := lifecycletest.Runs(t, dir); !slices.Equal(got, []string{"1", "2"}) {
 		t.Errorf("attempts run %q, want 1 and 2 of max 2", got)
 	}
-	if got := outcomes(rec); !slices.Equal(got, []string{"retrying", "failed"}) {
+	if got := rec.Outcomes(); !slices.Equal(got, []string{"retrying", "failed"}) {
 		t.Errorf("outcomes %q", got)
 	}
-	cs := comments(t, w, n)
+	cs := w.Comments(t, n)
 	if len(cs) != 2 || !strings.Contains(cs[0], "(attempt 1 of 2), retrying in") || !strings.Contains(cs[1], "; attempts used up (2 of 2)") {
 		t.Errorf("comments %q", cs)
 	}
@@ -235,15 +136,15 @@ func TestNonRetryableFailureFailsAtOnce(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
 	p := w.Projects[lifecycletest.Project]
-	retryOn(p, 75)
-	p.Pipeline.Command = countingPipeline("1")
-	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "broken")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
-	if got := runs(t, dir); len(got) != 1 {
+	lifecycletest.RetryOn(p, 75)
+	p.Pipeline.Command = lifecycletest.CountingPipeline("1")
+	rec := consumertest.RunWorld(t, w, dir, 1)
+	n := w.ClaimIssue(t, "broken")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
+	if got := lifecycletest.Runs(t, dir); len(got) != 1 {
 		t.Errorf("ran %d times, want once", len(got))
 	}
-	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "pipeline failed; no retry configured (attempt 1)\n") {
+	if cs := w.Comments(t, n); len(cs) != 1 || !strings.Contains(cs[0], "pipeline failed; no retry configured (attempt 1)\n") {
 		t.Errorf("comments %q", cs)
 	}
 	if d := w.Delayed(t); len(d) != 0 {
@@ -255,25 +156,25 @@ func TestEscalationFailsLabelsAndMentions(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
 	p := w.Projects[lifecycletest.Project]
-	retryOn(p, 75)
+	lifecycletest.RetryOn(p, 75)
 	p.Pipeline.Escalate = lifecycle.EscalatePolicy{ExitCodes: []int{42}, Label: "needs-human", Mention: []string{"@alice", "@bob"}}
-	p.Pipeline.Command = countingPipeline("42")
-	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "needs a person", "bug")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "escalated")
+	p.Pipeline.Command = lifecycletest.CountingPipeline("42")
+	rec := consumertest.RunWorld(t, w, dir, 1)
+	n := w.ClaimIssue(t, "needs a person", "bug")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "escalated")
 	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
 	for _, l := range []string{"agent-smith", "bug", "needs-human", lifecycletest.Label(lifecycle.Failed)} {
 		if !slices.Contains(is.Labels, l) {
 			t.Errorf("labels %q lack %q", is.Labels, l)
 		}
 	}
-	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "failed on attempt 1 and needs a person: @alice @bob") {
+	if cs := w.Comments(t, n); len(cs) != 1 || !strings.Contains(cs[0], "failed on attempt 1 and needs a person: @alice @bob") {
 		t.Errorf("comments %q", cs)
 	}
-	if got := outcomes(rec); !slices.Equal(got, []string{"escalated"}) {
+	if got := rec.Outcomes(); !slices.Equal(got, []string{"escalated"}) {
 		t.Errorf("outcomes %q", got)
 	}
-	if got := runs(t, dir); len(got) != 1 {
+	if got := lifecycletest.Runs(t, dir); len(got) != 1 {
 		t.Errorf("ran %d times, want once", len(got))
 	}
 }
@@ -286,25 +187,25 @@ func TestTimeoutIsHonouredAndRetriedOnlyWhenAsked(t *testing.T) {
 			w := lifecycletest.New(t, 3)
 			dir := t.TempDir()
 			p := w.Projects[lifecycletest.Project]
-			retryOn(p, 75)
+			lifecycletest.RetryOn(p, 75)
 			p.Pipeline.Retry.OnTimeout = onTimeout
 			p.Pipeline.Timeout = 300 * time.Millisecond
 			// The first attempt hangs; later ones succeed.
 			p.Pipeline.Command = []string{"sh", "-c", `echo "$AGENTSMITH_ATTEMPT" >> "$D/runs"; [ "$AGENTSMITH_ATTEMPT" = 1 ] && exec sleep 60; exit 0`}
-			rec := runWorld(t, w, dir, 1)
-			n := claim(t, w, "slow")
+			rec := consumertest.RunWorld(t, w, dir, 1)
+			n := w.ClaimIssue(t, "slow")
 			if onTimeout {
-				waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
-				if got := outcomes(rec); !slices.Equal(got, []string{"retrying", "succeeded"}) {
+				w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
+				if got := rec.Outcomes(); !slices.Equal(got, []string{"retrying", "succeeded"}) {
 					t.Errorf("outcomes %q", got)
 				}
 				return
 			}
-			waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
-			if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "after timeout 300ms") {
+			w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
+			if cs := w.Comments(t, n); len(cs) != 1 || !strings.Contains(cs[0], "after timeout 300ms") {
 				t.Errorf("comments %q", cs)
 			}
-			if got := runs(t, dir); len(got) != 1 {
+			if got := lifecycletest.Runs(t, dir); len(got) != 1 {
 				t.Errorf("ran %d times, want once", len(got))
 			}
 		})
@@ -317,19 +218,19 @@ func TestPersistCommandSavesWorkForTheNextAttempt(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
 	p := w.Projects[lifecycletest.Project]
-	retryOn(p, 75)
+	lifecycletest.RetryOn(p, 75)
 	p.Pipeline.PersistCommand = []string{"sh", "-c", `echo "$AGENTSMITH_OUTCOME after attempt $AGENTSMITH_ATTEMPT" > persisted`}
 	p.Pipeline.PersistTimeout = 5 * time.Second
 	// Attempt 1 fails; attempt 2 succeeds only if it sees attempt 1's file.
 	p.Pipeline.Command = []string{"sh", "-c", `echo "$AGENTSMITH_ATTEMPT" >> "$D/runs"; [ "$AGENTSMITH_ATTEMPT" = 1 ] && exit 75; cp persisted "$D/seen"`}
-	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "persist")
-	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	rec := consumertest.RunWorld(t, w, dir, 1)
+	n := w.ClaimIssue(t, "persist")
+	w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
 	b, err := os.ReadFile(filepath.Join(dir, "seen"))
 	if err != nil || string(b) != "retrying after attempt 1\n" {
 		t.Errorf("attempt 2 saw %q, %v; want attempt 1's persisted file", b, err)
 	}
-	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "- persist command: succeeded") {
+	if cs := w.Comments(t, n); len(cs) != 1 || !strings.Contains(cs[0], "- persist command: succeeded") {
 		t.Errorf("comments %q", cs)
 	}
 }
@@ -342,11 +243,11 @@ func TestFailingPersistCommandDoesNotBlockTheTransition(t *testing.T) {
 	p := w.Projects[lifecycletest.Project]
 	p.Pipeline.PersistCommand = []string{"sh", "-c", "sleep 60"}
 	p.Pipeline.PersistTimeout = 200 * time.Millisecond
-	p.Pipeline.Command = countingPipeline("1")
-	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "persist fails")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
-	if cs := comments(t, w, n); len(cs) != 1 || !strings.Contains(cs[0], "- persist command: **failed** (killed by signal terminated after timeout 200ms)") {
+	p.Pipeline.Command = lifecycletest.CountingPipeline("1")
+	rec := consumertest.RunWorld(t, w, dir, 1)
+	n := w.ClaimIssue(t, "persist fails")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
+	if cs := w.Comments(t, n); len(cs) != 1 || !strings.Contains(cs[0], "- persist command: **failed** (killed by signal terminated after timeout 200ms)") {
 		t.Errorf("comments %q", cs)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -22,14 +23,14 @@ import (
 func TestHandedBackRunStartsAsAResume(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
-	stop := startExecutor(t, w, dir, 100*time.Millisecond)
+	stop := consumertest.StartExecutor(t, w, dir, 100*time.Millisecond)
 	p := w.Projects[lifecycletest.Project]
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "handed back", "", p.TriggerLabel)
 	ref := lifecycletest.Ref(n)
 	if res, err := w.Claims.Claim(t.Context(), ref, lifecycle.SourceWebhook, 1); err != nil || res.Outcome != lifecycle.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
-	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return exists(filepath.Join(dir, "started")) })
+	eventually.Wait(t, 10*time.Second, "the pipeline to start", func() bool { return lifecycletest.Exists(filepath.Join(dir, "started")) })
 	stop()
 	if s := w.State(t, n); s != lifecycle.Enqueued {
 		t.Fatalf("state %s after shutdown, want enqueued (handed back)", s)
@@ -37,7 +38,7 @@ func TestHandedBackRunStartsAsAResume(t *testing.T) {
 
 	rec := &lifecycletest.Recorder{}
 	core, logs := observer.New(zapcore.InfoLevel)
-	startExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
+	consumertest.StartExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
 		c.Observer = rec
 		c.Logger = zap.New(core)
 	})

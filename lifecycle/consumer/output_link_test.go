@@ -1,17 +1,15 @@
 package consumer_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -35,7 +33,7 @@ exit 75; fi
 echo "attempt 2 output"`}
 	p.Pipeline.Env = map[string]string{"SECRET": secret}
 	p.Pipeline.Retry = lifecycle.RetryPolicy{ExitCodes: []int{75}, Backoff: lifecycle.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Multiplier: 1}}
-	ctx := runExecutor(t, w, consumer.ExecutorConfig{WorkDir: work})
+	ctx := consumertest.RunExecutor(t, w, consumer.ExecutorConfig{WorkDir: work})
 	n := w.Sim.CreateIssue(lifecycletest.Repo, "plant a link", "", "agent-smith")
 	ref := lifecycletest.Ref(n)
 	if _, err := w.Claims.Claim(ctx, ref, lifecycle.SourcePoll, 0); err != nil {
@@ -55,18 +53,4 @@ echo "attempt 2 output"`}
 	if b, err := os.ReadFile(log); err != nil || string(b) != "attempt 2 output\n" {
 		t.Fatalf("attempt 2's log: %q %v", b, err)
 	}
-}
-
-// runExecutor runs one executor on w with cfg, quick heartbeats and takes
-// filled in, until the test ends; the context is the executor's.
-func runExecutor(t *testing.T, w *lifecycletest.World, cfg consumer.ExecutorConfig) context.Context {
-	t.Helper()
-	cfg.Instance, cfg.Concurrency, cfg.Logger = "exec-1", 1, zap.NewNop()
-	cfg.HeartbeatTTL, cfg.HeartbeatRenew, cfg.TakeWait = 2*time.Second, 100*time.Millisecond, 100*time.Millisecond
-	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ex.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ctx
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestProgressCommentIsEditedInPlace(t *testing.T) {
 	w := lifecycletest.New(t, 1)
 	dir := t.TempDir()
-	startExecutorWith(t, w, dir, time.Second, func(cfg *consumer.ExecutorConfig) { cfg.ProgressInterval = 100 * time.Millisecond })
+	consumertest.StartExecutorWith(t, w, dir, time.Second, func(cfg *consumer.ExecutorConfig) { cfg.ProgressInterval = 100 * time.Millisecond })
 	p := w.Projects[lifecycletest.Project]
 	p.ProgressComment = true
 	// Each line waits until the comment shows the one before, so the test
@@ -29,7 +30,7 @@ func TestProgressCommentIsEditedInPlace(t *testing.T) {
   echo "step $step" >> "$AGENTSMITH_PROGRESS_FILE"
   while [ ! -f "$D/shown-$step" ]; do sleep 0.02; done
 done`}
-	n := claim(t, w, "progress")
+	n := w.ClaimIssue(t, "progress")
 	for _, step := range []string{"clone", "build", "test"} {
 		eventually.Wait(t, 20*time.Second, "the progress comment to show step "+step, func() bool {
 			is, _ := w.Sim.Issue(lifecycletest.Repo, n)

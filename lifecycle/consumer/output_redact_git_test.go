@@ -119,9 +119,9 @@ func TestGitErrorNamingASecretReachesNoCommentAuditOrLog(t *testing.T) {
 	p.Pipeline.Command = []string{"sh", "-c", `mkdir -p "$SECRET/.GIT" && touch "$SECRET/.GIT/x"; exit 1`}
 	rec, logs, auditEntries := secretWorld(t, w)
 
-	n := claim(t, w, "leaky git path")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
-	cs := comments(t, w, n)
+	n := w.ClaimIssue(t, "leaky git path")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
+	cs := w.Comments(t, n)
 	if len(cs) == 0 || !strings.Contains(cs[0], "**not pushed** (") {
 		t.Fatalf("no failure comment with the save's error:\n%q", cs)
 	}
@@ -154,13 +154,13 @@ func TestPrepareErrorNamingASecretReachesNoCommentAuditOrLog(t *testing.T) {
 	p.Pipeline.Command = []string{"true"}
 	rec, logs, auditEntries := secretWorld(t, w)
 
-	n := claim(t, w, "unpreparable")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
-	ev, _ := findEvent(rec, "failed")
+	n := w.ClaimIssue(t, "unpreparable")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
+	ev, _ := rec.Find("failed")
 	if !strings.Contains(ev.Reason, "failed to start: work branch") || !strings.Contains(ev.Reason, redact.Replacement) {
 		t.Errorf("reason %q: not the redacted Prepare error", ev.Reason)
 	}
-	for i, c := range comments(t, w, n) {
+	for i, c := range w.Comments(t, n) {
 		assertNoGitSecret(t, fmt.Sprintf("comment %d", i), c)
 	}
 	for _, e := range auditEntries() {

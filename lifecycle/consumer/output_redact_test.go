@@ -18,6 +18,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -106,7 +107,7 @@ func TestPipelineOutputLeaksNoSecretAndRunsNoQuickAction(t *testing.T) {
 
 	dir := t.TempDir()
 	core, logs := observer.New(zap.DebugLevel)
-	startExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
+	consumertest.StartExecutorWith(t, w, dir, time.Second, func(c *consumer.ExecutorConfig) {
 		p.Pipeline.Command, p.Pipeline.Env = argv, env
 		p.Pipeline.PersistCommand = []string{"sh", "-c", `printf 'persist %s\n' "$SECRET"; exit 1`}
 		c.Logger = zap.New(core)

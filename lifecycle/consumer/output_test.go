@@ -20,6 +20,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/statuspage"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -104,9 +105,9 @@ func TestRetryKeepsTheFailedRunsLog(t *testing.T) {
 	dir := t.TempDir()
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
 		`echo x >> "$D/runs"; n=$(wc -l < "$D/runs"); echo "output of run $n attempt $AGENTSMITH_ATTEMPT"; [ "$n" -gt 1 ]`}
-	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "fails, then is retried")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	rec := consumertest.RunWorld(t, w, dir, 1)
+	n := w.ClaimIssue(t, "fails, then is retried")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
 	ref := lifecycletest.Ref(n)
 	eventually.Wait(t, 10*time.Second, "the failed run to let go of the ticket", func() bool {
 		running, err := runstate.Running(t.Context(), w.RDB, ref)
@@ -115,7 +116,7 @@ func TestRetryKeepsTheFailedRunsLog(t *testing.T) {
 	if res, err := w.Claims.Retry(t.Context(), ref, lifecycle.SourceOperator, ""); err != nil || !res.Retried() || res.Request.Attempt != 1 {
 		t.Fatalf("retry = %+v, %v", res, err)
 	}
-	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
 
 	rls, err := runstate.RunLogs(t.Context(), w.RDB, ref)
 	if err != nil || len(rls) != 2 || rls[0].Path == rls[1].Path {
@@ -165,9 +166,9 @@ func TestRetryNeverOverwritesALogOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c",
 		`echo x >> "$D/runs"; n=$(wc -l < "$D/runs"); echo "output of run $n"; [ "$n" -gt 1 ]`}
-	rec := runWorld(t, w, dir, 1)
-	n := claim(t, w, "fails, loses its records, is retried")
-	waitOutcome(t, w, rec, n, lifecycle.Failed, "failed")
+	rec := consumertest.RunWorld(t, w, dir, 1)
+	n := w.ClaimIssue(t, "fails, loses its records, is retried")
+	w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
 	ref := lifecycletest.Ref(n)
 	eventually.Wait(t, 10*time.Second, "the failed run to let go of the ticket", func() bool {
 		running, err := runstate.Running(t.Context(), w.RDB, ref)
@@ -179,7 +180,7 @@ func TestRetryNeverOverwritesALogOnDisk(t *testing.T) {
 	if res, err := w.Claims.Retry(t.Context(), ref, lifecycle.SourceOperator, ""); err != nil || !res.Retried() {
 		t.Fatalf("retry = %+v, %v", res, err)
 	}
-	waitOutcome(t, w, rec, n, lifecycle.Done, "succeeded")
+	w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
 
 	work := filepath.Join(dir, "work")
 	if b, err := os.ReadFile(lifecycle.LogPath(work, "", ref, 1, 1)); err != nil || string(b) != "output of run 1\n" {

@@ -96,7 +96,7 @@ func TestLostDiagnosisShowsRequestAndLocks(t *testing.T) {
 	t.Logf("diagnosis:\n%s", got)
 	for _, want := range []string{
 		"labels [agent-smith agent-smith:enqueued]",
-		"request in " + keys.Delayed() + " (due " + due.Format("15:04:05.000") + " by its writer's clock, 3m5",
+		"request in " + keys.Delayed() + " (due " + due.Format("15:04:05.000") + " by Redis's clock, 3m5",
 		keys.ClaimLock("github", tk.id) + " = r1.2/poll (ttl ",
 		keys.Heartbeat("github:"+tk.id) + " absent",
 	} {

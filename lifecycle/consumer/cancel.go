@@ -88,22 +88,20 @@ func (a *attempt) failCancelled(ctx context.Context, from lifecycle.State, cause
 	body = lifecycle.TruncateRunes(body, platforms.CommentLimit(p.Tracker))
 	// Told once per cancel request: a request honoured again, because the
 	// move to Failed below did not land, only finishes the move.
-	tell, err := runstate.MarkCancelTold(ctx, e.rdb, req.Ref, cause, keys.CancelToldTTL)
+	told, err := runstate.CancelTold(ctx, e.rdb, req.Ref)
 	if err != nil {
-		log.Warn("mark the cancellation told; telling it", zap.Error(err))
-		tell = true
+		log.Warn("read whether the cancellation was told; telling it", zap.Error(err))
 	}
-	if !tell {
+	if told {
 		log.Info("cancellation already told on the ticket; not commenting again", zap.String("cause", cause))
 	} else if err := a.postComment(ctx, body, ""); err != nil {
-		if uerr := runstate.UnmarkCancelTold(context.WithoutCancel(ctx), e.rdb, req.Ref); uerr != nil {
-			log.Warn("unmark the untold cancellation (it expires on its own)", zap.Error(uerr))
-		}
 		if errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the cancellation comment", zap.Error(err))
 			return
 		}
 		log.Error("post cancellation comment", zap.Error(err))
+	} else if err := runstate.MarkCancelTold(context.WithoutCancel(ctx), e.rdb, req.Ref, cause, keys.CancelToldTTL); err != nil {
+		log.Warn("mark the cancellation told (a request honoured again tells it again)", zap.Error(err))
 	}
 	// The comment changed the ticket's version: move re-reads it.
 	err = retryTransient(ctx, func() error {

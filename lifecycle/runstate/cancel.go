@@ -60,26 +60,27 @@ func ClearCancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, caus
 // through the functions above.
 func CancelKey(ref platforms.Ref) string { return keys.Cancel(ref.Key()) }
 
-// MarkCancelTold sets the ticket's cancellation-told marker to cause if it
-// is unset (SET NX, for ttl) and reports whether it did: only the
-// consumer that sets it posts the cancellation comment.
-func MarkCancelTold(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, cause string, ttl time.Duration) (bool, error) {
+// CancelTold reports whether the ticket's cancellation was told on the
+// ticket already (its marker is set).
+func CancelTold(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (bool, error) {
+	n, err := rdb.Exists(ctx, keys.CancelTold(ref.Key())).Result()
+	if err != nil {
+		return false, fmt.Errorf("read whether the cancellation of %s was told: %w", ref, err)
+	}
+	return n == 1, nil
+}
+
+// MarkCancelTold sets the ticket's cancellation-told marker to cause, for
+// ttl, once the cancellation comment is posted: a request honoured again
+// (its Failed write did not land) is then not told twice. Marking after
+// the post, not before, means a consumer dying in between costs a second
+// comment, never a missing one.
+func MarkCancelTold(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, cause string, ttl time.Duration) error {
 	if ttl <= 0 {
 		ttl = keys.CancelTTL
 	}
-	ok, err := rdb.SetNX(ctx, keys.CancelTold(ref.Key()), cause, ttl).Result()
-	if err != nil {
-		return false, fmt.Errorf("mark cancellation of %s told: %w", ref, err)
-	}
-	return ok, nil
-}
-
-// UnmarkCancelTold deletes the ticket's cancellation-told marker, for a
-// comment that was not posted, so the next consumer honouring the request
-// tells it.
-func UnmarkCancelTold(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
-	if err := rdb.Del(ctx, keys.CancelTold(ref.Key())).Err(); err != nil {
-		return fmt.Errorf("unmark cancellation of %s told: %w", ref, err)
+	if err := rdb.Set(ctx, keys.CancelTold(ref.Key()), cause, ttl).Err(); err != nil {
+		return fmt.Errorf("mark cancellation of %s told: %w", ref, err)
 	}
 	return nil
 }

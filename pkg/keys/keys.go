@@ -210,9 +210,8 @@ func Attempts() string { return prefix() + "attempts" }
 func Cancel(ticketKey string) string { return prefix() + "cancel:" + ticketKey }
 
 // CancelTold marks that the ticket was told of its cancellation: the
-// comment is posted by the consumer that sets it (SET NX), so a cancel
-// request honoured again (its Failed write did not land) is not told
-// twice. It goes with the cancel request (runstate.Release, StartOver,
+// consumer sets it once the comment is posted, so a cancel request
+// honoured again (its Failed write did not land) is not told twice. It goes with the cancel request (runstate.Release, StartOver,
 // History, ClearCancel).
 func CancelTold(ticketKey string) string { return prefix() + "cancel-told:" + ticketKey }
 

@@ -25,8 +25,8 @@ type Report struct {
 	// by the harness (workedDuring). A run frozen with its replica thus
 	// overlaps only if it works again while its successor runs; the "term"
 	// line of its SIGTERM handler, when its replica kills it on waking, is
-	// not work. Its work after the thaw once its successor has ended is
-	// Paused's, not overlap.
+	// not work. Its work within thawBound after the thaw, or once its
+	// successor has ended, is Paused's, not overlap.
 	Overlapping int
 	// BeyondAttempts counts runs past max_attempts, summed over tickets.
 	BeyondAttempts int
@@ -158,14 +158,15 @@ func readRuns(path string) []*run {
 // b's start and its last work line, and not held stopped by one of the
 // harness's freezes fz. A run frozen with its replica logs nothing while
 // frozen, and its successor's lines during the freeze do not meet a
-// working run; work after the thaw while the successor runs does.
-func workedDuring(a, b *run, fz []freezeSpan) bool {
+// working run; work after the thaw while the successor runs does, unless
+// bounded and it lies within thawBound of the thaw.
+func workedDuring(a, b *run, fz []freezeSpan, bounded bool) bool {
 	if len(b.work) == 0 {
 		return false
 	}
 	last := b.work[len(b.work)-1]
 	for _, t := range a.work {
-		if t.After(b.start) && t.Before(last) && !heldStopped(fz, b, t) {
+		if t.After(b.start) && t.Before(last) && !heldStopped(fz, b, t) && !(bounded && thawing(fz, a, t)) {
 			return true
 		}
 	}
@@ -178,7 +179,7 @@ func overlaps(rs []*run, fz []freezeSpan) [][2]*run {
 	var out [][2]*run
 	for i := 1; i < len(rs); i++ {
 		for j := 0; j < i; j++ {
-			if workedDuring(rs[i], rs[j], fz) || workedDuring(rs[j], rs[i], fz) {
+			if workedDuring(rs[i], rs[j], fz, true) || workedDuring(rs[j], rs[i], fz, true) {
 				out = append(out, [2]*run{rs[j], rs[i]})
 			}
 		}

@@ -86,8 +86,11 @@ const (
 	// claimLockTTL is the replicas' claim_lock_ttl (timingsYAML): a claim's
 	// writes are fenced by its lock's trust window, not by liveness.
 	claimLockTTL = 5 * time.Second
-	timingsYAML  = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, guard_check: 100ms}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
-	pipelineTime = 5 * time.Second
+	// chaosGuardCheck is the replicas' consumer.guard_check (timingsYAML):
+	// how often a run guard reads its run's token (thawBound).
+	chaosGuardCheck = 100 * time.Millisecond
+	timingsYAML     = "consumer: {concurrency: 4, heartbeat_ttl: 3s, heartbeat_renew: 500ms, shutdown_grace: 2s, kill_grace: 1s, guard_check: 100ms}\nhousekeeping: {fast_interval: 200ms, slow_interval: 1s, instance_ttl: 2s, lease_ttl: 2s, enqueued_grace: 2s}\npoller: {lease_ttl: 2s}\nclaim_lock_ttl: 5s\n"
+	pipelineTime    = 5 * time.Second
 )
 
 // event is one fault the chaos loop caused, for the analysis.

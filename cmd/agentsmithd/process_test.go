@@ -63,9 +63,12 @@ type procWorld struct {
 	runLog string
 }
 
-func (w *procWorld) writeConfig(name, timings string) string {
-	path := filepath.Join(w.dir, name+".yaml")
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+// daemonYAML is a config for instance name with one project, the sim's,
+// polled every second: its pipeline runs script under sh -c with env (the
+// inside of a YAML flow map) and up to 3 attempts; extra is more lines of
+// the pipeline block.
+func (w *procWorld) daemonYAML(name, timings, script, env, extra string) string {
+	return fmt.Sprintf(`listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
 instance_id: %s
 redis: {addr: %q}
@@ -76,38 +79,45 @@ projects:
     polling: {enabled: true, interval: 1s}
     pipeline:
       command: ["sh", "-c", %q]
-      env: {RUN_LOG: %q, GATE: %q}
+      env: {%s}
       max_attempts: 3
-`, name, w.redis.Addr(), timings, w.pc.Project(w.simURL, "GH_TOKEN", "    "), holdPipeline, w.runLog, filepath.Join(w.dir, "gate"))
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		w.t.Fatal(err)
-	}
-	return path
+%s`, name, w.redis.Addr(), timings, w.pc.Project(w.simURL, "GH_TOKEN", "    "), script, env, extra)
 }
 
-func (w *procWorld) start(name, timings string) *exec.Cmd {
-	cmd := exec.Command(daemonBinary(w.t), "serve", "-c", w.writeConfig(name, timings))
-	cmd.Env = append(os.Environ(), "GH_TOKEN=process-test-token", "STATE_DIRECTORY="+w.t.TempDir())
+// serve runs bin serve with cfg as instance name and the project's token
+// in GH_TOKEN, logging to name.log in the world's dir (printed when the
+// test fails), and SIGTERMs it when the test ends.
+func (w *procWorld) serve(bin, name, token, cfg string) *exec.Cmd {
+	t := w.t
+	path := filepath.Join(w.dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "-c", path)
+	cmd.Env = append(os.Environ(), "GH_TOKEN="+token, "STATE_DIRECTORY="+t.TempDir())
 	logf, err := os.Create(filepath.Join(w.dir, name+".log"))
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own process group, so kill -9 of the daemon leaves the pipeline
-	// orphaned exactly as a crashed pod would... and the test can clean up.
 	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
-	w.t.Cleanup(func() {
+	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_, _ = cmd.Process.Wait()
 		logf.Close()
-		if w.t.Failed() {
+		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
-			w.t.Logf("%s log:\n%s", name, b)
+			t.Logf("%s log:\n%s", name, b)
 		}
 	})
 	return cmd
+}
+
+func (w *procWorld) start(name, timings string) *exec.Cmd {
+	env := fmt.Sprintf("RUN_LOG: %q, GATE: %q", w.runLog, filepath.Join(w.dir, "gate"))
+	return w.serve(daemonBinary(w.t), name, "process-test-token", w.daemonYAML(name, timings, holdPipeline, env, ""))
 }
 
 func (w *procWorld) lines(prefix string) []string {

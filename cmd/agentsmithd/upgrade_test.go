@@ -127,46 +127,9 @@ func (w *upgradeWorld) open(id string) {
 // startBin runs bin serve as instance name; role is from or to, the
 // pipeline's $BIN.
 func (w *upgradeWorld) startBin(bin, name, role string) *exec.Cmd {
-	t := w.t
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-admin_listen: 127.0.0.1:0
-instance_id: %s
-redis: {addr: %q}
-%s
-projects:
-  - name: app
-    %s
-    polling: {enabled: true, interval: 1s}
-    pipeline:
-      command: ["sh", "-c", %q]
-      env: {RUN_LOG: %q, GATES: %q, BIN: %s}
-      max_attempts: 3
-      retry: {exit_codes: [75], backoff: {initial: 20s, max: 20s}}
-`, name, w.redis.Addr(), upgradeTimings, w.pc.Project(w.simURL, "GH_TOKEN", "    "), upgradePipeline, w.runLog, w.gates, role)
-	path := filepath.Join(w.dir, name+".yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", "-c", path)
-	cmd.Env = append(os.Environ(), "GH_TOKEN=upgrade-test-token", "STATE_DIRECTORY="+t.TempDir())
-	logf, err := os.Create(filepath.Join(w.dir, name+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_, _ = cmd.Process.Wait()
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("%s log:\n%s", name, b)
-		}
-	})
-	return cmd
+	env := fmt.Sprintf("RUN_LOG: %q, GATES: %q, BIN: %s", w.runLog, w.gates, role)
+	retry := "      retry: {exit_codes: [75], backoff: {initial: 20s, max: 20s}}\n"
+	return w.serve(bin, name, "upgrade-test-token", w.daemonYAML(name, upgradeTimings, upgradePipeline, env, retry))
 }
 
 // upgradeHandOver runs from until its Redis holds a ticket of each kind

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
+	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
@@ -40,15 +41,18 @@ import (
 // here and in the bench's tables.
 var webhookDoneBudgets = []struct {
 	name, platform string
-	jiraDC         bool
-	repo           string
-	calls          int
+	// api is the platform's API root on trackersim; deployment Jira's.
+	api, deployment string
+	repo            string
+	// dialect is trackersim's webhook format of the platform.
+	dialect string
+	calls   int
 }{
-	{"github", github.Platform, false, "acme/app", 7},
-	{"gitlab", gitlab.Platform, false, "acme/app", 5},
-	{"azuredevops", azuredevops.Platform, false, "acmeorg/app", 5},
-	{"jira-cloud", jira.Platform, false, "APP", 5},
-	{"jira-dc", jira.Platform, true, "APP", 5},
+	{"github", github.Platform, "/github/", "", "acme/app", "", 7},
+	{"gitlab", gitlab.Platform, "/gitlab/api/v4/", "", "acme/app", "gitlab", 5},
+	{"azuredevops", azuredevops.Platform, "/ado/", "", "acmeorg/app", "ado", 5},
+	{"jira-cloud", jira.Platform, "/jira/", jira.DeploymentCloud, "APP", "jira", 5},
+	{"jira-dc", jira.Platform, "/jira/", jira.DeploymentDataCenter, "APP", "jira", 5},
 }
 
 // wireCounter counts the requests that reach the tracker under the
@@ -115,25 +119,36 @@ func TestWebhookDoneCallBudget(t *testing.T) {
 			s.CreateRepo(c.repo)
 			wire := &wireCounter{next: http.DefaultTransport, calls: map[string]int{}}
 			hc := &http.Client{Transport: trackerhttp.NewTransport(wire, trackerhttp.Options{Writer: "test",
-				RateLimits: platformRateLimits(c.platform)}), Timeout: trackerhttp.ClientTimeout, CheckRedirect: trackerhttp.CheckRedirect}
-			tr := budgetTracker(t, srv.URL, c.platform, c.jiraDC, c.repo, hc, redislock.Locker{RDB: rdb})
-			projects := lifecycle.Projects{"p": {Name: "p", Platform: c.platform, Tracker: tr, TriggerLabel: "agent-smith",
+				RateLimits: projects.RateLimits(c.platform)}), Timeout: trackerhttp.ClientTimeout, CheckRedirect: trackerhttp.CheckRedirect}
+			// The tracker, decoder and locator as internal/projects builds
+			// them from a project's config.
+			d, _ := platforms.Lookup(c.platform)
+			var lifecycleLabels []string
+			for _, st := range lifecycle.AllStates {
+				lifecycleLabels = append(lifecycleLabels, labels.Label(st))
+			}
+			email := ""
+			if c.deployment == jira.DeploymentCloud {
+				email = "bot@example.com"
+			}
+			tr, decoder, locator, err := d.New(platforms.TrackerOptions{BaseURL: srv.URL + c.api, Repo: c.repo, Project: "p", Token: "t",
+				Email: email, Deployment: c.deployment, HTTPClient: hc, Logger: zaptest.NewLogger(t), LabelPrefix: labels.Prefix,
+				Spellings: append([]string{"agent-smith"}, lifecycleLabels...), Lifecycle: lifecycleLabels, Locker: redislock.Locker{RDB: rdb}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := lifecycle.Projects{"p": {Name: "p", Platform: c.platform, Tracker: tr, TriggerLabel: "agent-smith",
 				Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: 1}}}
 			q := queue.New(rdb, keys.Queue())
-			claims := claim.NewService(rdb, q, projects, claim.Config{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
+			claims := claim.NewService(rdb, q, ps, claim.Config{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
 			const secret = "budget-secret"
-			locator := c.repo
-			if c.platform == azuredevops.Platform {
-				org, project, _ := strings.Cut(c.repo, "/")
-				locator = azuredevops.Locator(org, project)
-			}
-			rc := receiver.New(rdb, claims, []receiver.Route{{Platform: c.platform, Decoder: budgetDecoders[c.platform],
+			rc := receiver.New(rdb, claims, []receiver.Route{{Platform: c.platform, Decoder: decoder, FoldLocator: d.FoldLocator,
 				Projects: []receiver.ProjectRoute{{Name: "p", Locator: locator, Secrets: [][]byte{[]byte(secret)}}}}},
 				receiver.Config{Logger: zaptest.NewLogger(t)})
 			recv := httptest.NewServer(rc.Handler())
 			t.Cleanup(recv.Close)
-			s.AddHook(trackersim.Hook{Repo: c.repo, URL: recv.URL + "/webhooks/" + c.platform, Secret: secret, Dialect: budgetDialects[c.platform]})
-			ex := consumer.NewExecutor(rdb, q, projects, consumer.ExecutorConfig{Instance: "test", Concurrency: 1,
+			s.AddHook(trackersim.Hook{Repo: c.repo, URL: recv.URL + "/webhooks/" + c.platform, Secret: secret, Dialect: c.dialect})
+			ex := consumer.NewExecutor(rdb, q, ps, consumer.ExecutorConfig{Instance: "test", Concurrency: 1,
 				WorkDir: t.TempDir(), Labels: labels, TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t)})
 			ctx, cancel := context.WithCancel(context.Background())
 			exDone := make(chan struct{})
@@ -189,47 +204,4 @@ func TestWebhookDoneCallBudget(t *testing.T) {
 			}
 		})
 	}
-}
-
-var budgetDecoders = map[string]platforms.WebhookDecoder{github.Platform: github.Webhooks{}, gitlab.Platform: gitlab.Webhooks{},
-	azuredevops.Platform: azuredevops.Webhooks{}, jira.Platform: jira.Webhooks{}}
-
-var budgetDialects = map[string]string{github.Platform: "", gitlab.Platform: "gitlab", azuredevops.Platform: "ado", jira.Platform: "jira"}
-
-func platformRateLimits(platform string) trackerhttp.RateLimits {
-	switch platform {
-	case gitlab.Platform:
-		return trackerhttp.GitLabRateLimits
-	case azuredevops.Platform:
-		return trackerhttp.AzureDevOpsRateLimits
-	case jira.Platform:
-		return trackerhttp.JiraRateLimits
-	}
-	return trackerhttp.GitHubRateLimits
-}
-
-// budgetTracker builds the platform's tracker on the sim through hc, as
-// the platforms' conformance tests do.
-func budgetTracker(t *testing.T, simURL, platform string, jiraDC bool, repo string, hc *http.Client, locker platforms.Locker) platforms.Tracker {
-	t.Helper()
-	var tr platforms.Tracker
-	var err error
-	switch platform {
-	case gitlab.Platform:
-		tr, err = gitlab.New(gitlab.Options{BaseURL: simURL + "/gitlab/api/v4/", Repo: repo, Project: "p", Token: "t", HTTPClient: hc})
-	case azuredevops.Platform:
-		tr, err = azuredevops.New(azuredevops.Options{BaseURL: simURL + "/ado/", Repo: repo, Project: "p", Token: "t", HTTPClient: hc})
-	case jira.Platform:
-		o := jira.Options{BaseURL: simURL + "/jira/", Repo: repo, Project: "p", Token: "t", Email: "bot@example.com", Locker: locker, HTTPClient: hc}
-		if jiraDC {
-			o.Email, o.Deployment = "", jira.DeploymentDataCenter
-		}
-		tr, err = jira.New(o)
-	default:
-		tr, err = github.New(github.Options{BaseURL: simURL + "/github/", Repo: repo, Project: "p", Token: "t", HTTPClient: hc})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
 }

@@ -54,6 +54,7 @@ func main() {
 	only := flag.String("only", "queue,lifecycle,claim,receiver,housekeeping,housekeeping-repos,memory,process", "comma-separated sections to run")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	maxHK := flag.Int("hk-max", 100000, "largest housekeeping size to run")
+	plats := flag.String("platforms", "all", "comma-separated platforms of the lifecycle section: github, gitlab, azuredevops, jira-cloud, jira-dc")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -70,14 +71,19 @@ func main() {
 		}
 		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
-	if err := run(ctx, *out, *jobs, *only, *maxHK); err != nil {
+	lc, err := lifecycleFor(*plats)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, *out, *jobs, *only, *maxHK, lc); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, out string, jobs int, only string, maxHK int) error {
+func run(ctx context.Context, out string, jobs int, only string, maxHK int, lc []benchPlatform) error {
 	bin, err := redisserver.FindBinary()
 	if err != nil {
 		return fmt.Errorf("find redis-server: %w", err)
@@ -106,7 +112,7 @@ func run(ctx context.Context, out string, jobs int, only string, maxHK int) erro
 	for _, s := range strings.Split(only, ",") {
 		want[strings.TrimSpace(s)] = true
 	}
-	b := &bench{rdb: rdb, addr: srv.Addr(), res: res}
+	b := &bench{rdb: rdb, addr: srv.Addr(), res: res, lcPlatforms: lc}
 	steps := []struct {
 		name string
 		fn   func(context.Context) error
@@ -158,6 +164,8 @@ type bench struct {
 	rdb  *redis.Client
 	addr string
 	res  *Results
+	// lcPlatforms are the platforms the lifecycle section measures.
+	lcPlatforms []benchPlatform
 }
 
 func (b *bench) flush(ctx context.Context) error {

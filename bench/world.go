@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -62,8 +61,11 @@ type projectSpec struct {
 	name, repo string
 	command    []string
 	webhook    bool
-	// platform is the tracker's ("" is GitHub); webhooks are GitHub's only.
+	// platform is the tracker's ("" is GitHub).
 	platform string
+	// jiraDC makes a Jira project a Data Center one (REST v2, a personal
+	// access token as Bearer) instead of Cloud (REST v3, email + API token).
+	jiraDC bool
 }
 
 func newWorld(rdb *redis.Client, specs ...projectSpec) (*world, error) {
@@ -87,7 +89,8 @@ func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSp
 		h.ServeHTTP(rw, r)
 		w.simNanos.Add(int64(time.Since(start)))
 	}))
-	var routes []receiver.ProjectRoute
+	routes := map[string]*receiver.Route{}
+	var order []string
 	for _, sp := range specs {
 		s.CreateRepo(sp.repo)
 		for _, ps := range []lifecycle.Projects{w.projects, w.consumer} {
@@ -103,14 +106,28 @@ func newWorldClock(rdb *redis.Client, clock func() time.Time, specs ...projectSp
 				Pipeline: lifecycle.Pipeline{Command: sp.command, MaxAttempts: 1}}
 		}
 		// One secret per project: a secret authenticates only its project.
-		routes = append(routes, receiver.ProjectRoute{Name: sp.name, Locator: sp.repo, Secrets: [][]byte{[]byte(webhookSecret + sp.name)}})
+		r := routes[sp.plat()]
+		if r == nil {
+			r = &receiver.Route{Platform: sp.plat(), Decoder: decoders[sp.plat()]}
+			routes[sp.plat()] = r
+			order = append(order, sp.plat())
+		}
+		r.Projects = append(r.Projects, receiver.ProjectRoute{Name: sp.name, Locator: sp.locator(), Secrets: [][]byte{[]byte(webhookSecret + sp.name)}})
+	}
+	var rs []receiver.Route
+	for _, p := range order {
+		rs = append(rs, *routes[p])
 	}
 	w.claims = claim.NewService(rdb, w.q, w.projects, claim.Config{Instance: "bench", Labels: w.labels})
-	w.recv = receiver.New(rdb, w.claims, []receiver.Route{{Platform: github.Platform, Decoder: github.Webhooks{}, Projects: routes}}, receiver.Config{})
+	w.recv = receiver.New(rdb, w.claims, rs, receiver.Config{})
 	w.recvSrv = httptest.NewServer(w.recv.Handler())
 	for _, sp := range specs {
 		if sp.webhook {
-			s.AddHook(trackersim.Hook{Repo: sp.repo, URL: w.recvSrv.URL + "/webhooks/github", Secret: webhookSecret + sp.name})
+			// Each platform's hook as its receiver authenticates it:
+			// GitHub's and Jira's HMAC signature, GitLab's X-Gitlab-Token,
+			// Azure DevOps' basic-auth password (trackersim's dialects).
+			s.AddHook(trackersim.Hook{Repo: sp.repo, URL: w.recvSrv.URL + "/webhooks/" + sp.plat(), Secret: webhookSecret + sp.name,
+				Dialect: hookDialects[sp.plat()]})
 		}
 	}
 	dir, err := os.MkdirTemp("", "agentsmithd-bench-work-")
@@ -144,6 +161,24 @@ func (w *world) executor(concurrency int, split bool) *consumer.Executor {
 		WorkDir: w.workDir, Labels: w.labels})
 }
 
+// decoders are the receiver's webhook decoders by platform, as the daemon
+// routes /webhooks/<platform>.
+var decoders = map[string]platforms.WebhookDecoder{github.Platform: github.Webhooks{}, gitlab.Platform: gitlab.Webhooks{},
+	azuredevops.Platform: azuredevops.Webhooks{}, jira.Platform: jira.Webhooks{}}
+
+// hookDialects are trackersim's webhook formats by platform.
+var hookDialects = map[string]string{github.Platform: "", gitlab.Platform: "gitlab", azuredevops.Platform: "ado", jira.Platform: "jira"}
+
+// locator is how sp's webhook deliveries name its project: Azure DevOps
+// folds "org/project" to lower case, the others carry the repo as is.
+func (sp projectSpec) locator() string {
+	if sp.plat() == azuredevops.Platform {
+		org, project, _ := strings.Cut(sp.repo, "/")
+		return azuredevops.Locator(org, project)
+	}
+	return sp.repo
+}
+
 func (sp projectSpec) plat() string {
 	if sp.platform == "" {
 		return github.Platform
@@ -158,8 +193,12 @@ func (w *world) tracker(sp projectSpec, hc *http.Client) (platforms.Tracker, err
 	case gitlab.Platform:
 		return gitlab.New(gitlab.Options{BaseURL: w.simSrv.URL + "/gitlab/api/v4/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
 	case jira.Platform:
-		return jira.New(jira.Options{BaseURL: w.simSrv.URL + "/jira/", Repo: sp.repo, Project: sp.name, Token: "t",
-			Email: "bot@acme.example", Locker: redislock.Locker{RDB: w.rdb}, HTTPClient: hc})
+		o := jira.Options{BaseURL: w.simSrv.URL + "/jira/", Repo: sp.repo, Project: sp.name, Token: "t",
+			Email: "bot@acme.example", Locker: redislock.Locker{RDB: w.rdb}, HTTPClient: hc}
+		if sp.jiraDC {
+			o.Email, o.Deployment = "", jira.DeploymentDataCenter
+		}
+		return jira.New(o)
 	case azuredevops.Platform:
 		return azuredevops.New(azuredevops.Options{BaseURL: w.simSrv.URL + "/ado/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
 	}
@@ -221,10 +260,18 @@ func (w *world) apiDelta(before apiStats) (map[string]int, int, int) {
 }
 
 // shortKind turns "PATCH /repos/{owner}/{repo}/issues/{number}" into
-// "PATCH issue".
+// "PATCH issue", and drops the other platforms' API roots
+// ("/gitlab/api/v4/projects/{id}", "/ado/{org}/{project}/_apis",
+// "/jira/rest/api/{v}").
 func shortKind(k string) string {
 	method, path, _ := strings.Cut(k, " ")
-	path = strings.TrimPrefix(path, "/repos/{owner}/{repo}")
+	for _, root := range []string{"/repos/{owner}/{repo}", "/gitlab/api/v4/projects/{id}", "/gitlab/api/v4", "/ado/{org}/{project}/_apis",
+		"/ado/{org}/_apis", "/jira/rest/api/{v}", "/jira"} {
+		if p, ok := strings.CutPrefix(path, root); ok {
+			path = p
+			break
+		}
+	}
 	switch path {
 	case "/issues/{number}":
 		path = "issue"
@@ -236,18 +283,7 @@ func shortKind(k string) string {
 	return method + " " + path
 }
 
-func kinds(d map[string]int, n float64) string {
-	var ks []string
-	for k := range d {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	var parts []string
-	for _, k := range ks {
-		parts = append(parts, fmt.Sprintf("%s %.2f", shortKind(k), float64(d[k])/n))
-	}
-	return strings.Join(parts, ", ")
-}
+func kinds(d map[string]int, n float64) string { return perTicket(d, n, shortKind) }
 
 var _ = http.StatusOK
 var _ = context.Background

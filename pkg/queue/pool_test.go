@@ -153,4 +153,3 @@ func TestRepairsKeepThePool(t *testing.T) {
 		t.Fatalf("Count per pool = %v", per)
 	}
 }
-

@@ -203,7 +203,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	}
 	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID),
 		Value: lifecycle.Replica{ID: cfg.InstanceID, Pools: served}.Encode(),
-		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
+		TTL:   cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
 	d.claims = claim.NewService(rdb, d.queue, d.projects, claim.Config{
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
 		Observer: d.observer,

@@ -18,7 +18,7 @@ var poolName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 func ValidPoolName(name string) bool { return poolName.MatchString(name) }
 
 // RequestPool is the Pool a request of p carries: "" for the default
-// pool, so a deployment without pools encodes requests as before.
+// pool, so a deployment without pools encodes no pool field.
 func (p *Project) RequestPool() string {
 	if p.Pool == DefaultPool {
 		return ""

@@ -44,6 +44,7 @@ func ReadPools(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue) (
 	}
 	byName := map[string]*Pool{}
 	pool := func(name string) *Pool {
+		name = lifecycle.PoolOf(name) // a queue built without pools names its own ""
 		if byName[name] == nil {
 			byName[name] = &Pool{Name: name, Consumers: []string{}}
 		}

@@ -367,11 +367,11 @@ func (q *Queue) PushOn(ctx context.Context, c redis.Cmdable, payload []byte) *re
 // pool's for a handle from NewWith). With one list this is BLMOVE list
 // processingKey LEFT RIGHT. With several, each try is one script that
 // LMOVEs from the first non-empty list in priority order, and, when all
-// are empty, a BLMOVE on the first served pool's default level waits up
-// to levelSlice before the next try. The trade-off: BLMPOP could
+// are empty, a BLMOVE on one served pool's default level (waitKey) waits
+// up to levelSlice before the next try. The trade-off: BLMPOP could
 // wait on every level at once but only pops (a crash after it would lose
-// the entry), so an idle queue notices an entry pushed to a non-default
-// level up to levelSlice late. Every LowerEvery-th take starts with a lower
+// the entry), so an idle queue notices an entry pushed to another list
+// (another level, another pool) up to levelSlice late. Every LowerEvery-th take starts with a lower
 // level instead (rotating through them), so a flooded high level cannot
 // starve the others: the head of a lower level is taken within
 // LowerEvery × (levels − 1) takes of this Queue.
@@ -442,8 +442,8 @@ func (q *Queue) idle(ctx context.Context, wait time.Duration) ([]byte, error) {
 	return nil, ctx.Err()
 }
 
-// waitKey is the list an idle Take blocks on: the default level of the
-// first pool it serves, where most entries arrive.
+// waitKey is the list an idle Take blocks on: the default level (where
+// most entries arrive) of the pool of the first list it serves.
 func (q *Queue) waitKey() string {
 	for _, l := range q.take {
 		if l.Pool == q.take[0].Pool && l.Priority == q.defPrio {

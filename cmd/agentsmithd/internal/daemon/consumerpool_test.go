@@ -3,8 +3,6 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -110,22 +108,6 @@ func (e *env) gpuQueued() []lifecycle.PipelineRequest {
 	return out
 }
 
-func authGet(t *testing.T, d *daemon.Daemon, path string) []byte {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+d.AdminAddr()+path, nil)
-	req.Header.Set("Authorization", "Bearer "+d.StatusToken())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s = %d, %v: %s", path, resp.StatusCode, err, b)
-	}
-	return b
-}
-
 // A request of pool gpu waits while only default replicas live, and the
 // status page and the metrics say so; a gpu replica then takes it.
 func TestPoolRequestWaitsForAReplicaOfItsPool(t *testing.T) {
@@ -152,14 +134,14 @@ func TestPoolRequestWaitsForAReplicaOfItsPool(t *testing.T) {
 		return unserved == 1 && okG && gpu == 0 && def == 1
 	})
 	var st statuspage.Status
-	if err := json.Unmarshal(authGet(t, a, "/status.json"), &st); err != nil {
+	if err := json.Unmarshal([]byte(body(t, a, "http://"+a.AdminAddr()+"/status.json")), &st); err != nil {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(st.Pools, func(p ops.Pool) bool { return p.Name == "gpu" })
 	if i < 0 || !st.Pools[i].Unserved() || st.Pools[i].Waiting != 1 {
 		t.Fatalf("status.json pools = %+v, want gpu unserved with 1 waiting", st.Pools)
 	}
-	if page := string(authGet(t, a, "/status")); !strings.Contains(page, `id="pools"`) ||
+	if page := body(t, a, "http://"+a.AdminAddr()+"/status"); !strings.Contains(page, `id="pools"`) ||
 		!strings.Contains(page, "its requests wait for a replica with this pool in consumer.pools") {
 		t.Fatalf("the status page does not show pool gpu unserved:\n%s", page)
 	}

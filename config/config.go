@@ -90,6 +90,7 @@ const (
 	MinAuditMaxLen         = 100 // below one stream node, MAXLEN ~ cannot trim
 	DefaultPersistTimeout  = consumer.DefaultPersistTimeout
 	DefaultPriority        = lifecycle.DefaultPriority // the level of agentsmith:queue:jobs
+	DefaultPool            = lifecycle.DefaultPool     // the pool of agentsmith:queue:jobs
 	DefaultLowerEvery      = queue.DefaultLowerEvery
 	DefaultLimitDelay      = consumer.DefaultLimitDelay
 	DefaultDelayedInterval = housekeeping.DefaultDelayedInterval
@@ -225,6 +226,19 @@ type Consumer struct {
 	GuardCheck time.Duration `yaml:"guard_check"`
 	// Output keeps every attempt's full output in a log file; see Output.
 	Output Output `yaml:"output"`
+	// Pools are the pools this replica's consumers take requests from
+	// (PoolNames: [default] when unset); a project's requests wait in its
+	// pool's queue until a replica of that pool takes them.
+	Pools []string `yaml:"pools"`
+}
+
+// PoolNames is the pools this replica's consumers serve: Pools, or
+// [DefaultPool] when unset.
+func (c Consumer) PoolNames() []string {
+	if len(c.Pools) == 0 {
+		return []string{DefaultPool}
+	}
+	return c.Pools
 }
 
 // Housekeeping times the StaleJobDetector and EnqueuedReconciler.
@@ -298,6 +312,9 @@ type Project struct {
 	Polling      Polling        `yaml:"polling"`
 	Pipeline     Pipeline       `yaml:"pipeline"`
 	Priority     Priority       `yaml:"priority"`
+	// Pool is where the project's requests wait: only replicas whose
+	// consumer.pools lists it take them (PoolName: DefaultPool when unset).
+	Pool string `yaml:"pool"`
 	// TokenConcurrency caps the runs at once, across all replicas, of every
 	// project that uses this project's tracker token (0: no cap).
 	TokenConcurrency int       `yaml:"token_concurrency"`

@@ -70,6 +70,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 	atLeast(errs, "consumer.lower_priority_every", cs.LowerPriorityEvery, 1)
 	positive(errs, "consumer.limit_delay", cs.LimitDelay)
 	positive(errs, "consumer.guard_check", cs.GuardCheck)
+	cs.validatePools(errs)
 
 	positive(errs, "claim_lock_ttl", c.ClaimLockTTL)
 	hk := &c.Housekeeping
@@ -298,6 +299,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	atLeast(errs, path+".pipeline.max_attempts", pl.MaxAttempts, 1)
 	pl.validateOutcomes(errs, path+".pipeline", p.TriggerLabel, labelPrefix, caps.SpacelessLabels)
 	p.Priority.validate(errs, path+".priority", labelPrefix)
+	p.validatePool(errs, path)
 	atLeast(errs, path+".token_concurrency", p.TokenConcurrency, 0)
 }
 

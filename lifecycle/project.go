@@ -25,7 +25,9 @@ type Project struct {
 	// tracker is a platforms.Reactor (projects[].reactions).
 	React    bool
 	Priority PriorityPolicy
-	Limits   Limits
+	// Pool is where the project's requests wait ("": DefaultPool).
+	Pool   string
+	Limits Limits
 	// RequireNoOpenBlockers makes a claim read the ticket's blockers (one
 	// more tracker call per claim) and refuse it while any is open.
 	RequireNoOpenBlockers bool

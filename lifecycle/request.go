@@ -39,6 +39,11 @@ type PipelineRequest struct {
 	// because its project was paused, so a resume makes exactly these due
 	// at once (a retry's backoff is left alone). See PauseProject.
 	PausedAside bool `json:"paused_aside,omitempty"`
+	// Pool is the pool whose consumers may take the request, the
+	// project's at claim time ("": DefaultPool). pkg/queue places entries
+	// by this field, so every repair pushes the request back into its
+	// pool's queue.
+	Pool string `json:"pool,omitempty"`
 }
 
 // Encode marshals the request for the queue.

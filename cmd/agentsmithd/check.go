@@ -99,6 +99,7 @@ func runChecks(ctx context.Context, cfg *config.Config, cfgPath, receiverURL str
 		defer func() { _ = rdb.Close() }()
 	}
 	rep := checkReport{OK: true, Projects: make([]projectCheckReport, len(cfg.Projects))}
+	pools, poolsErr := readPools(ctx, cfg, rdb, timeout)
 	var wg sync.WaitGroup
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
@@ -111,6 +112,9 @@ func runChecks(ctx context.Context, cfg *config.Config, cfgPath, receiverURL str
 			rep.Projects[i].Checks = append([]platforms.CheckResult{redisResult},
 				checkProject(pctx, cfg, pc, rdb, receiverURL)...)
 			rep.Projects[i].Checks = append(rep.Projects[i].Checks, checkPipelineUser(cfg, cfgPath, pc))
+			if r, ok := checkPool(pc, pools, poolsErr); ok {
+				rep.Projects[i].Checks = append(rep.Projects[i].Checks, r)
+			}
 			if webhookWait > 0 {
 				wctx, cancel := context.WithTimeout(ctx, timeout+webhookWait)
 				defer cancel()

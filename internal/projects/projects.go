@@ -114,6 +114,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 			PersistCommand: pl.PersistCommand, PersistTimeout: pl.PersistTimeout, StartHint: pl.Where(pl.Command),
 		},
 		Priority: lifecycle.PriorityPolicy{Labels: pc.Priority.Labels, Default: pc.Priority.Default},
+		Pool:     pc.PoolName(),
 		Limits:   lifecycle.Limits{Concurrency: pl.Concurrency, TokenConcurrency: pc.TokenConcurrency},
 		Stuck: lifecycle.StuckThresholds{EnqueuedAfter: pc.Stuck.EnqueuedAfter, InProgressAfter: pc.Stuck.InProgressAfter,
 			Comment: pc.Stuck.Comment},

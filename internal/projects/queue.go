@@ -12,10 +12,12 @@ import (
 
 // Queue is the one place the queue's layout is built from the config: a
 // level for every priority any project can give a ticket (the default
-// level keeps the specification's key agentsmith:queue:jobs) and the
-// delayed set. The daemon's claim service and consumers, agentsmithctl,
-// the metrics and the status page all use the queue it returns, so what
-// one of them pushes, every other one finds and counts.
+// level keeps the specification's key agentsmith:queue:jobs), those levels
+// again for every pool the config names other than the default pool
+// (keys.PoolQueue), and the delayed set. The daemon's claim service and
+// consumers, agentsmithctl, the metrics and the status page all use the
+// queue it returns, so what one of them pushes, every other one finds and
+// counts. A consumer takes through Serving(cfg.Consumer.PoolNames()...).
 func Queue(rdb redis.UniversalClient, cfg *config.Config) *queue.Queue {
 	var prios []int
 	for _, p := range cfg.Projects {
@@ -25,12 +27,21 @@ func Queue(rdb redis.UniversalClient, cfg *config.Config) *queue.Queue {
 		}
 	}
 	slices.Sort(prios)
-	var levels []queue.Level
-	for _, p := range slices.Compact(prios) {
-		if p != config.DefaultPriority {
-			levels = append(levels, queue.Level{Priority: p, Key: keys.QueueLevel(p)})
+	prios = slices.DeleteFunc(slices.Compact(prios), func(p int) bool { return p == config.DefaultPriority })
+	levels := func(key func(int) string) []queue.Level {
+		var out []queue.Level
+		for _, p := range prios {
+			out = append(out, queue.Level{Priority: p, Key: key(p)})
+		}
+		return out
+	}
+	var pools []queue.Pool
+	for _, name := range cfg.Pools() {
+		if name != config.DefaultPool {
+			pools = append(pools, queue.Pool{Name: name, Key: keys.PoolQueue(name),
+				Levels: levels(func(p int) string { return keys.PoolQueueLevel(name, p) })})
 		}
 	}
-	return queue.NewWith(rdb, keys.Queue(), queue.Options{DefaultPriority: config.DefaultPriority, Levels: levels,
-		DelayedKey: keys.Delayed(), LowerEvery: cfg.Consumer.LowerPriorityEvery})
+	return queue.NewWith(rdb, keys.Queue(), queue.Options{DefaultPriority: config.DefaultPriority, Levels: levels(keys.QueueLevel),
+		DelayedKey: keys.Delayed(), LowerEvery: cfg.Consumer.LowerPriorityEvery, DefaultPool: config.DefaultPool, Pools: pools})
 }

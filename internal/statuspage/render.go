@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -51,6 +52,12 @@ type pageView struct {
 	TokenSet bool
 	// Charts: throughput and lead time over the last hours (charts.go).
 	Charts charts
+}
+
+// ShowPools: the page lists the pools where there is more than the
+// default pool, or a pool (the default one) whose requests nobody takes.
+func (v pageView) ShowPools() bool {
+	return len(v.Pools) > 1 || slices.ContainsFunc(v.Pools, ops.Pool.Unserved)
 }
 
 // ticketRow is a ticket the page offers actions for.

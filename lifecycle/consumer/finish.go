@@ -255,7 +255,7 @@ func (a *attempt) retryLater(ctx context.Context, delay time.Duration, reason st
 	a.releaseRun(false)
 	due := e.cfg.Clock().Add(delay)
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceRetry, Attempt: next,
-		EnqueuedAt: due.UTC(), Priority: req.Priority}
+		EnqueuedAt: due.UTC(), Priority: req.Priority, Pool: req.Pool}
 	if err := e.queue.Delay(ctx, nreq.Encode(), delay); err != nil {
 		log.Error("delay the retry (EnqueuedReconciler will re-push)", zap.Error(err))
 		return

@@ -28,6 +28,11 @@ const (
 	// ended and whose Done or Failed the tracker has not taken yet.
 	HelpOutcomesWaiting  = "Runs whose pipeline ended and whose outcome waits for the tracker (entries of agentsmith:outcomes); each is written from its record when the tracker answers, never by running the pipeline again."
 	HelpOutcomeOldestAge = "How long the oldest outcome in agentsmith:outcomes has waited for the tracker since its pipeline ended; 0 when none."
+	// HelpPoolConsumers and HelpPoolUnserved: a pool whose requests no
+	// live replica takes (consumer.pools) shows as consumers 0 and
+	// unserved > 0.
+	HelpPoolConsumers = "Live replicas whose consumers take from the pool (consumer.pools in their liveness record), per pool the config or a live replica names."
+	HelpPoolUnserved  = "Requests waiting in the pool's queue while no live replica serves the pool; 0 while one does."
 )
 
 // stateCollector reads the fleet's shared state from Redis at scrape time:
@@ -42,6 +47,7 @@ type stateCollector struct {
 
 	depth, oldest, delayed, inflight, instances *prometheus.Desc
 	outcomes, outcomeAge                        *prometheus.Desc
+	poolConsumers, poolUnserved                 *prometheus.Desc
 }
 
 func newStateCollector(rdb redis.UniversalClient, q *queue.Queue, clock func() time.Time, log *zap.Logger) *stateCollector {
@@ -49,18 +55,21 @@ func newStateCollector(rdb redis.UniversalClient, q *queue.Queue, clock func() t
 		return prometheus.NewDesc(Namespace+"_"+name, help, nil, nil)
 	}
 	return &stateCollector{rdb: rdb, queue: q, clock: clock, log: log,
-		depth:      d("queue_depth", HelpQueueDepth),
-		oldest:     d("queue_oldest_age_seconds", HelpQueueOldestAge),
-		delayed:    d("queue_delayed", HelpQueueDelayed),
-		inflight:   d("runs_inflight", "Pipelines running fleet-wide (entries of agentsmith:inflight)."),
-		instances:  d("instances_live", "Replicas whose liveness key is present."),
-		outcomes:   d("outcomes_waiting", HelpOutcomesWaiting),
-		outcomeAge: d("outcome_oldest_wait_seconds", HelpOutcomeOldestAge),
+		depth:         d("queue_depth", HelpQueueDepth),
+		oldest:        d("queue_oldest_age_seconds", HelpQueueOldestAge),
+		delayed:       d("queue_delayed", HelpQueueDelayed),
+		inflight:      d("runs_inflight", "Pipelines running fleet-wide (entries of agentsmith:inflight)."),
+		instances:     d("instances_live", "Replicas whose liveness key is present."),
+		outcomes:      d("outcomes_waiting", HelpOutcomesWaiting),
+		outcomeAge:    d("outcome_oldest_wait_seconds", HelpOutcomeOldestAge),
+		poolConsumers: prometheus.NewDesc(Namespace+"_pool_consumers", HelpPoolConsumers, []string{"pool"}, nil),
+		poolUnserved:  prometheus.NewDesc(Namespace+"_pool_queued_unserved", HelpPoolUnserved, []string{"pool"}, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.delayed, c.inflight, c.instances, c.outcomes, c.outcomeAge} {
+	for _, d := range []*prometheus.Desc{c.depth, c.oldest, c.delayed, c.inflight, c.instances, c.outcomes, c.outcomeAge,
+		c.poolConsumers, c.poolUnserved} {
 		ch <- d
 	}
 }
@@ -91,6 +100,18 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			age = outs[0].Age(c.clock()).Seconds()
 		}
 		gauge(c.outcomeAge, age)
+	}
+	if pools, err := ops.ReadPools(ctx, c.rdb, c.queue); err != nil {
+		c.log.Warn("metrics: read pools", zap.Error(err))
+	} else {
+		for _, p := range pools {
+			ch <- prometheus.MustNewConstMetric(c.poolConsumers, prometheus.GaugeValue, float64(len(p.Consumers)), p.Name)
+			unserved := 0.0
+			if p.Unserved() {
+				unserved = float64(p.Waiting)
+			}
+			ch <- prometheus.MustNewConstMetric(c.poolUnserved, prometheus.GaugeValue, unserved, p.Name)
+		}
 	}
 	if n, err := c.countInstances(ctx); err != nil {
 		c.log.Warn("metrics: count live instances", zap.Error(err))

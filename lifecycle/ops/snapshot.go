@@ -35,6 +35,9 @@ type Snapshot struct {
 	Runs      []Run      `json:"runs"`
 	Leases    []Lease    `json:"leases"`
 	Instances []Instance `json:"instances"`
+	// Pools are the pools with their waiting requests and live consumers
+	// (ReadPools); one that is Unserved waits for a replica of its pool.
+	Pools []Pool `json:"pools"`
 	// Paused are the projects whose queue is paused (lifecycle.PauseProject).
 	Paused []lifecycle.Pause `json:"paused"`
 	// Outcomes are the runs whose pipeline ended and whose Done or Failed
@@ -90,6 +93,8 @@ type Queue struct {
 type Level struct {
 	Priority int   `json:"priority"`
 	Depth    int64 `json:"depth"`
+	// Pool is the level's pool, "" for the default pool.
+	Pool string `json:"pool,omitempty"`
 }
 
 // Run is one pipeline in flight.
@@ -146,6 +151,9 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 	}
 	s := Snapshot{At: cfg.Clock().UTC(), Runs: []Run{}, Leases: []Lease{}, Instances: []Instance{}, Outcomes: []Outcome{}}
 	var err error
+	if s.Pools, err = ReadPools(ctx, rdb, q); err != nil {
+		return s, err
+	}
 	if s.Queue, err = ReadQueue(ctx, q, s.At); err != nil {
 		return s, err
 	}
@@ -255,6 +263,9 @@ func ReadQueue(ctx context.Context, q *queue.Queue, now time.Time) (Queue, error
 	out := Queue{Depth: c.Waiting(), Delayed: c.Delayed, Levels: make([]Level, len(c.Levels))}
 	for i, l := range c.Levels {
 		out.Levels[i] = Level{Priority: l.Priority, Depth: l.Len}
+		if l.Pool != lifecycle.DefaultPool {
+			out.Levels[i].Pool = l.Pool
+		}
 	}
 	if c.Oldest != nil {
 		req, _ := lifecycle.DecodeRequest(c.Oldest) // decoded before by enqueuedAt

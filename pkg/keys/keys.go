@@ -136,6 +136,18 @@ func QueueLevel(priority int) string {
 // tools that do not know the configured levels).
 func QueueLevelPattern() string { return prefix() + "queue:jobs:priority:*" }
 
+// PoolQueue is the job list of one pool other than the default pool
+// (whose list stays Queue(), so a deployment without pools keeps the
+// specification's keys): only replicas of the pool take from it. pool is
+// a validated pool name ([a-z][a-z0-9-]*), never ticket text.
+func PoolQueue(pool string) string { return prefix() + "queue:pool:" + pool + ":jobs" }
+
+// PoolQueueLevel is PoolQueue for one priority level other than the
+// default.
+func PoolQueueLevel(pool string, priority int) string {
+	return PoolQueue(pool) + ":priority:" + strconv.Itoa(priority)
+}
+
 // Processing is one instance's list of taken, not yet started requests.
 func Processing(instance string) string { return prefix() + "queue:processing:" + instance }
 

@@ -21,6 +21,8 @@ var builders = map[string]func() string{
 	"RateBudget":          func() string { return RateBudget("0123abcd") },
 	"QueueLevel":          func() string { return QueueLevel(1) },
 	"QueueLevelPattern":   QueueLevelPattern,
+	"PoolQueue":           func() string { return PoolQueue("gpu") },
+	"PoolQueueLevel":      func() string { return PoolQueueLevel("gpu", 1) },
 	"Processing":          func() string { return Processing("i1") },
 	"ProcessingPattern":   ProcessingPattern,
 	"Leader":              func() string { return Leader("poller") },

@@ -10,12 +10,18 @@
 // and a delayed set of entries that wait for a due time before they join
 // their level (Delay, PromoteDue).
 //
-// The queue knows nothing of what the payloads mean, with one exception:
-// a payload that is a JSON object with a numeric "priority" field belongs to
-// that level (a priority with no level, or none, means the default level).
-// Push, Requeue and PromoteDue all place entries by that rule, so an entry
-// keeps its level across a crash or a delay. Payloads are compared byte for
-// byte by Ack, so each should be unique (carry a request id).
+// A queue may also hold several pools, each with its own lists for the
+// same levels: an entry waits in its pool's lists, and a consumer takes
+// only from the pools it serves (Serving). The delayed set is shared.
+//
+// The queue knows nothing of what the payloads mean, with two exceptions:
+// a payload that is a JSON object with a string "pool" field belongs to
+// that pool (a pool the queue does not hold, or none, means the default
+// pool), and one with a numeric "priority" field to that level of its pool
+// (a priority with no level, or none, means the default level). Push,
+// Requeue and PromoteDue all place entries by that rule, so an entry keeps
+// its pool and level across a crash or a delay. Payloads are compared byte
+// for byte by Ack, so each should be unique (carry a request id).
 //
 // Every key of one queue is touched by multi-key Lua scripts: on Redis
 // Cluster they must share a hash slot.
@@ -54,21 +60,27 @@ const levelSlice = 100 * time.Millisecond
 const DefaultLowerEvery = 10
 
 // destination is the Lua shared by the scripts that place entries: it maps
-// a payload to its level's list by its JSON "priority" field.
+// a payload to its pool's level's list by its JSON "pool" and "priority"
+// fields.
 //
-//	KEYS[2] the default level's list; KEYS[3..] the other levels' lists
-//	ARGV[base+i] the priority of KEYS[2+i]
+//	KEYS[2] the default pool's default level; KEYS[3..] the other lists
+//	ARGV[base+1] the default priority; ARGV[base+2] the default pool
+//	ARGV[base+2i+1], ARGV[base+2i+2] the pool and priority of KEYS[2+i]
 const destination = `
-local levels = {}
+local dprio, dpool = tonumber(ARGV[base + 1]), ARGV[base + 2]
+local levels = {[dpool] = {[dprio] = KEYS[2]}}
 for i = 3, #KEYS do
-  levels[tonumber(ARGV[base + i - 2])] = KEYS[i]
+  local pool = ARGV[base + 2 * (i - 2) + 1]
+  levels[pool] = levels[pool] or {}
+  levels[pool][tonumber(ARGV[base + 2 * (i - 2) + 2])] = KEYS[i]
 end
 local function destination(v)
   local ok, d = pcall(cjson.decode, v)
-  if ok and type(d) == 'table' and type(d['priority']) == 'number' and levels[d['priority']] then
-    return levels[d['priority']]
-  end
-  return KEYS[2]
+  if not ok or type(d) ~= 'table' then return KEYS[2] end
+  local pool = levels[dpool]
+  if type(d['pool']) == 'string' and levels[d['pool']] then pool = levels[d['pool']] end
+  if type(d['priority']) == 'number' and pool[d['priority']] then return pool[d['priority']] end
+  return pool[dprio] or KEYS[2]
 end
 `
 
@@ -76,8 +88,7 @@ end
 // its level, keeping their order: the oldest taken entry ends up first.
 //
 //	KEYS[1] the processing list
-//	KEYS[2] the default level; KEYS[3..] the other levels
-//	ARGV[i] the priority of KEYS[2+i]
+//	KEYS[2..], ARGV: as destination's
 //
 // Returns the number of entries moved.
 var requeueScript = redis.NewScript(`local base = 0` + destination + `
@@ -130,9 +141,8 @@ return n
 // clock to the tail of their level, oldest due first.
 //
 //	KEYS[1] the delayed set (score: due time in unix ms, Redis's clock)
-//	KEYS[2] the default level; KEYS[3..] the other levels
+//	KEYS[2..], ARGV[2..]: as destination's
 //	ARGV[1] at most this many entries
-//	ARGV[1+i] the priority of KEYS[2+i]
 //
 // Returns the number of entries moved.
 var promoteScript = redis.NewScript(`local base = 1` + redisNow + destination + `
@@ -158,10 +168,22 @@ end
 return false
 `)
 
-// Level is one priority level's list.
+// Level is one priority level's list of one pool.
 type Level struct {
 	Priority int
 	Key      string
+	// Pool is the pool the list belongs to (Options.DefaultPool for the
+	// default pool's lists); NewWith sets it.
+	Pool string
+}
+
+// Pool is one pool other than the default pool: its lists, one per level.
+type Pool struct {
+	Name string
+	// Key is the pool's default level's list.
+	Key string
+	// Levels are the pool's other levels, as Options.Levels.
+	Levels []Level
 }
 
 // Options configures a queue with priority levels and a delayed set.
@@ -178,6 +200,11 @@ type Options struct {
 	// highest one, rotating through the lower levels. Default
 	// DefaultLowerEvery; 1 would serve lower levels first all the time.
 	LowerEvery int
+	// DefaultPool names the pool of the queue's own key and Levels.
+	DefaultPool string
+	// Pools are the other pools; one named DefaultPool, or twice, is
+	// ignored.
+	Pools []Pool
 }
 
 // Queue is a handle on one Redis list queue. Its only state is the take
@@ -186,12 +213,15 @@ type Options struct {
 type Queue struct {
 	rdb        redis.UniversalClient
 	key        string
-	levels     []Level // sorted, highest priority (lowest number) first
+	levels     []Level // every pool's, sorted, highest priority (lowest number) first
+	take       []Level // the levels Take serves (Serving), sorted as levels
 	delayed    string
 	lowerEvery uint64
 	takes      atomic.Uint64
-	placeKeys  []string // default key, then the other levels' keys
-	placeArgs  []any    // their priorities, for the placing scripts
+	defPrio    int
+	defPool    string
+	placeKeys  []string // default key, then the other lists' keys
+	placeArgs  []any    // default priority and pool, then the pool and priority of each other list
 }
 
 // New returns the single-level queue stored at key (keys.Queue()).
@@ -201,32 +231,79 @@ func New(rdb redis.UniversalClient, key string) *Queue {
 
 // NewWith returns the queue whose default level is stored at key.
 func NewWith(rdb redis.UniversalClient, key string, o Options) *Queue {
-	q := &Queue{rdb: rdb, key: key, delayed: o.DelayedKey, lowerEvery: DefaultLowerEvery}
+	q := &Queue{rdb: rdb, key: key, delayed: o.DelayedKey, lowerEvery: DefaultLowerEvery,
+		defPrio: o.DefaultPriority, defPool: o.DefaultPool}
 	if o.LowerEvery > 0 {
 		q.lowerEvery = uint64(o.LowerEvery)
 	}
-	q.levels = []Level{{Priority: o.DefaultPriority, Key: key}}
+	q.levels = []Level{{Priority: o.DefaultPriority, Key: key, Pool: o.DefaultPool}}
 	q.placeKeys = []string{key}
-	for _, l := range o.Levels {
-		if l.Priority == o.DefaultPriority || slices.ContainsFunc(q.levels, func(x Level) bool { return x.Priority == l.Priority }) {
-			continue
+	q.placeArgs = []any{o.DefaultPriority, o.DefaultPool}
+	add := func(l Level) {
+		if slices.ContainsFunc(q.levels, func(x Level) bool { return x.Pool == l.Pool && x.Priority == l.Priority }) {
+			return
 		}
 		q.levels = append(q.levels, l)
 		q.placeKeys = append(q.placeKeys, l.Key)
-		q.placeArgs = append(q.placeArgs, l.Priority)
+		q.placeArgs = append(q.placeArgs, l.Pool, l.Priority)
 	}
-	slices.SortFunc(q.levels, func(a, b Level) int { return a.Priority - b.Priority })
+	for _, l := range o.Levels {
+		add(Level{Priority: l.Priority, Key: l.Key, Pool: o.DefaultPool})
+	}
+	for _, p := range o.Pools {
+		if p.Name == o.DefaultPool || slices.ContainsFunc(q.levels, func(x Level) bool { return x.Pool == p.Name }) {
+			continue
+		}
+		add(Level{Priority: o.DefaultPriority, Key: p.Key, Pool: p.Name})
+		for _, l := range p.Levels {
+			add(Level{Priority: l.Priority, Key: l.Key, Pool: p.Name})
+		}
+	}
+	// Stable: at one priority the default pool's list comes first, then
+	// the pools in the order given.
+	slices.SortStableFunc(q.levels, func(a, b Level) int { return a.Priority - b.Priority })
+	q.take = q.levels
 	return q
 }
 
-// Levels returns the priority levels, highest priority first.
+// Serving returns a handle on the same queue whose Take serves only the
+// given pools' lists (a consumer's consumer.pools); pools the queue does
+// not hold are left out. Everything else (Push, Requeue, counts) still
+// covers every pool, so a consumer hands back or retries a request of any
+// pool into that pool's lists. The handle has its own take counter.
+func (q *Queue) Serving(pools ...string) *Queue {
+	s := &Queue{rdb: q.rdb, key: q.key, levels: q.levels, delayed: q.delayed, lowerEvery: q.lowerEvery,
+		defPrio: q.defPrio, defPool: q.defPool, placeKeys: q.placeKeys, placeArgs: q.placeArgs}
+	for _, l := range q.levels {
+		if slices.Contains(pools, l.Pool) {
+			s.take = append(s.take, l)
+		}
+	}
+	return s
+}
+
+// Pools returns the queue's pools, the default pool first.
+func (q *Queue) Pools() []string {
+	out := []string{q.defPool}
+	for _, l := range q.levels {
+		if !slices.Contains(out, l.Pool) {
+			out = append(out, l.Pool)
+		}
+	}
+	return out
+}
+
+// Levels returns every pool's priority levels, highest priority first.
 func (q *Queue) Levels() []Level { return slices.Clone(q.levels) }
 
-// Lists returns every level's list key, highest priority first: what a
-// reader of the whole queue (reconciler, operator tools) must look at.
-func (q *Queue) Lists() []string {
-	out := make([]string, len(q.levels))
-	for i, l := range q.levels {
+// Lists returns every pool's every level's list key, highest priority
+// first: what a reader of the whole queue (reconciler, operator tools)
+// must look at.
+func (q *Queue) Lists() []string { return listKeys(q.levels) }
+
+func listKeys(ls []Level) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
 		out[i] = l.Key
 	}
 	return out
@@ -235,19 +312,29 @@ func (q *Queue) Lists() []string {
 // DelayedKey is the delayed set's key ("" when the queue has none).
 func (q *Queue) DelayedKey() string { return q.delayed }
 
-// levelKey is the list an entry belongs to.
+// levelKey is the list an entry belongs to, by destination's rule.
 func (q *Queue) levelKey(payload []byte) string {
 	if len(q.levels) == 1 {
 		return q.key
 	}
 	var p struct {
-		Priority *int `json:"priority"`
+		Pool     *string `json:"pool"`
+		Priority *int    `json:"priority"`
 	}
-	if json.Unmarshal(payload, &p) == nil && p.Priority != nil {
-		for _, l := range q.levels {
-			if l.Priority == *p.Priority {
-				return l.Key
-			}
+	if json.Unmarshal(payload, &p) != nil {
+		return q.key
+	}
+	pool := q.defPool
+	if p.Pool != nil && slices.ContainsFunc(q.levels, func(l Level) bool { return l.Pool == *p.Pool }) {
+		pool = *p.Pool
+	}
+	prio := q.defPrio
+	if p.Priority != nil && slices.ContainsFunc(q.levels, func(l Level) bool { return l.Pool == pool && l.Priority == *p.Priority }) {
+		prio = *p.Priority
+	}
+	for _, l := range q.levels {
+		if l.Pool == pool && l.Priority == prio {
+			return l.Key
 		}
 	}
 	return q.key
@@ -276,18 +363,23 @@ func (q *Queue) PushOn(ctx context.Context, c redis.Cmdable, payload []byte) *re
 // the same instant the context ends is still returned (with a nil error):
 // it is in processingKey and the caller owns it.
 //
-// With one level this is BLMOVE key processingKey LEFT RIGHT. With several,
-// each try is one script that LMOVEs from the first non-empty level in
-// priority order, and, when all are empty, a BLMOVE on the default level
-// waits up to levelSlice before the next try. The trade-off: BLMPOP could
+// Take serves the lists of the pools the handle serves (Serving; every
+// pool's for a handle from NewWith). With one list this is BLMOVE list
+// processingKey LEFT RIGHT. With several, each try is one script that
+// LMOVEs from the first non-empty list in priority order, and, when all
+// are empty, a BLMOVE on one served pool's default level (waitKey) waits
+// up to levelSlice before the next try. The trade-off: BLMPOP could
 // wait on every level at once but only pops (a crash after it would lose
-// the entry), so an idle queue notices an entry pushed to a non-default
-// level up to levelSlice late. Every LowerEvery-th take starts with a lower
+// the entry), so an idle queue notices an entry pushed to another list
+// (another level, another pool) up to levelSlice late. Every LowerEvery-th take starts with a lower
 // level instead (rotating through them), so a flooded high level cannot
 // starve the others: the head of a lower level is taken within
 // LowerEvery × (levels − 1) takes of this Queue.
 func (q *Queue) Take(ctx context.Context, processingKey string, wait time.Duration) ([]byte, error) {
-	if len(q.levels) > 1 {
+	switch {
+	case len(q.take) == 0:
+		return q.idle(ctx, wait)
+	case len(q.take) > 1:
 		return q.takeLevels(ctx, processingKey, wait)
 	}
 	deadline := time.Now().Add(wait)
@@ -296,7 +388,7 @@ func (q *Queue) Take(ctx context.Context, processingKey string, wait time.Durati
 			return nil, err
 		}
 		left := time.Until(deadline)
-		b, err := q.blmove(ctx, q.key, processingKey, min(left, takeSlice))
+		b, err := q.blmove(ctx, q.take[0].Key, processingKey, min(left, takeSlice))
 		switch {
 		case err != nil || b != nil:
 			return b, err
@@ -329,7 +421,7 @@ func (q *Queue) takeLevels(ctx context.Context, processingKey string, wait time.
 		if left <= 0 {
 			return nil, ctx.Err()
 		}
-		b, err := q.blmove(ctx, q.key, processingKey, min(left, levelSlice))
+		b, err := q.blmove(ctx, q.waitKey(), processingKey, min(left, levelSlice))
 		if err != nil || b != nil {
 			if b != nil {
 				q.takes.Add(1)
@@ -339,9 +431,31 @@ func (q *Queue) takeLevels(ctx context.Context, processingKey string, wait time.
 	}
 }
 
-// order is the order in which take number n tries the levels.
+// idle is Take of a handle that serves no list: nothing comes within wait.
+func (q *Queue) idle(ctx context.Context, wait time.Duration) ([]byte, error) {
+	t := time.NewTimer(max(wait, 0))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return nil, ctx.Err()
+}
+
+// waitKey is the list an idle Take blocks on: the default level (where
+// most entries arrive) of the pool of the first list it serves.
+func (q *Queue) waitKey() string {
+	for _, l := range q.take {
+		if l.Pool == q.take[0].Pool && l.Priority == q.defPrio {
+			return l.Key
+		}
+	}
+	return q.take[0].Key
+}
+
+// order is the order in which take number n tries the served lists.
 func (q *Queue) order(n uint64) []string {
-	keys := q.Lists()
+	keys := listKeys(q.take)
 	if n%q.lowerEvery != 0 {
 		return keys
 	}

@@ -197,8 +197,13 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			Interval: cfg.Discovery.Interval, SignalCheck: cfg.Discovery.SignalCheck, Apply: d.applyDiscovered,
 			Logger: log.Named("discovery")})
 	}
-	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID), Value: cfg.InstanceID,
-		TTL: cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
+	var served []string
+	if cfg.HasRole(config.RoleConsumer) {
+		served = cfg.Consumer.PoolNames()
+	}
+	d.presence = presence.New(rdb, presence.Config{Key: keys.Instance(cfg.InstanceID),
+		Value: lifecycle.Replica{ID: cfg.InstanceID, Pools: served}.Encode(),
+		TTL:   cfg.Housekeeping.InstanceTTL, Logger: log.Named("presence")})
 	d.claims = claim.NewService(rdb, d.queue, d.projects, claim.Config{
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
 		Observer: d.observer,

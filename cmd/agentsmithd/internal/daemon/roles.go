@@ -92,7 +92,9 @@ func (d *Daemon) buildAdmin() http.Handler {
 // and the retention of the run logs and work dirs it leaves.
 func (d *Daemon) buildConsumer() []service {
 	c := d.cfg.Consumer
-	exec := consumer.NewExecutor(d.rdb, d.queue, d.projects, consumer.ExecutorConfig{
+	// The executor takes only from its pools' queues; it hands back and
+	// retries a request into the request's own pool.
+	exec := consumer.NewExecutor(d.rdb, d.queue.Serving(c.PoolNames()...), d.projects, consumer.ExecutorConfig{
 		Instance: d.cfg.InstanceID, Concurrency: c.Concurrency,
 		HeartbeatTTL: c.HeartbeatTTL, HeartbeatRenew: c.HeartbeatRenew,
 		ShutdownGrace: c.ShutdownGrace, KillGrace: c.KillGrace,

@@ -1,0 +1,63 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"regexp"
+)
+
+// DefaultPool is the pool of a project that names none and of a replica
+// whose consumer.pools is unset. Its queue is the specification's
+// agentsmith:queue:jobs, so a deployment without pools keeps every key.
+const DefaultPool = "default"
+
+// poolName is the form of a pool name: it becomes part of Redis keys
+// (keys.PoolQueue) and metric labels, so it is short and plain.
+var poolName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// ValidPoolName reports whether name may name a pool.
+func ValidPoolName(name string) bool { return poolName.MatchString(name) }
+
+// RequestPool is the Pool a request of p carries: "" for the default
+// pool, so a deployment without pools encodes no pool field.
+func (p *Project) RequestPool() string {
+	if p.Pool == DefaultPool {
+		return ""
+	}
+	return p.Pool
+}
+
+// PoolOf is the pool a request names: "" is DefaultPool.
+func PoolOf(pool string) string {
+	if pool == "" {
+		return DefaultPool
+	}
+	return pool
+}
+
+// Replica is what a replica's liveness key (keys.Instance) holds: its id
+// and the pools its consumers take from (none without the consumer role),
+// so the fleet can tell a pool whose requests nobody will take.
+type Replica struct {
+	ID    string   `json:"id"`
+	Pools []string `json:"pools"`
+}
+
+// Encode is the liveness key's value.
+func (r Replica) Encode() string {
+	if r.Pools == nil {
+		r.Pools = []string{}
+	}
+	b, _ := json.Marshal(r) // strings only: cannot fail
+	return string(b)
+}
+
+// DecodeReplica reads a liveness key's value. A value that is not a
+// record, an older replica's (its bare id), is a replica serving the
+// default pool, as every replica of that version did.
+func DecodeReplica(v string) Replica {
+	var r Replica
+	if err := json.Unmarshal([]byte(v), &r); err != nil || r.ID == "" {
+		return Replica{ID: v, Pools: []string{DefaultPool}}
+	}
+	return r
+}

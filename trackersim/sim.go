@@ -157,6 +157,9 @@ type Sim struct {
 	ghIndex searchIndex
 	// searchRate is GitHub's search rate limit, apart from the core one.
 	searchRate rateLimiter
+	// graphqlRate is GitHub's GraphQL points budget, apart from the core
+	// one (github_graphql.go).
+	graphqlRate rateLimiter
 	// hookTests is GitLab's webhook test rate limit (gitlab_hooktest.go).
 	hookTests windowLimiter
 	reqSeq    atomic.Int64
@@ -199,6 +202,8 @@ func New(opts Options) *Sim {
 	s.ghIndex.init(DefaultGitHubSearchLag)
 	s.searchRate.buckets = map[string]*bucket{}
 	s.searchRate.window, s.searchRate.resource = time.Minute, "search"
+	s.graphqlRate.buckets = map[string]*bucket{}
+	s.graphqlRate.resource = "graphql"
 	s.store.sink = func(evs []storeEvent) {
 		s.jiraIndex.record(s.clock(), evs[0].issue)
 		s.ghIndex.record(s.clock(), evs[0].issue)

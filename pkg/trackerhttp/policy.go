@@ -173,10 +173,17 @@ var (
 
 // GitHubResource is the GitHub quota a request spends, as GitHub's
 // X-RateLimit-Resource names it: "search" for the search endpoints
-// (https://docs.github.com/en/rest/search/search#rate-limit), "core" for
-// the rest. The API root may carry a prefix (GitHub Enterprise's /api/v3).
+// (https://docs.github.com/en/rest/search/search#rate-limit), "graphql"
+// for the GraphQL endpoint, whose points budget is apart from REST's
+// (https://docs.github.com/en/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api;
+// /graphql on api.github.com, /api/graphql on GitHub Enterprise Server),
+// "core" for the rest. The API root may carry a prefix (GitHub
+// Enterprise's /api/v3).
 func GitHubResource(req *http.Request) string {
 	p := req.URL.Path
+	if strings.HasSuffix(p, "/graphql") {
+		return "graphql"
+	}
 	if i := strings.Index(p, "/search/"); i >= 0 && !strings.Contains(p[:i], "/repos/") {
 		return "search"
 	}

@@ -424,9 +424,9 @@ func (s *Sim) ghRateLimit(w http.ResponseWriter, r *http.Request, _ *ghCall) {
 	search := map[string]any{"limit": DefaultGitHubSearchRateLimit, "used": sb.used, "remaining": max(DefaultGitHubSearchRateLimit-sb.used, 0),
 		"reset": sb.reset.Unix(), "resource": "search"}
 	s.searchRate.mu.Unlock()
-	gb := s.graphqlRate.get(token, s.clock(), DefaultGraphQLRateLimit)
+	gb := s.graphqlRate.get(token, s.clock(), s.graphqlLimit)
 	s.graphqlRate.mu.Lock()
-	graphql := map[string]any{"limit": DefaultGraphQLRateLimit, "used": gb.used, "remaining": max(DefaultGraphQLRateLimit-gb.used, 0),
+	graphql := map[string]any{"limit": s.graphqlLimit, "used": gb.used, "remaining": max(s.graphqlLimit-gb.used, 0),
 		"reset": gb.reset.Unix(), "resource": "graphql"}
 	s.graphqlRate.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"resources": map[string]any{"core": core, "search": search, "graphql": graphql}, "rate": core})

@@ -64,7 +64,7 @@ func (s *Sim) githubGraphQLRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /github/graphql", func(w http.ResponseWriter, r *http.Request) {
 		s.count(func(st *Stats) { st.Calls["POST /graphql"]++ })
 		// free: the handler charges the request's points itself (graphqlCall).
-		s.serveGitHub(w, r, docsGraphQL, true, &s.graphqlRate, DefaultGraphQLRateLimit, s.graphqlCall)
+		s.serveGitHub(w, r, docsGraphQL, true, &s.graphqlRate, s.graphqlLimit, s.graphqlCall)
 	})
 }
 
@@ -128,10 +128,10 @@ func (s *Sim) graphqlCall(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		return
 	}
 	token, _ := s.authenticate(r)
-	b := s.graphqlRate.get(token, s.clock(), DefaultGraphQLRateLimit)
+	b := s.graphqlRate.get(token, s.clock(), s.graphqlLimit)
 	cost := graphqlCost(op.sel, req.Variables)
 	s.graphqlRate.mu.Lock()
-	over := b.used+cost > DefaultGraphQLRateLimit
+	over := b.used+cost > s.graphqlLimit
 	if !over {
 		b.used += cost
 	}
@@ -318,8 +318,9 @@ func (ex *gqlExec) field(typ string, obj any, f gqlField, p []any) (any, bool) {
 		ex.s.graphqlRate.mu.Lock()
 		used, reset := ex.bucket.used, ex.bucket.reset
 		ex.s.graphqlRate.mu.Unlock()
-		return map[string]any{"limit": DefaultGraphQLRateLimit, "cost": ex.cost, "used": used,
-			"remaining": max(DefaultGraphQLRateLimit-used, 0), "resetAt": reset.UTC().Format(time.RFC3339)}, true
+		limit := ex.s.graphqlLimit
+		return map[string]any{"limit": limit, "cost": ex.cost, "used": used,
+			"remaining": max(limit-used, 0), "resetAt": reset.UTC().Format(time.RFC3339)}, true
 	case "Repository.id":
 		id, _, _ := st.repoInfo(obj.(gqlRepo).name)
 		return fmt.Sprintf("R_sim%d", id), true

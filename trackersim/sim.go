@@ -64,6 +64,9 @@ type Options struct {
 	PerPage int
 	// RateLimit is the primary rate limit per token and hour (default 5000).
 	RateLimit int
+	// GraphQLRateLimit is the GitHub GraphQL points per token and hour
+	// (default DefaultGraphQLRateLimit).
+	GraphQLRateLimit int
 	// Apps are the GitHub Apps whose JWTs the GitHub dialect accepts at
 	// POST /app/installations/{id}/access_tokens; the installation tokens
 	// it issues are accepted like Tokens until they expire.
@@ -134,10 +137,12 @@ type Sim struct {
 	tokens    []string
 	perPage   int
 	rateLimit int
-	baseURL   string
-	lastBase  atomic.Value // string
-	noGHDeps  bool
-	ifMatch   IfMatchMode
+	// graphqlLimit is Options.GraphQLRateLimit.
+	graphqlLimit int
+	baseURL      string
+	lastBase     atomic.Value // string
+	noGHDeps     bool
+	ifMatch      IfMatchMode
 	// sharedETags is Options.GitHubSharedETags.
 	sharedETags bool
 
@@ -188,6 +193,10 @@ func New(opts Options) *Sim {
 	s.perPage = min(s.perPage, MaxPerPage)
 	if s.rateLimit <= 0 {
 		s.rateLimit = DefaultRateLimit
+	}
+	s.graphqlLimit = opts.GraphQLRateLimit
+	if s.graphqlLimit <= 0 {
+		s.graphqlLimit = DefaultGraphQLRateLimit
 	}
 	if s.ifMatch == "" {
 		s.ifMatch = IfMatchRejectWeak

@@ -141,7 +141,17 @@ func (s *Sim) graphqlCall(w http.ResponseWriter, r *http.Request, c *ghCall) {
 			Message: fmt.Sprintf("API rate limit exceeded for user ID %d.", userID(botLogin))}}})
 		return
 	}
-	ex := &gqlExec{s: s, c: c, vars: req.Variables, cost: cost, bucket: b}
+	if s.secondaryOn {
+		points := 1
+		if op.kind == "mutation" {
+			points = ghSecondaryWritePoints
+		}
+		if !s.secondary.points(token, true, points, s.clock()) {
+			writeSecondaryLimit(w, http.StatusForbidden)
+			return
+		}
+	}
+	ex := &gqlExec{s: s, c: c, vars: req.Variables, cost: cost, bucket: b, token: token}
 	data := ex.object(root, nil, op.sel, nil)
 	out := map[string]any{"data": data}
 	if len(ex.errs) > 0 {
@@ -249,6 +259,7 @@ type gqlExec struct {
 	errs   []gqlError
 	cost   int
 	bucket *bucket
+	token  string
 }
 
 func (ex *gqlExec) fail(f gqlField, path []any, typ, msg string) {
@@ -469,6 +480,10 @@ func (ex *gqlExec) labelMutation(f gqlField, p []any, add bool) (any, bool) {
 			return notFound(id)
 		}
 		names = append(names, l.name)
+	}
+	if ex.s.secondaryOn && !ex.s.secondary.content(ex.token, ex.s.clock()) {
+		ex.fail(f, p, "UNPROCESSABLE", "was submitted too quickly")
+		return nil, false
 	}
 	u := update{Add: names, FoldCase: true}
 	if !add {

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-github/v60/github"
 )
 
 // gql posts one GraphQL request to the sim and decodes the answer.
@@ -142,5 +147,42 @@ func TestGitHubGraphQLErrors(t *testing.T) {
 	code, m, hdr := gql(t, srv.URL, `query { rateLimit { remaining } }`, nil)
 	if code != http.StatusOK || len(m.Errors) != 1 || m.Errors[0].Type != "RATE_LIMITED" || hdr.Get("X-RateLimit-Remaining") != "0" {
 		t.Errorf("over budget: %d %+v remaining %q", code, m, hdr.Get("X-RateLimit-Remaining"))
+	}
+}
+
+// With GitHubSecondaryLimits the dialect refuses the 81st content-creating
+// request in a minute, REST's with the secondary-limit 403 and a GraphQL
+// mutation with UNPROCESSABLE "was submitted too quickly" in a 200, and
+// admits them again a minute later.
+func TestGitHubSecondaryContentLimit(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s, c, srv := start(t, Options{GitHubSecondaryLimits: true, Clock: clock})
+	s.CreateRepo("demo/app")
+	n := s.CreateIssue("demo/app", "limits", "", "a")
+	ctx := context.Background()
+	for i := range ghContentPerMinute {
+		if _, _, err := c.Issues.CreateComment(ctx, "demo", "app", n, &github.IssueComment{Body: github.String(fmt.Sprint(i))}); err != nil {
+			t.Fatalf("comment %d: %v", i+1, err)
+		}
+	}
+	_, _, err := c.Issues.CreateComment(ctx, "demo", "app", n, &github.IssueComment{Body: github.String("one too many")})
+	var abuse *github.AbuseRateLimitError
+	if !errors.As(err, &abuse) {
+		t.Errorf("81st comment in a minute: %v, want the secondary limit", err)
+	}
+	sn, _ := s.store.get("demo/app", n)
+	mutation := fmt.Sprintf(`mutation { add: addLabelsToLabelable(input: {labelableId: "I_sim%d", labelIds: ["LA_sim%d"]}) { clientMutationId } }`, sn.id, sn.labels[0].id)
+	code, m, _ := gql(t, srv.URL, mutation, nil)
+	if code != http.StatusOK || len(m.Errors) != 1 || m.Errors[0].Type != "UNPROCESSABLE" || m.Errors[0].Message != "was submitted too quickly" {
+		t.Errorf("mutation over the content limit: %d %+v", code, m)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	if _, m, _ = gql(t, srv.URL, mutation, nil); len(m.Errors) != 0 {
+		t.Errorf("a minute later: %+v", m.Errors)
 	}
 }

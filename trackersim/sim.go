@@ -85,6 +85,11 @@ type Options struct {
 	// cache. Kind behaviour: GitHub's ETags are token-specific
 	// (github_etag.go).
 	GitHubSharedETags bool
+	// GitHubSecondaryLimits makes the GitHub dialect enforce GitHub's
+	// documented secondary limits (points per minute, content creation;
+	// github_secondary.go). Off by default: most tests burst faster than
+	// GitHub allows.
+	GitHubSecondaryLimits bool
 	// Branches, when set, says whether a branch exists in a repository: the
 	// GitHub dialect refuses a pull request whose head or base it denies,
 	// as GitHub refuses a branch that was never pushed (github_pulls.go).
@@ -165,6 +170,9 @@ type Sim struct {
 	// graphqlRate is GitHub's GraphQL points budget, apart from the core
 	// one (github_graphql.go).
 	graphqlRate rateLimiter
+	// secondary holds GitHub's secondary limits, enforced when secondaryOn.
+	secondary   secondaryLimits
+	secondaryOn bool
 	// hookTests is GitLab's webhook test rate limit (gitlab_hooktest.go).
 	hookTests windowLimiter
 	reqSeq    atomic.Int64
@@ -179,8 +187,8 @@ func New(opts Options) *Sim {
 	s := &Sim{log: opts.Logger, clock: opts.Clock, tokens: slices.Clone(opts.Tokens),
 		perPage: opts.PerPage, rateLimit: opts.RateLimit, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
 		noGHDeps: opts.NoGitHubIssueDependencies, ifMatch: opts.GitHubIfMatch,
-		sharedETags: opts.GitHubSharedETags,
-		branches:    opts.Branches}
+		sharedETags: opts.GitHubSharedETags, secondaryOn: opts.GitHubSecondaryLimits,
+		branches: opts.Branches}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -268,6 +268,11 @@ func (t *Tracker) graphqlRelabel(ctx context.Context, n int, adds, removes []str
 	if err != nil {
 		return nil, nil, err
 	}
+	if gerrs.secondaryLimited() {
+		// Shared with REST: writing through REST now would be refused
+		// too. Whatever ran before the refusal is safe to write again.
+		return nil, nil, fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, gerrs)
+	}
 	if len(gerrs) > 0 {
 		// A stale label id, a refusal of this mutation, GraphQL's budget:
 		// REST names labels by name and has its own budget. Whatever ran
@@ -449,6 +454,19 @@ func (e graphqlErrors) Error() string {
 		msgs = append(msgs, strings.TrimSpace(x.Type+" "+x.Message))
 	}
 	return "graphql: " + strings.Join(msgs, "; ")
+}
+
+// secondaryLimited reports a secondary limit refusal, which REST shares: a
+// mutation over the content creation limit fails with UNPROCESSABLE "was
+// submitted too quickly" (cli/cli#4801, Azure/azure-sdk-tools#7226).
+func (e graphqlErrors) secondaryLimited() bool {
+	for _, x := range e {
+		m := strings.ToLower(x.Message)
+		if strings.Contains(m, "submitted too quickly") || strings.Contains(m, "secondary rate limit") {
+			return true
+		}
+	}
+	return false
 }
 
 // notFound reports a NOT_FOUND error whose path ends in field.

@@ -246,3 +246,44 @@ func TestGraphQLErrorFallsBackToREST(t *testing.T) {
 		t.Errorf("labels %q", got.Labels)
 	}
 }
+
+// A mutation refused by the content creation limit, which REST shares, is
+// ErrRateLimited: no REST write is attempted while the limit lasts.
+func TestGraphQLContentLimitIsNoFallback(t *testing.T) {
+	w := newGraphQLWorld(t, trackersim.Options{GitHubSecondaryLimits: true})
+	n := w.sim.CreateIssue("acme/app", "t", "", "agent-smith", "agent-smith:pending")
+	for _, l := range []string{"agent-smith:enqueued", "agent-smith:in-progress"} {
+		if err := w.sim.CreateLabel("acme/app", l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := w.tracker(t)
+	ctx := context.Background()
+	tk, err := tr.Get(ctx, ref("acme/app", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Relabel(ctx, tk, []string{"agent-smith:pending"}, "agent-smith:enqueued"); err != nil {
+		t.Fatal(err) // learns the node ids
+	}
+	if tk, err = tr.Get(ctx, ref("acme/app", n)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ { // spend the minute's content creations as another writer with the same token
+		if _, _, err := w.rest.Issues.CreateComment(ctx, "acme", "app", n, &gh.IssueComment{Body: gh.String("c")}); err != nil {
+			break
+		}
+		if i > 100 {
+			t.Fatal("the content limit never refused")
+		}
+	}
+	sent := w.count.during(func() {
+		_, err = tr.Relabel(ctx, tk, []string{"agent-smith:enqueued"}, "agent-smith:in-progress")
+	})
+	if !errors.Is(err, trackerhttp.ErrRateLimited) {
+		t.Errorf("Relabel over the content limit = %v, want ErrRateLimited", err)
+	}
+	if want := []string{"POST /github/graphql"}; !slices.Equal(sent, want) {
+		t.Errorf("sent %q, want %q (no REST retry)", sent, want)
+	}
+}

@@ -121,6 +121,7 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 	}
 
 	if s.secondaryOn && !free && rl != &s.graphqlRate && !s.restSecondary(r, token) {
+		s.count(func(st *Stats) { st.SecondaryRefused++ })
 		rl.headers(hdr, b, limit)
 		writeSecondaryLimit(w, http.StatusForbidden)
 		return

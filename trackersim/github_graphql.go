@@ -147,6 +147,7 @@ func (s *Sim) graphqlCall(w http.ResponseWriter, r *http.Request, c *ghCall) {
 			points = ghSecondaryWritePoints
 		}
 		if !s.secondary.points(token, true, points, s.clock()) {
+			s.count(func(st *Stats) { st.SecondaryRefused++ })
 			writeSecondaryLimit(w, http.StatusForbidden)
 			return
 		}
@@ -482,6 +483,7 @@ func (ex *gqlExec) labelMutation(f gqlField, p []any, add bool) (any, bool) {
 		names = append(names, l.name)
 	}
 	if ex.s.secondaryOn && !ex.s.secondary.content(ex.token, ex.s.clock()) {
+		ex.s.count(func(st *Stats) { st.SecondaryRefused++ })
 		ex.fail(f, p, "UNPROCESSABLE", "was submitted too quickly")
 		return nil, false
 	}

@@ -133,6 +133,10 @@ type Stats struct {
 	// TestDeliveries counts deliveries a client asked for through a test
 	// endpoint (GitHub ping, GitLab test, Azure DevOps test notification).
 	TestDeliveries int `json:"test_deliveries"`
+	// SecondaryRefused counts requests and mutations refused by GitHub's
+	// secondary limits (Options.GitHubSecondaryLimits), faults not
+	// included.
+	SecondaryRefused int `json:"secondary_refused"`
 }
 
 // Sim is one emulated tracker. It is safe for concurrent use.

@@ -324,6 +324,8 @@ type Project struct {
 	Stuck   Stuck   `yaml:"stuck"`
 	// Jira holds what only Jira projects need.
 	Jira Jira `yaml:"jira"`
+	// GitHub holds what only GitHub projects choose.
+	GitHub GitHub `yaml:"github"`
 	// Reactions adds an "eyes" reaction to every ticket this replica
 	// claims, so people see it was picked up. Opt-in: it costs one tracker
 	// API call per claim. GitHub and GitLab only.
@@ -390,6 +392,21 @@ type GitHubApp struct {
 func (a *GitHubApp) IsSet() bool {
 	return a.AppID != 0 || a.InstallationID != 0 || a.PrivateKey.IsSet() || a.privateKeyEnv.IsSet() || a.privateKeyFile.IsSet()
 }
+
+// GitHub holds a GitHub project's choices.
+type GitHub struct {
+	// API is how lifecycle labels are written: "rest" (the default) with
+	// REST's per-label endpoints, two core calls a transition; "graphql"
+	// with one GraphQL request a transition, charged to GraphQL's own
+	// budget, REST being its fallback (docs/github-graphql.md).
+	API string `yaml:"api"`
+}
+
+// GitHub API choices (projects[].github.api).
+const (
+	GitHubAPIREST    = "rest"
+	GitHubAPIGraphQL = "graphql"
+)
 
 // Jira says which Jira a project talks to. Cloud authenticates with an
 // account's e-mail and API token (basic auth) on REST v3; Data Center with a

@@ -252,6 +252,13 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	} else if p.Jira != (Jira{}) {
 		errs.add(path+".jira", "only for platform jira")
 	}
+	switch {
+	case p.GitHub == (GitHub{}):
+	case !caps.GitHubAPI:
+		errs.add(path+".github", "only for platform github")
+	case p.GitHub.API != "" && p.GitHub.API != GitHubAPIREST && p.GitHub.API != GitHubAPIGraphQL:
+		errs.add(path+".github.api", fmt.Sprintf("want %q (the default) or %q", GitHubAPIREST, GitHubAPIGraphQL))
+	}
 
 	w := &p.Webhook
 	var secrets []Secret

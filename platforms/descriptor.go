@@ -103,6 +103,9 @@ type Capabilities struct {
 	// JiraSection: the platform's projects take the jira: section
 	// (deployment, email, a jql scope); config refuses it elsewhere.
 	JiraSection bool
+	// GitHubAPI: the platform's projects take the github: section (api:
+	// rest or graphql for label writes); config refuses it elsewhere.
+	GitHubAPI bool
 }
 
 // TrackerOptions is what a project's configuration gives a platform's
@@ -135,6 +138,9 @@ type TrackerOptions struct {
 	// lifecycle labels alone, which the platform's webhook decoder (one for
 	// every project of the platform) respells.
 	Spellings, Lifecycle []string
+	// API is how the tracker writes labels where the platform has a choice
+	// (GitHub: "rest" or "graphql").
+	API string
 	// Locker serialises label writes where the platform has no
 	// conditional write (Jira).
 	Locker Locker

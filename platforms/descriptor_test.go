@@ -13,7 +13,7 @@ func TestTheFourPlatformsDescriptors(t *testing.T) {
 		baseURL string
 		caps    platforms.Capabilities
 	}{
-		"github":      {"https://api.github.com/", platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true}},
+		"github":      {"https://api.github.com/", platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true, GitHubAPI: true}},
 		"gitlab":      {"https://gitlab.com/api/v4/", platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, Groups: true}},
 		"azuredevops": {"https://dev.azure.com/", platforms.Capabilities{Teams: true}},
 		"jira":        {"", platforms.Capabilities{Teams: true, OwnerlessPatterns: true, SpacelessLabels: true, JiraSection: true}},

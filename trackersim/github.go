@@ -54,6 +54,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	s.githubPullRoutes(mux)
 	s.githubAppRoutes(mux)
 	s.githubSearchRoutes(mux)
+	s.githubGraphQLRoutes(mux)
 	s.githubRepoListRoutes(mux)
 	mux.HandleFunc("/github/repositories/{id}/{rest...}", s.ghRepositoryByID(mux))
 	mux.HandleFunc("/github/", func(w http.ResponseWriter, r *http.Request) {
@@ -423,7 +424,12 @@ func (s *Sim) ghRateLimit(w http.ResponseWriter, r *http.Request, _ *ghCall) {
 	search := map[string]any{"limit": DefaultGitHubSearchRateLimit, "used": sb.used, "remaining": max(DefaultGitHubSearchRateLimit-sb.used, 0),
 		"reset": sb.reset.Unix(), "resource": "search"}
 	s.searchRate.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"resources": map[string]any{"core": core, "search": search}, "rate": core})
+	gb := s.graphqlRate.get(token, s.clock(), s.graphqlLimit)
+	s.graphqlRate.mu.Lock()
+	graphql := map[string]any{"limit": s.graphqlLimit, "used": gb.used, "remaining": max(s.graphqlLimit-gb.used, 0),
+		"reset": gb.reset.Unix(), "resource": "graphql"}
+	s.graphqlRate.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"resources": map[string]any{"core": core, "search": search, "graphql": graphql}, "rate": core})
 }
 
 // ghCommentBody decodes a comment's {"body"} for a create or an edit and

@@ -93,8 +93,7 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 			code = http.StatusTooManyRequests
 		}
 		rl.headers(hdr, b, limit)
-		writeGHError(w, code, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "+
-			"If you reach out to GitHub Support for help, please include the request ID "+hdr.Get("X-GitHub-Request-Id")+".", docsSecondaryRateLimit)
+		writeSecondaryLimit(w, code)
 		return
 	}
 	if fault.rateLimit {
@@ -118,6 +117,13 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 		rl.headers(hdr, b, limit)
 		writeGHError(w, http.StatusForbidden,
 			fmt.Sprintf("API rate limit exceeded for user ID %d.", userID(botLogin)), docsRateLimit)
+		return
+	}
+
+	if s.secondaryOn && !free && rl != &s.graphqlRate && !s.restSecondary(r, token) {
+		s.count(func(st *Stats) { st.SecondaryRefused++ })
+		rl.headers(hdr, b, limit)
+		writeSecondaryLimit(w, http.StatusForbidden)
 		return
 	}
 
@@ -160,6 +166,28 @@ func (s *Sim) serveGitHub(w http.ResponseWriter, r *http.Request, doc string, fr
 	if !rw.wrote {
 		rw.WriteHeader(http.StatusOK)
 	}
+}
+
+// writeSecondaryLimit answers GitHub's secondary rate limit refusal.
+func writeSecondaryLimit(w http.ResponseWriter, code int) {
+	writeGHError(w, code, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "+
+		"If you reach out to GitHub Support for help, please include the request ID "+w.Header().Get("X-GitHub-Request-Id")+".", docsSecondaryRateLimit)
+}
+
+// restSecondary charges a REST request to the token's secondary limits
+// (github_secondary.go) and reports whether it may proceed: a read is 1
+// point, a write 5 points and one content creation. Minting an App
+// installation token is another limit's and not counted.
+func (s *Sim) restSecondary(r *http.Request, token string) bool {
+	now := s.clock()
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return s.secondary.points(token, false, 1, now)
+	}
+	if strings.HasPrefix(r.URL.Path, "/github/app/") {
+		return true
+	}
+	return s.secondary.points(token, false, ghSecondaryWritePoints, now) && s.secondary.content(token, now)
 }
 
 // writerOf names who made a REST write for the Write log.

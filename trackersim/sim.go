@@ -64,6 +64,9 @@ type Options struct {
 	PerPage int
 	// RateLimit is the primary rate limit per token and hour (default 5000).
 	RateLimit int
+	// GraphQLRateLimit is the GitHub GraphQL points per token and hour
+	// (default DefaultGraphQLRateLimit).
+	GraphQLRateLimit int
 	// Apps are the GitHub Apps whose JWTs the GitHub dialect accepts at
 	// POST /app/installations/{id}/access_tokens; the installation tokens
 	// it issues are accepted like Tokens until they expire.
@@ -82,6 +85,11 @@ type Options struct {
 	// cache. Kind behaviour: GitHub's ETags are token-specific
 	// (github_etag.go).
 	GitHubSharedETags bool
+	// GitHubSecondaryLimits makes the GitHub dialect enforce GitHub's
+	// documented secondary limits (points per minute, content creation;
+	// github_secondary.go). Off by default: most tests burst faster than
+	// GitHub allows.
+	GitHubSecondaryLimits bool
 	// Branches, when set, says whether a branch exists in a repository: the
 	// GitHub dialect refuses a pull request whose head or base it denies,
 	// as GitHub refuses a branch that was never pushed (github_pulls.go).
@@ -125,6 +133,10 @@ type Stats struct {
 	// TestDeliveries counts deliveries a client asked for through a test
 	// endpoint (GitHub ping, GitLab test, Azure DevOps test notification).
 	TestDeliveries int `json:"test_deliveries"`
+	// SecondaryRefused counts requests and mutations refused by GitHub's
+	// secondary limits (Options.GitHubSecondaryLimits), faults not
+	// included.
+	SecondaryRefused int `json:"secondary_refused"`
 }
 
 // Sim is one emulated tracker. It is safe for concurrent use.
@@ -134,10 +146,12 @@ type Sim struct {
 	tokens    []string
 	perPage   int
 	rateLimit int
-	baseURL   string
-	lastBase  atomic.Value // string
-	noGHDeps  bool
-	ifMatch   IfMatchMode
+	// graphqlLimit is Options.GraphQLRateLimit.
+	graphqlLimit int
+	baseURL      string
+	lastBase     atomic.Value // string
+	noGHDeps     bool
+	ifMatch      IfMatchMode
 	// sharedETags is Options.GitHubSharedETags.
 	sharedETags bool
 
@@ -157,6 +171,12 @@ type Sim struct {
 	ghIndex searchIndex
 	// searchRate is GitHub's search rate limit, apart from the core one.
 	searchRate rateLimiter
+	// graphqlRate is GitHub's GraphQL points budget, apart from the core
+	// one (github_graphql.go).
+	graphqlRate rateLimiter
+	// secondary holds GitHub's secondary limits, enforced when secondaryOn.
+	secondary   secondaryLimits
+	secondaryOn bool
 	// hookTests is GitLab's webhook test rate limit (gitlab_hooktest.go).
 	hookTests windowLimiter
 	reqSeq    atomic.Int64
@@ -171,8 +191,8 @@ func New(opts Options) *Sim {
 	s := &Sim{log: opts.Logger, clock: opts.Clock, tokens: slices.Clone(opts.Tokens),
 		perPage: opts.PerPage, rateLimit: opts.RateLimit, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
 		noGHDeps: opts.NoGitHubIssueDependencies, ifMatch: opts.GitHubIfMatch,
-		sharedETags: opts.GitHubSharedETags,
-		branches:    opts.Branches}
+		sharedETags: opts.GitHubSharedETags, secondaryOn: opts.GitHubSecondaryLimits,
+		branches: opts.Branches}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -185,6 +205,10 @@ func New(opts Options) *Sim {
 	s.perPage = min(s.perPage, MaxPerPage)
 	if s.rateLimit <= 0 {
 		s.rateLimit = DefaultRateLimit
+	}
+	s.graphqlLimit = opts.GraphQLRateLimit
+	if s.graphqlLimit <= 0 {
+		s.graphqlLimit = DefaultGraphQLRateLimit
 	}
 	if s.ifMatch == "" {
 		s.ifMatch = IfMatchRejectWeak
@@ -199,6 +223,8 @@ func New(opts Options) *Sim {
 	s.ghIndex.init(DefaultGitHubSearchLag)
 	s.searchRate.buckets = map[string]*bucket{}
 	s.searchRate.window, s.searchRate.resource = time.Minute, "search"
+	s.graphqlRate.buckets = map[string]*bucket{}
+	s.graphqlRate.resource = "graphql"
 	s.store.sink = func(evs []storeEvent) {
 		s.jiraIndex.record(s.clock(), evs[0].issue)
 		s.ghIndex.record(s.clock(), evs[0].issue)

@@ -503,6 +503,10 @@ type update struct {
 	// repository's spelling (platforms.SameLabel cites the sources), and
 	// two spellings in one write are one label. Remove stays exact.
 	FoldCase bool
+	// RemoveIfPresent removes the labels of Remove the issue has and
+	// ignores the others, instead of refusing the write (GitHub's
+	// removeLabelsFromLabelable, github_graphql.go).
+	RemoveIfPresent bool
 }
 
 // precondition decides, under the store's lock, whether a conditional write
@@ -530,7 +534,7 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 		return snapshot{}, 0, fmt.Errorf("issue %s#%d: title is empty: %w", repoName, number, errInvalid)
 	}
 	for _, name := range u.Remove {
-		if !slices.Contains(is.labels, name) {
+		if !u.RemoveIfPresent && !slices.Contains(is.labels, name) {
 			return snapshot{}, 0, fmt.Errorf("issue %s#%d: label %q: %w", repoName, number, name, errLabelNotOnIssue)
 		}
 	}
@@ -690,4 +694,35 @@ func defaultColor(name string) string {
 		return "bfd4f2"
 	}
 	return "ededed"
+}
+
+// issueByID finds an issue by its store-wide id (GitHub's node id carries
+// it, github_graphql.go).
+func (st *store) issueByID(id int64) (repo string, number int, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for name, r := range st.repos {
+		for n, is := range r.issues {
+			if is.id == id {
+				return name, n, true
+			}
+		}
+	}
+	return "", 0, false
+}
+
+// labelByID finds a label of repoName by its id.
+func (st *store) labelByID(repoName string, id int64) (label, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.repos[repoName]
+	if !ok {
+		return label{}, false
+	}
+	for _, l := range r.labels {
+		if l.id == id {
+			return *l, true
+		}
+	}
+	return label{}, false
 }

@@ -57,7 +57,7 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 func Options(pc *config.Project) platforms.TrackerOptions {
 	opts := platforms.TrackerOptions{BaseURL: pc.BaseURL, Repo: pc.Repo, Scope: pc.Jira.JQL, Project: pc.Name,
 		Token: pc.Token.Value(), Email: pc.Jira.Email, Deployment: pc.Jira.Deployment,
-		Installation: pc.Installation == config.InstallationAll}
+		Installation: pc.Installation == config.InstallationAll, API: pc.GitHub.API}
 	if a := pc.GitHubApp; a.IsSet() {
 		opts.App = &platforms.AppCredentials{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
 	}

@@ -8,8 +8,11 @@ package budget
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,6 +25,9 @@ import (
 type Redis struct {
 	rdb   redis.UniversalClient
 	clock func() time.Time
+	// seq makes pace entries unique within a replica; a random nonce
+	// across replicas.
+	seq atomic.Int64
 }
 
 var _ trackerhttp.SharedBudget = (*Redis)(nil)
@@ -120,4 +126,68 @@ func (b *Redis) Load(ctx context.Context, key string) (trackerhttp.Quota, error)
 		q.Hold = time.UnixMilli(n)
 	}
 	return q, nil
+}
+
+var _ trackerhttp.Pacer = (*Redis)(nil)
+
+// paceScript takes cost from a sliding-window limit if every window has
+// room.
+//
+// KEYS[1] the usage sorted set (keys.RatePace): members "cost:id", scored
+// by unix ms
+// ARGV[1] now, unix ms   ARGV[2] cost   ARGV[3] a unique member id
+// ARGV[4] the longest window, ms   ARGV[5…] pairs of max, window ms
+//
+// Entries older than the longest window are dropped. For each window the
+// costs of the entries inside it are summed; one without room for cost
+// gives the wait until enough of its oldest entries leave it. Returns 0
+// after recording cost, or the longest such wait in ms (nothing recorded).
+var paceScript = redis.NewScript(`
+local now, cost, longest = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - longest)
+local wait = 0
+for i = 5, #ARGV, 2 do
+  local max, per = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+  local e = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - per), '+inf', 'WITHSCORES')
+  local sum = 0
+  for j = 1, #e, 2 do sum = sum + tonumber(string.match(e[j], '^(%d+):')) end
+  if sum + cost > max then
+    local freed, w = 0, per
+    for j = 1, #e, 2 do
+      freed = freed + tonumber(string.match(e[j], '^(%d+):'))
+      if sum - freed + cost <= max then w = tonumber(e[j + 1]) + per - now; break end
+    end
+    if w > wait then wait = w end
+  end
+end
+if wait > 0 then return wait end
+redis.call('ZADD', KEYS[1], now, cost .. ':' .. ARGV[3])
+redis.call('PEXPIRE', KEYS[1], longest)
+return 0
+`)
+
+// Take records cost under key's secondary-limit usage when every window
+// has room (paceScript), else says how long until one would.
+func (b *Redis) Take(ctx context.Context, key string, cost int, windows []trackerhttp.Window, now time.Time) (time.Duration, error) {
+	if len(windows) == 0 {
+		return 0, nil
+	}
+	longest := time.Duration(0)
+	args := []any{now.UnixMilli(), cost, "", 0}
+	for _, w := range windows {
+		if cost > w.Max {
+			return 0, fmt.Errorf("budget: pace: cost %d exceeds a window's %d", cost, w.Max)
+		}
+		longest = max(longest, w.Per)
+		args = append(args, w.Max, w.Per.Milliseconds())
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	args[2] = strconv.FormatInt(b.seq.Add(1), 10) + "." + hex.EncodeToString(nonce[:])
+	args[3] = longest.Milliseconds()
+	ms, err := paceScript.Run(ctx, b.rdb, []string{keys.RatePace(key)}, args...).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("budget: pace: %w", err)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }

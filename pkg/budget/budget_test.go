@@ -57,3 +57,46 @@ func TestStoreMergesAnswersFromReplicas(t *testing.T) {
 		t.Errorf("unknown key: %+v %v, want nothing known", q, err)
 	}
 }
+
+// Take admits cost while every window has room and otherwise says how long
+// until the oldest entries leave the window that is full, recording
+// nothing: 80 a minute then waits for the minute; 500 an hour then waits
+// for the hour's first entry to leave it.
+func TestTakePacesSlidingWindows(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Start(t).Client(t)
+	b := New(rdb, nil)
+	ctx := t.Context()
+	windows := []trackerhttp.Window{{Max: 80, Per: time.Minute}, {Max: 500, Per: time.Hour}}
+	start := time.Unix(1_700_000_000, 0)
+	now := start
+	took := 0
+	for took < 500 {
+		wait, err := b.Take(ctx, "k", 1, windows, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wait > 0 {
+			if took%80 != 0 || wait > time.Minute {
+				t.Fatalf("after %d: wait %v, want a minute's wait after each 80", took, wait)
+			}
+			now = now.Add(wait)
+			continue
+		}
+		took++
+		now = now.Add(10 * time.Millisecond)
+	}
+	wait, err := b.Take(ctx, "k", 1, windows, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := start.Add(time.Hour).Sub(now); wait != want {
+		t.Errorf("501st in the hour: wait %v, want %v (until the first entry leaves the hour)", wait, want)
+	}
+	if wait, _ := b.Take(ctx, "k", 1, windows, now.Add(wait)); wait != 0 {
+		t.Errorf("after the wait: %v, want room", wait)
+	}
+	if wait, _ := b.Take(ctx, "other", 5, windows, now); wait != 0 {
+		t.Errorf("another key: wait %v, want its own room", wait)
+	}
+}

@@ -272,6 +272,11 @@ func TokenSlots(tokenID string) string { return prefix() + "slots:token:" + toke
 // id is trackerhttp.SharedKey, a digest; never the token.
 func RateBudget(id string) string { return prefix() + "budget:" + id }
 
+// RatePace is one tracker token's recent usage of one secondary limit,
+// shared by every replica (pkg/budget): a sorted set of "cost:id" members
+// scored by unix milliseconds. id is trackerhttp.SharedKey, a digest.
+func RatePace(id string) string { return prefix() + "pace:" + id }
+
 // Discovery is the counter a repository webhook (GitHub repository,
 // installation_repositories) increments: every replica reads it every
 // discovery.signal_check and lists its discovered repositories again when

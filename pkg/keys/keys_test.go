@@ -19,6 +19,7 @@ var builders = map[string]func() string{
 	"JiraLabelLock":       func() string { return JiraLabelLock("jira:P-1") },
 	"Queue":               Queue,
 	"RateBudget":          func() string { return RateBudget("0123abcd") },
+	"RatePace":            func() string { return RatePace("0123abcd") },
 	"QueueLevel":          func() string { return QueueLevel(1) },
 	"QueueLevelPattern":   QueueLevelPattern,
 	"PoolQueue":           func() string { return PoolQueue("gpu") },

@@ -56,6 +56,9 @@ type RateLimits struct {
 	// 5,000-an-hour one, and an exhausted search must not hold claims for
 	// the rest of its minute. nil means one quota per host and credentials.
 	Resource func(req *http.Request) string
+	// Secondary are limits paced before sending, across replicas, when
+	// Options.Budget is a Pacer (GitHub's secondary limits).
+	Secondary []Secondary
 }
 
 // ResetFormat is how a reset header writes its time.
@@ -119,6 +122,7 @@ var (
 		ForbiddenMarkers: []string{"secondary rate limit", "secondary-rate-limits", "abuse"},
 		Unexplained:      Backoff{Initial: time.Minute, Max: 16 * time.Minute},
 		Resource:         GitHubResource,
+		Secondary:        GitHubSecondary,
 	}
 	// GitLabRateLimits: RateLimit-Limit, -Observed, -Remaining, -Reset
 	// (Unix), -ResetTime (HTTP date), without "X-", and Retry-After on a
@@ -173,14 +177,82 @@ var (
 
 // GitHubResource is the GitHub quota a request spends, as GitHub's
 // X-RateLimit-Resource names it: "search" for the search endpoints
-// (https://docs.github.com/en/rest/search/search#rate-limit), "core" for
-// the rest. The API root may carry a prefix (GitHub Enterprise's /api/v3).
+// (https://docs.github.com/en/rest/search/search#rate-limit), "graphql"
+// for the GraphQL endpoint, whose points budget is apart from REST's
+// (https://docs.github.com/en/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api;
+// /graphql on api.github.com, /api/graphql on GitHub Enterprise Server),
+// "core" for the rest. The API root may carry a prefix (GitHub
+// Enterprise's /api/v3).
 func GitHubResource(req *http.Request) string {
 	p := req.URL.Path
+	if strings.HasSuffix(p, "/graphql") {
+		return "graphql"
+	}
 	if i := strings.Index(p, "/search/"); i >= 0 && !strings.Contains(p[:i], "/repos/") {
 		return "search"
 	}
 	return "core"
+}
+
+// GitHubSecondary are GitHub's documented secondary limits
+// (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits,
+// the same for the GraphQL API): content creation, at most 80 requests a
+// minute and 500 an hour across REST and GraphQL; and points per minute, at
+// most 900 on REST (a read 1, a write 5) and 2,000 on GraphQL (a request 1,
+// with a mutation 5). Which requests create content GitHub does not list:
+// every write counts here, and every GraphQL request is taken for a
+// mutation (the daemon's are, but for the node id queries), the cautious
+// reading. Only writes are paced: a read would cost a shared-store round
+// trip for a limit (900 a minute) that the primary one (5,000 an hour)
+// keeps far off but in bursts of reads. Each window is a second longer
+// than GitHub's, for the time between pacing a request and GitHub counting
+// it.
+var GitHubSecondary = []Secondary{
+	{Name: "content", Cost: githubContentCost, Windows: []Window{
+		{Max: 80, Per: time.Minute + githubPaceMargin}, {Max: 500, Per: time.Hour + githubPaceMargin}}},
+	{Name: "points", Cost: githubPointsCost, Scope: githubPointsScope, Windows: []Window{
+		{Max: 900, Per: time.Minute + githubPaceMargin}}},
+}
+
+// githubPaceMargin lengthens GitHub's secondary windows by the time a
+// paced request takes to reach GitHub.
+const githubPaceMargin = time.Second
+
+// githubContentCost is 1 for a request that may create content: any
+// write but minting an App installation token, which has a limit of its
+// own.
+func githubContentCost(req *http.Request) int {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return 0
+	}
+	if strings.Contains(req.URL.Path, "/app/installations/") {
+		return 0
+	}
+	return 1
+}
+
+// githubPointsCost is a write's secondary points, 0 for a read (not
+// paced). GraphQL's 2,000 a minute is paced in a 900 window with the cost
+// scaled by 900/2,000 (a mutation's 5 → 3, rounded up), so one window
+// serves both endpoints.
+func githubPointsCost(req *http.Request) int {
+	switch {
+	case githubContentCost(req) == 0:
+		return 0
+	case GitHubResource(req) == "graphql":
+		return 3
+	}
+	return 5
+}
+
+// githubPointsScope is the endpoint a request's secondary points count
+// in: GraphQL's, or REST's.
+func githubPointsScope(req *http.Request) string {
+	if GitHubResource(req) == "graphql" {
+		return "graphql"
+	}
+	return "rest"
 }
 
 func (p RateLimits) withDefaults() RateLimits {

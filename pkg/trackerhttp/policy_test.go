@@ -332,3 +332,25 @@ func TestBackoffAfter(t *testing.T) {
 		t.Fatalf("after(huge) = %v", d)
 	}
 }
+
+// GitHub's three budgets are told apart by path: GraphQL's (github.com's
+// and GitHub Enterprise Server's endpoint) and search's are not core's.
+func TestGitHubResource(t *testing.T) {
+	for path, want := range map[string]string{
+		"https://api.github.com/graphql":                "graphql",
+		"https://ghe.example/api/graphql":               "graphql",
+		"http://127.0.0.1:1/github/graphql":             "graphql",
+		"https://api.github.com/search/issues":          "search",
+		"https://ghe.example/api/v3/search/issues":      "search",
+		"https://api.github.com/repos/o/r/issues/1":     "core",
+		"https://api.github.com/repos/o/r/labels/graph": "core",
+	} {
+		req, err := http.NewRequest(http.MethodPost, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := GitHubResource(req); got != want {
+			t.Errorf("GitHubResource(%s) = %q, want %q", path, got, want)
+		}
+	}
+}

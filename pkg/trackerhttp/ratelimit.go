@@ -85,6 +85,12 @@ func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 		log = log.With(zap.String("tracker", r.pol.Name))
 	}
 
+	if err := r.pace(req, req.URL.Host+"|"+credentialKey(req), log); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
 	send := req
 	for attempt := 0; ; attempt++ {
 		if err := r.admitShared(req, key, log); err != nil {

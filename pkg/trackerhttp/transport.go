@@ -73,6 +73,11 @@ type Options struct {
 	// Reserve is the share of a quota kept for PriorityHigh requests when
 	// Budget is set; 0 means DefaultReserve.
 	Reserve float64
+	// PaceSecondary paces RateLimits.Secondary through Budget when it is a
+	// Pacer (pace.go). Off by default until the bench has measured what
+	// pacing does to a burst's latency: each paced write costs two more
+	// Redis round trips and may wait up to MaxWait.
+	PaceSecondary bool
 }
 
 func (o Options) withDefaults() Options {

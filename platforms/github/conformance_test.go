@@ -23,11 +23,18 @@ const simToken = "conformance-token"
 // needs no state beyond t.
 func TestConformance(t *testing.T) {
 	for _, mode := range trackersim.IfMatchModes {
-		t.Run(string(mode), func(t *testing.T) { conformance(t, mode) })
+		t.Run(string(mode), func(t *testing.T) { conformance(t, mode, github.APIREST) })
 	}
 }
 
-func conformance(t *testing.T, mode trackersim.IfMatchMode) {
+// TestConformanceGraphQL runs the suite, its concurrent human editor
+// included, with Relabel writing through GraphQL (github.api: graphql):
+// one request per transition must lose no person's edit either.
+func TestConformanceGraphQL(t *testing.T) {
+	conformance(t, trackersim.IfMatchRejectWeak, github.APIGraphQL)
+}
+
+func conformance(t *testing.T, mode trackersim.IfMatchMode, api string) {
 	// The emulator, like GitHub, honours per_page up to 100 and the tracker
 	// asks for 100, so paging is exercised with more than 100 tickets.
 	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, GitHubIfMatch: mode})
@@ -61,6 +68,7 @@ func conformance(t *testing.T, mode trackersim.IfMatchMode) {
 				Project: "conformance",
 				Token:   simToken,
 				Writer:  "conformance",
+				API:     api,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -141,6 +149,12 @@ func conformance(t *testing.T, mode trackersim.IfMatchMode) {
 	// three pages.
 	if n := s.Stats().Calls["GET /repos/{owner}/{repo}/issues"]; n < 3 {
 		t.Errorf("emulator saw %d issue list requests, want >= 3 (pagination)", n)
+	}
+	// The GraphQL path wrote through GraphQL, never REST's label writes.
+	if c := s.Stats().Calls; api == github.APIGraphQL && (c["POST /graphql"] == 0 ||
+		c["POST /repos/{owner}/{repo}/issues/{number}/labels"]+c["DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}"] > 0) {
+		t.Errorf("graphql path: %d GraphQL requests, %d REST label adds, %d REST label removals; want GraphQL only",
+			c["POST /graphql"], c["POST /repos/{owner}/{repo}/issues/{number}/labels"], c["DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}"])
 	}
 }
 

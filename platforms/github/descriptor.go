@@ -19,7 +19,7 @@ func init() {
 		New:            build,
 		List:           list,
 		CommentMarkup:  platforms.MarkupMarkdown,
-		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true},
+		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true, GitHubAPI: true},
 	})
 }
 
@@ -39,7 +39,8 @@ func CheckRepo(repo string) error {
 // included when the project has them.
 func options(opts platforms.TrackerOptions) Options {
 	o := Options{BaseURL: opts.BaseURL, Repo: opts.Repo, Project: opts.Project, Spellings: opts.Spellings,
-		Token: opts.Token, Logger: opts.Logger, Writer: opts.Writer, LabelPrefix: opts.LabelPrefix, HTTPClient: opts.HTTPClient}
+		Token: opts.Token, Logger: opts.Logger, Writer: opts.Writer, LabelPrefix: opts.LabelPrefix, HTTPClient: opts.HTTPClient,
+		API: opts.API}
 	if a := opts.App; a != nil {
 		o.App = &App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: a.PrivateKey}
 	}

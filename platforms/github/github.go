@@ -71,6 +71,10 @@ type Options struct {
 	// reads such a label in the spelling here, so the lifecycle sees the
 	// state it wrote.
 	Spellings []string
+	// API is how Relabel writes: APIREST ("" too) with REST's per-label
+	// endpoints, APIGraphQL with one GraphQL request per transition
+	// (graphql.go), REST being its fallback.
+	API string
 }
 
 // App is a GitHub App installation's credentials. The tracker signs a JWT
@@ -94,6 +98,12 @@ type Tracker struct {
 	prefix      string // "<LabelPrefix>:"
 	spellings   []string
 	log         *zap.Logger
+	// api, http, graphqlURL and ids serve the GraphQL write path
+	// (graphql.go): http is the SDK's authenticated client.
+	api        string
+	http       *http.Client
+	graphqlURL string
+	ids        nodeIDs
 }
 
 var (
@@ -111,6 +121,9 @@ func New(opts Options) (*Tracker, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	if opts.API != "" && opts.API != APIREST && opts.API != APIGraphQL {
+		return nil, fmt.Errorf("github: api %q: want %q or %q", opts.API, APIREST, APIGraphQL)
+	}
 	client, baseURL, err := newClient(opts, log)
 	if err != nil {
 		return nil, err
@@ -124,15 +137,18 @@ func New(opts Options) (*Tracker, error) {
 		cred = fmt.Sprintf("app:%d:%d", opts.App.AppID, opts.App.InstallationID)
 	}
 	return &Tracker{
-		scope:     platforms.SearchScope{Platform: Platform, Endpoint: baseURL.String(), Owner: strings.ToLower(owner), Credential: cred},
-		prefix:    prefix + ":",
-		spellings: slices.Clone(opts.Spellings),
-		client:    client,
-		owner:     owner,
-		name:      name,
-		repo:      owner + "/" + name,
-		project:   opts.Project,
-		log:       log.With(zap.String("platform", Platform), zap.String("repo", owner+"/"+name)),
+		scope:      platforms.SearchScope{Platform: Platform, Endpoint: baseURL.String(), Owner: strings.ToLower(owner), Credential: cred},
+		prefix:     prefix + ":",
+		spellings:  slices.Clone(opts.Spellings),
+		client:     client,
+		owner:      owner,
+		name:       name,
+		repo:       owner + "/" + name,
+		project:    opts.Project,
+		log:        log.With(zap.String("platform", Platform), zap.String("repo", owner+"/"+name)),
+		api:        opts.API,
+		http:       client.Client(),
+		graphqlURL: graphqlURL(baseURL),
 	}, nil
 }
 
@@ -308,7 +324,13 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 // be fresh: they are what a foreign lifecycle label is recognised against.
 // The returned ticket carries the labels of the last answer and no Version,
 // since a label answer does not give the issue's new ETag.
+//
+// With Options.API graphql the write goes through GraphQL instead
+// (relabelGraphQL), in one request.
 func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
+	if t.api == APIGraphQL && !viaREST(ctx) {
+		return t.relabelGraphQL(ctx, tk, remove, []string{add})
+	}
 	n, err := t.number(tk.Ref)
 	if err != nil {
 		return nil, err
@@ -532,6 +554,7 @@ func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Tick
 }
 
 func (t *Tracker) ticket(is *gh.Issue) *platforms.Ticket {
+	t.ids.setIssue(is.GetNumber(), is.GetNodeID())
 	tk := issueTicket(t.repo, is)
 	tk.Ref.Project = t.project
 	tk.Labels = t.respell(tk.Labels)

@@ -1,0 +1,32 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// github.api chooses how a GitHub project writes labels: REST unless it
+// says graphql; anything else, or the section on another platform, is
+// refused.
+func TestGitHubAPI(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"T": "t"}
+	if c := mustParse(t, oneProject+"    token_env: T\n", vars); c.Projects[0].GitHub.API != "" {
+		t.Errorf("default api = %q, want \"\" (REST)", c.Projects[0].GitHub.API)
+	}
+	for _, api := range []string{GitHubAPIREST, GitHubAPIGraphQL} {
+		if c := mustParse(t, oneProject+"    token_env: T\n    github: {api: "+api+"}\n", vars); c.Projects[0].GitHub.API != api {
+			t.Errorf("api %s read as %q", api, c.Projects[0].GitHub.API)
+		}
+	}
+	if got := parseErrs(t, oneProject+"    token_env: T\n    github: {api: soap}\n", vars); !slices.Equal(got,
+		[]string{`projects[0].github.api: want "rest" (the default) or "graphql"`}) {
+		t.Errorf("api soap: %q", got)
+	}
+	gitlab := strings.Replace(strings.Replace(oneProject, "platform: github", "platform: gitlab", 1), "repo: o/r", "repo: g/p", 1)
+	if got := parseErrs(t, gitlab+"    token_env: T\n    github: {api: graphql}\n", vars); !slices.Equal(got,
+		[]string{"projects[0].github: only for platform github"}) {
+		t.Errorf("gitlab with github.api: %q", got)
+	}
+}

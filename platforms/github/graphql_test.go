@@ -206,7 +206,7 @@ func TestGraphQLErrorFallsBackToREST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk, err = a.Relabel(ctx, tk, []string{"agent-smith:pending"}, "agent-smith:enqueued"); err != nil {
+	if _, err = a.Relabel(ctx, tk, []string{"agent-smith:pending"}, "agent-smith:enqueued"); err != nil {
 		t.Fatal(err) // the query and the mutation: both points spent
 	}
 

@@ -134,6 +134,7 @@ func conformance(t *testing.T, mode trackersim.IfMatchMode) {
 		Fixtures: "../../testdata/github",
 		// Relabel sends no If-Match: GitHub honours none on writes.
 		ConditionalWrites: false,
+		PerLabelWrites:    true,
 		PageSize:          trackersim.MaxPerPage,
 	})
 

@@ -129,7 +129,7 @@ func (r *LabelRepairer) repair(ctx context.Context, p *lifecycle.Project, ref pl
 			return fmt.Errorf("repair labels of %s: %w", ref, err)
 		}
 		// state → state: removes extra, the lifecycle labels other than state's.
-		_, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, r.cfg.Fence), p.Tracker, labels, t, state, state, lifecycle.OwnerLabelRepairer)
+		_, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, r.cfg.Fence), p.Tracker, labels, t, lifecycle.Move{From: state, To: state}, lifecycle.OwnerLabelRepairer)
 		if _, refused := r.claims.Refusals().Refused(ctx, p, t, lifecycle.RefusalOpRepair, lifecycle.OwnerLabelRepairer, lifecycle.SourceReconcile, err); refused {
 			return nil // told once; tried again when the ticket changes or its backoff ends
 		}

@@ -318,7 +318,7 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 		return c.failExhausted(ctx, p, t, ran, source)
 	}
 	attempt = lifecycle.NextAttempt(ran)
-	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Pending, lifecycle.Enqueued, lifecycle.OwnerClaimService); err != nil {
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Move{From: lifecycle.Pending, To: lifecycle.Enqueued}, lifecycle.OwnerClaimService); err != nil {
 		if errors.Is(err, platforms.ErrPreconditionFailed) {
 			res.Outcome = lifecycle.PreconditionFailed
 			c.logOutcome(ref, source, attempt, res)

@@ -66,7 +66,7 @@ func (c *Service) FailExhausted(ctx context.Context, p *lifecycle.Project, ref p
 	if err := fence(ctx); err != nil {
 		return false, fmt.Errorf("fail exhausted %s: %w", ref, err)
 	}
-	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Pending, lifecycle.Failed, g.Owner); err != nil {
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Move{From: lifecycle.Pending, To: lifecycle.Failed}, g.Owner); err != nil {
 		if _, refused := c.refusals.Refused(ctx, p, t, lifecycle.RefusalOpGiveUp, g.Owner, g.Source, err); refused {
 			// Told once; the ticket backs off, so no claim gives up on it
 			// (and comments) again until it changes or the backoff ends.

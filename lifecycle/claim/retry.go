@@ -117,7 +117,7 @@ func (c *Service) retryLocked(ctx context.Context, p *lifecycle.Project, ref pla
 		return res, fmt.Errorf("retry %s: reset attempts: %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	c.refusals.EndBackoff(ctx, ref)
-	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Failed, lifecycle.Enqueued, lifecycle.OwnerClaimService); err != nil {
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Move{From: lifecycle.Failed, To: lifecycle.Enqueued}, lifecycle.OwnerClaimService); err != nil {
 		if _, refused := c.refusals.Refused(ctx, p, t, lifecycle.RefusalOpRetry, lifecycle.OwnerClaimService, source, err); refused {
 			res.Refused = true
 			res.Reason = fmt.Sprintf("the tracker refused the label write for good (HTTP %d); a comment on the ticket says why and "+

@@ -485,7 +485,7 @@ func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to life
 			return nil, err
 		}
 		var nt *platforms.Ticket
-		nt, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, fence), p.Tracker, e.cfg.Labels, t, from, to, lifecycle.OwnerExecutor)
+		nt, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, fence), p.Tracker, e.cfg.Labels, t, lifecycle.Move{From: from, To: to}, lifecycle.OwnerExecutor)
 		if err == nil {
 			ev := lifecycle.Event{Kind: lifecycle.EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
 				Outcome: outcome, Reason: reason, Attempt: req.Attempt, Owner: lifecycle.OwnerExecutor, Instance: e.cfg.Instance,

@@ -17,6 +17,7 @@ const (
 	SourceHandBack  = "handback"  // graceful shutdown handed a run back
 	SourceSweep     = "sweep"     // TriggerSweeper found a trigger no webhook brought in
 	SourceRetry     = "retry"     // the executor retried a failed attempt after its backoff
+	SourceStage     = "stage"     // the executor enqueued the next stage after a stage succeeded
 )
 
 // PipelineRequest is the queue entry. It is deliberately small: the consumer
@@ -39,6 +40,11 @@ type PipelineRequest struct {
 	// because its project was paused, so a resume makes exactly these due
 	// at once (a retry's backoff is left alone). See PauseProject.
 	PausedAside bool `json:"paused_aside,omitempty"`
+	// Stage is the stage this request runs, for a project with stages ("":
+	// the first stage, or a project without stages). The ticket's stage
+	// label is the truth; this is what the writer of the request read
+	// there.
+	Stage string `json:"stage,omitempty"`
 }
 
 // Encode marshals the request for the queue.

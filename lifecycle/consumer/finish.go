@@ -148,8 +148,12 @@ func (a *attempt) doneComment(res procrun.Result) (body, short string) {
 	if rendered == "" && len(a.workNotes) == 0 && len(a.resultNotes) == 0 {
 		return "", ""
 	}
-	body = fmt.Sprintf("**%s**: pipeline succeeded (attempt %d)\n\n- duration: %s\n- instance: %s\n",
-		e.cfg.Labels.Prefix, a.req.Attempt, res.Duration.Round(time.Millisecond), e.cfg.Instance)
+	what := "pipeline"
+	if a.stage != "" {
+		what = "stage " + a.stage // [a-z][a-z0-9-]*: nothing to escape
+	}
+	body = fmt.Sprintf("**%s**: %s succeeded (attempt %d)\n\n- duration: %s\n- instance: %s\n",
+		e.cfg.Labels.Prefix, what, a.req.Attempt, res.Duration.Round(time.Millisecond), e.cfg.Instance)
 	body += noteLines(append(append([]string(nil), a.workNotes...), a.resultNotes...))
 	short = lifecycle.TruncateRunes(body, platforms.CommentLimit(p.Tracker))
 	if rendered != "" {
@@ -255,7 +259,7 @@ func (a *attempt) retryLater(ctx context.Context, delay time.Duration, reason st
 	a.releaseRun(false)
 	due := e.cfg.Clock().Add(delay)
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceRetry, Attempt: next,
-		EnqueuedAt: due.UTC(), Priority: req.Priority}
+		EnqueuedAt: due.UTC(), Priority: req.Priority, Stage: a.stage}
 	if err := e.queue.Delay(ctx, nreq.Encode(), delay); err != nil {
 		log.Error("delay the retry (EnqueuedReconciler will re-push)", zap.Error(err))
 		return
@@ -474,7 +478,7 @@ func (a *attempt) writeOutcome(ctx context.Context, t *platforms.Ticket, o *runs
 		return err
 	})
 	if errors.Is(err, errStateChanged) {
-		if cur, gerr := a.p.Tracker.Get(ctx, a.req.Ref); gerr == nil && e.cfg.Labels.StateOf(cur.Labels) == to {
+		if cur, gerr := a.p.Tracker.Get(ctx, a.req.Ref); gerr == nil && a.labels().StateOf(cur.Labels) == to {
 			return nil
 		}
 	}

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"slices"
 	"syscall"
 	"time"
 )
@@ -48,11 +49,10 @@ func (p *Project) FirstStage() string {
 // ForStage is the project as a run of stage sees it: a copy whose Pipeline
 // has the stage's command, timeout, attempts, retry rules and run_as. A
 // project without stages, or a stage it does not have, is p itself.
-func (p *Project) ForStage(stage string) *Project {
-	for _, s := range p.Stages {
-		if s.Name != stage {
-			continue
-		}
+func (p *Project) ForStage(name string) *Project {
+	names := p.StageNames()
+	if i := slices.Index(names, name); i >= 0 {
+		s := p.Stages[i]
 		sp := *p
 		sp.Pipeline.Command, sp.Pipeline.Timeout, sp.Pipeline.MaxAttempts = s.Command, s.Timeout, s.MaxAttempts
 		sp.Pipeline.Retry, sp.Pipeline.RunAs, sp.Pipeline.StartHint = s.Retry, s.RunAs, s.StartHint

@@ -162,7 +162,7 @@ func (l Labels) StageOf(labels []string) string {
 	best := -1
 	for _, label := range labels {
 		if name, ok := l.parseStage(label); ok {
-			if i := slices.Index(l.Stages, name); i > best {
+			if i := l.stageIndex(name); i > best {
 				best = i
 			}
 		}
@@ -175,7 +175,7 @@ func (l Labels) StageOf(labels []string) string {
 
 // NextStage is the stage after name in l's order, and whether there is one.
 func (l Labels) NextStage(name string) (string, bool) {
-	i := slices.Index(l.Stages, name)
+	i := l.stageIndex(name)
 	if i < 0 || i+1 >= len(l.Stages) {
 		return "", false
 	}
@@ -198,6 +198,18 @@ func (l Labels) Lifecycle(labels []string) []string {
 // on every platform (no blank for Jira, no ';' for Azure DevOps, no ','
 // for GitLab's label lists), short enough for a label and a Redis key.
 var stageName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// stageIndex is name's place in l's stage order, or -1. Stage names are
+// compared exactly, not as labels (platforms.SameLabel): they come from
+// the config, lower-case by ValidStageName, and a stage label's name part
+// is read only once it is one (parseStage).
+func (l Labels) stageIndex(name string) int {
+	names := l.Stages
+	return slices.Index(names, name)
+}
+
+// IsStage reports whether name is one of l's stages.
+func (l Labels) IsStage(name string) bool { return l.stageIndex(name) >= 0 }
 
 // ValidStageName reports whether name may name a stage.
 func ValidStageName(name string) bool { return stageName.MatchString(name) }

@@ -35,7 +35,7 @@ func Relabel(ctx context.Context, tr platforms.Tracker, labels Labels, t *platfo
 	}
 	add := []string{labels.Label(m.To)}
 	if m.Stage != "" {
-		if !slices.Contains(labels.Stages, m.Stage) {
+		if !labels.IsStage(m.Stage) {
 			return nil, fmt.Errorf("lifecycle: %w: stage %q is not one of the project's stages %q", ErrIllegalTransition, m.Stage, labels.Stages)
 		}
 		add = append(add, labels.Stage(m.Stage))

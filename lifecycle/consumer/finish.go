@@ -854,10 +854,11 @@ func (a *attempt) stageEnv(ctx context.Context) []string {
 		return env
 	}
 	r, ok, err := runstate.LastStageResult(ctx, a.e.rdb, a.req.Ref)
+	kept := slices.Index(names, r.Stage) // the kept result's stage, -1 for none
 	switch {
 	case err != nil:
 		a.log.Warn("read the previous stage's result; the stage runs without it", zap.Error(err))
-	case ok && r.Stage == names[i-1] && len(r.Result) > 0:
+	case ok && kept == i-1 && len(r.Result) > 0:
 		env = append(env, PreviousResultEnv+"="+string(r.Result))
 	}
 	return env

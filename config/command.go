@@ -21,6 +21,9 @@ func (c *Config) resolveCommands(baseDir string) {
 		pl.commandDir = baseDir
 		resolveArgv0(pl.Command, baseDir)
 		resolveArgv0(pl.PersistCommand, baseDir)
+		for k := range pl.Stages {
+			resolveArgv0(pl.Stages[k].Command, baseDir)
+		}
 		for _, o := range c.Projects[i].Overrides {
 			resolveArgv0(o.Command, baseDir)
 		}
@@ -54,6 +57,11 @@ func (c *Config) CheckCommands() error {
 		}
 		if msg := checkCommand(pl.PersistCommand, pl); msg != "" {
 			errs.add(path+".persist_command[0]", msg)
+		}
+		for k, st := range pl.Stages {
+			if msg := checkCommand(st.Command, pl); msg != "" {
+				errs.add(fmt.Sprintf("%s.stages[%d].command[0]", path, k), msg)
+			}
 		}
 		for k, o := range c.Projects[i].Overrides {
 			if msg := checkCommand(o.Command, pl); msg != "" {

@@ -466,6 +466,9 @@ type Pipeline struct {
 	// before the ticket is retried or failed (e.g. push a WIP branch).
 	PersistCommand []string      `yaml:"persist_command"`
 	PersistTimeout time.Duration `yaml:"persist_timeout"`
+	// Stages, when set, split the run into ordered stages (stages.go);
+	// without them a ticket runs Command once, as a single stage.
+	Stages []Stage `yaml:"stages"`
 
 	commandDir string // see CommandDir
 }
@@ -664,6 +667,7 @@ func (c *Config) applyDefaults(baseDir string) {
 		setDefault(&p.Pipeline.Timeout, DefaultPipelineTimeout)
 		setDefault(&p.Pipeline.MaxAttempts, DefaultMaxAttempts)
 		p.Pipeline.applyDefaults()
+		p.Pipeline.applyStageDefaults()
 		p.Workspace.Git.applyDefaults(p.Pipeline.Timeout)
 		setDefault(&p.Priority.Default, DefaultPriority)
 		setDefault(&p.Stuck.EnqueuedAfter, DefaultStuckEnqueued)

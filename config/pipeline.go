@@ -52,29 +52,20 @@ const (
 )
 
 func (pl *Pipeline) applyDefaults() {
-	b := &pl.Retry.Backoff
+	pl.Retry.Backoff.applyDefaults()
+	setDefault(&pl.PersistTimeout, DefaultPersistTimeout)
+}
+
+func (b *Backoff) applyDefaults() {
 	setDefault(&b.Initial, DefaultBackoffInitial)
 	setDefault(&b.Max, max(DefaultBackoffMax, b.Initial))
 	setDefault(&b.Multiplier, DefaultBackoffFactor)
-	setDefault(&pl.PersistTimeout, DefaultPersistTimeout)
 }
 
 // validateOutcomes checks retry, escalate, concurrency and persistence.
 func (pl *Pipeline) validateOutcomes(errs *Errors, path, trigger, labelPrefix string, spaceless bool) {
 	r := &pl.Retry
-	exitCodes(errs, path+".retry.exit_codes", r.ExitCodes)
-	b := &r.Backoff
-	positive(errs, path+".retry.backoff.initial", b.Initial)
-	if b.Max < b.Initial {
-		errs.add(path+".retry.backoff.max", fmt.Sprintf("must be at least retry.backoff.initial (%s)", b.Initial))
-	}
-	// Written as negations so NaN (".nan" in YAML) fails too.
-	if !(b.Multiplier >= 1 && b.Multiplier <= 1000) {
-		errs.add(path+".retry.backoff.multiplier", "must be from 1 to 1000")
-	}
-	if !(b.Jitter >= 0 && b.Jitter <= 1) {
-		errs.add(path+".retry.backoff.jitter", "must be between 0 and 1")
-	}
+	r.validate(errs, path+".retry")
 
 	e := &pl.Escalate
 	ep := path + ".escalate"
@@ -106,6 +97,23 @@ func (pl *Pipeline) validateOutcomes(errs *Errors, path, trigger, labelPrefix st
 		errs.add(path+".persist_command[0]", "must not be empty")
 	}
 	positive(errs, path+".persist_timeout", pl.PersistTimeout)
+}
+
+// validate checks retry rules at path (a pipeline's or a stage's retry).
+func (r *Retry) validate(errs *Errors, path string) {
+	exitCodes(errs, path+".exit_codes", r.ExitCodes)
+	b := &r.Backoff
+	positive(errs, path+".backoff.initial", b.Initial)
+	if b.Max < b.Initial {
+		errs.add(path+".backoff.max", fmt.Sprintf("must be at least retry.backoff.initial (%s)", b.Initial))
+	}
+	// Written as negations so NaN (".nan" in YAML) fails too.
+	if !(b.Multiplier >= 1 && b.Multiplier <= 1000) {
+		errs.add(path+".backoff.multiplier", "must be from 1 to 1000")
+	}
+	if !(b.Jitter >= 0 && b.Jitter <= 1) {
+		errs.add(path+".backoff.jitter", "must be between 0 and 1")
+	}
 }
 
 func (p *Priority) validate(errs *Errors, path, labelPrefix string) {

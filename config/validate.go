@@ -305,6 +305,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	positive(errs, path+".pipeline.timeout", pl.Timeout)
 	atLeast(errs, path+".pipeline.max_attempts", pl.MaxAttempts, 1)
 	pl.validateOutcomes(errs, path+".pipeline", p.TriggerLabel, labelPrefix, caps.SpacelessLabels)
+	pl.validateStages(errs, path+".pipeline")
 	p.Priority.validate(errs, path+".priority", labelPrefix)
 	p.validatePool(errs, path)
 	atLeast(errs, path+".token_concurrency", p.TokenConcurrency, 0)

@@ -81,7 +81,7 @@ func (r *LabelRepairer) Cycle(ctx context.Context) error {
 		}
 		for name, tickets := range listed {
 			for _, t := range tickets {
-				if seen[t.Ref.Key()] || len(labels.Lifecycle(t.Labels)) < 2 {
+				if seen[t.Ref.Key()] || len(repairOf(projects[name], labels, t).extra) == 0 {
 					continue
 				}
 				seen[t.Ref.Key()] = true
@@ -116,8 +116,8 @@ func (r *LabelRepairer) repair(ctx context.Context, p *lifecycle.Project, ref pl
 		if err != nil {
 			return fmt.Errorf("repair labels of %s: read: %w", ref, err)
 		}
-		state := labels.StateOf(t.Labels)
-		extra := slices.DeleteFunc(labels.Lifecycle(t.Labels), func(l string) bool { return platforms.SameLabel(t.Ref.Platform, l, labels.Label(state)) })
+		rp := repairOf(p, labels, t)
+		state, extra := rp.state, rp.extra
 		if len(extra) == 0 {
 			return nil
 		}
@@ -129,7 +129,8 @@ func (r *LabelRepairer) repair(ctx context.Context, p *lifecycle.Project, ref pl
 			return fmt.Errorf("repair labels of %s: %w", ref, err)
 		}
 		// state → state: removes extra, the lifecycle labels other than state's.
-		_, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, r.cfg.Fence), p.Tracker, labels, t, state, state, lifecycle.OwnerLabelRepairer)
+		m := lifecycle.Move{From: state, To: state, Stage: rp.stage}
+		_, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, r.cfg.Fence), p.Tracker, p.Labels(labels), t, m, lifecycle.OwnerLabelRepairer)
 		if _, refused := r.claims.Refusals().Refused(ctx, p, t, lifecycle.RefusalOpRepair, lifecycle.OwnerLabelRepairer, lifecycle.SourceReconcile, err); refused {
 			return nil // told once; tried again when the ticket changes or its backoff ends
 		}
@@ -145,4 +146,26 @@ func (r *LabelRepairer) repair(ctx context.Context, p *lifecycle.Project, ref pl
 		log.Debug("claim lock held; repair retried next cycle")
 	}
 	return err
+}
+
+// repair is what a ticket's repair writes: the state its labels show, the
+// stage it keeps (the furthest its labels show, none on Done) and the
+// lifecycle labels beside those two, which the repair removes.
+type repair struct {
+	state lifecycle.State
+	stage string
+	extra []string
+}
+
+func repairOf(p *lifecycle.Project, labels lifecycle.Labels, t *platforms.Ticket) repair {
+	pl := p.Labels(labels)
+	r := repair{state: pl.StateOf(t.Labels)}
+	keep := []string{pl.Label(r.state)}
+	if r.state != lifecycle.Done {
+		if r.stage = pl.StageOf(t.Labels); r.stage != "" {
+			keep = append(keep, pl.Stage(r.stage))
+		}
+	}
+	r.extra = slices.DeleteFunc(pl.Lifecycle(t.Labels), func(l string) bool { return platforms.ContainsLabel(t.Ref.Platform, keep, l) })
+	return r
 }

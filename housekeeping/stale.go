@@ -239,7 +239,9 @@ func (d *StaleJobDetector) revert(ctx context.Context, ref platforms.Ref, token 
 			return fmt.Errorf("revert %s: %w", ref, err)
 		}
 		read := t
-		t, err = lifecycle.Relabel(ctx, p.Tracker, labels, t, lifecycle.InProgress, lifecycle.Pending, lifecycle.OwnerStaleJobDetector)
+		// Pending keeps the stage: the next claim continues at it.
+		m := lifecycle.Move{From: lifecycle.InProgress, To: lifecycle.Pending, Stage: p.StageShown(labels, t.Labels, false)}
+		t, err = lifecycle.Relabel(ctx, p.Tracker, p.Labels(labels), t, m, lifecycle.OwnerStaleJobDetector)
 		if _, refused := d.claims.Refusals().Refused(ctx, p, read, lifecycle.RefusalOpRepair, lifecycle.OwnerStaleJobDetector, lifecycle.SourceReclaim, err); refused {
 			return nil // told once; tried again when the ticket changes or its backoff ends
 		}

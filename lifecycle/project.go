@@ -53,6 +53,10 @@ type Project struct {
 	// daemon's log of pipeline lines and every comment the run posts
 	// (redact.go). nil redacts nothing.
 	Redact *redact.Redactor
+	// Stages, when set, are the ordered stages a ticket runs through
+	// (pipeline.stages, stage.go); empty, the ticket runs Pipeline once
+	// and never carries a stage label.
+	Stages []Stage
 }
 
 // Default time-in-state limits past which a ticket is flagged as stuck (a

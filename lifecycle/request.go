@@ -17,6 +17,7 @@ const (
 	SourceHandBack  = "handback"  // graceful shutdown handed a run back
 	SourceSweep     = "sweep"     // TriggerSweeper found a trigger no webhook brought in
 	SourceRetry     = "retry"     // the executor retried a failed attempt after its backoff
+	SourceStage     = "stage"     // the executor enqueued the next stage after a stage succeeded
 )
 
 // PipelineRequest is the queue entry. It is deliberately small: the consumer
@@ -44,6 +45,11 @@ type PipelineRequest struct {
 	// by this field, so every repair pushes the request back into its
 	// pool's queue.
 	Pool string `json:"pool,omitempty"`
+	// Stage is the stage this request runs, for a project with stages ("":
+	// the first stage, or a project without stages). The ticket's stage
+	// label is the truth; this is what the writer of the request read
+	// there.
+	Stage string `json:"stage,omitempty"`
 }
 
 // Encode marshals the request for the queue.

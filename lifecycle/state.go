@@ -9,6 +9,8 @@ package lifecycle
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -69,21 +71,46 @@ func (s State) Terminal() bool { return s == Done || s == Failed }
 // (platforms.DefaultLabelPrefix, which the platform packages also read).
 const DefaultLabelPrefix = platforms.DefaultLabelPrefix
 
-// Labels maps states to labels under one prefix ("agent-smith:enqueued").
-// Only labels with the prefix are lifecycle labels; nothing else is ever
-// removed or reordered.
-type Labels struct{ Prefix string }
+// Labels maps states to labels under one prefix ("agent-smith:enqueued"),
+// and, for a project with stages, stages to stage labels
+// ("agent-smith:stage/plan"). Only labels with the prefix are lifecycle
+// labels; nothing else is ever removed or reordered.
+type Labels struct {
+	Prefix string
+	// Stages are the project's stage names in order (pipeline.stages).
+	// Empty for a project without stages: then no stage label is a
+	// lifecycle label, so the daemon neither reads nor writes one and its
+	// label writes are those of a single pipeline.
+	Stages []string
+}
+
+// stageInfix separates the prefix from a stage's name in its label.
+const stageInfix = ":stage/"
 
 // Label is the label that shows s.
 func (l Labels) Label(s State) string { return l.Prefix + ":" + s.String() }
 
+// Stage is the label that shows the stage name ("agent-smith:stage/plan").
+func (l Labels) Stage(name string) string { return l.Prefix + stageInfix + name }
+
+// WithStages is l for a project with the stages names, in order.
+func (l Labels) WithStages(names []string) Labels {
+	l.Stages = names
+	return l
+}
+
 // IsLifecycle reports whether label is one of the prefix's state labels,
+// or, for a project with stages, a stage label (any valid stage name, so
+// the label of a stage taken out of the config is still cleaned up),
 // spelled as the daemon spells them. Where the platform ignores case
 // (platforms.SameLabel: GitHub, Azure DevOps) the tracker reads
 // "Agent-Smith:done" as "agent-smith:done" (platforms.Respell); where it
 // does not (GitLab, Jira) "Agent-Smith:done" is a user's label, not ours.
 func (l Labels) IsLifecycle(label string) bool {
-	_, ok := l.parse(label)
+	if _, ok := l.parse(label); ok {
+		return true
+	}
+	_, ok := l.parseStage(label)
 	return ok
 }
 
@@ -100,9 +127,22 @@ func (l Labels) parse(label string) (State, bool) {
 	return 0, false
 }
 
+// parseStage returns the stage name of a stage label, when l has stages.
+func (l Labels) parseStage(label string) (string, bool) {
+	if len(l.Stages) == 0 {
+		return "", false
+	}
+	name, ok := strings.CutPrefix(label, l.Prefix+stageInfix)
+	if !ok || !ValidStageName(name) {
+		return "", false
+	}
+	return name, true
+}
+
 // StateOf derives the state from a ticket's labels. No lifecycle label means
 // Pending. If a human left several lifecycle labels, the furthest state wins,
-// so a ticket that reached Done is never claimed again by accident.
+// so a ticket that reached Done is never claimed again by accident. Stage
+// labels do not count.
 func (l Labels) StateOf(labels []string) State {
 	s := Pending
 	for _, label := range labels {
@@ -113,8 +153,37 @@ func (l Labels) StateOf(labels []string) State {
 	return s
 }
 
-// Lifecycle returns the lifecycle labels present in labels; a transition
-// removes all of them except the one it adds.
+// StageOf is the stage a ticket's labels show: "" when none of its stage
+// labels names one of l's stages (a project without stages, a ticket not
+// started or done), and the furthest in stage order when several do (an
+// interrupted GitHub write leaves the old and the new, as StateOf's
+// furthest state).
+func (l Labels) StageOf(labels []string) string {
+	best := -1
+	for _, label := range labels {
+		if name, ok := l.parseStage(label); ok {
+			if i := l.stageIndex(name); i > best {
+				best = i
+			}
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return l.Stages[best]
+}
+
+// NextStage is the stage after name in l's order, and whether there is one.
+func (l Labels) NextStage(name string) (string, bool) {
+	i := l.stageIndex(name)
+	if i < 0 || i+1 >= len(l.Stages) {
+		return "", false
+	}
+	return l.Stages[i+1], true
+}
+
+// Lifecycle returns the lifecycle labels present in labels, stage labels
+// included; a transition removes all of them except the ones it adds.
 func (l Labels) Lifecycle(labels []string) []string {
 	var out []string
 	for _, label := range labels {
@@ -124,3 +193,23 @@ func (l Labels) Lifecycle(labels []string) []string {
 	}
 	return out
 }
+
+// stageName is what a stage may be called: a label-safe, lower-case word
+// on every platform (no blank for Jira, no ';' for Azure DevOps, no ','
+// for GitLab's label lists), short enough for a label and a Redis key.
+var stageName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// stageIndex is name's place in l's stage order, or -1. Stage names are
+// compared exactly, not as labels (platforms.SameLabel): they come from
+// the config, lower-case by ValidStageName, and a stage label's name part
+// is read only once it is one (parseStage).
+func (l Labels) stageIndex(name string) int {
+	names := l.Stages
+	return slices.Index(names, name)
+}
+
+// IsStage reports whether name is one of l's stages.
+func (l Labels) IsStage(name string) bool { return l.stageIndex(name) >= 0 }
+
+// ValidStageName reports whether name may name a stage.
+func ValidStageName(name string) bool { return stageName.MatchString(name) }

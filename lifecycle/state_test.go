@@ -43,3 +43,71 @@ func TestTransitionTableOwners(t *testing.T) {
 		t.Error("only the claim service enqueues")
 	}
 }
+
+func TestStageLabels(t *testing.T) {
+	unstaged := Labels{Prefix: "agent-smith"}
+	staged := unstaged.WithStages([]string{"plan", "implement", "test"})
+	if got := staged.Stage("plan"); got != "agent-smith:stage/plan" {
+		t.Errorf("Stage(plan) = %q", got)
+	}
+	for _, c := range []struct {
+		label            string
+		staged, unstaged bool
+	}{
+		{"agent-smith:stage/plan", true, false},
+		// A stage taken out of the config still names a stage label.
+		{"agent-smith:stage/gone", true, false},
+		{"agent-smith:stage/Plan", false, false},
+		{"agent-smith:stage/", false, false},
+		{"agent-smith:stage/a b", false, false},
+		{"other:stage/plan", false, false},
+		{"agent-smith:done", true, true},
+	} {
+		if got := staged.IsLifecycle(c.label); got != c.staged {
+			t.Errorf("staged IsLifecycle(%q) = %v, want %v", c.label, got, c.staged)
+		}
+		if got := unstaged.IsLifecycle(c.label); got != c.unstaged {
+			t.Errorf("unstaged IsLifecycle(%q) = %v, want %v", c.label, got, c.unstaged)
+		}
+	}
+	labels := []string{"bug", "agent-smith:in-progress", "agent-smith:stage/plan", "agent-smith:stage/gone"}
+	if got, want := staged.Lifecycle(labels), []string{"agent-smith:in-progress", "agent-smith:stage/plan", "agent-smith:stage/gone"}; !slices.Equal(got, want) {
+		t.Errorf("staged Lifecycle = %q, want %q", got, want)
+	}
+	if got, want := unstaged.Lifecycle(labels), []string{"agent-smith:in-progress"}; !slices.Equal(got, want) {
+		t.Errorf("unstaged Lifecycle = %q, want %q", got, want)
+	}
+	if s := staged.StateOf(labels); s != InProgress {
+		t.Errorf("StateOf = %s: stage labels must not count", s)
+	}
+	for _, c := range []struct {
+		labels []string
+		want   string
+	}{
+		{nil, ""},
+		{[]string{"agent-smith:stage/plan"}, "plan"},
+		// Several: the furthest in stage order, not in label order.
+		{[]string{"agent-smith:stage/test", "agent-smith:stage/plan"}, "test"},
+		{[]string{"agent-smith:stage/implement", "agent-smith:stage/gone"}, "implement"},
+		{[]string{"agent-smith:stage/gone"}, ""},
+	} {
+		if got := staged.StageOf(c.labels); got != c.want {
+			t.Errorf("StageOf(%q) = %q, want %q", c.labels, got, c.want)
+		}
+		if got := unstaged.StageOf(c.labels); got != "" {
+			t.Errorf("unstaged StageOf(%q) = %q, want none", c.labels, got)
+		}
+	}
+	if n, ok := staged.NextStage("implement"); !ok || n != "test" {
+		t.Errorf("NextStage(implement) = %q, %v", n, ok)
+	}
+	if _, ok := staged.NextStage("test"); ok {
+		t.Error("NextStage(test): the last stage has no next")
+	}
+	for name, want := range map[string]bool{"plan": true, "a": true, "x-1": true, "": false, "Plan": false, "1a": false,
+		"a_b": false, "a/b": false, "abcdefghijabcdefghijabcdefghijab": true, "abcdefghijabcdefghijabcdefghijabc": false} {
+		if got := ValidStageName(name); got != want {
+			t.Errorf("ValidStageName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -39,6 +39,7 @@ var Transitions = []Transition{
 	{Enqueued, Failed, OwnerExecutor, "cancelled before it ran; comment posted first"},
 	{InProgress, Enqueued, OwnerExecutor, "graceful shutdown handed the ticket back"},
 	{InProgress, Enqueued, OwnerExecutor, "a retryable failure with attempts left: the next attempt waits out its backoff in the delayed set"},
+	{InProgress, Enqueued, OwnerExecutor, "stage s succeeded; the next stage has no gate: the stage labels move with the state, the next stage's request is pushed under the run's lock"},
 	{InProgress, Pending, OwnerStaleJobDetector, "no heartbeat, or the owning instance is gone"},
 	{Pending, Failed, OwnerStaleJobDetector, "a reverted ticket has used its max attempts"},
 	{Pending, Failed, OwnerClaimService, "a claim finds the ticket's attempts used up"},

@@ -8,27 +8,44 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
+// Move is one lifecycle transition as written: from and to the state, and
+// the stage the ticket is in after it. Stage is "" for a project without
+// stages and for a move to Done, which shows no stage.
+type Move struct {
+	From, To State
+	Stage    string
+}
+
 // Relabel is the one lifecycle label write: every component that moves a
 // ticket (claim, executor, StaleJobDetector, LabelRepairer, …) writes
 // through it, so the transition table (Check) is consulted before every
 // write and none can skip it. A refused write is ErrIllegalTransition and
 // reaches no tracker.
 //
-// The write removes every other lifecycle label and adds to's label, in one
-// Relabel of the tracker, leaving other labels alone. A transition to the
-// same state (the LabelRepairer's) only removes the lifecycle labels other
-// than the state's. The caller has read t under the lock that owns the
-// transition (claim lock or run lock) and has called its fence, if any.
-func Relabel(ctx context.Context, tr platforms.Tracker, labels Labels, t *platforms.Ticket, from, to State, owner Owner) (*platforms.Ticket, error) {
-	if err := Check(from, to, owner); err != nil {
+// The write removes every other lifecycle label (stage labels included)
+// and adds m.To's label and m.Stage's, in one Relabel of the tracker,
+// leaving other labels alone: a stage move is one write. A transition to
+// the same state (the LabelRepairer's) adds only what is missing and
+// removes the other lifecycle labels. The caller has read t under the lock
+// that owns the transition (claim lock or run lock) and has called its
+// fence, if any.
+func Relabel(ctx context.Context, tr platforms.Tracker, labels Labels, t *platforms.Ticket, m Move, owner Owner) (*platforms.Ticket, error) {
+	if err := Check(m.From, m.To, owner); err != nil {
 		return nil, err
 	}
-	remove, add := labels.Lifecycle(t.Labels), labels.Label(to)
-	if from == to && t.HasLabel(add) {
-		remove = slices.DeleteFunc(remove, func(l string) bool { return platforms.SameLabel(t.Ref.Platform, l, add) })
-		add = ""
+	add := []string{labels.Label(m.To)}
+	if m.Stage != "" {
+		if !labels.IsStage(m.Stage) {
+			return nil, fmt.Errorf("lifecycle: %w: stage %q is not one of the project's stages %q", ErrIllegalTransition, m.Stage, labels.Stages)
+		}
+		add = append(add, labels.Stage(m.Stage))
 	}
-	return tr.Relabel(ctx, t, remove, add)
+	remove := labels.Lifecycle(t.Labels)
+	if m.From == m.To {
+		remove = slices.DeleteFunc(remove, func(l string) bool { return platforms.ContainsLabel(t.Ref.Platform, add, l) })
+		add = slices.DeleteFunc(add, t.HasLabel)
+	}
+	return tr.Relabel(ctx, t, remove, add...)
 }
 
 // AddLabel adds label, which must not be a lifecycle label (those move only

@@ -102,3 +102,15 @@ func (e *WebhookEvent) RespellTicket(spellings []string) {
 		e.Ticket.Labels = Respell(e.Ticket.Ref.Platform, e.Ticket.Labels, spellings)
 	}
 }
+
+// LabelSet is labels without "" entries and without repeats, as platform
+// compares label names, in their first order: the adds of one Relabel.
+func LabelSet(platform string, labels []string) []string {
+	var out []string
+	for _, l := range labels {
+		if l != "" && !ContainsLabel(platform, out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

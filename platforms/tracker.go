@@ -71,17 +71,21 @@ func (t *Ticket) HasLabel(label string) bool {
 type Tracker interface {
 	// Get reads the ticket with its version token.
 	Get(ctx context.Context, ref Ref) (*Ticket, error)
-	// Relabel removes the labels in remove and adds add, leaving every other
-	// label untouched and in order, also when someone edits them meanwhile.
-	// It is conditional on t.Version where the platform honours a condition
-	// (Azure DevOps); elsewhere t.Labels must be fresh, and a lifecycle label
-	// that appears from another writer is the lost race. A lost race is
-	// ErrPreconditionFailed. Where the platform has no single write for it
-	// (GitHub), add is written before remove, so an interrupted Relabel
-	// leaves both, which lifecycle.Labels.StateOf reads as the further state.
-	// It returns the ticket as written, with its new version where the
-	// answer carries one, so a following write need not read again.
-	Relabel(ctx context.Context, t *Ticket, remove []string, add string) (*Ticket, error)
+	// Relabel removes the labels in remove and adds every label of add,
+	// leaving every other label untouched and in order, also when someone
+	// edits them meanwhile. A label in both is added, not removed; ""
+	// entries are ignored. The labels move in one write where the platform
+	// has one (GitLab, Azure DevOps, Jira), so a state and a stage label
+	// change together. It is conditional on t.Version where the platform
+	// honours a condition (Azure DevOps); elsewhere t.Labels must be fresh,
+	// and a lifecycle label that appears from another writer is the lost
+	// race. A lost race is ErrPreconditionFailed. Where the platform has no
+	// single write for it (GitHub), the adds are written before the removes,
+	// so an interrupted Relabel leaves both, which lifecycle.Labels.StateOf
+	// reads as the further state. It returns the ticket as written, with
+	// its new version where the answer carries one, so a following write
+	// need not read again.
+	Relabel(ctx context.Context, t *Ticket, remove []string, add ...string) (*Ticket, error)
 	// Comment posts a comment on the ticket.
 	Comment(ctx context.Context, ref Ref, body string) error
 	// ListOpen lists every open ticket carrying label, following pagination.

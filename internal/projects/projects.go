@@ -47,6 +47,11 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 	opts := Options(pc)
 	opts.Logger, opts.Writer, opts.LabelPrefix, opts.HTTPClient = log.Named(pc.Platform), writer, prefix, hc
 	opts.Spellings = append([]string{pc.TriggerLabel}, lifecycleLabels...)
+	// This project's stage labels are its own: its tracker reads them so
+	// spelled, the shared decoder need not (a stage label starts no run).
+	for _, name := range pc.Pipeline.StageNames() {
+		opts.Spellings = append(opts.Spellings, lifecycle.Labels{Prefix: prefix}.Stage(name))
+	}
 	opts.Lifecycle = lifecycleLabels
 	opts.Locker = redislock.Locker{RDB: rdb}
 	return d.New(opts)
@@ -122,6 +127,14 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 	}
 	if pc.Polling.Enabled {
 		p.PollInterval = pc.Polling.Interval
+	}
+	for _, st := range pl.Stages {
+		sb := st.Retry.Backoff
+		cred, _ := config.Pipeline{RunAs: st.RunAs}.RunAsCredential() // config.Load refused one that does not resolve
+		p.Stages = append(p.Stages, lifecycle.Stage{Name: st.Name, Command: st.Command, Timeout: st.Timeout, MaxAttempts: st.MaxAttempts,
+			Retry: lifecycle.RetryPolicy{ExitCodes: st.Retry.ExitCodes, OnTimeout: st.Retry.OnTimeout,
+				Backoff: lifecycle.Backoff{Initial: sb.Initial, Max: sb.Max, Multiplier: sb.Multiplier, Jitter: sb.Jitter}},
+			RunAs: cred, StartHint: pl.Where(st.Command)})
 	}
 	// config.Load refused a run_as that does not resolve.
 	p.Pipeline.RunAs, _ = pl.RunAsCredential()

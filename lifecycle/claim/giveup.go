@@ -66,7 +66,9 @@ func (c *Service) FailExhausted(ctx context.Context, p *lifecycle.Project, ref p
 	if err := fence(ctx); err != nil {
 		return false, fmt.Errorf("fail exhausted %s: %w", ref, err)
 	}
-	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Pending, lifecycle.Failed, g.Owner); err != nil {
+	// Failed keeps the stage it failed in.
+	m := lifecycle.Move{From: lifecycle.Pending, To: lifecycle.Failed, Stage: p.StageShown(c.cfg.Labels, t.Labels, false)}
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, p.Labels(c.cfg.Labels), t, m, g.Owner); err != nil {
 		if _, refused := c.refusals.Refused(ctx, p, t, lifecycle.RefusalOpGiveUp, g.Owner, g.Source, err); refused {
 			// Told once; the ticket backs off, so no claim gives up on it
 			// (and comments) again until it changes or the backoff ends.

@@ -65,7 +65,7 @@ func (c *Service) RequeueLocked(ctx context.Context, ref platforms.Ref, source s
 		}
 	}
 	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: lifecycle.RunAttempt(attempt), EnqueuedAt: c.cfg.Clock().UTC(),
-		Priority: p.Priority.Of(t.Labels), Pool: p.RequestPool()}
+		Priority: p.Priority.Of(t.Labels), Stage: p.StageShown(c.cfg.Labels, t.Labels, true), Pool: p.RequestPool()}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
 	}

@@ -117,7 +117,9 @@ func (c *Service) retryLocked(ctx context.Context, p *lifecycle.Project, ref pla
 		return res, fmt.Errorf("retry %s: reset attempts: %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	c.refusals.EndBackoff(ctx, ref)
-	if _, err := lifecycle.Relabel(ctx, p.Tracker, c.cfg.Labels, t, lifecycle.Failed, lifecycle.Enqueued, lifecycle.OwnerClaimService); err != nil {
+	// A ticket that failed in a stage is retried at that stage.
+	stage := p.StageShown(c.cfg.Labels, t.Labels, true)
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, p.Labels(c.cfg.Labels), t, lifecycle.Move{From: lifecycle.Failed, To: lifecycle.Enqueued, Stage: stage}, lifecycle.OwnerClaimService); err != nil {
 		if _, refused := c.refusals.Refused(ctx, p, t, lifecycle.RefusalOpRetry, lifecycle.OwnerClaimService, source, err); refused {
 			res.Refused = true
 			res.Reason = fmt.Sprintf("the tracker refused the label write for good (HTTP %d); a comment on the ticket says why and "+
@@ -132,7 +134,7 @@ func (c *Service) retryLocked(ctx context.Context, p *lifecycle.Project, ref pla
 	}
 	now := c.cfg.Clock().UTC()
 	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: 1, EnqueuedAt: now, ClaimedAt: now,
-		Priority: p.Priority.Of(t.Labels), Pool: p.RequestPool()}
+		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.RequestPool()}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		return res, fmt.Errorf("retry %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
 	}

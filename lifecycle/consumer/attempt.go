@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,9 @@ type attempt struct {
 	req   lifecycle.PipelineRequest
 	token string
 	log   *zap.Logger
+	// stage is the stage this attempt runs, for a project with stages
+	// (p is then the project as that stage sees it: Project.ForStage).
+	stage string
 	// started is when the pipeline started; zero before it has.
 	started time.Time
 	// hb is the run's heartbeat; nil before the pipeline starts.
@@ -92,6 +96,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	spec := pipelineSpec(p, t, req.Attempt, workDir)
 	resultFile := ResultFile(workDir)
 	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token, ResultFileEnv+"="+resultFile)
+	spec.Env = append(spec.Env, a.stageEnv(ctx)...)
 	spec.Grace = e.cfg.KillGrace
 	spec.TailBytes = e.cfg.TailBytes
 	// The heartbeat runs from before the pipeline starts until the outcome
@@ -192,6 +197,8 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	case res.Canceled:
 		a.workNotes = a.saveWork(ctx, workDir, false, "stopped by shutdown, handed back", handBackSaveTimeout)
 		a.handBack(wctx, t)
+	case res.OK() && a.nextStage() != "":
+		a.stageSucceeded(ctx, wctx, t, res, workDir)
 	case res.OK():
 		// Recorded before anything else, and again with the comment once
 		// the work branch is saved: a replica that dies or a tracker that
@@ -281,7 +288,7 @@ func (a *attempt) handBack(ctx context.Context, t *platforms.Ticket) {
 	}
 	a.releaseRun(false)
 	next := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceHandBack, Attempt: req.Attempt,
-		EnqueuedAt: e.cfg.Clock().UTC(), Priority: req.Priority, Pool: req.Pool}
+		EnqueuedAt: e.cfg.Clock().UTC(), Priority: req.Priority, Stage: a.stage, Pool: req.Pool}
 	if err := e.queue.Push(ctx, next.Encode()); err != nil {
 		log.Error("hand back: push request (EnqueuedReconciler will re-push)", zap.Error(err))
 		return
@@ -454,7 +461,19 @@ func (a *attempt) move(ctx context.Context, t *platforms.Ticket, from, to lifecy
 // this write half done: it is finished (the labels left over removed)
 // instead of being reported as a state change.
 func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to lifecycle.State, outcome, reason string) (*platforms.Ticket, error) {
+	return a.moveStageAs(ctx, t, from, to, "", outcome, reason)
+}
+
+// labels are the lifecycle labels of the attempt's project: with its
+// stages, if it has any.
+func (a *attempt) labels() lifecycle.Labels { return a.p.Labels(a.e.cfg.Labels) }
+
+// moveStageAs is moveAs to stage ("": the stage the ticket is in, the
+// attempt's or, for a write that did not take a run such as the
+// OutcomeFinisher's, the one its labels show; none on Done).
+func (a *attempt) moveStageAs(ctx context.Context, t *platforms.Ticket, from, to lifecycle.State, stage, outcome, reason string) (*platforms.Ticket, error) {
 	e, p, req, started, fence := a.e, a.p, a.req, a.started, a.fence
+	labels := a.labels()
 	if err := lifecycle.Check(from, to, lifecycle.OwnerExecutor); err != nil {
 		return nil, err // before reading anything; Relabel asks again before the write
 	}
@@ -463,7 +482,7 @@ func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to life
 	// A ticket carrying from's label while reading as to is this transition
 	// half done, by an earlier try or by a run that died between the add and
 	// the removal; the caller holds the run lock, so it is ours to finish.
-	halfDone := t != nil && t.HasLabel(e.cfg.Labels.Label(from)) && e.cfg.Labels.StateOf(t.Labels) == to
+	halfDone := t != nil && t.HasLabel(labels.Label(from)) && labels.StateOf(t.Labels) == to
 	retry := func() bool {
 		transient++
 		return transient < maxTransientTries && !errors.Is(err, errLostRun) && !errors.Is(err, platforms.ErrRejected) &&
@@ -478,14 +497,18 @@ func (a *attempt) moveAs(ctx context.Context, t *platforms.Ticket, from, to life
 				continue
 			}
 		}
-		if s := e.cfg.Labels.StateOf(t.Labels); s != from && !(halfDone && s == to) {
+		if s := labels.StateOf(t.Labels); s != from && !(halfDone && s == to) {
 			return nil, fmt.Errorf("%w: %s, expected %s", errStateChanged, s, from)
 		}
 		if err = fence(ctx); err != nil {
 			return nil, err
 		}
 		var nt *platforms.Ticket
-		nt, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, fence), p.Tracker, e.cfg.Labels, t, from, to, lifecycle.OwnerExecutor)
+		m := lifecycle.Move{From: from, To: to, Stage: stage}
+		if m.Stage == "" && to != lifecycle.Done && len(labels.Stages) > 0 {
+			m.Stage = cmp.Or(a.stage, labels.StageOf(t.Labels))
+		}
+		nt, err = lifecycle.Relabel(trackerhttp.WithFence(ctx, fence), p.Tracker, labels, t, m, lifecycle.OwnerExecutor)
 		if err == nil {
 			ev := lifecycle.Event{Kind: lifecycle.EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
 				Outcome: outcome, Reason: reason, Attempt: req.Attempt, Owner: lifecycle.OwnerExecutor, Instance: e.cfg.Instance,

@@ -300,9 +300,14 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		// changed since: asked again at the end of its backoff.
 		return e.delay(ctx, payload, until.Sub(e.cfg.Clock()), "the tracker refused this ticket's label write for good", log)
 	}
+	stage := stageOf(p, p.Labels(e.cfg.Labels), t.Labels, req)
+	if stage != "" {
+		p = p.ForStage(stage)
+		log = log.With(zap.String("stage", stage))
+	}
 	token := lifecycle.OwnerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
 	rec := runstate.Record{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
-	a := &attempt{e: e, p: p, req: req, token: token, log: log}
+	a := &attempt{e: e, p: p, req: req, token: token, log: log, stage: stage}
 	// Until the heartbeat runs, writes are fenced by the run's token alone.
 	a.fence = a.newFence(nil)
 	took, wait, why, err := a.takeRun(ctx, rec)

@@ -92,6 +92,9 @@ const (
 	// ends: every end of the request deletes it sooner.
 	CancelToldTTL = 24 * time.Hour
 	StuckFlagTTL  = 7 * 24 * time.Hour
+	// StageResultTTL keeps a stage's result for the next stage of its
+	// ticket (agentsmith:stage-result:*); every stage's end writes it anew.
+	StageResultTTL = 7 * 24 * time.Hour
 	// TriggerPermissionTTL is how long a tracker's answer to "may this user
 	// write?" is trusted: minutes, so a revoked collaborator stops
 	// triggering soon and a burst of triggers costs one lookup.
@@ -243,6 +246,11 @@ func Audit() string { return prefix() + "audit" }
 // Delayed is the sorted set of requests waiting out a retry backoff, scored
 // by the unix milliseconds at which they are due.
 func Delayed() string { return prefix() + "queue:delayed" }
+
+// StageResult is the result the last finished stage of a ticket wrote
+// ($AGENTSMITH_RESULT_FILE, bounded), JSON {stage, result}: the next stage
+// gets it as $AGENTSMITH_PREVIOUS_RESULT. It expires after StageResultTTL.
+func StageResult(ticketKey string) string { return prefix() + "stage-result:" + ticketKey }
 
 // Finished marks a ticket whose last run reached Done or Failed; a new claim
 // of it is a re-trigger. It expires after FinishedTTL.

@@ -218,8 +218,9 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 // or none, and refuses the document with 412 when the revision moved on, so
 // a human's tag edit between our read and our write is never overwritten
 // (the caller re-reads and writes again). Tags in remove are removed in
-// every spelling, since Azure DevOps tags are case-insensitive. A ticket
-// without a version is refused rather than written unconditionally.
+// every spelling, since Azure DevOps tags are case-insensitive; every tag of
+// add is in the same list, so a move of several tags is one revision. A
+// ticket without a version is refused rather than written unconditionally.
 //
 // The tags are written with "replace" and the whole computed list: on
 // Azure DevOps "add /fields/System.Tags" merges into the existing tags and
@@ -228,7 +229,7 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 // as sent (another writer's change merged in), which is reported as
 // platforms.ErrPreconditionFailed so the caller re-reads. The returned
 // ticket is the answer's: its Version is the new revision.
-func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
+func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add ...string) (*platforms.Ticket, error) {
 	id, err := t.workItemID(tk.Ref)
 	if err != nil {
 		return nil, err
@@ -237,8 +238,9 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	if err != nil || rev <= 0 {
 		return nil, fmt.Errorf("azuredevops: relabel %s: ticket has no revision (read it with Get first)", tk.Ref.ID)
 	}
-	if add != "" {
-		if err := checkTag(add); err != nil {
+	add = platforms.LabelSet(Platform, add)
+	for _, a := range add {
+		if err := checkTag(a); err != nil {
 			return nil, err
 		}
 	}
@@ -260,7 +262,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	wi, err := c.UpdateWorkItem(ctx, workitemtracking.UpdateWorkItemArgs{Document: &doc, Id: &id, Project: &t.project})
 	if err != nil {
-		return nil, fmt.Errorf("azuredevops: relabel %s at rev %d: %w", tk.Ref.ID, rev, explainRefusal(classify(err), add))
+		return nil, fmt.Errorf("azuredevops: relabel %s at rev %d: %w", tk.Ref.ID, rev, explainRefusal(classify(err), add...))
 	}
 	out, err := t.ticket(wi)
 	if err != nil {
@@ -269,7 +271,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	if err := checkAnswer(rev, want, out); err != nil {
 		return nil, fmt.Errorf("azuredevops: relabel %s at rev %d: %w", tk.Ref.ID, rev, err)
 	}
-	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.String("add", add), zap.String("rev", out.Version))
+	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.Strings("add", add), zap.String("rev", out.Version))
 	return out, nil
 }
 

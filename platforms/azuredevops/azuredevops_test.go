@@ -48,16 +48,21 @@ func TestNew(t *testing.T) {
 func TestRelabelTags(t *testing.T) {
 	cases := []struct {
 		tags, remove []string
-		add          string
+		add          []string
 		want         []string
 	}{
-		{[]string{"bug", "agent-smith:pending", "zeta"}, []string{"agent-smith:pending"}, "agent-smith:enqueued", []string{"bug", "zeta", "agent-smith:enqueued"}},
+		{[]string{"bug", "agent-smith:pending", "zeta"}, []string{"agent-smith:pending"}, []string{"agent-smith:enqueued"}, []string{"bug", "zeta", "agent-smith:enqueued"}},
 		// Azure DevOps tags are case-insensitive: every spelling goes.
-		{[]string{"Agent-Smith:Pending", "bug"}, []string{"agent-smith:pending"}, "", []string{"bug"}},
+		{[]string{"Agent-Smith:Pending", "bug"}, []string{"agent-smith:pending"}, nil, []string{"bug"}},
 		// A spelling of add is replaced in place, never duplicated.
-		{[]string{"Bug", "x"}, nil, "bug", []string{"bug", "x"}},
-		{[]string{"bug", "bug"}, nil, "bug", []string{"bug"}},
-		{[]string{"日本語", "other-prefix:enqueued"}, []string{"agent-smith:enqueued"}, "", []string{"日本語", "other-prefix:enqueued"}},
+		{[]string{"Bug", "x"}, nil, []string{"bug"}, []string{"bug", "x"}},
+		{[]string{"bug", "bug"}, nil, []string{"bug"}, []string{"bug"}},
+		{[]string{"日本語", "other-prefix:enqueued"}, []string{"agent-smith:enqueued"}, nil, []string{"日本語", "other-prefix:enqueued"}},
+		// Several tags move in one list; one in remove and add stays.
+		{[]string{"a", "agent-smith:in-progress", "agent-smith:stage/plan", "Agent-Smith:Stage/Test"},
+			[]string{"agent-smith:in-progress", "agent-smith:stage/plan", "agent-smith:stage/test"},
+			[]string{"agent-smith:enqueued", "agent-smith:stage/test"},
+			[]string{"a", "agent-smith:stage/test", "agent-smith:enqueued"}},
 	}
 	for _, c := range cases {
 		if got := relabel(c.tags, c.remove, c.add); !slices.Equal(got, c.want) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/microsoft/azure-devops-go-api/azuredevops/v7"
@@ -39,8 +40,8 @@ var fieldName = regexp.MustCompile(`^[A-Za-z0-9_.\- ]{1,128}$`)
 var tf401320Field = regexp.MustCompile(`TF401320: Rule Error for field ([^.]{1,128})\.`)
 
 // explainRefusal attaches the fix of a TF401289 or TF401320 refusal of a
-// write that adds tag; other errors are returned as they are.
-func explainRefusal(err error, tag string) error {
+// write that adds tags; other errors are returned as they are.
+func explainRefusal(err error, tags ...string) error {
 	var we *azuredevops.WrappedError
 	var v azuredevops.WrappedError
 	switch {
@@ -57,7 +58,7 @@ func explainRefusal(err error, tag string) error {
 	switch {
 	case strings.Contains(msg, "TF401289"):
 		return platforms.WithFix(err, fmt.Sprintf("the daemon's Azure DevOps identity may not create tags "+
-			"(Stakeholder access, or \"Create tag definition\" not allowed), and the project does not define %q yet: %s.", tag, TagsFix))
+			"(Stakeholder access, or \"Create tag definition\" not allowed), and the project does not define %s yet: %s.", quoted(tags), TagsFix))
 	case strings.Contains(msg, "TF401320"):
 		fields := ruleFields(we, msg)
 		return platforms.WithFix(err, fmt.Sprintf("this work item breaks a rule of its type on %s, and Azure DevOps "+
@@ -92,4 +93,13 @@ func ruleFields(we *azuredevops.WrappedError, msg string) string {
 		return "field " + names[0]
 	}
 	return "fields " + strings.Join(names, ", ")
+}
+
+// quoted is tags quoted and joined with " or ", each as %q spells it.
+func quoted(tags []string) string {
+	q := make([]string, len(tags))
+	for i, t := range tags {
+		q[i] = strconv.Quote(t)
+	}
+	return strings.Join(q, " or ")
 }

@@ -2,6 +2,7 @@ package azuredevops
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -42,18 +43,19 @@ func checkTag(tag string) error {
 	return nil
 }
 
-// relabel is tags minus every spelling of the tags in remove, plus add,
-// keeping the others byte for byte and in order. A tag that differs from add
-// only in case is add itself to Azure DevOps: it is replaced in place by
-// add's spelling instead of being duplicated.
-func relabel(tags, remove []string, add string) []string {
-	out := make([]string, 0, len(tags)+1)
-	placed := false
+// relabel is tags minus every spelling of the tags in remove, plus each of
+// add, keeping the others byte for byte and in order. A tag that differs
+// from one of add only in case is that tag to Azure DevOps: it is replaced
+// in place by add's spelling instead of being duplicated. add holds no ""
+// and no repeats (platforms.LabelSet).
+func relabel(tags, remove, add []string) []string {
+	out := make([]string, 0, len(tags)+len(add))
+	var placed []string
 	for _, t := range tags {
-		if add != "" && platforms.SameLabel(Platform, t, add) {
-			if !placed {
-				out = append(out, add)
-				placed = true
+		if i := slices.IndexFunc(add, func(a string) bool { return platforms.SameLabel(Platform, t, a) }); i >= 0 {
+			if !containsFold(placed, add[i]) {
+				out = append(out, add[i])
+				placed = append(placed, add[i])
 			}
 			continue
 		}
@@ -62,8 +64,10 @@ func relabel(tags, remove []string, add string) []string {
 		}
 		out = append(out, t)
 	}
-	if add != "" && !placed {
-		out = append(out, add)
+	for _, a := range add {
+		if !containsFold(placed, a) {
+			out = append(out, a)
+		}
 	}
 	return out
 }

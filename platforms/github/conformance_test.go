@@ -142,6 +142,7 @@ func conformance(t *testing.T, mode trackersim.IfMatchMode, api string) {
 		Fixtures: "../../testdata/github",
 		// Relabel sends no If-Match: GitHub honours none on writes.
 		ConditionalWrites: false,
+		PerLabelWrites:    true,
 		PageSize:          trackersim.MaxPerPage,
 	})
 

@@ -302,22 +302,24 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 }
 
 // Relabel moves the issue's labels with GitHub's per-label endpoints and no
-// If-Match: POST /repos/{o}/{r}/issues/{n}/labels adds add, then DELETE
+// If-Match: POST /repos/{o}/{r}/issues/{n}/labels adds every label of add
+// the issue lacks in one call (the endpoint takes a list, "Add labels to an
+// issue", docs.github.com/en/rest/issues/labels), then DELETE
 // …/labels/{name} removes each label of remove still present. GitHub
 // documents conditional requests for GETs only and refuses the weak ETags
 // it serves with gzip in If-Match (400, ChronoAIProject/fkst-packages#557),
 // or answers a stale one 412 after writing anyway (cli/cli#7167), so no
-// write here is conditional; and because each call names one label, a
+// write here is conditional; and because each call names only its labels, a
 // human's concurrent edit of any other label is never overwritten, which a
 // PATCH of the full list would do.
 //
 // Adding before removing means an interrupted Relabel leaves the old and the
-// new lifecycle label together, which lifecycle.Labels.StateOf reads as the
+// new lifecycle labels together, which lifecycle.Labels.StateOf reads as the
 // further state (never as a claimable Pending) and housekeeping's
 // LabelRepairer cleans up. Each answer is the issue's full label list; a
 // lifecycle label in it that neither tk nor this write put there means
 // another writer moved the ticket: ErrPreconditionFailed, after taking back
-// the added label if nothing was removed yet. Non-lifecycle labels that
+// the added labels if nothing was removed yet. Non-lifecycle labels that
 // come and go are other people's edits, never a conflict.
 //
 // tk needs no Version (a listed ticket can be written), but its Labels must
@@ -327,31 +329,40 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 //
 // With Options.API graphql the write goes through GraphQL instead
 // (relabelGraphQL), in one request.
-func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
+func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add ...string) (*platforms.Ticket, error) {
 	if t.api == APIGraphQL && !viaREST(ctx) {
-		return t.relabelGraphQL(ctx, tk, remove, []string{add})
+		return t.relabelGraphQL(ctx, tk, remove, add)
 	}
 	n, err := t.number(tk.Ref)
 	if err != nil {
 		return nil, err
 	}
+	add = platforms.LabelSet(Platform, add)
 	labels := tk.Labels
-	if add != "" && !platforms.ContainsLabel(Platform, tk.Labels, add) {
-		if labels, err = t.addLabel(ctx, n, add); err != nil {
-			return nil, fmt.Errorf("github: relabel %s: add %q: %w", tk.Ref.ID, add, err)
+	var missing []string
+	for _, l := range add {
+		if !platforms.ContainsLabel(Platform, tk.Labels, l) {
+			missing = append(missing, l)
+		}
+	}
+	if len(missing) > 0 {
+		if labels, err = t.addLabels(ctx, n, missing); err != nil {
+			return nil, fmt.Errorf("github: relabel %s: add %q: %w", tk.Ref.ID, missing, err)
 		}
 		if l := t.foreignLifecycle(tk.Labels, add, labels); l != "" {
-			// Take our label back so the lost race wrote nothing; best
+			// Take our labels back so the lost race wrote nothing; best
 			// effort: if this fails, StateOf still resolves the pair.
-			if _, err := t.removeLabel(ctx, n, add); err != nil {
-				t.log.Warn("relabel raced another writer; taking back the added label failed",
-					zap.String("ticket", tk.Ref.ID), zap.String("label", add), zap.Error(err))
+			for _, a := range missing {
+				if _, err := t.removeLabel(ctx, n, a); err != nil {
+					t.log.Warn("relabel raced another writer; taking back an added label failed",
+						zap.String("ticket", tk.Ref.ID), zap.String("label", a), zap.Error(err))
+				}
 			}
 			return nil, t.raced(tk, l, labels)
 		}
 	}
 	for _, l := range remove {
-		if platforms.SameLabel(Platform, l, add) || !platforms.ContainsLabel(Platform, labels, l) {
+		if l == "" || platforms.ContainsLabel(Platform, add, l) || !platforms.ContainsLabel(Platform, labels, l) {
 			continue
 		}
 		if labels, err = t.removeLabel(ctx, n, l); err != nil {
@@ -364,14 +375,14 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	out := *tk
 	out.Labels = labels
 	out.Version = ""
-	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.String("add", add))
+	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.Strings("add", add))
 	return &out, nil
 }
 
-// addLabel is POST …/issues/{n}/labels with one label; the answer is every
-// label on the issue now.
-func (t *Tracker) addLabel(ctx context.Context, n int, label string) ([]string, error) {
-	got, _, err := t.client.Issues.AddLabelsToIssue(ctx, t.owner, t.name, n, []string{label})
+// addLabels is POST …/issues/{n}/labels with the labels; the answer is
+// every label on the issue now.
+func (t *Tracker) addLabels(ctx context.Context, n int, labels []string) ([]string, error) {
+	got, _, err := t.client.Issues.AddLabelsToIssue(ctx, t.owner, t.name, n, labels)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -451,9 +462,9 @@ func (t *Tracker) respell(labels []string) []string {
 
 // foreignLifecycle returns a lifecycle label of got that neither the
 // snapshot had nor this write adds, or "".
-func (t *Tracker) foreignLifecycle(snapshot []string, add string, got []string) string {
+func (t *Tracker) foreignLifecycle(snapshot, add, got []string) string {
 	for _, l := range got {
-		if !platforms.SameLabel(Platform, l, add) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, snapshot, l) {
+		if !platforms.ContainsLabel(Platform, add, l) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, snapshot, l) {
 			return l
 		}
 	}

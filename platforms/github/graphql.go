@@ -147,11 +147,7 @@ func viaREST(ctx context.Context) bool { return ctx.Value(restOnlyKey{}) != nil 
 
 // relabelREST is the REST Relabel of the GraphQL path's fallback.
 func (t *Tracker) relabelREST(ctx context.Context, tk *platforms.Ticket, remove, add []string) (*platforms.Ticket, error) {
-	one := ""
-	if len(add) > 0 {
-		one = add[0]
-	}
-	return t.Relabel(context.WithValue(ctx, restOnlyKey{}, true), tk, remove, one)
+	return t.Relabel(context.WithValue(ctx, restOnlyKey{}, true), tk, remove, add...)
 }
 
 // relabelGraphQL is Relabel through GraphQL (see the file comment); its
@@ -186,7 +182,7 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 	if err != nil {
 		return nil, fmt.Errorf("github: relabel %s: %w", tk.Ref.ID, err)
 	}
-	if l := t.foreignOf(tk.Labels, adds, afterAdd); l != "" && len(removes) > 0 {
+	if l := t.foreignLifecycle(tk.Labels, adds, afterAdd); l != "" && len(removes) > 0 {
 		// Another writer's lifecycle label was there before the removal
 		// ran: REST would have taken its add back and removed nothing, so
 		// undo both, restoring only the removed labels that were still
@@ -205,7 +201,7 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 		}
 		return nil, t.raced(tk, l, labels)
 	}
-	if l := t.foreignOf(tk.Labels, adds, labels); l != "" {
+	if l := t.foreignLifecycle(tk.Labels, adds, labels); l != "" {
 		if len(removes) == 0 {
 			// Only an add ran: take it back, as REST does.
 			if _, _, err := t.graphqlRelabel(ctx, n, nil, adds); err != nil {
@@ -218,17 +214,6 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 	out.Labels = labels
 	t.log.Debug("relabelled through graphql", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", removes), zap.Strings("add", adds))
 	return &out, nil
-}
-
-// foreignOf returns a lifecycle label of got that neither the snapshot had
-// nor this write adds, or "".
-func (t *Tracker) foreignOf(snapshot, adds, got []string) string {
-	for _, l := range got {
-		if platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, adds, l) && !platforms.ContainsLabel(Platform, snapshot, l) {
-			return l
-		}
-	}
-	return ""
 }
 
 // graphqlRelabel adds adds then removes removes on issue n in one request

@@ -160,22 +160,22 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 }
 
 // Relabel removes remove and adds add in one PUT that names only those
-// labels, then checks GitLab's answer (the issue as written). The returned
-// ticket lists the labels in the snapshot's order, the added one last, then
-// any label another writer added.
-func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
+// labels (add_labels and remove_labels, each a comma-separated list: "Edit
+// an issue", docs.gitlab.com/api/issues/#edit-an-issue), then checks
+// GitLab's answer (the issue as written). The returned ticket lists the
+// labels in the snapshot's order, the added ones last, then any label
+// another writer added.
+func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add ...string) (*platforms.Ticket, error) {
 	n, err := t.iid(tk.Ref)
 	if err != nil {
 		return nil, err
 	}
-	var rm, ad []string
-	for _, l := range remove {
-		if l != "" && !platforms.SameLabel(Platform, l, add) && !platforms.ContainsLabel(Platform, rm, l) {
+	ad := platforms.LabelSet(Platform, add)
+	var rm []string
+	for _, l := range platforms.LabelSet(Platform, remove) {
+		if !platforms.ContainsLabel(Platform, ad, l) {
 			rm = append(rm, l)
 		}
-	}
-	if add != "" {
-		ad = []string{add}
 	}
 	if len(ad) == 0 && len(rm) == 0 {
 		// GitLab refuses an edit with no attribute (400); nothing to write.
@@ -187,13 +187,13 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	out := t.ticket(is)
 	out.Labels = orderLike(tk.Labels, is.Labels)
-	if why := t.conflict(tk.Labels, rm, add, is.Labels); why != "" {
+	if why := t.conflict(tk.Labels, rm, ad, is.Labels); why != "" {
 		t.log.Info("relabel raced another writer", zap.String("ticket", tk.Ref.ID), zap.String("reason", why),
 			zap.Strings("labels", is.Labels))
 		return nil, fmt.Errorf("gitlab: relabel %s: %s (last write wins on GitLab): %w",
 			tk.Ref.ID, why, platforms.ErrPreconditionFailed)
 	}
-	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.String("add", add))
+	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.Strings("add", ad))
 	return out, nil
 }
 
@@ -201,20 +201,22 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 // snapshot would produce, or returns "". Foreign edits of labels outside the
 // lifecycle, added or removed, are tolerated: they do not change the
 // ticket's state, and the write has kept them.
-func (t *Tracker) conflict(snapshot, remove []string, add string, got []string) string {
+func (t *Tracker) conflict(snapshot, remove, add, got []string) string {
 	for _, l := range snapshot {
-		if !platforms.SameLabel(Platform, l, add) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, remove, l) && !platforms.ContainsLabel(Platform, got, l) {
+		if !platforms.ContainsLabel(Platform, add, l) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, remove, l) && !platforms.ContainsLabel(Platform, got, l) {
 			return fmt.Sprintf("label %q was removed by another writer", l)
 		}
 	}
-	if add != "" && !platforms.ContainsLabel(Platform, got, add) {
-		return fmt.Sprintf("label %q is missing after the write", add)
+	for _, l := range add {
+		if !platforms.ContainsLabel(Platform, got, l) {
+			return fmt.Sprintf("label %q is missing after the write", l)
+		}
 	}
 	for _, l := range got {
 		if platforms.ContainsLabel(Platform, remove, l) {
 			return fmt.Sprintf("label %q is present after the write removed it", l)
 		}
-		if !platforms.SameLabel(Platform, l, add) && !platforms.ContainsLabel(Platform, snapshot, l) && platforms.HasLabelPrefix(Platform, l, t.prefix) {
+		if !platforms.ContainsLabel(Platform, add, l) && !platforms.ContainsLabel(Platform, snapshot, l) && platforms.HasLabelPrefix(Platform, l, t.prefix) {
 			return fmt.Sprintf("lifecycle label %q appeared from another writer", l)
 		}
 	}

@@ -287,22 +287,23 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 // the labels the write named.
 // Docs: PUT /rest/api/3/issue/{issueIdOrKey} with "update": {"labels":
 // [{"remove": …}, {"add": …}]}, 204 No Content.
-func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add string) (*platforms.Ticket, error) {
+func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add ...string) (*platforms.Ticket, error) {
 	key, err := t.issueKey(tk.Ref)
 	if err != nil {
 		return nil, err
 	}
-	if strings.ContainsFunc(add, unicode.IsSpace) {
-		return nil, fmt.Errorf("jira: relabel %s: label %q contains spaces, which Jira labels cannot", key, add)
-	}
+	add = platforms.LabelSet(Platform, add)
 	var ops []map[string]string
-	for _, l := range remove {
-		if l != add && l != "" {
+	for _, l := range platforms.LabelSet(Platform, remove) {
+		if !platforms.ContainsLabel(Platform, add, l) {
 			ops = append(ops, map[string]string{"remove": l})
 		}
 	}
-	if add != "" {
-		ops = append(ops, map[string]string{"add": add})
+	for _, a := range add {
+		if strings.ContainsFunc(a, unicode.IsSpace) {
+			return nil, fmt.Errorf("jira: relabel %s: label %q contains spaces, which Jira labels cannot", key, a)
+		}
+		ops = append(ops, map[string]string{"add": a})
 	}
 	out := *tk
 	out.Labels = applyLabels(tk.Labels, remove, add)
@@ -327,7 +328,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	if err != nil {
 		return nil, fmt.Errorf("jira: relabel %s: %w", key, t.explainRefusal(ctx, key, err))
 	}
-	t.log.Debug("relabelled", zap.String("ticket", key), zap.Strings("remove", remove), zap.String("add", add))
+	t.log.Debug("relabelled", zap.String("ticket", key), zap.Strings("remove", remove), zap.Strings("add", add))
 	return &out, nil
 }
 
@@ -576,14 +577,16 @@ func issueTicket(site string, is *apiIssue) *platforms.Ticket {
 }
 
 // applyLabels is what Jira does to labels with the update Relabel sends:
-// remove each of remove, then add add unless present. Others keep their
-// order.
-func applyLabels(labels, remove []string, add string) []string {
+// remove each of remove, then add each of add unless present. Others keep
+// their order.
+func applyLabels(labels, remove, add []string) []string {
 	out := slices.DeleteFunc(slices.Clone(labels), func(l string) bool {
-		return !platforms.SameLabel(Platform, l, add) && platforms.ContainsLabel(Platform, remove, l)
+		return !platforms.ContainsLabel(Platform, add, l) && platforms.ContainsLabel(Platform, remove, l)
 	})
-	if add != "" && !platforms.ContainsLabel(Platform, out, add) {
-		out = append(out, add)
+	for _, a := range add {
+		if !platforms.ContainsLabel(Platform, out, a) {
+			out = append(out, a)
+		}
 	}
 	if out == nil {
 		out = []string{}

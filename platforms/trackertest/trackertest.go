@@ -65,6 +65,10 @@ type Harness struct {
 	// labels and keep everyone else's (GitHub's per-label endpoints, GitLab's
 	// add_labels/remove_labels, Jira's label operations).
 	ConditionalWrites bool
+	// PerLabelWrites says the platform has no single write for a Relabel:
+	// one call adds every label, then one call per label removes it
+	// (GitHub's issue label endpoints). Elsewhere a Relabel is one write.
+	PerLabelWrites bool
 	// BeforeWrite arms the emulator to call edit once, just before the k-th
 	// (from 0) write the tracker makes to ref from now on, so the suite can
 	// act as a person editing the ticket at that exact moment, between the
@@ -195,6 +199,7 @@ func Run(t *testing.T, h Harness) {
 		{"RelabelStaleVersion", testRelabelStale},
 		{"RelabelRace", testRelabelRace},
 		{"ConcurrentHumanEditor", testConcurrentHumanEditor},
+		{"TwoLabelMove", testTwoLabelMove},
 		{"Comment", testComment},
 		{"EditComment", testEditComment},
 		{"React", testReact},

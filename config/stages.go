@@ -1,0 +1,90 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+)
+
+// Stage is one step of a staged pipeline (pipeline.stages): a ticket runs
+// the stages in order, each after the one before succeeded, with that
+// stage's result ($AGENTSMITH_PREVIOUS_RESULT) and the same work dir and
+// work branch; the tracker shows the stage as a label
+// (<label_prefix>:stage/<name>). Unset fields take the pipeline's.
+type Stage struct {
+	// Name is the stage's name in its label and in logs:
+	// [a-z][a-z0-9-]{0,31}, unique in the project.
+	Name        string        `yaml:"name"`
+	Command     []string      `yaml:"command"`
+	Timeout     time.Duration `yaml:"timeout"`
+	MaxAttempts int           `yaml:"max_attempts"`
+	// Retry, when set, replaces the pipeline's retry rules for the stage
+	// as a whole (exit codes, on_timeout and backoff).
+	Retry *Retry `yaml:"retry"`
+	RunAs string `yaml:"run_as"`
+}
+
+// StageNames are the stages' names in order; nil without stages.
+func (pl *Pipeline) StageNames() []string {
+	if len(pl.Stages) == 0 {
+		return nil
+	}
+	names := make([]string, len(pl.Stages))
+	for i, s := range pl.Stages {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// applyStageDefaults gives each stage the pipeline's value for what it
+// leaves unset. It runs after the pipeline's own defaults.
+func (pl *Pipeline) applyStageDefaults() {
+	for i := range pl.Stages {
+		s := &pl.Stages[i]
+		if len(s.Command) == 0 {
+			s.Command = slices.Clone(pl.Command)
+		}
+		setDefault(&s.Timeout, pl.Timeout)
+		setDefault(&s.MaxAttempts, pl.MaxAttempts)
+		if s.Retry == nil {
+			r := pl.Retry
+			r.ExitCodes = slices.Clone(pl.Retry.ExitCodes)
+			s.Retry = &r
+		} else {
+			s.Retry.Backoff.applyDefaults()
+		}
+		setDefault(&s.RunAs, pl.RunAs)
+	}
+}
+
+// validateStages checks pipeline.stages: names, their uniqueness, and each
+// stage's command, timeout, attempts, retry rules and run_as as the
+// pipeline's are checked.
+func (pl *Pipeline) validateStages(errs *Errors, path string) {
+	seen := map[string]int{}
+	for i := range pl.Stages {
+		s := &pl.Stages[i]
+		sp := fmt.Sprintf("%s.stages[%d]", path, i)
+		switch j, dup := seen[s.Name]; {
+		case s.Name == "":
+			errs.add(sp+".name", "required (a stage's name, such as plan)")
+		case !lifecycle.ValidStageName(s.Name):
+			errs.add(sp+".name", fmt.Sprintf("%q: must be a lower-case letter, then up to 31 lower-case letters, digits or '-' (it is part of the stage's label)", s.Name))
+		case dup:
+			errs.add(sp+".name", fmt.Sprintf("%q is also the name of stages[%d]: stage names are unique", s.Name, j))
+		default:
+			seen[s.Name] = i
+		}
+		if len(s.Command) > 0 && s.Command[0] == "" {
+			errs.add(sp+".command[0]", "must not be empty")
+		}
+		positive(errs, sp+".timeout", s.Timeout)
+		atLeast(errs, sp+".max_attempts", s.MaxAttempts, 1)
+		if s.Retry != nil {
+			s.Retry.validate(errs, sp+".retry")
+		}
+		validateRunAs(errs, sp, Pipeline{RunAs: s.RunAs})
+	}
+}

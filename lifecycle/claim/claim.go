@@ -385,7 +385,7 @@ func (c *Service) inScope(ctx context.Context, p *lifecycle.Project, ref platfor
 // the push the claim has nothing left to guard. A gated project keeps the
 // lock until it forgot the trigger's actor, so its release stays apart.
 func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source string, req lifecycle.PipelineRequest, lock *heldLock) error {
-	var pushed *redis.IntCmd
+	var pushed redis.Cmder
 	_, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		if lock != nil && source != lifecycle.SourceReclaim {
 			_ = runstate.ClearCancel(ctx, pipe, ref, "")

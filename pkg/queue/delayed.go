@@ -63,17 +63,23 @@ func MakeDue(ctx context.Context, rdb redis.Scripter, delayedKey string, payload
 // PromoteDue moves up to limit entries that are due by Redis's clock from
 // the delayed set to the tail of their levels, in one atomic script (an
 // entry is always in exactly one place), oldest due first, and returns how
-// many it moved.
+// many it moved. A due entry naming a pool the queue does not hold stays in
+// the set, due UnknownPoolWait later (Unplaced counts it), and is not
+// counted as moved.
 func (q *Queue) PromoteDue(ctx context.Context, limit int) (int, error) {
 	if q.delayed == "" {
 		return 0, errNoDelayed
 	}
-	args := append([]any{max(limit, 1)}, q.placeArgs...)
-	n, err := promoteScript.Run(ctx, q.rdb, append([]string{q.delayed}, q.placeKeys...), args...).Int()
+	args := append([]any{max(limit, 1), q.parkWait()}, q.placeArgs...)
+	res, err := promoteScript.Run(ctx, q.rdb, append([]string{q.delayed}, q.placeKeys...), args...).Int64Slice()
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("reply %v, want 2 counts", res)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("queue promote %s: %w", q.delayed, err)
 	}
-	return n, nil
+	q.unplaced.Add(uint64(res[1]))
+	return int(res[0]), nil
 }
 
 // DelayedEntries returns the delayed set, earliest due first.

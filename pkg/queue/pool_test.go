@@ -44,8 +44,9 @@ func wantLists(t *testing.T, rdb *redis.Client, want map[string][]string) {
 	}
 }
 
-// Push places an entry in its pool's level; an unknown or absent pool is
-// the default pool's, so no entry is ever lost to a list nobody serves.
+// Push places an entry in its pool's level; an absent pool is the default
+// pool's, and an unknown one waits in the delayed set (never in another
+// pool's list).
 func TestPushPlacesByPool(t *testing.T) {
 	t.Parallel()
 	q, rdb := newPooled(t)
@@ -55,11 +56,14 @@ func TestPushPlacesByPool(t *testing.T) {
 		keys.PoolQueueLevel("gpu", 1): {pooled("a", "gpu", 1)},
 		keys.PoolQueue("gpu"):         {pooled("b", "gpu", 5), pooled("c", "gpu", 7)},
 		keys.QueueLevel(1):            {pooled("d", "default", 1)},
-		keys.QueueLevel(10):           {pooled("e", "nope", 10)},
+		keys.QueueLevel(10):           nil,
 		keys.Queue():                  {`{"id":"f"}`},
 	})
-	if n, err := q.Len(t.Context()); err != nil || n != 6 {
-		t.Errorf("Len = %d, %v; want 6 across every pool", n, err)
+	if n, err := q.Len(t.Context()); err != nil || n != 5 {
+		t.Errorf("Len = %d, %v; want 5 across every pool", n, err)
+	}
+	if d, _ := rdb.ZRange(t.Context(), keys.Delayed(), 0, -1).Result(); !slices.Equal(d, []string{pooled("e", "nope", 10)}) || q.Unplaced() != 1 {
+		t.Errorf("delayed = %q, Unplaced = %d; want the unknown pool's entry, 1", d, q.Unplaced())
 	}
 	if got := q.Pools(); !slices.Equal(got, []string{"default", "gpu"}) {
 		t.Errorf("Pools = %q", got)
@@ -152,4 +156,56 @@ func TestRepairsKeepThePool(t *testing.T) {
 	if per["gpu"] != 2 || per["default"] != 1 {
 		t.Fatalf("Count per pool = %v", per)
 	}
+}
+
+// A replica whose config lacks pool gpu (rolling deploy) promotes and
+// requeues a gpu request: it stays in the delayed set, due
+// UnknownPoolWait later, never in the default pool's list, and a replica
+// that holds gpu promotes it into gpu's list.
+func TestUnknownPoolStaysDelayed(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	withGPU, rdb := newPooled(t)
+	without := queue.NewWith(rdb, keys.Queue(), queue.Options{DefaultPriority: 5, DelayedKey: keys.Delayed(), DefaultPool: "default"})
+	retry, taken := pooled("r", "gpu", 5), pooled("t", "gpu", 5)
+	if err := withGPU.Delay(ctx, []byte(retry), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.RPush(ctx, keys.Processing("dead"), taken).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := without.PromoteDue(ctx, 10); err != nil || n != 0 {
+		t.Errorf("PromoteDue without gpu = %d, %v; want 0", n, err)
+	}
+	if n, err := without.Requeue(ctx, keys.Processing("dead")); err != nil || n != 1 {
+		t.Errorf("Requeue without gpu = %d, %v; want 1", n, err)
+	}
+	if got := without.Serving("default").Unplaced(); got != 2 {
+		t.Errorf("Unplaced = %d, want 2", got)
+	}
+	wantLists(t, rdb, map[string][]string{keys.Queue(): nil, keys.Processing("dead"): nil, keys.PoolQueue("gpu"): nil})
+	d, err := without.DelayedEntries(ctx)
+	if err != nil || len(d) != 2 {
+		t.Fatalf("delayed = %v, %v; want both gpu entries", d, err)
+	}
+	for _, e := range d {
+		if wait := e.Due.Sub(before); wait < queue.UnknownPoolWait || wait > queue.UnknownPoolWait+time.Minute {
+			t.Errorf("%s due %v after Redis's now, want about %v", e.Payload, wait, queue.UnknownPoolWait)
+		}
+	}
+	if n, err := without.MakeDue(ctx, [][]byte{[]byte(retry), []byte(taken)}); err != nil || n != 2 {
+		t.Fatalf("MakeDue = %d, %v", n, err)
+	}
+	if n, err := withGPU.PromoteDue(ctx, 10); err != nil || n != 2 {
+		t.Fatalf("PromoteDue with gpu = %d, %v; want 2", n, err)
+	}
+	got, _ := rdb.LRange(ctx, keys.PoolQueue("gpu"), 0, -1).Result()
+	if slices.Sort(got); !slices.Equal(got, []string{retry, taken}) {
+		t.Errorf("gpu list = %q, want both entries", got)
+	}
+	wantLists(t, rdb, map[string][]string{keys.Queue(): nil})
 }

@@ -16,11 +16,16 @@
 //
 // The queue knows nothing of what the payloads mean, with two exceptions:
 // a payload that is a JSON object with a string "pool" field belongs to
-// that pool (a pool the queue does not hold, or none, means the default
-// pool), and one with a numeric "priority" field to that level of its pool
-// (a priority with no level, or none, means the default level). Push,
-// Requeue and PromoteDue all place entries by that rule, so an entry keeps
-// its pool and level across a crash or a delay. Payloads are compared byte
+// that pool (none, or "", means the default pool), and one with a numeric
+// "priority" field to that level of its pool (a priority with no level, or
+// none, means the default level). Push, Requeue and PromoteDue all place
+// entries by that rule, so an entry keeps its pool and level across a
+// crash or a delay. An entry naming a pool the queue does not hold (a
+// replica whose config lacks the pool, as during a rolling deploy) is never
+// placed in another pool's list, since only the named pool's replicas may
+// run it: it goes to the delayed set instead, due UnknownPoolWait later,
+// for a queue that holds the pool to promote (Unplaced counts them). Only
+// a queue without a delayed set places it in the default pool. Payloads are compared byte
 // for byte by Ack, so each should be unique (carry a request id).
 //
 // Every key of one queue is touched by multi-key Lua scripts: on Redis
@@ -59,47 +64,69 @@ const levelSlice = 100 * time.Millisecond
 // takes while a higher one is flooded.
 const DefaultLowerEvery = 10
 
+// UnknownPoolWait is how long an entry naming a pool the queue does not
+// hold waits in the delayed set before a queue tries to place it again:
+// short, so a replica that holds the pool promotes it soon, and long enough
+// that replicas without the pool do not spin on it.
+const UnknownPoolWait = 5 * time.Second
+
 // destination is the Lua shared by the scripts that place entries: it maps
 // a payload to its pool's level's list by its JSON "pool" and "priority"
-// fields.
+// fields, or to false when the payload names a pool the queue does not
+// hold and park is true (the script then puts it in the delayed set).
 //
-//	KEYS[2] the default pool's default level; KEYS[3..] the other lists
+//	KEYS[kbase+1] the default pool's default level; KEYS[kbase+2..] the other lists
 //	ARGV[base+1] the default priority; ARGV[base+2] the default pool
-//	ARGV[base+2i+1], ARGV[base+2i+2] the pool and priority of KEYS[2+i]
+//	ARGV[base+2i+1], ARGV[base+2i+2] the pool and priority of KEYS[kbase+1+i]
 const destination = `
 local dprio, dpool = tonumber(ARGV[base + 1]), ARGV[base + 2]
-local levels = {[dpool] = {[dprio] = KEYS[2]}}
-for i = 3, #KEYS do
-  local pool = ARGV[base + 2 * (i - 2) + 1]
+local levels = {[dpool] = {[dprio] = KEYS[kbase + 1]}}
+for i = kbase + 2, #KEYS do
+  local pool = ARGV[base + 2 * (i - kbase - 1) + 1]
   levels[pool] = levels[pool] or {}
-  levels[pool][tonumber(ARGV[base + 2 * (i - 2) + 2])] = KEYS[i]
+  levels[pool][tonumber(ARGV[base + 2 * (i - kbase - 1) + 2])] = KEYS[i]
 end
 local function destination(v)
   local ok, d = pcall(cjson.decode, v)
-  if not ok or type(d) ~= 'table' then return KEYS[2] end
+  if not ok or type(d) ~= 'table' then return KEYS[kbase + 1] end
   local pool = levels[dpool]
-  if type(d['pool']) == 'string' and levels[d['pool']] then pool = levels[d['pool']] end
+  local name = d['pool']
+  if type(name) == 'string' and name ~= '' then
+    if levels[name] then pool = levels[name] elseif park then return false end
+  end
   if type(d['priority']) == 'number' and pool[d['priority']] then return pool[d['priority']] end
-  return pool[dprio] or KEYS[2]
+  return pool[dprio] or KEYS[kbase + 1]
 end
 `
 
 // requeueScript moves every entry of a processing list back to the head of
-// its level, keeping their order: the oldest taken entry ends up first.
+// its level, keeping their order: the oldest taken entry ends up first. An
+// entry of a pool the queue does not hold goes to the delayed set, due
+// ARGV[1] ms after Redis's now.
 //
-//	KEYS[1] the processing list
-//	KEYS[2..], ARGV: as destination's
+//	KEYS[1] the processing list; KEYS[2] the delayed set
+//	KEYS[3..], ARGV[2..]: as destination's
+//	ARGV[1] the wait in ms, or -1 when the queue has no delayed set (KEYS[2]
+//	is then KEYS[1] again, unused)
 //
-// Returns the number of entries moved.
-var requeueScript = redis.NewScript(`local base = 0` + destination + `
-local n = 0
+// Returns {entries moved to a list, entries moved to the delayed set}.
+var requeueScript = redis.NewScript(`local base, kbase = 1, 2
+local park = tonumber(ARGV[1]) >= 0` + redisNow + destination + `
+local n, parked = 0, 0
 while true do
   local v = redis.call('LINDEX', KEYS[1], -1)
   if not v then break end
-  redis.call('LMOVE', KEYS[1], destination(v), 'RIGHT', 'LEFT')
-  n = n + 1
+  local dst = destination(v)
+  if dst then
+    redis.call('LMOVE', KEYS[1], dst, 'RIGHT', 'LEFT')
+    n = n + 1
+  else
+    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), v)
+    redis.call('RPOP', KEYS[1])
+    parked = parked + 1
+  end
 end
-return n
+return {n, parked}
 `)
 
 // redisNow is the Lua prelude that reads the server's clock as unix ms
@@ -116,10 +143,14 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 //
 //	KEYS[1] the delayed set
 //	ARGV[1] the wait in ms; ARGV[2] the entry
-var delayScript = redis.NewScript(redisNow + `
+//
+// Returns Redis's now.
+const delaySrc = redisNow + `
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
 return now
-`)
+`
+
+var delayScript = redis.NewScript(delaySrc)
 
 // makeDueScript makes entries of the delayed set due at Redis's now: ZADD
 // XX LT only ever moves a due time earlier and never adds back an entry
@@ -138,20 +169,29 @@ return n
 `)
 
 // promoteScript moves entries of the delayed set that are due by Redis's
-// clock to the tail of their level, oldest due first.
+// clock to the tail of their level, oldest due first. An entry of a pool
+// the queue does not hold stays in the set, due ARGV[2] ms after now.
 //
 //	KEYS[1] the delayed set (score: due time in unix ms, Redis's clock)
-//	KEYS[2..], ARGV[2..]: as destination's
-//	ARGV[1] at most this many entries
+//	KEYS[2..], ARGV[3..]: as destination's
+//	ARGV[1] at most this many entries; ARGV[2] the wait in ms
 //
-// Returns the number of entries moved.
-var promoteScript = redis.NewScript(`local base = 1` + redisNow + destination + `
+// Returns {entries moved to a list, entries left in the set}.
+var promoteScript = redis.NewScript(`local base, kbase, park = 2, 1, true` + redisNow + destination + `
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local n, parked = 0, 0
 for _, v in ipairs(due) do
-  redis.call('RPUSH', destination(v), v)
-  redis.call('ZREM', KEYS[1], v)
+  local dst = destination(v)
+  if dst then
+    redis.call('RPUSH', dst, v)
+    redis.call('ZREM', KEYS[1], v)
+    n = n + 1
+  else
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), v)
+    parked = parked + 1
+  end
 end
-return #due
+return {n, parked}
 `)
 
 // takeFirstScript moves the head of the first non-empty list to the
@@ -222,6 +262,9 @@ type Queue struct {
 	defPool    string
 	placeKeys  []string // default key, then the other lists' keys
 	placeArgs  []any    // default priority and pool, then the pool and priority of each other list
+	// unplaced counts entries put (back) in the delayed set because they
+	// name a pool the queue does not hold; shared with Serving handles.
+	unplaced *atomic.Uint64
 }
 
 // New returns the single-level queue stored at key (keys.Queue()).
@@ -232,7 +275,7 @@ func New(rdb redis.UniversalClient, key string) *Queue {
 // NewWith returns the queue whose default level is stored at key.
 func NewWith(rdb redis.UniversalClient, key string, o Options) *Queue {
 	q := &Queue{rdb: rdb, key: key, delayed: o.DelayedKey, lowerEvery: DefaultLowerEvery,
-		defPrio: o.DefaultPriority, defPool: o.DefaultPool}
+		defPrio: o.DefaultPriority, defPool: o.DefaultPool, unplaced: new(atomic.Uint64)}
 	if o.LowerEvery > 0 {
 		q.lowerEvery = uint64(o.LowerEvery)
 	}
@@ -273,7 +316,7 @@ func NewWith(rdb redis.UniversalClient, key string, o Options) *Queue {
 // pool into that pool's lists. The handle has its own take counter.
 func (q *Queue) Serving(pools ...string) *Queue {
 	s := &Queue{rdb: q.rdb, key: q.key, levels: q.levels, delayed: q.delayed, lowerEvery: q.lowerEvery,
-		defPrio: q.defPrio, defPool: q.defPool, placeKeys: q.placeKeys, placeArgs: q.placeArgs}
+		defPrio: q.defPrio, defPool: q.defPool, placeKeys: q.placeKeys, placeArgs: q.placeArgs, unplaced: q.unplaced}
 	for _, l := range q.levels {
 		if slices.Contains(pools, l.Pool) {
 			s.take = append(s.take, l)
@@ -312,9 +355,27 @@ func listKeys(ls []Level) []string {
 // DelayedKey is the delayed set's key ("" when the queue has none).
 func (q *Queue) DelayedKey() string { return q.delayed }
 
-// levelKey is the list an entry belongs to, by destination's rule.
+// Unplaced is how many entries Push, Requeue and PromoteDue of this queue
+// (and its Serving handles) have put in, or left in, the delayed set
+// because they name a pool the queue does not hold. Such an entry waits
+// for a replica whose config holds its pool; a count that keeps growing
+// means no replica does, or this replica's config is behind.
+func (q *Queue) Unplaced() uint64 { return q.unplaced.Load() }
+
+// parkWait is the wait, in ms, of an entry of a pool the queue does not
+// hold, or -1 when the queue has no delayed set to park it in.
+func (q *Queue) parkWait() int64 {
+	if q.delayed == "" {
+		return -1
+	}
+	return UnknownPoolWait.Milliseconds()
+}
+
+// levelKey is the list an entry belongs to, by destination's rule, or ""
+// when it names a pool the queue does not hold and the queue has a delayed
+// set to park it in.
 func (q *Queue) levelKey(payload []byte) string {
-	if len(q.levels) == 1 {
+	if len(q.levels) == 1 && q.delayed == "" {
 		return q.key
 	}
 	var p struct {
@@ -325,8 +386,13 @@ func (q *Queue) levelKey(payload []byte) string {
 		return q.key
 	}
 	pool := q.defPool
-	if p.Pool != nil && slices.ContainsFunc(q.levels, func(l Level) bool { return l.Pool == *p.Pool }) {
-		pool = *p.Pool
+	if p.Pool != nil && *p.Pool != "" {
+		switch {
+		case slices.ContainsFunc(q.levels, func(l Level) bool { return l.Pool == *p.Pool }):
+			pool = *p.Pool
+		case q.delayed != "":
+			return ""
+		}
 	}
 	prio := q.defPrio
 	if p.Priority != nil && slices.ContainsFunc(q.levels, func(l Level) bool { return l.Pool == pool && l.Priority == *p.Priority }) {
@@ -340,10 +406,15 @@ func (q *Queue) levelKey(payload []byte) string {
 	return q.key
 }
 
-// Push appends payload to the tail of its level.
+// Push appends payload to the tail of its level (or, naming a pool the
+// queue does not hold, puts it in the delayed set: see the package doc).
 func (q *Queue) Push(ctx context.Context, payload []byte) error {
 	if err := q.PushOn(ctx, q.rdb, payload).Err(); err != nil {
-		return fmt.Errorf("queue push %s: %w", q.levelKey(payload), err)
+		key := q.levelKey(payload)
+		if key == "" {
+			key = q.delayed
+		}
+		return fmt.Errorf("queue push %s: %w", key, err)
 	}
 	return nil
 }
@@ -352,8 +423,15 @@ func (q *Queue) Push(ctx context.Context, payload []byte) error {
 // queue's client, so a caller can send the push in a round trip it makes
 // anyway (the claim sends it with its lock release). The result is known
 // once c is executed.
-func (q *Queue) PushOn(ctx context.Context, c redis.Cmdable, payload []byte) *redis.IntCmd {
-	return c.RPush(ctx, q.levelKey(payload), payload)
+func (q *Queue) PushOn(ctx context.Context, c redis.Cmdable, payload []byte) redis.Cmder {
+	key := q.levelKey(payload)
+	if key != "" {
+		return c.RPush(ctx, key, payload)
+	}
+	q.unplaced.Add(1)
+	// EVAL, not EVALSHA: in a pipeline a NOSCRIPT reply comes too late to
+	// retry.
+	return c.Eval(ctx, delaySrc, []string{q.delayed}, q.parkWait(), payload)
 }
 
 // Take atomically moves the head of the queue to the tail of processingKey
@@ -497,15 +575,26 @@ func (q *Queue) Ack(ctx context.Context, processingKey string, payload []byte) e
 }
 
 // Requeue moves every entry of processingKey back to the head of its level
-// in one atomic step, preserving their order, and returns how many it moved.
+// in one atomic step, preserving their order, and returns how many it moved
+// (an entry of a pool the queue does not hold goes to the delayed set, and
+// counts: it left processingKey).
 // It is how a restarted consumer, or the repair of a dead one, gets taken
 // but unacknowledged entries processed again.
 func (q *Queue) Requeue(ctx context.Context, processingKey string) (int, error) {
-	n, err := requeueScript.Run(ctx, q.rdb, append([]string{processingKey}, q.placeKeys...), q.placeArgs...).Int()
+	parkKey := q.delayed
+	if parkKey == "" {
+		parkKey = processingKey
+	}
+	ks := append([]string{processingKey, parkKey}, q.placeKeys...)
+	res, err := requeueScript.Run(ctx, q.rdb, ks, append([]any{q.parkWait()}, q.placeArgs...)...).Int64Slice()
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("reply %v, want 2 counts", res)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("queue requeue %s: %w", processingKey, err)
 	}
-	return n, nil
+	q.unplaced.Add(uint64(res[1]))
+	return int(res[0] + res[1]), nil
 }
 
 // Len is the number of entries waiting on every level (not those taken or

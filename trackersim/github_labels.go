@@ -160,8 +160,7 @@ func (s *Sim) ghCreateLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		return
 	}
 	if exists {
-		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
-			Errors: []ghFieldError{{Resource: "Label", Field: "name", Code: "already_exists"}}})
+		writeLabelExists(w, c)
 		return
 	}
 	out := s.ghLabel(c.base, c.repo, l)
@@ -206,11 +205,16 @@ func (s *Sim) ghUpdateLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		return
 	}
 	if exists {
-		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
-			Errors: []ghFieldError{{Resource: "Label", Field: "name", Code: "already_exists"}}})
+		writeLabelExists(w, c)
 		return
 	}
 	writeJSON(w, http.StatusOK, s.ghLabel(c.base, c.repo, l))
+}
+
+// writeLabelExists is GitHub's 422 for a label name already taken.
+func writeLabelExists(w http.ResponseWriter, c *ghCall) {
+	writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
+		Errors: []ghFieldError{{Resource: "Label", Field: "name", Code: "already_exists"}}})
 }
 
 // parseLabelList reads a JSON array of label names or {"name": …} objects.

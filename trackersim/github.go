@@ -46,6 +46,7 @@ func (s *Sim) githubRoutes(mux *http.ServeMux) {
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/labels", docsLabels+"#list-labels-for-a-repository", false, s.ghListRepoLabels)
 	s.ghRoute(mux, "POST", "/repos/{owner}/{repo}/labels", docsLabels+"#create-a-label", false, s.ghCreateLabel)
 	s.ghRoute(mux, "GET", "/repos/{owner}/{repo}/labels/{name}", docsLabels+"#get-a-label", false, s.ghGetLabel)
+	s.ghRoute(mux, "PATCH", "/repos/{owner}/{repo}/labels/{name}", docsLabels+"#update-a-label", false, s.ghUpdateLabel)
 	// GET /rate_limit does not count against the limit
 	// (https://docs.github.com/rest/rate-limit/rate-limit#get-rate-limit-status-for-the-authenticated-user).
 	s.ghRoute(mux, "GET", "/rate_limit", "https://docs.github.com/rest/rate-limit/rate-limit", true, s.ghRateLimit)

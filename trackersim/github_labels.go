@@ -160,13 +160,61 @@ func (s *Sim) ghCreateLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		return
 	}
 	if exists {
-		writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
-			Errors: []ghFieldError{{Resource: "Label", Field: "name", Code: "already_exists"}}})
+		writeLabelExists(w, c)
 		return
 	}
 	out := s.ghLabel(c.base, c.repo, l)
 	w.Header().Set("Location", out.URL)
 	writeJSON(w, http.StatusCreated, out)
+}
+
+// ghUpdateLabel is "Update a label"; only the rename is applied, and the
+// label keeps its id and node_id (store.renameLabel). The new name is
+// new_name, or name as REST v3 documented it and go-github's EditLabel
+// still sends it (a *Label body).
+func (s *Sim) ghUpdateLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
+	var req struct {
+		NewName string `json:"new_name"`
+		Name    string `json:"name"`
+	}
+	if !decodeJSON(w, r, c, &req) {
+		return
+	}
+	if req.NewName == "" {
+		req.NewName = req.Name
+	}
+	name := r.PathValue("name")
+	if req.NewName == "" || req.NewName == name {
+		ls, err := s.store.repoLabels(c.repo)
+		if err != nil {
+			s.writeStoreError(w, c, err)
+			return
+		}
+		for _, l := range ls {
+			if l.name == name {
+				writeJSON(w, http.StatusOK, s.ghLabel(c.base, c.repo, l))
+				return
+			}
+		}
+		writeGHError(w, http.StatusNotFound, "Not Found", c.doc)
+		return
+	}
+	l, exists, err := s.store.renameLabel(c.repo, name, req.NewName)
+	if err != nil {
+		s.writeStoreError(w, c, err)
+		return
+	}
+	if exists {
+		writeLabelExists(w, c)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.ghLabel(c.base, c.repo, l))
+}
+
+// writeLabelExists is GitHub's 422 for a label name already taken.
+func writeLabelExists(w http.ResponseWriter, c *ghCall) {
+	writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
+		Errors: []ghFieldError{{Resource: "Label", Field: "name", Code: "already_exists"}}})
 }
 
 // parseLabelList reads a JSON array of label names or {"name": …} objects.

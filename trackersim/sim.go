@@ -257,6 +257,17 @@ func (s *Sim) CreateLabel(repo, name string) error {
 	return err
 }
 
+// RenameLabel renames a repository label, as a person does on the
+// repository's label page: it keeps its id and node id, and every issue
+// that had it has it under the new name.
+func (s *Sim) RenameLabel(repo, oldName, newName string) error {
+	_, exists, err := s.store.renameLabel(repo, oldName, newName)
+	if err == nil && exists {
+		err = fmt.Errorf("label %s: already exists", newName)
+	}
+	return err
+}
+
 // CreateRepo makes an empty repository, so the API answers for it (an empty
 // list rather than 404) before its first issue.
 func (s *Sim) CreateRepo(repo string) {

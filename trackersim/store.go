@@ -726,3 +726,38 @@ func (st *store) labelByID(repoName string, id int64) (label, bool) {
 	}
 	return label{}, false
 }
+
+// renameLabel renames a repository label in place, keeping its id, and
+// with it every issue's use of it: GitHub's "Update a label" with new_name
+// answers the same label, id and node_id unchanged, under the new name
+// (https://docs.github.com/en/rest/issues/labels#update-a-label). exists
+// reports newName taken, in any case, by another label (422
+// already_exists, as on create).
+func (st *store) renameLabel(repoName, oldName, newName string) (l label, exists bool, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.repos[repoName]
+	if !ok {
+		return label{}, false, fmt.Errorf("repository %s: %w", repoName, ErrNotFound)
+	}
+	old, ok := r.labels[oldName]
+	if !ok {
+		return label{}, false, fmt.Errorf("label %s: %w", oldName, ErrNotFound)
+	}
+	for have := range r.labels {
+		if have != oldName && strings.EqualFold(have, newName) {
+			return *r.labels[have], true, nil
+		}
+	}
+	delete(r.labels, oldName)
+	old.name = newName
+	r.labels[newName] = old
+	for _, is := range r.issues {
+		for i, n := range is.labels {
+			if n == oldName {
+				is.labels[i] = newName
+			}
+		}
+	}
+	return *old, false, nil
+}

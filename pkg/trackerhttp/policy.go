@@ -1,6 +1,7 @@
 package trackerhttp
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -218,9 +219,11 @@ var GitHubSecondary = []Secondary{
 // paced request takes to reach GitHub.
 const githubPaceMargin = time.Second
 
-// githubContentCost is 1 for a request that may create content: any
-// write but minting an App installation token, which has a limit of its
-// own.
+// githubContentCost is what a request may create, in content units: 0 for
+// a read and for minting an App installation token, which has a limit of
+// its own; a GraphQL request's mutation count when its context carries one
+// (WithMutations), since GitHub may count each mutation as one creation;
+// else 1.
 func githubContentCost(req *http.Request) int {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -229,7 +232,18 @@ func githubContentCost(req *http.Request) int {
 	if strings.Contains(req.URL.Path, "/app/installations/") {
 		return 0
 	}
+	if n, ok := req.Context().Value(mutationsKey{}).(int); ok && n > 1 {
+		return n
+	}
 	return 1
+}
+
+type mutationsKey struct{}
+
+// WithMutations marks ctx's requests as GraphQL documents carrying n
+// mutations, for the content creation limit's pacing.
+func WithMutations(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, mutationsKey{}, n)
 }
 
 // githubPointsCost is a write's secondary points, 0 for a read (not

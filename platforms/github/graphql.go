@@ -125,7 +125,23 @@ func (c *nodeIDs) setLabel(name, id string) {
 	c.labels = append(c.labels, labelNode{name, id})
 }
 
-// forgetLabels drops every label id, after GitHub refused one.
+// others returns the names other than name cached with id: after an answer
+// showed a label under a new name, the name it was renamed from and the new
+// one share its id.
+func (c *nodeIDs) others(id, name string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, l := range c.labels {
+		if l.id == id && !platforms.SameLabel(Platform, l.name, name) {
+			out = append(out, l.name)
+		}
+	}
+	return out
+}
+
+// forgetLabels drops every label id, after GitHub refused one or an id
+// named a label since renamed.
 func (c *nodeIDs) forgetLabels() {
 	c.mu.Lock()
 	c.labels = nil
@@ -182,6 +198,11 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 	if err != nil {
 		return nil, fmt.Errorf("github: relabel %s: %w", tk.Ref.ID, err)
 	}
+	if renamed := t.renamedAdds(ctx, tk, n, adds, afterAdd, labels); len(renamed) > 0 {
+		t.log.Warn("graphql relabel added a renamed label; writing through REST",
+			zap.String("ticket", tk.Ref.ID), zap.Strings("labels", renamed))
+		return t.relabelREST(ctx, tk, remove, add)
+	}
 	if l := t.foreignLifecycle(tk.Labels, adds, afterAdd); l != "" && len(removes) > 0 {
 		// Another writer's lifecycle label was there before the removal
 		// ran: REST would have taken its add back and removed nothing, so
@@ -214,6 +235,47 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 	out.Labels = labels
 	t.log.Debug("relabelled through graphql", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", removes), zap.Strings("add", adds))
 	return &out, nil
+}
+
+// renamedAdds returns the labels of adds missing from the add's answer
+// (afterAdd, or labels when the answer needed a full read). GitHub keeps a
+// label's node id when it is renamed
+// (https://docs.github.com/en/rest/issues/labels#update-a-label changes
+// name in place), so a cached id can add the label under its new name. It
+// then takes back what the stale ids added that was not on the issue
+// before, and forgets every cached label id; the caller writes the
+// transition through REST, which names labels by name.
+func (t *Tracker) renamedAdds(ctx context.Context, tk *platforms.Ticket, n int, adds, afterAdd, labels []string) []string {
+	got := afterAdd
+	if got == nil {
+		got = labels
+	}
+	var missing, takeBack []string
+	for _, a := range adds {
+		if platforms.ContainsLabel(Platform, got, a) {
+			continue
+		}
+		missing = append(missing, a)
+		if id := t.ids.label(a); id != "" {
+			for _, o := range t.ids.others(id, a) {
+				if platforms.ContainsLabel(Platform, got, o) && !platforms.ContainsLabel(Platform, tk.Labels, o) &&
+					!platforms.ContainsLabel(Platform, takeBack, o) {
+					takeBack = append(takeBack, o)
+				}
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if len(takeBack) > 0 {
+		if _, _, err := t.graphqlRelabel(ctx, n, nil, takeBack); err != nil {
+			t.log.Warn("taking back a renamed label failed",
+				zap.String("ticket", tk.Ref.ID), zap.Strings("labels", takeBack), zap.Error(err))
+		}
+	}
+	t.ids.forgetLabels()
+	return missing
 }
 
 // graphqlRelabel adds adds then removes removes on issue n in one request
@@ -249,7 +311,7 @@ func (t *Tracker) graphqlRelabel(ctx context.Context, n int, adds, removes []str
 		Add    *answer `json:"add"`
 		Remove *answer `json:"remove"`
 	}
-	gerrs, err := t.graphql(ctx, doc, vars, &data)
+	gerrs, err := t.graphql(trackerhttp.WithMutations(ctx, len(body)), doc, vars, &data)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -287,3 +287,53 @@ func TestGraphQLContentLimitIsNoFallback(t *testing.T) {
 		t.Errorf("sent %q, want %q (no REST retry)", sent, want)
 	}
 }
+
+// A lifecycle label renamed after its node id was cached keeps the id
+// (GitHub's "Update a label"), so the id adds the renamed label: the
+// transition notices its label missing from the answer, takes the renamed
+// one back and writes through REST, by name.
+func TestGraphQLRenamedLabelFallsBackToREST(t *testing.T) {
+	w := newGraphQLWorld(t, trackersim.Options{})
+	n := w.sim.CreateIssue("acme/app", "t", "", "agent-smith", "agent-smith:pending")
+	for _, l := range []string{"agent-smith:enqueued", "agent-smith:in-progress", "agent-smith:done"} {
+		if err := w.sim.CreateLabel("acme/app", l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := w.tracker(t)
+	ctx := context.Background()
+	tk, err := tr.Get(ctx, ref("acme/app", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk, err = tr.Relabel(ctx, tk, []string{"agent-smith:pending"}, "agent-smith:in-progress"); err != nil {
+		t.Fatal(err) // learns every lifecycle label's node id
+	}
+	if _, _, err := w.rest.Issues.EditLabel(ctx, "acme", "app", "agent-smith:done", &gh.Label{Name: gh.String("shipped")}); err != nil {
+		t.Fatal(err)
+	}
+	sent := w.count.during(func() {
+		if tk, err = tr.Relabel(ctx, tk, []string{"agent-smith:in-progress"}, "agent-smith:done"); err != nil {
+			t.Fatalf("in-progress → done: %v", err)
+		}
+	})
+	want := []string{"agent-smith", "agent-smith:done"}
+	if got, _ := w.sim.Issue("acme/app", n); !slices.Equal(got.Labels, want) {
+		t.Errorf("labels on the issue %q, want %q (sent %q)", got.Labels, want, sent)
+	}
+	if !slices.Equal(tk.Labels, want) {
+		t.Errorf("returned labels %q, want %q", tk.Labels, want)
+	}
+	// The cached ids were forgotten: the next ticket's transition learns
+	// them again and adds the label by its own id.
+	m := w.sim.CreateIssue("acme/app", "t", "", "agent-smith", "agent-smith:in-progress")
+	if tk, err = tr.Get(ctx, ref("acme/app", m)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = tr.Relabel(ctx, tk, []string{"agent-smith:in-progress"}, "agent-smith:done"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := w.sim.Issue("acme/app", m); !slices.Equal(got.Labels, want) {
+		t.Errorf("next ticket's labels %q, want %q", got.Labels, want)
+	}
+}

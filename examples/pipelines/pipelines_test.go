@@ -11,8 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/examples/pipelines"
+	"github.com/agentsmithd/agentsmithd/internal/readme"
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	_ "github.com/agentsmithd/agentsmithd/platforms/all" // the configs name platforms
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
@@ -551,5 +554,34 @@ func TestOfflinePlanThenImplement(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(work, "PWNED")); err == nil {
 		t.Error("the review ran as shell")
+	}
+}
+
+// Every yaml block of this directory's README is a config agentsmithd
+// loads, the staged one with its three stages; an example that needs a
+// key the daemon does not have yet (the approval gate) is a text block.
+func TestReadmeConfigsLoad(t *testing.T) {
+	md, err := readme.LoadDoc("examples/pipelines/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var staged []string
+	n := 0
+	for _, b := range readme.Blocks(md) {
+		if b.Lang != "yaml" {
+			continue
+		}
+		n++
+		cfg, err := config.Parse([]byte(b.Text), func(string) (string, bool) { return "set-in-the-test", true })
+		if err != nil {
+			t.Errorf("README.md line %d does not load: %v\n%s", b.Line, err, b.Text)
+			continue
+		}
+		if names := cfg.Projects[0].Pipeline.StageNames(); names != nil {
+			staged = names
+		}
+	}
+	if n < 2 || !slices.Equal(staged, []string{"plan", "implement", "test"}) {
+		t.Errorf("%d yaml blocks, stages %q: want the one-stage and the staged example", n, staged)
 	}
 }

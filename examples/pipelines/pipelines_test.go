@@ -253,29 +253,38 @@ func TestAgentPipelineFailures(t *testing.T) {
 	}
 }
 
+// offlineSetup is the offline pipelines' world: a bare repository, a real
+// trackersim whose branches are that repository's (it refuses a pull
+// request whose head the repository lacks) holding the ticket, the
+// pipelines installed as the demo installs them (the path of run.sh), and
+// the environment that points them at both.
+func offlineSetup(t *testing.T) (bare string, s *trackersim.Sim, run string, env []string) {
+	t.Helper()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	bare = remote(t)
+	s = trackersim.New(trackersim.Options{Tokens: []string{"pipeline-token"}, Branches: func(repo, branch string) bool {
+		return repo == "demo/app" && exec.Command("git", "--git-dir", bare, "rev-parse", "-q", "--verify", "refs/heads/"+branch).Run() == nil
+	}})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { srv.Close(); s.Close() })
+	s.CreateIssue("demo/app", "Fix login redirect", hostileBody, "agent-smith")
+	run, err := pipelines.InstallOffline(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bare, s, run, []string{"GIT_REMOTE=" + bare, "GITHUB_API_URL=" + srv.URL + "/github/", "GITHUB_TOKEN=pipeline-token"}
+}
+
 // The offline pipeline, installed as the demo installs it, against a real
 // trackersim whose branches are the bare repository's: it pushes the work
 // branch, opens a pull request the sim records (the sim refuses a head the
 // repository lacks), and writes its html_url to the result file. A second
 // attempt in the same work dir finds the same pull request.
 func TestOfflinePipelineOpensAPullRequestOnTrackersim(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl not installed")
-	}
-	bare := remote(t)
-	s := trackersim.New(trackersim.Options{Tokens: []string{"pipeline-token"}, Branches: func(repo, branch string) bool {
-		return repo == "demo/app" && exec.Command("git", "--git-dir", bare, "rev-parse", "-q", "--verify", "refs/heads/"+branch).Run() == nil
-	}})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { srv.Close(); s.Close() })
-	s.CreateIssue("demo/app", "Fix login redirect", hostileBody, "agent-smith")
-
-	script, err := pipelines.InstallOffline(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bare, s, script, env := offlineSetup(t)
 	work := t.TempDir()
-	env := []string{"GIT_REMOTE=" + bare, "GITHUB_API_URL=" + srv.URL + "/github/", "GITHUB_TOKEN=pipeline-token"}
 	for attempt := 1; attempt <= 2; attempt++ {
 		r := runPipeline(t, script, work, t.TempDir(), env...)
 		if r.err != nil {
@@ -503,23 +512,9 @@ func TestImplementStageBoundsWhatItIsHanded(t *testing.T) {
 // plan in its message, pushes, opens the pull request on a real trackersim
 // and writes its link.
 func TestOfflinePlanThenImplement(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl not installed")
-	}
-	bare := remote(t)
-	s := trackersim.New(trackersim.Options{Tokens: []string{"pipeline-token"}, Branches: func(repo, branch string) bool {
-		return repo == "demo/app" && exec.Command("git", "--git-dir", bare, "rev-parse", "-q", "--verify", "refs/heads/"+branch).Run() == nil
-	}})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { srv.Close(); s.Close() })
-	s.CreateIssue("demo/app", "Fix login redirect", hostileBody, "agent-smith")
-	run, err := pipelines.InstallOffline(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bare, s, run, env := offlineSetup(t)
 	dir := filepath.Dir(run)
 	work := t.TempDir()
-	env := []string{"GIT_REMOTE=" + bare, "GITHUB_API_URL=" + srv.URL + "/github/", "GITHUB_TOKEN=pipeline-token"}
 
 	r := runPipeline(t, filepath.Join(dir, "plan.sh"), work, t.TempDir(), append(env, stageEnv("plan", nil, review)...)...)
 	if r.err != nil {

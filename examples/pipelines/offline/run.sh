@@ -9,10 +9,11 @@
 ticket_read
 workspace_prepare
 
-# As the implement stage (implement.sh) it follows the plan plan.sh wrote;
-# workspace_publish puts the plan in the commit message.
+# As the implement stage (implement.sh) it follows the plan plan.sh wrote
+# and handed over; workspace_publish puts the plan in the commit message
+# (read with jq).
 summary="Changed CHANGELOG.md on $BRANCH and opened a pull request."
-if [ -n "$(previous_plan)" ]; then
+if [ -n "${AGENTSMITH_PREVIOUS_RESULT:-}" ]; then
   echo "following the plan from the previous stage"
   summary="Carried out the plan: $summary"
 fi

@@ -54,7 +54,8 @@ const demoProject = `  - name: %s
 `
 
 // demoProjects: one project per platform, each on its own repository of the
-// sandbox; Jira's is found by polling, the others by signed webhooks.
+// sandbox, and a staged one (plan → implement) on GitHub; Jira's is found
+// by polling, the others by signed webhooks.
 var demoProjects = []struct {
 	name string
 	pc   simcases.Case
@@ -63,6 +64,7 @@ var demoProjects = []struct {
 	tickets []string
 }{
 	{"webshop", simcases.GitHub.WithRepo("demo/webshop"), false, []string{"Fix login redirect loop", "Checkout is flaky on Safari"}},
+	{"storefront", simcases.GitHub.WithRepo(demoStagedRepo), false, []string{"Show stock on the product page"}},
 	{"platform-api", simcases.GitLab.WithRepo("demo/platform/api"), false, []string{"Add rate limiting to /search"}},
 	{"mobile", simcases.AzureDevOps.WithRepo("demoorg/mobile"), false, []string{"Dark mode for settings screen"}},
 	{"ops", simcases.Jira.WithRepo("OPS"), true, []string{"Rotate the staging certificates"}},
@@ -76,8 +78,12 @@ func demoConfig(redisAddr, workDir, simURL, token, secret string, pr demoPR) (*c
 	fmt.Fprintf(&yaml, demoHeader, redisAddr, workDir)
 	for _, p := range demoProjects {
 		pipeline := fmt.Sprintf(`{command: ["sh", "-c", %q], timeout: 30s, max_attempts: 2}`, demoPipeline)
-		if p.pc.Repo == demoPRRepo && pr.script != "" {
+		switch {
+		case pr.script == "":
+		case p.pc.Repo == demoPRRepo:
 			pipeline = pr.pipeline(simURL)
+		case p.pc.Repo == demoStagedRepo:
+			pipeline = pr.stagedPipeline(simURL)
 		}
 		fmt.Fprintf(&yaml, demoProject, p.name, p.pc.Project(simURL, "DEMO_TOKEN", "    "), p.poll, pipeline)
 	}
@@ -187,6 +193,11 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	say("%-8s  %-11s  %-22s  %-12s → %-12s  %s", "time", "platform", "ticket", "from", "to", "writer")
 	labels := lifecycle.Labels{Prefix: cfg.LabelPrefix}
+	var stages []string // every project's, to show a staged ticket's stage
+	for _, p := range cfg.Projects {
+		stages = append(stages, p.Pipeline.StageNames()...)
+	}
+	staged := labels.WithStages(stages)
 	deadline := time.After(*timeout)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -198,7 +209,11 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if from == to && !(from == lifecycle.Pending && len(labels.Lifecycle(w.After)) > 0) {
 				continue
 			}
-			say("%-8s  %-11s  %-22s  %-12s → %-12s  %s", w.At.Format("15:04:05"), platformOf[w.Repo], fmt.Sprintf("%s#%d", w.Repo, w.Number), from, to, w.Writer)
+			stage := ""
+			if st := staged.StageOf(w.After); st != "" {
+				stage = "  (stage " + st + ")"
+			}
+			say("%-8s  %-11s  %-22s  %-12s → %-12s  %s%s", w.At.Format("15:04:05"), platformOf[w.Repo], fmt.Sprintf("%s#%d", w.Repo, w.Number), from, to, w.Writer, stage)
 		}
 		printed = len(writes)
 		settled := 0

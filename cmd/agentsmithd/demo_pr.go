@@ -14,52 +14,65 @@ import (
 // to a local bare git repository and opens the pull request on trackersim.
 const demoPRRepo = "demo/webshop"
 
-// demoPR is the pull-request pipeline's setup: the bare repository it pushes
-// to and the installed script. Zero when git or curl is missing: the demo
-// then runs the plain pipeline on every project and says so.
+// demoStagedRepo is the demo repository of the staged project: the offline
+// pair examples/pipelines/offline/plan.sh and implement.sh as the stages
+// plan and implement, the pull request opened as demoPRRepo's.
+const demoStagedRepo = "demo/storefront"
+
+// demoPR is the pull-request pipelines' setup: the bare repository each
+// repository pushes to and the installed run.sh (plan.sh and implement.sh
+// beside it). Zero when git or curl is missing: the demo then runs the
+// plain pipeline on every project and says so.
 type demoPR struct {
-	bare   string
+	bare   map[string]string // repository → its bare git repository
 	script string
 }
 
-// setupDemoPR makes the bare repository (one commit on main) and installs
-// the offline pipeline under dir.
+// setupDemoPR makes a bare repository (one commit on main) for each of
+// demoPRRepo and demoStagedRepo and installs the offline pipelines under
+// dir.
 func setupDemoPR(dir string) (demoPR, error) {
 	for _, tool := range []string{"git", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return demoPR{}, fmt.Errorf("%s not found: the pull-request pipeline is skipped", tool)
 		}
 	}
-	bare := filepath.Join(dir, "git", demoPRRepo+".git")
-	seed := filepath.Join(dir, "git", "seed")
-	steps := [][]string{
-		{"init", "-q", "--bare", "-b", "main", bare},
-		{"init", "-q", "-b", "main", seed},
-		{"-C", seed, "commit", "-q", "--allow-empty", "-m", "initial"},
-		{"-C", seed, "push", "-q", bare, "HEAD:main"},
-	}
-	for _, args := range steps {
-		cmd := exec.Command("git", args...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=demo", "GIT_AUTHOR_EMAIL=demo@localhost",
-			"GIT_COMMITTER_NAME=demo", "GIT_COMMITTER_EMAIL=demo@localhost")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return demoPR{}, fmt.Errorf("git %v: %v: %s", args, err, out)
+	bares := map[string]string{}
+	for _, repo := range []string{demoPRRepo, demoStagedRepo} {
+		bare := filepath.Join(dir, "git", repo+".git")
+		seed := filepath.Join(dir, "git", "seed", repo)
+		steps := [][]string{
+			{"init", "-q", "--bare", "-b", "main", bare},
+			{"init", "-q", "-b", "main", seed},
+			{"-C", seed, "commit", "-q", "--allow-empty", "-m", "initial"},
+			{"-C", seed, "push", "-q", bare, "HEAD:main"},
 		}
+		for _, args := range steps {
+			cmd := exec.Command("git", args...)
+			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=demo", "GIT_AUTHOR_EMAIL=demo@localhost",
+				"GIT_COMMITTER_NAME=demo", "GIT_COMMITTER_EMAIL=demo@localhost")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return demoPR{}, fmt.Errorf("git %v: %v: %s", args, err, out)
+			}
+		}
+		bares[repo] = bare
 	}
 	script, err := pipelines.InstallOffline(filepath.Join(dir, "pipelines"))
 	if err != nil {
 		return demoPR{}, err
 	}
-	return demoPR{bare: bare, script: script}, nil
+	return demoPR{bare: bares, script: script}, nil
 }
 
 // branchExists is the sim's Options.Branches for the demo: a pull request
-// may name only branches the bare repository has, as on GitHub.
+// may name only branches the repository's bare repository has, as on
+// GitHub.
 func (p demoPR) branchExists(repo, branch string) bool {
-	if p.bare == "" || repo != demoPRRepo {
+	bare, ok := p.bare[repo]
+	if !ok {
 		return true
 	}
-	return exec.Command("git", "--git-dir", p.bare, "rev-parse", "-q", "--verify", "refs/heads/"+branch).Run() == nil
+	return exec.Command("git", "--git-dir", bare, "rev-parse", "-q", "--verify", "refs/heads/"+branch).Run() == nil
 }
 
 // pipeline is the YAML of the pull-request project's pipeline: the flaky
@@ -70,5 +83,19 @@ func (p demoPR) pipeline(simURL string) string {
 	wrapper := `case "$AGENTSMITH_TITLE" in *flaky*) echo "FAIL: TestCheckout (0.42s)"; echo "expected 200, got 500" >&2; exit 3;; esac; exec "$0"`
 	return fmt.Sprintf(`{command: ["sh", "-c", %q, %q], timeout: 30s, max_attempts: 2,
       env: {GIT_REMOTE: %q, GITHUB_API_URL: %q},
-      secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_TOKEN}}]}`, wrapper, p.script, p.bare, simURL+"/github/")
+      secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_TOKEN}}]}`, wrapper, p.script, p.bare[demoPRRepo], simURL+"/github/")
+}
+
+// stagedPipeline is the YAML of the staged project's pipeline
+// (pipeline.stages): plan.sh writes the plan, changing nothing, and
+// implement.sh carries it out and opens the pull request. An approval gate
+// between them is one more key on the implement stage (gate: approval),
+// approved by the demo's person with a comment.
+func (p demoPR) stagedPipeline(simURL string) string {
+	dir := filepath.Dir(p.script)
+	return fmt.Sprintf(`{command: [%q], timeout: 30s, max_attempts: 2,
+      env: {GIT_REMOTE: %q, GITHUB_API_URL: %q},
+      secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_TOKEN}}],
+      stages: [{name: plan, command: [%q]}, {name: implement, command: [%q]}]}`,
+		p.script, p.bare[demoStagedRepo], simURL+"/github/", filepath.Join(dir, "plan.sh"), filepath.Join(dir, "implement.sh"))
 }

@@ -22,7 +22,14 @@ func TestDemoSettlesEveryTicket(t *testing.T) {
 	if _, err := setupDemoPR(t.TempDir()); err == nil {
 		// examples/pipelines/offline/run.sh pushed the work branch and
 		// opened a pull request on the sim for the Done ticket.
-		want = append(want, "pull request: http://", "/github/demo/webshop/pull/", "(agent-smith/demo-webshop-2 → main)")
+		want = append(want, "pull request: http://", "/github/demo/webshop/pull/", "(agent-smith/demo-webshop-2 → main)",
+			// demo/storefront#1 runs examples/pipelines/offline's plan.sh
+			// and implement.sh as the stages plan and implement: the plan
+			// is the first stage's comment, the second opens the pull
+			// request.
+			"demo/storefront#1       in-progress  → enqueued      demo-replica  (stage implement)",
+			"stage plan succeeded", "Plan for demo/storefront#", "Carried out the plan",
+			"(agent-smith/demo-storefront-1 → main)")
 	}
 	for _, want := range want {
 		if !strings.Contains(s, want) {

@@ -1,6 +1,7 @@
 // Package pipelines holds the example pipelines (one directory each, with
-// its README) and embeds the offline one, so `agentsmithd demo` runs the very
-// script this directory ships, wherever the binary was built.
+// its README) and embeds the offline ones (run.sh, and plan.sh and
+// implement.sh for a staged project), so `agentsmithd demo` runs the very
+// scripts this directory ships, wherever the binary was built.
 package pipelines
 
 import (
@@ -11,11 +12,12 @@ import (
 	"path/filepath"
 )
 
-//go:embed lib/workspace.sh offline/run.sh
+//go:embed lib/workspace.sh offline/*.sh
 var offline embed.FS
 
-// InstallOffline writes the offline pipeline and the library it sources
-// under dir, keeping their layout, and returns the path of its run.sh.
+// InstallOffline writes the offline pipelines and the library they source
+// under dir, keeping their layout, and returns the path of its run.sh;
+// plan.sh and implement.sh are beside it.
 func InstallOffline(dir string) (string, error) {
 	err := fs.WalkDir(offline, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

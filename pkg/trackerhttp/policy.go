@@ -183,16 +183,36 @@ var (
 // (https://docs.github.com/en/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api;
 // /graphql on api.github.com, /api/graphql on GitHub Enterprise Server),
 // "core" for the rest. The API root may carry a prefix (GitHub
-// Enterprise's /api/v3).
+// Enterprise's /api/v3). GraphQL is a POST to that endpoint only
+// ("the endpoint remains constant no matter what operation you perform",
+// https://docs.github.com/en/graphql/guides/forming-calls-with-graphql):
+// a GET of a path that ends in /graphql is a REST read (a user or
+// repository named graphql) and spends core.
 func GitHubResource(req *http.Request) string {
-	p := req.URL.Path
-	if strings.HasSuffix(p, "/graphql") {
+	if isGitHubGraphQL(req) {
 		return "graphql"
 	}
+	p := req.URL.Path
 	if i := strings.Index(p, "/search/"); i >= 0 && !strings.Contains(p[:i], "/repos/") {
 		return "search"
 	}
 	return "core"
+}
+
+// isGitHubGraphQL says whether req is a GraphQL request: a POST to a
+// path ending in /graphql outside REST's /repos/, /users/ and /orgs/
+// trees.
+func isGitHubGraphQL(req *http.Request) bool {
+	p := req.URL.Path
+	if req.Method != http.MethodPost || !strings.HasSuffix(p, "/graphql") {
+		return false
+	}
+	for _, tree := range []string{"/repos/", "/users/", "/orgs/"} {
+		if strings.Contains(p, tree) {
+			return false
+		}
+	}
+	return true
 }
 
 // GitHubSecondary are GitHub's documented secondary limits

@@ -85,12 +85,6 @@ func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 		log = log.With(zap.String("tracker", r.pol.Name))
 	}
 
-	if err := r.pace(req, req.URL.Host+"|"+credentialKey(req), log); err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, err
-	}
 	send := req
 	for attempt := 0; ; attempt++ {
 		if err := r.admitShared(req, key, log); err != nil {
@@ -100,6 +94,17 @@ func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if err := r.admit(req, key, log); err != nil {
+			if send.Body != nil {
+				_ = send.Body.Close()
+			}
+			return nil, err
+		}
+		// Every send is a request the tracker counts, a retry too: each
+		// takes its share of the secondary limits, after any hold so that
+		// the share is dated when the request goes (a refused send's share
+		// stays taken, the cautious reading of limits GitHub does not
+		// itemise).
+		if err := r.pace(req, req.URL.Host+"|"+credentialKey(req), log); err != nil {
 			if send.Body != nil {
 				_ = send.Body.Close()
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
+	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -24,8 +25,9 @@ import (
 // claimed a second apart (pending → enqueued, 200 content creations in
 // 100 s, over GitHub's 80 a minute) against trackersim enforcing the limits
 // draw no refusal with the default and some with pacing off. Only the
-// clock is the test's (shared with the sim, so a paced wait passes in no
-// time); everything else is the daemon's transport and tracker.
+// clock is the test's (shared with the sim and the budget, so a paced wait
+// passes in no time); everything else is the daemon's transport and
+// tracker.
 func TestDaemonGitHubClientPacesSecondaryLimits(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	for _, extra := range []string{"", "\n    github: {pace_secondary: false}"} {
@@ -44,7 +46,10 @@ func TestDaemonGitHubClientPacesSecondaryLimits(t *testing.T) {
 			}
 			pc := &cfg.Projects[0]
 			opts := trackerOptions(cfg, pc, rdb, zap.NewNop(), nil)
-			opts.Clock, opts.Sleep = clock.Now, clock.Sleep
+			// The fake clock dates the pace entries too (the daemon's
+			// budget dates them by Redis's TIME, which a fake sleep does
+			// not move).
+			opts.Clock, opts.Sleep, opts.Budget = clock.Now, clock.Sleep, budget.New(rdb, clock.Now)
 			tr, _, _, err := projects.Tracker(pc, rdb, trackerhttp.NewClientWith(opts), "", cfg.LabelPrefix, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -36,6 +36,8 @@ type Results struct {
 	RedisVersion string            `json:"redis_version"`
 	Queue        []QueueResult     `json:"queue_core"`
 	Lifecycle    []LifecycleResult `json:"lifecycle"`
+	// Burst is section 2b (-only burst).
+	Burst        []BurstResult     `json:"burst,omitempty"`
 	Claim        *ClaimResult      `json:"claim,omitempty"`
 	Receiver     []ReceiverResult  `json:"receiver"`
 	Housekeeping []HousekeepResult `json:"housekeeping"`
@@ -51,7 +53,7 @@ type Results struct {
 func main() {
 	out := flag.String("out", "results.json", "write the figures as JSON to this file")
 	jobs := flag.Int("jobs", 10000, "queue-core jobs per run (after warm-up)")
-	only := flag.String("only", "queue,lifecycle,claim,receiver,housekeeping,housekeeping-repos,memory,process", "comma-separated sections to run")
+	only := flag.String("only", "queue,lifecycle,burst,claim,receiver,housekeeping,housekeeping-repos,memory,process", "comma-separated sections to run")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	maxHK := flag.Int("hk-max", 100000, "largest housekeeping size to run")
 	plats := flag.String("platforms", "all", "comma-separated platforms of the lifecycle section: github, gitlab, azuredevops, jira-cloud, jira-dc")
@@ -119,6 +121,7 @@ func run(ctx context.Context, out string, jobs int, only string, maxHK int, lc [
 	}{
 		{"queue", func(ctx context.Context) error { return b.queueCore(ctx, jobs) }},
 		{"lifecycle", b.lifecycle},
+		{"burst", b.burst},
 		{"claim", b.claimPath},
 		{"receiver", b.receiver},
 		{"housekeeping", func(ctx context.Context) error { return b.housekeeping(ctx, maxHK) }},

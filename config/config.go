@@ -400,7 +400,17 @@ type GitHub struct {
 	// with one GraphQL request a transition, charged to GraphQL's own
 	// budget, REST being its fallback (docs/github-graphql.md).
 	API string `yaml:"api"`
+	// PaceSecondary paces the label writes before GitHub's secondary
+	// limits (80 content creations a minute, 500 an hour, 900 points a
+	// minute), counted in Redis across every replica using the token, so
+	// a burst of triggered tickets waits instead of being refused. On by
+	// default; each write then costs a Redis round trip more.
+	PaceSecondary *bool `yaml:"pace_secondary"`
 }
+
+// Paced reports whether the project's writes are paced before GitHub's
+// secondary limits.
+func (g GitHub) Paced() bool { return g.PaceSecondary == nil || *g.PaceSecondary }
 
 // GitHub API choices (projects[].github.api).
 const (
@@ -662,6 +672,13 @@ func (c *Config) applyDefaults(baseDir string) {
 		if p.Commands.Enabled == nil {
 			on := true
 			p.Commands.Enabled = &on
+		}
+		if p.GitHub.PaceSecondary == nil {
+			// On for GitHub; off elsewhere, so the printed config
+			// names no GitHub setting on another platform's project.
+			d, _ := platforms.Lookup(p.Platform)
+			on := d.Capabilities.GitHubAPI
+			p.GitHub.PaceSecondary = &on
 		}
 		setDefault(&p.Polling.Interval, DefaultPollInterval)
 		setDefault(&p.Pipeline.Timeout, DefaultPipelineTimeout)

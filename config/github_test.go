@@ -30,3 +30,37 @@ func TestGitHubAPI(t *testing.T) {
 		t.Errorf("gitlab with github.api: %q", got)
 	}
 }
+
+// github.pace_secondary is on for a GitHub project unless it says false,
+// off on another platform, and refused there when set on; the printed
+// config parses back either way.
+func TestGitHubPaceSecondary(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"T": "t"}
+	if c := mustParse(t, oneProject+"    token_env: T\n", vars); !c.Projects[0].GitHub.Paced() {
+		t.Error("a GitHub project is not paced by default")
+	}
+	if c := mustParse(t, oneProject+"    token_env: T\n    github: {pace_secondary: false}\n", vars); c.Projects[0].GitHub.Paced() {
+		t.Error("pace_secondary: false still paces")
+	}
+	gitlab := strings.Replace(strings.Replace(oneProject, "platform: github", "platform: gitlab", 1), "repo: o/r", "repo: g/p", 1)
+	c := mustParse(t, gitlab+"    token_env: T\n", vars)
+	if c.Projects[0].GitHub.Paced() {
+		t.Error("a GitLab project is paced for GitHub's limits")
+	}
+	for _, yml := range []string{oneProject, gitlab} {
+		c := mustParse(t, yml+"    token_env: T\n", vars)
+		out, err := Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := mustParse(t, string(out), vars)
+		if back.Projects[0].GitHub.Paced() != c.Projects[0].GitHub.Paced() {
+			t.Errorf("printed config reads pace_secondary back as %v:\n%s", back.Projects[0].GitHub.Paced(), out)
+		}
+	}
+	if got := parseErrs(t, gitlab+"    token_env: T\n    github: {pace_secondary: true}\n", vars); !slices.Equal(got,
+		[]string{"projects[0].github: only for platform github"}) {
+		t.Errorf("gitlab with github.pace_secondary: %q", got)
+	}
+}

@@ -253,7 +253,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		errs.add(path+".jira", "only for platform jira")
 	}
 	switch {
-	case p.GitHub == (GitHub{}):
+	case p.GitHub.API == "" && !p.GitHub.Paced():
 	case !caps.GitHubAPI:
 		errs.add(path+".github", "only for platform github")
 	case p.GitHub.API != "" && p.GitHub.API != GitHubAPIREST && p.GitHub.API != GitHubAPIGraphQL:

@@ -210,9 +210,10 @@ func (a *app) loadTrackers(ctx context.Context) error {
 		// The daemon's transport: the token's rate-limit budget is the one
 		// every replica shares through Redis, so an operator's command
 		// neither spends what a replica already learnt is gone nor keeps
-		// what it learns to itself.
+		// what it learns to itself; its writes take their share of the
+		// secondary limits' pacing like a replica's.
 		hc := trackerhttp.NewClientWith(trackerhttp.Options{Writer: cfg.TrackerWriter(a.instance()),
-			RateLimits: projects.RateLimits(pc.Platform), Budget: budget.New(a.rdb, nil)})
+			RateLimits: projects.RateLimits(pc.Platform), Budget: budget.New(a.rdb, nil), PaceSecondary: pc.GitHub.Paced()})
 		tr, _, _, err := projects.Tracker(pc, a.rdb, hc, cfg.TrackerWriter(a.instance()), cfg.LabelPrefix, zap.NewNop())
 		if err != nil {
 			return fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)

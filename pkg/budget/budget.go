@@ -25,6 +25,9 @@ import (
 type Redis struct {
 	rdb   redis.UniversalClient
 	clock func() time.Time
+	// serverTime dates pace entries by Redis's TIME rather than the
+	// caller's clock: one clock for every replica.
+	serverTime bool
 	// seq makes pace entries unique within a replica; a random nonce
 	// across replicas.
 	seq atomic.Int64
@@ -33,12 +36,17 @@ type Redis struct {
 var _ trackerhttp.SharedBudget = (*Redis)(nil)
 
 // New shares budgets through rdb. clock is the time the quotas' resets are
-// compared with to expire them (the transport's clock); nil means time.Now.
+// compared with to expire them (the transport's clock) and the time pace
+// entries are dated by; nil means time.Now for the quotas and Redis's TIME
+// for pacing, so replicas whose clocks disagree still count one sliding
+// window (a replica ahead would otherwise drop the others' entries as
+// old). Tests pass the fake clock their transport runs on.
 func New(rdb redis.UniversalClient, clock func() time.Time) *Redis {
+	serverTime := clock == nil
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Redis{rdb: rdb, clock: clock}
+	return &Redis{rdb: rdb, clock: clock, serverTime: serverTime}
 }
 
 // maxTTL bounds how long a quota is kept: GitHub's longest window is an
@@ -135,7 +143,7 @@ var _ trackerhttp.Pacer = (*Redis)(nil)
 //
 // KEYS[1] the usage sorted set (keys.RatePace): members "cost:id", scored
 // by unix ms
-// ARGV[1] now, unix ms   ARGV[2] cost   ARGV[3] a unique member id
+// ARGV[1] now, unix ms (0: Redis's TIME)   ARGV[2] cost   ARGV[3] a unique member id
 // ARGV[4] the longest window, ms   ARGV[5…] pairs of max, window ms
 //
 // Entries older than the longest window are dropped. For each window the
@@ -144,6 +152,10 @@ var _ trackerhttp.Pacer = (*Redis)(nil)
 // after recording cost, or the longest such wait in ms (nothing recorded).
 var paceScript = redis.NewScript(`
 local now, cost, longest = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
+if now == 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - longest)
 local wait = 0
 for i = 5, #ARGV, 2 do
@@ -167,13 +179,18 @@ return 0
 `)
 
 // Take records cost under key's secondary-limit usage when every window
-// has room (paceScript), else says how long until one would.
+// has room (paceScript), else says how long until one would. now dates
+// the entry only when New was given a clock; otherwise Redis's TIME does.
 func (b *Redis) Take(ctx context.Context, key string, cost int, windows []trackerhttp.Window, now time.Time) (time.Duration, error) {
 	if len(windows) == 0 {
 		return 0, nil
 	}
 	longest := time.Duration(0)
-	args := []any{now.UnixMilli(), cost, "", 0}
+	at := now.UnixMilli()
+	if b.serverTime {
+		at = 0
+	}
+	args := []any{at, cost, "", 0}
 	for _, w := range windows {
 		if cost > w.Max {
 			return 0, fmt.Errorf("budget: pace: cost %d exceeds a window's %d", cost, w.Max)

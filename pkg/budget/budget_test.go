@@ -65,7 +65,7 @@ func TestStoreMergesAnswersFromReplicas(t *testing.T) {
 func TestTakePacesSlidingWindows(t *testing.T) {
 	t.Parallel()
 	rdb := redistest.Start(t).Client(t)
-	b := New(rdb, nil)
+	b := New(rdb, time.Now) // a clock given: Take dates entries by its now
 	ctx := t.Context()
 	windows := []trackerhttp.Window{{Max: 80, Per: time.Minute}, {Max: 500, Per: time.Hour}}
 	start := time.Unix(1_700_000_000, 0)
@@ -98,5 +98,27 @@ func TestTakePacesSlidingWindows(t *testing.T) {
 	}
 	if wait, _ := b.Take(ctx, "other", 5, windows, now); wait != 0 {
 		t.Errorf("another key: wait %v, want its own room", wait)
+	}
+}
+
+// Replicas whose clocks disagree pace in one window: with no clock given,
+// entries are dated by Redis's TIME, so a replica ten minutes ahead does
+// not take the others' entries for old ones and fill the minute again.
+func TestTakeUsesRedisTime(t *testing.T) {
+	t.Parallel()
+	b := New(redistest.Start(t).Client(t), nil)
+	ctx := t.Context()
+	windows := []trackerhttp.Window{{Max: 80, Per: time.Minute}}
+	for i := range 80 {
+		if wait, err := b.Take(ctx, "k", 1, windows, time.Now()); err != nil || wait != 0 {
+			t.Fatalf("take %d: wait %v, err %v", i, wait, err)
+		}
+	}
+	wait, err := b.Take(ctx, "k", 1, windows, time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wait <= 0 || wait > time.Minute {
+		t.Errorf("the 81st take of the minute from a replica 10 minutes ahead: wait %v, want up to a minute", wait)
 	}
 }

@@ -60,6 +60,18 @@ type RateLimits struct {
 	// Secondary are limits paced before sending, across replicas, when
 	// Options.Budget is a Pacer (GitHub's secondary limits).
 	Secondary []Secondary
+	// SecondaryScope lists the resources (Resource values) that one
+	// refusal leaving the primary quota (remaining not 0) holds together:
+	// GitHub's secondary limits count a token's REST and GraphQL requests
+	// together (content creation, concurrency), and a refusal does not say
+	// which limit it was. Nil: a refusal holds its own resource only.
+	SecondaryScope []string
+	// RefusedOK, when set, says whether a 2xx answer is a rate-limit
+	// refusal (GitHub's GraphQL endpoint answers a mutation over the
+	// content creation limit 200 with an error). It holds the credentials
+	// as a refusal does but is returned, not retried: part of the request
+	// may have run.
+	RefusedOK func(req *http.Request, resp *http.Response) bool
 }
 
 // ResetFormat is how a reset header writes its time.
@@ -124,6 +136,8 @@ var (
 		Unexplained:      Backoff{Initial: time.Minute, Max: 16 * time.Minute},
 		Resource:         GitHubResource,
 		Secondary:        GitHubSecondary,
+		SecondaryScope:   []string{"core", "graphql", "search"},
+		RefusedOK:        githubGraphQLRefused,
 	}
 	// GitLabRateLimits: RateLimit-Limit, -Observed, -Remaining, -Reset
 	// (Unix), -ResetTime (HTTP date), without "X-", and Retry-After on a
@@ -183,16 +197,49 @@ var (
 // (https://docs.github.com/en/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api;
 // /graphql on api.github.com, /api/graphql on GitHub Enterprise Server),
 // "core" for the rest. The API root may carry a prefix (GitHub
-// Enterprise's /api/v3).
+// Enterprise's /api/v3). GraphQL is a POST to that endpoint only
+// ("the endpoint remains constant no matter what operation you perform",
+// https://docs.github.com/en/graphql/guides/forming-calls-with-graphql):
+// a GET of a path that ends in /graphql is a REST read (a user or
+// repository named graphql) and spends core.
 func GitHubResource(req *http.Request) string {
-	p := req.URL.Path
-	if strings.HasSuffix(p, "/graphql") {
+	if isGitHubGraphQL(req) {
 		return "graphql"
 	}
+	p := req.URL.Path
 	if i := strings.Index(p, "/search/"); i >= 0 && !strings.Contains(p[:i], "/repos/") {
 		return "search"
 	}
 	return "core"
+}
+
+// githubGraphQLRefused says whether a GraphQL answer is a secondary-limit
+// refusal: GitHub answers those 200 or 403 with an error naming the
+// secondary limit
+// (https://docs.github.com/en/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api#exceeding-the-rate-limit),
+// and a mutation over the content creation limit 200 with
+// {"type":"UNPROCESSABLE","message":"was submitted too quickly"}
+// (cli/cli#4801, Azure/azure-sdk-tools#7226). A 403 is read by
+// ForbiddenMarkers like REST's.
+func githubGraphQLRefused(req *http.Request, resp *http.Response) bool {
+	return resp.StatusCode == http.StatusOK && isGitHubGraphQL(req) &&
+		bodyMentions(resp, []string{"submitted too quickly", "secondary rate limit"})
+}
+
+// isGitHubGraphQL says whether req is a GraphQL request: a POST to a
+// path ending in /graphql outside REST's /repos/, /users/ and /orgs/
+// trees.
+func isGitHubGraphQL(req *http.Request) bool {
+	p := req.URL.Path
+	if req.Method != http.MethodPost || !strings.HasSuffix(p, "/graphql") {
+		return false
+	}
+	for _, tree := range []string{"/repos/", "/users/", "/orgs/"} {
+		if strings.Contains(p, tree) {
+			return false
+		}
+	}
+	return true
 }
 
 // GitHubSecondary are GitHub's documented secondary limits

@@ -353,4 +353,21 @@ func TestGitHubResource(t *testing.T) {
 			t.Errorf("GitHubResource(%s) = %q, want %q", path, got, want)
 		}
 	}
+	// Only a POST is GraphQL: a GET of a path ending in /graphql is a REST
+	// read (a user or an organisation named graphql), and so is any
+	// request under /repos/ or /users/.
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "https://api.github.com/graphql"},
+		{http.MethodGet, "https://api.github.com/users/graphql"},
+		{http.MethodPost, "https://api.github.com/repos/o/r/labels/graphql"},
+		{http.MethodPost, "https://api.github.com/orgs/graphql"},
+	} {
+		req, err := http.NewRequest(c.method, c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := GitHubResource(req); got != "core" {
+			t.Errorf("GitHubResource(%s %s) = %q, want core", c.method, c.path, got)
+		}
+	}
 }

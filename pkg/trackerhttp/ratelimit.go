@@ -85,12 +85,6 @@ func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 		log = log.With(zap.String("tracker", r.pol.Name))
 	}
 
-	if err := r.pace(req, req.URL.Host+"|"+credentialKey(req), log); err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		return nil, err
-	}
 	send := req
 	for attempt := 0; ; attempt++ {
 		if err := r.admitShared(req, key, log); err != nil {
@@ -105,13 +99,32 @@ func (r *rateLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, err
 		}
+		// Every send is a request the tracker counts, a retry too: each
+		// takes its share of the secondary limits, after any hold so that
+		// the share is dated when the request goes (a refused send's share
+		// stays taken, the cautious reading of limits GitHub does not
+		// itemise).
+		if err := r.pace(req, req.URL.Host+"|"+credentialKey(req), log); err != nil {
+			if send.Body != nil {
+				_ = send.Body.Close()
+			}
+			return nil, err
+		}
 		resp, err := r.next.RoundTrip(send)
 		if err != nil {
 			return nil, err
 		}
-		wait, limited, explained := r.verdict(key, resp)
+		refusedOK := r.pol.RefusedOK != nil && resp.StatusCode/100 == 2 && r.pol.RefusedOK(req, resp)
+		wait, limited, explained, held := r.verdict(req, key, resp, refusedOK)
 		r.recordShared(ctx, key, resp, wait, limited, log)
+		for _, k := range held[1:] {
+			r.holdShared(ctx, k, wait, log)
+		}
 		if !limited {
+			return resp, nil
+		}
+		if refusedOK {
+			log.Warn("rate limited in a successful answer, holding the credentials", zap.Duration("wait", wait))
 			return resp, nil
 		}
 		if !replayable || attempt >= MaxRetries || !r.mayWait(ctx, wait) {
@@ -212,13 +225,25 @@ func (r *rateLimiter) mayWait(ctx context.Context, d time.Duration) bool {
 }
 
 // verdict records what resp says about key's quota and says whether resp
-// is a rate-limit answer, how long to wait before the next request, and
-// whether the tracker named that time (explained) or the policy chose it.
-func (r *rateLimiter) verdict(key string, resp *http.Response) (wait time.Duration, limited, explained bool) {
+// is a rate-limit answer (refusedOK: a 2xx one, RateLimits.RefusedOK), how
+// long to wait before the next request, whether the tracker named that
+// time (explained) or the policy chose it, and the bucket keys the answer
+// sets (key, and on a secondary-limit refusal every resource of
+// RateLimits.SecondaryScope).
+func (r *rateLimiter) verdict(req *http.Request, key string, resp *http.Response, refusedOK bool) (wait time.Duration, limited, explained bool, held []string) {
 	now := r.opts.Clock()
 	h := resp.Header
 	remaining := strings.TrimSpace(h.Get(r.pol.Remaining))
-	limited = r.isLimit(resp, remaining)
+	limited = refusedOK || r.isLimit(resp, remaining)
+	held = []string{key}
+	if limited && remaining != "0" && r.pol.Resource != nil {
+		base := req.URL.Host + "|" + credentialKey(req) + "|"
+		for _, res := range r.pol.SecondaryScope {
+			if k := base + res; k != key {
+				held = append(held, k)
+			}
+		}
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -251,7 +276,7 @@ func (r *rateLimiter) verdict(key string, resp *http.Response) (wait time.Durati
 				b.exhausted = reset
 			}
 		}
-		return 0, false, false
+		return 0, false, false, held
 	}
 
 	wait, explained = r.namedWait(h, remaining, now)
@@ -263,10 +288,18 @@ func (r *rateLimiter) verdict(key string, resp *http.Response) (wait time.Durati
 			wait = defaultBackoff
 		}
 	}
-	if until := now.Add(wait); until.After(b.hold) {
-		b.hold = until
+	until := now.Add(wait)
+	for _, k := range held {
+		hb := r.buckets[k]
+		if hb == nil {
+			hb = &bucket{}
+			r.buckets[k] = hb
+		}
+		if until.After(hb.hold) {
+			hb.hold = until
+		}
 	}
-	return wait, true, explained
+	return wait, true, explained, held
 }
 
 // isLimit says whether resp refuses the request for its rate: any 429; a

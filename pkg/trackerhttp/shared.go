@@ -153,3 +153,16 @@ func (r *rateLimiter) recordShared(ctx context.Context, key string, resp *http.R
 		log.Warn("shared rate-limit budget not updated", zap.Error(err))
 	}
 }
+
+// holdShared stores a hold of wait from now under key for the other
+// replicas: another resource of a secondary-limit refusal's credentials
+// (RateLimits.SecondaryScope), whose own quota the answer says nothing of.
+func (r *rateLimiter) holdShared(ctx context.Context, key string, wait time.Duration, log *zap.Logger) {
+	if r.opts.Budget == nil || wait <= 0 {
+		return
+	}
+	q := Quota{Remaining: -1, Limit: -1, Hold: r.opts.Clock().Add(wait)}
+	if err := r.opts.Budget.Store(context.WithoutCancel(ctx), SharedKey(key), q); err != nil {
+		log.Warn("shared rate-limit hold not stored", zap.Error(err))
+	}
+}

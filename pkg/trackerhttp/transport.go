@@ -74,9 +74,9 @@ type Options struct {
 	// Budget is set; 0 means DefaultReserve.
 	Reserve float64
 	// PaceSecondary paces RateLimits.Secondary through Budget when it is a
-	// Pacer (pace.go). Off by default until the bench has measured what
-	// pacing does to a burst's latency: each paced write costs two more
-	// Redis round trips and may wait up to MaxWait.
+	// Pacer (pace.go): each paced write costs a Redis round trip per limit
+	// and may wait up to MaxWait. The daemon sets it for GitHub projects
+	// unless github.pace_secondary is false.
 	PaceSecondary bool
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/config"
@@ -30,9 +31,8 @@ type servedProject struct {
 // remembers its platform's webhook decoder.
 func (d *Daemon) buildProject(pc *config.Project) (servedProject, error) {
 	cfg := d.cfg
-	hc := trackerhttp.NewClientWith(trackerhttp.Options{Logger: d.log.Named(pc.Platform).Named("http"),
-		Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: callObservers{d.metrics.TrackerCalls(pc.Platform, pc.Name), d.trackerOutages.Observer(projects.OutageProject(pc))}, RateLimits: projects.RateLimits(pc.Platform),
-		Budget: budget.New(d.rdb, nil)}) // one quota per token across replicas
+	hc := trackerhttp.NewClientWith(trackerOptions(cfg, pc, d.rdb, d.log,
+		callObservers{d.metrics.TrackerCalls(pc.Platform, pc.Name), d.trackerOutages.Observer(projects.OutageProject(pc))}))
 	tr, dec, locator, err := projects.Tracker(pc, d.rdb, hc, cfg.TrackerWriter(cfg.InstanceID), cfg.LabelPrefix, d.log)
 	if err != nil {
 		return servedProject{}, err
@@ -46,6 +46,16 @@ func (d *Daemon) buildProject(pc *config.Project) (servedProject, error) {
 		sp.route.Sources = append(sp.route.Sources, s.String())
 	}
 	return sp, nil
+}
+
+// trackerOptions are the transport options of pc's client: its
+// platform's rate-limit policy, a quota shared with every replica using
+// the token through Redis, and for GitHub (github.pace_secondary) writes
+// paced before the secondary limits through the same Redis.
+func trackerOptions(cfg *config.Config, pc *config.Project, rdb redis.UniversalClient, log *zap.Logger, obs trackerhttp.CallObserver) trackerhttp.Options {
+	return trackerhttp.Options{Logger: log.Named(pc.Platform).Named("http"),
+		Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: obs, RateLimits: projects.RateLimits(pc.Platform),
+		Budget: budget.New(rdb, nil), PaceSecondary: pc.GitHub.Paced()}
 }
 
 // buildRoutes is one webhook route per platform over the watched projects,

@@ -423,7 +423,8 @@ func unnamedWrites(ws []trackersim.Write, events []event) []string {
 //   - its writer ends a run (→ done/failed) it owned after the ticket left
 //     in-progress without it (a revert or a newer run happened meanwhile).
 //
-// Housekeeping's reverts (in-progress → pending), give-ups (→ failed) and
+// Housekeeping's reverts (in-progress → pending, also when a leftover
+// enqueued label makes the revert's middle read enqueued), give-ups (→ failed) and
 // label repairs (a leftover label removed, the state unchanged) by another
 // incarnation are the repair, not stale writes; so is another incarnation
 // ending a run (→ done) whose pipeline, run by the owner, ended by itself
@@ -484,7 +485,13 @@ func staleWrites(ws []trackersim.Write, events []event, runs []*run) []string {
 			// the replica that completes the move takes the run.
 			owner[key], ownerLost[key] = wr.Writer, false
 		case from == lifecycle.InProgress && to != lifecycle.InProgress:
-			ends := to == lifecycle.Done || to == lifecycle.Enqueued
+			// A revert to pending (StaleJobDetector) over a ticket that
+			// still carries the enqueued label of a half-done move to the
+			// next stage (GitHub: enqueued added, in-progress not yet
+			// removed, when the owner died) reads Enqueued once it removes
+			// in-progress: the revert, not a run's end.
+			revert := has(wr.After, lifecycle.Pending) && !has(wr.Before, lifecycle.Done)
+			ends := to == lifecycle.Done || to == lifecycle.Enqueued && !revert
 			if wr.Writer != owner[key] {
 				if ends && !(to == lifecycle.Done && recorded(owner[key], wr)) {
 					out = append(out, desc("run owned by "+owner[key]))

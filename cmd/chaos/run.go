@@ -200,16 +200,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}()
 
+	// The kills end with the faults, or KillWindow after the start.
+	kctx := fctx
+	if o.KillWindow > 0 {
+		var cancel context.CancelFunc
+		kctx, cancel = context.WithTimeout(fctx, o.KillWindow)
+		defer cancel()
+	}
 	if o.KillEvery > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			kctx := fctx
-			if o.KillWindow > 0 {
-				var cancel context.CancelFunc
-				kctx, cancel = context.WithTimeout(fctx, o.KillWindow)
-				defer cancel()
-			}
 			for sleepCtx(kctx, o.KillEvery) {
 				r := w.replicas[rnd(len(w.replicas))]
 				w.mu.Lock()
@@ -227,16 +228,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.StageKillEvery > 0 && len(o.Stages) > 0 {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			kctx := fctx
-			if o.KillWindow > 0 {
-				var cancel context.CancelFunc
-				kctx, cancel = context.WithTimeout(fctx, o.KillWindow)
-				defer cancel()
-			}
-			stageWindowKills(kctx, w, o.StageKillEvery, rnd)
-		}()
+		go func() { defer wg.Done(); stageWindowKills(kctx, w, o.StageKillEvery, rnd) }()
 	}
 	if o.StopEvery > 0 {
 		wg.Add(1)

@@ -584,6 +584,9 @@ func (r *Report) Print(w io.Writer) {
 	for _, s := range r.Stages.Problems {
 		fmt.Fprintln(w, "stage:", s)
 	}
+	for _, s := range r.Stages.FailedAfterSuccess {
+		fmt.Fprintln(w, "stage (not counted as a failure, read its logs):", s)
+	}
 	for _, s := range r.StaleWrites {
 		fmt.Fprintln(w, "stale write:", s)
 	}

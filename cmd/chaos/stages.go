@@ -200,6 +200,12 @@ type stageFigures struct {
 	NoResult              int // runs of a later stage not handed the previous stage's result
 	WindowKills           int // stageWindowKills' kills
 	WindowRerun, WindowOn int // of those: the stage ran again / the next stage ran
+	// FailedAfterSuccess are the tickets that ended Failed while their
+	// last run was a stage, not the last, that succeeded: the next stage
+	// never ran. Kills before a pipeline logs its start can do that; so
+	// can the attempt count the next stage inherits from the one before
+	// it when a kill lands before the executor starts it over.
+	FailedAfterSuccess []string
 	// Problems are the failures: a stage skipped, started before the one
 	// before it succeeded, or gone back to; a Done ticket whose stages'
 	// last runs did not all succeed; a run handed another stage's result.
@@ -268,6 +274,11 @@ func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map
 			}
 			last[i], cur = r, max(cur, i)
 		}
+		if rs := byTicket[t.id]; failed[t.id] && len(rs) > 0 {
+			if r := rs[len(rs)-1]; succeededBy(r, time.Time{}) && r.stage != st[len(st)-1] {
+				f.FailedAfterSuccess = append(f.FailedAfterSuccess, fmt.Sprintf("%s: Failed after stage %s succeeded (attempt %d)", t.id, r.stage, r.attempt))
+			}
+		}
 		if done[t.id] {
 			for i, r := range last {
 				if !succeededBy(r, time.Time{}) {
@@ -320,6 +331,7 @@ func (f stageFigures) print(row func(string, any)) {
 	row("  stage re-run after a kill / after a failure / after success", fmt.Sprintf("%d / %d / %d", f.RerunKilled, f.RerunFailed, f.RerunSucceeded))
 	row("  kills between a stage's end and the next: stage re-run / went on", fmt.Sprintf("%d: %d / %d", f.WindowKills, f.WindowRerun, f.WindowOn))
 	row("  stage runs without the previous stage's result", f.NoResult)
+	row("  Failed after a stage (not the last) succeeded", len(f.FailedAfterSuccess))
 	row("  stage order problems (skipped, early, back, Done unsucceeded)", len(f.Problems))
 }
 

@@ -193,3 +193,23 @@ func TestAtRest(t *testing.T) {
 		t.Error("a parked state does not rest")
 	}
 }
+
+// A ticket that ends Failed right after a stage (not the last) succeeded
+// is listed: its next stage never ran.
+func TestJudgeStagesListsFailedAfterASuccess(t *testing.T) {
+	tk, ok := stagedTicket(4), stagedTicket(5)
+	log := strings.NewReplacer("T4", tk.id, "T5", ok.id).Replace(`start T4 1 100 101 10.0 plan -
+end T4 1 100 101 10.5 plan -
+start T4 3 100 102 11.0 implement plan
+end T4 3 100 102 11.5 implement plan
+start T5 1 100 103 10.0 plan -
+fail T5 1 100 103 10.5 plan -
+`)
+	f := judgeStages([]*ticket{tk, ok}, runsOf(t, log), nil, map[string]bool{tk.id: true, ok.id: true}, nil)
+	if len(f.FailedAfterSuccess) != 1 || !strings.Contains(f.FailedAfterSuccess[0], tk.id+": Failed after stage implement succeeded (attempt 3)") {
+		t.Errorf("failed after a success: %q, want only %s's", f.FailedAfterSuccess, tk.id)
+	}
+	if !f.ok() || f.Fail != 2 {
+		t.Errorf("problems %q, failed %d: a Failed ticket is no order problem", f.Problems, f.Fail)
+	}
+}

@@ -138,9 +138,7 @@ func (w *world) stageEnd(fs []string) *replica {
 	}
 	var last bool
 	for _, p := range projects {
-		if len(p.stages) > 0 && fs[6] == p.stages[len(p.stages)-1] {
-			last = true
-		}
+		last = last || isLast(p.stages, fs[6])
 	}
 	pid, _ := strconv.Atoi(fs[3])
 	w.mu.Lock()
@@ -151,6 +149,12 @@ func (w *world) stageEnd(fs []string) *replica {
 		}
 	}
 	return nil
+}
+
+// isLast reports whether name is the last of names, the stages in order
+// (names, not labels: a stage's label is lifecycle.Labels').
+func isLast(names []string, name string) bool {
+	return len(names) > 0 && name == names[len(names)-1]
 }
 
 // logTail reads the lines appended to a file since the last read.
@@ -275,7 +279,7 @@ func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map
 			last[i], cur = r, max(cur, i)
 		}
 		if rs := byTicket[t.id]; failed[t.id] && len(rs) > 0 {
-			if r := rs[len(rs)-1]; succeededBy(r, time.Time{}) && r.stage != st[len(st)-1] {
+			if r := rs[len(rs)-1]; succeededBy(r, time.Time{}) && !isLast(st, r.stage) {
 				f.FailedAfterSuccess = append(f.FailedAfterSuccess, fmt.Sprintf("%s: Failed after stage %s succeeded (attempt %d)", t.id, r.stage, r.attempt))
 			}
 		}
@@ -291,7 +295,7 @@ func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map
 		f.WindowKills++
 		for _, r := range byTicket[k.id] {
 			if r.start.After(k.at) {
-				if r.stage == k.stage {
+				if name, killed := r.stage, k.stage; name == killed {
 					f.WindowRerun++
 				} else {
 					f.WindowOn++

@@ -69,6 +69,16 @@ func main() {
 	fs.BoolVar(&o.TrackerCutAtEnd, "tracker-cut-at-end", o.TrackerCutAtEnd, "cut the tracker for every replica as runs end, past the final write's 30 s, and kill -9 one replica in the cut")
 	fs.BoolVar(&o.RedisSlow, "redis-slow", o.RedisSlow, "make Redis slow (0.5-3 s per command), then flapping, for every replica")
 	fs.BoolVar(&o.ReceiverCut, "receiver-cut", o.ReceiverCut, "route a delivery to a receiver cut from Redis")
+	fs.Func("stages", "add a staged twin of every project with these pipeline.stages (comma-separated, e.g. plan,implement,test) and feed half the tickets to them", func(v string) error {
+		o.Stages = nil
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				o.Stages = append(o.Stages, s)
+			}
+		}
+		return nil
+	})
+	fs.DurationVar(&o.StageKillEvery, "stage-kill-every", o.StageKillEvery, "with -stages: this often, kill -9 the replica of a stage that just ended, before the next stage is pushed (0: off)")
 	fs.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
 	fs.BoolVar(&o.Verbose, "v", false, "log every fault as it happens")
 	_ = fs.Parse(os.Args[1:])
@@ -83,7 +93,7 @@ func main() {
 	}
 	rep.Print(os.Stdout)
 	if !rep.OK() {
-		fmt.Println("FAIL: lost, overlapping runs, stale writes, leaked secrets and ended tickets run again after a rollback must all be 0")
+		fmt.Println("FAIL: lost, overlapping runs, stale writes, leaked secrets, ended tickets run again after a rollback and stage order problems must all be 0")
 		os.Exit(1)
 	}
 	fmt.Println("PASS")

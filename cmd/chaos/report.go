@@ -72,6 +72,11 @@ type Report struct {
 	// Settle: the tickets open at the settle deadline, slow or lost
 	// (settle.go); Lost counts its lost ones.
 	Settle settleFigures
+	// Parked counts the tickets resting without a run at the end, neither
+	// ended nor lost (parkedStates).
+	Parked int
+	// Stages judges the staged tickets (stages.go).
+	Stages stageFigures
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
@@ -81,7 +86,8 @@ func (r *Report) OK() bool {
 			return false
 		}
 	}
-	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0 && r.Frozen.ok() && r.Soak.ok()
+	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0 && r.Frozen.ok() && r.Soak.ok() &&
+		r.Stages.ok()
 }
 
 // secretLeaks scans every replica log in dir for the configured secrets.
@@ -110,8 +116,13 @@ type run struct {
 	// work is the time of every line written while the pipeline worked
 	// (start, tick, end): a "term" line is its SIGTERM handler running.
 	work []time.Time
-	// ended is the time of the "end" line: the pipeline finished by itself.
-	ended time.Time
+	// ended is the time of the "end" or "fail" line: the pipeline finished
+	// by itself; failed says it exited 1 ("fail").
+	ended  time.Time
+	failed bool
+	// stage is the run's stage ("" without stages) and prev the stage
+	// whose result it was handed ("" for none).
+	stage, prev string
 }
 
 // readRuns parses the pipelines' run log.
@@ -126,7 +137,7 @@ func readRuns(path string) []*run {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		if len(fs) != 6 {
+		if len(fs) != 6 && len(fs) != 8 {
 			continue
 		}
 		att, _ := strconv.Atoi(fs[2])
@@ -140,6 +151,9 @@ func readRuns(path string) []*run {
 		r := byPID[pid]
 		if fs[0] == "start" || r == nil || r.id != fs[1] {
 			r = &run{id: fs[1], attempt: att, ppid: ppid, pid: pid, start: at}
+			if len(fs) == 8 {
+				r.stage, r.prev = strings.Trim(fs[6], "-"), strings.Trim(fs[7], "-")
+			}
 			byPID[pid] = r
 			out = append(out, r)
 		}
@@ -147,8 +161,8 @@ func readRuns(path string) []*run {
 		if fs[0] != "term" {
 			r.work = append(r.work, at)
 		}
-		if fs[0] == "end" {
-			r.ended = at
+		if fs[0] == "end" || fs[0] == "fail" {
+			r.ended, r.failed = at, fs[0] == "fail"
 		}
 	}
 	return out
@@ -222,6 +236,8 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 			rep.Done++
 		case has(ls, lifecycle.Failed):
 			rep.Failed++
+		case atRest(ls):
+			rep.Parked++
 		default:
 			rep.Lost++
 		}
@@ -246,10 +262,23 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 				a.attempt, a.ppid, a.start.Format("15:04:05.000"), a.end.Format("15:04:05.000"),
 				b.attempt, b.ppid, b.start.Format("15:04:05.000")))
 		}
-		if len(rs) > maxAttempts {
-			rep.BeyondAttempts += len(rs) - maxAttempts
+		// Attempts count per stage ("" without stages).
+		perStage := map[string]int{}
+		for _, r := range rs {
+			perStage[r.stage]++
+		}
+		for _, n := range perStage {
+			rep.BeyondAttempts += max(n-maxAttempts, 0)
 		}
 	}
+	done, failed := map[string]bool{}, map[string]bool{}
+	for id, ls := range states {
+		done[id], failed[id] = has(ls, lifecycle.Done), has(ls, lifecycle.Failed)
+	}
+	w.mu.Lock()
+	stageKills := slices.Clone(w.stageKills)
+	w.mu.Unlock()
+	rep.Stages = judgeStages(tickets, byTicket, done, failed, stageKills)
 	rep.Paused = measurePaused(freezes, byTicket)
 	w.mu.Lock()
 	events := slices.Clone(w.events)
@@ -394,7 +423,8 @@ func unnamedWrites(ws []trackersim.Write, events []event) []string {
 //   - its writer ends a run (→ done/failed) it owned after the ticket left
 //     in-progress without it (a revert or a newer run happened meanwhile).
 //
-// Housekeeping's reverts (in-progress → pending), give-ups (→ failed) and
+// Housekeeping's reverts (in-progress → pending, also when a leftover
+// enqueued label makes the revert's middle read enqueued), give-ups (→ failed) and
 // label repairs (a leftover label removed, the state unchanged) by another
 // incarnation are the repair, not stale writes; so is another incarnation
 // ending a run (→ done) whose pipeline, run by the owner, ended by itself
@@ -455,7 +485,13 @@ func staleWrites(ws []trackersim.Write, events []event, runs []*run) []string {
 			// the replica that completes the move takes the run.
 			owner[key], ownerLost[key] = wr.Writer, false
 		case from == lifecycle.InProgress && to != lifecycle.InProgress:
-			ends := to == lifecycle.Done || to == lifecycle.Enqueued
+			// A revert to pending (StaleJobDetector) over a ticket that
+			// still carries the enqueued label of a half-done move to the
+			// next stage (GitHub: enqueued added, in-progress not yet
+			// removed, when the owner died) reads Enqueued once it removes
+			// in-progress: the revert, not a run's end.
+			revert := has(wr.After, lifecycle.Pending) && !has(wr.Before, lifecycle.Done)
+			ends := to == lifecycle.Done || to == lifecycle.Enqueued && !revert
 			if wr.Writer != owner[key] {
 				if ends && !(to == lifecycle.Done && recorded(owner[key], wr)) {
 					out = append(out, desc("run owned by "+owner[key]))
@@ -491,10 +527,14 @@ func (r *Report) Print(w io.Writer) {
 		worst = max(worst, l.Late)
 	}
 	row("slow (ended after the settle deadline): tickets / worst", fmt.Sprintf("%d / +%s", len(r.Settle.Slow), worst.Round(100*time.Millisecond)))
+	if r.Parked > 0 {
+		row("parked (resting without a run) at the end", r.Parked)
+	}
 	row("overlapping runs of one ticket", r.Overlapping)
-	row("runs beyond max_attempts (3)", r.BeyondAttempts)
+	row("runs beyond max_attempts (3; per stage)", r.BeyondAttempts)
 	row("stale writes", len(r.StaleWrites))
 	row("pipeline runs", r.Runs)
+	r.Stages.print(row)
 	row("replica kills (kill -9) / leader SIGSTOPs", fmt.Sprintf("%d / %d", r.Kills, r.Stops))
 	r.Paused.print(row)
 	row("replica death → its tickets running again: worst", r.RecoveryWorst.Round(10*time.Millisecond))
@@ -540,6 +580,12 @@ func (r *Report) Print(w io.Writer) {
 	}
 	for _, s := range r.OverlapIDs {
 		fmt.Fprintln(w, "overlap:", s)
+	}
+	for _, s := range r.Stages.Problems {
+		fmt.Fprintln(w, "stage:", s)
+	}
+	for _, s := range r.Stages.FailedAfterSuccess {
+		fmt.Fprintln(w, "stage (not counted as a failure, read its logs):", s)
 	}
 	for _, s := range r.StaleWrites {
 		fmt.Fprintln(w, "stale write:", s)

@@ -81,6 +81,13 @@ type Options struct {
 	Sample     time.Duration
 	Plot       string
 
+	// Stages, when set, adds a staged twin of every project with these
+	// pipeline.stages and feeds half the steady tickets to them;
+	// StageKillEvery kills, that often, the replica of a stage that just
+	// ended, before the next stage is pushed (stages.go; 0: off).
+	Stages         []string
+	StageKillEvery time.Duration
+
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
 	Log     io.Writer
@@ -89,7 +96,7 @@ type Options struct {
 // DefaultOptions is the full run `make chaos` does.
 func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
-		KillEvery: 5 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
+		KillEvery: 5 * time.Second, StageKillEvery: 7 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
 		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true,
 		SplitBrain: true, TrackerCut: true, RedisSlow: true, ReceiverCut: true, TrackerCutAtEnd: true}
@@ -126,6 +133,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("chaos: %w", err)
 		}
 	}
+	useStages(o.Stages)
 	w, err := newWorld(ctx, dir, o.Log, o.Verbose, redisSpec(o), o.Skew, o.Cluster)
 	if w != nil {
 		defer w.close()
@@ -163,7 +171,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 		if tag == "" && rnd(100) < 8 {
-			title += " fail"
+			title += failTitle(p, rnd(100))
 		}
 		n := w.sim.CreateIssue(p.Repo, title, "", config.DefaultTriggerLabel)
 		src := "webhook"
@@ -192,31 +200,35 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}()
 
+	// The kills end with the faults, or KillWindow after the start.
+	kctx := fctx
+	if o.KillWindow > 0 {
+		var cancel context.CancelFunc
+		kctx, cancel = context.WithTimeout(fctx, o.KillWindow)
+		defer cancel()
+	}
 	if o.KillEvery > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			kctx := fctx
-			if o.KillWindow > 0 {
-				var cancel context.CancelFunc
-				kctx, cancel = context.WithTimeout(fctx, o.KillWindow)
-				defer cancel()
-			}
 			for sleepCtx(kctx, o.KillEvery) {
 				r := w.replicas[rnd(len(w.replicas))]
 				w.mu.Lock()
 				busy := r.stopped
 				w.mu.Unlock()
-				if busy {
+				if busy || !w.killPod(r) {
 					continue
 				}
-				w.killPod(r)
 				sleepCtx(fctx, time.Second)
 				if err := w.startReplica(r); err != nil {
 					fmt.Fprintf(o.Log, "chaos: restart %d: %v\n", r.slot, err)
 				}
 			}
 		}()
+	}
+	if o.StageKillEvery > 0 && len(o.Stages) > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); stageWindowKills(kctx, w, o.StageKillEvery, rnd) }()
 	}
 	if o.StopEvery > 0 {
 		wg.Add(1)
@@ -417,11 +429,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// webhookProjects are the projects a webhook reaches at once (a burst fed
-// to a polling-only project would arrive a poll interval later).
+// webhookProjects are the projects without stages a webhook reaches at
+// once (a burst fed to a polling-only project would arrive a poll interval
+// later; the scenarios' bursts time single runs).
 func webhookProjects() []project {
 	var out []project
-	for _, p := range projects {
+	for _, p := range plainProjects() {
 		if p.webhook {
 			out = append(out, p)
 		}

@@ -70,8 +70,7 @@ func watchSettle(ctx context.Context, w *world, tickets []*ticket, deadline time
 		}
 		open := 0
 		for _, t := range tickets {
-			ls := states[t.id]
-			if has(ls, lifecycle.Done) || has(ls, lifecycle.Failed) {
+			if atRest(states[t.id]) {
 				if _, ok := endedAt[t.id]; !ok {
 					endedAt[t.id] = now
 				}

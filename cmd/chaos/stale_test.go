@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +113,39 @@ func labels(states []string) []string {
 		out[i] = daemonLabels.Label(s)
 	}
 	return out
+}
+
+// The owner of a staged GitHub ticket dies halfway through its move to the
+// next stage (enqueued added, in-progress not yet removed); the
+// StaleJobDetector of another replica reverts it to pending, label by
+// label, and the middle of that revert reads enqueued. That is the revert,
+// not another replica ending the run (the chaos run with -stages:
+// stagedorg/app#3, r1.3 killed after its stage ended, r2.4 reverting).
+// Another replica moving the run to enqueued without pending still is.
+func TestStaleWritesRevertOverAHalfDoneStageMove(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 15, 57, 0, time.UTC)
+	mk := func(ms int, writer string, before, after []string) trackersim.Write {
+		return trackersim.Write{At: at.Add(time.Duration(ms) * time.Millisecond), Repo: "stagedorg/app", Number: 3, Writer: writer,
+			Before: labels(before), After: labels(after)}
+	}
+	ip, enq, pend := "in-progress", "enqueued", "pending"
+	start := []trackersim.Write{
+		mk(0, "r1.3", []string{enq}, []string{enq, ip}),
+		mk(100, "r1.3", []string{enq, ip}, []string{ip}),
+		mk(1200, "r1.3", []string{ip}, []string{ip, enq}), // the stage move's first half; r1.3 dies
+	}
+	revert := append(slices.Clone(start),
+		mk(4300, "r2.4", []string{ip, enq}, []string{ip, enq, pend}),
+		mk(4400, "r2.4", []string{ip, enq, pend}, []string{enq, pend}),
+		mk(4450, "r2.4", []string{enq, pend}, []string{pend}),
+		mk(4500, "r2.4", []string{pend}, []string{pend, enq}),
+		mk(4550, "r2.4", []string{pend, enq}, []string{enq}),
+	)
+	if got := staleWrites(revert, nil, nil); len(got) != 0 {
+		t.Errorf("a revert over a half-done stage move counted as stale: %q", got)
+	}
+	foreign := append(slices.Clone(start), mk(4400, "r2.4", []string{ip, enq}, []string{enq}))
+	if got := staleWrites(foreign, nil, nil); len(got) != 1 {
+		t.Errorf("another replica finishing r1.3's stage move: %q, want one stale write", got)
+	}
 }

@@ -33,29 +33,46 @@ type project struct {
 	simcases.Case
 	name             string
 	webhook, polling bool
+	// stages are the project's pipeline.stages in order; nil for a project
+	// without stages (stages.go).
+	stages []string
 }
 
-var projects = []project{
+// baseProjects are the projects of every run: one per platform, without
+// stages.
+var baseProjects = []project{
 	{Case: simcases.GitHub, name: "gh", webhook: true, polling: true},
 	{Case: simcases.GitLab, name: "gl", webhook: true},
 	{Case: simcases.AzureDevOps, name: "ado", webhook: true},
 	{Case: simcases.Jira, name: "jira", polling: true},
 }
 
+// projects are the run's projects: baseProjects, and with -stages their
+// staged twins (useStages). A chaos process does one run at a time.
+var projects = baseProjects
+
 // pipelineScript is every project's pipeline. It logs start, a tick every
-// ~100 ms, term (SIGTERM seen) and end to RUN_LOG with the daemon's pid
+// ~100 ms, term (SIGTERM seen) and end (exit 0) or fail (exit 1) to
+// RUN_LOG with the daemon's pid
 // (its parent's, or its grandparent's when the parent is the run guard,
-// `agentsmithd guard`) and its own, so the run log tells runs, replicas and
-// overlaps apart without trusting the daemon. Titles choose the behaviour:
+// `agentsmithd guard`) and its own, its stage ($AGENTSMITH_STAGE, "-"
+// without stages) and the stage whose result it was handed
+// ($AGENTSMITH_PREVIOUS_RESULT, "-" for none), so the run log tells runs,
+// replicas, stages and overlaps apart without trusting the daemon. A
+// stage that succeeds writes its result, naming itself, for the next.
+// Titles choose the behaviour:
 // "hang" runs past the timeout, "stubborn" also ignores SIGTERM, "fail"
-// exits 1, "slow" runs 3.5 s (past the shutdown grace, within the timeout),
+// exits 1 ("fail@implement." only in stage implement), "slow" runs 3.5 s (past the shutdown grace, within the timeout),
 // "frozen" runs 6 s on its first attempt (past the heartbeat TTL: see
 // frozen.go) and 0.5 s after, "medium" 2 s and "brief" 1 s (the
 // partitions': running when the cut comes, brief ones ending within it
 // even on a loaded machine, where a tick takes longer).
 const pipelineScript = `D=$PPID
 case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in *" guard "*) read -r _ _ _ D _ < /proc/$PPID/stat;; esac
-L() { printf '%s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$D" "$$" "$EPOCHREALTIME" >> "$RUN_LOG"; }
+S=${AGENTSMITH_STAGE:--}
+P=-
+case "$AGENTSMITH_PREVIOUS_RESULT" in *"chaos stage "*) P=${AGENTSMITH_PREVIOUS_RESULT#*chaos stage }; P=${P%%[!a-z0-9-]*};; esac
+L() { printf '%s %s %s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$D" "$$" "$EPOCHREALTIME" "$S" "${P:--}" >> "$RUN_LOG"; }
 L start
 case "$AGENTSMITH_TITLE" in
   *frozen*) trap 'L term; exit 143' TERM; n=$(( AGENTSMITH_ATTEMPT > 1 ? 5 : 60 ));;
@@ -68,7 +85,12 @@ case "$AGENTSMITH_TITLE" in
 esac
 i=0
 while [ "$i" -lt "$n" ]; do sleep 0.1; L tick; i=$((i+1)); done
-case "$AGENTSMITH_TITLE" in *fail*) L end; exit 1;; esac
+case "$AGENTSMITH_TITLE" in
+  *"fail@$S."*) L fail; exit 1;;
+  *fail@*) ;;
+  *fail*) L fail; exit 1;;
+esac
+if [ "$S" != - ]; then printf '{"summary": "chaos stage %s of %s"}' "$S" "$AGENTSMITH_TICKET_ID" > "$AGENTSMITH_RESULT_FILE"; fi
 L end
 `
 
@@ -131,6 +153,8 @@ type world struct {
 	lateWrites []string
 	// freezes are the replicas frozen with their pipelines (freeze, thaw).
 	freezes []freezeSpan
+	// stageKills are stageWindowKills' kills.
+	stageKills []stageKill
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -281,6 +305,12 @@ func (w *world) config(r *replica) string {
 		}
 		fmt.Fprintf(&b, "    pipeline:\n      command: [\"bash\", \"-c\", %q]\n      env: {RUN_LOG: %q}\n      timeout: %s\n      max_attempts: %d\n",
 			pipelineScript, w.runLog, pipelineTime, maxAttempts)
+		if len(p.stages) > 0 {
+			b.WriteString("      stages:\n")
+			for _, st := range p.stages {
+				fmt.Fprintf(&b, "        - name: %s\n", st)
+			}
+		}
 	}
 	return b.String()
 }
@@ -334,14 +364,16 @@ func (w *world) startReplica(r *replica) error {
 
 // killPod kill -9s a replica the way a node or container dies: the daemon
 // and its pipelines together. It freezes the daemon first so no pipeline is
-// started between finding its children and killing them.
-func (w *world) killPod(r *replica) {
+// started between finding its children and killing them. False: r was
+// not running (another killer got it first), so it is not the caller's to
+// restart.
+func (w *world) killPod(r *replica) bool {
 	w.mu.Lock()
 	cmd, alive := r.cmd, r.alive
 	r.alive = false
 	w.mu.Unlock()
 	if !alive {
-		return
+		return false
 	}
 	pid := cmd.Process.Pid
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
@@ -351,6 +383,7 @@ func (w *world) killPod(r *replica) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	w.record("kill", r.inc, pid)
 	<-r.done
+	return true
 }
 
 // freeze SIGSTOPs a replica and its pipelines (a paused VM or cgroup freeze).

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/gitws"
 	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
@@ -170,12 +171,19 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	// run lock is not this run's, was killed by its run guard for that:
 	// the run is lost, and what it left is no outcome. Recording it would
 	// re-take a lock a Redis restart emptied (recordOutcome) and end the
-	// ticket with the guard's kill instead of running it again.
-	if res.Signal != "" && !res.Killed && !res.TimedOut && !res.Canceled {
+	// ticket with the guard's kill instead of running it again. So is a
+	// guard's own failure while the lock is not this run's: the guard found
+	// the run lost before the start and never started the pipeline.
+	guardRefused := e.cfg.Guard != nil && res.Signal == "" && res.ExitCode == runguard.ExitOwnFailure
+	if (res.Signal != "" || guardRefused) && !res.Killed && !res.TimedOut && !res.Canceled {
 		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		err := a.newFence(hb)(fctx)
 		fcancel()
 		switch {
+		case errors.Is(err, errLostRun) && guardRefused:
+			log.Warn("run lost its ownership before its pipeline started; its run guard did not start it, no outcome recorded, no label written", zap.Error(err))
+			a.releaseRun(false)
+			return
 		case errors.Is(err, errLostRun):
 			log.Warn("run lost its ownership; its run guard killed the pipeline, no outcome recorded, no label written", zap.Error(err))
 			a.releaseRun(false)

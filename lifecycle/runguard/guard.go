@@ -119,6 +119,12 @@ type Order struct {
 	Cgroup bool `json:"cgroup,omitempty"`
 }
 
+// ExitOwnFailure is the guard's exit status for a failure of its own, the
+// pipeline not started: bad orders, no Redis client, or a run found no
+// longer its own before the start. A pipeline may exit with it too; the
+// executor tells them apart by whether the run is still its own.
+const ExitOwnFailure = 125
+
 // Main is the guard process. It reads its Order from orders, starts the
 // pipeline in its own process group (the one procrun made for the guard)
 // with the guard's stdin, stdout, stderr, working directory and
@@ -137,7 +143,7 @@ func Main(orders *os.File, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "agentsmithd guard: "+format+"\n", args...)
-		return 125
+		return ExitOwnFailure
 	}
 	raw, err := io.ReadAll(io.LimitReader(orders, maxOrder))
 	_ = orders.Close() // before the pipeline starts: it must not inherit the fd

@@ -18,6 +18,26 @@ type Stage struct {
 	RunAs       *syscall.Credential
 	// StartHint is Pipeline.StartHint for the stage's command.
 	StartHint string
+	// OnFailure is where a run of the stage that failed for good sends
+	// the ticket; zero: nowhere, it fails.
+	OnFailure SendBack
+}
+
+// SendBack is a stage's on_failure: back to the earlier stage BackTo, at
+// most Max times per trigger (runstate.CountSendBack).
+type SendBack struct {
+	BackTo string
+	Max    int
+}
+
+// OnFailureOf is stage's on_failure in p; zero when it has none.
+func (p *Project) OnFailureOf(stage string) SendBack {
+	for _, s := range p.Stages {
+		if s.Name == stage {
+			return s.OnFailure
+		}
+	}
+	return SendBack{}
 }
 
 // StageNames are the project's stages in order; nil for a project without

@@ -68,7 +68,7 @@ func (a *attempt) postComment(ctx context.Context, body, short string) error {
 // NoCommandLines), before the cut, so the comment stays within limit.
 func outcomeComment(headline, instance string, res procrun.Result, notes []string, limit int) string {
 	head := outcomeHead(headline, instance, res, notes)
-	tail := platforms.NoCommandLines(platforms.NoMentions(strings.TrimRight(lifecycle.StripControl(strings.ToValidUTF8(string(res.Tail), "\uFFFD")), "\n")))
+	tail := platforms.NoCommandLines(platforms.NoMentions(outputTail(res)))
 	if tail == "" {
 		return lifecycle.TruncateRunes(head+"\n(no output)\n", limit)
 	}
@@ -86,6 +86,13 @@ func outcomeComment(headline, instance string, res procrun.Result, notes []strin
 		tail = dropRunes(tail, over)
 	}
 	return lifecycle.TruncateRunes(head+"\n(output omitted: too long for the tracker's comment limit)\n", limit)
+}
+
+// outputTail is the run's output tail (already redacted as it was
+// written: redactOutput) as valid UTF-8 text without control characters
+// other than newline and tab, trailing newlines cut.
+func outputTail(res procrun.Result) string {
+	return strings.TrimRight(lifecycle.StripControl(strings.ToValidUTF8(string(res.Tail), "\uFFFD")), "\n")
 }
 
 // shortOutcomeComment is outcomeComment without the output, for a tracker
@@ -173,6 +180,12 @@ func (a *attempt) doneComment(res procrun.Result) (body, short string) {
 func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.Result) {
 	e, p, req, hb, log := a.e, a.p, a.req, a.hb, a.log
 	kind, retryable := p.Pipeline.Classify(res, req.Attempt)
+	sb := a.sendBackOf(ctx, kind, res)
+	if sb.lost {
+		log.Warn("run lost its ownership after its stage failed; no label written")
+		a.releaseRun(false)
+		return
+	}
 	var delay time.Duration
 	if kind == lifecycle.FailRetry {
 		delay = p.Pipeline.Retry.Backoff.Delay(req.Attempt, e.cfg.Rand())
@@ -183,6 +196,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	// page and the daemon's log redacted.
 	reason := p.Redact.String(res.Describe())
 	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
+	headline = sb.headline(e.cfg.Labels.Prefix, a.stage, headline)
 	if r := renderResult(p.Redact, p.Platform, a.result); r != "" {
 		headline += "\n\n" + r
 	}
@@ -194,7 +208,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	// is reverted and retried by StaleJobDetector.
 	var o runstate.Outcome
 	recorded := false
-	if kind != lifecycle.FailRetry {
+	if kind != lifecycle.FailRetry && sb.to == "" {
 		escalate := ""
 		if kind == lifecycle.FailEscalate {
 			escalate = p.Pipeline.Escalate.Label
@@ -204,7 +218,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 			lifecycle.SafeComment(p.Redact, shortOutcomeComment(headline, e.cfg.Instance, res, early, limit)), escalate)
 		recorded = a.recordOutcome(o)
 	}
-	notes := a.persist(ctx, t, kind)
+	notes := a.persist(ctx, t, sb.persistKind(kind))
 	notes = append(notes, a.saveWork(ctx, lifecycle.WorkDir(e.cfg.WorkDir, req.Ref), false, reason, 0)...)
 	notes = append(notes, a.resultNotes...)
 	if lost := hb.lostErr(); lost != nil {
@@ -215,6 +229,10 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	// The outcome must be written even while shutting down.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.WriteTimeout)
 	defer cancel()
+	if sb.to != "" {
+		a.sentBack(wctx, t, res, sb, headline, notes)
+		return
+	}
 	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	short := shortOutcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	if kind != lifecycle.FailRetry {
@@ -810,6 +828,9 @@ const (
 	// wrote to $AGENTSMITH_RESULT_FILE, as JSON {summary, links}, bounded
 	// as ReadResult bounds it; unset in the first stage or when the
 	// previous stage wrote none that is still kept (keys.StageResultTTL).
+	// After a later stage failed and sent the ticket back (on_failure), it
+	// holds that stage's result, or when it wrote none the tail of its
+	// output as the summary (sentBack).
 	PreviousResultEnv = "AGENTSMITH_PREVIOUS_RESULT"
 )
 
@@ -841,8 +862,10 @@ func (a *attempt) nextStage() string {
 }
 
 // stageEnv is the stage's part of the run's environment: its name and the
-// previous stage's result, when the last stage result kept is that
-// stage's (a re-run of the first stage never sees an older run's result).
+// last stage result kept, when it is for this stage: the previous stage's
+// after it succeeded, or a later stage's that failed and sent the ticket
+// back here (on_failure). A re-run of the first stage sees only the
+// latter.
 func (a *attempt) stageEnv(ctx context.Context) []string {
 	if a.stage == "" {
 		return nil
@@ -850,7 +873,7 @@ func (a *attempt) stageEnv(ctx context.Context) []string {
 	env := []string{StageEnv + "=" + a.stage}
 	names := a.p.StageNames()
 	i := slices.Index(names, a.stage)
-	if i <= 0 {
+	if i < 0 {
 		return env
 	}
 	r, ok, err := runstate.LastStageResult(ctx, a.e.rdb, a.req.Ref)
@@ -858,7 +881,8 @@ func (a *attempt) stageEnv(ctx context.Context) []string {
 	switch {
 	case err != nil:
 		a.log.Warn("read the previous stage's result; the stage runs without it", zap.Error(err))
-	case ok && kept == i-1 && len(r.Result) > 0:
+	case !ok || len(r.Result) == 0:
+	case r.For == a.stage, r.For == "" && i > 0 && kept == i-1:
 		env = append(env, PreviousResultEnv+"="+string(r.Result))
 	}
 	return env
@@ -882,7 +906,7 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 		return
 	}
 	result, _ := json.Marshal(a.result) // strings and a list of them: cannot fail
-	switch ok, err := runstate.PutStageResult(wctx, e.rdb, req.Ref, a.token, runstate.StageResult{Stage: a.stage, Result: result}); {
+	switch ok, err := runstate.PutStageResult(wctx, e.rdb, req.Ref, a.token, runstate.StageResult{Stage: a.stage, For: next, Result: result}); {
 	case err != nil:
 		log.Warn("keep the stage's result for the next stage; it runs without it", zap.Error(err))
 	case !ok:
@@ -897,26 +921,36 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 			log.Error("post the stage's comment; the ticket moves on", zap.Error(err))
 		}
 	}
-	why := fmt.Sprintf("stage %s succeeded; stage %s next", a.stage, next)
+	a.enqueueStage(wctx, t, next, "stage succeeded", fmt.Sprintf("stage %s succeeded; stage %s next", a.stage, next))
+}
+
+// enqueueStage hands the ticket, whose run of the attempt's stage ended,
+// to stage: one label write InProgress(a.stage) → Enqueued(stage), the
+// attempt count started over and stage's request pushed, as a retry hands
+// a ticket back. A ticket left Enqueued without its request (the replica
+// died after the write) is re-pushed by the EnqueuedReconciler at the stage
+// its label shows.
+func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage, outcome, why string) {
+	e, req, log := a.e, a.req, a.log
 	if err := retryTransient(wctx, func() error {
-		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, lifecycle.Enqueued, next, "stage succeeded", why)
+		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, lifecycle.Enqueued, stage, outcome, why)
 		t = nil // moveAs re-reads after a failure; the snapshot is spent
 		return err
 	}); err != nil {
-		log.Error("transition to the next stage (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		log.Error("transition to stage "+stage+" (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 		return
 	}
-	// Attempts count per stage: the next stage's first request is attempt
-	// 1, which Take would refuse as stale beside this stage's count.
+	// Attempts count per stage: stage's first request is attempt 1, which
+	// Take would refuse as stale beside this stage's count.
 	if err := runstate.StartOver(wctx, e.rdb, req.Ref); err != nil {
-		log.Warn("start the attempt count over for the next stage", zap.Error(err))
+		log.Warn("start the attempt count over for stage "+stage, zap.Error(err))
 	}
 	a.releaseRun(false)
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceStage, Attempt: 1,
-		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: next}
+		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: stage}
 	if err := e.queue.Push(wctx, nreq.Encode()); err != nil {
-		log.Error("push the next stage's request (EnqueuedReconciler will re-push)", zap.Error(err))
+		log.Error("push stage "+stage+"'s request (EnqueuedReconciler will re-push)", zap.Error(err))
 		return
 	}
-	log.Info("stage succeeded; next stage enqueued", zap.String("nextStage", next), zap.String("newRequestId", nreq.ID))
+	log.Info(outcome+"; stage enqueued", zap.String("nextStage", stage), zap.String("newRequestId", nreq.ID))
 }

@@ -42,7 +42,9 @@ func TestCountSendBack(t *testing.T) {
 	if ttl := rdb.PTTL(ctx, keys.SentBack(r.Key())).Val(); ttl <= 0 || ttl > keys.SentBackTTL {
 		t.Errorf("counts' TTL %v, want within %v", ttl, keys.SentBackTTL)
 	}
-	runstate.ForgetSentBack(ctx, rdb, r)
+	if err := runstate.ForgetSentBack(ctx, rdb, r); err != nil {
+		t.Fatal(err)
+	}
 	if got, n, err := runstate.CountSendBack(ctx, rdb, r, "tok", "test", 2); err != nil || got != runstate.SentBackCounted || n != 1 {
 		t.Fatalf("send-back after ForgetSentBack: %v %d %v, want counted 1", got, n, err)
 	}

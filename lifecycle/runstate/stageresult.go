@@ -146,8 +146,12 @@ func SentBackCounts(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (
 	return out, nil
 }
 
-// ForgetSentBack queues on pipe the deletion of the ticket's send-back
-// counts: a fresh trigger starts with every stage's on_failure.max whole.
-func ForgetSentBack(ctx context.Context, pipe redis.Cmdable, ref platforms.Ref) {
-	pipe.Del(ctx, keys.SentBack(ref.Key()))
+// ForgetSentBack deletes the ticket's send-back counts (queues it, on a
+// pipeline): a fresh trigger or a person's retry starts with every stage's
+// on_failure.max whole.
+func ForgetSentBack(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
+	if err := rdb.Del(ctx, keys.SentBack(ref.Key())).Err(); err != nil {
+		return fmt.Errorf("forget send-backs of %s: %w", ref, err)
+	}
+	return nil
 }

@@ -30,12 +30,11 @@ type SendBack struct {
 	Max    int
 }
 
-// OnFailureOf is stage's on_failure in p; zero when it has none.
-func (p *Project) OnFailureOf(stage string) SendBack {
-	for _, s := range p.Stages {
-		if s.Name == stage {
-			return s.OnFailure
-		}
+// OnFailureOf is the on_failure of p's stage name; zero when it has none.
+func (p *Project) OnFailureOf(name string) SendBack {
+	names := p.StageNames()
+	if i := slices.Index(names, name); i >= 0 {
+		return p.Stages[i].OnFailure
 	}
 	return SendBack{}
 }

@@ -24,6 +24,9 @@ type Stage struct {
 	// as a whole (exit codes, on_timeout and backoff).
 	Retry *Retry `yaml:"retry"`
 	RunAs string `yaml:"run_as"`
+	// OnFailure, when set, sends a ticket whose run of this stage failed
+	// for good back to an earlier stage (onfailure.go).
+	OnFailure *OnFailure `yaml:"on_failure"`
 }
 
 // StageNames are the stages' names in order; nil without stages.
@@ -56,6 +59,7 @@ func (pl *Pipeline) applyStageDefaults() {
 			s.Retry.Backoff.applyDefaults()
 		}
 		setDefault(&s.RunAs, pl.RunAs)
+		s.OnFailure.applyDefaults()
 	}
 }
 
@@ -86,5 +90,6 @@ func (pl *Pipeline) validateStages(errs *Errors, path string) {
 			s.Retry.validate(errs, sp+".retry")
 		}
 		validateRunAs(errs, sp, Pipeline{RunAs: s.RunAs})
+		s.OnFailure.validate(errs, sp+".on_failure", pl.StageNames()[:i])
 	}
 }

@@ -18,6 +18,25 @@ type Stage struct {
 	RunAs       *syscall.Credential
 	// StartHint is Pipeline.StartHint for the stage's command.
 	StartHint string
+	// OnFailure is where a run of the stage that failed for good sends
+	// the ticket; zero: nowhere, it fails.
+	OnFailure SendBack
+}
+
+// SendBack is a stage's on_failure: back to the earlier stage BackTo, at
+// most Max times per trigger (runstate.CountSendBack).
+type SendBack struct {
+	BackTo string
+	Max    int
+}
+
+// OnFailureOf is the on_failure of p's stage name; zero when it has none.
+func (p *Project) OnFailureOf(name string) SendBack {
+	names := p.StageNames()
+	if i := slices.Index(names, name); i >= 0 {
+		return p.Stages[i].OnFailure
+	}
+	return SendBack{}
 }
 
 // StageNames are the project's stages in order; nil for a project without

@@ -135,6 +135,9 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 			Retry: lifecycle.RetryPolicy{ExitCodes: st.Retry.ExitCodes, OnTimeout: st.Retry.OnTimeout,
 				Backoff: lifecycle.Backoff{Initial: sb.Initial, Max: sb.Max, Multiplier: sb.Multiplier, Jitter: sb.Jitter}},
 			RunAs: cred, StartHint: pl.Where(st.Command)})
+		if o := st.OnFailure; o != nil {
+			p.Stages[len(p.Stages)-1].OnFailure = lifecycle.SendBack{BackTo: o.BackTo, Max: o.Max}
+		}
 	}
 	// config.Load refused a run_as that does not resolve.
 	p.Pipeline.RunAs, _ = pl.RunAsCredential()

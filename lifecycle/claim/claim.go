@@ -379,9 +379,10 @@ func (c *Service) inScope(ctx context.Context, p *lifecycle.Project, ref platfor
 	return "", nil
 }
 
-// push queues req. With lock (ClaimBy's), the stale cancel request is
-// cleared (a fresh trigger must not be cancelled by it; a reclaim keeps
-// it), the request pushed and the lock released in one round trip: after
+// push queues req. With lock (ClaimBy's), the stale cancel request and
+// the send-back counts are cleared (a fresh trigger must not be cancelled
+// by it, nor fail for an earlier trigger's send-backs; a reclaim keeps
+// both), the request pushed and the lock released in one round trip: after
 // the push the claim has nothing left to guard. A gated project keeps the
 // lock until it forgot the trigger's actor, so its release stays apart.
 func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source string, req lifecycle.PipelineRequest, lock *heldLock) error {
@@ -389,6 +390,8 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 	_, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		if lock != nil && source != lifecycle.SourceReclaim {
 			_ = runstate.ClearCancel(ctx, pipe, ref, "")
+			// A fresh trigger has every stage's on_failure.max whole.
+			_ = runstate.ForgetSentBack(ctx, pipe, ref)
 		}
 		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
 		// The write went through: a refusal recorded before is over.

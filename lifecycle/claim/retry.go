@@ -116,6 +116,10 @@ func (c *Service) retryLocked(ctx context.Context, p *lifecycle.Project, ref pla
 	if err := runstate.StartOver(ctx, c.rdb, ref); err != nil {
 		return res, fmt.Errorf("retry %s: reset attempts: %w: %w", ref, ErrRedisUnavailable, err)
 	}
+	// A person's retry has every stage's on_failure.max whole again.
+	if err := runstate.ForgetSentBack(ctx, c.rdb, ref); err != nil {
+		return res, fmt.Errorf("retry %s: %w: %w", ref, ErrRedisUnavailable, err)
+	}
 	c.refusals.EndBackoff(ctx, ref)
 	// A ticket that failed in a stage is retried at that stage.
 	stage := p.StageShown(c.cfg.Labels, t.Labels, true)

@@ -68,7 +68,7 @@ func (a *attempt) postComment(ctx context.Context, body, short string) error {
 // NoCommandLines), before the cut, so the comment stays within limit.
 func outcomeComment(headline, instance string, res procrun.Result, notes []string, limit int) string {
 	head := outcomeHead(headline, instance, res, notes)
-	tail := platforms.NoCommandLines(platforms.NoMentions(strings.TrimRight(lifecycle.StripControl(strings.ToValidUTF8(string(res.Tail), "\uFFFD")), "\n")))
+	tail := platforms.NoCommandLines(platforms.NoMentions(outputTail(res)))
 	if tail == "" {
 		return lifecycle.TruncateRunes(head+"\n(no output)\n", limit)
 	}
@@ -86,6 +86,13 @@ func outcomeComment(headline, instance string, res procrun.Result, notes []strin
 		tail = dropRunes(tail, over)
 	}
 	return lifecycle.TruncateRunes(head+"\n(output omitted: too long for the tracker's comment limit)\n", limit)
+}
+
+// outputTail is the run's output tail (already redacted as it was
+// written: redactOutput) as valid UTF-8 text without control characters
+// other than newline and tab, trailing newlines cut.
+func outputTail(res procrun.Result) string {
+	return strings.TrimRight(lifecycle.StripControl(strings.ToValidUTF8(string(res.Tail), "\uFFFD")), "\n")
 }
 
 // shortOutcomeComment is outcomeComment without the output, for a tracker
@@ -173,6 +180,12 @@ func (a *attempt) doneComment(res procrun.Result) (body, short string) {
 func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.Result) {
 	e, p, req, hb, log := a.e, a.p, a.req, a.hb, a.log
 	kind, retryable := p.Pipeline.Classify(res, req.Attempt)
+	sb := a.sendBackOf(ctx, kind, res)
+	if sb.lost {
+		log.Warn("run lost its ownership after its stage failed; no label written")
+		a.releaseRun(false)
+		return
+	}
 	var delay time.Duration
 	if kind == lifecycle.FailRetry {
 		delay = p.Pipeline.Retry.Backoff.Delay(req.Attempt, e.cfg.Rand())
@@ -183,6 +196,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	// page and the daemon's log redacted.
 	reason := p.Redact.String(res.Describe())
 	headline, limit := failureHeadline(e.cfg.Labels.Prefix, p, kind, retryable, req.Attempt, delay), platforms.CommentLimit(p.Tracker)
+	headline = sb.headline(e.cfg.Labels.Prefix, a.stage, headline)
 	if r := renderResult(p.Redact, p.Platform, a.result); r != "" {
 		headline += "\n\n" + r
 	}
@@ -194,7 +208,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	// is reverted and retried by StaleJobDetector.
 	var o runstate.Outcome
 	recorded := false
-	if kind != lifecycle.FailRetry {
+	if kind != lifecycle.FailRetry && sb.to == "" {
 		escalate := ""
 		if kind == lifecycle.FailEscalate {
 			escalate = p.Pipeline.Escalate.Label
@@ -204,7 +218,7 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 			lifecycle.SafeComment(p.Redact, shortOutcomeComment(headline, e.cfg.Instance, res, early, limit)), escalate)
 		recorded = a.recordOutcome(o)
 	}
-	notes := a.persist(ctx, t, kind)
+	notes := a.persist(ctx, t, sb.persistKind(kind))
 	notes = append(notes, a.saveWork(ctx, lifecycle.WorkDir(e.cfg.WorkDir, req.Ref), false, reason, 0)...)
 	notes = append(notes, a.resultNotes...)
 	if lost := hb.lostErr(); lost != nil {
@@ -215,6 +229,10 @@ func (a *attempt) failed(ctx context.Context, t *platforms.Ticket, res procrun.R
 	// The outcome must be written even while shutting down.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.WriteTimeout)
 	defer cancel()
+	if sb.to != "" {
+		a.sentBack(wctx, t, res, sb, headline, notes)
+		return
+	}
 	body := outcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	short := shortOutcomeComment(headline, e.cfg.Instance, res, notes, limit)
 	if kind != lifecycle.FailRetry {
@@ -810,6 +828,9 @@ const (
 	// wrote to $AGENTSMITH_RESULT_FILE, as JSON {summary, links}, bounded
 	// as ReadResult bounds it; unset in the first stage or when the
 	// previous stage wrote none that is still kept (keys.StageResultTTL).
+	// After a later stage failed and sent the ticket back (on_failure), it
+	// holds that stage's result, or when it wrote none the tail of its
+	// output as the summary (sentBack).
 	PreviousResultEnv = "AGENTSMITH_PREVIOUS_RESULT"
 )
 
@@ -841,8 +862,10 @@ func (a *attempt) nextStage() string {
 }
 
 // stageEnv is the stage's part of the run's environment: its name and the
-// previous stage's result, when the last stage result kept is that
-// stage's (a re-run of the first stage never sees an older run's result).
+// last stage result kept, when it is for this stage: the previous stage's
+// after it succeeded, or a later stage's that failed and sent the ticket
+// back here (on_failure). A re-run of the first stage sees only the
+// latter.
 func (a *attempt) stageEnv(ctx context.Context) []string {
 	if a.stage == "" {
 		return nil
@@ -850,7 +873,7 @@ func (a *attempt) stageEnv(ctx context.Context) []string {
 	env := []string{StageEnv + "=" + a.stage}
 	names := a.p.StageNames()
 	i := slices.Index(names, a.stage)
-	if i <= 0 {
+	if i < 0 {
 		return env
 	}
 	r, ok, err := runstate.LastStageResult(ctx, a.e.rdb, a.req.Ref)
@@ -858,7 +881,8 @@ func (a *attempt) stageEnv(ctx context.Context) []string {
 	switch {
 	case err != nil:
 		a.log.Warn("read the previous stage's result; the stage runs without it", zap.Error(err))
-	case ok && kept == i-1 && len(r.Result) > 0:
+	case !ok || len(r.Result) == 0:
+	case slices.Index(names, r.For) == i, len(r.For) == 0 && i > 0 && kept == i-1:
 		env = append(env, PreviousResultEnv+"="+string(r.Result))
 	}
 	return env
@@ -882,7 +906,7 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 		return
 	}
 	result, _ := json.Marshal(a.result) // strings and a list of them: cannot fail
-	switch ok, err := runstate.PutStageResult(wctx, e.rdb, req.Ref, a.token, runstate.StageResult{Stage: a.stage, Result: result}); {
+	switch ok, err := runstate.PutStageResult(wctx, e.rdb, req.Ref, a.token, runstate.StageResult{Stage: a.stage, For: next, Result: result}); {
 	case err != nil:
 		log.Warn("keep the stage's result for the next stage; it runs without it", zap.Error(err))
 	case !ok:
@@ -897,26 +921,149 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 			log.Error("post the stage's comment; the ticket moves on", zap.Error(err))
 		}
 	}
-	why := fmt.Sprintf("stage %s succeeded; stage %s next", a.stage, next)
+	a.enqueueStage(wctx, t, next, "stage succeeded", fmt.Sprintf("stage %s succeeded; stage %s next", a.stage, next))
+}
+
+// enqueueStage hands the ticket, whose run of the attempt's stage ended,
+// to stage: one label write InProgress(a.stage) → Enqueued(stage), the
+// attempt count started over and stage's request pushed, as a retry hands
+// a ticket back. A ticket left Enqueued without its request (the replica
+// died after the write) is re-pushed by the EnqueuedReconciler at the stage
+// its label shows.
+func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage, outcome, why string) {
+	e, req, log := a.e, a.req, a.log
 	if err := retryTransient(wctx, func() error {
-		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, lifecycle.Enqueued, next, "stage succeeded", why)
+		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, lifecycle.Enqueued, stage, outcome, why)
 		t = nil // moveAs re-reads after a failure; the snapshot is spent
 		return err
 	}); err != nil {
-		log.Error("transition to the next stage (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		log.Error("transition to stage "+stage+" (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
 		return
 	}
-	// Attempts count per stage: the next stage's first request is attempt
-	// 1, which Take would refuse as stale beside this stage's count.
+	// Attempts count per stage: stage's first request is attempt 1, which
+	// Take would refuse as stale beside this stage's count.
 	if err := runstate.StartOver(wctx, e.rdb, req.Ref); err != nil {
-		log.Warn("start the attempt count over for the next stage", zap.Error(err))
+		log.Warn("start the attempt count over for stage "+stage, zap.Error(err))
 	}
 	a.releaseRun(false)
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceStage, Attempt: 1,
-		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: next}
+		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: stage}
 	if err := e.queue.Push(wctx, nreq.Encode()); err != nil {
-		log.Error("push the next stage's request (EnqueuedReconciler will re-push)", zap.Error(err))
+		log.Error("push stage "+stage+"'s request (EnqueuedReconciler will re-push)", zap.Error(err))
 		return
 	}
-	log.Info("stage succeeded; next stage enqueued", zap.String("nextStage", next), zap.String("newRequestId", nreq.ID))
+	log.Info(outcome+"; stage enqueued", zap.String("nextStage", stage), zap.String("newRequestId", nreq.ID))
+}
+
+// sendBack is what a stage's on_failure makes of its failed run.
+type sendBack struct {
+	// to is the stage the ticket goes back to; "" when it does not.
+	to string
+	// n is the send-back's number (to set) or how many the stage made
+	// (usedUp), of max.
+	n, max int
+	// usedUp: the stage already sent the ticket back max times, so the
+	// ticket fails, its comment saying so.
+	usedUp bool
+	// lost: the run no longer holds the ticket; it writes nothing.
+	lost bool
+}
+
+// sendBackOf decides whether the attempt's failed run sends the ticket
+// back (the stage's on_failure), and counts the send-back under the run's
+// lock. Only a failure that would end the ticket does (kind FailFinal: not
+// retried, not escalated) and only one the pipeline made by exiting
+// non-zero by itself: a timeout, a kill, a cancel, a shutdown or a work
+// dir that could not be prepared is no verdict on the earlier stage's
+// work. A count Redis cannot make fails the ticket as without on_failure.
+//
+// The count is made before anything else of the send-back: a replica that
+// dies after it leaves the ticket InProgress with a stale heartbeat,
+// StaleJobDetector reverts it at the failing stage's label, and that stage
+// runs again with one send-back used. A lost send-back is never lost
+// count, so the back-and-forth stays bounded by max.
+func (a *attempt) sendBackOf(ctx context.Context, kind lifecycle.FailureKind, res procrun.Result) sendBack {
+	of := a.p.OnFailureOf(a.stage)
+	exited := res.Err == nil && res.Signal == "" && !res.TimedOut && !res.Canceled && !res.Killed && res.ExitCode != 0
+	if a.stage == "" || of.BackTo == "" || kind != lifecycle.FailFinal || !exited {
+		return sendBack{}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	got, n, err := runstate.CountSendBack(cctx, a.e.rdb, a.req.Ref, a.token, a.stage, of.Max)
+	switch {
+	case err != nil:
+		a.log.Warn("count the stage's send-back; the ticket fails instead", zap.Error(err))
+		return sendBack{}
+	case got == runstate.SentBackLost:
+		return sendBack{lost: true}
+	case got == runstate.SentBackUsedUp:
+		return sendBack{n: n, max: of.Max, usedUp: true}
+	}
+	return sendBack{to: of.BackTo, n: n, max: of.Max}
+}
+
+// headline is the failure comment's first line for sb: what sending back
+// replaces, or what a failure past max adds. Stage names are
+// [a-z][a-z0-9-]*: nothing to escape.
+func (sb sendBack) headline(prefix, stage, failed string) string {
+	switch {
+	case sb.to != "":
+		return fmt.Sprintf("**%s**: stage %s failed; the ticket goes back to stage %s (send-back %d of %d)", prefix, stage, sb.to, sb.n, sb.max)
+	case sb.usedUp:
+		return fmt.Sprintf("%s; stage %s already sent the ticket back %d times (on_failure max %d)", failed, stage, sb.n, sb.max)
+	}
+	return failed
+}
+
+// persistKind is the failure kind the persist command is told: a ticket
+// sent back runs on, as after a retry.
+func (sb sendBack) persistKind(kind lifecycle.FailureKind) lifecycle.FailureKind {
+	if sb.to != "" {
+		return lifecycle.FailRetry
+	}
+	return kind
+}
+
+// sentBack sends the ticket whose stage failed back to sb.to: the failed
+// stage's result kept for sb.to (its result file, or when it wrote none
+// the redacted tail of its output as the summary, bounded as a result
+// file's), the comment posted (headline, result, duration, notes; not the
+// output, which the stage gets), then the ticket handed to sb.to as a
+// stage's success hands it to the next (enqueueStage). A run that lost
+// the ticket on the way writes nothing more.
+func (a *attempt) sentBack(wctx context.Context, t *platforms.Ticket, res procrun.Result, sb sendBack, headline string, notes []string) {
+	e, p, req, log := a.e, a.p, a.req, a.log
+	kept := a.result
+	if kept.Empty() {
+		kept = outputResult(res)
+	}
+	kept, _ = redactResult(p.Redact, kept)
+	result, _ := json.Marshal(kept) // strings and a list of them: cannot fail
+	switch ok, err := runstate.PutStageResult(wctx, e.rdb, req.Ref, a.token, runstate.StageResult{Stage: a.stage, For: sb.to, Result: result}); {
+	case err != nil:
+		log.Warn("keep the failed stage's output for the stage it goes back to; that stage runs without it", zap.Error(err))
+	case !ok:
+		log.Warn("run lost its ownership after its stage failed; no label written")
+		return
+	}
+	limit := platforms.CommentLimit(p.Tracker)
+	body := lifecycle.TruncateRunes(outcomeHead(headline, e.cfg.Instance, res, notes)+
+		fmt.Sprintf("\nStage %s gets this stage's result or the tail of its output as `%s`.\n", sb.to, PreviousResultEnv), limit)
+	if err := a.postComment(wctx, body, ""); errors.Is(err, errLostRun) {
+		log.Warn("run lost its ownership before the send-back comment", zap.Error(err))
+		return
+	} else if err != nil {
+		log.Error("post the send-back comment; the ticket goes back", zap.Error(err))
+	}
+	a.enqueueStage(wctx, t, sb.to, "sent back",
+		fmt.Sprintf("stage %s failed (%s); back to stage %s, send-back %d of %d", a.stage, p.Redact.String(res.Describe()), sb.to, sb.n, sb.max))
+}
+
+// outputResult is a failed run's output tail as a result: the summary is
+// the tail's last maxSummaryRunes characters (outputTail: redacted as
+// written, control characters stripped).
+func outputResult(res procrun.Result) Result {
+	tail := outputTail(res)
+	return Result{Summary: dropRunes(tail, utf8.RuneCountInString(tail)-maxSummaryRunes)}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -12,11 +13,14 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// StageResult is what a finished stage hands the next one: its name and
-// the result its pipeline wrote, as JSON (bounded by the consumer's
-// reading of the result file).
+// StageResult is what a finished stage hands the stage that runs next:
+// its name and the result its pipeline wrote, as JSON (bounded by the
+// consumer's reading of the result file). For names that stage: the next
+// one after a success, the on_failure.back_to stage after a send-back; a
+// record without it is for the stage after Stage.
 type StageResult struct {
 	Stage  string          `json:"stage"`
+	For    string          `json:"for,omitempty"`
 	Result json.RawMessage `json:"result"`
 }
 
@@ -67,4 +71,87 @@ func LastStageResult(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) 
 		return StageResult{}, false, fmt.Errorf("read stage result of %s: %w", ref, err)
 	}
 	return r, true, nil
+}
+
+// sendBackScript counts one send-back of a ticket from a stage, only while
+// the run lock holds the run's token and only while the stage has sent the
+// ticket back fewer than max times.
+//
+//	KEYS[1]  the ticket's run lock (keys.Heartbeat)
+//	KEYS[2]  the ticket's send-back counts (keys.SentBack)
+//	ARGV[1]  the run's token
+//	ARGV[2]  the stage (hash field)
+//	ARGV[3]  max
+//	ARGV[4]  TTL in milliseconds
+//
+// Returns -1 when the run no longer holds the ticket, else {1, count}
+// when counted or {0, count} when count already reached max.
+var sendBackScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return {-1, 0}
+end
+local n = tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0') or 0
+if n >= tonumber(ARGV[3]) then
+  return {0, n}
+end
+n = redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return {1, n}
+`)
+
+// SendBack is what CountSendBack did.
+type SendBack int
+
+// CountSendBack's answers.
+const (
+	SentBackCounted SendBack = iota // counted: the ticket goes back
+	SentBackUsedUp                  // the stage sent it back max times already
+	SentBackLost                    // the run no longer holds the ticket
+)
+
+// CountSendBack counts one send-back of the ticket from stage, fenced by
+// the run's token, unless stage already sent it back max times; n is the
+// count after the call. The counts live for keys.SentBackTTL from the last
+// send-back and are forgotten by a fresh trigger's claim (ForgetSentBack).
+func CountSendBack(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, token, stage string, max int) (SendBack, int, error) {
+	k := ref.Key()
+	v, err := sendBackScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.SentBack(k)}, token, stage, max,
+		keys.SentBackTTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		return SentBackLost, 0, fmt.Errorf("count a send-back of %s from stage %s: %w", ref, stage, err)
+	}
+	if len(v) != 2 {
+		return SentBackLost, 0, fmt.Errorf("count a send-back of %s from stage %s: reply %v", ref, stage, v)
+	}
+	switch v[0] {
+	case 1:
+		return SentBackCounted, int(v[1]), nil
+	case 0:
+		return SentBackUsedUp, int(v[1]), nil
+	}
+	return SentBackLost, 0, nil
+}
+
+// SentBackCounts are the ticket's send-back counts by stage.
+func SentBackCounts(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (map[string]int, error) {
+	raw, err := rdb.HGetAll(ctx, keys.SentBack(ref.Key())).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read send-back counts of %s: %w", ref, err)
+	}
+	out := make(map[string]int, len(raw))
+	for s, v := range raw {
+		n, _ := strconv.Atoi(v)
+		out[s] = n
+	}
+	return out, nil
+}
+
+// ForgetSentBack deletes the ticket's send-back counts (queues it, on a
+// pipeline): a fresh trigger or a person's retry starts with every stage's
+// on_failure.max whole.
+func ForgetSentBack(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
+	if err := rdb.Del(ctx, keys.SentBack(ref.Key())).Err(); err != nil {
+		return fmt.Errorf("forget send-backs of %s: %w", ref, err)
+	}
+	return nil
 }

@@ -95,6 +95,10 @@ const (
 	// StageResultTTL keeps a stage's result for the next stage of its
 	// ticket (agentsmith:stage-result:*); every stage's end writes it anew.
 	StageResultTTL = 7 * 24 * time.Hour
+	// SentBackTTL bounds a ticket's send-back counts
+	// (agentsmith:sent-back:*); every send-back renews it, and a fresh
+	// trigger's claim deletes it.
+	SentBackTTL = 7 * 24 * time.Hour
 	// TriggerPermissionTTL is how long a tracker's answer to "may this user
 	// write?" is trusted: minutes, so a revoked collaborator stops
 	// triggering soon and a burst of triggers costs one lookup.
@@ -251,6 +255,12 @@ func Delayed() string { return prefix() + "queue:delayed" }
 // ($AGENTSMITH_RESULT_FILE, bounded), JSON {stage, result}: the next stage
 // gets it as $AGENTSMITH_PREVIOUS_RESULT. It expires after StageResultTTL.
 func StageResult(ticketKey string) string { return prefix() + "stage-result:" + ticketKey }
+
+// SentBack counts, per stage (hash field: the stage's name), how often a
+// ticket's stage failed and sent it back to an earlier stage
+// (on_failure.back_to), for that stage's on_failure.max. It expires after
+// SentBackTTL.
+func SentBack(ticketKey string) string { return prefix() + "sent-back:" + ticketKey }
 
 // Finished marks a ticket whose last run reached Done or Failed; a new claim
 // of it is a re-trigger. It expires after FinishedTTL.

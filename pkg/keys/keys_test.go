@@ -44,6 +44,7 @@ var builders = map[string]func() string{
 	"Delayed":             Delayed,
 	"Finished":            func() string { return Finished("github:a/b#1") },
 	"StageResult":         func() string { return StageResult("github:a/b#1") },
+	"SentBack":            func() string { return SentBack("github:a/b#1") },
 	"ProjectSlots":        func() string { return ProjectSlots("p") },
 	"TokenSlots":          func() string { return TokenSlots("t") },
 	"RunLogs":             func() string { return RunLogs("github:a/b#1") },

@@ -24,6 +24,9 @@ type Stage struct {
 	// as a whole (exit codes, on_timeout and backoff).
 	Retry *Retry `yaml:"retry"`
 	RunAs string `yaml:"run_as"`
+	// Pool is where the stage's requests wait, as projects[].pool is for
+	// the project's (unset: the project's pool).
+	Pool string `yaml:"pool"`
 }
 
 // StageNames are the stages' names in order; nil without stages.
@@ -86,5 +89,6 @@ func (pl *Pipeline) validateStages(errs *Errors, path string) {
 			s.Retry.validate(errs, sp+".retry")
 		}
 		validateRunAs(errs, sp, Pipeline{RunAs: s.RunAs})
+		validatePoolName(errs, sp+".pool", s.Pool)
 	}
 }

@@ -134,7 +134,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		p.Stages = append(p.Stages, lifecycle.Stage{Name: st.Name, Command: st.Command, Timeout: st.Timeout, MaxAttempts: st.MaxAttempts,
 			Retry: lifecycle.RetryPolicy{ExitCodes: st.Retry.ExitCodes, OnTimeout: st.Retry.OnTimeout,
 				Backoff: lifecycle.Backoff{Initial: sb.Initial, Max: sb.Max, Multiplier: sb.Multiplier, Jitter: sb.Jitter}},
-			RunAs: cred, StartHint: pl.Where(st.Command)})
+			RunAs: cred, StartHint: pl.Where(st.Command), Pool: st.Pool})
 	}
 	// config.Load refused a run_as that does not resolve.
 	p.Pipeline.RunAs, _ = pl.RunAsCredential()

@@ -288,7 +288,7 @@ func (a *attempt) handBack(ctx context.Context, t *platforms.Ticket) {
 	}
 	a.releaseRun(false)
 	next := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceHandBack, Attempt: req.Attempt,
-		EnqueuedAt: e.cfg.Clock().UTC(), Priority: req.Priority, Stage: a.stage, Pool: req.Pool}
+		EnqueuedAt: e.cfg.Clock().UTC(), Priority: req.Priority, Stage: a.stage, Pool: a.p.PoolFor(a.stage)}
 	if err := e.queue.Push(ctx, next.Encode()); err != nil {
 		log.Error("hand back: push request (EnqueuedReconciler will re-push)", zap.Error(err))
 		return

@@ -111,7 +111,12 @@ func registered(t *testing.T) map[string]dto.MetricType {
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	m := metrics.New(metrics.Config{Redis: rdb, Queue: queue.New(rdb, keys.Queue())})
+	q := queue.NewWith(rdb, keys.Queue(), queue.Options{DelayedKey: keys.Delayed(), DefaultPool: lifecycle.DefaultPool})
+	m := metrics.New(metrics.Config{Redis: rdb, Queue: q})
+	// A request of a pool the queue does not hold: agentsmith_queue_unplaced_total.
+	if err := q.Push(t.Context(), []byte(`{"id":"u","pool":"gpu"}`)); err != nil {
+		t.Fatal(err)
+	}
 	rdb.AddHook(m.RedisHook())
 	ref := platforms.Ref{Platform: "github", Project: "p", ID: "o/r#1"}
 	for _, ev := range []lifecycle.Event{

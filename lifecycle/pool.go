@@ -35,6 +35,19 @@ func (p *Project) PoolFor(stage string) string {
 	return pool
 }
 
+// PoolLabel is a pool name read from a queue entry as a log field or a
+// metric label may show it: the name when it is a valid pool name,
+// "other" for "" (past a count's bound), else "invalid".
+func PoolLabel(name string) string {
+	switch {
+	case name == "":
+		return "other"
+	case !ValidPoolName(name):
+		return "invalid"
+	}
+	return name
+}
+
 // PoolOf is the pool a request names: "" is DefaultPool.
 func PoolOf(pool string) string {
 	if pool == "" {

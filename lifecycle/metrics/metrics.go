@@ -157,6 +157,9 @@ func New(cfg Config) *Metrics {
 		}
 		m.reg.MustRegister(newStateCollector(cfg.Redis, cfg.Queue, cfg.Clock, cfg.Logger), newPausedCollector(cfg.Redis, cfg.Logger))
 	}
+	if cfg.Queue != nil {
+		m.reg.MustRegister(newUnplacedCollector(cfg.Queue))
+	}
 	return m
 }
 

@@ -122,7 +122,7 @@ func registered(t *testing.T) map[string]dto.MetricType {
 	for _, ev := range []lifecycle.Event{
 		{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Pending, To: lifecycle.Enqueued, Outcome: "claimed", Retrigger: true},
 		{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Enqueued, To: lifecycle.InProgress, Outcome: "started", Wait: time.Second},
-		{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.InProgress, To: lifecycle.Done, Outcome: "succeeded", Run: time.Second, Lead: time.Second},
+		{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.InProgress, To: lifecycle.Done, Outcome: "succeeded", Run: time.Second, Lead: time.Second, Stage: "plan"},
 		{Kind: lifecycle.EventRepair, Outcome: "requeued dead instance's requests"},
 		{Kind: lifecycle.EventStuck, Ref: ref, From: lifecycle.InProgress},
 	} {

@@ -512,7 +512,7 @@ func (a *attempt) moveStageAs(ctx context.Context, t *platforms.Ticket, from, to
 		if err == nil {
 			ev := lifecycle.Event{Kind: lifecycle.EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
 				Outcome: outcome, Reason: reason, Attempt: req.Attempt, Owner: lifecycle.OwnerExecutor, Instance: e.cfg.Instance,
-				Source: req.Source, RequestID: req.ID}
+				Source: req.Source, RequestID: req.ID, Stage: a.stage}
 			if to == lifecycle.InProgress && !req.EnqueuedAt.IsZero() {
 				ev.Wait = ev.At.Sub(req.EnqueuedAt)
 			}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,32 @@ func TestPoolDefaults(t *testing.T) {
 	cfg.Projects[0].Pool = "arm"
 	if got := cfg.Pools(); !slices.Equal(got, []string{"arm", "gpu"}) {
 		t.Errorf("Pools = %q, want arm and gpu", got)
+	}
+}
+
+// A stage's pool is checked as a project's is; Pools lists it beside the
+// project's, so the queue holds its lists and check, /status and the
+// metrics report it even while no replica serves it.
+func TestStagePools(t *testing.T) {
+	t.Parallel()
+	bad := strings.Replace(staged, "- name: test", "- name: test\n          pool: \"GPU:{x}\"", 1)
+	errs := parseErrs(t, bad, map[string]string{"T": "t"})
+	want := "projects[0].pipeline.stages[2].pool: must match [a-z][a-z0-9-]{0,31} (a pool name is part of Redis keys and metric labels)"
+	if !slices.Contains(errs, want) {
+		t.Errorf("errors %q lack %q", errs, want)
+	}
+	good := strings.Replace(staged, "- name: implement", "- name: implement\n          pool: gpu", 1)
+	cfg := mustParse(t, good, map[string]string{"T": "t"})
+	if got := cfg.Projects[0].Pipeline.Stages[1].Pool; got != "gpu" {
+		t.Errorf("implement's pool = %q, want gpu", got)
+	}
+	if got := cfg.Projects[0].Pipeline.Stages[0].Pool; got != "" {
+		t.Errorf("plan's pool = %q, want unset (the project's)", got)
+	}
+	if got := cfg.Projects[0].PoolNames(); !slices.Equal(got, []string{DefaultPool, "gpu"}) {
+		t.Errorf("project PoolNames = %q, want default and gpu", got)
+	}
+	if got := cfg.Pools(); !slices.Equal(got, []string{DefaultPool, "gpu"}) {
+		t.Errorf("Pools = %q, want default and gpu", got)
 	}
 }

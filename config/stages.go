@@ -27,6 +27,9 @@ type Stage struct {
 	// OnFailure, when set, sends a ticket whose run of this stage failed
 	// for good back to an earlier stage (onfailure.go).
 	OnFailure *OnFailure `yaml:"on_failure"`
+	// Pool is where the stage's requests wait, as projects[].pool is for
+	// the project's (unset: the project's pool).
+	Pool string `yaml:"pool"`
 }
 
 // StageNames are the stages' names in order; nil without stages.
@@ -91,5 +94,6 @@ func (pl *Pipeline) validateStages(errs *Errors, path string) {
 		}
 		validateRunAs(errs, sp, Pipeline{RunAs: s.RunAs})
 		s.OnFailure.validate(errs, sp+".on_failure", pl.StageNames()[:i])
+		validatePoolName(errs, sp+".pool", s.Pool)
 	}
 }

@@ -111,13 +111,18 @@ func registered(t *testing.T) map[string]dto.MetricType {
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	m := metrics.New(metrics.Config{Redis: rdb, Queue: queue.New(rdb, keys.Queue())})
+	q := queue.NewWith(rdb, keys.Queue(), queue.Options{DelayedKey: keys.Delayed(), DefaultPool: lifecycle.DefaultPool})
+	m := metrics.New(metrics.Config{Redis: rdb, Queue: q})
+	// A request of a pool the queue does not hold: agentsmith_queue_unplaced_total.
+	if err := q.Push(t.Context(), []byte(`{"id":"u","pool":"gpu"}`)); err != nil {
+		t.Fatal(err)
+	}
 	rdb.AddHook(m.RedisHook())
 	ref := platforms.Ref{Platform: "github", Project: "p", ID: "o/r#1"}
 	for _, ev := range []lifecycle.Event{
 		{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Pending, To: lifecycle.Enqueued, Outcome: "claimed", Retrigger: true},
 		{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Enqueued, To: lifecycle.InProgress, Outcome: "started", Wait: time.Second},
-		{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.InProgress, To: lifecycle.Done, Outcome: "succeeded", Run: time.Second, Lead: time.Second},
+		{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.InProgress, To: lifecycle.Done, Outcome: "succeeded", Run: time.Second, Lead: time.Second, Stage: "plan"},
 		{Kind: lifecycle.EventRepair, Outcome: "requeued dead instance's requests"},
 		{Kind: lifecycle.EventStuck, Ref: ref, From: lifecycle.InProgress},
 	} {

@@ -49,7 +49,10 @@ type Event struct {
 	Source    string        `json:"source,omitempty"`
 	RequestID string        `json:"request_id,omitempty"`
 	Reason    string        `json:"reason,omitempty"`
-	Holder    *Holder       `json:"holder,omitempty"`
+	// Stage is the stage the run was in, for a staged project's run
+	// transitions by the executor (agentsmith_stage_duration_seconds).
+	Stage  string  `json:"stage,omitempty"`
+	Holder *Holder `json:"holder,omitempty"`
 	// Wait is how long the request sat in the queue (Enqueued → InProgress).
 	// JSON: wait_ms, as every duration (see MarshalJSON).
 	Wait time.Duration `json:"-"`

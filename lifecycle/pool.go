@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 )
 
 // DefaultPool is the pool of a project that names none and of a replica
@@ -17,13 +18,34 @@ var poolName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 // ValidPoolName reports whether name may name a pool.
 func ValidPoolName(name string) bool { return poolName.MatchString(name) }
 
-// RequestPool is the Pool a request of p carries: "" for the default
-// pool, so a deployment without pools encodes no pool field.
-func (p *Project) RequestPool() string {
-	if p.Pool == DefaultPool {
+// PoolFor is the Pool a request of p for stage carries: the stage's pool
+// (pipeline.stages[].pool), else the project's; "" for the default pool,
+// so a deployment without pools encodes no pool field. stage "" (a
+// project without stages) or one p does not have takes the project's.
+// Every writer of a request (claim, re-push, retry, hand-back, next stage)
+// calls it, so a stage's requests wait in one pool whoever pushes them.
+func (p *Project) PoolFor(stage string) string {
+	pool, names := p.Pool, p.StageNames()
+	if i := slices.Index(names, stage); i >= 0 && p.Stages[i].Pool != "" {
+		pool = p.Stages[i].Pool
+	}
+	if pool == DefaultPool {
 		return ""
 	}
-	return p.Pool
+	return pool
+}
+
+// PoolLabel is a pool name read from a queue entry as a log field or a
+// metric label may show it: the name when it is a valid pool name,
+// "other" for "" (past a count's bound), else "invalid".
+func PoolLabel(name string) string {
+	switch {
+	case name == "":
+		return "other"
+	case !ValidPoolName(name):
+		return "invalid"
+	}
+	return name
 }
 
 // PoolOf is the pool a request names: "" is DefaultPool.

@@ -16,6 +16,9 @@ type Stage struct {
 	MaxAttempts int
 	Retry       RetryPolicy
 	RunAs       *syscall.Credential
+	// Pool is where the stage's requests wait ("": the project's Pool);
+	// PoolFor applies it.
+	Pool string
 	// StartHint is Pipeline.StartHint for the stage's command.
 	StartHint string
 	// OnFailure is where a run of the stage that failed for good sends

@@ -55,3 +55,34 @@ func TestCheckPoolWithoutConsumer(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+// A stage's pool is one of the project's pools: check reports it while no
+// replica serves it, even when the project's own pool is served, and
+// fails once its requests wait.
+func TestCheckPoolOfAStage(t *testing.T) {
+	w := newCheckWorld(t)
+	w.sim.SetAccess(checkToken, trackersim.Access{Role: trackersim.RoleAdmin, Scopes: []string{"repo"}})
+	rdb := w.redis.Client(t)
+	staged := strings.Replace(w.githubProject("staged", "acme/app", "CHECK_TOKEN"), `pipeline: {command: ["true"]}`,
+		`pipeline: {command: ["true"], stages: [{name: plan}, {name: implement, pool: gpu}]}`, 1)
+	if err := rdb.Set(t.Context(), keys.Instance("cpu-1"), lifecycle.Replica{ID: "cpu-1", Pools: []string{lifecycle.DefaultPool}}.Encode(), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	code, rep, out := w.run(t, staged)
+	wantStatuses(t, rep, "staged", map[string]string{"pool": "warn"})
+	if code != 0 || !strings.Contains(out, "pool gpu: no live replica serves the pool yet") {
+		t.Errorf("exit %d, want 0 and the stage's pool named:\n%s", code, out)
+	}
+
+	req := lifecycle.PipelineRequest{ID: "r-gpu", Ref: platforms.Ref{Platform: "github", Project: "staged", ID: "acme/app#1"},
+		Attempt: 1, EnqueuedAt: time.Now(), Stage: "implement", Pool: "gpu"}
+	if err := rdb.RPush(t.Context(), keys.PoolQueue("gpu"), req.Encode()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	code, rep, out = w.run(t, staged)
+	wantStatuses(t, rep, "staged", map[string]string{"pool": "fail"})
+	if code != 1 || !strings.Contains(out, "pool gpu: 1 request(s) wait and no live replica serves the pool") {
+		t.Errorf("exit %d, want 1 and the unserved stage pool named:\n%s", code, out)
+	}
+}

@@ -134,7 +134,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		p.Stages = append(p.Stages, lifecycle.Stage{Name: st.Name, Command: st.Command, Timeout: st.Timeout, MaxAttempts: st.MaxAttempts,
 			Retry: lifecycle.RetryPolicy{ExitCodes: st.Retry.ExitCodes, OnTimeout: st.Retry.OnTimeout,
 				Backoff: lifecycle.Backoff{Initial: sb.Initial, Max: sb.Max, Multiplier: sb.Multiplier, Jitter: sb.Jitter}},
-			RunAs: cred, StartHint: pl.Where(st.Command)})
+			RunAs: cred, StartHint: pl.Where(st.Command), Pool: st.Pool})
 		if o := st.OnFailure; o != nil {
 			p.Stages[len(p.Stages)-1].OnFailure = lifecycle.SendBack{BackTo: o.BackTo, Max: o.Max}
 		}

@@ -337,7 +337,7 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 	}
 	now := c.cfg.Clock().UTC()
 	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now,
-		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.RequestPool()}
+		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage)}
 	if err := c.push(ctx, p, ref, source, req, lock); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.

@@ -64,8 +64,9 @@ func (c *Service) RequeueLocked(ctx context.Context, ref platforms.Ref, source s
 			return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
 		}
 	}
+	stage := p.StageShown(c.cfg.Labels, t.Labels, true)
 	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: lifecycle.RunAttempt(attempt), EnqueuedAt: c.cfg.Clock().UTC(),
-		Priority: p.Priority.Of(t.Labels), Stage: p.StageShown(c.cfg.Labels, t.Labels, true), Pool: p.RequestPool()}
+		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage)}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
 	}

@@ -138,7 +138,7 @@ func (c *Service) retryLocked(ctx context.Context, p *lifecycle.Project, ref pla
 	}
 	now := c.cfg.Clock().UTC()
 	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: 1, EnqueuedAt: now, ClaimedAt: now,
-		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.RequestPool()}
+		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage)}
 	if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		return res, fmt.Errorf("retry %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
 	}

@@ -296,7 +296,7 @@ func (a *attempt) handBack(ctx context.Context, t *platforms.Ticket) {
 	}
 	a.releaseRun(false)
 	next := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceHandBack, Attempt: req.Attempt,
-		EnqueuedAt: e.cfg.Clock().UTC(), Priority: req.Priority, Stage: a.stage, Pool: req.Pool}
+		EnqueuedAt: e.cfg.Clock().UTC(), Priority: req.Priority, Stage: a.stage, Pool: a.p.PoolFor(a.stage)}
 	if err := e.queue.Push(ctx, next.Encode()); err != nil {
 		log.Error("hand back: push request (EnqueuedReconciler will re-push)", zap.Error(err))
 		return
@@ -520,7 +520,7 @@ func (a *attempt) moveStageAs(ctx context.Context, t *platforms.Ticket, from, to
 		if err == nil {
 			ev := lifecycle.Event{Kind: lifecycle.EventTransition, At: e.cfg.Clock().UTC(), Ref: req.Ref, From: from, To: to,
 				Outcome: outcome, Reason: reason, Attempt: req.Attempt, Owner: lifecycle.OwnerExecutor, Instance: e.cfg.Instance,
-				Source: req.Source, RequestID: req.ID}
+				Source: req.Source, RequestID: req.ID, Stage: a.stage}
 			if to == lifecycle.InProgress && !req.EnqueuedAt.IsZero() {
 				ev.Wait = ev.At.Sub(req.EnqueuedAt)
 			}

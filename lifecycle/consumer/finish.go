@@ -278,7 +278,7 @@ func (a *attempt) retryLater(ctx context.Context, delay time.Duration, reason st
 	a.releaseRun(false)
 	due := e.cfg.Clock().Add(delay)
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceRetry, Attempt: next,
-		EnqueuedAt: due.UTC(), Priority: req.Priority, Stage: a.stage, Pool: req.Pool}
+		EnqueuedAt: due.UTC(), Priority: req.Priority, Stage: a.stage, Pool: a.p.PoolFor(a.stage)}
 	if err := e.queue.Delay(ctx, nreq.Encode(), delay); err != nil {
 		log.Error("delay the retry (EnqueuedReconciler will re-push)", zap.Error(err))
 		return
@@ -947,7 +947,7 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage,
 	}
 	a.releaseRun(false)
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceStage, Attempt: 1,
-		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: stage}
+		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: stage, Pool: a.p.PoolFor(stage)}
 	if err := e.queue.Push(wctx, nreq.Encode()); err != nil {
 		log.Error("push stage "+stage+"'s request (EnqueuedReconciler will re-push)", zap.Error(err))
 		return

@@ -147,7 +147,7 @@ func (f *OutcomeFinisher) Finish(ctx context.Context, o runstate.Outcome, depart
 		return err == nil, err
 	}
 	req := lifecycle.PipelineRequest{ID: o.RequestID, Ref: o.Ref, Source: o.Source, Attempt: o.Attempt, EnqueuedAt: o.EnqueuedAt, ClaimedAt: o.ClaimedAt,
-		Pool: p.RequestPool()}
+		Pool: p.PoolFor("")}
 	a := &attempt{e: f.e, p: p, req: req, token: token, log: log, started: o.Started,
 		commentBudget: min(lifecycle.CommentTimeout, f.cfg.WriteTimeout/3)}
 	runFence := a.newFence(nil)

@@ -68,6 +68,7 @@ type Metrics struct {
 	pipeline    *prometheus.HistogramVec
 	wait        *prometheus.HistogramVec
 	lead        *prometheus.HistogramVec
+	stage       *prometheus.HistogramVec
 
 	trackerCalls    *prometheus.CounterVec
 	trackerDuration *prometheus.HistogramVec
@@ -119,6 +120,9 @@ func New(cfg Config) *Metrics {
 		lead: histogram("lead_time_seconds",
 			"Time from the claim to the ticket's terminal state (done or failed).",
 			LeadBuckets, "project", "state"),
+		stage: histogram("stage_duration_seconds",
+			"How long a staged project's stage attempts ran, by stage (pipeline.stages names, bounded by the config) and how the attempt ended (as pipeline_duration_seconds).",
+			PipelineBuckets, "project", "stage", "outcome"),
 		trackerCalls: counter("tracker_requests_total",
 			"Tracker API requests sent, by HTTP method and status code (\"error\": no response).",
 			"platform", "method", "code"),
@@ -148,7 +152,7 @@ func New(cfg Config) *Metrics {
 		[]string{"version", "commit", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.refusals, m.pipeline, m.wait, m.lead,
+	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.refusals, m.pipeline, m.wait, m.lead, m.stage,
 		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.webhookAuth, m.connsRefused, m.redisErrors, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Redis != nil {
@@ -156,6 +160,9 @@ func New(cfg Config) *Metrics {
 			panic("metrics: Config.Redis is set without Config.Queue")
 		}
 		m.reg.MustRegister(newStateCollector(cfg.Redis, cfg.Queue, cfg.Clock, cfg.Logger), newPausedCollector(cfg.Redis, cfg.Logger))
+	}
+	if cfg.Queue != nil {
+		m.reg.MustRegister(newUnplacedCollector(cfg.Queue))
 	}
 	return m
 }
@@ -215,6 +222,9 @@ func (m *Metrics) Observe(ev lifecycle.Event) {
 		}
 		if ev.Run > 0 {
 			m.pipeline.WithLabelValues(project, ev.Outcome).Observe(ev.Run.Seconds())
+			if ev.Stage != "" {
+				m.stage.WithLabelValues(project, ev.Stage, ev.Outcome).Observe(ev.Run.Seconds())
+			}
 		}
 		if ev.Lead > 0 && ev.To.Terminal() {
 			m.lead.WithLabelValues(project, ev.To.String()).Observe(ev.Lead.Seconds())

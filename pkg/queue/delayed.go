@@ -71,15 +71,15 @@ func (q *Queue) PromoteDue(ctx context.Context, limit int) (int, error) {
 		return 0, errNoDelayed
 	}
 	args := append([]any{max(limit, 1), q.parkWait()}, q.placeArgs...)
-	res, err := promoteScript.Run(ctx, q.rdb, append([]string{q.delayed}, q.placeKeys...), args...).Int64Slice()
-	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("reply %v, want 2 counts", res)
+	raw, err := promoteScript.Run(ctx, q.rdb, append([]string{q.delayed}, q.placeKeys...), args...).Slice()
+	var moved int64
+	if err == nil {
+		moved, _, err = q.placed(raw)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("queue promote %s: %w", q.delayed, err)
 	}
-	q.unplaced.Add(uint64(res[1]))
-	return int(res[0]), nil
+	return int(moved), nil
 }
 
 // DelayedEntries returns the delayed set, earliest due first.

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -178,6 +179,7 @@ func TestUnknownPoolStaysDelayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before = before.Truncate(time.Millisecond) // the scripts read TIME in whole ms
 	if n, err := without.PromoteDue(ctx, 10); err != nil || n != 0 {
 		t.Errorf("PromoteDue without gpu = %d, %v; want 0", n, err)
 	}
@@ -186,6 +188,16 @@ func TestUnknownPoolStaysDelayed(t *testing.T) {
 	}
 	if got := without.Serving("default").Unplaced(); got != 2 {
 		t.Errorf("Unplaced = %d, want 2", got)
+	}
+	if err := without.Push(ctx, []byte(pooled("p", "arm", 5))); err != nil {
+		t.Fatal(err)
+	}
+	// By pool: what the daemon logs and exports (promote, requeue, push).
+	if got := without.UnplacedByPool(); !maps.Equal(got, map[string]uint64{"gpu": 2, "arm": 1}) {
+		t.Errorf("UnplacedByPool = %v, want gpu 2 and arm 1", got)
+	}
+	if err := rdb.ZRem(ctx, keys.Delayed(), pooled("p", "arm", 5)).Err(); err != nil {
+		t.Fatal(err)
 	}
 	wantLists(t, rdb, map[string][]string{keys.Queue(): nil, keys.Processing("dead"): nil, keys.PoolQueue("gpu"): nil})
 	d, err := without.DelayedEntries(ctx)

@@ -37,8 +37,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,8 +74,9 @@ const UnknownPoolWait = 5 * time.Second
 
 // destination is the Lua shared by the scripts that place entries: it maps
 // a payload to its pool's level's list by its JSON "pool" and "priority"
-// fields, or to false when the payload names a pool the queue does not
-// hold and park is true (the script then puts it in the delayed set).
+// fields, or to false and the pool's name when the payload names a pool
+// the queue does not hold and park is true (the script then puts it in the
+// delayed set). unknownPools, the scripts' reply tail, lists such pools.
 //
 //	KEYS[kbase+1] the default pool's default level; KEYS[kbase+2..] the other lists
 //	ARGV[base+1] the default priority; ARGV[base+2] the default pool
@@ -92,10 +95,34 @@ local function destination(v)
   local pool = levels[dpool]
   local name = d['pool']
   if type(name) == 'string' and name ~= '' then
-    if levels[name] then pool = levels[name] elseif park then return false end
+    if levels[name] then pool = levels[name] elseif park then return false, name end
   end
   if type(d['priority']) == 'number' and pool[d['priority']] then return pool[d['priority']] end
   return pool[dprio] or KEYS[kbase + 1]
+end
+` + unknownPools
+
+// unknownPools is the Lua that counts parked entries by the pool they name
+// (count_unknown) and replies {moved, parked, pool, count, ...}
+// (unknown_reply), so Queue.UnplacedByPool can tell which pools lack a
+// queue here. At most maxUnplacedPools names are listed per reply.
+const unknownPools = `
+local unknown_names, unknown_counts = {}, {}
+local function count_unknown(name)
+  if unknown_counts[name] then
+    unknown_counts[name] = unknown_counts[name] + 1
+  elseif #unknown_names < 64 then
+    unknown_names[#unknown_names + 1] = name
+    unknown_counts[name] = 1
+  end
+end
+local function unknown_reply(n, parked)
+  local out = {n, parked}
+  for _, name in ipairs(unknown_names) do
+    out[#out + 1] = name
+    out[#out + 1] = unknown_counts[name]
+  end
+  return out
 end
 `
 
@@ -109,14 +136,15 @@ end
 //	ARGV[1] the wait in ms, or -1 when the queue has no delayed set (KEYS[2]
 //	is then KEYS[1] again, unused)
 //
-// Returns {entries moved to a list, entries moved to the delayed set}.
+// Returns {entries moved to a list, entries moved to the delayed set,
+// then unknownPools' pairs}.
 var requeueScript = redis.NewScript(`local base, kbase = 1, 2
 local park = tonumber(ARGV[1]) >= 0` + redisNow + destination + `
 local n, parked = 0, 0
 while true do
   local v = redis.call('LINDEX', KEYS[1], -1)
   if not v then break end
-  local dst = destination(v)
+  local dst, unknown = destination(v)
   if dst then
     redis.call('LMOVE', KEYS[1], dst, 'RIGHT', 'LEFT')
     n = n + 1
@@ -124,9 +152,10 @@ while true do
     redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), v)
     redis.call('RPOP', KEYS[1])
     parked = parked + 1
+    count_unknown(unknown)
   end
 end
-return {n, parked}
+return unknown_reply(n, parked)
 `)
 
 // redisNow is the Lua prelude that reads the server's clock as unix ms
@@ -176,12 +205,13 @@ return n
 //	KEYS[2..], ARGV[3..]: as destination's
 //	ARGV[1] at most this many entries; ARGV[2] the wait in ms
 //
-// Returns {entries moved to a list, entries left in the set}.
+// Returns {entries moved to a list, entries left in the set, then
+// unknownPools' pairs}.
 var promoteScript = redis.NewScript(`local base, kbase, park = 2, 1, true` + redisNow + destination + `
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local n, parked = 0, 0
 for _, v in ipairs(due) do
-  local dst = destination(v)
+  local dst, unknown = destination(v)
   if dst then
     redis.call('RPUSH', dst, v)
     redis.call('ZREM', KEYS[1], v)
@@ -189,9 +219,10 @@ for _, v in ipairs(due) do
   else
     redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), v)
     parked = parked + 1
+    count_unknown(unknown)
   end
 end
-return {n, parked}
+return unknown_reply(n, parked)
 `)
 
 // takeFirstScript moves the head of the first non-empty list to the
@@ -264,7 +295,7 @@ type Queue struct {
 	placeArgs  []any    // default priority and pool, then the pool and priority of each other list
 	// unplaced counts entries put (back) in the delayed set because they
 	// name a pool the queue does not hold; shared with Serving handles.
-	unplaced *atomic.Uint64
+	unplaced *unplacedCounts
 }
 
 // New returns the single-level queue stored at key (keys.Queue()).
@@ -275,7 +306,7 @@ func New(rdb redis.UniversalClient, key string) *Queue {
 // NewWith returns the queue whose default level is stored at key.
 func NewWith(rdb redis.UniversalClient, key string, o Options) *Queue {
 	q := &Queue{rdb: rdb, key: key, delayed: o.DelayedKey, lowerEvery: DefaultLowerEvery,
-		defPrio: o.DefaultPriority, defPool: o.DefaultPool, unplaced: new(atomic.Uint64)}
+		defPrio: o.DefaultPriority, defPool: o.DefaultPool, unplaced: &unplacedCounts{}}
 	if o.LowerEvery > 0 {
 		q.lowerEvery = uint64(o.LowerEvery)
 	}
@@ -360,7 +391,68 @@ func (q *Queue) DelayedKey() string { return q.delayed }
 // because they name a pool the queue does not hold. Such an entry waits
 // for a replica whose config holds its pool; a count that keeps growing
 // means no replica does, or this replica's config is behind.
-func (q *Queue) Unplaced() uint64 { return q.unplaced.Load() }
+func (q *Queue) Unplaced() uint64 {
+	q.unplaced.mu.Lock()
+	defer q.unplaced.mu.Unlock()
+	return q.unplaced.total
+}
+
+// UnplacedByPool is Unplaced by the pool the entries name: a copy, the
+// pool names as the payloads carry them (at most maxUnplacedPools of them;
+// further pools count under "").
+func (q *Queue) UnplacedByPool() map[string]uint64 {
+	q.unplaced.mu.Lock()
+	defer q.unplaced.mu.Unlock()
+	return maps.Clone(q.unplaced.byPool)
+}
+
+// maxUnplacedPools bounds UnplacedByPool's pools: the names come from
+// payloads.
+const maxUnplacedPools = 64
+
+// unplacedCounts backs Unplaced and UnplacedByPool.
+type unplacedCounts struct {
+	mu     sync.Mutex
+	total  uint64
+	byPool map[string]uint64
+}
+
+func (u *unplacedCounts) add(pool string, n uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byPool == nil {
+		u.byPool = map[string]uint64{}
+	}
+	if _, known := u.byPool[pool]; !known && len(u.byPool) >= maxUnplacedPools {
+		pool = ""
+	}
+	u.total += n
+	u.byPool[pool] += n
+}
+
+// placed reads a requeue or promote script's reply, {moved, parked, then
+// pool and count pairs}, and counts the parked entries by pool.
+func (q *Queue) placed(raw []any) (moved, parked int64, err error) {
+	if len(raw) < 2 || len(raw)%2 != 0 {
+		return 0, 0, fmt.Errorf("reply %v, want 2 counts and pool pairs", raw)
+	}
+	moved, ok1 := raw[0].(int64)
+	parked, ok2 := raw[1].(int64)
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("reply %v, want 2 counts first", raw)
+	}
+	listed := int64(0)
+	for i := 2; i+1 < len(raw); i += 2 {
+		name, _ := raw[i].(string)
+		n, _ := raw[i+1].(int64)
+		q.unplaced.add(name, uint64(n))
+		listed += n
+	}
+	if parked > listed { // past the script's bound of names
+		q.unplaced.add("", uint64(parked-listed))
+	}
+	return moved, parked, nil
+}
 
 // parkWait is the wait, in ms, of an entry of a pool the queue does not
 // hold, or -1 when the queue has no delayed set to park it in.
@@ -406,6 +498,15 @@ func (q *Queue) levelKey(payload []byte) string {
 	return q.key
 }
 
+// payloadPool is the "pool" field of a payload ("" without one).
+func payloadPool(payload []byte) string {
+	var p struct {
+		Pool string `json:"pool"`
+	}
+	_ = json.Unmarshal(payload, &p) // levelKey parsed it already
+	return p.Pool
+}
+
 // Push appends payload to the tail of its level (or, naming a pool the
 // queue does not hold, puts it in the delayed set: see the package doc).
 func (q *Queue) Push(ctx context.Context, payload []byte) error {
@@ -428,7 +529,7 @@ func (q *Queue) PushOn(ctx context.Context, c redis.Cmdable, payload []byte) red
 	if key != "" {
 		return c.RPush(ctx, key, payload)
 	}
-	q.unplaced.Add(1)
+	q.unplaced.add(payloadPool(payload), 1)
 	// EVAL, not EVALSHA: in a pipeline a NOSCRIPT reply comes too late to
 	// retry.
 	return c.Eval(ctx, delaySrc, []string{q.delayed}, q.parkWait(), payload)
@@ -586,15 +687,15 @@ func (q *Queue) Requeue(ctx context.Context, processingKey string) (int, error) 
 		parkKey = processingKey
 	}
 	ks := append([]string{processingKey, parkKey}, q.placeKeys...)
-	res, err := requeueScript.Run(ctx, q.rdb, ks, append([]any{q.parkWait()}, q.placeArgs...)...).Int64Slice()
-	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("reply %v, want 2 counts", res)
+	raw, err := requeueScript.Run(ctx, q.rdb, ks, append([]any{q.parkWait()}, q.placeArgs...)...).Slice()
+	var moved, parked int64
+	if err == nil {
+		moved, parked, err = q.placed(raw)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("queue requeue %s: %w", processingKey, err)
 	}
-	q.unplaced.Add(uint64(res[1]))
-	return int(res[0] + res[1]), nil
+	return int(moved + parked), nil
 }
 
 // Len is the number of entries waiting on every level (not those taken or

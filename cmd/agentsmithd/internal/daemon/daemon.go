@@ -217,6 +217,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		outage.Watch(ctx, redisOutage, probe, func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
 		return nil
 	}})
+	unplaced := &unplacedLog{counts: d.queue.UnplacedByPool, log: log.Named("queue")}
+	d.services = append(d.services, service{"unplaced-log", unplaced.run})
 	if d.refresher != nil {
 		d.services = append(d.services, service{"discovery", d.refresher.Run})
 	}

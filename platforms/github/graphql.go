@@ -185,7 +185,7 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 		}
 	}
 	out := *tk
-	out.Version = ""
+	out.Version, out.Whole = "", false
 	if len(adds) == 0 && len(removes) == 0 {
 		return &out, nil
 	}

@@ -41,11 +41,12 @@ import (
 // TestWebhookDoneCallBudget; one that spends fewer should lower the figure
 // here and in the bench's tables.
 var webhookDoneBudgets = []budgetCase{
-	{"github", github.Platform, "/github/", "", "acme/app", "", 7},
-	{"gitlab", gitlab.Platform, "/gitlab/api/v4/", "", "acme/app", "gitlab", 4},
-	{"azuredevops", azuredevops.Platform, "/ado/", "", "acmeorg/app", "ado", 4},
-	{"jira-cloud", jira.Platform, "/jira/", jira.DeploymentCloud, "APP", "jira", 5},
-	{"jira-dc", jira.Platform, "/jira/", jira.DeploymentDataCenter, "APP", "jira", 5},
+	{"github", github.Platform, "/github/", "", "acme/app", "", 7, ""},
+	{"github-graphql", github.Platform, "/github/", "", "acme/app", "", 4, github.APIGraphQL},
+	{"gitlab", gitlab.Platform, "/gitlab/api/v4/", "", "acme/app", "gitlab", 4, ""},
+	{"azuredevops", azuredevops.Platform, "/ado/", "", "acmeorg/app", "ado", 4, ""},
+	{"jira-cloud", jira.Platform, "/jira/", jira.DeploymentCloud, "APP", "jira", 5, ""},
+	{"jira-dc", jira.Platform, "/jira/", jira.DeploymentDataCenter, "APP", "jira", 5, ""},
 }
 
 // wireCounter counts the requests that reach the tracker under the
@@ -159,6 +160,8 @@ type budgetCase = struct {
 	// dialect is trackersim's webhook format of the platform.
 	dialect string
 	calls   int
+	// writeAPI is GitHub's label write path (github.api), "" the default.
+	writeAPI string
 }
 
 func newBudgetRig(t *testing.T, rdb *redis.Client, name string, command []string) *budgetRig {
@@ -192,7 +195,7 @@ func newBudgetRig(t *testing.T, rdb *redis.Client, name string, command []string
 		email = "bot@example.com"
 	}
 	tr, decoder, locator, err := d.New(platforms.TrackerOptions{BaseURL: srv.URL + c.api, Repo: c.repo, Project: "p", Token: "t",
-		Email: email, Deployment: c.deployment, HTTPClient: hc, Logger: zaptest.NewLogger(t), LabelPrefix: labels.Prefix,
+		Email: email, Deployment: c.deployment, API: c.writeAPI, HTTPClient: hc, Logger: zaptest.NewLogger(t), LabelPrefix: labels.Prefix,
 		Spellings: append([]string{"agent-smith"}, lifecycleLabels...), Lifecycle: lifecycleLabels, Locker: redislock.Locker{RDB: rdb}})
 	if err != nil {
 		t.Fatal(err)

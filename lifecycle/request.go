@@ -68,6 +68,9 @@ type PipelineRequest struct {
 type Observed struct {
 	Labels  []string `json:"labels"`
 	Version string   `json:"version,omitempty"`
+	// Node is the ticket's global id (GitHub's GraphQL node id), so a
+	// consumer on another replica need not look it up before its write.
+	Node string `json:"node,omitempty"`
 }
 
 // ObservedOf is t's Observed: its labels and version.
@@ -75,13 +78,13 @@ func ObservedOf(t *platforms.Ticket) *Observed {
 	if t == nil {
 		return nil
 	}
-	return &Observed{Labels: slices.Clone(t.Labels), Version: t.Version}
+	return &Observed{Labels: slices.Clone(t.Labels), Version: t.Version, Node: t.Node}
 }
 
 // Snapshot is the ticket the claim left (open and triggered, as the claim
 // checked) for a write conditional on it: labels and version, no text.
 func (o *Observed) Snapshot(ref platforms.Ref) *platforms.Ticket {
-	return &platforms.Ticket{Ref: ref, Open: true, Labels: slices.Clone(o.Labels), Version: o.Version}
+	return &platforms.Ticket{Ref: ref, Open: true, Labels: slices.Clone(o.Labels), Version: o.Version, Node: o.Node}
 }
 
 // Encode marshals the request for the queue.

@@ -64,6 +64,9 @@ type Ticket struct {
 	// its labels brought up to date from a label write's answer (GitHub
 	// REST's, or Jira's PUT, which answers nothing).
 	Whole bool `json:"-"`
+	// Node is the platform's global id of the ticket where its writes
+	// address it so (GitHub's GraphQL node id); "" elsewhere or unknown.
+	Node string `json:"-"`
 }
 
 // HasLabel reports whether the ticket carries label, as its platform

@@ -569,7 +569,7 @@ func (t *Tracker) ticket(is *gh.Issue) *platforms.Ticket {
 	tk := issueTicket(t.repo, is)
 	tk.Ref.Project = t.project
 	tk.Labels = t.respell(tk.Labels)
-	tk.Whole = true
+	tk.Whole, tk.Node = true, is.GetNodeID()
 	return tk
 }
 

@@ -173,6 +173,8 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 	if err != nil {
 		return nil, err
 	}
+	// A snapshot from another replica's answer names the issue's node id.
+	t.ids.setIssue(n, tk.Node)
 	var adds, removes []string
 	for _, a := range add {
 		if a != "" && !platforms.ContainsLabel(Platform, tk.Labels, a) && !platforms.ContainsLabel(Platform, adds, a) {
@@ -236,6 +238,7 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 	if is != nil {
 		// The answer's issue: the whole ticket after the write.
 		out.Title, out.Body, out.URL, out.Open, out.Whole = is.Title, is.Body, is.URL, is.State == "OPEN", true
+		out.Node = t.ids.issue(n)
 	}
 	t.log.Debug("relabelled through graphql", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", removes), zap.Strings("add", adds))
 	return &out, nil

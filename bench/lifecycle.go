@@ -45,6 +45,8 @@ type benchPlatform struct {
 	name     string // the -platforms name and the table's
 	platform string
 	jiraDC   bool
+	// githubAPI is GitHub's label write path (projectSpec.githubAPI).
+	githubAPI string
 	// repo names the project's repository from a lower-case base.
 	repo func(base string) string
 	// budget names the documented limit a call of kind (the sim's Stats
@@ -58,6 +60,16 @@ var lifecyclePlatforms = []benchPlatform{
 		budget: func(kind string) string {
 			if strings.Contains(kind, "/search/") {
 				return "search"
+			}
+			return "core"
+		}},
+	{name: "github-graphql", platform: github.Platform, githubAPI: github.APIGraphQL, repo: func(b string) string { return "acme/" + b },
+		budget: func(kind string) string {
+			switch {
+			case strings.Contains(kind, "/search/"):
+				return "search"
+			case strings.Contains(kind, "graphql"):
+				return "GraphQL"
 			}
 			return "core"
 		}},
@@ -87,7 +99,7 @@ func lifecycleFor(list string) ([]benchPlatform, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("-platforms: unknown platform %q (github, gitlab, azuredevops, jira-cloud, jira-dc)", name)
+			return nil, fmt.Errorf("-platforms: unknown platform %q (github, github-graphql, gitlab, azuredevops, jira-cloud, jira-dc)", name)
 		}
 	}
 	return out, nil
@@ -124,7 +136,7 @@ func (b *bench) lifecycle(ctx context.Context) error {
 // replicas: no shared HTTP cache).
 func (b *bench) lifecycleScenarios(ctx context.Context, p benchPlatform, split bool) error {
 	spec := func(name string, command string, webhook bool) projectSpec {
-		return projectSpec{name: name, repo: p.repo(name), command: []string{command}, webhook: webhook, platform: p.platform, jiraDC: p.jiraDC}
+		return projectSpec{name: name, repo: p.repo(name), command: []string{command}, webhook: webhook, platform: p.platform, jiraDC: p.jiraDC, githubAPI: p.githubAPI}
 	}
 	hook, hookFail, poll, pollFail := spec("hook", "true", true), spec("hookfail", "false", true), spec("poll", "true", false), spec("pollfail", "false", false)
 	w, err := newWorld(b.rdb, hook, hookFail, poll, pollFail)

@@ -66,6 +66,9 @@ type projectSpec struct {
 	// jiraDC makes a Jira project a Data Center one (REST v2, a personal
 	// access token as Bearer) instead of Cloud (REST v3, email + API token).
 	jiraDC bool
+	// githubAPI is a GitHub project's label write path (github.api): ""
+	// REST, as github.New's default; the daemon's default is GraphQL.
+	githubAPI string
 }
 
 func newWorld(rdb *redis.Client, specs ...projectSpec) (*world, error) {
@@ -202,7 +205,7 @@ func (w *world) tracker(sp projectSpec, hc *http.Client) (platforms.Tracker, err
 	case azuredevops.Platform:
 		return azuredevops.New(azuredevops.Options{BaseURL: w.simSrv.URL + "/ado/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
 	}
-	return github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc})
+	return github.New(github.Options{BaseURL: w.simSrv.URL + "/github/", Repo: sp.repo, Project: sp.name, Token: "t", HTTPClient: hc, API: sp.githubAPI})
 }
 
 // refOn is ticket n of sp as its platform spells the id.

@@ -395,10 +395,11 @@ func (a *GitHubApp) IsSet() bool {
 
 // GitHub holds a GitHub project's choices.
 type GitHub struct {
-	// API is how lifecycle labels are written: "rest" (the default) with
-	// REST's per-label endpoints, two core calls a transition; "graphql"
-	// with one GraphQL request a transition, charged to GraphQL's own
-	// budget, REST being its fallback (docs/github-graphql.md).
+	// API is how lifecycle labels are written: "graphql" (the default,
+	// internal/projects.GitHubAPI) with one GraphQL request a transition,
+	// charged to GraphQL's own budget, REST being its fallback
+	// (docs/github-graphql.md); "rest" with REST's per-label endpoints,
+	// two core calls a transition.
 	API string `yaml:"api"`
 	// PaceSecondary paces the label writes before GitHub's secondary
 	// limits (80 content creations a minute, 500 an hour, 900 points a

@@ -21,7 +21,7 @@ func TestGitHubAPI(t *testing.T) {
 		}
 	}
 	if got := parseErrs(t, oneProject+"    token_env: T\n    github: {api: soap}\n", vars); !slices.Equal(got,
-		[]string{`projects[0].github.api: want "rest" (the default) or "graphql"`}) {
+		[]string{`projects[0].github.api: want "graphql" (the default) or "rest"`}) {
 		t.Errorf("api soap: %q", got)
 	}
 	gitlab := strings.Replace(strings.Replace(oneProject, "platform: github", "platform: gitlab", 1), "repo: o/r", "repo: g/p", 1)

@@ -257,7 +257,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	case !caps.GitHubAPI:
 		errs.add(path+".github", "only for platform github")
 	case p.GitHub.API != "" && p.GitHub.API != GitHubAPIREST && p.GitHub.API != GitHubAPIGraphQL:
-		errs.add(path+".github.api", fmt.Sprintf("want %q (the default) or %q", GitHubAPIREST, GitHubAPIGraphQL))
+		errs.add(path+".github.api", fmt.Sprintf("want %q (the default) or %q", GitHubAPIGraphQL, GitHubAPIREST))
 	}
 
 	w := &p.Webhook

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -20,8 +21,11 @@ const (
 	SourceStage     = "stage"     // the executor enqueued the next stage after a stage succeeded
 )
 
-// PipelineRequest is the queue entry. It is deliberately small: the consumer
-// reads the ticket afresh, so nothing here can go stale except the attempt.
+// PipelineRequest is the queue entry. It is deliberately small: nothing in
+// it is trusted as the ticket's state. The consumer reads the ticket afresh,
+// or, where the tracker answers a label write with the whole ticket and
+// fails a write on a ticket that changed (platforms.WholeAnswers), writes
+// from Observed and checks the write's answer as it would a read.
 type PipelineRequest struct {
 	ID         string        `json:"id"`
 	Ref        platforms.Ref `json:"ref"`
@@ -50,6 +54,37 @@ type PipelineRequest struct {
 	// label is the truth; this is what the writer of the request read
 	// there.
 	Stage string `json:"stage,omitempty"`
+	// Observed is the ticket as the claim's write left it, from that
+	// write's answer; nil on a request a repair wrote (the consumer then
+	// reads the ticket).
+	Observed *Observed `json:"observed,omitempty"`
+}
+
+// Observed is what a PipelineRequest's writer saw on the ticket right after
+// its own write: what the consumer's next write is conditional on (the
+// labels a foreign lifecycle label is recognised against, the revision
+// Azure DevOps tests). Only labels and version: the consumer takes title,
+// body and open state from its write's answer.
+type Observed struct {
+	Labels  []string `json:"labels"`
+	Version string   `json:"version,omitempty"`
+	// Node is the ticket's global id (GitHub's GraphQL node id), so a
+	// consumer on another replica need not look it up before its write.
+	Node string `json:"node,omitempty"`
+}
+
+// ObservedOf is t's Observed: its labels and version.
+func ObservedOf(t *platforms.Ticket) *Observed {
+	if t == nil {
+		return nil
+	}
+	return &Observed{Labels: slices.Clone(t.Labels), Version: t.Version, Node: t.Node}
+}
+
+// Snapshot is the ticket the claim left (open and triggered, as the claim
+// checked) for a write conditional on it: labels and version, no text.
+func (o *Observed) Snapshot(ref platforms.Ref) *platforms.Ticket {
+	return &platforms.Ticket{Ref: ref, Open: true, Labels: slices.Clone(o.Labels), Version: o.Version, Node: o.Node}
 }
 
 // Encode marshals the request for the queue.

@@ -58,6 +58,15 @@ type Ticket struct {
 	// Version is the platform's concurrency token for this snapshot (GitHub
 	// ETag, Azure DevOps rev). Opaque; empty where the platform has none.
 	Version string `json:"-"`
+	// Whole is set on a snapshot that is the service's own answer for the
+	// whole ticket (a read, or a write answered with the ticket: GitLab's
+	// PUT, Azure DevOps' PATCH); false on a caller's snapshot with only
+	// its labels brought up to date from a label write's answer (GitHub
+	// REST's, or Jira's PUT, which answers nothing).
+	Whole bool `json:"-"`
+	// Node is the platform's global id of the ticket where its writes
+	// address it so (GitHub's GraphQL node id); "" elsewhere or unknown.
+	Node string `json:"-"`
 }
 
 // HasLabel reports whether the ticket carries label, as its platform
@@ -90,6 +99,21 @@ type Tracker interface {
 	Comment(ctx context.Context, ref Ref, body string) error
 	// ListOpen lists every open ticket carrying label, following pagination.
 	ListOpen(ctx context.Context, label string) ([]*Ticket, error)
+}
+
+// WholeAnswers is the optional capability of a tracker whose Relabel
+// answers with the whole ticket as the service holds it right after the
+// write (Ticket.Whole): open or closed, title, body, every label and the
+// new version. A caller may then use the answer of its write where it would
+// otherwise read the ticket first, provided the write itself fails on a
+// ticket that changed since its snapshot (a revision test, or a lifecycle
+// label from another writer) and the caller checks the answer as it would
+// have checked the read.
+type WholeAnswers interface {
+	// AnswersWhole reports whether Relabel answers with the whole ticket.
+	// An answer may still come back without Whole (a fallback write path):
+	// the caller then reads the ticket.
+	AnswersWhole() bool
 }
 
 // BlockerReader is the optional capability behind a project's readiness

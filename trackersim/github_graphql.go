@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
@@ -22,7 +23,12 @@ import (
 //     labels(first:, after:) }, label(name:) { id name } } and rateLimit
 //     { limit cost remaining used resetAt };
 //   - mutation: addLabelsToLabelable and removeLabelsFromLabelable
-//     (input: {labelableId, labelIds}), answering labelable { labels }.
+//     (input: {labelableId, labelIds}), answering labelable { labels } and,
+//     through an inline fragment, "... on Issue { state title body url }":
+//     a mutation's payload can select any field of the labelable, as
+//     GitHub's schema has it (AddLabelsToLabelablePayload.labelable is a
+//     Labelable, which Issue implements,
+//     https://docs.github.com/en/graphql/reference/mutations#addlabelstolabelable).
 //
 // Mutations of one document run one after the other, in document order
 // (https://spec.graphql.org/October2021/#sec-Mutation), each a write of its
@@ -88,7 +94,7 @@ var gqlSchema = map[string]map[string]string{
 	"Query":                            {"repository": "Repository", "rateLimit": "RateLimit"},
 	"Mutation":                         {"addLabelsToLabelable": "AddLabelsToLabelablePayload", "removeLabelsFromLabelable": "RemoveLabelsFromLabelablePayload"},
 	"Repository":                       {"id": "", "name": "", "nameWithOwner": "", "issue": "Issue", "label": "Label"},
-	"Issue":                            {"id": "", "number": "", "title": "", "state": "", "labels": "LabelConnection"},
+	"Issue":                            {"id": "", "number": "", "title": "", "body": "", "url": "", "state": "", "labels": "LabelConnection"},
 	"LabelConnection":                  {"nodes": "Label", "totalCount": "", "pageInfo": "PageInfo"},
 	"PageInfo":                         {"hasNextPage": "", "endCursor": ""},
 	"Label":                            {"id": "", "name": "", "color": ""},
@@ -96,6 +102,18 @@ var gqlSchema = map[string]map[string]string{
 	"AddLabelsToLabelablePayload":      {"clientMutationId": "", "labelable": "Labelable"},
 	"RemoveLabelsFromLabelablePayload": {"clientMutationId": "", "labelable": "Labelable"},
 	"Labelable":                        {"labels": "LabelConnection"},
+}
+
+// gqlImplements names the interface each object type of the sim's schema
+// implements: an Issue is a Labelable
+// (https://docs.github.com/en/graphql/reference/interfaces#labelable).
+var gqlImplements = map[string]string{"Issue": "Labelable"}
+
+// fragmentApplies reports whether an inline fragment on cond applies to an
+// object resolved as typ: the same type, or Issue inside Labelable (the
+// labelable of a label mutation is the issue).
+func fragmentApplies(typ, cond string) bool {
+	return cond == typ || gqlImplements[cond] == typ
 }
 
 // gqlRequest is the body of a POST /graphql.
@@ -168,6 +186,15 @@ func validateGraphQL(typ string, sel []gqlField, path []any) []gqlError {
 	for _, f := range sel {
 		p := append(append([]any{}, path...), f.key())
 		if f.name == "__typename" {
+			continue
+		}
+		if f.on != "" {
+			if !fragmentApplies(typ, f.on) {
+				errs = append(errs, gqlError{Path: path, Locations: []gqlLocation{{f.line, f.col}},
+					Message: fmt.Sprintf("Fragment on %s can't be spread inside %s", f.on, typ)})
+				continue
+			}
+			errs = append(errs, validateGraphQL(f.on, f.sel, path)...)
 			continue
 		}
 		ft, ok := gqlSchema[typ][f.name]
@@ -284,6 +311,13 @@ type (
 func (ex *gqlExec) object(typ string, obj any, sel []gqlField, path []any) map[string]any {
 	out := make(map[string]any, len(sel))
 	for _, f := range sel {
+		if f.on != "" {
+			// The sim's only interface, Labelable, is always an Issue.
+			if fragmentApplies(typ, f.on) {
+				maps.Copy(out, ex.object(f.on, obj, f.sel, path))
+			}
+			continue
+		}
 		p := append(append([]any{}, path...), f.key())
 		if f.name == "__typename" {
 			out[f.key()] = typ
@@ -367,6 +401,10 @@ func (ex *gqlExec) field(typ string, obj any, f gqlField, p []any) (any, bool) {
 		return obj.(snapshot).number, true
 	case "Issue.title":
 		return obj.(snapshot).title, true
+	case "Issue.body":
+		return obj.(snapshot).body, true
+	case "Issue.url":
+		return issueHTMLURL(ex.c.base, obj.(snapshot)), true
 	case "Issue.state":
 		if obj.(snapshot).open {
 			return "OPEN", true

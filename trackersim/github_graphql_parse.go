@@ -28,6 +28,9 @@ type gqlField struct {
 	args        map[string]any // values: gqlVar, string, int64, float64, bool, nil, gqlEnum, []any, map[string]any
 	sel         []gqlField
 	line, col   int
+	// on is an inline fragment's type condition ("... on Issue { … }"):
+	// its sel applies where the object is of that type; name is "".
+	on string
 }
 
 // key is the field's name in the answer: its alias, else its name.
@@ -187,8 +190,24 @@ func (p *gqlParser) selectionSet() []gqlField {
 	p.expect('{')
 	var out []gqlField
 	for p.peek() != '}' {
-		if p.peek() == '.' || p.peek() == '@' {
-			p.fail("on %q: fragments and directives are not served by the sim", string(p.peek()))
+		if p.peek() == '.' {
+			// An inline fragment, "... on Type { … }"
+			// (https://spec.graphql.org/October2021/#sec-Inline-Fragments);
+			// named fragments are not served.
+			f := gqlField{line: p.line, col: p.col}
+			p.expect('.')
+			p.expect('.')
+			p.expect('.')
+			if p.name() != "on" {
+				p.fail("on \"...\": only inline fragments with a type condition are served by the sim")
+			}
+			f.on = p.name()
+			f.sel = p.selectionSet()
+			out = append(out, f)
+			continue
+		}
+		if p.peek() == '@' {
+			p.fail("on %q: directives are not served by the sim", string(p.peek()))
 		}
 		f := gqlField{line: p.line, col: p.col}
 		n := p.name()

@@ -186,3 +186,37 @@ func TestGitHubSecondaryContentLimit(t *testing.T) {
 		t.Errorf("a minute later: %+v", m.Errors)
 	}
 }
+
+// A label mutation's payload selects the issue's state and text through an
+// inline fragment on Issue, as GitHub's schema allows (the labelable is an
+// Issue); a fragment on a type the labelable cannot be is refused.
+func TestGitHubGraphQLMutationAnswersIssue(t *testing.T) {
+	t.Parallel()
+	s, _, srv := start(t, Options{})
+	s.CreateRepo("demo/app")
+	n := s.CreateIssue("demo/app", "the title", "the body", "keep")
+	if err := s.SetOpen("demo/app", n, false); err != nil {
+		t.Fatal(err)
+	}
+	is, _ := s.Issue("demo/app", n)
+	_, q, _ := gql(t, srv.URL, `query { repository(owner: "demo", name: "app") { issue(number: 1) { id } l: label(name: "keep") { id } } }`, nil)
+	repo := q.Data["repository"].(map[string]any)
+	issueID := repo["issue"].(map[string]any)["id"]
+	labelID := repo["l"].(map[string]any)["id"]
+	_, m, _ := gql(t, srv.URL, `mutation($issue: ID!, $l: [ID!]!) {
+  addLabelsToLabelable(input: {labelableId: $issue, labelIds: $l}) { labelable { labels(first: 100) { nodes { name } } ... on Issue { state title body url } } }
+}`, map[string]any{"issue": issueID, "l": []any{labelID}})
+	if len(m.Errors) > 0 {
+		t.Fatalf("mutation errors: %+v", m.Errors)
+	}
+	got := m.Data["addLabelsToLabelable"].(map[string]any)["labelable"].(map[string]any)
+	if got["state"] != "CLOSED" || got["title"] != "the title" || got["body"] != "the body" || got["url"] == "" || got["labels"] == nil {
+		t.Errorf("labelable answer %v, want the closed issue's state, title, body, url and labels (%+v)", got, is)
+	}
+	_, bad, _ := gql(t, srv.URL, `mutation($issue: ID!, $l: [ID!]!) {
+  addLabelsToLabelable(input: {labelableId: $issue, labelIds: $l}) { labelable { ... on Label { name } } }
+}`, map[string]any{"issue": issueID, "l": []any{labelID}})
+	if len(bad.Errors) == 0 || !strings.Contains(bad.Errors[0].Message, "can't be spread") {
+		t.Errorf("fragment on Label inside Labelable: errors %+v, want a refusal", bad.Errors)
+	}
+}

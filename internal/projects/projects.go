@@ -4,6 +4,7 @@
 package projects
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 
@@ -57,12 +58,23 @@ func Tracker(pc *config.Project, rdb redis.UniversalClient, hc *http.Client, wri
 	return d.New(opts)
 }
 
+// GitHubAPI is how a GitHub project writes its labels: github.api, else
+// GraphQL, which spends 1 core call (the claim's read) and 3 GraphQL points
+// a webhook → Done ticket where REST spends 7 core calls (bench/results.md
+// sections 2 and 8). "" for a platform without the choice.
+func GitHubAPI(pc *config.Project) string {
+	if d, ok := platforms.Lookup(pc.Platform); !ok || !d.Capabilities.GitHubAPI {
+		return ""
+	}
+	return cmp.Or(pc.GitHub.API, config.GitHubAPIGraphQL)
+}
+
 // Options are pc's credentials and scope as its platform's descriptor
 // takes them, for its tracker (Tracker adds the rest) and its lister.
 func Options(pc *config.Project) platforms.TrackerOptions {
 	opts := platforms.TrackerOptions{BaseURL: pc.BaseURL, Repo: pc.Repo, Scope: pc.Jira.JQL, Project: pc.Name,
 		Token: pc.Token.Value(), Email: pc.Jira.Email, Deployment: pc.Jira.Deployment,
-		Installation: pc.Installation == config.InstallationAll, API: pc.GitHub.API}
+		Installation: pc.Installation == config.InstallationAll, API: GitHubAPI(pc)}
 	if a := pc.GitHubApp; a.IsSet() {
 		opts.App = &platforms.AppCredentials{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: []byte(a.PrivateKey.Value())}
 	}

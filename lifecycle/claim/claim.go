@@ -320,7 +320,8 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 	attempt = lifecycle.NextAttempt(ran)
 	// A ticket reverted mid-stage continues at the stage its label shows.
 	stage := p.StageShown(c.cfg.Labels, t.Labels, true)
-	if _, err := lifecycle.Relabel(ctx, p.Tracker, p.Labels(c.cfg.Labels), t, lifecycle.Move{From: lifecycle.Pending, To: lifecycle.Enqueued, Stage: stage}, lifecycle.OwnerClaimService); err != nil {
+	written, err := lifecycle.Relabel(ctx, p.Tracker, p.Labels(c.cfg.Labels), t, lifecycle.Move{From: lifecycle.Pending, To: lifecycle.Enqueued, Stage: stage}, lifecycle.OwnerClaimService)
+	if err != nil {
 		if errors.Is(err, platforms.ErrPreconditionFailed) {
 			res.Outcome = lifecycle.PreconditionFailed
 			c.logOutcome(ref, source, attempt, res)
@@ -337,7 +338,7 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 	}
 	now := c.cfg.Clock().UTC()
 	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now,
-		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage)}
+		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage), Observed: lifecycle.ObservedOf(written)}
 	if err := c.push(ctx, p, ref, source, req, lock); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.

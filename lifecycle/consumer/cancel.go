@@ -60,7 +60,10 @@ func (a *attempt) cancelQueued(ctx context.Context, t *platforms.Ticket) bool {
 	}
 	cause := cancelCause(t, p.TriggerLabel, requested)
 	if cause == "" {
-		if requested != "" {
+		// A snapshot that is not the tracker's answer (the claim's, see
+		// checkStart) cannot void a request the tracker caused: the
+		// answer of the start decides it.
+		if requested != "" && (t.Whole || !isTrackerCause(requested)) {
 			log.Info("cancel request not confirmed by the ticket; running it", zap.String("requested", requested))
 			clearCancel(ctx, e.rdb, req.Ref, requested, log)
 		}
@@ -127,11 +130,8 @@ func (a *attempt) failCancelled(ctx context.Context, from lifecycle.State, cause
 
 func cancelComment(labels lifecycle.Labels, trigger, cause string, from lifecycle.State, attempt int, started, now time.Time) string {
 	what := "not run"
-	if from == lifecycle.InProgress {
-		what = "pipeline stopped"
-		if !started.IsZero() {
-			what += " after " + now.Sub(started).Round(time.Second).String()
-		}
+	if from == lifecycle.InProgress && !started.IsZero() {
+		what = "pipeline stopped after " + now.Sub(started).Round(time.Second).String()
 	}
 	return fmt.Sprintf("**%s**: cancelled (%s): %s, attempt %d. Remove `%s` and add `%s` to run it again.",
 		labels.Prefix, cause, what, attempt, labels.Label(lifecycle.Failed), trigger)
@@ -228,4 +228,68 @@ func eitherClosed(a, b, done <-chan struct{}) <-chan struct{} {
 		}
 	}()
 	return out
+}
+
+// answersWhole reports whether tr answers a label write with the whole
+// ticket (platforms.WholeAnswers).
+func answersWhole(tr platforms.Tracker) bool {
+	w, ok := tr.(platforms.WholeAnswers)
+	return ok && w.AnswersWhole()
+}
+
+// takeSnapshot is the ticket a take decides on: the claim's Observed when
+// fromClaim (no call), else a read.
+func (e *Executor) takeSnapshot(ctx context.Context, p *lifecycle.Project, req lifecycle.PipelineRequest, fromClaim bool) (*platforms.Ticket, error) {
+	if fromClaim {
+		return req.Observed.Snapshot(req.Ref), nil
+	}
+	return p.Tracker.Get(ctx, req.Ref)
+}
+
+// checkStart checks the answer of a move to InProgress written from the
+// claim's snapshot instead of a read, as handle checks a read: the write
+// was refused had another writer moved the ticket's lifecycle labels (a
+// revision test on Azure DevOps, a foreign lifecycle label in the answer
+// elsewhere), so what is left to see is what a person may have done since
+// the claim without touching them. A ticket the answer shows closed or
+// without its trigger label, or with an operator's cancel request, ends
+// InProgress → Failed with the cancellation comment and nothing run, as
+// Enqueued → Failed would after a read; a tracker-derived cancel request
+// the answer does not confirm is void. An answer that is not the whole
+// ticket (a fallback write path) is followed by a read, so it costs the
+// call the take saved; if that read fails the ticket is handed back. It
+// returns the ticket to run and whether to run it.
+func (a *attempt) checkStart(ctx context.Context, t *platforms.Ticket) (*platforms.Ticket, bool) {
+	e, p, req, log := a.e, a.p, a.req, a.log
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	if !t.Whole {
+		rt, err := p.Tracker.Get(ctx, req.Ref)
+		if err != nil {
+			log.Warn("read the ticket after the start (its answer was labels only); handing it back", zap.Error(err))
+			a.handBack(wctx, t)
+			return nil, false
+		}
+		t = rt
+		if s := a.labels().StateOf(t.Labels); s != lifecycle.InProgress {
+			log.Info("ticket left in-progress right after the start; not running it", zap.String("state", s.String()))
+			a.releaseRun(false)
+			return nil, false
+		}
+	}
+	requested, err := runstate.RequestedCancel(ctx, e.rdb, req.Ref)
+	if err != nil {
+		log.Warn("read cancel request; running the request", zap.Error(err))
+	}
+	cause := cancelCause(t, p.TriggerLabel, requested)
+	if cause == "" {
+		if requested != "" {
+			log.Info("cancel request not confirmed by the ticket; running it", zap.String("requested", requested))
+			clearCancel(ctx, e.rdb, req.Ref, requested, log)
+		}
+		return t, true
+	}
+	log.Info("ticket changed between claim and take; not running it", zap.String("cause", cause))
+	a.failCancelled(wctx, lifecycle.InProgress, cause)
+	return nil, false
 }

@@ -276,7 +276,16 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	if slot, full := e.atLimit(ctx, p); full {
 		return e.delay(ctx, payload, e.cfg.LimitDelay, "concurrency limit reached ("+slot+")", log)
 	}
-	t, err := p.Tracker.Get(ctx, req.Ref)
+	// Where the tracker answers its label write with the whole ticket and
+	// fails a write on a ticket that changed since the snapshot, the
+	// request's Observed (the claim's write answer) stands in for a read:
+	// the move to InProgress below is the first call, and checkStart
+	// checks its answer as this read would be checked. Elsewhere (GitHub
+	// REST answers a label write with labels only, Jira's PUT with nothing)
+	// the ticket is read, so a ticket closed or untriggered since the claim
+	// is seen before anything is written.
+	fromClaim := req.Observed != nil && answersWhole(p.Tracker)
+	t, err := e.takeSnapshot(ctx, p, req, fromClaim)
 	if err != nil {
 		if errors.Is(err, platforms.ErrNotFound) {
 			log.Warn("dropping request: ticket not found")
@@ -329,6 +338,13 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		return false
 	}
 	t, err = a.moveAs(ctx, t, lifecycle.Enqueued, lifecycle.InProgress, executorOutcomes[lifecycle.InProgress], startReason(req))
+	if err == nil && fromClaim {
+		var run bool
+		if t, run = a.checkStart(ctx, t); !run {
+			e.ack(ctx, payload)
+			return false
+		}
+	}
 	if err != nil {
 		a.releaseRun(false)
 		if errors.Is(err, errStateChanged) || errors.Is(err, errLostRun) {

@@ -275,6 +275,11 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	return out, nil
 }
 
+// AnswersWhole is true (platforms.WholeAnswers): Relabel's PATCH answers
+// with the work item as updated, its new rev included, and is refused
+// (412) when the work item moved on from the snapshot's revision.
+func (t *Tracker) AnswersWhole() bool { return true }
+
 // writeOp is the JSON Patch operation that sets System.Tags to the computed
 // list, given the tags the work item had at the tested revision.
 //
@@ -484,6 +489,10 @@ func (t *Tracker) ticketIn(wi *workitemtracking.WorkItem, f map[string]any, proj
 		Open:    isOpen(stringField(f, fieldState)),
 		Labels:  respell(splitTags(stringField(f, fieldTags)), t.spellings),
 		Version: strconv.Itoa(*wi.Rev),
+		// A read's work item, or an update's: "Work Items - Update" answers
+		// with the WorkItem as updated, every field and its new rev
+		// (learn.microsoft.com/rest/api/azure/devops/wit/work-items/update).
+		Whole: true,
 	}
 }
 

@@ -374,7 +374,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	out := *tk
 	out.Labels = labels
-	out.Version = ""
+	out.Version, out.Whole = "", false
 	t.log.Debug("relabelled", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", remove), zap.Strings("add", add))
 	return &out, nil
 }
@@ -569,6 +569,7 @@ func (t *Tracker) ticket(is *gh.Issue) *platforms.Ticket {
 	tk := issueTicket(t.repo, is)
 	tk.Ref.Project = t.project
 	tk.Labels = t.respell(tk.Labels)
+	tk.Whole, tk.Node = true, is.GetNodeID()
 	return tk
 }
 

@@ -173,6 +173,8 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 	if err != nil {
 		return nil, err
 	}
+	// A snapshot from another replica's answer names the issue's node id.
+	t.ids.setIssue(n, tk.Node)
 	var adds, removes []string
 	for _, a := range add {
 		if a != "" && !platforms.ContainsLabel(Platform, tk.Labels, a) && !platforms.ContainsLabel(Platform, adds, a) {
@@ -185,11 +187,11 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 		}
 	}
 	out := *tk
-	out.Version = ""
+	out.Version, out.Whole = "", false
 	if len(adds) == 0 && len(removes) == 0 {
 		return &out, nil
 	}
-	afterAdd, labels, err := t.graphqlRelabel(ctx, n, adds, removes)
+	afterAdd, labels, is, err := t.graphqlRelabel(ctx, n, adds, removes)
 	var fb *restFallback
 	if errors.As(err, &fb) {
 		t.log.Warn("graphql relabel refused; writing through REST", zap.String("ticket", tk.Ref.ID), zap.Error(err))
@@ -214,7 +216,7 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 				restore = append(restore, r)
 			}
 		}
-		if _, got, err := t.graphqlRelabel(ctx, n, restore, adds); err != nil {
+		if _, got, _, err := t.graphqlRelabel(ctx, n, restore, adds); err != nil {
 			t.log.Warn("relabel raced another writer; undoing the write failed",
 				zap.String("ticket", tk.Ref.ID), zap.Strings("added", adds), zap.Error(err))
 		} else {
@@ -225,7 +227,7 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 	if l := t.foreignLifecycle(tk.Labels, adds, labels); l != "" {
 		if len(removes) == 0 {
 			// Only an add ran: take it back, as REST does.
-			if _, _, err := t.graphqlRelabel(ctx, n, nil, adds); err != nil {
+			if _, _, _, err := t.graphqlRelabel(ctx, n, nil, adds); err != nil {
 				t.log.Warn("relabel raced another writer; taking back the added label failed",
 					zap.String("ticket", tk.Ref.ID), zap.Strings("labels", adds), zap.Error(err))
 			}
@@ -233,6 +235,11 @@ func (t *Tracker) relabelGraphQL(ctx context.Context, tk *platforms.Ticket, remo
 		return nil, t.raced(tk, l, labels)
 	}
 	out.Labels = labels
+	if is != nil {
+		// The answer's issue: the whole ticket after the write.
+		out.Title, out.Body, out.URL, out.Open, out.Whole = is.Title, is.Body, is.URL, is.State == "OPEN", true
+		out.Node = t.ids.issue(n)
+	}
 	t.log.Debug("relabelled through graphql", zap.String("ticket", tk.Ref.ID), zap.Strings("remove", removes), zap.Strings("add", adds))
 	return &out, nil
 }
@@ -269,7 +276,7 @@ func (t *Tracker) renamedAdds(ctx context.Context, tk *platforms.Ticket, n int, 
 		return nil
 	}
 	if len(takeBack) > 0 {
-		if _, _, err := t.graphqlRelabel(ctx, n, nil, takeBack); err != nil {
+		if _, _, _, err := t.graphqlRelabel(ctx, n, nil, takeBack); err != nil {
 			t.log.Warn("taking back a renamed label failed",
 				zap.String("ticket", tk.Ref.ID), zap.Strings("labels", takeBack), zap.Error(err))
 		}
@@ -281,18 +288,22 @@ func (t *Tracker) renamedAdds(ctx context.Context, tk *platforms.Ticket, n int, 
 // graphqlRelabel adds adds then removes removes on issue n in one request
 // (one more first when a node id is not known yet). It returns the issue's
 // labels after the add (nil when nothing was added) and after the whole
-// write, in the daemon's spelling.
-func (t *Tracker) graphqlRelabel(ctx context.Context, n int, adds, removes []string) (afterAdd, labels []string, err error) {
+// write, in the daemon's spelling, and the issue's state and text from the
+// last mutation's answer (nil when the labels needed a REST read).
+func (t *Tracker) graphqlRelabel(ctx context.Context, n int, adds, removes []string) (afterAdd, labels []string, is *issueFields, err error) {
 	issueID, addIDs, removeIDs, err := t.nodeIDsFor(ctx, n, adds, removes)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(addIDs) == 0 && len(removeIDs) == 0 {
-		return nil, nil, &restFallback{errors.New("no label to write has a node id")}
+		return nil, nil, nil, &restFallback{errors.New("no label to write has a node id")}
 	}
 	var defs, body []string
 	vars := map[string]any{"issue": issueID}
-	const sel = `{ labelable { labels(first: 100) { nodes { id name } pageInfo { hasNextPage } } } }`
+	// The labelable is the issue (Issue implements Labelable), so the
+	// answer carries its state and text too: the write's answer is the
+	// whole ticket, and a caller need not read it (platforms.WholeAnswers).
+	const sel = `{ labelable { labels(first: 100) { nodes { id name } pageInfo { hasNextPage } } ... on Issue { state title body url } } }`
 	if len(addIDs) > 0 {
 		defs, vars["add"] = append(defs, "$add: [ID!]!"), addIDs
 		body = append(body, "add: addLabelsToLabelable(input: {labelableId: $issue, labelIds: $add}) "+sel)
@@ -305,6 +316,7 @@ func (t *Tracker) graphqlRelabel(ctx context.Context, n int, adds, removes []str
 	type answer struct {
 		Labelable *struct {
 			Labels labelConnection `json:"labels"`
+			issueFields
 		} `json:"labelable"`
 	}
 	var data struct {
@@ -313,19 +325,19 @@ func (t *Tracker) graphqlRelabel(ctx context.Context, n int, adds, removes []str
 	}
 	gerrs, err := t.graphql(trackerhttp.WithMutations(ctx, len(body)), doc, vars, &data)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if gerrs.secondaryLimited() {
 		// Shared with REST: writing through REST now would be refused
 		// too. Whatever ran before the refusal is safe to write again.
-		return nil, nil, fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, gerrs)
+		return nil, nil, nil, fmt.Errorf("%w: %w", trackerhttp.ErrRateLimited, gerrs)
 	}
 	if len(gerrs) > 0 {
 		// A stale label id, a refusal of this mutation, GraphQL's budget:
 		// REST names labels by name and has its own budget. Whatever ran
 		// before the error is safe to write again through REST.
 		t.ids.forgetLabels()
-		return nil, nil, &restFallback{gerrs}
+		return nil, nil, nil, &restFallback{gerrs}
 	}
 	complete := true
 	read := func(a *answer) []string {
@@ -334,6 +346,9 @@ func (t *Tracker) graphqlRelabel(ctx context.Context, n int, adds, removes []str
 			return nil
 		}
 		complete = complete && !a.Labelable.Labels.PageInfo.HasNextPage
+		if f := a.Labelable.issueFields; f.State != "" {
+			is = &f
+		}
 		return t.learnLabels(a.Labelable.Labels)
 	}
 	if data.Add != nil {
@@ -348,12 +363,26 @@ func (t *Tracker) graphqlRelabel(ctx context.Context, n int, adds, removes []str
 		// lifecycle label past it, so read them all.
 		raw, err := t.issueLabels(ctx, n)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		afterAdd, labels = nil, t.respell(raw)
+		afterAdd, labels, is = nil, t.respell(raw), nil
 	}
-	return afterAdd, labels, nil
+	return afterAdd, labels, is, nil
 }
+
+// issueFields is the issue part of a mutation's answer: "OPEN" or "CLOSED",
+// and its text.
+type issueFields struct {
+	State string `json:"state"`
+	Title string `json:"title"`
+	Body  string `json:"body"`
+	URL   string `json:"url"`
+}
+
+// AnswersWhole is true on the GraphQL path (platforms.WholeAnswers): each
+// mutation answers with the issue after it. A transition written through
+// REST instead (the fallback) answers labels only, without Ticket.Whole.
+func (t *Tracker) AnswersWhole() bool { return t.api == APIGraphQL }
 
 // labelConnection is an answer's labels(first: 100).
 type labelConnection struct {

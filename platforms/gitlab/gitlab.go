@@ -197,6 +197,10 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	return out, nil
 }
 
+// AnswersWhole is true (platforms.WholeAnswers): Relabel's PUT answers
+// with the issue as written, state, title and description included.
+func (t *Tracker) AnswersWhole() bool { return true }
+
 // conflict explains why got is not what a lone write of (remove, add) on
 // snapshot would produce, or returns "". Foreign edits of labels outside the
 // lifecycle, added or removed, are tolerated: they do not change the
@@ -320,6 +324,10 @@ func (t *Tracker) ListOpen(ctx context.Context, label string) ([]*platforms.Tick
 func (t *Tracker) ticket(is *issue) *platforms.Ticket {
 	tk := issueTicket(t.repo, is)
 	tk.Ref.Project = t.project
+	// The API's issue, from a read or from a PUT's answer, which is the
+	// issue as written ("Edit an issue", docs.gitlab.com/api/issues/#edit-an-issue,
+	// answers like "Single project issue"); a webhook's is not.
+	tk.Whole = true
 	return tk
 }
 

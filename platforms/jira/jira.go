@@ -307,6 +307,8 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	out := *tk
 	out.Labels = applyLabels(tk.Labels, remove, add)
+	// Jira's PUT answers 204 without the issue: the labels are computed.
+	out.Whole = false
 	if len(ops) == 0 {
 		return &out, nil
 	}
@@ -549,6 +551,7 @@ func (t *Tracker) ticket(is *apiIssue) *platforms.Ticket {
 	t.recent.learn(is.Key, is.ID)
 	tk := issueTicket(t.site, is)
 	tk.Ref.Project = t.project
+	tk.Whole = true
 	return tk
 }
 

@@ -889,7 +889,12 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 		log.Warn("run lost its ownership after its stage succeeded; no label written")
 		return
 	}
-	if body, short := a.doneComment(res); body != "" {
+	gated := a.p.ApprovalFor(next) != nil
+	body, short := a.doneComment(res)
+	if gated {
+		body, short = a.reviewComment(res, body, short, next)
+	}
+	if body != "" {
 		if err := a.postComment(wctx, body, short); errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the stage's comment", zap.Error(err))
 			return
@@ -897,9 +902,12 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 			log.Error("post the stage's comment; the ticket moves on", zap.Error(err))
 		}
 	}
-	why := fmt.Sprintf("stage %s succeeded; stage %s next", a.stage, next)
+	why, to := fmt.Sprintf("stage %s succeeded; stage %s next", a.stage, next), lifecycle.Enqueued
+	if gated {
+		why, to = fmt.Sprintf("stage %s succeeded; stage %s awaits approval", a.stage, next), lifecycle.AwaitingApproval
+	}
 	if err := retryTransient(wctx, func() error {
-		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, lifecycle.Enqueued, next, "stage succeeded", why)
+		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, to, next, "stage succeeded", why)
 		t = nil // moveAs re-reads after a failure; the snapshot is spent
 		return err
 	}); err != nil {
@@ -912,6 +920,12 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 		log.Warn("start the attempt count over for the next stage", zap.Error(err))
 	}
 	a.releaseRun(false)
+	if gated {
+		// Parked: no request, run or heartbeat until the ApprovalGate
+		// decides (lifecycle/gate).
+		log.Info("stage succeeded; next stage awaits approval", zap.String("nextStage", next))
+		return
+	}
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceStage, Attempt: 1,
 		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: next}
 	if err := e.queue.Push(wctx, nreq.Encode()); err != nil {
@@ -919,4 +933,26 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 		return
 	}
 	log.Info("stage succeeded; next stage enqueued", zap.String("nextStage", next), zap.String("newRequestId", nreq.ID))
+}
+
+// reviewComment is the comment that asks for stage next's approval: the
+// stage's result (body and short, doneComment's, when it has one) and how
+// to approve or reject, bounded by the tracker's comment limit.
+func (a *attempt) reviewComment(res procrun.Result, body, short, next string) (string, string) {
+	e, p := a.e, a.p
+	if body == "" {
+		body = fmt.Sprintf("**%s**: stage %s succeeded (attempt %d)\n\n- duration: %s\n- instance: %s\n",
+			e.cfg.Labels.Prefix, a.stage, a.req.Attempt, res.Duration.Round(time.Millisecond), e.cfg.Instance)
+		short = body
+	}
+	labels := a.labels()
+	ask := fmt.Sprintf("stage %s awaits approval: comment `%s approve`, or `%s reject` and why; or add the label `%s` or `%s`.",
+		next, p.Commands.Prefix, p.Commands.Prefix, labels.Approved(), labels.Rejected())
+	if !p.Commands.Enabled {
+		ask = fmt.Sprintf("stage %s awaits approval: add the label `%s` or `%s`.", next, labels.Approved(), labels.Rejected())
+	}
+	limit := platforms.CommentLimit(p.Tracker) - len(ask) - 2
+	body = lifecycle.TruncateRunes(body, max(limit, 0)) + "\n\n" + ask
+	short = lifecycle.TruncateRunes(short, max(limit, 0)) + "\n\n" + ask
+	return body, short
 }

@@ -806,6 +806,10 @@ func noteLines(notes []string) string {
 const (
 	// StageEnv names the stage the run is ("plan").
 	StageEnv = "AGENTSMITH_STAGE"
+	// ReviewEnv holds the reviewer's text of the approval gate's rejection
+	// that sent the ticket back to this stage (bounded by lifecycle/gate);
+	// unset otherwise.
+	ReviewEnv = "AGENTSMITH_REVIEW"
 	// PreviousResultEnv holds the result the previous stage's pipeline
 	// wrote to $AGENTSMITH_RESULT_FILE, as JSON {summary, links}, bounded
 	// as ReadResult bounds it; unset in the first stage or when the
@@ -848,6 +852,12 @@ func (a *attempt) stageEnv(ctx context.Context) []string {
 		return nil
 	}
 	env := []string{StageEnv + "=" + a.stage}
+	switch review, err := runstate.Review(ctx, a.e.rdb, a.req.Ref); {
+	case err != nil:
+		a.log.Warn("read the review of the stage's rejection; the stage runs without it", zap.Error(err))
+	case review != "":
+		env = append(env, ReviewEnv+"="+review)
+	}
 	names := a.p.StageNames()
 	i := slices.Index(names, a.stage)
 	if i <= 0 {

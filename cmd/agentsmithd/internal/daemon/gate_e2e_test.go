@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -22,7 +23,7 @@ printf '{"summary": "%s finished"}' "$AGENTSMITH_STAGE" > "$AGENTSMITH_RESULT_FI
 
 // startGated starts a replica whose project has plan → implement (gate:
 // approval) → test.
-func (e *env) startGated(instance string) {
+func (e *env) startGated(instance string, roles ...string) {
 	e.t.Helper()
 	script := filepath.Join(e.dir, "gated.sh")
 	if err := os.WriteFile(script, []byte(gatedScript), 0o755); err != nil {
@@ -37,7 +38,14 @@ func (e *env) startGated(instance string) {
 		}
 		fmt.Fprintf(&b, "        - {name: %s, command: [sh, %q]%s}\n", s, script, gate)
 	}
-	e.startWith(e.withPipeline(instance, b.String()))
+	cfg, err := config.Parse([]byte(e.withPipeline(instance, b.String())), lookupEnv)
+	if err != nil {
+		e.t.Fatalf("config: %v", err)
+	}
+	if len(roles) > 0 {
+		cfg.Roles = roles
+	}
+	e.startDaemon(cfg)
 }
 
 func (e *env) gatedLines(n int) []string {
@@ -102,6 +110,33 @@ func TestApprovalGateParksRejectsAndApproves(t *testing.T) {
 		}
 		if got := e.commentsWith(n, "approved by "+e.pc.Actor(trackersim.HumanLogin)); got != 1 {
 			t.Errorf("%d approval replies naming the approver, want 1", got)
+		}
+	})
+}
+
+// A project that only polls approves by label: the poller's listing hands
+// agent-smith:approved to the gate, which learns who added it from the
+// ticket's history and removes it in the move.
+func TestApprovalGateByLabelWhilePolling(t *testing.T) {
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		e.projectExtra = "    polling: {enabled: true, interval: 1s}\n"
+		e.startGated("replica-a", config.RolePoller, config.RoleConsumer, config.RoleHousekeeping)
+		n := e.sim.CreateIssue(e.repo, "Gate me by label", "", "agent-smith")
+		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
+		approved := labels.Approved()
+		if err := e.sim.AddLabels(e.repo, n, approved); err != nil {
+			t.Fatal(err)
+		}
+		e.waitState(n, 60*time.Second, lifecycle.Done)
+		is, _ := e.sim.Issue(e.repo, n)
+		if slices.Contains(is.Labels, approved) {
+			t.Errorf("labels %q: the approval label left behind", is.Labels)
+		}
+		if want := []string{"plan review=", "implement review=", "test review="}; !slices.Equal(e.gatedLines(n), want) {
+			t.Errorf("stage runs %q, want %q", e.gatedLines(n), want)
+		}
+		if got := e.commentsWith(n, "approved by "+e.pc.Actor(trackersim.HumanLogin)); got != 1 {
+			t.Errorf("%d approval replies naming who added the label, want 1", got)
 		}
 	})
 }

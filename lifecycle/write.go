@@ -65,3 +65,13 @@ func AddLabel(ctx context.Context, tr platforms.Tracker, labels Labels, t *platf
 	}
 	return tr.Relabel(ctx, t, nil, label)
 }
+
+// RemoveDecision removes a decision label (Labels.Decision) the
+// ApprovalGate refused or found nothing to decide with, leaving every
+// other label alone: it moves no state, so the table is not asked.
+func RemoveDecision(ctx context.Context, tr platforms.Tracker, labels Labels, t *platforms.Ticket, label string) (*platforms.Ticket, error) {
+	if _, ok := labels.Decision(label); !ok {
+		return nil, fmt.Errorf("lifecycle: %w: %q is not a decision label", ErrIllegalTransition, label)
+	}
+	return tr.Relabel(ctx, t, []string{label})
+}

@@ -182,7 +182,7 @@ func (g *Gate) DecideByLabel(ctx context.Context, ref platforms.Ref, actor strin
 	res, err := g.Decide(ctx, ref, actor, d)
 	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop) {
 		if t, rerr := p.Tracker.Get(ctx, ref); rerr == nil && t.HasLabel(label) {
-			if _, rerr := p.Tracker.Relabel(ctx, t, []string{label}); rerr != nil {
+			if _, rerr := lifecycle.RemoveDecision(ctx, p.Tracker, labels, t, label); rerr != nil {
 				g.log.Warn("remove the refused decision label", zap.String("ticket", ref.String()), zap.Error(rerr))
 			}
 		}

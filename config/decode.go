@@ -32,6 +32,12 @@ type shorthands interface {
 	shorthand(key string) *Secret
 }
 
+// scalarForm is a mapping that may also be written as a scalar, its short
+// form (`gate: approval`); fromScalar returns the complaint, or "".
+type scalarForm interface {
+	fromScalar(s string) string
+}
+
 func (p *Project) shorthand(key string) *Secret {
 	switch key {
 	case "token_env":
@@ -159,6 +165,12 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		d.value(n, p.Elem(), path)
 		v.Set(p)
 	case v.Kind() == reflect.Struct:
+		if sf, ok := v.Addr().Interface().(scalarForm); ok && n.Kind == yaml.ScalarNode {
+			if msg := sf.fromScalar(n.Value); msg != "" {
+				d.fail(path, n, msg)
+			}
+			return
+		}
 		if n.Kind != yaml.MappingNode {
 			msg := "expected a mapping"
 			if v.Type() == secretType {

@@ -30,6 +30,50 @@ type Stage struct {
 	// Pool is where the stage's requests wait, as projects[].pool is for
 	// the project's (unset: the project's pool).
 	Pool string `yaml:"pool"`
+	// Gate, when set, holds a ticket before this stage starts (never on
+	// the first stage): `gate: approval`, or the long form
+	// `gate: {approval: {approvers: …, distinct_from_trigger: …,
+	// max_rejections: …}}`.
+	Gate *Gate `yaml:"gate"`
+}
+
+// GateApproval is the short form of an approval gate: `gate: approval`.
+const GateApproval = "approval"
+
+// Gate is what a stage waits for before it starts. Its fields are kinds
+// of gate; one is set. Approval is the one kind today; the mapping leaves
+// room for others (a timer, a deadline) beside it.
+type Gate struct {
+	Approval *Approval `yaml:"approval"`
+}
+
+// fromScalar reads the short form: the name of a kind of gate with its
+// defaults. It returns the complaint, or "".
+func (g *Gate) fromScalar(s string) string {
+	if s != GateApproval {
+		return fmt.Sprintf("%q: want %q or a mapping such as {approval: {max_rejections: 2}}", lifecycle.TruncateRunes(s, 40), GateApproval)
+	}
+	g.Approval = &Approval{}
+	return ""
+}
+
+// DefaultMaxRejections is gate.approval.max_rejections unless set.
+const DefaultMaxRejections = lifecycle.DefaultMaxRejections
+
+// Approval parks a ticket, after the stage before succeeded, until a
+// person approves the stage (`/agent-smith approve`, or the label
+// <label_prefix>:approved) or rejects it, sending the ticket back to the
+// stage before with the reviewer's text ($AGENTSMITH_REVIEW).
+type Approval struct {
+	// Approvers may approve or reject; unset, those of the project's
+	// trigger.allow. Same shape, access defaulting to "write".
+	Approvers *TriggerAllow `yaml:"approvers"`
+	// DistinctFromTrigger refuses the approval of the person who
+	// triggered the run (four eyes).
+	DistinctFromTrigger bool `yaml:"distinct_from_trigger"`
+	// MaxRejections is how many rejections send the ticket back; the next
+	// fails it. Default DefaultMaxRejections.
+	MaxRejections int `yaml:"max_rejections"`
 }
 
 // StageNames are the stages' names in order; nil without stages.
@@ -63,6 +107,36 @@ func (pl *Pipeline) applyStageDefaults() {
 		}
 		setDefault(&s.RunAs, pl.RunAs)
 		s.OnFailure.applyDefaults()
+		if s.Gate != nil && s.Gate.Approval != nil {
+			a := s.Gate.Approval
+			setDefault(&a.MaxRejections, DefaultMaxRejections)
+			if a.Approvers != nil {
+				setDefault(&a.Approvers.Access, TriggerAccessWrite)
+			}
+		}
+	}
+}
+
+// validateGates checks the stages' gates: none on the first stage (a
+// ticket is claimed into it), one kind each, the approvers as
+// trigger.allow is checked for platform.
+func (pl *Pipeline) validateGates(errs *Errors, path, platform string) {
+	for i, s := range pl.Stages {
+		if s.Gate == nil {
+			continue
+		}
+		gp := fmt.Sprintf("%s.stages[%d].gate", path, i)
+		switch a := s.Gate.Approval; {
+		case i == 0:
+			errs.add(gp, "the first stage cannot have a gate: the trigger label starts it")
+		case a == nil:
+			errs.add(gp, "want a kind of gate: approval")
+		default:
+			atLeast(errs, gp+".approval.max_rejections", a.MaxRejections, 1)
+			if a.Approvers != nil {
+				a.Approvers.validate(errs, gp+".approval.approvers", platform, "approve")
+			}
+		}
 	}
 }
 

@@ -223,25 +223,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		// "<prefix> <word>" on one line.
 		errs.add(path+".commands.prefix", fmt.Sprintf("%q: want 1 to %d characters, no spaces, not starting with *", c, maxCommandPrefix))
 	}
-	switch a := p.Trigger.Allow; {
-	case a.Access != TriggerAccessWrite && a.Access != TriggerAccessNone:
-		errs.add(path+".trigger.allow.access", fmt.Sprintf("%q: want %q or %q", a.Access, TriggerAccessWrite, TriggerAccessNone))
-	case a.Access == TriggerAccessNone && len(a.Users) == 0 && len(a.Teams) == 0:
-		errs.add(path+".trigger.allow.users", "users or teams required when access is \"none\": otherwise nobody may start a run")
-	}
-	if rules, ok := platforms.Lookup(p.Platform); ok && !rules.Teams && len(p.Trigger.Allow.Teams) > 0 {
-		errs.add(path+".trigger.allow.teams", fmt.Sprintf("platform %q cannot tell team membership", p.Platform))
-	}
-	for i, t := range p.Trigger.Allow.Teams {
-		if strings.TrimSpace(t) == "" {
-			errs.add(fmt.Sprintf("%s.trigger.allow.teams[%d]", path, i), "must not be blank")
-		}
-	}
-	for i, u := range p.Trigger.Allow.Users {
-		if strings.TrimSpace(u) == "" {
-			errs.add(fmt.Sprintf("%s.trigger.allow.users[%d]", path, i), "must not be blank")
-		}
-	}
+	p.Trigger.Allow.validate(errs, path+".trigger.allow", p.Platform, "start a run")
 	caps := p.capabilities()
 	if caps.SpacelessLabels {
 		checkJiraLabels(errs, path, p.TriggerLabel, labelPrefix)
@@ -306,6 +288,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	atLeast(errs, path+".pipeline.max_attempts", pl.MaxAttempts, 1)
 	pl.validateOutcomes(errs, path+".pipeline", p.TriggerLabel, labelPrefix, caps.SpacelessLabels)
 	pl.validateStages(errs, path+".pipeline")
+	pl.validateGates(errs, path+".pipeline", p.Platform)
 	p.Priority.validate(errs, path+".priority", labelPrefix)
 	p.validatePool(errs, path)
 	atLeast(errs, path+".token_concurrency", p.TokenConcurrency, 0)
@@ -329,6 +312,31 @@ func checkBaseURL(s string) string {
 func (p *Project) capabilities() platforms.Capabilities {
 	d, _ := platforms.Lookup(p.Platform)
 	return d.Capabilities
+}
+
+// validate checks a list of who may act (trigger.allow, a gate's
+// approvers) at path for platform; what says what they may do, for the
+// message about an empty list.
+func (a TriggerAllow) validate(errs *Errors, path, platform, what string) {
+	switch {
+	case a.Access != TriggerAccessWrite && a.Access != TriggerAccessNone:
+		errs.add(path+".access", fmt.Sprintf("%q: want %q or %q", a.Access, TriggerAccessWrite, TriggerAccessNone))
+	case a.Access == TriggerAccessNone && len(a.Users) == 0 && len(a.Teams) == 0:
+		errs.add(path+".users", "users or teams required when access is \"none\": otherwise nobody may "+what)
+	}
+	if rules, ok := platforms.Lookup(platform); ok && !rules.Teams && len(a.Teams) > 0 {
+		errs.add(path+".teams", fmt.Sprintf("platform %q cannot tell team membership", platform))
+	}
+	for i, t := range a.Teams {
+		if strings.TrimSpace(t) == "" {
+			errs.add(fmt.Sprintf("%s.teams[%d]", path, i), "must not be blank")
+		}
+	}
+	for i, u := range a.Users {
+		if strings.TrimSpace(u) == "" {
+			errs.add(fmt.Sprintf("%s.users[%d]", path, i), "must not be blank")
+		}
+	}
 }
 
 func positive(errs *Errors, path string, d time.Duration) {

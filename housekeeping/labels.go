@@ -29,8 +29,9 @@ type LabelRepairerConfig struct {
 // repairedStates are the labels the LabelRepairer lists. A ticket with two
 // lifecycle labels carries at least one of them: every transition that can
 // be cut off between its add and its removal starts or ends in one, and
-// none moves Done ↔ Failed.
-var repairedStates = []lifecycle.State{lifecycle.Pending, lifecycle.Enqueued, lifecycle.InProgress}
+// none moves Done ↔ Failed; AwaitingApproval → Failed is the one that
+// touches none of the others.
+var repairedStates = []lifecycle.State{lifecycle.Pending, lifecycle.Enqueued, lifecycle.InProgress, lifecycle.AwaitingApproval}
 
 // LabelRepairer removes the lifecycle labels lifecycle.Labels.StateOf does
 // not pick from tickets that carry several: what a GitHub transition leaves
@@ -166,6 +167,13 @@ func repairOf(p *lifecycle.Project, labels lifecycle.Labels, t *platforms.Ticket
 			keep = append(keep, pl.Stage(r.stage))
 		}
 	}
-	r.extra = slices.DeleteFunc(pl.Lifecycle(t.Labels), func(l string) bool { return platforms.ContainsLabel(t.Ref.Platform, keep, l) })
+	r.extra = slices.DeleteFunc(pl.Lifecycle(t.Labels), func(l string) bool {
+		// A decision label on a parked ticket is a person's approval or
+		// rejection waiting for the ApprovalGate, whose move removes it.
+		if _, decision := pl.Decision(l); decision && r.state == lifecycle.AwaitingApproval {
+			return true
+		}
+		return platforms.ContainsLabel(t.Ref.Platform, keep, l)
+	})
 	return r
 }

@@ -63,3 +63,36 @@ func TestLabelRepairerRemovesLabelsOfInterruptedWrites(t *testing.T) {
 		t.Errorf("repairer made %d label writes, want 2 (one removal per extra label)", n)
 	}
 }
+
+// A write InProgress → AwaitingApproval or AwaitingApproval → Failed cut
+// off leaves two state labels: the repair keeps the further one, and on a
+// parked ticket it keeps a person's decision label for the ApprovalGate.
+func TestLabelRepairerKeepsParkedTicketsAndTheirDecisions(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	repo := lifecycletest.Repo
+	awaiting := lifecycletest.Label(lifecycle.AwaitingApproval)
+	approved := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}.Approved()
+	parked := w.Sim.CreateIssue(repo, "park cut off", "", "agent-smith", lifecycletest.Label(lifecycle.InProgress), awaiting, approved)
+	failing := w.Sim.CreateIssue(repo, "fail cut off", "", awaiting, lifecycletest.Label(lifecycle.Failed))
+	fine := w.Sim.CreateIssue(repo, "parked, approved", "", "agent-smith", awaiting, approved)
+	before := len(w.Sim.Writes())
+	if err := NewLabelRepairer(w.RDB, w.Claims, LabelRepairerConfig{}).Cycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		n    int
+		want []string
+	}{
+		{parked, []string{"agent-smith", awaiting, approved}},
+		{failing, []string{lifecycletest.Label(lifecycle.Failed)}},
+		{fine, []string{"agent-smith", awaiting, approved}},
+	} {
+		is, _ := w.Sim.Issue(repo, c.n)
+		if !slices.Equal(is.Labels, c.want) {
+			t.Errorf("issue %d %q: labels %q, want %q", c.n, is.Title, is.Labels, c.want)
+		}
+	}
+	if n := len(w.Sim.Writes()) - before; n != 2 {
+		t.Errorf("repairer made %d label writes, want 2", n)
+	}
+}

@@ -31,6 +31,11 @@ const (
 	// (platforms.ErrRejected): Op says what was refused, Status the
 	// tracker's answer, Reason its message (Refusals).
 	EventRefusal EventKind = "refusal"
+	// EventDecision is a person's decision on a ticket awaiting approval
+	// (lifecycle/gate): Outcome approved, rejected, cancelled or refused,
+	// Reason naming who; a decision that moves the ticket is also its
+	// EventTransition.
+	EventDecision EventKind = "decision"
 )
 
 // Event is one thing that happened to a ticket. Every transition, claim

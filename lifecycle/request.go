@@ -19,6 +19,7 @@ const (
 	SourceSweep     = "sweep"     // TriggerSweeper found a trigger no webhook brought in
 	SourceRetry     = "retry"     // the executor retried a failed attempt after its backoff
 	SourceStage     = "stage"     // the executor enqueued the next stage after a stage succeeded
+	SourceGate      = "gate"      // the ApprovalGate enqueued a stage a person approved or rejected
 )
 
 // PipelineRequest is the queue entry. It is deliberately small: nothing in

@@ -24,6 +24,9 @@ type Stage struct {
 	// OnFailure is where a run of the stage that failed for good sends
 	// the ticket; zero: nowhere, it fails.
 	OnFailure SendBack
+	// Gate, when set, holds a ticket before the stage starts; never on the
+	// first stage (config validation).
+	Gate *Gate
 }
 
 // SendBack is a stage's on_failure: back to the earlier stage BackTo, at
@@ -40,6 +43,50 @@ func (p *Project) OnFailureOf(name string) SendBack {
 		return p.Stages[i].OnFailure
 	}
 	return SendBack{}
+}
+
+// Gate is what a stage waits for before it starts. Approval is the one
+// kind today; a timer (after) and a deadline (timeout, on_timeout) are
+// room for more.
+type Gate struct {
+	// Approval parks the ticket in AwaitingApproval until an approver
+	// approves the stage (lifecycle/gate).
+	Approval *Approval
+}
+
+// Approval is an approval gate's rules.
+type Approval struct {
+	// Approvers may approve or reject: the project's TriggerAllow unless
+	// the stage names its own (config gate.approval.approvers).
+	Approvers TriggerAllow
+	// DistinctFromTrigger refuses the person who triggered the run.
+	DistinctFromTrigger bool
+	// MaxRejections is how many rejections send the ticket back to the
+	// previous stage; the next one fails it.
+	MaxRejections int
+}
+
+// DefaultMaxRejections is Approval.MaxRejections unless configured.
+const DefaultMaxRejections = 2
+
+// ApprovalFor is the approval gate of stage name in p, or nil when it has
+// none (no such stage, or a project without stages).
+func (p *Project) ApprovalFor(name string) *Approval {
+	names := p.StageNames()
+	if i := slices.Index(names, name); i >= 0 && p.Stages[i].Gate != nil {
+		return p.Stages[i].Gate.Approval
+	}
+	return nil
+}
+
+// PreviousStage is the stage before name in p's order, and whether there
+// is one.
+func (p *Project) PreviousStage(name string) (string, bool) {
+	names := p.StageNames()
+	if i := slices.Index(names, name); i > 0 {
+		return names[i-1], true
+	}
+	return "", false
 }
 
 // StageNames are the project's stages in order; nil for a project without

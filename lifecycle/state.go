@@ -25,12 +25,30 @@ const (
 	InProgress
 	Done
 	Failed
+	// AwaitingApproval parks a ticket between two stages until a person
+	// approves or rejects the next one (a stage's gate: approval). It
+	// comes after Failed in number only, so the numbers stored before it
+	// keep their meaning; StateOf ranks it between InProgress and Done.
+	AwaitingApproval
 )
 
-var stateNames = [...]string{"pending", "enqueued", "in-progress", "done", "failed"}
+var stateNames = [...]string{"pending", "enqueued", "in-progress", "done", "failed", "awaiting-approval"}
 
 // AllStates lists the states in lifecycle order.
-var AllStates = []State{Pending, Enqueued, InProgress, Done, Failed}
+var AllStates = []State{Pending, Enqueued, InProgress, AwaitingApproval, Done, Failed}
+
+// rank is s's place in lifecycle order, the order StateOf reads several
+// lifecycle labels by: an interrupted GitHub write that leaves InProgress
+// and AwaitingApproval reads AwaitingApproval.
+func (s State) rank() int {
+	switch s {
+	case AwaitingApproval:
+		return int(InProgress) + 1
+	case Done, Failed:
+		return int(s) + 1
+	}
+	return int(s)
+}
 
 func (s State) String() string {
 	if s < 0 || int(s) >= len(stateNames) {
@@ -87,6 +105,22 @@ type Labels struct {
 // stageInfix separates the prefix from a stage's name in its label.
 const stageInfix = ":stage/"
 
+// The decision labels: a person adds one to a ticket in AwaitingApproval
+// to approve or reject the stage it waits for (projects that only poll
+// have no comment commands). They are lifecycle labels, so the write that
+// moves the ticket on removes them, but no state.
+const (
+	approvedSuffix = ":approved"
+	rejectedSuffix = ":rejected"
+)
+
+// Approved is the label a person adds to approve the stage a ticket awaits
+// ("agent-smith:approved").
+func (l Labels) Approved() string { return l.Prefix + approvedSuffix }
+
+// Rejected is the label a person adds to reject it ("agent-smith:rejected").
+func (l Labels) Rejected() string { return l.Prefix + rejectedSuffix }
+
 // Label is the label that shows s.
 func (l Labels) Label(s State) string { return l.Prefix + ":" + s.String() }
 
@@ -99,7 +133,24 @@ func (l Labels) WithStages(names []string) Labels {
 	return l
 }
 
+// Decision reads a decision label: approve is true for Approved, false for
+// Rejected; ok is false for any other label. Spelled as the daemon spells
+// it, as IsLifecycle.
+func (l Labels) Decision(label string) (approve, ok bool) {
+	rest, found := strings.CutPrefix(label, l.Prefix)
+	switch {
+	case !found:
+		return false, false
+	case rest == approvedSuffix:
+		return true, true
+	case rest == rejectedSuffix:
+		return false, true
+	}
+	return false, false
+}
+
 // IsLifecycle reports whether label is one of the prefix's state labels,
+// a decision label (Approved, Rejected),
 // or, for a project with stages, a stage label (any valid stage name, so
 // the label of a stage taken out of the config is still cleaned up),
 // spelled as the daemon spells them. Where the platform ignores case
@@ -108,6 +159,9 @@ func (l Labels) WithStages(names []string) Labels {
 // does not (GitLab, Jira) "Agent-Smith:done" is a user's label, not ours.
 func (l Labels) IsLifecycle(label string) bool {
 	if _, ok := l.parse(label); ok {
+		return true
+	}
+	if _, ok := l.Decision(label); ok {
 		return true
 	}
 	_, ok := l.parseStage(label)
@@ -146,7 +200,7 @@ func (l Labels) parseStage(label string) (string, bool) {
 func (l Labels) StateOf(labels []string) State {
 	s := Pending
 	for _, label := range labels {
-		if st, ok := l.parse(label); ok && st > s {
+		if st, ok := l.parse(label); ok && st.rank() > s.rank() {
 			s = st
 		}
 	}

@@ -111,3 +111,43 @@ func TestStageLabels(t *testing.T) {
 		}
 	}
 }
+
+// AwaitingApproval ranks between InProgress and Done although its number
+// comes last; the decision labels are lifecycle labels but no state.
+func TestAwaitingApprovalRanksBetweenInProgressAndDone(t *testing.T) {
+	l := Labels{Prefix: DefaultLabelPrefix}
+	for _, c := range []struct {
+		labels []string
+		want   State
+	}{
+		{[]string{l.Label(InProgress), l.Label(AwaitingApproval)}, AwaitingApproval},
+		{[]string{l.Label(AwaitingApproval), l.Label(Enqueued)}, AwaitingApproval},
+		{[]string{l.Label(AwaitingApproval), l.Label(Done)}, Done},
+		{[]string{l.Label(Failed), l.Label(AwaitingApproval)}, Failed},
+		{[]string{l.Approved(), l.Rejected()}, Pending},
+	} {
+		if got := l.StateOf(c.labels); got != c.want {
+			t.Errorf("StateOf(%q) = %s, want %s", c.labels, got, c.want)
+		}
+	}
+	if Failed != 4 || AwaitingApproval != 5 || AwaitingApproval.Terminal() {
+		t.Errorf("numbers %d %d, terminal %v: the old states keep their numbers, AwaitingApproval is not terminal", Failed, AwaitingApproval, AwaitingApproval.Terminal())
+	}
+	if s, err := ParseState("awaiting-approval"); err != nil || s != AwaitingApproval {
+		t.Errorf("ParseState = %v, %v", s, err)
+	}
+	for _, label := range []string{l.Approved(), l.Rejected()} {
+		if !l.IsLifecycle(label) {
+			t.Errorf("%q is not a lifecycle label: a move would leave it behind", label)
+		}
+	}
+	if approve, ok := l.Decision("agent-smith:approved"); !ok || !approve {
+		t.Error("agent-smith:approved does not read as an approval")
+	}
+	if approve, ok := l.Decision("agent-smith:rejected"); !ok || approve {
+		t.Error("agent-smith:rejected does not read as a rejection")
+	}
+	if _, ok := l.Decision("agent-smith:done"); ok {
+		t.Error("a state label reads as a decision")
+	}
+}

@@ -16,6 +16,9 @@ const (
 	OwnerStaleJobDetector   Owner = "StaleJobDetector"
 	OwnerEnqueuedReconciler Owner = "EnqueuedReconciler"
 	OwnerLabelRepairer      Owner = "LabelRepairer"
+	// OwnerApprovalGate decides a ticket parked in AwaitingApproval
+	// (lifecycle/gate): a person's approval, rejection or cancellation.
+	OwnerApprovalGate Owner = "ApprovalGate"
 )
 
 // Transition is one row of the specification's "who owns each transition".
@@ -53,6 +56,13 @@ var Transitions = []Transition{
 	{InProgress, InProgress, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
 	{Done, Done, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
 	{Failed, Failed, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
+	// Approval gates (a stage's gate: approval): the ticket waits between
+	// two stages with no run, lock or heartbeat.
+	{InProgress, AwaitingApproval, OwnerExecutor, "stage s succeeded; the next stage has an approval gate: its result posted for review first, the ticket parked with the gated stage's label"},
+	{AwaitingApproval, Enqueued, OwnerApprovalGate, "approved by an approver: the gated stage's request pushed"},
+	{AwaitingApproval, Enqueued, OwnerApprovalGate, "rejected by an approver: back to the previous stage, which re-runs with the reviewer's text ($AGENTSMITH_REVIEW)"},
+	{AwaitingApproval, Failed, OwnerApprovalGate, "rejected more than max_rejections times, or cancelled; comment posted first"},
+	{AwaitingApproval, AwaitingApproval, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
 }
 
 // ErrIllegalTransition marks a write the table refuses: no row lets its

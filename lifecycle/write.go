@@ -26,7 +26,8 @@ type Move struct {
 // and adds m.To's label and m.Stage's, in one Relabel of the tracker,
 // leaving other labels alone: a stage move is one write. A transition to
 // the same state (the LabelRepairer's) adds only what is missing and
-// removes the other lifecycle labels. The caller has read t under the lock
+// removes the other lifecycle labels (but a decision label on a ticket
+// that stays AwaitingApproval). The caller has read t under the lock
 // that owns the transition (claim lock or run lock) and has called its
 // fence, if any.
 func Relabel(ctx context.Context, tr platforms.Tracker, labels Labels, t *platforms.Ticket, m Move, owner Owner) (*platforms.Ticket, error) {
@@ -42,7 +43,14 @@ func Relabel(ctx context.Context, tr platforms.Tracker, labels Labels, t *platfo
 	}
 	remove := labels.Lifecycle(t.Labels)
 	if m.From == m.To {
-		remove = slices.DeleteFunc(remove, func(l string) bool { return platforms.ContainsLabel(t.Ref.Platform, add, l) })
+		remove = slices.DeleteFunc(remove, func(l string) bool {
+			// A repair of a parked ticket leaves a person's decision
+			// for the ApprovalGate, whose move removes it.
+			if _, decision := labels.Decision(l); decision && m.To == AwaitingApproval {
+				return true
+			}
+			return platforms.ContainsLabel(t.Ref.Platform, add, l)
+		})
 		add = slices.DeleteFunc(add, t.HasLabel)
 	}
 	return tr.Relabel(ctx, t, remove, add...)
@@ -56,4 +64,14 @@ func AddLabel(ctx context.Context, tr platforms.Tracker, labels Labels, t *platf
 		return nil, fmt.Errorf("lifecycle: %w: %q is a lifecycle label; only a transition adds it", ErrIllegalTransition, label)
 	}
 	return tr.Relabel(ctx, t, nil, label)
+}
+
+// RemoveDecision removes a decision label (Labels.Decision) the
+// ApprovalGate refused or found nothing to decide with, leaving every
+// other label alone: it moves no state, so the table is not asked.
+func RemoveDecision(ctx context.Context, tr platforms.Tracker, labels Labels, t *platforms.Ticket, label string) (*platforms.Ticket, error) {
+	if _, ok := labels.Decision(label); !ok {
+		return nil, fmt.Errorf("lifecycle: %w: %q is not a decision label", ErrIllegalTransition, label)
+	}
+	return tr.Relabel(ctx, t, []string{label})
 }

@@ -69,6 +69,20 @@ func GitHubAPI(pc *config.Project) string {
 	return cmp.Or(pc.GitHub.API, config.GitHubAPIGraphQL)
 }
 
+// stageGate is the lifecycle's view of a stage's gate; approvers default
+// to the project's trigger.allow (allow).
+func stageGate(g *config.Gate, allow lifecycle.TriggerAllow) *lifecycle.Gate {
+	if g == nil || g.Approval == nil {
+		return nil
+	}
+	a := &lifecycle.Approval{Approvers: allow, DistinctFromTrigger: g.Approval.DistinctFromTrigger,
+		MaxRejections: g.Approval.MaxRejections}
+	if ap := g.Approval.Approvers; ap != nil {
+		a.Approvers = lifecycle.TriggerAllow{Write: ap.Access != config.TriggerAccessNone, Users: ap.Users, Teams: ap.Teams}
+	}
+	return &lifecycle.Gate{Approval: a}
+}
+
 // Options are pc's credentials and scope as its platform's descriptor
 // takes them, for its tracker (Tracker adds the rest) and its lister.
 func Options(pc *config.Project) platforms.TrackerOptions {
@@ -146,7 +160,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		p.Stages = append(p.Stages, lifecycle.Stage{Name: st.Name, Command: st.Command, Timeout: st.Timeout, MaxAttempts: st.MaxAttempts,
 			Retry: lifecycle.RetryPolicy{ExitCodes: st.Retry.ExitCodes, OnTimeout: st.Retry.OnTimeout,
 				Backoff: lifecycle.Backoff{Initial: sb.Initial, Max: sb.Max, Multiplier: sb.Multiplier, Jitter: sb.Jitter}},
-			RunAs: cred, StartHint: pl.Where(st.Command), Pool: st.Pool})
+			RunAs: cred, StartHint: pl.Where(st.Command), Pool: st.Pool, Gate: stageGate(st.Gate, p.TriggerAllow)})
 		if o := st.OnFailure; o != nil {
 			p.Stages[len(p.Stages)-1].OnFailure = lifecycle.SendBack{BackTo: o.BackTo, Max: o.Max}
 		}

@@ -60,6 +60,7 @@ type Service struct {
 	projects lifecycle.ProjectSource
 	refusals *lifecycle.Refusals
 	log      *zap.Logger
+	parked   ParkedCanceller // SetParkedCanceller; nil: none
 }
 
 // NewService wires a claim service. It claims tickets of the watched

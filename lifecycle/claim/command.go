@@ -23,7 +23,21 @@ const MaxCommandReplies = 5
 const (
 	CommandRetry  = "retry"
 	CommandCancel = "cancel"
+	// CommandApprove and CommandReject decide a ticket awaiting approval
+	// (lifecycle/gate); the receiver hands them to the ApprovalGate.
+	CommandApprove = "approve"
+	CommandReject  = "reject"
 )
+
+// ParkedCanceller fails a ticket parked in AwaitingApproval on a person's
+// cancel command: the ApprovalGate owns that move (lifecycle/gate).
+type ParkedCanceller interface {
+	CancelParked(ctx context.Context, ref platforms.Ref, actor string) (CommandResult, error)
+}
+
+// SetParkedCanceller hands the cancel commands on parked tickets to pc;
+// without one they are answered "nothing to cancel".
+func (c *Service) SetParkedCanceller(pc ParkedCanceller) { c.parked = pc }
 
 // Outcomes of RunCommand.
 const (
@@ -61,8 +75,9 @@ func (c *Service) RunCommand(ctx context.Context, ref platforms.Ref, actor, comm
 	prefix, who := p.Commands.Prefix, SafeName(actor)
 	if command != CommandRetry && command != CommandCancel {
 		res.Outcome = CommandUnknown
-		c.reply(ctx, p, ref, fmt.Sprintf("commands: `%s %s` runs a failed ticket again, `%s %s` stops its run.",
-			prefix, CommandRetry, prefix, CommandCancel))
+		c.reply(ctx, p, ref, fmt.Sprintf("commands: `%s %s` runs a failed ticket again, `%s %s` stops its run, "+
+			"`%s %s` starts a stage awaiting approval, `%s %s <why>` sends it back to the stage before.",
+			prefix, CommandRetry, prefix, CommandCancel, prefix, CommandApprove, prefix, CommandReject))
 		return res, nil
 	}
 	allowed := actor != ""
@@ -113,7 +128,9 @@ func (c *Service) cancelCommand(ctx context.Context, p *lifecycle.Project, ref p
 	if err != nil {
 		return CommandResult{}, fmt.Errorf("command %s: read ticket: %w", ref, err)
 	}
-	if s := c.cfg.Labels.StateOf(t.Labels); s != lifecycle.Enqueued && s != lifecycle.InProgress {
+	if s := c.cfg.Labels.StateOf(t.Labels); s == lifecycle.AwaitingApproval && c.parked != nil {
+		return c.parked.CancelParked(ctx, ref, actor)
+	} else if s != lifecycle.Enqueued && s != lifecycle.InProgress {
 		reason := "nothing to cancel: state is " + s.String()
 		c.reply(ctx, p, ref, reason+".")
 		return CommandResult{Outcome: CommandNoop, Reason: reason}, nil
@@ -124,6 +141,12 @@ func (c *Service) cancelCommand(ctx context.Context, p *lifecycle.Project, ref p
 	}
 	// The executor's cancellation comment, naming the person, answers it.
 	return CommandResult{Outcome: CommandDone, Reason: cause}, nil
+}
+
+// Reply posts a short answer to a command on the ticket, bounded as the
+// comment commands' replies are (reply); the ApprovalGate answers so.
+func (c *Service) Reply(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, text string) {
+	c.reply(ctx, p, ref, text)
 }
 
 // reply posts a short answer on the ticket, at most MaxCommandReplies per

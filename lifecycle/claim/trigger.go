@@ -69,6 +69,7 @@ func (c *Service) gateTrigger(ctx context.Context, p *lifecycle.Project, t *plat
 		return "", fmt.Errorf("claim %s: may %q trigger: %w: %w", ref, actor, ErrPermissionUnknown, err)
 	}
 	if ok {
+		c.rememberRunTrigger(ctx, ref, actor)
 		return "", nil
 	}
 	reason := NotAllowedReason(actor)
@@ -119,6 +120,16 @@ func (c *Service) rememberTriggerActor(ctx context.Context, ref platforms.Ref, a
 	}
 }
 
+// rememberRunTrigger records who triggered the run for the run's life
+// (keys.GateTTL), past the trigger actor the claim forgets: an approval
+// gate with distinct_from_trigger refuses that person. Best effort: the
+// gate reads the ticket's history without it.
+func (c *Service) rememberRunTrigger(ctx context.Context, ref platforms.Ref, actor string) {
+	if err := c.rdb.Set(ctx, keys.RunTrigger(ref.Key()), actor, keys.GateTTL).Err(); err != nil {
+		c.log.Warn("remember who triggered the run", zap.String("ticket", ref.String()), zap.Error(err))
+	}
+}
+
 // forgetTriggerActor drops the remembered actor once a claim ran the
 // ticket: that trigger is used up.
 func (c *Service) forgetTriggerActor(ctx context.Context, ref platforms.Ref) {
@@ -133,7 +144,18 @@ func (c *Service) forgetTriggerActor(ctx context.Context, ref platforms.Ref) {
 // one: a member of a listed team may trigger while write access cannot be
 // read; only when nothing admits the actor is the failure the answer.
 func (c *Service) mayTrigger(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, actor string) (bool, error) {
-	if p.TriggerAllow.Listed(actor) {
+	return c.MayAct(ctx, p, p.TriggerAllow, ref, actor)
+}
+
+// MayAct reports whether allow admits actor on ref of project p, as
+// mayTrigger does for the trigger (the same lookups and cache): the
+// ApprovalGate asks it of a gate's approvers. An ungated allow admits
+// anyone named.
+func (c *Service) MayAct(ctx context.Context, p *lifecycle.Project, allow lifecycle.TriggerAllow, ref platforms.Ref, actor string) (bool, error) {
+	if !allow.Gated() {
+		return actor != "", nil
+	}
+	if allow.Listed(actor) {
 		return true, nil
 	}
 	if actor == unknownActor {
@@ -141,7 +163,7 @@ func (c *Service) mayTrigger(ctx context.Context, p *lifecycle.Project, ref plat
 	}
 	digest := actorDigest(actor)
 	var failed error
-	if pc, ok := p.Tracker.(platforms.TicketPermissionChecker); ok && p.TriggerAllow.Write && pc.PermissionScope(ref) != "" {
+	if pc, ok := p.Tracker.(platforms.TicketPermissionChecker); ok && allow.Write && pc.PermissionScope(ref) != "" {
 		scope := pc.PermissionScope(ref)
 		may, err := c.cachedAnswer(ctx, p, keys.TriggerPermissionIn(p.Name, scope, digest), func(ctx context.Context) (bool, error) {
 			return pc.MayWriteIn(ctx, scope, actor)
@@ -150,7 +172,7 @@ func (c *Service) mayTrigger(ctx context.Context, p *lifecycle.Project, ref plat
 			return true, nil
 		}
 		failed = err
-	} else if pc, ok := p.Tracker.(platforms.PermissionChecker); ok && p.TriggerAllow.Write {
+	} else if pc, ok := p.Tracker.(platforms.PermissionChecker); ok && allow.Write {
 		may, err := c.cachedAnswer(ctx, p, keys.TriggerPermission(p.Name, digest), func(ctx context.Context) (bool, error) {
 			return pc.MayWrite(ctx, actor)
 		})
@@ -160,7 +182,7 @@ func (c *Service) mayTrigger(ctx context.Context, p *lifecycle.Project, ref plat
 		failed = err
 	}
 	if tc, ok := p.Tracker.(platforms.TeamChecker); ok {
-		for _, team := range p.TriggerAllow.Teams {
+		for _, team := range allow.Teams {
 			team = strings.TrimSpace(team)
 			may, err := c.cachedAnswer(ctx, p, keys.TriggerTeam(p.Name, actorDigest(team), digest), func(ctx context.Context) (bool, error) {
 				return tc.InTeam(ctx, actor, team)

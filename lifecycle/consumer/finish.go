@@ -824,6 +824,10 @@ func noteLines(notes []string) string {
 const (
 	// StageEnv names the stage the run is ("plan").
 	StageEnv = "AGENTSMITH_STAGE"
+	// ReviewEnv holds the reviewer's text of the approval gate's rejection
+	// that sent the ticket back to this stage (bounded by lifecycle/gate);
+	// unset otherwise.
+	ReviewEnv = "AGENTSMITH_REVIEW"
 	// PreviousResultEnv holds the result the previous stage's pipeline
 	// wrote to $AGENTSMITH_RESULT_FILE, as JSON {summary, links}, bounded
 	// as ReadResult bounds it; unset in the first stage or when the
@@ -871,6 +875,12 @@ func (a *attempt) stageEnv(ctx context.Context) []string {
 		return nil
 	}
 	env := []string{StageEnv + "=" + a.stage}
+	switch review, err := runstate.Review(ctx, a.e.rdb, a.req.Ref); {
+	case err != nil:
+		a.log.Warn("read the review of the stage's rejection; the stage runs without it", zap.Error(err))
+	case review != "":
+		env = append(env, ReviewEnv+"="+review)
+	}
 	names := a.p.StageNames()
 	i := slices.Index(names, a.stage)
 	if i < 0 {
@@ -913,7 +923,12 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 		log.Warn("run lost its ownership after its stage succeeded; no label written")
 		return
 	}
-	if body, short := a.doneComment(res); body != "" {
+	gated := a.p.ApprovalFor(next) != nil
+	body, short := a.doneComment(res)
+	if gated {
+		body, short = a.reviewComment(res, body, short, next)
+	}
+	if body != "" {
 		if err := a.postComment(wctx, body, short); errors.Is(err, errLostRun) {
 			log.Warn("run lost its ownership before the stage's comment", zap.Error(err))
 			return
@@ -921,19 +936,24 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 			log.Error("post the stage's comment; the ticket moves on", zap.Error(err))
 		}
 	}
-	a.enqueueStage(wctx, t, next, "stage succeeded", fmt.Sprintf("stage %s succeeded; stage %s next", a.stage, next))
+	why, to := fmt.Sprintf("stage %s succeeded; stage %s next", a.stage, next), lifecycle.Enqueued
+	if gated {
+		why, to = fmt.Sprintf("stage %s succeeded; stage %s awaits approval", a.stage, next), lifecycle.AwaitingApproval
+	}
+	a.enqueueStage(wctx, t, next, to, "stage succeeded", why)
 }
 
 // enqueueStage hands the ticket, whose run of the attempt's stage ended,
-// to stage: one label write InProgress(a.stage) → Enqueued(stage), the
-// attempt count started over and stage's request pushed, as a retry hands
-// a ticket back. A ticket left Enqueued without its request (the replica
+// to stage: one label write InProgress(a.stage) → to(stage), the attempt
+// count started over and, unless to is AwaitingApproval (parked: no
+// request, run or heartbeat until the ApprovalGate decides,
+// lifecycle/gate), stage's request pushed, as a retry hands a ticket back. A ticket left Enqueued without its request (the replica
 // died after the write) is re-pushed by the EnqueuedReconciler at the stage
 // its label shows.
-func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage, outcome, why string) {
+func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage string, to lifecycle.State, outcome, why string) {
 	e, req, log := a.e, a.req, a.log
 	if err := retryTransient(wctx, func() error {
-		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, lifecycle.Enqueued, stage, outcome, why)
+		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, to, stage, outcome, why)
 		t = nil // moveAs re-reads after a failure; the snapshot is spent
 		return err
 	}); err != nil {
@@ -946,6 +966,10 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage,
 		log.Warn("start the attempt count over for stage "+stage, zap.Error(err))
 	}
 	a.releaseRun(false)
+	if to == lifecycle.AwaitingApproval {
+		log.Info(outcome+"; stage awaits approval", zap.String("nextStage", stage))
+		return
+	}
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceStage, Attempt: 1,
 		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: stage, Pool: a.p.PoolFor(stage)}
 	if err := e.queue.Push(wctx, nreq.Encode()); err != nil {
@@ -1056,7 +1080,7 @@ func (a *attempt) sentBack(wctx context.Context, t *platforms.Ticket, res procru
 	} else if err != nil {
 		log.Error("post the send-back comment; the ticket goes back", zap.Error(err))
 	}
-	a.enqueueStage(wctx, t, sb.to, "sent back",
+	a.enqueueStage(wctx, t, sb.to, lifecycle.Enqueued, "sent back",
 		fmt.Sprintf("stage %s failed (%s); back to stage %s, send-back %d of %d", a.stage, p.Redact.String(res.Describe()), sb.to, sb.n, sb.max))
 }
 
@@ -1066,4 +1090,26 @@ func (a *attempt) sentBack(wctx context.Context, t *platforms.Ticket, res procru
 func outputResult(res procrun.Result) Result {
 	tail := outputTail(res)
 	return Result{Summary: dropRunes(tail, utf8.RuneCountInString(tail)-maxSummaryRunes)}
+}
+
+// reviewComment is the comment that asks for stage next's approval: the
+// stage's result (body and short, doneComment's, when it has one) and how
+// to approve or reject, bounded by the tracker's comment limit.
+func (a *attempt) reviewComment(res procrun.Result, body, short, next string) (string, string) {
+	e, p := a.e, a.p
+	if body == "" {
+		body = fmt.Sprintf("**%s**: stage %s succeeded (attempt %d)\n\n- duration: %s\n- instance: %s\n",
+			e.cfg.Labels.Prefix, a.stage, a.req.Attempt, res.Duration.Round(time.Millisecond), e.cfg.Instance)
+		short = body
+	}
+	labels := a.labels()
+	ask := fmt.Sprintf("stage %s awaits approval: comment `%s approve`, or `%s reject` and why; or add the label `%s` or `%s`.",
+		next, p.Commands.Prefix, p.Commands.Prefix, labels.Approved(), labels.Rejected())
+	if !p.Commands.Enabled {
+		ask = fmt.Sprintf("stage %s awaits approval: add the label `%s` or `%s`.", next, labels.Approved(), labels.Rejected())
+	}
+	limit := platforms.CommentLimit(p.Tracker) - len(ask) - 2
+	body = lifecycle.TruncateRunes(body, max(limit, 0)) + "\n\n" + ask
+	short = lifecycle.TruncateRunes(short, max(limit, 0)) + "\n\n" + ask
+	return body, short
 }

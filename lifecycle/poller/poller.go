@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // DefaultPollInterval is how often a project that opted in to polling is
@@ -24,7 +25,20 @@ const DefaultPollInterval = 60 * time.Second
 type Poller struct {
 	claims *claim.Service
 	log    *zap.Logger
+	// decider, when set, gets the tickets of a staged project listed with
+	// a decision label (SetDecider).
+	decider Decider
 }
+
+// Decider decides the tickets a poll lists with a decision label
+// (<prefix>:approved, <prefix>:rejected): the ApprovalGate's Listed.
+type Decider interface {
+	Listed(ctx context.Context, p *lifecycle.Project, tickets []*platforms.Ticket) error
+}
+
+// SetDecider hands the tickets a poll lists with a decision label to d,
+// so projects that only poll can approve by label.
+func (p *Poller) SetDecider(d Decider) { p.decider = d }
 
 // NewPoller polls the claim service's projects, each at its own interval.
 func NewPoller(claims *claim.Service, log *zap.Logger) *Poller {
@@ -112,6 +126,31 @@ func (p *Poller) poll(ctx context.Context, due []*lifecycle.Project) {
 			}
 			if _, err := p.claims.ClaimListed(ctx, pr, tickets, lifecycle.SourcePoll, nil); err != nil && ctx.Err() == nil {
 				p.log.Warn("poll failed", zap.String("project", pr.Name), zap.Error(err))
+			}
+		}
+	}
+	p.pollDecisions(ctx, due)
+}
+
+// pollDecisions lists the due staged projects' tickets carrying a
+// decision label and hands them to the decider: one list call per project
+// with stages and decision label, none without a decider.
+func (p *Poller) pollDecisions(ctx context.Context, due []*lifecycle.Project) {
+	if p.decider == nil {
+		return
+	}
+	labels := p.claims.Labels()
+	for _, pr := range due {
+		if len(pr.Stages) == 0 {
+			continue
+		}
+		for _, label := range []string{labels.Approved(), labels.Rejected()} {
+			listed, err := lifecycle.ListOpen(ctx, []*lifecycle.Project{pr}, label)
+			if err != nil && ctx.Err() == nil {
+				p.log.Warn("poll decisions failed", zap.String("project", pr.Name), zap.Error(err))
+			}
+			if err := p.decider.Listed(ctx, pr, listed[pr.Name]); err != nil && ctx.Err() == nil {
+				p.log.Warn("decision failed", zap.String("project", pr.Name), zap.Error(err))
 			}
 		}
 	}

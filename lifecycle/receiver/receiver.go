@@ -88,6 +88,9 @@ type Route struct {
 
 // Config configures a Receiver.
 type Config struct {
+	// Gate, when set, decides tickets awaiting approval: the approve and
+	// reject commands and the decision labels go to it.
+	Gate    Decider
 	MaxBody int64 // default DefaultMaxBody
 	// BodyTimeout, when positive, is the body's own read deadline, from
 	// the moment its headers were read: a sender trickling a body cannot
@@ -429,7 +432,11 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	t.Ref.Project = project
 	t.Ref.ID = route.canonicalID(project, ev.Locator, t.Ref.ID)
 	if isCommand {
-		rc.runCommand(t.Ref, ev.Actor, command, log)
+		rc.runCommand(t.Ref, ev.Actor, command, ev.Comment, log)
+		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeCommand, Project: project})
+		return
+	}
+	if rc.decisionLabel(p, t.Ref, &ev, log) {
 		writeJSON(w, http.StatusAccepted, answer{Outcome: OutcomeCommand, Project: project})
 		return
 	}

@@ -155,3 +155,17 @@ func ForgetSentBack(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) e
 	}
 	return nil
 }
+
+// Review is the reviewer's text of the ticket's last rejection by an
+// approval gate (keys.Review, written by lifecycle/gate), for the stage it
+// sent the ticket back to; "" when there is none.
+func Review(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (string, error) {
+	s, err := rdb.Get(ctx, keys.Review(ref.Key())).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read review of %s: %w", ref, err)
+	}
+	return s, nil
+}

@@ -358,5 +358,29 @@ func TrackerRefusals() string { return prefix() + "tracker-refusals" }
 // nobody can make the daemon post unbounded comments by commenting.
 func CommandReplies(ticketKey string) string { return prefix() + "command-replies:" + ticketKey }
 
+// RunTrigger is who triggered a ticket's run, as the claim that ran it
+// learned (a webhook or the ticket's history), kept for the run's life
+// across its stages (GateTTL): an approval gate with distinct_from_trigger
+// refuses that person.
+func RunTrigger(ticketKey string) string { return prefix() + "run-trigger:" + ticketKey }
+
+// GateDecision is an approval gate's decision recorded before its label
+// write (JSON: approve or reject, who, why, the stage), so a crash between
+// loses no decision: the next decision or the gate's repair finishes it.
+func GateDecision(ticketKey string) string { return prefix() + "gate-decision:" + ticketKey }
+
+// GateRejections counts the rejections of a ticket's gates; the one past
+// the gate's max_rejections fails the ticket. Its claim starts it over.
+func GateRejections(ticketKey string) string { return prefix() + "gate-rejections:" + ticketKey }
+
+// Review is the reviewer's text of a ticket's last rejection, which the
+// stage it sends the ticket back to gets as $AGENTSMITH_REVIEW (GateTTL).
+func Review(ticketKey string) string { return prefix() + "review:" + ticketKey }
+
+// GateTTL keeps RunTrigger, GateDecision, GateRejections and Review: as
+// long as a stage's result, since a ticket may wait for its approval that
+// long.
+const GateTTL = StageResultTTL
+
 // CommandReplyWindow is the window of CommandReplies.
 const CommandReplyWindow = 10 * time.Minute

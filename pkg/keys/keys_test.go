@@ -15,6 +15,10 @@ import (
 // keys outside the hash tag).
 var builders = map[string]func() string{
 	"ClaimLock":           func() string { return ClaimLock("github", "a/b#1") },
+	"RunTrigger":          func() string { return RunTrigger("github:a/b#1") },
+	"GateDecision":        func() string { return GateDecision("github:a/b#1") },
+	"GateRejections":      func() string { return GateRejections("github:a/b#1") },
+	"Review":              func() string { return Review("github:a/b#1") },
 	"Heartbeat":           func() string { return Heartbeat("github:a/b#1") },
 	"JiraLabelLock":       func() string { return JiraLabelLock("jira:P-1") },
 	"Queue":               Queue,

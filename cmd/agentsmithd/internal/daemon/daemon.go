@@ -28,6 +28,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
@@ -54,6 +55,7 @@ type Daemon struct {
 	metrics        *metrics.Metrics
 	audit          *audit.Writer // nil when audit.enabled is false
 	claims         *claim.Service
+	gate           *gate.Gate // the ApprovalGate: decides tickets awaiting approval
 	queue          *queue.Queue
 	presence       *presence.Presence
 	routes         []receiver.Route
@@ -208,6 +210,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
 		Observer: d.observer,
 	})
+	d.gate = gate.New(rdb, d.claims, d.queue, gate.Config{Instance: cfg.InstanceID, Logger: log})
+	d.claims.SetParkedCanceller(d.gate)
 	d.buildRoles()
 	probe := opts.OutageProbe
 	if probe <= 0 {

@@ -59,7 +59,7 @@ func (d *Daemon) buildWebhooks() http.Handler {
 		health.Register(mux, d.ready)
 		return mux
 	}
-	d.receiver = receiver.New(d.rdb, d.claims, d.routes, receiver.Config{MaxBody: cfg.Webhook.MaxBodyBytes,
+	d.receiver = receiver.New(d.rdb, d.claims, d.routes, receiver.Config{Gate: d.gate, MaxBody: cfg.Webhook.MaxBodyBytes,
 		BodyTimeout: cfg.Webhook.BodyTimeout, DeliveryTTL: cfg.Webhook.DeliveryTTL, Logger: d.log, Deliveries: d.metrics})
 	return d.receiver.Handler()
 }
@@ -157,6 +157,7 @@ func (d *Daemon) takeGrace() time.Duration {
 // project polls: such a replica does not contend for the lease.
 func (d *Daemon) buildPoller() []service {
 	poller := poller.NewPoller(d.claims, d.log)
+	poller.SetDecider(d.gate)
 	if !poller.Polls() && !projects.AnyPolls(d.configured) {
 		// Neither a project served now nor a discovered block that may
 		// find repositories later polls.

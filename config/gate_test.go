@@ -1,0 +1,60 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// A stage's gate reads from the short form and the long form, with the
+// defaults filled in.
+func TestStageGateForms(t *testing.T) {
+	t.Parallel()
+	doc := strings.Replace(staged, "        - name: test\n", `        - name: test
+          gate: approval
+`, 1)
+	doc = strings.Replace(doc, "        - name: implement\n", `        - name: implement
+          gate: {approval: {approvers: {users: [dana]}, distinct_from_trigger: true, max_rejections: 5}}
+`, 1)
+	pl := mustParse(t, doc, map[string]string{"T": "t"}).Projects[0].Pipeline
+	if g := pl.Stages[0].Gate; g != nil {
+		t.Errorf("plan has gate %+v, want none", g)
+	}
+	impl := pl.Stages[1].Gate
+	if impl == nil || impl.Approval == nil {
+		t.Fatalf("implement gate %+v, want an approval", impl)
+	}
+	if a := impl.Approval; !a.DistinctFromTrigger || a.MaxRejections != 5 || a.Approvers == nil ||
+		a.Approvers.Access != TriggerAccessWrite || len(a.Approvers.Users) != 1 || a.Approvers.Users[0] != "dana" {
+		t.Errorf("implement approval %+v (approvers %+v)", a, a.Approvers)
+	}
+	test := pl.Stages[2].Gate
+	if test == nil || test.Approval == nil || test.Approval.MaxRejections != DefaultMaxRejections || test.Approval.Approvers != nil {
+		t.Errorf("the short form gives %+v, want an approval with the defaults", test)
+	}
+}
+
+// The first stage cannot have a gate; the short form names a kind of gate;
+// approvers are checked as trigger.allow is.
+func TestStageGateValidation(t *testing.T) {
+	t.Parallel()
+	bad := strings.Replace(staged, "          max_attempts: 1\n", "          max_attempts: 1\n          gate: approval\n", 1)
+	bad = strings.Replace(bad, "        - name: test\n", `        - name: test
+          gate: {approval: {approvers: {access: none}, max_rejections: -1}}
+        - name: ship
+          gate: timer
+        - name: docs
+          gate: {}
+`, 1)
+	errs := strings.Join(parseErrs(t, bad, map[string]string{"T": "t"}), "\n")
+	for _, want := range []string{
+		`projects[0].pipeline.stages[0].gate: the first stage cannot have a gate`,
+		`projects[0].pipeline.stages[2].gate.approval.max_rejections: must be at least 1`,
+		`projects[0].pipeline.stages[2].gate.approval.approvers.users: users or teams required when access is "none": otherwise nobody may approve`,
+		`projects[0].pipeline.stages[3].gate: "timer": want "approval"`,
+		`projects[0].pipeline.stages[4].gate: want a kind of gate: approval`,
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("errors lack %q:\n%s", want, errs)
+		}
+	}
+}

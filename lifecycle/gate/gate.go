@@ -1,0 +1,485 @@
+// Package gate is the ApprovalGate (lifecycle.OwnerApprovalGate): it
+// decides tickets parked in AwaitingApproval by a stage's approval gate
+// (config gate: approval). A person's approval starts the gated stage, a
+// rejection sends the ticket back to the stage before with the reviewer's
+// text ($AGENTSMITH_REVIEW), past the gate's max_rejections or on a cancel
+// the ticket fails. The comment commands (/agent-smith approve|reject) and
+// the decision labels (<prefix>:approved, <prefix>:rejected) both come
+// here. It has no loop of its own: the receiver, the claim's cancel
+// command and the poller call it.
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/queue"
+	"github.com/agentsmithd/agentsmithd/pkg/redislock"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// MaxReview bounds the reviewer's text a rejection hands the stage it
+// re-runs ($AGENTSMITH_REVIEW), in bytes.
+const MaxReview = 4 << 10
+
+// LabelRejectReason is the reason of a rejection by the label.
+const LabelRejectReason = "rejected with the label"
+
+// Kinds of Decision.
+const (
+	Approve = "approve"
+	Reject  = "reject"
+	Cancel  = "cancel"
+)
+
+// Decision is what a person decided on a parked ticket: Kind Approve,
+// Reject (with Reason, the reviewer's text) or Cancel.
+type Decision struct {
+	Kind   string `json:"kind"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Outcomes of a decision, as claim.CommandResult's.
+const (
+	OutcomeApproved  = "approved"
+	OutcomeRejected  = "rejected"
+	OutcomeFailed    = "failed" // rejected past max_rejections
+	OutcomeCancelled = "cancelled"
+)
+
+// record is a decision as kept before its label write (keys.GateDecision).
+type record struct {
+	Decision
+	Actor string `json:"actor"`
+	// Stage is the gated stage the ticket waits for.
+	Stage string `json:"stage"`
+	// Rejection is this rejection's number (1 for the first).
+	Rejection int `json:"rejection,omitempty"`
+	Max       int `json:"max,omitempty"`
+}
+
+// Config configures a Gate.
+type Config struct {
+	Instance string
+	Clock    func() time.Time
+	Logger   *zap.Logger
+}
+
+// Gate decides parked tickets. Its moves run under the ticket's claim lock
+// (claim.Service.WithLock), so a decision racing another, a cancel, a
+// retry or a repair makes one move, and the LabelRepairer never tidies a
+// ticket mid-decision.
+type Gate struct {
+	cfg    Config
+	rdb    redis.UniversalClient
+	claims *claim.Service
+	queue  *queue.Queue
+	log    *zap.Logger
+}
+
+// New wires a gate that pushes the stages it starts onto q.
+func New(rdb redis.UniversalClient, claims *claim.Service, q *queue.Queue, cfg Config) *Gate {
+	if cfg.Clock == nil {
+		cfg.Clock = wallclock.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Gate{cfg: cfg, rdb: rdb, claims: claims, queue: q, log: cfg.Logger.Named("ApprovalGate")}
+}
+
+// Decide carries out actor's decision on ref: the ticket must be
+// AwaitingApproval, actor one of the gated stage's approvers (and, for an
+// approval under distinct_from_trigger, not who triggered the run). The
+// decision is recorded, then the ticket moved and the stage's request
+// pushed; the person is answered on the ticket (claim.Service.Reply). A
+// failed permission lookup is claim.ErrPermissionUnknown and nothing is
+// done.
+func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d Decision) (claim.CommandResult, error) {
+	res := claim.CommandResult{Command: d.Kind}
+	p, ok := g.claims.Projects().Lookup(ref)
+	if !ok {
+		return res, fmt.Errorf("gate %s: unknown project %q", ref, ref.Project)
+	}
+	who := claim.SafeName(actor)
+	t, err := p.Tracker.Get(ctx, ref)
+	if err != nil {
+		return res, fmt.Errorf("gate %s: read ticket: %w", ref, err)
+	}
+	labels := p.Labels(g.claims.Labels())
+	if s := labels.StateOf(t.Labels); s != lifecycle.AwaitingApproval {
+		res.Outcome, res.Reason = claim.CommandNoop, "nothing awaits approval: state is "+s.String()
+		g.claims.Reply(ctx, p, ref, "not done: "+res.Reason+".")
+		return res, nil
+	}
+	stage := labels.StageOf(t.Labels)
+	a := approvalOf(p, stage)
+	may := actor != ""
+	if may {
+		if may, err = g.claims.MayAct(ctx, p, a.Approvers, ref, actor); err != nil {
+			return res, fmt.Errorf("gate %s: may %q approve: %w: %w", ref, actor, claim.ErrPermissionUnknown, err)
+		}
+	}
+	if !may {
+		res.Outcome, res.Reason = claim.CommandRefused, who+" may not approve"
+		g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: %s may not approve or reject stage %s.", who, stage))
+		g.emit(ref, lifecycle.AwaitingApproval, "refused", d.Kind+" by "+who+", who may not approve")
+		return res, nil
+	}
+	if d.Kind == Approve && a.DistinctFromTrigger {
+		trigger, err := g.runTrigger(ctx, p, ref)
+		if err != nil {
+			return res, err
+		}
+		if trigger != "" && strings.EqualFold(trigger, actor) {
+			res.Outcome, res.Reason = claim.CommandRefused, who+" triggered the run"
+			g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: %s triggered this run and may not approve it too; another approver must.", who))
+			g.emit(ref, lifecycle.AwaitingApproval, "refused", "approve by "+who+", who triggered the run")
+			return res, nil
+		}
+	}
+	return g.decideLocked(ctx, p, ref, record{Decision: d, Actor: actor, Stage: stage, Max: a.MaxRejections})
+}
+
+// DecideByLabel carries out the decision a person made by adding a
+// decision label (approve: <prefix>:approved, else <prefix>:rejected) to
+// ref: actor is who added it where the caller knows (a webhook), else the
+// ticket's history says (platforms.LabelHistory). The move removes the
+// label; a refused or idle decision removes it too, so it is not read
+// again at every poll.
+func (g *Gate) DecideByLabel(ctx context.Context, ref platforms.Ref, actor string, approve bool) (claim.CommandResult, error) {
+	p, ok := g.claims.Projects().Lookup(ref)
+	if !ok {
+		return claim.CommandResult{}, fmt.Errorf("gate %s: unknown project %q", ref, ref.Project)
+	}
+	labels := p.Labels(g.claims.Labels())
+	label, d := labels.Approved(), Decision{Kind: Approve}
+	if !approve {
+		label, d = labels.Rejected(), Decision{Kind: Reject, Reason: LabelRejectReason}
+	}
+	if actor == "" {
+		lh, ok := p.Tracker.(platforms.LabelHistory)
+		if ok {
+			who, err := lh.LabelAddedBy(ctx, ref, label)
+			if err != nil {
+				return claim.CommandResult{}, fmt.Errorf("gate %s: who added %q: %w: %w", ref, label, claim.ErrPermissionUnknown, err)
+			}
+			actor = who
+		}
+	}
+	res, err := g.Decide(ctx, ref, actor, d)
+	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop) {
+		if t, rerr := p.Tracker.Get(ctx, ref); rerr == nil && t.HasLabel(label) {
+			if _, rerr := lifecycle.RemoveDecision(ctx, p.Tracker, labels, t, label); rerr != nil {
+				g.log.Warn("remove the refused decision label", zap.String("ticket", ref.String()), zap.Error(rerr))
+			}
+		}
+	}
+	return res, err
+}
+
+// Listed decides the tickets a listing found with a decision label (the
+// poller's): each is read afresh by DecideByLabel. Errors are joined after
+// every ticket was tried.
+func (g *Gate) Listed(ctx context.Context, p *lifecycle.Project, tickets []*platforms.Ticket) error {
+	labels := p.Labels(g.claims.Labels())
+	var errs []error
+	for _, t := range tickets {
+		if labels.StateOf(t.Labels) != lifecycle.AwaitingApproval {
+			continue
+		}
+		approve := t.HasLabel(labels.Approved())
+		if !approve && !t.HasLabel(labels.Rejected()) {
+			continue
+		}
+		if _, err := g.DecideByLabel(ctx, t.Ref, "", approve); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CancelParked fails a parked ticket on actor's cancel command; claim's
+// cancel command hands it parked tickets (claim.ParkedCanceller), after
+// checking actor against trigger.allow.
+func (g *Gate) CancelParked(ctx context.Context, ref platforms.Ref, actor string) (claim.CommandResult, error) {
+	p, ok := g.claims.Projects().Lookup(ref)
+	if !ok {
+		return claim.CommandResult{}, fmt.Errorf("gate %s: unknown project %q", ref, ref.Project)
+	}
+	return g.decideLocked(ctx, p, ref, record{Decision: Decision{Kind: Cancel}, Actor: actor})
+}
+
+// approvalOf is the gate of stage, or, for a stage whose gate was taken
+// out of the config while a ticket waited, one with the project's
+// approvers and defaults.
+func approvalOf(p *lifecycle.Project, stage string) lifecycle.Approval {
+	if a := p.ApprovalFor(stage); a != nil {
+		return *a
+	}
+	return lifecycle.Approval{Approvers: p.TriggerAllow, MaxRejections: lifecycle.DefaultMaxRejections}
+}
+
+// runTrigger is who triggered the run: as the claim recorded it
+// (keys.RunTrigger), else who added the trigger label as the ticket's
+// history says; "" when neither knows.
+func (g *Gate) runTrigger(ctx context.Context, p *lifecycle.Project, ref platforms.Ref) (string, error) {
+	who, err := g.rdb.Get(ctx, keys.RunTrigger(ref.Key())).Result()
+	if err == nil {
+		return who, nil
+	}
+	if !errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("gate %s: read who triggered the run: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	}
+	lh, ok := p.Tracker.(platforms.LabelHistory)
+	if !ok {
+		return "", nil
+	}
+	who, err = lh.LabelAddedBy(ctx, ref, p.TriggerLabel)
+	if err != nil {
+		return "", fmt.Errorf("gate %s: who added %q: %w: %w", ref, p.TriggerLabel, claim.ErrPermissionUnknown, err)
+	}
+	return who, nil
+}
+
+// decideLocked records rec and moves the ticket under its claim lock,
+// from a fresh read. A decision already recorded for the ticket (a crash
+// between its record and its write) is finished first, and rec then finds
+// the ticket moved.
+func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, rec record) (claim.CommandResult, error) {
+	res := claim.CommandResult{Command: rec.Kind}
+	held, err := g.claims.WithLock(ctx, ref, lifecycle.SourceGate, func(ctx context.Context) error {
+		if pending, ok, err := g.pending(ctx, ref); err != nil {
+			return err
+		} else if ok {
+			if err := g.finish(ctx, p, ref, pending); err != nil {
+				return err
+			}
+		}
+		t, err := p.Tracker.Get(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("gate %s: read ticket: %w", ref, err)
+		}
+		labels := p.Labels(g.claims.Labels())
+		if s := labels.StateOf(t.Labels); s != lifecycle.AwaitingApproval {
+			res.Outcome, res.Reason = claim.CommandNoop, "nothing awaits approval: state is "+s.String()
+			return nil
+		}
+		if rec.Stage == "" {
+			rec.Stage = labels.StageOf(t.Labels)
+		}
+		if rec.Kind == Reject {
+			n, err := g.countRejection(ctx, ref)
+			if err != nil {
+				return err
+			}
+			rec.Rejection = int(n)
+		}
+		if err := g.put(ctx, ref, rec); err != nil {
+			return err
+		}
+		res.Outcome, res.Reason = outcomeOf(rec), "by "+claim.SafeName(rec.Actor)
+		return g.finishRead(ctx, p, t, rec)
+	})
+	if err != nil {
+		return res, err
+	}
+	if !held {
+		res.Outcome, res.Reason = claim.CommandNoop, "another decision or claim holds the ticket"
+	}
+	if res.Outcome == claim.CommandNoop {
+		g.claims.Reply(ctx, p, ref, "not done: "+res.Reason+".")
+	}
+	return res, nil
+}
+
+func outcomeOf(rec record) string {
+	switch {
+	case rec.Kind == Approve:
+		return OutcomeApproved
+	case rec.Kind == Cancel:
+		return OutcomeCancelled
+	case rec.Rejection > rec.Max:
+		return OutcomeFailed
+	}
+	return OutcomeRejected
+}
+
+// countRejection counts a rejection of ref's gates (keys.GateRejections).
+func (g *Gate) countRejection(ctx context.Context, ref platforms.Ref) (int64, error) {
+	k := keys.GateRejections(ref.Key())
+	var n *redis.IntCmd
+	_, err := g.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		n = pipe.Incr(ctx, k)
+		pipe.Expire(ctx, k, keys.GateTTL)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("gate %s: count rejection: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	}
+	return n.Val(), nil
+}
+
+// put records rec before its label write.
+func (g *Gate) put(ctx context.Context, ref platforms.Ref, rec record) error {
+	b, _ := json.Marshal(rec) // strings and ints: cannot fail
+	if err := g.rdb.Set(ctx, keys.GateDecision(ref.Key()), b, keys.GateTTL).Err(); err != nil {
+		return fmt.Errorf("gate %s: record decision: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	}
+	return nil
+}
+
+// pending is the decision recorded for ref and not yet carried out.
+func (g *Gate) pending(ctx context.Context, ref platforms.Ref) (record, bool, error) {
+	b, err := g.rdb.Get(ctx, keys.GateDecision(ref.Key())).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return record{}, false, nil
+	}
+	if err != nil {
+		return record{}, false, fmt.Errorf("gate %s: read recorded decision: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	}
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		g.log.Warn("recorded decision unreadable; dropped", zap.String("ticket", ref.String()), zap.Error(err))
+		return record{}, false, g.rdb.Del(ctx, keys.GateDecision(ref.Key())).Err()
+	}
+	return rec, true, nil
+}
+
+// finish carries out a recorded decision from a fresh read: a ticket no
+// longer AwaitingApproval had it carried out already (the record's drop
+// was what failed).
+func (g *Gate) finish(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, rec record) error {
+	t, err := p.Tracker.Get(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("gate %s: read ticket: %w", ref, err)
+	}
+	if p.Labels(g.claims.Labels()).StateOf(t.Labels) != lifecycle.AwaitingApproval {
+		return g.rdb.Del(ctx, keys.GateDecision(ref.Key())).Err()
+	}
+	return g.finishRead(ctx, p, t, rec)
+}
+
+// Repair finishes the decision recorded for ref, if one is, under its
+// claim lock: what a crash between a decision's record and its label
+// write left. It reports whether one was.
+func (g *Gate) Repair(ctx context.Context, ref platforms.Ref) (bool, error) {
+	p, ok := g.claims.Projects().Lookup(ref)
+	if !ok {
+		return false, fmt.Errorf("gate %s: unknown project %q", ref, ref.Project)
+	}
+	found := false
+	_, err := g.claims.WithLock(ctx, ref, lifecycle.SourceGate, func(ctx context.Context) error {
+		rec, ok, err := g.pending(ctx, ref)
+		if err != nil || !ok {
+			return err
+		}
+		found = true
+		return g.finish(ctx, p, ref, rec)
+	})
+	return found, err
+}
+
+// finishRead moves t, read under the claim lock, as rec decided: the
+// comment (a failure's) first, then one label write, then the request;
+// the record is dropped last. A crash anywhere is finished by the next
+// decision or Repair (before the write), or by the EnqueuedReconciler
+// (a ticket Enqueued without its request, re-pushed at the stage its
+// label shows).
+func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, rec record) error {
+	ref, labels, who := t.Ref, p.Labels(g.claims.Labels()), claim.SafeName(rec.Actor)
+	prefix := "**" + g.claims.Labels().Prefix + "**: "
+	to, stage, why := lifecycle.Enqueued, rec.Stage, "approved by "+who
+	switch outcomeOf(rec) {
+	case OutcomeRejected:
+		prev, ok := p.PreviousStage(rec.Stage)
+		if !ok {
+			prev = p.FirstStage()
+		}
+		stage, why = prev, fmt.Sprintf("stage %s rejected by %s (rejection %d of %d); stage %s again", rec.Stage, who, rec.Rejection, rec.Max, prev)
+		if err := g.rdb.Set(ctx, keys.Review(ref.Key()), boundReview(rec.Reason), keys.GateTTL).Err(); err != nil {
+			return fmt.Errorf("gate %s: keep the review: %w: %w", ref, claim.ErrRedisUnavailable, err)
+		}
+	case OutcomeFailed:
+		to, why = lifecycle.Failed, fmt.Sprintf("stage %s rejected by %s, rejection %d: more than max_rejections %d", rec.Stage, who, rec.Rejection, rec.Max)
+	case OutcomeCancelled:
+		to, why = lifecycle.Failed, claim.CommandCause(rec.Actor)+" while awaiting approval"
+	}
+	if to == lifecycle.Failed {
+		if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, prefix+"failed: "+why+".")); err != nil {
+			return fmt.Errorf("gate %s: comment: %w", ref, err)
+		}
+	}
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, labels, t, lifecycle.Move{From: lifecycle.AwaitingApproval, To: to, Stage: stage}, lifecycle.OwnerApprovalGate); err != nil {
+		return fmt.Errorf("gate %s: move to %s: %w", ref, to, err)
+	}
+	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: to,
+		Outcome: outcomeOf(rec), Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why})
+	g.emit(ref, to, outcomeOf(rec), why)
+	if to == lifecycle.Enqueued {
+		if err := runstate.StartOver(ctx, g.rdb, ref); err != nil {
+			g.log.Warn("start the attempt count over for the stage", zap.String("ticket", ref.String()), zap.Error(err))
+		}
+		req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: lifecycle.SourceGate, Attempt: 1,
+			EnqueuedAt: g.cfg.Clock().UTC(), Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage)}
+		if err := g.queue.Push(ctx, req.Encode()); err != nil {
+			g.log.Error("push the stage's request (EnqueuedReconciler will re-push)", zap.String("ticket", ref.String()), zap.Error(err))
+		}
+		if rec.Kind == Approve {
+			// The review was for the stage before; the gated stage runs without.
+			if err := g.rdb.Del(ctx, keys.Review(ref.Key())).Err(); err != nil {
+				g.log.Warn("drop the review", zap.String("ticket", ref.String()), zap.Error(err))
+			}
+		}
+	} else {
+		g.forget(ctx, ref)
+	}
+	if err := g.rdb.Del(ctx, keys.GateDecision(ref.Key())).Err(); err != nil {
+		g.log.Warn("drop the carried-out decision", zap.String("ticket", ref.String()), zap.Error(err))
+	}
+	if to == lifecycle.Enqueued {
+		g.claims.Reply(ctx, p, ref, why+": stage "+stage+" queued.")
+	}
+	return nil
+}
+
+// forget drops a failed ticket's gate records: a retry starts over.
+func (g *Gate) forget(ctx context.Context, ref platforms.Ref) {
+	k := ref.Key()
+	if err := g.rdb.Del(ctx, keys.GateRejections(k), keys.Review(k)).Err(); err != nil {
+		g.log.Warn("forget the gate's records", zap.String("ticket", ref.String()), zap.Error(err))
+	}
+}
+
+func (g *Gate) emit(ref platforms.Ref, s lifecycle.State, outcome, reason string) {
+	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventDecision, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: s,
+		Outcome: outcome, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: reason})
+}
+
+// boundReview is the reviewer's text as the stage gets it: control
+// characters stripped, at most MaxReview bytes on a rune boundary.
+func boundReview(s string) string {
+	s = strings.ToValidUTF8(lifecycle.StripControl(s), "")
+	if len(s) <= MaxReview {
+		return s
+	}
+	cut := MaxReview
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

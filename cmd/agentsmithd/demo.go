@@ -64,7 +64,7 @@ var demoProjects = []struct {
 	tickets []string
 }{
 	{"webshop", simcases.GitHub.WithRepo("demo/webshop"), false, []string{"Fix login redirect loop", "Checkout is flaky on Safari"}},
-	{"storefront", simcases.GitHub.WithRepo(demoStagedRepo), false, []string{"Show stock on the product page"}},
+	{"storefront", simcases.GitHub.WithRepo(demoStorefrontRepo), false, []string{"Show stock on the product page"}},
 	{"platform-api", simcases.GitLab.WithRepo("demo/platform/api"), false, []string{"Add rate limiting to /search"}},
 	{"mobile", simcases.AzureDevOps.WithRepo("demoorg/mobile"), false, []string{"Dark mode for settings screen"}},
 	{"ops", simcases.Jira.WithRepo("OPS"), true, []string{"Rotate the staging certificates"}},
@@ -82,7 +82,7 @@ func demoConfig(redisAddr, workDir, simURL, token, secret string, pr demoPR) (*c
 		case pr.script == "":
 		case p.pc.Repo == demoPRRepo:
 			pipeline = pr.pipeline(simURL)
-		case p.pc.Repo == demoStagedRepo:
+		case p.pc.Repo == demoStorefrontRepo:
 			pipeline = pr.stagedPipeline(simURL)
 		}
 		fmt.Fprintf(&yaml, demoProject, p.name, p.pc.Project(simURL, "DEMO_TOKEN", "    "), p.poll, pipeline)

@@ -14,10 +14,10 @@ import (
 // to a local bare git repository and opens the pull request on trackersim.
 const demoPRRepo = "demo/webshop"
 
-// demoStagedRepo is the demo repository of the staged project: the offline
+// demoStorefrontRepo is the demo repository of the staged project: the offline
 // pair examples/pipelines/offline/plan.sh and implement.sh as the stages
 // plan and implement, the pull request opened as demoPRRepo's.
-const demoStagedRepo = "demo/storefront"
+const demoStorefrontRepo = "demo/storefront"
 
 // demoPR is the pull-request pipelines' setup: the bare repository each
 // repository pushes to and the installed run.sh (plan.sh and implement.sh
@@ -29,7 +29,7 @@ type demoPR struct {
 }
 
 // setupDemoPR makes a bare repository (one commit on main) for each of
-// demoPRRepo and demoStagedRepo and installs the offline pipelines under
+// demoPRRepo and demoStorefrontRepo and installs the offline pipelines under
 // dir.
 func setupDemoPR(dir string) (demoPR, error) {
 	for _, tool := range []string{"git", "curl"} {
@@ -38,7 +38,7 @@ func setupDemoPR(dir string) (demoPR, error) {
 		}
 	}
 	bares := map[string]string{}
-	for _, repo := range []string{demoPRRepo, demoStagedRepo} {
+	for _, repo := range []string{demoPRRepo, demoStorefrontRepo} {
 		bare := filepath.Join(dir, "git", repo+".git")
 		seed := filepath.Join(dir, "git", "seed", repo)
 		steps := [][]string{
@@ -97,5 +97,5 @@ func (p demoPR) stagedPipeline(simURL string) string {
       env: {GIT_REMOTE: %q, GITHUB_API_URL: %q},
       secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_TOKEN}}],
       stages: [{name: plan, command: [%q]}, {name: implement, command: [%q]}]}`,
-		p.script, p.bare[demoStagedRepo], simURL+"/github/", filepath.Join(dir, "plan.sh"), filepath.Join(dir, "implement.sh"))
+		p.script, p.bare[demoStorefrontRepo], simURL+"/github/", filepath.Join(dir, "plan.sh"), filepath.Join(dir, "implement.sh"))
 }

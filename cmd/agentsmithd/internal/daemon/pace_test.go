@@ -13,6 +13,8 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/budget"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp/trackerhttptest"
@@ -55,10 +57,11 @@ func TestDaemonGitHubClientPacesSecondaryLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 			failed := 0
+			pending, enqueued := lifecycletest.Label(lifecycle.Pending), lifecycletest.Label(lifecycle.Enqueued)
 			for range 100 {
-				n := sim.CreateIssue(pc.Repo, "t", "", "agent-smith:pending")
-				tk := &platforms.Ticket{Ref: platforms.Ref{Platform: pc.Platform, ID: simcases.GitHub.ID(n)}, Labels: []string{"agent-smith:pending"}}
-				if _, err := tr.Relabel(context.Background(), tk, []string{"agent-smith:pending"}, "agent-smith:enqueued"); err != nil {
+				n := sim.CreateIssue(pc.Repo, "t", "", pending)
+				tk := &platforms.Ticket{Ref: platforms.Ref{Platform: pc.Platform, ID: simcases.GitHub.ID(n)}, Labels: []string{pending}}
+				if _, err := tr.Relabel(context.Background(), tk, []string{pending}, enqueued); err != nil {
 					failed++
 				}
 				clock.Advance(time.Second)

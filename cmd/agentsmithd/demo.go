@@ -70,6 +70,15 @@ var demoProjects = []struct {
 	{"ops", simcases.Jira.WithRepo("OPS"), true, []string{"Rotate the staging certificates"}},
 }
 
+// demoReviewer is the demo's person who approves a ticket parked at an
+// approval gate (demo/storefront's implement stage): a user with write
+// access to every repository of the sandbox, which the project's
+// trigger.allow (default access: write) admits as an approver.
+const demoReviewer = "dana"
+
+// demoApprove is the comment command demoReviewer approves with.
+const demoApprove = "/agent-smith approve"
+
 // demoConfig is the demo's config, parsed like a config file, with the
 // token and webhook secret resolved from a private environment.
 func demoConfig(redisAddr, workDir, simURL, token, secret string, pr demoPR) (*config.Config, error) {
@@ -120,6 +129,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	s := trackersim.New(trackersim.Options{Branches: pr.branchExists})
 	defer s.Close()
+	s.SetUserRole(demoReviewer, trackersim.RoleWrite)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		say("demo: listen: %v", err)
@@ -191,7 +201,11 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, p := range demoProjects {
 		platformOf[p.pc.Repo] = p.pc.Name
 	}
-	say("%-8s  %-11s  %-22s  %-12s → %-12s  %s", "time", "platform", "ticket", "from", "to", "writer")
+	sw := 0 // the state columns' width: the longest state's name
+	for _, st := range lifecycle.AllStates {
+		sw = max(sw, len(st.String()))
+	}
+	say("%-8s  %-11s  %-22s  %-*s → %-*s  %s", "time", "platform", "ticket", sw, "from", sw, "to", "writer")
 	labels := lifecycle.Labels{Prefix: cfg.LabelPrefix}
 	var stages []string // every project's, to show a staged ticket's stage
 	for _, p := range cfg.Projects {
@@ -202,6 +216,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	printed := 0
+	// asked holds the parked tickets demoReviewer approved, until the gate
+	// moves them on.
+	asked := map[key]bool{}
 	for {
 		writes := s.Writes()
 		for _, w := range writes[printed:] {
@@ -213,13 +230,30 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if st := staged.StageOf(w.After); st != "" {
 				stage = "  (stage " + st + ")"
 			}
-			say("%-8s  %-11s  %-22s  %-12s → %-12s  %s%s", w.At.Format("15:04:05"), platformOf[w.Repo], fmt.Sprintf("%s#%d", w.Repo, w.Number), from, to, w.Writer, stage)
+			say("%-8s  %-11s  %-22s  %-*s → %-*s  %s%s", w.At.Format("15:04:05"), platformOf[w.Repo], fmt.Sprintf("%s#%d", w.Repo, w.Number), sw, from, sw, to, w.Writer, stage)
 		}
 		printed = len(writes)
 		settled := 0
 		for _, k := range watch {
-			if is, ok := s.Issue(k.repo, k.n); ok && labels.StateOf(is.Labels).Terminal() {
+			is, ok := s.Issue(k.repo, k.n)
+			if !ok {
+				continue
+			}
+			switch st := labels.StateOf(is.Labels); {
+			case st.Terminal():
 				settled++
+			case st != lifecycle.AwaitingApproval:
+				delete(asked, k)
+			case !asked[k]:
+				// The stage before posted its result for review before it
+				// parked the ticket: the reviewer reads it and approves
+				// with a comment, which the sandbox delivers as a webhook.
+				if err := s.As(demoReviewer).AddComment(k.repo, k.n, demoApprove); err != nil {
+					say("demo: approve: %v", err)
+					return 1
+				}
+				asked[k] = true
+				say("%-8s  %-11s  %-22s  %s comments %q", time.Now().Format("15:04:05"), platformOf[k.repo], fmt.Sprintf("%s#%d", k.repo, k.n), demoReviewer, demoApprove)
 			}
 		}
 		if settled == len(watch) {

@@ -87,15 +87,16 @@ func (p demoPR) pipeline(simURL string) string {
 }
 
 // stagedPipeline is the YAML of the staged project's pipeline
-// (pipeline.stages): plan.sh writes the plan, changing nothing, and
-// implement.sh carries it out and opens the pull request. An approval gate
-// between them is one more key on the implement stage (gate: approval),
-// approved by the demo's person with a comment.
+// (pipeline.stages): plan.sh writes the plan, changing nothing, the plan is
+// posted for review and the ticket parked until an approver approves the
+// implement stage (gate: approval; the demo's reviewer comments
+// "/agent-smith approve"), then implement.sh carries it out and opens the
+// pull request.
 func (p demoPR) stagedPipeline(simURL string) string {
 	dir := filepath.Dir(p.script)
 	return fmt.Sprintf(`{command: [%q], timeout: 30s, max_attempts: 2,
       env: {GIT_REMOTE: %q, GITHUB_API_URL: %q},
       secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_TOKEN}}],
-      stages: [{name: plan, command: [%q]}, {name: implement, command: [%q]}]}`,
+      stages: [{name: plan, command: [%q]}, {name: implement, command: [%q], gate: approval}]}`,
 		p.script, p.bare[demoStorefrontRepo], simURL+"/github/", filepath.Join(dir, "plan.sh"), filepath.Join(dir, "implement.sh"))
 }

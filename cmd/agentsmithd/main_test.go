@@ -15,8 +15,13 @@ func TestDemoSettlesEveryTicket(t *testing.T) {
 	if code := run([]string{"demo", "-timeout", "60s"}, &out, &errOut); code != 0 {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
-	s := out.String()
-	want := []string{"in-progress  → done", "in-progress  → failed", "exit status 3", "every ticket settled", "tracker sandbox",
+	// The table's columns are padded: compare lines with single spaces.
+	lines := strings.Split(out.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	s := strings.Join(lines, "\n")
+	want := []string{"in-progress → done", "in-progress → failed", "exit status 3", "every ticket settled", "tracker sandbox",
 		// It ends with what to do next.
 		"next:", "agentsmithd demo --keep", "Your first real project in five minutes"}
 	if _, err := setupDemoPR(t.TempDir()); err == nil {
@@ -24,12 +29,26 @@ func TestDemoSettlesEveryTicket(t *testing.T) {
 		// opened a pull request on the sim for the Done ticket.
 		want = append(want, "pull request: http://", "/github/demo/webshop/pull/", "(agent-smith/demo-webshop-2 → main)",
 			// demo/storefront#1 runs examples/pipelines/offline's plan.sh
-			// and implement.sh as the stages plan and implement: the plan
-			// is the first stage's comment, the second opens the pull
-			// request.
-			"demo/storefront#1       in-progress  → enqueued      demo-replica  (stage implement)",
+			// and implement.sh as the stages plan and implement, with an
+			// approval gate before implement: the plan is the first
+			// stage's comment, posted for review, the ticket waits until
+			// the demo's reviewer approves, the second stage opens the
+			// pull request.
 			"stage plan succeeded", "Plan for demo/storefront#", "Carried out the plan",
 			"(agent-smith/demo-storefront-1 → main)")
+		// In this order: parked with the plan posted, approved by an
+		// allowed user's comment, moved on by the gate, implemented.
+		inOrder(t, s,
+			"github demo/storefront#1 in-progress → awaiting-approval demo-replica (stage implement)",
+			`github demo/storefront#1 dana comments "/agent-smith approve"`,
+			"github demo/storefront#1 awaiting-approval → enqueued demo-replica (stage implement)",
+			"github demo/storefront#1 enqueued → in-progress demo-replica (stage implement)",
+			"github demo/storefront#1 in-progress → done demo-replica (stage implement)",
+			// The ticket's comments, as listed at the end.
+			"stage implement awaits approval: comment `/agent-smith approve`",
+			"comment: /agent-smith approve",
+			"comment: **agent-smith**: approved by dana: stage implement queued.",
+			"comment: **agent-smith**: stage implement succeeded")
 	}
 	for _, want := range want {
 		if !strings.Contains(s, want) {
@@ -43,6 +62,20 @@ func TestDemoSettlesEveryTicket(t *testing.T) {
 	// demo/webshop#1 is the issue without the trigger label.
 	if strings.Contains(s, "demo/webshop#1 ") {
 		t.Error("the untriggered issue was written to")
+	}
+}
+
+// inOrder fails t unless s holds each of parts, each after the one before.
+func inOrder(t *testing.T, s string, parts ...string) {
+	t.Helper()
+	rest, after := s, "the start"
+	for _, p := range parts {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			t.Errorf("demo output lacks %q after %q:\n%s", p, after, s)
+			return
+		}
+		rest, after = rest[i+len(p):], p
 	}
 }
 

@@ -561,6 +561,7 @@ func TestReadmeConfigsLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var staged []string
+	gated := false // the staged example's implement waits for an approval
 	n := 0
 	for _, b := range readme.Blocks(md) {
 		if b.Lang != "yaml" {
@@ -572,11 +573,12 @@ func TestReadmeConfigsLoad(t *testing.T) {
 			t.Errorf("README.md line %d does not load: %v\n%s", b.Line, err, b.Text)
 			continue
 		}
-		if names := cfg.Projects[0].Pipeline.StageNames(); names != nil {
-			staged = names
+		if pl := cfg.Projects[0].Pipeline; pl.StageNames() != nil {
+			staged = pl.StageNames()
+			gated = pl.Stages[1].Gate != nil && pl.Stages[1].Gate.Approval != nil
 		}
 	}
-	if n < 2 || !slices.Equal(staged, []string{"plan", "implement", "test"}) {
-		t.Errorf("%d yaml blocks, stages %q: want the one-stage and the staged example", n, staged)
+	if n < 2 || !slices.Equal(staged, []string{"plan", "implement", "test"}) || !gated {
+		t.Errorf("%d yaml blocks, stages %q, implement gated %t: want the one-stage and the staged example, implement after an approval", n, staged, gated)
 	}
 }

@@ -59,7 +59,7 @@ func TestStageFailureSendsTicketBack(t *testing.T) {
 			`implement 1 prev={"summary":"tests broke: TestCheckout","links":null}`,
 			`test 1 prev={"summary":"implement finished","links":null}`,
 		}
-		if got := e.stageLines(n); !slices.Equal(got, want) {
+		if got := e.runLines("stage", n); !slices.Equal(got, want) {
 			t.Errorf("stage runs %q, want %q", got, want)
 		}
 		if got, want := e.stagesSeen(n), []string{"plan", "implement", "test", "implement", "test"}; !slices.Equal(got, want) {
@@ -82,7 +82,7 @@ func TestStageFailurePastMaxFails(t *testing.T) {
 		n := e.sim.CreateIssue(e.repo, "Send me back always", "", "agent-smith")
 		e.waitState(n, 60*time.Second, lifecycle.Failed)
 		var stages []string
-		for _, l := range e.stageLines(n) {
+		for _, l := range e.runLines("stage", n) {
 			stages = append(stages, strings.Fields(l)[0])
 		}
 		if want := []string{"plan", "implement", "test", "implement", "test", "implement", "test"}; !slices.Equal(stages, want) {

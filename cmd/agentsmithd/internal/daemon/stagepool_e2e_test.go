@@ -63,7 +63,7 @@ func TestStagePoolRunsOnItsReplica(t *testing.T) {
 		q := e.gpuQueued()
 		return len(q) == 1 && q[0].Stage == "implement" && q[0].Pool == "gpu" && q[0].Source == lifecycle.SourceStage
 	})
-	if got := e.stageLines(n); !slices.Equal(got, []string{"plan 1 prev="}) {
+	if got := e.runLines("stage", n); !slices.Equal(got, []string{"plan 1 prev="}) {
 		t.Fatalf("stage runs %q before a gpu replica lives, want plan only", got)
 	}
 	eventually.Wait(t, 10*time.Second, "the metrics to report pool gpu unserved", func() bool {
@@ -83,7 +83,7 @@ func TestStagePoolRunsOnItsReplica(t *testing.T) {
 	if got, want := e.runners(e.pc, n), []string{"replica-a", "replica-b", "replica-a"}; !slices.Equal(got, want) {
 		t.Errorf("stages plan, implement, test ran on %q, want %q", got, want)
 	}
-	if got := e.stageLines(n); len(got) != 3 || !strings.HasPrefix(got[1], "implement 1 ") {
+	if got := e.runLines("stage", n); len(got) != 3 || !strings.HasPrefix(got[1], "implement 1 ") {
 		t.Errorf("stage runs %q, want plan, implement, test once each", got)
 	}
 }

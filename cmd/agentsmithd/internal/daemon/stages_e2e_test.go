@@ -39,13 +39,15 @@ func (e *env) startStaged(instance string) {
 	e.startWith(e.withPipeline(instance, b.String()))
 }
 
-// stageLines are ticket n's lines of stageScript, in order.
-func (e *env) stageLines(n int) []string {
+// runLines are ticket n's lines of a stage script that starts each line
+// with "<prefix> <id> ", in order, without that start.
+func (e *env) runLines(prefix string, n int) []string {
 	b, _ := os.ReadFile(e.runLog)
+	start := prefix + " " + e.pc.ID(n) + " "
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "stage "+e.pc.ID(n)+" ") {
-			out = append(out, strings.TrimPrefix(line, "stage "+e.pc.ID(n)+" "))
+		if rest, ok := strings.CutPrefix(line, start); ok {
+			out = append(out, rest)
 		}
 	}
 	return out
@@ -81,7 +83,7 @@ func TestThreeStagesReachDone(t *testing.T) {
 			`implement 1 prev={"summary":"plan finished","links":null}`,
 			`test 1 prev={"summary":"implement finished","links":null}`,
 		}
-		if got := e.stageLines(n); !slices.Equal(got, want) {
+		if got := e.runLines("stage", n); !slices.Equal(got, want) {
 			t.Errorf("stage runs %q, want %q", got, want)
 		}
 		if got := e.stagesSeen(n); !slices.Equal(got, threeStages) {
@@ -108,7 +110,7 @@ func TestStageRevertedContinuesAtItsStage(t *testing.T) {
 		n := e.sim.CreateIssue(e.repo, "Stage me and hold", "", "agent-smith")
 		rdb := e.redis.Client(t)
 		eventually.Wait(t, 30*time.Second, "the implement stage running", func() bool {
-			return slices.ContainsFunc(e.stageLines(n), func(l string) bool { return strings.HasPrefix(l, "implement ") })
+			return slices.ContainsFunc(e.runLines("stage", n), func(l string) bool { return strings.HasPrefix(l, "implement ") })
 		})
 		// The run loses its lock: its pipeline is killed, it writes no
 		// label, and the StaleJobDetector reverts the ticket.
@@ -120,7 +122,7 @@ func TestStageRevertedContinuesAtItsStage(t *testing.T) {
 		})
 		e.openGate()
 		e.waitState(n, 60*time.Second, lifecycle.Done)
-		lines := e.stageLines(n)
+		lines := e.runLines("stage", n)
 		var stages []string
 		for _, l := range lines {
 			stages = append(stages, strings.Fields(l)[0])

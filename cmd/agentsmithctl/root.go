@@ -95,6 +95,8 @@ var commandNeeds = map[string]need{
 	"events":       needRedis,
 	"requeue":      needTrackers,
 	"retry":        needTrackers,
+	"approve":      needTrackers,
+	"reject":       needTrackers,
 	"release":      needRedis,
 	"cancel":       needRedis,
 	"pause":        needRedis,
@@ -319,7 +321,7 @@ func locatorOf(id string) string {
 func newRoot(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentsmithctl",
-		Short: "Operate an agentsmithd fleet: status, tickets, history, requeue, retry, release, cancel, pause, resume, reports",
+		Short: "Operate an agentsmithd fleet: status, tickets, history, requeue, retry, approve, reject, release, cancel, pause, resume, reports",
 		Long: `agentsmithctl reads the daemon's config file (-c) to reach its Redis and trackers.
 
 Tickets are written platform:id, e.g. github:acme/app#12, gitlab:group/app#3,
@@ -337,8 +339,8 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 not found.`,
 	root.PersistentFlags().StringVarP(&a.cfgPath, "config", "c", "", "the daemon's config file (default $AGENTSMITH_CONFIG)")
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &codedError{exitUsage, err} })
-	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), logsCmd(a), eventsCmd(a), requeueCmd(a), retryCmd(a), releaseCmd(a),
-		cancelCmd(a), pauseCmd(a), resumeCmd(a), reportCmd(a), statusTokenCmd(a))
+	root.AddCommand(statusCmd(a), ticketsCmd(a), historyCmd(a), logsCmd(a), eventsCmd(a), requeueCmd(a), retryCmd(a), approveCmd(a),
+		rejectCmd(a), releaseCmd(a), cancelCmd(a), pauseCmd(a), resumeCmd(a), reportCmd(a), statusTokenCmd(a))
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		n, ok := commandNeeds[cmd.Name()]
 		if !ok || cmd.Parent() != root {

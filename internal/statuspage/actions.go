@@ -12,6 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -20,6 +22,9 @@ import (
 // Actor names the status page where an action is recorded (pause key,
 // retry's actor, cancel cause).
 const Actor = "status page"
+
+// OperatorActor names the page's user in an approval gate's decision.
+var OperatorActor = gate.Operator("status-page")
 
 // CancelCause is the cause a cancel from the page leaves on the ticket.
 const CancelCause = "cancelled from the status page"
@@ -84,7 +89,7 @@ func (h *handler) action(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 	defer cancel()
-	msg, err := h.do(ctx, r.PostForm.Get("action"), r.PostForm.Get("ticket"), r.PostForm.Get("project"))
+	msg, err := h.do(ctx, r.PostForm.Get("action"), r.PostForm.Get("ticket"), r.PostForm.Get("project"), r.PostForm.Get("reason"))
 	var bad badRequest
 	switch {
 	case errors.As(err, &bad):
@@ -120,7 +125,7 @@ type badRequest struct{ msg string }
 func (b badRequest) Error() string { return b.msg }
 
 // do runs the action and says what happened, for the flash message.
-func (h *handler) do(ctx context.Context, action, ticket, project string) (string, error) {
+func (h *handler) do(ctx context.Context, action, ticket, project, reason string) (string, error) {
 	// A retired project's tickets can still be cancelled or looked at.
 	p, ok := h.cfg.Projects.Lookup(platforms.Ref{Project: project})
 	if !ok || !clean(project) {
@@ -174,6 +179,8 @@ func (h *handler) do(ctx context.Context, action, ticket, project string) (strin
 			return fmt.Sprintf("not retried %s: %s", ref, res.Reason), nil
 		}
 		return fmt.Sprintf("retried %s (attempt %d)", ref, res.Request.Attempt), nil
+	case "approve", "reject":
+		return h.decide(ctx, ref, action, reason)
 	case "cancel":
 		if err := runstate.RequestCancel(ctx, h.cfg.RDB, ref, CancelCause, 0); err != nil {
 			return "", err
@@ -181,6 +188,31 @@ func (h *handler) do(ctx context.Context, action, ticket, project string) (strin
 		return fmt.Sprintf("cancel requested for %s: its run or request stops and the ticket fails", ref), nil
 	}
 	return "", badRequest{"unknown action"}
+}
+
+// decide approves or rejects a parked ticket through the ApprovalGate as
+// the operator OperatorActor: the gate's approvers are not checked (the
+// page's user holds the status token, an admin's), the decision is
+// audited and answered on the ticket under that name.
+func (h *handler) decide(ctx context.Context, ref platforms.Ref, kind, reason string) (string, error) {
+	if h.cfg.Gate == nil {
+		return "", badRequest{kind + " is not available on this replica"}
+	}
+	d := gate.Decision{Kind: gate.Approve}
+	if kind == "reject" {
+		if strings.TrimSpace(reason) == "" {
+			return "not rejected " + ref.String() + ": say why (the stage before gets it as $AGENTSMITH_REVIEW)", nil
+		}
+		d = gate.Decision{Kind: gate.Reject, Reason: reason}
+	}
+	res, err := h.cfg.Gate.DecideAsOperator(ctx, ref, OperatorActor, d)
+	switch {
+	case err != nil:
+		return "", err
+	case res.Outcome == claim.CommandNoop || res.Outcome == claim.CommandRefused:
+		return fmt.Sprintf("not %sed %s: %s", strings.TrimSuffix(kind, "e"), ref, res.Reason), nil
+	}
+	return fmt.Sprintf("%s %s %s", res.Outcome, ref, res.Reason), nil
 }
 
 // ticketRef parses the form's "platform:id" for project p.

@@ -79,6 +79,11 @@ type ticketRow struct {
 // neither gets none, as each action would only say why it did nothing.
 func ticketActions(state string, live, canRequeue, canRetry bool) []string {
 	var out []string
+	if state == lifecycle.AwaitingApproval.String() {
+		// Parked: no request or run; the gate decides (canDecide adds
+		// approve and reject).
+		return nil
+	}
 	if canRequeue && state == lifecycle.Enqueued.String() && !live {
 		out = append(out, "requeue")
 	}
@@ -171,6 +176,9 @@ func (h *handler) tickets(ctx context.Context, st Status) []ticketRow {
 	defer func() {
 		for i := range out {
 			out[i].Actions = ticketActions(out[i].State, out[i].live, h.cfg.Claims != nil && h.cfg.Queue != nil, h.cfg.Claims != nil)
+			if h.cfg.Gate != nil && out[i].State == lifecycle.AwaitingApproval.String() {
+				out[i].Actions = append(out[i].Actions, "approve", "reject")
+			}
 		}
 	}()
 	for _, o := range st.Outcomes {

@@ -27,6 +27,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
 	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
@@ -60,12 +61,21 @@ type Config struct {
 	// Claims serves the requeue and retry buttons (with Queue); with Claims
 	// nil the page offers no ticket actions but cancel.
 	Claims *claim.Service
+	// Gate serves the approve and reject buttons of tickets awaiting
+	// approval; with Gate nil the page offers neither.
+	Gate Decider
 	// LogRoots are the logs dirs (consumer.output.logs_dir): /status/logs
 	// serves attempt logs from under them only, never through a link.
 	LogRoots []string
 	Recent   int
 	Clock    func() time.Time
 	Logger   *zap.Logger
+}
+
+// Decider carries out an operator's decision on a parked ticket
+// (*gate.Gate).
+type Decider interface {
+	DecideAsOperator(ctx context.Context, ref platforms.Ref, actor string, d gate.Decision) (claim.CommandResult, error)
 }
 
 // Event is one audit entry as the page shows it.

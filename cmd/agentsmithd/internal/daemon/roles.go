@@ -80,7 +80,7 @@ func (d *Daemon) buildAdmin() http.Handler {
 	admin.Handle("/", statuspage.RequireToken(d.statusToken, rest))
 	status := statuspage.New(statuspage.Config{RDB: d.rdb, Queue: d.queue, Projects: d.projects, Instance: cfg.InstanceID,
 		HeartbeatTTL: cfg.Consumer.HeartbeatTTL, RestartGrace: d.restartGrace(), Token: d.statusToken, Logger: d.log,
-		LogRoots: []string{cfg.Consumer.Output.LogsDir}, Claims: d.claims})
+		LogRoots: []string{cfg.Consumer.Output.LogsDir}, Claims: d.claims, Gate: d.gate})
 	for _, route := range []string{"GET /status", "GET /status.json", "GET /status/logs", "GET /status/ticket",
 		"POST /status/login", "POST /status/logout", "POST /status/action"} {
 		admin.Handle(route, status)

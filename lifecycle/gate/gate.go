@@ -421,6 +421,17 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 		if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, prefix+"failed: "+why+".")); err != nil {
 			return fmt.Errorf("gate %s: comment: %w", ref, err)
 		}
+		// The ticket is read again after the comment: on Azure DevOps a
+		// comment is a revision of the work item, and the label write
+		// tests the revision it was read at (VS403351 otherwise).
+		fresh, err := p.Tracker.Get(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("gate %s: read after the comment: %w", ref, err)
+		}
+		if s := labels.StateOf(fresh.Labels); s != lifecycle.AwaitingApproval {
+			return fmt.Errorf("gate %s: state is %s after the comment, not %s", ref, s, lifecycle.AwaitingApproval)
+		}
+		t = fresh
 	}
 	if _, err := lifecycle.Relabel(ctx, p.Tracker, labels, t, lifecycle.Move{From: lifecycle.AwaitingApproval, To: to, Stage: stage}, lifecycle.OwnerApprovalGate); err != nil {
 		return fmt.Errorf("gate %s: move to %s: %w", ref, to, err)

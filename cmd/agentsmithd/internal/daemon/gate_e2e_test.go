@@ -171,9 +171,6 @@ func TestApprovalGateDistinctFromTrigger(t *testing.T) {
 // stage and the second fails it, with a comment saying why.
 func TestApprovalGateMaxRejectionsFails(t *testing.T) {
 	forEachPlatform(t, func(t *testing.T, e *env) {
-		if e.pc.Name == "azuredevops" {
-			t.Skip("known bug: gate.finishRead comments, which bumps the work item's rev, then relabels at the rev read before it: 412 VS403351, the ticket stays parked")
-		}
 		e.startGated("replica-a", "{approval: {max_rejections: 1}}")
 		n := e.sim.CreateIssue(e.repo, "Reject me twice", "", "agent-smith")
 		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
@@ -200,9 +197,6 @@ func TestApprovalGateMaxRejectionsFails(t *testing.T) {
 // ticket before the failed label, and no stage's request is queued.
 func TestApprovalGateCancelParked(t *testing.T) {
 	forEachPlatform(t, func(t *testing.T, e *env) {
-		if e.pc.Name == "azuredevops" {
-			t.Skip("known bug: gate.finishRead comments, which bumps the work item's rev, then relabels at the rev read before it: 412 VS403351, the ticket stays parked")
-		}
 		e.startGated("replica-a", "approval")
 		n := e.sim.CreateIssue(e.repo, "Cancel me", "", "agent-smith")
 		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)

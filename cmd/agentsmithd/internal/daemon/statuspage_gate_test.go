@@ -84,12 +84,12 @@ func TestStatusPageApprovesAndRejects(t *testing.T) {
 		t.Errorf("page after reject lacks the flash naming %s", statuspage.OperatorActor)
 	}
 	eventually.Wait(t, 60*time.Second, "plan to run again and park", func() bool {
-		return len(e.gatedLines(n)) == 2 && e.state(n) == lifecycle.AwaitingApproval
+		return len(e.runLines("gated", n)) == 2 && e.state(n) == lifecycle.AwaitingApproval
 	})
 	press(url.Values{"action": {"approve"}, "csrf": {token}}, "Origin", op.base)
 	e.waitState(n, 60*time.Second, lifecycle.Done)
 	want := []string{"plan review=", "plan review=add a rollback step", "implement review=", "test review="}
-	if got := e.gatedLines(n); !slices.Equal(got, want) {
+	if got := e.runLines("gated", n); !slices.Equal(got, want) {
 		t.Errorf("stage runs %q, want %q", got, want)
 	}
 	if got := e.commentsWith(n, "approved by "+statuspage.OperatorActor); got != 1 {

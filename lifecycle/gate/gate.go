@@ -143,7 +143,13 @@ func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d De
 		if err != nil {
 			return res, err
 		}
-		if trigger != "" && strings.EqualFold(trigger, actor) {
+		if trigger == "" {
+			res.Outcome, res.Reason = claim.CommandRefused, "who triggered the run is not known"
+			g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: who triggered this run is not known, so stage %s's approval (distinct_from_trigger) cannot be checked; reject, or trigger the ticket again.", stage))
+			g.emit(ref, lifecycle.AwaitingApproval, "refused", "approve by "+who+", the run's trigger unknown")
+			return res, nil
+		}
+		if strings.EqualFold(trigger, actor) {
 			res.Outcome, res.Reason = claim.CommandRefused, who+" triggered the run"
 			g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: %s triggered this run and may not approve it too; another approver must.", who))
 			g.emit(ref, lifecycle.AwaitingApproval, "refused", "approve by "+who+", who triggered the run")

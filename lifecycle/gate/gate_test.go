@@ -183,3 +183,20 @@ func TestStaleDecisionIsNotReplayed(t *testing.T) {
 		t.Errorf("after the rejection: %s at %q, want enqueued at implement", w.State(t, n), st)
 	}
 }
+
+// Under distinct_from_trigger an approval is refused when who triggered
+// the run cannot be learned: it might be the approver.
+func TestUnknownTriggerRefusesApproval(t *testing.T) {
+	w, g, n := staged(t, 2)
+	ref := lifecycletest.Ref(n)
+	if err := w.RDB.Set(t.Context(), keys.RunTrigger(ref.Key()), "", keys.GateTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Decide(t.Context(), ref, "dana", gate.Decision{Kind: gate.Approve})
+	if err != nil || res.Outcome != claim.CommandRefused {
+		t.Errorf("approval with the trigger unknown: %+v %v, want refused", res, err)
+	}
+	if s := w.State(t, n); s != lifecycle.AwaitingApproval {
+		t.Errorf("state %s, want still awaiting-approval", s)
+	}
+}

@@ -38,3 +38,22 @@ func ForgetGateDecision(ctx context.Context, rdb redis.Scripter, ref platforms.R
 	}
 	return n == 1, nil
 }
+
+// ForgetTrigger deletes what one trigger's run keeps across its stages
+// (queues it, on a pipeline): the send-back counts, the approval gates'
+// rejection counts, review and recorded decision, and, with stageResult,
+// the last stage result. A fresh trigger's claim forgets all of it, so its
+// first stage never gets an earlier trigger's output; a person's retry
+// keeps the stage result, which the retried stage needs from the stage
+// before it.
+func ForgetTrigger(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, stageResult bool) error {
+	k := ref.Key()
+	del := []string{keys.SentBack(k), keys.GateRejections(k), keys.Review(k), keys.GateDecision(k)}
+	if stageResult {
+		del = append(del, keys.StageResult(k))
+	}
+	if err := rdb.Del(ctx, del...).Err(); err != nil {
+		return fmt.Errorf("forget the run state of %s: %w", ref, err)
+	}
+	return nil
+}

@@ -392,8 +392,8 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 	_, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		if lock != nil && source != lifecycle.SourceReclaim {
 			_ = runstate.ClearCancel(ctx, pipe, ref, "")
-			// A fresh trigger has every stage's on_failure.max whole.
-			_ = runstate.ForgetSentBack(ctx, pipe, ref)
+			// A fresh trigger starts with none of an earlier one's run state.
+			_ = runstate.ForgetTrigger(ctx, pipe, ref, true)
 		}
 		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
 		// The write went through: a refusal recorded before is over.

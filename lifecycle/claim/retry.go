@@ -116,8 +116,8 @@ func (c *Service) retryLocked(ctx context.Context, p *lifecycle.Project, ref pla
 	if err := runstate.StartOver(ctx, c.rdb, ref); err != nil {
 		return res, fmt.Errorf("retry %s: reset attempts: %w: %w", ref, ErrRedisUnavailable, err)
 	}
-	// A person's retry has every stage's on_failure.max whole again.
-	if err := runstate.ForgetSentBack(ctx, c.rdb, ref); err != nil {
+	// A person's retry has every stage's on_failure.max and max_rejections whole again.
+	if err := runstate.ForgetTrigger(ctx, c.rdb, ref, false); err != nil {
 		return res, fmt.Errorf("retry %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	c.refusals.EndBackoff(ctx, ref)

@@ -947,11 +947,27 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 // to stage: one label write InProgress(a.stage) → to(stage), the attempt
 // count started over and, unless to is AwaitingApproval (parked: no
 // request, run or heartbeat until the ApprovalGate decides,
-// lifecycle/gate), stage's request pushed, as a retry hands a ticket back. A ticket left Enqueued without its request (the replica
-// died after the write) is re-pushed by the EnqueuedReconciler at the stage
-// its label shows.
+// lifecycle/gate), stage's request pushed, as a retry hands a ticket back.
+// Before a park, a gate decision still recorded from an earlier one is
+// dropped under the run's lock (runstate.ForgetGateDecision). A ticket
+// left Enqueued without its request (the replica died after the write) is
+// re-pushed by the EnqueuedReconciler at the stage its label shows.
 func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage string, to lifecycle.State, outcome, why string) {
 	e, req, log := a.e, a.req, a.log
+	if to == lifecycle.AwaitingApproval {
+		// A decision recorded for an earlier park is not this park's.
+		var held bool
+		if err := retryTransient(wctx, func() (err error) {
+			held, err = runstate.ForgetGateDecision(wctx, e.rdb, req.Ref, a.token)
+			return err
+		}); err != nil {
+			log.Error("forget an earlier gate decision before parking (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+			return
+		} else if !held {
+			log.Warn("run lost its ownership before parking; no label written")
+			return
+		}
+	}
 	if err := retryTransient(wctx, func() error {
 		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, to, stage, outcome, why)
 		t = nil // moveAs re-reads after a failure; the snapshot is spent

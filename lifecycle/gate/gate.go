@@ -143,7 +143,13 @@ func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d De
 		if err != nil {
 			return res, err
 		}
-		if trigger != "" && strings.EqualFold(trigger, actor) {
+		if trigger == "" {
+			res.Outcome, res.Reason = claim.CommandRefused, "who triggered the run is not known"
+			g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: who triggered this run is not known, so stage %s's approval (distinct_from_trigger) cannot be checked; reject, or trigger the ticket again.", stage))
+			g.emit(ref, lifecycle.AwaitingApproval, "refused", "approve by "+who+", the run's trigger unknown")
+			return res, nil
+		}
+		if strings.EqualFold(trigger, actor) {
 			res.Outcome, res.Reason = claim.CommandRefused, who+" triggered the run"
 			g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: %s triggered this run and may not approve it too; another approver must.", who))
 			g.emit(ref, lifecycle.AwaitingApproval, "refused", "approve by "+who+", who triggered the run")
@@ -277,8 +283,12 @@ func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platf
 			res.Outcome, res.Reason = claim.CommandNoop, "nothing awaits approval: state is "+s.String()
 			return nil
 		}
-		if rec.Stage == "" {
-			rec.Stage = labels.StageOf(t.Labels)
+		// Who may decide was checked for the stage read before the lock.
+		if now := labels.StageOf(t.Labels); rec.Stage == "" {
+			rec.Stage = now
+		} else if rec.Stage != now {
+			res.Outcome, res.Reason = claim.CommandNoop, fmt.Sprintf("the ticket now awaits stage %s, not %s", now, rec.Stage)
+			return nil
 		}
 		if rec.Kind == Reject {
 			n, err := g.countRejection(ctx, ref)
@@ -360,14 +370,21 @@ func (g *Gate) pending(ctx context.Context, ref platforms.Ref) (record, bool, er
 
 // finish carries out a recorded decision from a fresh read: a ticket no
 // longer AwaitingApproval had it carried out already (the record's drop
-// was what failed).
+// was what failed), and one that awaits another stage than the record's
+// was parked again since (the run drops the record when it parks; this
+// holds when that drop failed): either drops the record, which no
+// approver made for this park.
 func (g *Gate) finish(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, rec record) error {
 	t, err := p.Tracker.Get(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("gate %s: read ticket: %w", ref, err)
 	}
-	if p.Labels(g.claims.Labels()).StateOf(t.Labels) != lifecycle.AwaitingApproval {
-		return g.rdb.Del(ctx, keys.GateDecision(ref.Key())).Err()
+	labels := p.Labels(g.claims.Labels())
+	if labels.StateOf(t.Labels) != lifecycle.AwaitingApproval || labels.StageOf(t.Labels) != rec.Stage {
+		if err := g.rdb.Del(ctx, keys.GateDecision(ref.Key())).Err(); err != nil {
+			return fmt.Errorf("gate %s: drop a recorded decision not for this park: %w: %w", ref, claim.ErrRedisUnavailable, err)
+		}
+		return nil
 	}
 	return g.finishRead(ctx, p, t, rec)
 }

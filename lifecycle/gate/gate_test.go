@@ -138,3 +138,65 @@ func TestRejectionsThenFailure(t *testing.T) {
 		t.Errorf("labels %q, want failed with the stage kept and the rejected label gone", got)
 	}
 }
+
+// A decision recorded for an earlier park (an approve of implement whose
+// drop failed) is not carried out on a later park at another stage: a
+// decision or a repair drops it and the ticket stays parked.
+func TestStaleDecisionIsNotReplayed(t *testing.T) {
+	w, g, n := staged(t, 2)
+	p := w.Projects[lifecycletest.Project]
+	p.Stages = append(p.Stages, lifecycle.Stage{Name: "test", Gate: &lifecycle.Gate{Approval: &lifecycle.Approval{
+		Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}}, MaxRejections: 2}}})
+	sl := p.Labels(w.Labels)
+	ref := lifecycletest.Ref(n)
+	if err := w.Sim.RemoveLabel(lifecycletest.Repo, n, sl.Stage("implement")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sim.AddLabels(lifecycletest.Repo, n, sl.Stage("test")); err != nil {
+		t.Fatal(err)
+	}
+	stale := `{"kind":"approve","actor":"dana","stage":"implement"}`
+	if err := w.RDB.Set(t.Context(), keys.GateDecision(ref.Key()), stale, keys.GateTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Repair(t.Context(), ref); err != nil {
+		t.Fatal(err)
+	}
+	if s, st := w.State(t, n), sl.StageOf(labelsOf(t, w, n)); s != lifecycle.AwaitingApproval || st != "test" {
+		t.Errorf("after the repair: %s at %q, want still awaiting approval of test", s, st)
+	}
+	if reqs := w.Requests(t); len(reqs) != 0 {
+		t.Errorf("queue %+v, want empty", reqs)
+	}
+	if n, err := w.RDB.Exists(t.Context(), keys.GateDecision(ref.Key())).Result(); err != nil || n != 0 {
+		t.Errorf("stale record kept (%d, %v), want dropped", n, err)
+	}
+	// A decision checked for a stage the ticket no longer awaits does nothing.
+	if err := w.RDB.Set(t.Context(), keys.GateDecision(ref.Key()), stale, keys.GateTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Decide(t.Context(), ref, "dana", gate.Decision{Kind: gate.Reject, Reason: "tests are thin"})
+	if err != nil || res.Outcome != gate.OutcomeRejected {
+		t.Fatalf("rejection of test: %+v %v", res, err)
+	}
+	if st := sl.StageOf(labelsOf(t, w, n)); st != "implement" || w.State(t, n) != lifecycle.Enqueued {
+		t.Errorf("after the rejection: %s at %q, want enqueued at implement", w.State(t, n), st)
+	}
+}
+
+// Under distinct_from_trigger an approval is refused when who triggered
+// the run cannot be learned: it might be the approver.
+func TestUnknownTriggerRefusesApproval(t *testing.T) {
+	w, g, n := staged(t, 2)
+	ref := lifecycletest.Ref(n)
+	if err := w.RDB.Set(t.Context(), keys.RunTrigger(ref.Key()), "", keys.GateTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Decide(t.Context(), ref, "dana", gate.Decision{Kind: gate.Approve})
+	if err != nil || res.Outcome != claim.CommandRefused {
+		t.Errorf("approval with the trigger unknown: %+v %v, want refused", res, err)
+	}
+	if s := w.State(t, n); s != lifecycle.AwaitingApproval {
+		t.Errorf("state %s, want still awaiting-approval", s)
+	}
+}

@@ -49,3 +49,31 @@ func TestCountSendBack(t *testing.T) {
 		t.Fatalf("send-back after ForgetSentBack: %v %d %v, want counted 1", got, n, err)
 	}
 }
+
+// ForgetGateDecision drops a recorded gate decision only for the run that
+// holds the ticket.
+func TestForgetGateDecision(t *testing.T) {
+	rdb := client(t)
+	ctx := t.Context()
+	now := time.UnixMilli(1_800_000_000_000)
+	if res, _ := take(t, rdb, "1", "tok", 1, time.Minute, now, nil); res != runstate.Taken {
+		t.Fatalf("take %v", res)
+	}
+	r := ref("1")
+	k := keys.GateDecision(r.Key())
+	if err := rdb.Set(ctx, k, `{"kind":"approve","stage":"implement"}`, keys.GateTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := runstate.ForgetGateDecision(ctx, rdb, r, "other"); err != nil || held {
+		t.Fatalf("forget by a run without the lock: %v %v, want not held", held, err)
+	}
+	if n, _ := rdb.Exists(ctx, k).Result(); n != 1 {
+		t.Fatal("a run without the lock dropped the record")
+	}
+	if held, err := runstate.ForgetGateDecision(ctx, rdb, r, "tok"); err != nil || !held {
+		t.Fatalf("forget by the run: %v %v", held, err)
+	}
+	if n, _ := rdb.Exists(ctx, k).Result(); n != 0 {
+		t.Error("record kept after the run's forget")
+	}
+}

@@ -1,0 +1,59 @@
+package runstate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// forgetDecisionScript drops the ticket's recorded gate decision only
+// while the run lock holds the run's token.
+//
+//	KEYS[1]  the ticket's run lock (keys.Heartbeat)
+//	KEYS[2]  the ticket's recorded decision (keys.GateDecision)
+//	ARGV[1]  the run's token
+var forgetDecisionScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('DEL', KEYS[2])
+return 1
+`)
+
+// ForgetGateDecision drops a gate decision recorded for the ticket
+// (keys.GateDecision), fenced by the run's token; the run calls it before
+// it parks the ticket in AwaitingApproval, so a decision left from an
+// earlier park (its drop failed or the deciding replica died) is never
+// carried out on this one. It reports whether the run still held the
+// ticket.
+func ForgetGateDecision(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, token string) (bool, error) {
+	k := ref.Key()
+	n, err := forgetDecisionScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.GateDecision(k)}, token).Int()
+	if err != nil {
+		return false, fmt.Errorf("forget the gate decision of %s: %w", ref, err)
+	}
+	return n == 1, nil
+}
+
+// ForgetTrigger deletes what one trigger's run keeps across its stages
+// (queues it, on a pipeline): the send-back counts, the approval gates'
+// rejection counts, review and recorded decision, and, with stageResult,
+// the last stage result. A fresh trigger's claim forgets all of it, so its
+// first stage never gets an earlier trigger's output; a person's retry
+// keeps the stage result, which the retried stage needs from the stage
+// before it.
+func ForgetTrigger(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, stageResult bool) error {
+	k := ref.Key()
+	del := []string{keys.SentBack(k), keys.GateRejections(k), keys.Review(k), keys.GateDecision(k)}
+	if stageResult {
+		del = append(del, keys.StageResult(k))
+	}
+	if err := rdb.Del(ctx, del...).Err(); err != nil {
+		return fmt.Errorf("forget the run state of %s: %w", ref, err)
+	}
+	return nil
+}

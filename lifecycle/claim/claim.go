@@ -395,6 +395,10 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 			// A fresh trigger has every stage's on_failure.max whole.
 			_ = runstate.ForgetSentBack(ctx, pipe, ref)
 		}
+		if req.Observed != nil {
+			// Before the push: its first take finds the mark.
+			runstate.MarkClaimFresh(ctx, pipe, ref, req.ID)
+		}
 		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
 		// The write went through: a refusal recorded before is over.
 		lifecycle.ForgetRefusalOn(ctx, pipe, ref)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,62 @@ func TestChangeBetweenClaimAndTake(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// A copy of the claim's request (given back after a crash, or put back from
+// a dead replica's processing list) carries the claim's write answer too.
+// Taken after the ticket reached Done, it must not start from that answer:
+// GitLab's label write and GitHub's GraphQL one do not refuse a write on a
+// ticket that changed, so it would label the Done ticket in-progress and
+// run it again. Only the first take of the claim's request trusts the
+// answer; the copy reads the ticket and drops.
+func TestChangeBetweenClaimAndTakeDuplicateAfterDone(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	for _, name := range []string{"gitlab", "github-graphql", "azuredevops"} {
+		t.Run(name, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "ran")
+			r := newBudgetRig(t, rdb, name, []string{"touch", marker})
+			n := r.s.CreateIssue(r.c.repo, "copied request", "")
+			if err := r.s.AddLabels(r.c.repo, n, "agent-smith"); err != nil {
+				t.Fatal(err)
+			}
+			r.waitState(n, lifecycle.Enqueued)
+			queued, err := rdb.LRange(t.Context(), keys.Queue(), 0, -1).Result()
+			if err != nil || len(queued) != 1 || !strings.Contains(queued[0], `"observed"`) {
+				t.Fatalf("queue = %q, %v; want the claim's one request with its answer", queued, err)
+			}
+			r.startExecutor()
+			r.waitState(n, lifecycle.Done)
+			if err := os.Remove(marker); err != nil {
+				t.Fatalf("the claim's request did not run: %v", err)
+			}
+			if err := rdb.RPush(t.Context(), keys.Queue(), queued[0]).Err(); err != nil {
+				t.Fatal(err)
+			}
+			eventually.Wait(t, 10*time.Second, "the copy taken and handled", func() bool {
+				if l, _ := rdb.LLen(t.Context(), keys.Queue()).Result(); l != 0 {
+					return false
+				}
+				ps, _ := rdb.Keys(t.Context(), keys.ProcessingPattern()).Result()
+				for _, p := range ps {
+					if l, _ := rdb.LLen(t.Context(), p).Result(); l != 0 {
+						return false
+					}
+				}
+				return true
+			})
+			r.stop()
+			if err := r.s.WaitIdle(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			is, _ := r.s.Issue(r.c.repo, n)
+			if slices.Contains(is.Labels, r.labels.Label(lifecycle.InProgress)) || !slices.Contains(is.Labels, r.labels.Label(lifecycle.Done)) {
+				t.Errorf("labels after the copy = %q; want Done untouched", is.Labels)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the copy of the claim's request ran the Done ticket again")
+			}
+		})
 	}
 }

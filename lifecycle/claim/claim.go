@@ -395,6 +395,10 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 			// A fresh trigger starts with none of an earlier one's run state.
 			_ = runstate.ForgetTrigger(ctx, pipe, ref, true)
 		}
+		if req.Observed != nil {
+			// Before the push: its first take finds the mark.
+			runstate.MarkClaimFresh(ctx, pipe, ref, req.ID)
+		}
 		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
 		// The write went through: a refusal recorded before is over.
 		lifecycle.ForgetRefusalOn(ctx, pipe, ref)

@@ -237,6 +237,17 @@ func answersWhole(tr platforms.Tracker) bool {
 	return ok && w.AnswersWhole()
 }
 
+// freshClaim reports whether req is the claim's own request taken the
+// first time (runstate.TakeClaimFresh); on a Redis error it is not, and
+// the ticket is read.
+func (e *Executor) freshClaim(ctx context.Context, req lifecycle.PipelineRequest, log *zap.Logger) bool {
+	fresh, err := runstate.TakeClaimFresh(ctx, e.rdb, req.Ref, req.ID)
+	if err != nil {
+		log.Warn("read whether the request is the claim's first; reading the ticket", zap.Error(err))
+	}
+	return fresh
+}
+
 // takeSnapshot is the ticket a take decides on: the claim's Observed when
 // fromClaim (no call), else a read.
 func (e *Executor) takeSnapshot(ctx context.Context, p *lifecycle.Project, req lifecycle.PipelineRequest, fromClaim bool) (*platforms.Ticket, error) {

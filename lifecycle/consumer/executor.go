@@ -283,8 +283,11 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	// checks its answer as this read would be checked. Elsewhere (GitHub
 	// REST answers a label write with labels only, Jira's PUT with nothing)
 	// the ticket is read, so a ticket closed or untriggered since the claim
-	// is seen before anything is written.
-	fromClaim := req.Observed != nil && answersWhole(p.Tracker)
+	// is seen before anything is written. Only the first take of the
+	// claim's own request starts from its answer (freshClaim): a copy
+	// taken later may find the ticket moved on, and not every such
+	// tracker refuses a write on a changed ticket.
+	fromClaim := req.Observed != nil && answersWhole(p.Tracker) && e.freshClaim(ctx, req, log)
 	t, err := e.takeSnapshot(ctx, p, req, fromClaim)
 	if err != nil {
 		if errors.Is(err, platforms.ErrNotFound) {

@@ -91,6 +91,10 @@ const (
 	// CancelToldTTL bounds agentsmith:cancel-told:* of a request nobody
 	// ends: every end of the request deletes it sooner.
 	CancelToldTTL = 24 * time.Hour
+	// ClaimFreshTTL bounds agentsmith:claim-fresh:* of a claim's request
+	// nobody took: past it the take reads the ticket, which is only a call
+	// more.
+	ClaimFreshTTL = time.Hour
 	StuckFlagTTL  = 7 * 24 * time.Hour
 	// StageResultTTL keeps a stage's result for the next stage of its
 	// ticket (agentsmith:stage-result:*); every stage's end writes it anew.
@@ -233,6 +237,12 @@ func Cancel(ticketKey string) string { return prefix() + "cancel:" + ticketKey }
 // honoured again (its Failed write did not land) is not told twice. It goes with the cancel request (runstate.Release, StartOver,
 // History, ClearCancel).
 func CancelTold(ticketKey string) string { return prefix() + "cancel-told:" + ticketKey }
+
+// ClaimFresh holds the id of the request a claim just pushed for the
+// ticket. The first take of that request deletes it and may start from the
+// claim's write answer (PipelineRequest.Observed) instead of reading the
+// ticket; any other copy finds it gone and reads the ticket.
+func ClaimFresh(ticketKey string) string { return prefix() + "claim-fresh:" + ticketKey }
 
 // Blocked is the set of ticket keys of one project whose last claim found
 // open blockers; a close event or a slow housekeeping cycle claims them

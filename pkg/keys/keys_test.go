@@ -42,6 +42,7 @@ var builders = map[string]func() string{
 	"Attempts":            Attempts,
 	"Cancel":              func() string { return Cancel("github:a/b#1") },
 	"CancelTold":          func() string { return CancelTold("github:a/b#1") },
+	"ClaimFresh":          func() string { return ClaimFresh("github:a/b#1") },
 	"Blocked":             func() string { return Blocked("p") },
 	"StuckFlag":           func() string { return StuckFlag("github:a/b#1", "in-progress") },
 	"Audit":               Audit,

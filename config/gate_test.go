@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // A stage's gate reads from the short form and the long form, with the
@@ -13,7 +14,7 @@ func TestStageGateForms(t *testing.T) {
           gate: approval
 `, 1)
 	doc = strings.Replace(doc, "        - name: implement\n", `        - name: implement
-          gate: {approval: {approvers: {users: [dana]}, distinct_from_trigger: true, max_rejections: 5}}
+          gate: {approval: {approvers: {users: [dana]}, distinct_from_trigger: true, max_rejections: 5, timeout: 48h, on_timeout: fail}}
 `, 1)
 	pl := mustParse(t, doc, map[string]string{"T": "t"}).Projects[0].Pipeline
 	if g := pl.Stages[0].Gate; g != nil {
@@ -27,6 +28,12 @@ func TestStageGateForms(t *testing.T) {
 		a.Approvers.Access != TriggerAccessWrite || len(a.Approvers.Users) != 1 || a.Approvers.Users[0] != "dana" {
 		t.Errorf("implement approval %+v (approvers %+v)", a, a.Approvers)
 	}
+	if a := impl.Approval; a.Timeout != 48*time.Hour || a.OnTimeout != OnTimeoutFail {
+		t.Errorf("implement deadline %s %q, want 48h fail", a.Timeout, a.OnTimeout)
+	}
+	if a := pl.Stages[2].Gate.Approval; a.Timeout != 0 || a.OnTimeout != OnTimeoutEscalate {
+		t.Errorf("short form deadline %s %q, want none, escalate", a.Timeout, a.OnTimeout)
+	}
 	test := pl.Stages[2].Gate
 	if test == nil || test.Approval == nil || test.Approval.MaxRejections != DefaultMaxRejections || test.Approval.Approvers != nil {
 		t.Errorf("the short form gives %+v, want an approval with the defaults", test)
@@ -39,7 +46,7 @@ func TestStageGateValidation(t *testing.T) {
 	t.Parallel()
 	bad := strings.Replace(staged, "          max_attempts: 1\n", "          max_attempts: 1\n          gate: approval\n", 1)
 	bad = strings.Replace(bad, "        - name: test\n", `        - name: test
-          gate: {approval: {approvers: {access: none}, max_rejections: -1}}
+          gate: {approval: {approvers: {access: none}, max_rejections: -1, timeout: -1h, on_timeout: wait, mention: ["a b"]}}
         - name: ship
           gate: timer
         - name: docs
@@ -51,6 +58,9 @@ func TestStageGateValidation(t *testing.T) {
 		`projects[0].pipeline.stages[2].gate.approval.max_rejections: must be at least 1`,
 		`projects[0].pipeline.stages[2].gate.approval.approvers.users: users or teams required when access is "none": otherwise nobody may approve`,
 		`projects[0].pipeline.stages[3].gate: "timer": want "approval"`,
+		`projects[0].pipeline.stages[2].gate.approval.timeout: must not be negative`,
+		`projects[0].pipeline.stages[2].gate.approval.on_timeout: "wait": want "escalate" or "fail"`,
+		`projects[0].pipeline.stages[2].gate.approval.mention[0]: must be one handle`,
 		`projects[0].pipeline.stages[4].gate: want a kind of gate: approval`,
 	} {
 		if !strings.Contains(errs, want) {

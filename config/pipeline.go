@@ -78,19 +78,7 @@ func (pl *Pipeline) validateOutcomes(errs *Errors, path, trigger, labelPrefix st
 	if len(e.ExitCodes) == 0 && (e.Label != "" || len(e.Mention) > 0) && !errs.has(ep+".exit_codes") {
 		errs.add(ep+".exit_codes", "required when escalate.label or escalate.mention is set")
 	}
-	if e.Label != "" {
-		switch msg := checkLabel(e.Label, labelPrefix, spaceless); {
-		case msg != "":
-			errs.add(ep+".label", msg)
-		case e.Label == trigger:
-			errs.add(ep+".label", "must differ from trigger_label (an escalated ticket would be claimed again)")
-		}
-	}
-	for i, m := range e.Mention {
-		if strings.TrimSpace(m) == "" || strings.ContainsFunc(m, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
-			errs.add(fmt.Sprintf("%s.mention[%d]", ep, i), "must be one handle without spaces, such as @alice")
-		}
-	}
+	validateEscalation(errs, ep, e.Label, e.Mention, trigger, labelPrefix, spaceless)
 
 	atLeast(errs, path+".concurrency", pl.Concurrency, 0)
 	if len(pl.PersistCommand) > 0 && pl.PersistCommand[0] == "" {
@@ -153,6 +141,24 @@ func exitCodes(errs *Errors, path string, codes []int) {
 			errs.add(fmt.Sprintf("%s[%d]", path, i), "must be an exit status from 1 to 255")
 		case slices.Index(codes, c) < i:
 			errs.add(fmt.Sprintf("%s[%d]", path, i), fmt.Sprintf("duplicate %d", c))
+		}
+	}
+}
+
+// validateEscalation checks an escalation's label and mention handles at
+// path (pipeline.escalate's, a gate's).
+func validateEscalation(errs *Errors, path, label string, mention []string, trigger, labelPrefix string, spaceless bool) {
+	if label != "" {
+		switch msg := checkLabel(label, labelPrefix, spaceless); {
+		case msg != "":
+			errs.add(path+".label", msg)
+		case label == trigger:
+			errs.add(path+".label", "must differ from trigger_label (an escalated ticket would be claimed again)")
+		}
+	}
+	for i, m := range mention {
+		if strings.TrimSpace(m) == "" || strings.ContainsFunc(m, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+			errs.add(fmt.Sprintf("%s.mention[%d]", path, i), "must be one handle without spaces, such as @alice")
 		}
 	}
 }

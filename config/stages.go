@@ -74,7 +74,24 @@ type Approval struct {
 	// MaxRejections is how many rejections send the ticket back; the next
 	// fails it. Default DefaultMaxRejections.
 	MaxRejections int `yaml:"max_rejections"`
+	// Timeout is the gate's deadline, counted from when the ticket was
+	// parked; unset (0), none.
+	Timeout time.Duration `yaml:"timeout"`
+	// OnTimeout is what a ticket past Timeout gets: OnTimeoutEscalate
+	// (the default: a label and one comment mentioning Mention, the ticket
+	// stays parked) or OnTimeoutFail (the ticket fails).
+	OnTimeout string `yaml:"on_timeout"`
+	// Label and Mention are an escalation's label and handles; unset,
+	// pipeline.escalate's.
+	Label   string   `yaml:"label"`
+	Mention []string `yaml:"mention"`
 }
+
+// Values of Approval.OnTimeout.
+const (
+	OnTimeoutEscalate = lifecycle.OnTimeoutEscalate
+	OnTimeoutFail     = lifecycle.OnTimeoutFail
+)
 
 // StageNames are the stages' names in order; nil without stages.
 func (pl *Pipeline) StageNames() []string {
@@ -110,6 +127,7 @@ func (pl *Pipeline) applyStageDefaults() {
 		if s.Gate != nil && s.Gate.Approval != nil {
 			a := s.Gate.Approval
 			setDefault(&a.MaxRejections, DefaultMaxRejections)
+			setDefault(&a.OnTimeout, OnTimeoutEscalate)
 			if a.Approvers != nil {
 				setDefault(&a.Approvers.Access, TriggerAccessWrite)
 			}
@@ -120,7 +138,7 @@ func (pl *Pipeline) applyStageDefaults() {
 // validateGates checks the stages' gates: none on the first stage (a
 // ticket is claimed into it), one kind each, the approvers as
 // trigger.allow is checked for platform.
-func (pl *Pipeline) validateGates(errs *Errors, path, platform string) {
+func (pl *Pipeline) validateGates(errs *Errors, path, platform, trigger, labelPrefix string, spaceless bool) {
 	for i, s := range pl.Stages {
 		if s.Gate == nil {
 			continue
@@ -133,6 +151,7 @@ func (pl *Pipeline) validateGates(errs *Errors, path, platform string) {
 			errs.add(gp, "want a kind of gate: approval")
 		default:
 			atLeast(errs, gp+".approval.max_rejections", a.MaxRejections, 1)
+			a.validateTimeout(errs, gp+".approval", trigger, labelPrefix, spaceless)
 			if a.Approvers != nil {
 				a.Approvers.validate(errs, gp+".approval.approvers", platform, "approve")
 			}
@@ -170,4 +189,16 @@ func (pl *Pipeline) validateStages(errs *Errors, path string) {
 		s.OnFailure.validate(errs, sp+".on_failure", pl.StageNames()[:i])
 		validatePoolName(errs, sp+".pool", s.Pool)
 	}
+}
+
+// validateTimeout checks a gate's deadline and its escalation as
+// pipeline.escalate's label and mention are checked.
+func (a *Approval) validateTimeout(errs *Errors, path, trigger, labelPrefix string, spaceless bool) {
+	if a.Timeout < 0 {
+		errs.add(path+".timeout", "must not be negative (unset: no deadline)")
+	}
+	if a.OnTimeout != OnTimeoutEscalate && a.OnTimeout != OnTimeoutFail {
+		errs.add(path+".on_timeout", fmt.Sprintf("%q: want %q or %q", lifecycle.TruncateRunes(a.OnTimeout, 40), OnTimeoutEscalate, OnTimeoutFail))
+	}
+	validateEscalation(errs, path, a.Label, a.Mention, trigger, labelPrefix, spaceless)
 }

@@ -64,7 +64,23 @@ type Approval struct {
 	// MaxRejections is how many rejections send the ticket back to the
 	// previous stage; the next one fails it.
 	MaxRejections int
+	// Timeout is the gate's deadline from the ticket's parking; 0, none.
+	// Past it the ticket gets OnTimeout.
+	Timeout   time.Duration
+	OnTimeout string
+	// EscalateLabel and Mention are a timed-out escalation's label and
+	// handles (the gate's, else pipeline.escalate's).
+	EscalateLabel string
+	Mention       []string
 }
+
+// Values of Approval.OnTimeout: an escalation adds EscalateLabel and posts
+// one comment mentioning Mention, the ticket staying parked; a failure
+// moves it AwaitingApproval → Failed.
+const (
+	OnTimeoutEscalate = "escalate"
+	OnTimeoutFail     = "fail"
+)
 
 // DefaultMaxRejections is Approval.MaxRejections unless configured.
 const DefaultMaxRejections = 2

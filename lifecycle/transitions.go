@@ -62,6 +62,7 @@ var Transitions = []Transition{
 	{AwaitingApproval, Enqueued, OwnerApprovalGate, "approved by an approver: the gated stage's request pushed"},
 	{AwaitingApproval, Enqueued, OwnerApprovalGate, "rejected by an approver: back to the previous stage, which re-runs with the reviewer's text ($AGENTSMITH_REVIEW)"},
 	{AwaitingApproval, Failed, OwnerApprovalGate, "rejected more than max_rejections times, or cancelled; comment posted first"},
+	{AwaitingApproval, Failed, OwnerApprovalGate, "the gate's timeout passed with on_timeout: fail (housekeeping's GateKeeper); comment posted first"},
 	{AwaitingApproval, AwaitingApproval, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
 }
 

@@ -71,12 +71,16 @@ func GitHubAPI(pc *config.Project) string {
 
 // stageGate is the lifecycle's view of a stage's gate; approvers default
 // to the project's trigger.allow (allow).
-func stageGate(g *config.Gate, allow lifecycle.TriggerAllow) *lifecycle.Gate {
+func stageGate(g *config.Gate, allow lifecycle.TriggerAllow, esc config.Escalate) *lifecycle.Gate {
 	if g == nil || g.Approval == nil {
 		return nil
 	}
 	a := &lifecycle.Approval{Approvers: allow, DistinctFromTrigger: g.Approval.DistinctFromTrigger,
-		MaxRejections: g.Approval.MaxRejections}
+		MaxRejections: g.Approval.MaxRejections, Timeout: g.Approval.Timeout, OnTimeout: g.Approval.OnTimeout,
+		EscalateLabel: cmp.Or(g.Approval.Label, esc.Label), Mention: g.Approval.Mention}
+	if len(a.Mention) == 0 {
+		a.Mention = esc.Mention
+	}
 	if ap := g.Approval.Approvers; ap != nil {
 		a.Approvers = lifecycle.TriggerAllow{Write: ap.Access != config.TriggerAccessNone, Users: ap.Users, Teams: ap.Teams}
 	}
@@ -160,7 +164,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		p.Stages = append(p.Stages, lifecycle.Stage{Name: st.Name, Command: st.Command, Timeout: st.Timeout, MaxAttempts: st.MaxAttempts,
 			Retry: lifecycle.RetryPolicy{ExitCodes: st.Retry.ExitCodes, OnTimeout: st.Retry.OnTimeout,
 				Backoff: lifecycle.Backoff{Initial: sb.Initial, Max: sb.Max, Multiplier: sb.Multiplier, Jitter: sb.Jitter}},
-			RunAs: cred, StartHint: pl.Where(st.Command), Pool: st.Pool, Gate: stageGate(st.Gate, p.TriggerAllow)})
+			RunAs: cred, StartHint: pl.Where(st.Command), Pool: st.Pool, Gate: stageGate(st.Gate, p.TriggerAllow, pl.Escalate)})
 		if o := st.OnFailure; o != nil {
 			p.Stages[len(p.Stages)-1].OnFailure = lifecycle.SendBack{BackTo: o.BackTo, Max: o.Max}
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -983,6 +984,10 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage 
 	}
 	a.releaseRun(false)
 	if to == lifecycle.AwaitingApproval {
+		// The gate's deadline counts from here (lifecycle/gate Expire).
+		if err := e.rdb.Set(wctx, keys.GateParked(req.Ref.Key()), e.cfg.Clock().UTC().Format(time.RFC3339Nano), keys.GateTTL).Err(); err != nil {
+			log.Warn("record when the ticket was parked (the gate's deadline counts from its first check)", zap.Error(err))
+		}
 		log.Info(outcome+"; stage awaits approval", zap.String("nextStage", stage))
 		return
 	}

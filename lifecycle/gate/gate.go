@@ -465,6 +465,10 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 		if err := g.queue.Push(ctx, req.Encode()); err != nil {
 			g.log.Error("push the stage's request (EnqueuedReconciler will re-push)", zap.String("ticket", ref.String()), zap.Error(err))
 		}
+		// The next parking records its own time; a stale one would time it out early.
+		if err := g.rdb.Del(ctx, keys.GateParked(ref.Key())).Err(); err != nil {
+			g.log.Warn("drop when the ticket was parked", zap.String("ticket", ref.String()), zap.Error(err))
+		}
 		if rec.Kind == Approve {
 			// The review was for the stage before; the gated stage runs without.
 			if err := g.rdb.Del(ctx, keys.Review(ref.Key())).Err(); err != nil {
@@ -486,7 +490,7 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 // forget drops a failed ticket's gate records: a retry starts over.
 func (g *Gate) forget(ctx context.Context, ref platforms.Ref) {
 	k := ref.Key()
-	if err := g.rdb.Del(ctx, keys.GateRejections(k), keys.Review(k)).Err(); err != nil {
+	if err := g.rdb.Del(ctx, keys.GateRejections(k), keys.Review(k), keys.GateParked(k), keys.GateEscalated(k)).Err(); err != nil {
 		g.log.Warn("forget the gate's records", zap.String("ticket", ref.String()), zap.Error(err))
 	}
 }

@@ -387,6 +387,15 @@ func GateRejections(ticketKey string) string { return prefix() + "gate-rejection
 // stage it sends the ticket back to gets as $AGENTSMITH_REVIEW (GateTTL).
 func Review(ticketKey string) string { return prefix() + "review:" + ticketKey }
 
+// GateParked is when a ticket was parked in AwaitingApproval (RFC 3339),
+// written by the executor as it parks the ticket: a gate's deadline counts
+// from it (GateTTL).
+func GateParked(ticketKey string) string { return prefix() + "gate-parked:" + ticketKey }
+
+// GateEscalated is the GateParked value a timed-out gate escalated for:
+// one escalation per parking (GateTTL).
+func GateEscalated(ticketKey string) string { return prefix() + "gate-escalated:" + ticketKey }
+
 // GateTTL keeps RunTrigger, GateDecision, GateRejections and Review: as
 // long as a stage's result, since a ticket may wait for its approval that
 // long.

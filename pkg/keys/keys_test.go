@@ -17,6 +17,8 @@ var builders = map[string]func() string{
 	"ClaimLock":           func() string { return ClaimLock("github", "a/b#1") },
 	"RunTrigger":          func() string { return RunTrigger("github:a/b#1") },
 	"GateDecision":        func() string { return GateDecision("github:a/b#1") },
+	"GateParked":          func() string { return GateParked("github:a/b#1") },
+	"GateEscalated":       func() string { return GateEscalated("github:a/b#1") },
 	"GateRejections":      func() string { return GateRejections("github:a/b#1") },
 	"Review":              func() string { return Review("github:a/b#1") },
 	"Heartbeat":           func() string { return Heartbeat("github:a/b#1") },

@@ -194,6 +194,8 @@ func (d *Daemon) buildHousekeeping() service {
 			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
 		housekeeping.NewLabelRepairer(d.rdb, d.claims, housekeeping.LabelRepairerConfig{
 			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
+		housekeeping.NewGateKeeper(d.claims, d.gate, housekeeping.GateKeeperConfig{
+			Interval: hk.SlowInterval, Fence: l.Fence, Logger: d.log}).Run,
 		housekeeping.NewOutcomeWriter(d.rdb, d.claims, housekeeping.OutcomeWriterConfig{
 			Interval: hk.FastInterval, Fence: l.Fence, LockTTL: d.cfg.Consumer.HeartbeatTTL, Logger: d.log}).Run,
 	}

@@ -1,0 +1,88 @@
+package housekeeping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// ParkedKeeper keeps one ticket parked in AwaitingApproval: finishes a
+// decision recorded and not carried out, applies its gate's deadline
+// (lifecycle/gate's Gate.Expire). It returns what it did, "" for nothing.
+type ParkedKeeper interface {
+	Expire(ctx context.Context, ref platforms.Ref) (string, error)
+}
+
+// GateKeeperConfig configures a GateKeeper.
+type GateKeeperConfig struct {
+	Interval time.Duration // default DefaultSlowInterval
+	// Fence is checked before each ticket's keep; see
+	// StaleJobDetectorConfig.Fence.
+	Fence  func(context.Context) error
+	Logger *zap.Logger
+}
+
+// GateKeeper lists every project's AwaitingApproval tickets each cycle and
+// hands each to the ApprovalGate's Expire: a decision a crash left
+// recorded is finished, a gate past its timeout escalates or fails. One
+// list call per project per cycle; writes only for a ticket due.
+type GateKeeper struct {
+	cfg    GateKeeperConfig
+	claims *claim.Service
+	keeper ParkedKeeper
+	log    *zap.Logger
+}
+
+// NewGateKeeper wires a keeper of parked tickets.
+func NewGateKeeper(claims *claim.Service, keeper ParkedKeeper, cfg GateKeeperConfig) *GateKeeper {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultSlowInterval
+	}
+	if cfg.Fence == nil {
+		cfg.Fence = noFence
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &GateKeeper{cfg: cfg, claims: claims, keeper: keeper, log: cfg.Logger.Named("GateKeeper")}
+}
+
+// Run keeps parked tickets every Interval until ctx is done.
+func (k *GateKeeper) Run(ctx context.Context) error {
+	return loop(ctx, k.log, k.cfg.Interval, k.cfg.Interval, nil, nil, k.Cycle, nil)
+}
+
+// Cycle keeps every parked ticket once; errors are joined after all were
+// tried.
+func (k *GateKeeper) Cycle(ctx context.Context) error {
+	projects := k.claims.Projects()
+	listed, err := lifecycle.ListOpen(ctx, allProjects(projects), k.claims.Labels().Label(lifecycle.AwaitingApproval))
+	var errs []error
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list %s tickets: %w", lifecycle.AwaitingApproval, err))
+	}
+	for _, name := range projects.Names() {
+		for _, t := range listed[name] {
+			if err := k.cfg.Fence(ctx); err != nil {
+				return errors.Join(append(errs, err)...)
+			}
+			out, err := k.keeper.Expire(trackerhttp.WithFence(ctx, k.cfg.Fence), t.Ref)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if out != "" {
+				k.log.Info("parked ticket "+out, zap.String("ticket", t.Ref.String()))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,61 @@
+package housekeeping
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+)
+
+// TestGateKeeperFailsParkedPastDeadline: a cycle fails the parked ticket
+// whose gate's timeout passed, leaves the one within it and the one whose
+// gate has none, and finishes a decision a crash left recorded; a lapsed
+// fence writes nothing.
+func TestGateKeeperFailsParkedPastDeadline(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	p.Stages = []lifecycle.Stage{{Name: "plan"},
+		{Name: "review", Gate: &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}},
+			MaxRejections: 2, Timeout: time.Hour, OnTimeout: lifecycle.OnTimeoutFail}}},
+		{Name: "ship", Gate: &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}},
+			MaxRejections: 2}}}}
+	sl := p.Labels(w.Labels)
+	park := func(stage string, at time.Time) int {
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked at "+stage, "", sl.Label(lifecycle.AwaitingApproval), sl.Stage(stage))
+		if err := w.RDB.Set(t.Context(), keys.GateParked(lifecycletest.Ref(n).Key()), at.Format(time.RFC3339Nano), keys.GateTTL).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	late, fresh, noDeadline, decided := park("review", now.Add(-2*time.Hour)), park("review", now.Add(-time.Minute)), park("ship", now.Add(-1000*time.Hour)), park("ship", now)
+	if err := w.RDB.Set(t.Context(), keys.GateDecision(lifecycletest.Ref(decided).Key()), `{"kind":"approve","actor":"dana","stage":"ship"}`, keys.GateTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test", Clock: func() time.Time { return now }})
+
+	lapsed := errors.New("lease lost")
+	before := len(w.Sim.Writes())
+	fenced := NewGateKeeper(w.Claims, g, GateKeeperConfig{Fence: func(context.Context) error { return lapsed }})
+	if err := fenced.Cycle(t.Context()); !errors.Is(err, lapsed) {
+		t.Fatalf("fenced cycle err = %v, want the fence's", err)
+	}
+	if n := len(w.Sim.Writes()) - before; n != 0 {
+		t.Fatalf("a fenced keeper wrote %d times", n)
+	}
+
+	if err := NewGateKeeper(w.Claims, g, GateKeeperConfig{}).Cycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]lifecycle.State{late: lifecycle.Failed, fresh: lifecycle.AwaitingApproval,
+		noDeadline: lifecycle.AwaitingApproval, decided: lifecycle.Enqueued} {
+		if s := w.State(t, n); s != want {
+			t.Errorf("issue %d: state %s, want %s", n, s, want)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Outcomes of a gate's deadline (Expire).
+const (
+	OutcomeTimedOut  = "timed out" // on_timeout: fail
+	OutcomeEscalated = "escalated" // on_timeout: escalate
+)
+
+// Expire keeps a parked ticket, under its claim lock: it finishes a
+// decision recorded and not carried out (Repair's work), then applies the
+// gated stage's deadline (gate.approval.timeout, counted from
+// keys.GateParked; a ticket parked without that record counts from this
+// first check). Past it, on_timeout fail moves the ticket
+// AwaitingApproval → Failed, its comment first; escalate adds the
+// escalation label and posts one comment mentioning the escalation's
+// handles, once per parking (keys.GateEscalated), the ticket staying
+// parked. It returns the outcome, "" when nothing was due.
+func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
+	p, ok := g.claims.Projects().Lookup(ref)
+	if !ok {
+		return "", fmt.Errorf("gate %s: unknown project %q", ref, ref.Project)
+	}
+	outcome := ""
+	_, err := g.claims.WithLock(ctx, ref, lifecycle.SourceGate, func(ctx context.Context) error {
+		if rec, ok, err := g.pending(ctx, ref); err != nil {
+			return err
+		} else if ok {
+			return g.finish(ctx, p, ref, rec) // moved: no deadline applies
+		}
+		t, err := p.Tracker.Get(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("gate %s: read ticket: %w", ref, err)
+		}
+		labels := p.Labels(g.claims.Labels())
+		if labels.StateOf(t.Labels) != lifecycle.AwaitingApproval {
+			return nil
+		}
+		stage := labels.StageOf(t.Labels)
+		a := approvalOf(p, stage)
+		if a.Timeout <= 0 {
+			return nil
+		}
+		parked, since, err := g.parkedAt(ctx, ref)
+		if err != nil {
+			return err
+		}
+		now := g.cfg.Clock()
+		if now.Sub(since) < a.Timeout {
+			return nil
+		}
+		why := fmt.Sprintf("stage %s awaited approval for %s, past its gate's timeout %s", stage, now.Sub(since).Round(time.Second), a.Timeout)
+		if a.OnTimeout == lifecycle.OnTimeoutFail {
+			outcome = OutcomeTimedOut
+			return g.timeOut(ctx, p, t, stage, why)
+		}
+		done, err := g.escalated(ctx, ref, parked)
+		if err != nil || done {
+			return err
+		}
+		outcome = OutcomeEscalated
+		return g.escalate(ctx, p, t, a, parked, why)
+	})
+	return outcome, err
+}
+
+// parkedAt is the ticket's keys.GateParked value and its time; a missing
+// or unreadable one is set to now, the deadline counting from there.
+func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref) (string, time.Time, error) {
+	k := keys.GateParked(ref.Key())
+	v, err := g.rdb.Get(ctx, k).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", time.Time{}, fmt.Errorf("gate %s: read when parked: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	}
+	if at, perr := time.Parse(time.RFC3339Nano, v); err == nil && perr == nil {
+		return v, at, nil
+	}
+	now := g.cfg.Clock().UTC()
+	v = now.Format(time.RFC3339Nano)
+	if err := g.rdb.Set(ctx, k, v, keys.GateTTL).Err(); err != nil {
+		return "", time.Time{}, fmt.Errorf("gate %s: record when parked: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	}
+	return v, now, nil
+}
+
+// escalated reports whether the parking recorded as parked escalated.
+func (g *Gate) escalated(ctx context.Context, ref platforms.Ref, parked string) (bool, error) {
+	v, err := g.rdb.Get(ctx, keys.GateEscalated(ref.Key())).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("gate %s: read escalation: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	}
+	return v == parked, nil
+}
+
+// timeOut fails t, past its gate's deadline: the comment first, then the
+// move, as a rejection past max_rejections.
+func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, why string) error {
+	ref := t.Ref
+	prefix := "**" + g.claims.Labels().Prefix + "**: "
+	if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, prefix+"failed: the approval gate timed out: "+why+".")); err != nil {
+		return fmt.Errorf("gate %s: comment: %w", ref, err)
+	}
+	m := lifecycle.Move{From: lifecycle.AwaitingApproval, To: lifecycle.Failed, Stage: stage}
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, p.Labels(g.claims.Labels()), t, m, lifecycle.OwnerApprovalGate); err != nil {
+		return fmt.Errorf("gate %s: move to %s: %w", ref, lifecycle.Failed, err)
+	}
+	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: lifecycle.Failed,
+		Outcome: OutcomeTimedOut, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why})
+	g.forget(ctx, ref)
+	return nil
+}
+
+// escalate adds the escalation label to t, still parked, and posts the
+// one comment mentioning the escalation's handles; the escalation is then
+// remembered for this parking. A crash before that posts the comment again
+// at the next check.
+func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, a lifecycle.Approval, parked, why string) error {
+	ref := t.Ref
+	if a.EscalateLabel != "" && !t.HasLabel(a.EscalateLabel) {
+		if _, err := lifecycle.AddLabel(ctx, p.Tracker, p.Labels(g.claims.Labels()), t, a.EscalateLabel); err != nil {
+			return fmt.Errorf("gate %s: add %q: %w", ref, a.EscalateLabel, err)
+		}
+	}
+	body := "**" + g.claims.Labels().Prefix + "**: escalated: " + why + "; it still awaits approval."
+	if len(a.Mention) > 0 {
+		body += " " + strings.Join(a.Mention, " ")
+	}
+	if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, body)); err != nil {
+		return fmt.Errorf("gate %s: comment: %w", ref, err)
+	}
+	if err := g.rdb.Set(ctx, keys.GateEscalated(ref.Key()), parked, keys.GateTTL).Err(); err != nil {
+		return fmt.Errorf("gate %s: remember the escalation: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	}
+	g.emit(ref, lifecycle.AwaitingApproval, OutcomeEscalated, why)
+	return nil
+}

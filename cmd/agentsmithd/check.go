@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -150,7 +151,13 @@ func checkProject(ctx context.Context, cfg *config.Config, pc *config.Project, r
 		return []platforms.CheckResult{platforms.Warn("tracker", "no checks for platform "+pc.Platform, "try a first ticket")}
 	}
 	var lifecycleLabels []string
+	gated := slices.ContainsFunc(pc.Pipeline.Stages, func(s config.Stage) bool { return s.Gate != nil })
 	for _, s := range lifecycle.AllStates {
+		// Only a project with a gate ever parks a ticket: the others need
+		// no awaiting-approval label (an Azure DevOps tag to pre-create).
+		if s == lifecycle.AwaitingApproval && !gated {
+			continue
+		}
 		lifecycleLabels = append(lifecycleLabels, lifecycle.Labels{Prefix: cfg.LabelPrefix}.Label(s))
 	}
 	return ch.Check(ctx, platforms.CheckOptions{TriggerLabel: pc.TriggerLabel, LifecycleLabels: lifecycleLabels,

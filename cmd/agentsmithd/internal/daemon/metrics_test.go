@@ -117,6 +117,8 @@ func (s scrape) names() []string {
 // /metrics over HTTP: every series below is what the daemon did, counted.
 func TestMetricsCountARealRun(t *testing.T) {
 	e := newEnv(t)
+	// The REST write path, whose requests the counts below name.
+	e.projectExtra = "    github: {api: rest}\n"
 	d := e.startDaemon(e.config("replica-a", ""))
 	ok := e.sim.CreateIssue(e.repo, "Fix the login page", "", "agent-smith")
 	bad := e.sim.CreateIssue(e.repo, "This will fail", "", "agent-smith")

@@ -32,7 +32,9 @@ import (
 // tracker.
 func TestDaemonGitHubClientPacesSecondaryLimits(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	for _, extra := range []string{"", "\n    github: {pace_secondary: false}"} {
+	// REST label writes: two content-creating writes a transition, which
+	// the 80-a-minute window paces within this test's 100 s.
+	for _, extra := range []string{"\n    github: {api: rest}", "\n    github: {api: rest, pace_secondary: false}"} {
 		t.Run(fmt.Sprintf("extra=%q", extra), func(t *testing.T) {
 			start := time.Unix(1_700_000_000, 0)
 			clock := trackerhttptest.NewClock(start)

@@ -159,6 +159,10 @@ func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d De
 	return g.decideLocked(ctx, p, ref, record{Decision: d, Actor: actor, Stage: stage, Max: a.MaxRejections})
 }
 
+// reasonBusy is the reason of a decision that found the ticket's claim
+// lock held.
+const reasonBusy = "another decision or claim holds the ticket"
+
 // DecideByLabel carries out the decision a person made by adding a
 // decision label (approve: <prefix>:approved, else <prefix>:rejected) to
 // ref: actor is who added it where the caller knows (a webhook), else the
@@ -186,7 +190,10 @@ func (g *Gate) DecideByLabel(ctx context.Context, ref platforms.Ref, actor strin
 		}
 	}
 	res, err := g.Decide(ctx, ref, actor, d)
-	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop) {
+	// A decision that found the ticket's lock held (a claim, the
+	// GateKeeper, another decision) keeps its label: the next poll, or
+	// the next label event, decides again.
+	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop && res.Reason != reasonBusy) {
 		if t, rerr := p.Tracker.Get(ctx, ref); rerr == nil && t.HasLabel(label) {
 			if _, rerr := lifecycle.RemoveDecision(ctx, p.Tracker, labels, t, label); rerr != nil {
 				g.log.Warn("remove the refused decision label", zap.String("ticket", ref.String()), zap.Error(rerr))
@@ -307,7 +314,7 @@ func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platf
 		return res, err
 	}
 	if !held {
-		res.Outcome, res.Reason = claim.CommandNoop, "another decision or claim holds the ticket"
+		res.Outcome, res.Reason = claim.CommandNoop, reasonBusy
 	}
 	if res.Outcome == claim.CommandNoop {
 		g.claims.Reply(ctx, p, ref, "not done: "+res.Reason+".")

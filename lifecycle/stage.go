@@ -95,6 +95,15 @@ func (p *Project) ApprovalFor(name string) *Approval {
 	return nil
 }
 
+// SameStage reports whether a and b name the same one of p's stages.
+// Stage names are config words compared exactly, by their place in p's
+// order; a name p does not have is no stage of it.
+func (p *Project) SameStage(a, b string) bool {
+	names := p.StageNames()
+	i := slices.Index(names, a)
+	return i >= 0 && i == slices.Index(names, b)
+}
+
 // PreviousStage is the stage before name in p's order, and whether there
 // is one.
 func (p *Project) PreviousStage(name string) (string, bool) {

@@ -293,7 +293,7 @@ func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platf
 		// Who may decide was checked for the stage read before the lock.
 		if now := labels.StageOf(t.Labels); rec.Stage == "" {
 			rec.Stage = now
-		} else if rec.Stage != now {
+		} else if !p.SameStage(rec.Stage, now) {
 			res.Outcome, res.Reason = claim.CommandNoop, fmt.Sprintf("the ticket now awaits stage %s, not %s", now, rec.Stage)
 			return nil
 		}
@@ -387,7 +387,7 @@ func (g *Gate) finish(ctx context.Context, p *lifecycle.Project, ref platforms.R
 		return fmt.Errorf("gate %s: read ticket: %w", ref, err)
 	}
 	labels := p.Labels(g.claims.Labels())
-	if labels.StateOf(t.Labels) != lifecycle.AwaitingApproval || labels.StageOf(t.Labels) != rec.Stage {
+	if labels.StateOf(t.Labels) != lifecycle.AwaitingApproval || !p.SameStage(labels.StageOf(t.Labels), rec.Stage) {
 		if err := g.rdb.Del(ctx, keys.GateDecision(ref.Key())).Err(); err != nil {
 			return fmt.Errorf("gate %s: drop a recorded decision not for this park: %w: %w", ref, claim.ErrRedisUnavailable, err)
 		}

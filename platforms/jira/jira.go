@@ -381,7 +381,8 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 func (t *Tracker) AnswersWhole() bool { return t.cloud }
 
 // maxAnswer bounds the issue an edit answers with: every field of the
-// issue, comments included.
+// issue, comments included, since Edit issue takes no fields parameter
+// (a larger answer than Get's, never an extra call).
 const maxAnswer = 32 << 20
 
 // edit sends the label update and returns the issue Jira answered with, if

@@ -93,7 +93,7 @@ func (b *bench) burstRun(ctx context.Context, api string, paced bool) (BurstResu
 	start := time.Unix(1_700_000_000, 0)
 	clock := trackerhttptest.NewClock(start)
 	const token = "burst-token"
-	sim := trackersim.New(trackersim.Options{Tokens: []string{token}, Clock: clock.Now, GitHubSecondaryLimits: true})
+	sim := trackersim.New(trackersim.Options{Tokens: []string{token}, Clock: clock.Now, GitHubSecondaryLimits: true, GitHubLabelsAsContent: true})
 	defer sim.Close()
 	srv := httptest.NewServer(sim.Handler())
 	defer srv.Close()

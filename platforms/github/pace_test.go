@@ -45,7 +45,7 @@ func TestBurstIsPacedBeforeTheSecondaryLimits(t *testing.T) {
 func burst(t *testing.T, tickets int, api string, shared bool) int {
 	t.Helper()
 	clock := trackerhttptest.NewClock(time.Unix(1_700_000_000, 0))
-	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now, GitHubSecondaryLimits: true})
+	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now, GitHubSecondaryLimits: true, GitHubLabelsAsContent: true})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

@@ -38,7 +38,7 @@ func TestDaemonGitHubClientPacesSecondaryLimits(t *testing.T) {
 		t.Run(fmt.Sprintf("extra=%q", extra), func(t *testing.T) {
 			start := time.Unix(1_700_000_000, 0)
 			clock := trackerhttptest.NewClock(start)
-			sim := trackersim.New(trackersim.Options{Tokens: []string{"pace-token"}, Clock: clock.Now, GitHubSecondaryLimits: true})
+			sim := trackersim.New(trackersim.Options{Tokens: []string{"pace-token"}, Clock: clock.Now, GitHubSecondaryLimits: true, GitHubLabelsAsContent: true})
 			t.Cleanup(sim.Close)
 			srv := httptest.NewServer(sim.Handler())
 			t.Cleanup(srv.Close)

@@ -119,6 +119,16 @@ func RateLimits(platform string) trackerhttp.RateLimits {
 	return d.RateLimits
 }
 
+// ProjectRateLimits is RateLimits(pc.Platform) with pc's reading of
+// GitHub's content creation limit: label writes count toward it when
+// github.pace_labels_as_content says so.
+func ProjectRateLimits(pc *config.Project) trackerhttp.RateLimits {
+	if pc.GitHub.PaceLabelsAsContent {
+		return trackerhttp.GitHubRateLimitsLabelsAsContent
+	}
+	return RateLimits(pc.Platform)
+}
+
 // AnyPolls reports whether any of pcs, as configured (a discovered block
 // before expansion included), polls: a replica whose discovered block
 // matched nothing yet still contends for the poller's lease, so the

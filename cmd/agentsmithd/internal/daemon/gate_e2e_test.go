@@ -65,7 +65,7 @@ func (e *env) startGatedYAML(yml string, roles ...string) {
 // runs plan again with $AGENTSMITH_REVIEW; an approval runs implement and
 // test to Done.
 func TestApprovalGateParksRejectsAndApproves(t *testing.T) {
-	forEachPlatform(t, func(t *testing.T, e *env) {
+	forEachPlatformAndGitHubREST(t, func(t *testing.T, e *env) {
 		e.startGated("replica-a", "approval")
 		n := e.sim.CreateIssue(e.repo, "Gate me", "", "agent-smith")
 		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)

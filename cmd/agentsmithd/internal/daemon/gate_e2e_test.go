@@ -25,6 +25,19 @@ printf '{"summary": "%s finished"}' "$AGENTSMITH_STAGE" > "$AGENTSMITH_RESULT_FI
 // implement with gate (a YAML value: approval or {approval: {…}}).
 func (e *env) startGated(instance, gate string, roles ...string) {
 	e.t.Helper()
+	cfg, err := config.Parse([]byte(e.gatedYAML(instance, gate)), lookupEnv)
+	if err != nil {
+		e.t.Fatalf("config: %v", err)
+	}
+	if len(roles) > 0 {
+		cfg.Roles = roles
+	}
+	e.startDaemon(cfg)
+}
+
+// gatedYAML is startGated's config.
+func (e *env) gatedYAML(instance, gate string) string {
+	e.t.Helper()
 	script := filepath.Join(e.dir, "gated.sh")
 	if err := os.WriteFile(script, []byte(gatedScript), 0o755); err != nil {
 		e.t.Fatal(err)
@@ -38,14 +51,7 @@ func (e *env) startGated(instance, gate string, roles ...string) {
 		}
 		fmt.Fprintf(&b, "        - {name: %s, command: [sh, %q]%s}\n", s, script, g)
 	}
-	cfg, err := config.Parse([]byte(e.withPipeline(instance, b.String())), lookupEnv)
-	if err != nil {
-		e.t.Fatalf("config: %v", err)
-	}
-	if len(roles) > 0 {
-		cfg.Roles = roles
-	}
-	e.startDaemon(cfg)
+	return e.withPipeline(instance, b.String())
 }
 
 // A ticket parks in awaiting-approval after plan with no run and no

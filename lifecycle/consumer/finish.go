@@ -967,32 +967,16 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 // recorded due.
 func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage string, to lifecycle.State, outcome, why string, due time.Time) {
 	e, req, log := a.e, a.req, a.log
-	if !due.IsZero() {
-		var held bool
-		if err := retryTransient(wctx, func() (err error) {
-			held, err = runstate.PutTimer(wctx, e.rdb, req.Ref, a.token, runstate.Timer{Stage: stage, Due: due}, e.cfg.Clock())
-			return err
-		}); err != nil {
-			log.Error("record the timer gate before its label write (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
-			return
-		} else if !held {
-			log.Warn("run lost its ownership before the timer gate; no label written")
-			return
-		}
+	if !due.IsZero() && !a.fencedBefore(wctx, "recording the timer gate", func() (bool, error) {
+		return runstate.PutTimer(wctx, e.rdb, req.Ref, a.token, runstate.Timer{Stage: stage, Due: due}, e.cfg.Clock())
+	}) {
+		return
 	}
-	if to == lifecycle.AwaitingApproval {
-		// A decision recorded for an earlier park is not this park's.
-		var held bool
-		if err := retryTransient(wctx, func() (err error) {
-			held, err = runstate.ForgetGateDecision(wctx, e.rdb, req.Ref, a.token)
-			return err
-		}); err != nil {
-			log.Error("forget an earlier gate decision before parking (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
-			return
-		} else if !held {
-			log.Warn("run lost its ownership before parking; no label written")
-			return
-		}
+	// A decision recorded for an earlier park is not this park's.
+	if to == lifecycle.AwaitingApproval && !a.fencedBefore(wctx, "forgetting an earlier gate decision", func() (bool, error) {
+		return runstate.ForgetGateDecision(wctx, e.rdb, req.Ref, a.token)
+	}) {
+		return
 	}
 	if err := retryTransient(wctx, func() error {
 		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, to, stage, outcome, why)
@@ -1033,6 +1017,26 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage 
 		return
 	}
 	log.Info(outcome+"; stage enqueued", zap.String("nextStage", stage), zap.String("newRequestId", nreq.ID))
+}
+
+// fencedBefore makes write, a Redis write fenced by the run's token that
+// comes before a stage's label write, retrying transient errors, and
+// reports whether the label write may follow: not when write failed for
+// good (the heartbeat then expires and StaleJobDetector takes over) or
+// found the run no longer holding the ticket. Both are logged with what.
+func (a *attempt) fencedBefore(wctx context.Context, what string, write func() (bool, error)) bool {
+	var held bool
+	if err := retryTransient(wctx, func() (err error) {
+		held, err = write()
+		return err
+	}); err != nil {
+		a.log.Error(what+" before the label write failed (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		return false
+	}
+	if !held {
+		a.log.Warn("run lost its ownership before " + what + "; no label written")
+	}
+	return held
 }
 
 // sendBack is what a stage's on_failure makes of its failed run.

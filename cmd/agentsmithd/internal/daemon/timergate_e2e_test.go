@@ -31,16 +31,19 @@ func (e *env) delayedFor(rdb *redis.Client, n int) (req lifecycle.PipelineReques
 	return lifecycle.PipelineRequest{}, "", time.Time{}, false
 }
 
-// A stage with a timer gate (implement, after 1h): once plan succeeded the
-// ticket waits Enqueued with implement's label, its request in the delayed
-// set due an hour on, with no run lock, and a comment naming when the
-// stage starts. The replica's one consumer slot stays free: a second
+// A stage with a timer gate (implement, after 1h), on each platform: once
+// plan succeeded the ticket waits Enqueued with implement's label, its
+// request in the delayed set due an hour on, with no run lock, and a
+// comment naming when the stage starts. The replica's one consumer slot stays free: a second
 // ticket runs its plan meanwhile, while the first's implement does not
 // start. When the hour is over (Redis's clock, which the delayed set runs
 // on, is stood in for by making the entry due) implement and test run to
 // Done.
 func TestTimerGateWaitsWithoutASlot(t *testing.T) {
-	e := newEnv(t)
+	forEachPlatform(t, testTimerGateWaitsWithoutASlot)
+}
+
+func testTimerGateWaitsWithoutASlot(t *testing.T, e *env) {
 	rdb := e.redis.Client(t)
 	yml := e.gatedYAML("replica-a", "{after: 1h}")
 	if !strings.Contains(yml, "consumer: {concurrency: 2,") {

@@ -72,8 +72,14 @@ func GitHubAPI(pc *config.Project) string {
 // stageGate is the lifecycle's view of a stage's gate; approvers default
 // to the project's trigger.allow (allow).
 func stageGate(g *config.Gate, allow lifecycle.TriggerAllow, esc config.Escalate) *lifecycle.Gate {
-	if g == nil || g.Approval == nil {
+	if g == nil {
 		return nil
+	}
+	if g.Approval == nil {
+		if g.After <= 0 {
+			return nil
+		}
+		return &lifecycle.Gate{After: g.After}
 	}
 	a := &lifecycle.Approval{Approvers: allow, DistinctFromTrigger: g.Approval.DistinctFromTrigger,
 		MaxRejections: g.Approval.MaxRejections, Timeout: g.Approval.Timeout, OnTimeout: g.Approval.OnTimeout,

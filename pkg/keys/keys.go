@@ -392,6 +392,12 @@ func Review(ticketKey string) string { return prefix() + "review:" + ticketKey }
 // from it (GateTTL).
 func GateParked(ticketKey string) string { return prefix() + "gate-parked:" + ticketKey }
 
+// GateTimer is a timer gate's wait (JSON: the gated stage and when it
+// starts), written by the run before the label write that enqueues the
+// stage: the EnqueuedReconciler's re-push of a request lost after that
+// write waits until then too (GateTTL past its start).
+func GateTimer(ticketKey string) string { return prefix() + "gate-timer:" + ticketKey }
+
 // GateEscalated is the GateParked value a timed-out gate escalated for:
 // one escalation per parking (GateTTL).
 func GateEscalated(ticketKey string) string { return prefix() + "gate-escalated:" + ticketKey }

@@ -55,7 +55,7 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 		if a.Timeout <= 0 {
 			return nil
 		}
-		parked, since, err := g.parkedAt(ctx, ref)
+		parked, since, err := g.parkedAt(ctx, ref, t.Title, stage)
 		if err != nil {
 			return err
 		}
@@ -78,11 +78,12 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 	return outcome, err
 }
 
-// parkedAt is the ticket's keys.GateParked value and its time; a missing
-// or unreadable one is set to now, the deadline counting from there.
-func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref) (string, time.Time, error) {
-	k := keys.GateParked(ref.Key())
-	v, err := g.rdb.Get(ctx, k).Result()
+// parkedAt is the keys.GateParked value of ref (titled title), parked
+// awaiting stage, and its time; a missing or unreadable one is recorded as now (lifecycle.Park,
+// which lists the ticket in the parked index too), the deadline counting
+// from there.
+func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref, title, stage string) (string, time.Time, error) {
+	v, err := g.rdb.Get(ctx, keys.GateParked(ref.Key())).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", time.Time{}, fmt.Errorf("gate %s: read when parked: %w: %w", ref, claim.ErrRedisUnavailable, err)
 	}
@@ -90,11 +91,10 @@ func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref) (string, time.Ti
 		return v, at, nil
 	}
 	now := g.cfg.Clock().UTC()
-	v = now.Format(time.RFC3339Nano)
-	if err := g.rdb.Set(ctx, k, v, keys.GateTTL).Err(); err != nil {
-		return "", time.Time{}, fmt.Errorf("gate %s: record when parked: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	if err := lifecycle.Park(ctx, g.rdb, lifecycle.ParkedEntry{Ref: ref, Stage: stage, Title: title, Since: now}); err != nil {
+		return "", time.Time{}, fmt.Errorf("gate %s: %w: %w", ref, claim.ErrRedisUnavailable, err)
 	}
-	return v, now, nil
+	return lifecycle.ParkedStamp(now), now, nil
 }
 
 // escalated reports whether the parking recorded as parked escalated.

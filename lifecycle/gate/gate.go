@@ -473,7 +473,7 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 			g.log.Error("push the stage's request (EnqueuedReconciler will re-push)", zap.String("ticket", ref.String()), zap.Error(err))
 		}
 		// The next parking records its own time; a stale one would time it out early.
-		if err := g.rdb.Del(ctx, keys.GateParked(ref.Key())).Err(); err != nil {
+		if err := lifecycle.Unpark(ctx, g.rdb, ref); err != nil {
 			g.log.Warn("drop when the ticket was parked", zap.String("ticket", ref.String()), zap.Error(err))
 		}
 		if rec.Kind == Approve {
@@ -497,7 +497,12 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 // forget drops a failed ticket's gate records: a retry starts over.
 func (g *Gate) forget(ctx context.Context, ref platforms.Ref) {
 	k := ref.Key()
-	if err := g.rdb.Del(ctx, keys.GateRejections(k), keys.Review(k), keys.GateParked(k), keys.GateEscalated(k)).Err(); err != nil {
+	_, err := g.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Del(ctx, keys.GateRejections(k), keys.Review(k), keys.GateEscalated(k))
+		lifecycle.UnparkOn(ctx, pipe, ref)
+		return nil
+	})
+	if err != nil {
 		g.log.Warn("forget the gate's records", zap.String("ticket", ref.String()), zap.Error(err))
 	}
 }

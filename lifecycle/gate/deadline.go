@@ -66,14 +66,14 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 		why := fmt.Sprintf("stage %s awaited approval for %s, past its gate's timeout %s", stage, now.Sub(since).Round(time.Second), a.Timeout)
 		if a.OnTimeout == lifecycle.OnTimeoutFail {
 			outcome = OutcomeTimedOut
-			return g.timeOut(ctx, p, t, stage, why)
+			return g.timeOut(ctx, p, t, stage, why, now.Sub(since))
 		}
 		done, err := g.escalated(ctx, ref, parked)
 		if err != nil || done {
 			return err
 		}
 		outcome = OutcomeEscalated
-		return g.escalate(ctx, p, t, a, parked, why)
+		return g.escalate(ctx, p, t, a, stage, parked, why)
 	})
 	return outcome, err
 }
@@ -108,7 +108,7 @@ func (g *Gate) escalated(ctx context.Context, ref platforms.Ref, parked string) 
 
 // timeOut fails t, past its gate's deadline: the comment first, then the
 // move, as a rejection past max_rejections.
-func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, why string) error {
+func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, why string, waited time.Duration) error {
 	ref := t.Ref
 	prefix := "**" + g.claims.Labels().Prefix + "**: "
 	if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, prefix+"failed: the approval gate timed out: "+why+".")); err != nil {
@@ -119,7 +119,8 @@ func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.T
 		return fmt.Errorf("gate %s: move to %s: %w", ref, lifecycle.Failed, err)
 	}
 	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: lifecycle.Failed,
-		Outcome: OutcomeTimedOut, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why})
+		Outcome: OutcomeTimedOut, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why,
+		Stage: stage, ApprovalWait: waited})
 	g.forget(ctx, ref)
 	return nil
 }
@@ -128,7 +129,7 @@ func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.T
 // one comment mentioning the escalation's handles; the escalation is then
 // remembered for this parking. A crash before that posts the comment again
 // at the next check.
-func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, a lifecycle.Approval, parked, why string) error {
+func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, a lifecycle.Approval, stage, parked, why string) error {
 	ref := t.Ref
 	if a.EscalateLabel != "" && !t.HasLabel(a.EscalateLabel) {
 		if _, err := lifecycle.AddLabel(ctx, p.Tracker, p.Labels(g.claims.Labels()), t, a.EscalateLabel); err != nil {
@@ -145,6 +146,6 @@ func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.
 	if err := g.rdb.Set(ctx, keys.GateEscalated(ref.Key()), parked, keys.GateTTL).Err(); err != nil {
 		return fmt.Errorf("gate %s: remember the escalation: %w: %w", ref, claim.ErrRedisUnavailable, err)
 	}
-	g.emit(ref, lifecycle.AwaitingApproval, OutcomeEscalated, why)
+	g.emit(lifecycle.Event{Ref: ref, To: lifecycle.AwaitingApproval, Outcome: OutcomeEscalated, Reason: why, Stage: stage})
 	return nil
 }

@@ -19,7 +19,9 @@ func TestParkedIndex(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := t.Context()
 	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-	refOf := func(n string) platforms.Ref { return platforms.Ref{Platform: "github", Project: "app", ID: "o/app#" + n} }
+	refOf := func(n string) platforms.Ref {
+		return platforms.Ref{Platform: "github", Project: "app", ID: "o/app#" + n}
+	}
 	long := "\x1b[31m" + strings.Repeat("é", lifecycle.MaxParkedTitle)
 	for i, n := range []string{"3", "1", "2"} {
 		if err := lifecycle.Park(ctx, rdb, lifecycle.ParkedEntry{Ref: refOf(n), Stage: "implement", Title: long, Since: at.Add(time.Duration(i) * time.Minute)}); err != nil {

@@ -132,7 +132,7 @@ func ListParked(ctx context.Context, rdb redis.UniversalClient, limit int) ([]Pa
 		if s == "" || json.Unmarshal([]byte(s), &e) != nil || e.Ref.ID == "" {
 			continue
 		}
-		e.Escalated = esc[i].Val() != "" && esc[i].Val() == ParkedStamp(e.Since)
+		e.Escalated = escalatedFor(e, esc[i].Val())
 		out = append(out, e)
 	}
 	return out, total.Val(), nil
@@ -186,3 +186,26 @@ func boundTitle(s string) string {
 	}
 	return s[:cut]
 }
+
+// ParkedFor is ref's entry in the parked index, if it has one, with
+// whether its parking escalated.
+func ParkedFor(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) (ParkedEntry, bool, error) {
+	var info, esc *redis.StringCmd
+	_, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		info = pipe.HGet(ctx, keys.ParkedInfo(), ref.Key())
+		esc = pipe.Get(ctx, keys.GateEscalated(ref.Key()))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return ParkedEntry{}, false, fmt.Errorf("read %s's parking: %w", ref, err)
+	}
+	var e ParkedEntry
+	if json.Unmarshal([]byte(info.Val()), &e) != nil || e.Ref.ID == "" {
+		return ParkedEntry{}, false, nil
+	}
+	e.Escalated = escalatedFor(e, esc.Val())
+	return e, true, nil
+}
+
+// escalatedFor: keys.GateEscalated, read as v, names e's parking.
+func escalatedFor(e ParkedEntry, v string) bool { return v != "" && v == ParkedStamp(e.Since) }

@@ -13,10 +13,10 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 )
 
-// A decision observes how long the ticket awaited approval, from its park
-// to the decision by the gate's clock, under the gated stage and the
-// decision; the decision's events name who made it, and the ticket leaves
-// the parked index.
+// A decision, or a deadline that fails the ticket, observes how long the
+// ticket awaited approval, from its park to the move by the gate's clock,
+// under the gated stage and the decision; the events name who decided,
+// and the ticket leaves the parked index.
 func TestDecisionObservesApprovalWait(t *testing.T) {
 	for _, tc := range []struct {
 		kind, decision string
@@ -24,6 +24,7 @@ func TestDecisionObservesApprovalWait(t *testing.T) {
 	}{
 		{gate.Approve, gate.OutcomeApproved, 90 * time.Minute},
 		{gate.Reject, gate.OutcomeRejected, 3 * time.Hour},
+		{"timeout", gate.OutcomeTimedOut, 49 * time.Hour}, // past the gate's 48 h, on_timeout fail
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			w, _, n := staged(t, 2)
@@ -38,8 +39,14 @@ func TestDecisionObservesApprovalWait(t *testing.T) {
 				t.Fatal(err)
 			}
 			now = parked.Add(tc.wait)
-			res, err := g.Decide(t.Context(), ref, "dana", gate.Decision{Kind: tc.kind, Reason: "needs tests"})
-			if err != nil || res.Outcome != tc.decision {
+			actor := "dana"
+			if tc.kind == "timeout" {
+				a := w.Projects[lifecycletest.Project].Stages[1].Gate.Approval
+				a.Timeout, a.OnTimeout, actor = 48*time.Hour, lifecycle.OnTimeoutFail, ""
+				if out, err := g.Expire(t.Context(), ref); err != nil || out != tc.decision {
+					t.Fatalf("expire = %q, %v; want %s", out, err, tc.decision)
+				}
+			} else if res, err := g.Decide(t.Context(), ref, actor, gate.Decision{Kind: tc.kind, Reason: "needs tests"}); err != nil || res.Outcome != tc.decision {
 				t.Fatalf("decide = %+v, %v; want %s", res, err, tc.decision)
 			}
 			h := approvalWait(t, m)
@@ -59,9 +66,17 @@ func TestDecisionObservesApprovalWait(t *testing.T) {
 			if got := h.GetHistogram(); got.GetSampleCount() != 1 || got.GetSampleSum() != tc.wait.Seconds() {
 				t.Errorf("observed %d samples summing %v s, want 1 of %v s", got.GetSampleCount(), got.GetSampleSum(), tc.wait.Seconds())
 			}
-			decisions := rec.Kind(lifecycle.EventDecision)
-			if len(decisions) != 1 || decisions[0].Actor != "dana" || decisions[0].Stage != "implement" || decisions[0].ApprovalWait != tc.wait {
-				t.Errorf("decision events %+v, want one by dana for implement after %s", decisions, tc.wait)
+			var moved []lifecycle.Event
+			for _, ev := range rec.Kind(lifecycle.EventTransition) {
+				if ev.From == lifecycle.AwaitingApproval {
+					moved = append(moved, ev)
+				}
+			}
+			if len(moved) != 1 || moved[0].Actor != actor || moved[0].Stage != "implement" || moved[0].ApprovalWait != tc.wait {
+				t.Errorf("transitions out of awaiting-approval %+v, want one by %q for implement after %s", moved, actor, tc.wait)
+			}
+			if decisions := rec.Kind(lifecycle.EventDecision); tc.kind != "timeout" && (len(decisions) != 1 || decisions[0].Actor != actor) {
+				t.Errorf("decision events %+v, want one by %s", decisions, actor)
 			}
 			left, total, err := lifecycle.ListParked(t.Context(), w.RDB, 0)
 			if err != nil || total != 0 || len(left) != 0 {

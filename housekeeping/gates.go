@@ -11,6 +11,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
+	"github.com/agentsmithd/agentsmithd/pkg/wallclock"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -19,6 +20,9 @@ import (
 // (lifecycle/gate's Gate.Expire). It returns what it did, "" for nothing.
 type ParkedKeeper interface {
 	Expire(ctx context.Context, ref platforms.Ref) (string, error)
+	// Reindex mends a project's entries in the parked index
+	// (lifecycle.Park) from its listing (lifecycle/gate's Gate.Reindex).
+	Reindex(ctx context.Context, project string, listed []*platforms.Ticket, listedAt time.Time, grace time.Duration) (added, dropped int, err error)
 }
 
 // GateKeeperConfig configures a GateKeeper.
@@ -26,14 +30,20 @@ type GateKeeperConfig struct {
 	Interval time.Duration // default DefaultSlowInterval
 	// Fence is checked before each ticket's keep; see
 	// StaleJobDetectorConfig.Fence.
-	Fence  func(context.Context) error
+	Fence func(context.Context) error
+	// Clock dates the listing the parked index is mended from (default
+	// the wall clock).
+	Clock  func() time.Time
 	Logger *zap.Logger
 }
 
 // GateKeeper lists every project's AwaitingApproval tickets each cycle and
 // hands each to the ApprovalGate's Expire: a decision a crash left
-// recorded is finished, a gate past its timeout escalates or fails. One
-// list call per project per cycle; writes only for a ticket due.
+// recorded is finished, a gate past its timeout escalates or fails. The
+// listing then mends the parked index the status page reads (Reindex): a
+// ticket parked without its entry gets one, an entry of a ticket no longer
+// parked goes. One list call per project per cycle; writes only for a
+// ticket due or an entry to mend.
 type GateKeeper struct {
 	cfg    GateKeeperConfig
 	claims *claim.Service
@@ -48,6 +58,9 @@ func NewGateKeeper(claims *claim.Service, keeper ParkedKeeper, cfg GateKeeperCon
 	}
 	if cfg.Fence == nil {
 		cfg.Fence = noFence
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = wallclock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -64,13 +77,18 @@ func (k *GateKeeper) Run(ctx context.Context) error {
 // tried.
 func (k *GateKeeper) Cycle(ctx context.Context) error {
 	projects := k.claims.Projects()
+	listedAt := k.cfg.Clock()
 	listed, err := lifecycle.ListOpen(ctx, allProjects(projects), k.claims.Labels().Label(lifecycle.AwaitingApproval))
 	var errs []error
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list %s tickets: %w", lifecycle.AwaitingApproval, err))
 	}
 	for _, name := range projects.Names() {
-		for _, t := range listed[name] {
+		tickets, ok := listed[name]
+		if !ok {
+			continue // not listed: its index entries stay as they are
+		}
+		for _, t := range tickets {
 			if err := k.cfg.Fence(ctx); err != nil {
 				return errors.Join(append(errs, err)...)
 			}
@@ -82,6 +100,16 @@ func (k *GateKeeper) Cycle(ctx context.Context) error {
 			if out != "" {
 				k.log.Info("parked ticket "+out, zap.String("ticket", t.Ref.String()))
 			}
+		}
+		if err := k.cfg.Fence(ctx); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		added, dropped, err := k.keeper.Reindex(trackerhttp.WithFence(ctx, k.cfg.Fence), name, tickets, listedAt, k.cfg.Interval)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if added+dropped > 0 {
+			k.log.Info("parked index mended", zap.String("project", name), zap.Int("added", added), zap.Int("dropped", dropped))
 		}
 	}
 	return errors.Join(errs...)

@@ -3,6 +3,7 @@ package housekeeping
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,5 +58,51 @@ func TestGateKeeperFailsParkedPastDeadline(t *testing.T) {
 		if s := w.State(t, n); s != want {
 			t.Errorf("issue %d: state %s, want %s", n, s, want)
 		}
+	}
+}
+
+// TestGateKeeperMendsParkedIndex: a cycle lists a ticket parked without
+// its index entry (a replica died between the park and the index write),
+// drops the entry of a ticket no longer parked, and keeps a fresh entry
+// the listing may not show yet and the entries of tickets still parked.
+func TestGateKeeperMendsParkedIndex(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	p.Stages = []lifecycle.Stage{{Name: "plan"},
+		{Name: "review", Gate: &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}}, MaxRejections: 2}}}}
+	sl := p.Labels(w.Labels)
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	ctx := t.Context()
+	unindexed := w.Sim.CreateIssue(lifecycletest.Repo, "parked, no entry", "", sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+	if err := w.RDB.Set(ctx, keys.GateParked(lifecycletest.Ref(unindexed).Key()), lifecycle.ParkedStamp(now.Add(-time.Hour)), keys.GateTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	indexed := w.Sim.CreateIssue(lifecycletest.Repo, "parked, entry", "", sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+	gone := w.Sim.CreateIssue(lifecycletest.Repo, "moved on by hand", "", sl.Label(lifecycle.Enqueued), sl.Stage("review"))
+	fresh := w.Sim.CreateIssue(lifecycletest.Repo, "parked a moment ago", "", sl.Label(lifecycle.Enqueued), sl.Stage("review"))
+	for n, since := range map[int]time.Time{indexed: now.Add(-time.Hour), gone: now.Add(-time.Hour), fresh: now.Add(-time.Second)} {
+		if err := lifecycle.Park(ctx, w.RDB, lifecycle.ParkedEntry{Ref: lifecycletest.Ref(n), Stage: "review", Since: since}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test", Clock: func() time.Time { return now }})
+	k := NewGateKeeper(w.Claims, g, GateKeeperConfig{Interval: time.Minute, Clock: func() time.Time { return now }})
+	if err := k.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	listed, total, err := lifecycle.ListParked(ctx, w.RDB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range listed {
+		got = append(got, e.Ref.ID)
+	}
+	want := []string{lifecycletest.Ref(unindexed).ID, lifecycletest.Ref(indexed).ID, lifecycletest.Ref(fresh).ID}
+	if total != 3 || !slices.Equal(got, want) {
+		t.Fatalf("parked index %q (total %d), want %q", got, total, want)
+	}
+	if e := listed[0]; e.Title != "parked, no entry" || e.Stage != "review" || !e.Since.Equal(now.Add(-time.Hour)) {
+		t.Errorf("mended entry %+v: want its title, stage review and its GateParked time", e)
 	}
 }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -978,8 +977,15 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage 
 	}) {
 		return
 	}
+	title := ""
+	if t != nil {
+		title = t.Title
+	}
 	if err := retryTransient(wctx, func() error {
-		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, to, stage, outcome, why)
+		nt, err := a.moveStageAs(wctx, t, lifecycle.InProgress, to, stage, outcome, why)
+		if nt != nil {
+			title = nt.Title
+		}
 		t = nil // moveAs re-reads after a failure; the snapshot is spent
 		return err
 	}); err != nil {
@@ -993,9 +999,11 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage 
 	}
 	a.releaseRun(false)
 	if to == lifecycle.AwaitingApproval {
-		// The gate's deadline counts from here (lifecycle/gate Expire).
-		if err := e.rdb.Set(wctx, keys.GateParked(req.Ref.Key()), e.cfg.Clock().UTC().Format(time.RFC3339Nano), keys.GateTTL).Err(); err != nil {
-			log.Warn("record when the ticket was parked (the gate's deadline counts from its first check)", zap.Error(err))
+		// The gate's deadline counts from here (lifecycle/gate Expire); the
+		// parked index lists the ticket on the status page.
+		park := lifecycle.ParkedEntry{Ref: req.Ref, Stage: stage, Title: title, Since: e.cfg.Clock()}
+		if err := lifecycle.Park(wctx, e.rdb, park); err != nil {
+			log.Warn("record when the ticket was parked (the GateKeeper records it at its next cycle)", zap.Error(err))
 		}
 		log.Info(outcome+"; stage awaits approval", zap.String("nextStage", stage))
 		return

@@ -55,7 +55,7 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 		if a.Timeout <= 0 {
 			return nil
 		}
-		parked, since, err := g.parkedAt(ctx, ref)
+		parked, since, err := g.parkedAt(ctx, ref, t.Title, stage)
 		if err != nil {
 			return err
 		}
@@ -66,23 +66,24 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 		why := fmt.Sprintf("stage %s awaited approval for %s, past its gate's timeout %s", stage, now.Sub(since).Round(time.Second), a.Timeout)
 		if a.OnTimeout == lifecycle.OnTimeoutFail {
 			outcome = OutcomeTimedOut
-			return g.timeOut(ctx, p, t, stage, why)
+			return g.timeOut(ctx, p, t, stage, why, now.Sub(since))
 		}
 		done, err := g.escalated(ctx, ref, parked)
 		if err != nil || done {
 			return err
 		}
 		outcome = OutcomeEscalated
-		return g.escalate(ctx, p, t, a, parked, why)
+		return g.escalate(ctx, p, t, a, stage, parked, why)
 	})
 	return outcome, err
 }
 
-// parkedAt is the ticket's keys.GateParked value and its time; a missing
-// or unreadable one is set to now, the deadline counting from there.
-func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref) (string, time.Time, error) {
-	k := keys.GateParked(ref.Key())
-	v, err := g.rdb.Get(ctx, k).Result()
+// parkedAt is the keys.GateParked value of ref (titled title), parked
+// awaiting stage, and its time; a missing or unreadable one is recorded as now (lifecycle.Park,
+// which lists the ticket in the parked index too), the deadline counting
+// from there.
+func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref, title, stage string) (string, time.Time, error) {
+	v, err := g.rdb.Get(ctx, keys.GateParked(ref.Key())).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", time.Time{}, fmt.Errorf("gate %s: read when parked: %w: %w", ref, claim.ErrRedisUnavailable, err)
 	}
@@ -90,11 +91,10 @@ func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref) (string, time.Ti
 		return v, at, nil
 	}
 	now := g.cfg.Clock().UTC()
-	v = now.Format(time.RFC3339Nano)
-	if err := g.rdb.Set(ctx, k, v, keys.GateTTL).Err(); err != nil {
-		return "", time.Time{}, fmt.Errorf("gate %s: record when parked: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	if err := lifecycle.Park(ctx, g.rdb, lifecycle.ParkedEntry{Ref: ref, Stage: stage, Title: title, Since: now}); err != nil {
+		return "", time.Time{}, fmt.Errorf("gate %s: %w: %w", ref, claim.ErrRedisUnavailable, err)
 	}
-	return v, now, nil
+	return lifecycle.ParkedStamp(now), now, nil
 }
 
 // escalated reports whether the parking recorded as parked escalated.
@@ -108,7 +108,7 @@ func (g *Gate) escalated(ctx context.Context, ref platforms.Ref, parked string) 
 
 // timeOut fails t, past its gate's deadline: the comment first, then the
 // move, as a rejection past max_rejections.
-func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, why string) error {
+func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, why string, waited time.Duration) error {
 	ref := t.Ref
 	prefix := "**" + g.claims.Labels().Prefix + "**: "
 	if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, prefix+"failed: the approval gate timed out: "+why+".")); err != nil {
@@ -119,7 +119,8 @@ func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.T
 		return fmt.Errorf("gate %s: move to %s: %w", ref, lifecycle.Failed, err)
 	}
 	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: lifecycle.Failed,
-		Outcome: OutcomeTimedOut, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why})
+		Outcome: OutcomeTimedOut, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why,
+		Stage: stage, ApprovalWait: waited})
 	g.forget(ctx, ref)
 	return nil
 }
@@ -128,7 +129,7 @@ func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.T
 // one comment mentioning the escalation's handles; the escalation is then
 // remembered for this parking. A crash before that posts the comment again
 // at the next check.
-func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, a lifecycle.Approval, parked, why string) error {
+func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, a lifecycle.Approval, stage, parked, why string) error {
 	ref := t.Ref
 	if a.EscalateLabel != "" && !t.HasLabel(a.EscalateLabel) {
 		if _, err := lifecycle.AddLabel(ctx, p.Tracker, p.Labels(g.claims.Labels()), t, a.EscalateLabel); err != nil {
@@ -145,6 +146,6 @@ func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.
 	if err := g.rdb.Set(ctx, keys.GateEscalated(ref.Key()), parked, keys.GateTTL).Err(); err != nil {
 		return fmt.Errorf("gate %s: remember the escalation: %w: %w", ref, claim.ErrRedisUnavailable, err)
 	}
-	g.emit(ref, lifecycle.AwaitingApproval, OutcomeEscalated, why)
+	g.emit(lifecycle.Event{Ref: ref, To: lifecycle.AwaitingApproval, Outcome: OutcomeEscalated, Reason: why, Stage: stage})
 	return nil
 }

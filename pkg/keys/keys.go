@@ -398,6 +398,18 @@ func GateParked(ticketKey string) string { return prefix() + "gate-parked:" + ti
 // write waits until then too (GateTTL past its start).
 func GateTimer(ticketKey string) string { return prefix() + "gate-timer:" + ticketKey }
 
+// Parked indexes the tickets parked in AwaitingApproval: a sorted set of
+// ticket keys scored by when each was parked (Unix ms), beside ParkedInfo,
+// kept by lifecycle.Park and lifecycle.Unpark (the executor as it parks, the
+// ApprovalGate as it decides; the GateKeeper mends it from the tracker's
+// listing), so the status page, agentsmithctl and the metrics list parked
+// tickets without a tracker call or a SCAN.
+func Parked() string { return prefix() + "parked" }
+
+// ParkedInfo is a hash of the tickets in Parked, by ticket key: what each
+// awaits (lifecycle.ParkedEntry, JSON).
+func ParkedInfo() string { return prefix() + "parked-info" }
+
 // GateEscalated is the GateParked value a timed-out gate escalated for:
 // one escalation per parking (GateTTL).
 func GateEscalated(ticketKey string) string { return prefix() + "gate-escalated:" + ticketKey }

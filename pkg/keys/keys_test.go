@@ -20,6 +20,8 @@ var builders = map[string]func() string{
 	"GateParked":          func() string { return GateParked("github:a/b#1") },
 	"GateEscalated":       func() string { return GateEscalated("github:a/b#1") },
 	"GateTimer":           func() string { return GateTimer("github:a/b#1") },
+	"Parked":              Parked,
+	"ParkedInfo":          ParkedInfo,
 	"GateRejections":      func() string { return GateRejections("github:a/b#1") },
 	"Review":              func() string { return Review("github:a/b#1") },
 	"Heartbeat":           func() string { return Heartbeat("github:a/b#1") },

@@ -77,6 +77,8 @@ type Report struct {
 	Parked int
 	// Stages judges the staged tickets (stages.go).
 	Stages stageFigures
+	// Approvals are the approver's figures (approver.go).
+	Approvals approvalFigures
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
@@ -87,7 +89,7 @@ func (r *Report) OK() bool {
 		}
 	}
 	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0 && r.Frozen.ok() && r.Soak.ok() &&
-		r.Stages.ok()
+		r.Stages.ok() && len(r.Approvals.LostApprovals) == 0
 }
 
 // secretLeaks scans every replica log in dir for the configured secrets.
@@ -252,6 +254,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	w.mu.Lock()
 	freezes := slices.Clone(w.freezes)
 	w.mu.Unlock()
+	decided := w.approver.byTicket()
 	for id, rs := range byTicket {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].start.Before(rs[j].start) })
 		for _, pr := range overlaps(rs, freezes) {
@@ -267,8 +270,13 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		for _, r := range rs {
 			perStage[r.stage]++
 		}
+		// A rejection starts the stage before the gate over.
+		var rejected int
+		if d := decided[id]; d != nil {
+			rejected = len(d.rejections)
+		}
 		for _, n := range perStage {
-			rep.BeyondAttempts += max(n-maxAttempts, 0)
+			rep.BeyondAttempts += max(n-maxAttempts*(1+rejected), 0)
 		}
 	}
 	done, failed := map[string]bool{}, map[string]bool{}
@@ -278,7 +286,8 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	w.mu.Lock()
 	stageKills := slices.Clone(w.stageKills)
 	w.mu.Unlock()
-	rep.Stages = judgeStages(tickets, byTicket, done, failed, stageKills)
+	rep.Stages = judgeStages(tickets, byTicket, done, failed, stageKills, decided)
+	rep.Approvals = w.approver.figures(states)
 	rep.Paused = measurePaused(freezes, byTicket)
 	w.mu.Lock()
 	events := slices.Clone(w.events)
@@ -535,6 +544,7 @@ func (r *Report) Print(w io.Writer) {
 	row("stale writes", len(r.StaleWrites))
 	row("pipeline runs", r.Runs)
 	r.Stages.print(row)
+	r.Approvals.print(row)
 	row("replica kills (kill -9) / leader SIGSTOPs", fmt.Sprintf("%d / %d", r.Kills, r.Stops))
 	r.Paused.print(row)
 	row("replica death → its tickets running again: worst", r.RecoveryWorst.Round(10*time.Millisecond))
@@ -585,7 +595,10 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w, "stage:", s)
 	}
 	for _, s := range r.Stages.FailedAfterSuccess {
-		fmt.Fprintln(w, "stage (not counted as a failure, read its logs):", s)
+		fmt.Fprintln(w, "stage:", s)
+	}
+	for _, s := range r.Approvals.LostApprovals {
+		fmt.Fprintln(w, "lost approval:", s)
 	}
 	for _, s := range r.StaleWrites {
 		fmt.Fprintln(w, "stale write:", s)

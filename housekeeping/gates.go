@@ -14,11 +14,14 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// ParkedKeeper keeps one ticket parked in AwaitingApproval: finishes a
-// decision recorded and not carried out, applies its gate's deadline
-// (lifecycle/gate's Gate.Expire). It returns what it did, "" for nothing.
+// ParkedKeeper keeps tickets parked in AwaitingApproval (lifecycle/gate's
+// Gate). Expire keeps one: finishes a decision recorded and not carried
+// out, applies its gate's deadline, and returns what it did, "" for
+// nothing. Listed carries out the decision labels (approved, rejected) on
+// a listing's tickets, each read afresh.
 type ParkedKeeper interface {
 	Expire(ctx context.Context, ref platforms.Ref) (string, error)
+	Listed(ctx context.Context, p *lifecycle.Project, tickets []*platforms.Ticket) error
 }
 
 // GateKeeperConfig configures a GateKeeper.
@@ -32,8 +35,13 @@ type GateKeeperConfig struct {
 
 // GateKeeper lists every project's AwaitingApproval tickets each cycle and
 // hands each to the ApprovalGate's Expire: a decision a crash left
-// recorded is finished, a gate past its timeout escalates or fails. One
-// list call per project per cycle; writes only for a ticket due.
+// recorded is finished, a gate past its timeout escalates or fails. A
+// listed ticket that carries a decision label has it carried out: a
+// label's webhook is answered before its decision is made, so a replica
+// that dies in between, or finds the ticket's lock held, leaves the label
+// on the ticket, and on a project without polling nothing else reads it
+// again. One list call per project per cycle; writes only for a ticket
+// due or decided.
 type GateKeeper struct {
 	cfg    GateKeeperConfig
 	claims *claim.Service
@@ -82,6 +90,12 @@ func (k *GateKeeper) Cycle(ctx context.Context) error {
 			if out != "" {
 				k.log.Info("parked ticket "+out, zap.String("ticket", t.Ref.String()))
 			}
+		}
+		if err := k.cfg.Fence(ctx); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := k.keeper.Listed(trackerhttp.WithFence(ctx, k.cfg.Fence), projects[name], listed[name]); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

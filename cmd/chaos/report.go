@@ -286,7 +286,11 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	w.mu.Lock()
 	stageKills := slices.Clone(w.stageKills)
 	w.mu.Unlock()
-	rep.Stages = judgeStages(tickets, byTicket, done, failed, stageKills, decided)
+	shows := map[string]string{}
+	for _, t := range tickets {
+		shows[t.id] = lifecycle.Labels{Prefix: daemonLabels.Prefix, Stages: t.p.stages}.StageOf(states[t.id])
+	}
+	rep.Stages = judgeStages(tickets, byTicket, done, failed, stageKills, decided, shows)
 	rep.Approvals = w.approver.figures(states)
 	rep.Paused = measurePaused(freezes, byTicket)
 	w.mu.Lock()

@@ -216,6 +216,12 @@ type stageFigures struct {
 	// cancelled them, or rejected a gate more than max_rejections times.
 	FailedAfterSuccess []string
 	FailedByDecision   int
+	// FailedRunsLost are the ones whose stage ran its last attempt and
+	// exited 0, and whose success the daemon never took (the ticket still
+	// shows that stage): every attempt's run lost its ownership before its
+	// outcome was recorded, and the ticket failed with its attempts spent,
+	// as a ticket without stages does (the kill rows' "not re-run").
+	FailedRunsLost int
 	// Problems are the failures: a stage skipped, started before the one
 	// before it succeeded, or gone back to; a Done ticket whose stages'
 	// last runs did not all succeed; a run handed another stage's result;
@@ -233,8 +239,10 @@ func (f stageFigures) ok() bool { return len(f.Problems) == 0 && len(f.FailedAft
 // stage runs only after an approval that follows the success of the
 // stage before it. done and failed say how each ticket ended, decided
 // what the approver posted on each. Re-runs of a stage are counted by
-// what ended the run before them; kills names stageWindowKills' kills.
-func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map[string]bool, kills []stageKill, decided map[string]*ticketDecisions) stageFigures {
+// what ended the run before them; kills names stageWindowKills' kills;
+// shows is the stage each ticket's labels show at the end.
+func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map[string]bool, kills []stageKill, decided map[string]*ticketDecisions,
+	shows map[string]string) stageFigures {
 	var f stageFigures
 	problem := func(id, format string, args ...any) {
 		f.Problems = append(f.Problems, id+": "+fmt.Sprintf(format, args...))
@@ -299,9 +307,12 @@ func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map
 		}
 		if rs := byTicket[t.id]; failed[t.id] && len(rs) > 0 {
 			if r := rs[len(rs)-1]; succeededBy(r, time.Time{}) && !isLast(st, r.stage) {
-				if len(dec.cancels) > 0 || len(dec.rejections) > lifecycle.DefaultMaxRejections {
+				switch ran, now := r.stage, shows[t.id]; {
+				case len(dec.cancels) > 0 || len(dec.rejections) > lifecycle.DefaultMaxRejections:
 					f.FailedByDecision++
-				} else {
+				case r.attempt >= maxAttempts && ran == now:
+					f.FailedRunsLost++
+				default:
 					f.FailedAfterSuccess = append(f.FailedAfterSuccess, fmt.Sprintf("%s: Failed after stage %s succeeded (attempt %d), no person failed it", t.id, r.stage, r.attempt))
 				}
 			}
@@ -366,7 +377,7 @@ func (f stageFigures) print(row func(string, any)) {
 	}
 	row("  kills between a stage's end and the next: stage re-run / went on", fmt.Sprintf("%d: %d / %d", f.WindowKills, f.WindowRerun, f.WindowOn))
 	row("  stage runs without the previous stage's result", f.NoResult)
-	row("  Failed after a stage (not the last) succeeded: by a person / not", fmt.Sprintf("%d / %d", f.FailedByDecision, len(f.FailedAfterSuccess)))
+	row("  Failed after a stage (not the last) succeeded: by a person / attempts spent / neither", fmt.Sprintf("%d / %d / %d", f.FailedByDecision, f.FailedRunsLost, len(f.FailedAfterSuccess)))
 	row("  stage order problems (skipped, early, back, Done unsucceeded)", len(f.Problems))
 }
 

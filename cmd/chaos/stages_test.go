@@ -60,7 +60,7 @@ start ID 1 300 303 20.0 test implement
 end ID 1 300 303 20.5 test implement
 `)
 	kills := []stageKill{{at: time.Unix(14, 600e6), id: id, stage: "implement"}}
-	f := judgeStages([]*ticket{tk}, runsOf(t, log), map[string]bool{id: true}, nil, kills, nil)
+	f := judgeStages([]*ticket{tk}, runsOf(t, log), map[string]bool{id: true}, nil, kills, nil, nil)
 	if !f.ok() {
 		t.Fatalf("problems %q, want none", f.Problems)
 	}
@@ -133,7 +133,7 @@ end ID 1 100 103 12.5 test plan
 		t.Run(c.name, func(t *testing.T) {
 			tk := stagedTicket(2)
 			runs := runsOf(t, strings.ReplaceAll(c.log, "ID", tk.id))
-			f := judgeStages([]*ticket{tk}, runs, map[string]bool{tk.id: true}, nil, nil, nil)
+			f := judgeStages([]*ticket{tk}, runs, map[string]bool{tk.id: true}, nil, nil, nil, nil)
 			if f.ok() || !strings.Contains(strings.Join(f.Problems, "\n"), c.want) {
 				t.Errorf("problems %q, want one containing %q", f.Problems, c.want)
 			}
@@ -197,12 +197,22 @@ func TestAtRest(t *testing.T) {
 }
 
 // A ticket that ends Failed right after a stage (not the last) succeeded
-// fails the judge when no person failed it (a crash must not do that),
-// and is counted apart when the approver cancelled it or rejected its gate
-// past max_rejections.
+// fails the judge when no person failed it (a crash must not do that:
+// here the next stage, shown on the ticket, never ran), and is counted
+// apart when the approver cancelled it or rejected its gate past
+// max_rejections, or when the stage it still shows spent its last attempt
+// on a run whose success the daemon never took.
 func TestJudgeStagesFailedAfterASuccess(t *testing.T) {
-	crashed, ok, cancelled, rejected := stagedTicket(4), stagedTicket(5), gatedTicket(6), gatedTicket(7)
-	log := strings.NewReplacer("T4", crashed.id, "T5", ok.id, "T6", cancelled.id, "T7", rejected.id).Replace(`start T4 1 100 101 10.0 plan -
+	crashed, ok, cancelled, rejected, spent := stagedTicket(4), stagedTicket(5), gatedTicket(6), gatedTicket(7), stagedTicket(9)
+	log := strings.NewReplacer("T4", crashed.id, "T5", ok.id, "T6", cancelled.id, "T7", rejected.id, "T9", spent.id).Replace(`start T9 1 100 111 10.0 plan -
+end T9 1 100 111 10.5 plan -
+start T9 1 100 112 11.0 implement plan
+end T9 1 100 112 11.5 implement plan
+start T9 2 100 113 12.0 implement plan
+end T9 2 100 113 12.5 implement plan
+start T9 3 100 114 13.0 implement plan
+end T9 3 100 114 13.5 implement plan
+start T4 1 100 101 10.0 plan -
 end T4 1 100 101 10.5 plan -
 start T4 3 100 102 11.0 implement plan
 end T4 3 100 102 11.5 implement plan
@@ -217,19 +227,20 @@ end T7 1 100 106 12.5 plan -
 start T7 1 100 107 14.0 plan -
 end T7 1 100 107 14.5 plan -
 `)
-	failed := map[string]bool{crashed.id: true, ok.id: true, cancelled.id: true, rejected.id: true}
+	failed := map[string]bool{crashed.id: true, ok.id: true, cancelled.id: true, rejected.id: true, spent.id: true}
+	shows := map[string]string{crashed.id: "test", ok.id: "plan", cancelled.id: "implement", rejected.id: "implement", spent.id: "implement"}
 	decided := map[string]*ticketDecisions{
 		cancelled.id: {approvals: []time.Time{unix(11)}, cancels: []time.Time{unix(11.01)}},
 		rejected.id:  {rejections: []time.Time{unix(11), unix(13), unix(15)}},
 	}
-	f := judgeStages([]*ticket{crashed, ok, cancelled, rejected}, runsOf(t, log), nil, failed, nil, decided)
+	f := judgeStages([]*ticket{crashed, ok, cancelled, rejected, spent}, runsOf(t, log), nil, failed, nil, decided, shows)
 	if len(f.FailedAfterSuccess) != 1 || !strings.Contains(f.FailedAfterSuccess[0], crashed.id+": Failed after stage implement succeeded (attempt 3)") {
 		t.Errorf("failed after a success by nothing: %q, want only %s's", f.FailedAfterSuccess, crashed.id)
 	}
-	if f.FailedByDecision != 2 || f.RerunRejected != 2 {
-		t.Errorf("failed by a decision %d, re-runs after a rejection %d: want 2 and 2", f.FailedByDecision, f.RerunRejected)
+	if f.FailedByDecision != 2 || f.RerunRejected != 2 || f.FailedRunsLost != 1 {
+		t.Errorf("failed by a decision %d, re-runs after a rejection %d, attempts spent %d: want 2, 2 and 1", f.FailedByDecision, f.RerunRejected, f.FailedRunsLost)
 	}
-	if f.ok() || len(f.Problems) != 0 || f.Fail != 4 {
+	if f.ok() || len(f.Problems) != 0 || f.Fail != 5 {
 		t.Errorf("ok %v, problems %q, failed %d: want a failed judge with no order problem", f.ok(), f.Problems, f.Fail)
 	}
 	if rep := (Report{Stages: f}); rep.OK() {
@@ -269,7 +280,7 @@ end ID 1 100 103 13.5 test implement
 		t.Run(name, func(t *testing.T) {
 			tk := gatedTicket(8)
 			f := judgeStages([]*ticket{tk}, runsOf(t, strings.ReplaceAll(log, "ID", tk.id)), map[string]bool{tk.id: true}, nil, nil,
-				map[string]*ticketDecisions{tk.id: {approvals: c.approvals}})
+				map[string]*ticketDecisions{tk.id: {approvals: c.approvals}}, nil)
 			got := strings.Contains(strings.Join(f.Problems, "\n"), "gated stage implement started at")
 			if got != c.bypassed || f.ok() == c.bypassed {
 				t.Errorf("problems %q: bypass found %v, want %v", f.Problems, got, c.bypassed)

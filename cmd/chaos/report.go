@@ -229,8 +229,12 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		WipeEnqueued: wipe.enqueued, WipeWorst: wipe.worst, WipeMissing: wipe.missing,
 		RollingRestarts: rolling.restarts, RollingExitWorst: rolling.exitWorst}
 	states := map[string][]string{}
+	lastComment := map[string]string{}
 	for _, is := range w.sim.Issues() {
 		states[ticketID(is)] = is.Labels
+		if n := len(is.Comments); n > 0 {
+			lastComment[ticketID(is)] = is.Comments[n-1].Body
+		}
 	}
 	for _, t := range tickets {
 		switch ls := states[t.id]; {
@@ -291,6 +295,14 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		shows[t.id] = lifecycle.Labels{Prefix: daemonLabels.Prefix, Stages: t.p.stages}.StageOf(states[t.id])
 	}
 	rep.Stages = judgeStages(tickets, byTicket, done, failed, stageKills, decided, shows)
+	// The ticket's last comment (the daemon's, saying why it failed) goes
+	// with each ticket the judge fails for it.
+	for i, l := range rep.Stages.FailedAfterSuccess {
+		id, _, _ := strings.Cut(l, ": ")
+		if c := []rune(strings.Join(strings.Fields(lastComment[id]), " ")); len(c) > 0 {
+			rep.Stages.FailedAfterSuccess[i] += "; last comment: " + string(c[:min(len(c), 400)])
+		}
+	}
 	rep.Approvals = w.approver.figures(states)
 	rep.Paused = measurePaused(freezes, byTicket)
 	w.mu.Lock()

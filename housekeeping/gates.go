@@ -15,11 +15,14 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// ParkedKeeper keeps one ticket parked in AwaitingApproval: finishes a
-// decision recorded and not carried out, applies its gate's deadline
-// (lifecycle/gate's Gate.Expire). It returns what it did, "" for nothing.
+// ParkedKeeper keeps tickets parked in AwaitingApproval (lifecycle/gate's
+// Gate). Expire keeps one: finishes a decision recorded and not carried
+// out, applies its gate's deadline, and returns what it did, "" for
+// nothing. Listed carries out the decision labels (approved, rejected) on
+// a listing's tickets, each read afresh.
 type ParkedKeeper interface {
 	Expire(ctx context.Context, ref platforms.Ref) (string, error)
+	Listed(ctx context.Context, p *lifecycle.Project, tickets []*platforms.Ticket) error
 	// Reindex mends a project's entries in the parked index
 	// (lifecycle.Park) from its listing (lifecycle/gate's Gate.Reindex).
 	Reindex(ctx context.Context, project string, listed []*platforms.Ticket, listedAt time.Time, grace time.Duration) (added, dropped int, err error)
@@ -39,11 +42,15 @@ type GateKeeperConfig struct {
 
 // GateKeeper lists every project's AwaitingApproval tickets each cycle and
 // hands each to the ApprovalGate's Expire: a decision a crash left
-// recorded is finished, a gate past its timeout escalates or fails. The
-// listing then mends the parked index the status page reads (Reindex): a
-// ticket parked without its entry gets one, an entry of a ticket no longer
-// parked goes. One list call per project per cycle; writes only for a
-// ticket due or an entry to mend.
+// recorded is finished, a gate past its timeout escalates or fails. A
+// listed ticket that carries a decision label has it carried out: a
+// label's webhook is answered before its decision is made, so a replica
+// that dies in between, or finds the ticket's lock held, leaves the label
+// on the ticket, and on a project without polling nothing else reads it
+// again. The listing then mends the parked index the status page reads
+// (Reindex): a ticket parked without its entry gets one, an entry of a
+// ticket no longer parked goes. One list call per project per cycle;
+// writes only for a ticket due, decided or to mend in the index.
 type GateKeeper struct {
 	cfg    GateKeeperConfig
 	claims *claim.Service
@@ -100,6 +107,12 @@ func (k *GateKeeper) Cycle(ctx context.Context) error {
 			if out != "" {
 				k.log.Info("parked ticket "+out, zap.String("ticket", t.Ref.String()))
 			}
+		}
+		if err := k.cfg.Fence(ctx); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := k.keeper.Listed(trackerhttp.WithFence(ctx, k.cfg.Fence), projects[name], tickets); err != nil {
+			errs = append(errs, err)
 		}
 		if err := k.cfg.Fence(ctx); err != nil {
 			return errors.Join(append(errs, err)...)

@@ -106,3 +106,43 @@ func TestGateKeeperMendsParkedIndex(t *testing.T) {
 		t.Errorf("mended entry %+v: want its title, stage review and its GateParked time", e)
 	}
 }
+
+// TestGateKeeperCarriesOutDecisionLabels: a decision label left on a
+// parked ticket (its webhook answered, the replica dead before the
+// decision, or the ticket's lock held then) is carried out by the next
+// cycle: the approval starts the gated stage, the rejection sends the
+// ticket back to the stage before, each label removed. A ticket without
+// one stays parked.
+func TestGateKeeperCarriesOutDecisionLabels(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	approval := &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}}, MaxRejections: 2}}
+	p.Stages = []lifecycle.Stage{{Name: "plan"}, {Name: "review", Gate: approval}}
+	sl := p.Labels(w.Labels)
+	park := func(decision string) int {
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked", "", sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+		if decision != "" {
+			if err := w.Sim.As("dana").AddLabels(lifecycletest.Repo, n, decision); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n
+	}
+	approved, rejected, waiting := park(sl.Approved()), park(sl.Rejected()), park("")
+	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test"})
+	if err := NewGateKeeper(w.Claims, g, GateKeeperConfig{}).Cycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]struct {
+		s     lifecycle.State
+		stage string
+	}{approved: {lifecycle.Enqueued, "review"}, rejected: {lifecycle.Enqueued, "plan"}, waiting: {lifecycle.AwaitingApproval, "review"}} {
+		is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+		if s, at := w.State(t, n), sl.StageOf(is.Labels); s != want.s || !p.SameStage(at, want.stage) {
+			t.Errorf("issue %d: %s at stage %s, want %s at stage %s", n, s, at, want.s, want.stage)
+		}
+		if slices.Contains(is.Labels, sl.Approved()) || slices.Contains(is.Labels, sl.Rejected()) {
+			t.Errorf("issue %d keeps a decision label: %v", n, is.Labels)
+		}
+	}
+}

@@ -589,3 +589,35 @@ func TestReadmeConfigsLoad(t *testing.T) {
 		t.Errorf("%d yaml blocks, stages %q, implement gated %t: want the one-stage and the staged example, implement after an approval", n, staged, gated)
 	}
 }
+
+// text_head cuts on a character boundary where iconv takes -c, and where
+// the only iconv refuses -c (some minimal images) it still hands on the
+// bytes as cut rather than nothing.
+func TestTextHeadCutsOnACharacter(t *testing.T) {
+	noC := t.TempDir()
+	if err := os.WriteFile(filepath.Join(noC, "iconv"), []byte("#!/bin/sh\necho 'iconv: invalid option -- c' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		path string
+		want string
+	}{
+		"iconv with -c":    {os.Getenv("PATH"), "h"},
+		"iconv without -c": {noC + string(os.PathListSeparator) + os.Getenv("PATH"), "h\xc3"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := exec.LookPath("iconv"); err != nil && c.want == "h" {
+				t.Skip("no iconv on this machine")
+			}
+			cmd := exec.Command("sh", "-c", `. ./lib/workspace.sh; printf 'h\303\251llo' | text_head 2`)
+			cmd.Env = append(os.Environ(), "PATH="+c.path)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("text_head: %v", err)
+			}
+			if string(out) != c.want {
+				t.Errorf("text_head 2 of %q = %q, want %q", "héllo", out, c.want)
+			}
+		})
+	}
+}

@@ -71,10 +71,11 @@ ticket_text() {
 }
 
 # text_head prints stdin's first $1 bytes as UTF-8: a character the cut
-# splits, and any byte that is not UTF-8, is dropped (iconv -c; without
-# iconv the bytes pass as cut), so a bound never hands on half a character.
+# splits, and any byte that is not UTF-8, is dropped (iconv -c; where no
+# iconv takes -c, as in some minimal images, the bytes pass as cut), so a
+# bound never hands on half a character.
 text_head() {
-  if command -v iconv > /dev/null 2>&1; then
+  if [ "$(printf x | iconv -c -f UTF-8 -t UTF-8 2> /dev/null)" = x ]; then
     head -c "$1" | { iconv -c -f UTF-8 -t UTF-8 2> /dev/null || true; }
   else
     head -c "$1"

@@ -379,8 +379,9 @@ func RunTrigger(ticketKey string) string { return prefix() + "run-trigger:" + ti
 // loses no decision: the next decision or the gate's repair finishes it.
 func GateDecision(ticketKey string) string { return prefix() + "gate-decision:" + ticketKey }
 
-// GateRejections counts the rejections of a ticket's gates; the one past
-// the gate's max_rejections fails the ticket. Its claim starts it over.
+// GateRejections counts the rejections of a ticket's gates, a hash of
+// gated stage → rejections whose move landed; the one past that gate's
+// max_rejections fails the ticket. Its claim starts it over.
 func GateRejections(ticketKey string) string { return prefix() + "gate-rejections:" + ticketKey }
 
 // Review is the reviewer's text of a ticket's last rejection, which the

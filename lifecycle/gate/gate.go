@@ -475,7 +475,7 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 	case OutcomeFailed:
 		to, why = lifecycle.Failed, fmt.Sprintf("stage %s rejected by %s, rejection %d: more than max_rejections %d", rec.Stage, who, rec.Rejection, rec.Max)
 	case OutcomeCancelled:
-		to, why = lifecycle.Failed, claim.CommandCause(rec.Actor)+" while awaiting approval"
+		to, why = lifecycle.Failed, cancelCause(rec)
 	}
 	if to == lifecycle.Failed {
 		if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, prefix+"failed: "+why+".")); err != nil {

@@ -15,10 +15,13 @@ import (
 )
 
 // ParkedKeeper keeps one ticket parked in AwaitingApproval: finishes a
-// decision recorded and not carried out, applies its gate's deadline
-// (lifecycle/gate's Gate.Expire). It returns what it did, "" for nothing.
+// decision recorded and not carried out, fails one closed or without its
+// trigger label, applies its gate's deadline (lifecycle/gate's
+// Gate.Expire). It returns what it did, "" for nothing. Parked lists the
+// tickets indexed as parked (keys.Parked), closed ones included.
 type ParkedKeeper interface {
 	Expire(ctx context.Context, ref platforms.Ref) (string, error)
+	Parked(ctx context.Context) ([]platforms.Ref, error)
 }
 
 // GateKeeperConfig configures a GateKeeper.
@@ -32,8 +35,12 @@ type GateKeeperConfig struct {
 
 // GateKeeper lists every project's AwaitingApproval tickets each cycle and
 // hands each to the ApprovalGate's Expire: a decision a crash left
-// recorded is finished, a gate past its timeout escalates or fails. One
-// list call per project per cycle; writes only for a ticket due.
+// recorded is finished, a ticket without its trigger label fails
+// (cancelled), a gate past its timeout escalates or fails. Tickets the
+// parked index holds that the listing of their project missed (closed,
+// or no longer parked) are read one by one and handed over too: a closed
+// one fails (cancelled), one no longer parked leaves the index. One list
+// call per project per cycle; writes only for a ticket due.
 type GateKeeper struct {
 	cfg    GateKeeperConfig
 	claims *claim.Service
@@ -69,19 +76,37 @@ func (k *GateKeeper) Cycle(ctx context.Context) error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list %s tickets: %w", lifecycle.AwaitingApproval, err))
 	}
+	seen := map[string]bool{}
+	keep := func(ref platforms.Ref) error {
+		if err := k.cfg.Fence(ctx); err != nil {
+			return err
+		}
+		out, err := k.keeper.Expire(trackerhttp.WithFence(ctx, k.cfg.Fence), ref)
+		if err != nil {
+			errs = append(errs, err)
+		} else if out != "" {
+			k.log.Info("parked ticket "+out, zap.String("ticket", ref.String()))
+		}
+		return nil
+	}
 	for _, name := range projects.Names() {
 		for _, t := range listed[name] {
-			if err := k.cfg.Fence(ctx); err != nil {
+			seen[t.Ref.Key()] = true
+			if err := keep(t.Ref); err != nil {
 				return errors.Join(append(errs, err)...)
 			}
-			out, err := k.keeper.Expire(trackerhttp.WithFence(ctx, k.cfg.Fence), t.Ref)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if out != "" {
-				k.log.Info("parked ticket "+out, zap.String("ticket", t.Ref.String()))
-			}
+		}
+	}
+	indexed, err := k.keeper.Parked(ctx)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, ref := range indexed {
+		if _, listedOK := listed[ref.Project]; seen[ref.Key()] || !listedOK {
+			continue // kept above, or its project's listing failed (or it is retired)
+		}
+		if err := keep(ref); err != nil {
+			return errors.Join(append(errs, err)...)
 		}
 	}
 	return errors.Join(errs...)

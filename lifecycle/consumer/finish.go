@@ -988,6 +988,9 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage 
 		if err := e.rdb.Set(wctx, keys.GateParked(req.Ref.Key()), e.cfg.Clock().UTC().Format(time.RFC3339Nano), keys.GateTTL).Err(); err != nil {
 			log.Warn("record when the ticket was parked (the gate's deadline counts from its first check)", zap.Error(err))
 		}
+		if err := runstate.MarkParked(wctx, e.rdb, req.Ref); err != nil {
+			log.Warn("index the parked ticket (the GateKeeper finds it while it is open, not once closed)", zap.Error(err))
+		}
 		log.Info(outcome+"; stage awaits approval", zap.String("nextStage", stage))
 		return
 	}

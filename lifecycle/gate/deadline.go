@@ -15,15 +15,19 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// Outcomes of a gate's deadline (Expire).
+// Outcomes of a gate's deadline (Expire); a ticket closed or without
+// its trigger label leaves the gate as OutcomeCancelled.
 const (
 	OutcomeTimedOut  = "timed out" // on_timeout: fail
 	OutcomeEscalated = "escalated" // on_timeout: escalate
 )
 
 // Expire keeps a parked ticket, under its claim lock: it finishes a
-// decision recorded and not carried out (Repair's work), then applies the
-// gated stage's deadline (gate.approval.timeout, counted from
+// decision recorded and not carried out (Repair's work); a ticket closed
+// or without its trigger label leaves the gate as an Enqueued one does
+// (Failed, outcome cancelled, the cancellation comment first, its gate
+// records forgotten); a ticket no longer parked leaves the parked index,
+// one deleted its records too. Then it applies the gated stage's deadline (gate.approval.timeout, counted from
 // keys.GateParked; a ticket parked without that record counts from this
 // first check). Past it, on_timeout fail moves the ticket
 // AwaitingApproval → Failed, its comment first; escalate adds the
@@ -43,14 +47,23 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 			return g.finish(ctx, p, ref, rec) // moved: no deadline applies
 		}
 		t, err := p.Tracker.Get(ctx, ref)
+		if errors.Is(err, platforms.ErrNotFound) {
+			g.forget(ctx, ref)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("gate %s: read ticket: %w", ref, err)
 		}
 		labels := p.Labels(g.claims.Labels())
 		if labels.StateOf(t.Labels) != lifecycle.AwaitingApproval {
+			g.unindex(ctx, ref)
 			return nil
 		}
 		stage := labels.StageOf(t.Labels)
+		if cause := lifecycle.TrackerCause(t, p.TriggerLabel); cause != "" {
+			outcome = OutcomeCancelled
+			return g.leave(ctx, p, t, stage, cause)
+		}
 		a := approvalOf(p, stage)
 		if a.Timeout <= 0 {
 			return nil
@@ -109,17 +122,42 @@ func (g *Gate) escalated(ctx context.Context, ref platforms.Ref, parked string) 
 // timeOut fails t, past its gate's deadline: the comment first, then the
 // move, as a rejection past max_rejections.
 func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, why string) error {
-	ref := t.Ref
 	prefix := "**" + g.claims.Labels().Prefix + "**: "
-	if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, prefix+"failed: the approval gate timed out: "+why+".")); err != nil {
+	return g.fail(ctx, p, t, stage, prefix+"failed: the approval gate timed out: "+why+".", OutcomeTimedOut, why)
+}
+
+// leave fails t, parked and closed or without its trigger label (cause,
+// lifecycle.TrackerCause), as the executor fails an Enqueued ticket so:
+// outcome cancelled, the cancellation comment first.
+func (g *Gate) leave(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, cause string) error {
+	labels := p.Labels(g.claims.Labels())
+	body := fmt.Sprintf("**%s**: cancelled (%s): stage %s awaited approval and does not run. Remove `%s` and add `%s` to run it again.",
+		labels.Prefix, cause, stage, labels.Label(lifecycle.Failed), p.TriggerLabel)
+	return g.fail(ctx, p, t, stage, body, OutcomeCancelled, cause+" while stage "+stage+" awaited approval")
+}
+
+// fail moves parked t to Failed with outcome: body is posted first, the
+// ticket read again (on Azure DevOps a comment is a revision, which the
+// label write tests), moved, and the gate's records forgotten.
+func (g *Gate) fail(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, body, outcome, why string) error {
+	ref := t.Ref
+	if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, body)); err != nil {
 		return fmt.Errorf("gate %s: comment: %w", ref, err)
 	}
+	labels := p.Labels(g.claims.Labels())
+	fresh, err := p.Tracker.Get(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("gate %s: read after the comment: %w", ref, err)
+	}
+	if s := labels.StateOf(fresh.Labels); s != lifecycle.AwaitingApproval {
+		return fmt.Errorf("gate %s: state is %s after the comment, not %s", ref, s, lifecycle.AwaitingApproval)
+	}
 	m := lifecycle.Move{From: lifecycle.AwaitingApproval, To: lifecycle.Failed, Stage: stage}
-	if _, err := lifecycle.Relabel(ctx, p.Tracker, p.Labels(g.claims.Labels()), t, m, lifecycle.OwnerApprovalGate); err != nil {
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, labels, fresh, m, lifecycle.OwnerApprovalGate); err != nil {
 		return fmt.Errorf("gate %s: move to %s: %w", ref, lifecycle.Failed, err)
 	}
 	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: lifecycle.Failed,
-		Outcome: OutcomeTimedOut, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why})
+		Outcome: outcome, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why})
 	g.forget(ctx, ref)
 	return nil
 }

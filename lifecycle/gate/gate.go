@@ -521,6 +521,7 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 		if err := g.rdb.Del(ctx, keys.GateParked(ref.Key())).Err(); err != nil {
 			g.log.Warn("drop when the ticket was parked", zap.String("ticket", ref.String()), zap.Error(err))
 		}
+		g.unindex(ctx, ref)
 		if rec.Kind == Approve {
 			// The review was for the stage before; the gated stage runs without.
 			if err := g.rdb.Del(ctx, keys.Review(ref.Key())).Err(); err != nil {
@@ -547,6 +548,20 @@ func (g *Gate) forget(ctx context.Context, ref platforms.Ref) {
 	if err := g.rdb.Del(ctx, keys.GateRejections(k), keys.Review(k), keys.GateParked(k), keys.GateEscalated(k)).Err(); err != nil {
 		g.log.Warn("forget the gate's records", zap.String("ticket", ref.String()), zap.Error(err))
 	}
+	g.unindex(ctx, ref)
+}
+
+// unindex drops ref from the parked index (keys.Parked): it left the gate.
+func (g *Gate) unindex(ctx context.Context, ref platforms.Ref) {
+	if err := runstate.UnmarkParked(ctx, g.rdb, ref); err != nil {
+		g.log.Warn("drop the ticket from the parked index", zap.String("ticket", ref.String()), zap.Error(err))
+	}
+}
+
+// Parked are the tickets the executor indexed as parked (keys.Parked):
+// the GateKeeper keeps those its open-ticket listing misses (closed).
+func (g *Gate) Parked(ctx context.Context) ([]platforms.Ref, error) {
+	return runstate.ParkedRefs(ctx, g.rdb)
 }
 
 func (g *Gate) emit(ref platforms.Ref, s lifecycle.State, outcome, reason string) {

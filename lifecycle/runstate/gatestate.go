@@ -2,6 +2,7 @@ package runstate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -56,4 +57,39 @@ func ForgetTrigger(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, st
 		return fmt.Errorf("forget the run state of %s: %w", ref, err)
 	}
 	return nil
+}
+
+// MarkParked indexes ref as parked (keys.Parked); the executor calls it
+// as it parks the ticket.
+func MarkParked(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
+	b, _ := json.Marshal(ref) // strings: cannot fail
+	if err := rdb.HSet(ctx, keys.Parked(), ref.Key(), b).Err(); err != nil {
+		return fmt.Errorf("index %s as parked: %w", ref, err)
+	}
+	return nil
+}
+
+// UnmarkParked drops ref from the parked index.
+func UnmarkParked(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
+	if err := rdb.HDel(ctx, keys.Parked(), ref.Key()).Err(); err != nil {
+		return fmt.Errorf("drop %s from the parked index: %w", ref, err)
+	}
+	return nil
+}
+
+// ParkedRefs are the tickets the parked index holds; an unreadable entry
+// is skipped.
+func ParkedRefs(ctx context.Context, rdb redis.Cmdable) ([]platforms.Ref, error) {
+	raw, err := rdb.HGetAll(ctx, keys.Parked()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the parked index: %w", err)
+	}
+	out := make([]platforms.Ref, 0, len(raw))
+	for _, v := range raw {
+		var ref platforms.Ref
+		if json.Unmarshal([]byte(v), &ref) == nil && ref.ID != "" {
+			out = append(out, ref)
+		}
+	}
+	return out, nil
 }

@@ -393,6 +393,13 @@ func Review(ticketKey string) string { return prefix() + "review:" + ticketKey }
 // from it (GateTTL).
 func GateParked(ticketKey string) string { return prefix() + "gate-parked:" + ticketKey }
 
+// Parked indexes the tickets parked in AwaitingApproval: a hash of
+// ticket key → its Ref as JSON, written by the executor as it parks a
+// ticket and cleared by the ApprovalGate as it moves it on, so the
+// GateKeeper finds a parked ticket that was closed, which no open-ticket
+// listing shows.
+func Parked() string { return prefix() + "parked" }
+
 // GateEscalated is the GateParked value a timed-out gate escalated for:
 // one escalation per parking (GateTTL).
 func GateEscalated(ticketKey string) string { return prefix() + "gate-escalated:" + ticketKey }

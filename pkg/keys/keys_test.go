@@ -19,6 +19,7 @@ var builders = map[string]func() string{
 	"GateDecision":        func() string { return GateDecision("github:a/b#1") },
 	"GateParked":          func() string { return GateParked("github:a/b#1") },
 	"GateEscalated":       func() string { return GateEscalated("github:a/b#1") },
+	"Parked":              Parked,
 	"GateRejections":      func() string { return GateRejections("github:a/b#1") },
 	"Review":              func() string { return Review("github:a/b#1") },
 	"Heartbeat":           func() string { return Heartbeat("github:a/b#1") },

@@ -24,6 +24,16 @@ if [ "$AGENTSMITH_STAGE" = test ]; then
 fi
 printf '{"summary": "%s finished"}' "$AGENTSMITH_STAGE" > "$AGENTSMITH_RESULT_FILE"`
 
+// sentBackOnceRuns are the stage runs of a ticket whose test stage fails
+// once and sends it back to implement.
+var sentBackOnceRuns = []string{
+	"plan 1 prev=",
+	`implement 1 prev={"summary":"plan finished","links":null}`,
+	`test 1 prev={"summary":"implement finished","links":null}`,
+	`implement 1 prev={"summary":"tests broke: TestCheckout","links":null}`,
+	`test 1 prev={"summary":"implement finished","links":null}`,
+}
+
 // startSendBack starts a replica whose project has the stages plan →
 // implement → test, test with on_failure back to implement (max 2).
 func (e *env) startSendBack(instance string) { e.startSendBackGated(instance, "") }
@@ -60,15 +70,8 @@ func TestStageFailureSendsTicketBack(t *testing.T) {
 		e.startSendBack("replica-a")
 		n := e.sim.CreateIssue(e.repo, "Send me back", "", "agent-smith")
 		e.waitState(n, 60*time.Second, lifecycle.Done)
-		want := []string{
-			"plan 1 prev=",
-			`implement 1 prev={"summary":"plan finished","links":null}`,
-			`test 1 prev={"summary":"implement finished","links":null}`,
-			`implement 1 prev={"summary":"tests broke: TestCheckout","links":null}`,
-			`test 1 prev={"summary":"implement finished","links":null}`,
-		}
-		if got := e.runLines("stage", n); !slices.Equal(got, want) {
-			t.Errorf("stage runs %q, want %q", got, want)
+		if got := e.runLines("stage", n); !slices.Equal(got, sentBackOnceRuns) {
+			t.Errorf("stage runs %q, want %q", got, sentBackOnceRuns)
 		}
 		if got, want := e.stagesSeen(n), []string{"plan", "implement", "test", "implement", "test"}; !slices.Equal(got, want) {
 			t.Errorf("stage labels seen on the ticket %q, want %q", got, want)
@@ -132,15 +135,8 @@ func TestSendBackToGatedStageParks(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitState(n, 60*time.Second, lifecycle.Done)
-		want := []string{
-			"plan 1 prev=",
-			`implement 1 prev={"summary":"plan finished","links":null}`,
-			`test 1 prev={"summary":"implement finished","links":null}`,
-			`implement 1 prev={"summary":"tests broke: TestCheckout","links":null}`,
-			`test 1 prev={"summary":"implement finished","links":null}`,
-		}
-		if got := e.runLines("stage", n); !slices.Equal(got, want) {
-			t.Errorf("stage runs %q, want %q", got, want)
+		if got := e.runLines("stage", n); !slices.Equal(got, sentBackOnceRuns) {
+			t.Errorf("stage runs %q, want %q", got, sentBackOnceRuns)
 		}
 	})
 }

@@ -20,7 +20,12 @@ import (
 // once on one GitHub token, run to Done by two replicas, against
 // trackersim enforcing GitHub's secondary limits.
 type BurstResult struct {
-	API     string `json:"api"`
+	API string `json:"api"`
+	// Reading is which writes count toward the content creation limit, in
+	// the pacing and in the sim alike: "default" (label writes do not,
+	// GitHubSecondary) or "labels-as-content" (every write does,
+	// github.pace_labels_as_content).
+	Reading string `json:"reading"`
 	Paced   bool   `json:"paced"`
 	Tickets int    `json:"tickets"`
 	// Refused are the sim's secondary-limit refusals (REST 403s and
@@ -52,30 +57,36 @@ const (
 	// for: enough to count its refusals; its refusals and holds (1 minute
 	// doubling to 16) make a full drain too slow to run in the bench.
 	burstUnpacedSpan = 10 * time.Minute
+	// The readings of which writes count toward the content creation
+	// limit (BurstResult.Reading).
+	burstDefault         = "default"
+	burstLabelsAsContent = "labels-as-content"
 )
 
 // burst is section 2b.
 func (b *bench) burst(ctx context.Context) error {
 	fmt.Printf("## 2b. Burst: %d GitHub tickets triggered at once, two replicas on one token, run to Done against trackersim enforcing GitHub's secondary limits\n\n", burstTickets)
-	fmt.Printf("| API | pacing | secondary-limit refusals | failed transitions (retried next round) | rounds | tickets Done | GitHub time to drain | write requests | Redis round trips/write | wall |\n")
-	fmt.Printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| API | content reading | pacing | secondary-limit refusals | failed transitions (retried next round) | rounds | tickets Done | GitHub time to drain | write requests | Redis round trips/write | wall |\n")
+	fmt.Printf("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, api := range []string{github.APIREST, github.APIGraphQL} {
-		for _, paced := range []bool{true, false} {
-			r, err := b.burstRun(ctx, api, paced)
-			if err != nil {
-				return fmt.Errorf("burst %s paced=%v: %w", api, paced, err)
+		for _, reading := range []string{burstDefault, burstLabelsAsContent} {
+			for _, paced := range []bool{true, false} {
+				r, err := b.burstRun(ctx, api, reading, paced)
+				if err != nil {
+					return fmt.Errorf("burst %s %s paced=%v: %w", api, reading, paced, err)
+				}
+				b.res.Burst = append(b.res.Burst, r)
+				onOff := "off"
+				if paced {
+					onOff = "on"
+				}
+				drain := r.Drain.Round(time.Minute).String()
+				if r.Done < r.Tickets {
+					drain = "not drained in " + drain
+				}
+				fmt.Printf("| %s | %s | %s | %d | %d | %d | %d | %s | %d | %.2f | %s |\n", api, reading, onOff, r.Refused, r.Failed, r.Rounds,
+					r.Done, drain, r.Writes, r.RedisPerWrite, r.Wall.Round(time.Millisecond))
 			}
-			b.res.Burst = append(b.res.Burst, r)
-			onOff := "off"
-			if paced {
-				onOff = "on"
-			}
-			drain := r.Drain.Round(time.Minute).String()
-			if r.Done < r.Tickets {
-				drain = "not drained in " + drain
-			}
-			fmt.Printf("| %s | %s | %d | %d | %d | %d | %s | %d | %.2f | %s |\n", api, onOff, r.Refused, r.Failed, r.Rounds,
-				r.Done, drain, r.Writes, r.RedisPerWrite, r.Wall.Round(time.Millisecond))
 		}
 	}
 	fmt.Println()
@@ -87,13 +98,19 @@ func (b *bench) burst(ctx context.Context) error {
 // claim and the consumer read), replicas taking turns per ticket. A
 // transition that fails is tried again in the next round. The clock is
 // fake and shared by the sim and both transports: a wait passes at once,
-// and the drain is GitHub time.
-func (b *bench) burstRun(ctx context.Context, api string, paced bool) (BurstResult, error) {
-	res := BurstResult{API: api, Paced: paced, Tickets: burstTickets}
+// and the drain is GitHub time. reading is how both the pacing and the sim
+// count label writes.
+func (b *bench) burstRun(ctx context.Context, api, reading string, paced bool) (BurstResult, error) {
+	res := BurstResult{API: api, Reading: reading, Paced: paced, Tickets: burstTickets}
+	strict := reading == burstLabelsAsContent
+	limits := trackerhttp.GitHubRateLimits
+	if strict {
+		limits = trackerhttp.GitHubRateLimitsLabelsAsContent
+	}
 	start := time.Unix(1_700_000_000, 0)
 	clock := trackerhttptest.NewClock(start)
 	const token = "burst-token"
-	sim := trackersim.New(trackersim.Options{Tokens: []string{token}, Clock: clock.Now, GitHubSecondaryLimits: true})
+	sim := trackersim.New(trackersim.Options{Tokens: []string{token}, Clock: clock.Now, GitHubSecondaryLimits: true, GitHubLabelsAsContent: strict})
 	defer sim.Close()
 	srv := httptest.NewServer(sim.Handler())
 	defer srv.Close()
@@ -109,7 +126,7 @@ func (b *bench) burstRun(ctx context.Context, api string, paced bool) (BurstResu
 		// The daemon's transport but for the clock, and MaxWait long
 		// enough for the hourly window: the daemon fails such a wait
 		// (ErrRateLimited) and its poller tries again later.
-		opts := trackerhttp.Options{Clock: clock.Now, Sleep: clock.Sleep, RateLimits: trackerhttp.GitHubRateLimits,
+		opts := trackerhttp.Options{Clock: clock.Now, Sleep: clock.Sleep, RateLimits: limits,
 			Budget: share, MaxWait: 2 * time.Hour, PaceSecondary: paced}
 		hc := &http.Client{Transport: trackerhttp.NewTransport(nil, opts), CheckRedirect: trackerhttp.CheckRedirect}
 		return github.New(github.Options{BaseURL: srv.URL + "/github/", Repo: repo, Token: token, HTTPClient: hc, API: api})

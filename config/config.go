@@ -401,12 +401,18 @@ type GitHub struct {
 	// (docs/github-graphql.md); "rest" with REST's per-label endpoints,
 	// two core calls a transition.
 	API string `yaml:"api"`
-	// PaceSecondary paces the label writes before GitHub's secondary
-	// limits (80 content creations a minute, 500 an hour, 900 points a
-	// minute), counted in Redis across every replica using the token, so
-	// a burst of triggered tickets waits instead of being refused. On by
-	// default; each write then costs a Redis round trip more.
+	// PaceSecondary paces the writes before GitHub's secondary limits
+	// (80 content creations a minute, 500 an hour, 900 points a minute),
+	// counted in Redis across every replica using the token, so a burst of
+	// triggered tickets waits instead of being refused. On by default;
+	// each write then costs a Redis round trip more.
 	PaceSecondary *bool `yaml:"pace_secondary"`
+	// PaceLabelsAsContent paces label writes as content creations, which
+	// by default pay points only (GitHub does not list what creates
+	// content; the reports are of issues and comments): for a token whose
+	// label changes GitHub refuses as content creation. It caps the token
+	// at 500 label writes an hour. Needs PaceSecondary.
+	PaceLabelsAsContent bool `yaml:"pace_labels_as_content"`
 }
 
 // Paced reports whether the project's writes are paced before GitHub's

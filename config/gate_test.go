@@ -57,11 +57,33 @@ func TestStageGateValidation(t *testing.T) {
 		`projects[0].pipeline.stages[0].gate: the first stage cannot have a gate`,
 		`projects[0].pipeline.stages[2].gate.approval.max_rejections: must be at least 1`,
 		`projects[0].pipeline.stages[2].gate.approval.approvers.users: users or teams required when access is "none": otherwise nobody may approve`,
-		`projects[0].pipeline.stages[3].gate: "timer": want "approval"`,
+		`projects[0].pipeline.stages[3].gate: "timer": want "approval" or a mapping such as {approval: {max_rejections: 2}} or {after: 1h}`,
 		`projects[0].pipeline.stages[2].gate.approval.timeout: must not be negative`,
 		`projects[0].pipeline.stages[2].gate.approval.on_timeout: "wait": want "escalate" or "fail"`,
 		`projects[0].pipeline.stages[2].gate.approval.mention[0]: must be one handle`,
-		`projects[0].pipeline.stages[4].gate: want a kind of gate: approval`,
+		`projects[0].pipeline.stages[4].gate: want a kind of gate: approval or after`,
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("errors lack %q:\n%s", want, errs)
+		}
+	}
+}
+
+// A timer gate reads from {after: <duration>}; after must be positive,
+// and a stage has an approval or a timer, not both.
+func TestStageTimerGate(t *testing.T) {
+	t.Parallel()
+	doc := strings.Replace(staged, "        - name: implement\n", "        - name: implement\n          gate: {after: 90m}\n", 1)
+	pl := mustParse(t, doc, map[string]string{"T": "t"}).Projects[0].Pipeline
+	if g := pl.Stages[1].Gate; g == nil || g.After != 90*time.Minute || g.Approval != nil {
+		t.Errorf("implement gate %+v, want a timer of 90m alone", g)
+	}
+	bad := strings.Replace(staged, "        - name: implement\n", "        - name: implement\n          gate: {after: -1h}\n", 1)
+	bad = strings.Replace(bad, "        - name: test\n", "        - name: test\n          gate: {after: 1h, approval: {max_rejections: 1}}\n", 1)
+	errs := strings.Join(parseErrs(t, bad, map[string]string{"T": "t"}), "\n")
+	for _, want := range []string{
+		`projects[0].pipeline.stages[1].gate.after: must be positive`,
+		`projects[0].pipeline.stages[2].gate: one kind of gate: approval or after, not both`,
 	} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("errors lack %q:\n%s", want, errs)

@@ -64,3 +64,34 @@ func TestGitHubPaceSecondary(t *testing.T) {
 		t.Errorf("gitlab with github.pace_secondary: %q", got)
 	}
 }
+
+// github.pace_labels_as_content is off unless set, read when set on a
+// paced GitHub project, and refused on another platform and with
+// pace_secondary: false.
+func TestGitHubPaceLabelsAsContent(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"T": "t"}
+	if c := mustParse(t, oneProject+"    token_env: T\n", vars); c.Projects[0].GitHub.PaceLabelsAsContent {
+		t.Error("label writes paced as content by default")
+	}
+	c := mustParse(t, oneProject+"    token_env: T\n    github: {pace_labels_as_content: true}\n", vars)
+	if !c.Projects[0].GitHub.PaceLabelsAsContent || !c.Projects[0].GitHub.Paced() {
+		t.Errorf("pace_labels_as_content: true read as %+v", c.Projects[0].GitHub)
+	}
+	out, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back := mustParse(t, string(out), vars); !back.Projects[0].GitHub.PaceLabelsAsContent {
+		t.Errorf("printed config drops pace_labels_as_content:\n%s", out)
+	}
+	if got := parseErrs(t, oneProject+"    token_env: T\n    github: {pace_secondary: false, pace_labels_as_content: true}\n", vars); !slices.Equal(got,
+		[]string{"projects[0].github.pace_labels_as_content: needs pace_secondary: true (it says how writes are paced)"}) {
+		t.Errorf("pace_labels_as_content without pacing: %q", got)
+	}
+	gitlab := strings.Replace(strings.Replace(oneProject, "platform: github", "platform: gitlab", 1), "repo: o/r", "repo: g/p", 1)
+	if got := parseErrs(t, gitlab+"    token_env: T\n    github: {pace_labels_as_content: true}\n", vars); !slices.Equal(got,
+		[]string{"projects[0].github: only for platform github"}) {
+		t.Errorf("gitlab with github.pace_labels_as_content: %q", got)
+	}
+}

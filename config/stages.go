@@ -31,9 +31,9 @@ type Stage struct {
 	// the project's (unset: the project's pool).
 	Pool string `yaml:"pool"`
 	// Gate, when set, holds a ticket before this stage starts (never on
-	// the first stage): `gate: approval`, or the long form
+	// the first stage): `gate: approval`, the long form
 	// `gate: {approval: {approvers: …, distinct_from_trigger: …,
-	// max_rejections: …}}`.
+	// max_rejections: …}}`, or a timer `gate: {after: 1h}`.
 	Gate *Gate `yaml:"gate"`
 }
 
@@ -41,17 +41,21 @@ type Stage struct {
 const GateApproval = "approval"
 
 // Gate is what a stage waits for before it starts. Its fields are kinds
-// of gate; one is set. Approval is the one kind today; the mapping leaves
-// room for others (a timer, a deadline) beside it.
+// of gate; exactly one is set: a person's approval, or a timer.
 type Gate struct {
 	Approval *Approval `yaml:"approval"`
+	// After is a timer gate: once the stage before succeeded, the ticket
+	// waits this long, Enqueued with the gated stage's label and its
+	// request in the delayed set (no consumer slot), before the stage
+	// starts. It cannot be combined with approval.
+	After time.Duration `yaml:"after"`
 }
 
 // fromScalar reads the short form: the name of a kind of gate with its
 // defaults. It returns the complaint, or "".
 func (g *Gate) fromScalar(s string) string {
 	if s != GateApproval {
-		return fmt.Sprintf("%q: want %q or a mapping such as {approval: {max_rejections: 2}}", lifecycle.TruncateRunes(s, 40), GateApproval)
+		return fmt.Sprintf("%q: want %q or a mapping such as {approval: {max_rejections: 2}} or {after: 1h}", lifecycle.TruncateRunes(s, 40), GateApproval)
 	}
 	g.Approval = &Approval{}
 	return ""
@@ -136,8 +140,9 @@ func (pl *Pipeline) applyStageDefaults() {
 }
 
 // validateGates checks the stages' gates: none on the first stage (a
-// ticket is claimed into it), one kind each, the approvers as
-// trigger.allow is checked for platform.
+// ticket is claimed into it), one kind each (an approval and a timer on
+// one stage are refused: which waits first would be a guess), a timer's
+// after positive, the approvers as trigger.allow is checked for platform.
 func (pl *Pipeline) validateGates(errs *Errors, path, platform, trigger, labelPrefix string, spaceless bool) {
 	for i, s := range pl.Stages {
 		if s.Gate == nil {
@@ -147,8 +152,13 @@ func (pl *Pipeline) validateGates(errs *Errors, path, platform, trigger, labelPr
 		switch a := s.Gate.Approval; {
 		case i == 0:
 			errs.add(gp, "the first stage cannot have a gate: the trigger label starts it")
+		case a != nil && s.Gate.After != 0:
+			errs.add(gp, "one kind of gate: approval or after, not both")
+		case s.Gate.After < 0:
+			errs.add(gp+".after", "must be positive (a duration such as 1h)")
+		case s.Gate.After > 0:
 		case a == nil:
-			errs.add(gp, "want a kind of gate: approval")
+			errs.add(gp, "want a kind of gate: approval or after")
 		default:
 			atLeast(errs, gp+".approval.max_rejections", a.MaxRejections, 1)
 			a.validateTimeout(errs, gp+".approval", trigger, labelPrefix, spaceless)

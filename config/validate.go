@@ -235,11 +235,13 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		errs.add(path+".jira", "only for platform jira")
 	}
 	switch {
-	case p.GitHub.API == "" && !p.GitHub.Paced():
+	case p.GitHub.API == "" && !p.GitHub.Paced() && !p.GitHub.PaceLabelsAsContent:
 	case !caps.GitHubAPI:
 		errs.add(path+".github", "only for platform github")
 	case p.GitHub.API != "" && p.GitHub.API != GitHubAPIREST && p.GitHub.API != GitHubAPIGraphQL:
 		errs.add(path+".github.api", fmt.Sprintf("want %q (the default) or %q", GitHubAPIGraphQL, GitHubAPIREST))
+	case p.GitHub.PaceLabelsAsContent && !p.GitHub.Paced():
+		errs.add(path+".github.pace_labels_as_content", "needs pace_secondary: true (it says how writes are paced)")
 	}
 
 	w := &p.Webhook

@@ -3,6 +3,7 @@ package housekeeping
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
-	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 )
 
@@ -28,7 +28,7 @@ func TestGateKeeperFailsParkedPastDeadline(t *testing.T) {
 			MaxRejections: 2}}}}
 	sl := p.Labels(w.Labels)
 	park := func(stage string, at time.Time) int {
-		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked at "+stage, "", "agent-smith", sl.Label(lifecycle.AwaitingApproval), sl.Stage(stage))
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked at "+stage, "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage(stage))
 		if err := w.RDB.Set(t.Context(), keys.GateParked(lifecycletest.Ref(n).Key()), at.Format(time.RFC3339Nano), keys.GateTTL).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -62,12 +62,93 @@ func TestGateKeeperFailsParkedPastDeadline(t *testing.T) {
 	}
 }
 
+// TestGateKeeperMendsParkedIndex: a cycle lists a ticket parked without
+// its index entry (a replica died between the park and the index write),
+// drops the entry of a ticket no longer parked, and keeps a fresh entry
+// the listing may not show yet and the entries of tickets still parked.
+func TestGateKeeperMendsParkedIndex(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	p.Stages = []lifecycle.Stage{{Name: "plan"},
+		{Name: "review", Gate: &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}}, MaxRejections: 2}}}}
+	sl := p.Labels(w.Labels)
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	ctx := t.Context()
+	unindexed := w.Sim.CreateIssue(lifecycletest.Repo, "parked, no entry", "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+	if err := w.RDB.Set(ctx, keys.GateParked(lifecycletest.Ref(unindexed).Key()), lifecycle.ParkedStamp(now.Add(-time.Hour)), keys.GateTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	indexed := w.Sim.CreateIssue(lifecycletest.Repo, "parked, entry", "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+	gone := w.Sim.CreateIssue(lifecycletest.Repo, "moved on by hand", "", sl.Label(lifecycle.Enqueued), sl.Stage("review"))
+	fresh := w.Sim.CreateIssue(lifecycletest.Repo, "parked a moment ago", "", sl.Label(lifecycle.Enqueued), sl.Stage("review"))
+	for n, since := range map[int]time.Time{indexed: now.Add(-time.Hour), gone: now.Add(-time.Hour), fresh: now.Add(-time.Second)} {
+		if err := lifecycle.Park(ctx, w.RDB, lifecycle.ParkedEntry{Ref: lifecycletest.Ref(n), Stage: "review", Since: since}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test", Clock: func() time.Time { return now }})
+	k := NewGateKeeper(w.Claims, g, GateKeeperConfig{Interval: time.Minute, Clock: func() time.Time { return now }})
+	if err := k.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	listed, total, got := parkedIndex(t, w)
+	want := []string{lifecycletest.Ref(unindexed).ID, lifecycletest.Ref(indexed).ID, lifecycletest.Ref(fresh).ID}
+	if total != 3 || !slices.Equal(got, want) {
+		t.Fatalf("parked index %q (total %d), want %q", got, total, want)
+	}
+	if e := listed[0]; e.Title != "parked, no entry" || e.Stage != "review" || !e.Since.Equal(now.Add(-time.Hour)) {
+		t.Errorf("mended entry %+v: want its title, stage review and its GateParked time", e)
+	}
+}
+
+// TestGateKeeperCarriesOutDecisionLabels: a decision label left on a
+// parked ticket (its webhook answered, the replica dead before the
+// decision, or the ticket's lock held then) is carried out by the next
+// cycle: the approval starts the gated stage, the rejection sends the
+// ticket back to the stage before, each label removed. A ticket without
+// one stays parked.
+func TestGateKeeperCarriesOutDecisionLabels(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	approval := &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}}, MaxRejections: 2}}
+	p.Stages = []lifecycle.Stage{{Name: "plan"}, {Name: "review", Gate: approval}}
+	sl := p.Labels(w.Labels)
+	park := func(decision string) int {
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked", "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+		if decision != "" {
+			if err := w.Sim.As("dana").AddLabels(lifecycletest.Repo, n, decision); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n
+	}
+	approved, rejected, waiting := park(sl.Approved()), park(sl.Rejected()), park("")
+	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test"})
+	if err := NewGateKeeper(w.Claims, g, GateKeeperConfig{}).Cycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]struct {
+		s     lifecycle.State
+		stage string
+	}{approved: {lifecycle.Enqueued, "review"}, rejected: {lifecycle.Enqueued, "plan"}, waiting: {lifecycle.AwaitingApproval, "review"}} {
+		is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+		if s, at := w.State(t, n), sl.StageOf(is.Labels); s != want.s || !p.SameStage(at, want.stage) {
+			t.Errorf("issue %d: %s at stage %s, want %s at stage %s", n, s, at, want.s, want.stage)
+		}
+		if slices.Contains(is.Labels, sl.Approved()) || slices.Contains(is.Labels, sl.Rejected()) {
+			t.Errorf("issue %d keeps a decision label: %v", n, is.Labels)
+		}
+	}
+}
+
 // TestGateKeeperCancelsParkedClosedOrUntriggered: a parked ticket that
 // lost its trigger label (listed) and one closed (missing from the open
-// listing, found through the parked index) leave the gate as an Enqueued
-// ticket would: Failed, outcome cancelled, one comment with the cause,
-// their gate records gone. An index entry of a ticket no longer parked
-// is dropped; a parked ticket with its trigger label stays.
+// listing, its parked index entry read afresh) leave the gate as an
+// Enqueued ticket would: Failed, outcome cancelled, one comment with the
+// cause, their gate records and index entries gone. The entry of a
+// ticket closed and no longer parked is dropped; a closed parked ticket
+// whose entry is fresher than the listing's grace keeps it, parked, until
+// a later cycle; a parked ticket with its trigger label stays.
 func TestGateKeeperCancelsParkedClosedOrUntriggered(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	p := w.Projects[lifecycletest.Project]
@@ -75,29 +156,32 @@ func TestGateKeeperCancelsParkedClosedOrUntriggered(t *testing.T) {
 		{Name: "review", Gate: &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}}, MaxRejections: 2}}}}
 	sl := p.Labels(w.Labels)
 	ctx := t.Context()
-	park := func(labels ...string) int {
-		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked", "", append(labels, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))...)
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	index := func(n int, since time.Time) {
 		ref := lifecycletest.Ref(n)
-		if err := runstate.MarkParked(ctx, w.RDB, ref); err != nil {
+		if err := lifecycle.Park(ctx, w.RDB, lifecycle.ParkedEntry{Ref: ref, Stage: "review", Title: "parked", Since: since}); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{keys.GateParked(ref.Key()), keys.GateRejections(ref.Key())} {
-			if err := w.RDB.Set(ctx, k, "x", keys.GateTTL).Err(); err != nil {
-				t.Fatal(err)
-			}
+		if err := w.RDB.Set(ctx, keys.GateRejections(ref.Key()), "x", keys.GateTTL).Err(); err != nil {
+			t.Fatal(err)
 		}
+	}
+	park := func(since time.Time, labels ...string) int {
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked", "", append(labels, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))...)
+		index(n, since)
 		return n
 	}
-	untriggered, closed, kept := park(), park("agent-smith"), park("agent-smith")
-	if err := w.Sim.SetOpen(lifecycletest.Repo, closed, false); err != nil {
-		t.Fatal(err)
+	old := now.Add(-time.Hour)
+	untriggered, closed, kept, closedFresh := park(old), park(old, p.TriggerLabel), park(old, p.TriggerLabel), park(now.Add(-time.Second), p.TriggerLabel)
+	closedMoved := w.Sim.CreateIssue(lifecycletest.Repo, "moved on, closed", "", p.TriggerLabel, sl.Label(lifecycle.Failed), sl.Stage("review"))
+	index(closedMoved, old)
+	for _, n := range []int{closed, closedFresh, closedMoved} {
+		if err := w.Sim.SetOpen(lifecycletest.Repo, n, false); err != nil {
+			t.Fatal(err)
+		}
 	}
-	moved := w.Sim.CreateIssue(lifecycletest.Repo, "moved on", "", "agent-smith", sl.Label(lifecycle.Enqueued), sl.Stage("review"))
-	if err := runstate.MarkParked(ctx, w.RDB, lifecycletest.Ref(moved)); err != nil {
-		t.Fatal(err)
-	}
-	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test"})
-	if err := NewGateKeeper(w.Claims, g, GateKeeperConfig{}).Cycle(ctx); err != nil {
+	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test", Clock: func() time.Time { return now }})
+	if err := NewGateKeeper(w.Claims, g, GateKeeperConfig{Interval: time.Minute, Clock: func() time.Time { return now }}).Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for n, cause := range map[int]string{untriggered: lifecycle.CauseUntriggered, closed: lifecycle.CauseClosed} {
@@ -112,20 +196,59 @@ func TestGateKeeperCancelsParkedClosedOrUntriggered(t *testing.T) {
 			t.Errorf("issue %d: %d gate records left", n, left)
 		}
 	}
-	if s := w.State(t, kept); s != lifecycle.AwaitingApproval {
-		t.Errorf("triggered parked ticket: state %s, want still awaiting-approval", s)
-	}
-	refs, err := runstate.ParkedRefs(ctx, w.RDB)
-	if err != nil || len(refs) != 1 || refs[0] != lifecycletest.Ref(kept) {
-		t.Errorf("parked index %+v %v, want only the ticket still parked", refs, err)
-	}
-	var cancelled int
-	for _, wr := range w.Sim.Writes() {
-		if w.Labels.StateOf(wr.Before) == lifecycle.AwaitingApproval && w.Labels.StateOf(wr.After) == lifecycle.Failed {
-			cancelled++
+	for _, n := range []int{kept, closedFresh} {
+		if s := w.State(t, n); s != lifecycle.AwaitingApproval {
+			t.Errorf("issue %d: state %s, want still awaiting-approval", n, s)
 		}
 	}
-	if cancelled != 2 {
-		t.Errorf("%d moves awaiting-approval → failed, want 2", cancelled)
+	parkedIDs := func() []string {
+		_, _, ids := parkedIndex(t, w)
+		return ids
 	}
+	if got, want := parkedIDs(), []string{lifecycletest.Ref(kept).ID, lifecycletest.Ref(closedFresh).ID}; !slices.Equal(got, want) {
+		t.Errorf("parked index %q, want %q: the tickets still parked", got, want)
+	}
+	cancelled := func() int {
+		n := 0
+		for _, wr := range w.Sim.Writes() {
+			if w.Labels.StateOf(wr.Before) == lifecycle.AwaitingApproval && w.Labels.StateOf(wr.After) == lifecycle.Failed {
+				n++
+			}
+		}
+		return n
+	}
+	if n := cancelled(); n != 2 {
+		t.Errorf("%d moves awaiting-approval → failed, want 2", n)
+	}
+
+	// Past the grace, the closed ticket parked a moment before leaves the
+	// gate too, never only its entry.
+	now = now.Add(2 * time.Minute)
+	if err := NewGateKeeper(w.Claims, g, GateKeeperConfig{Interval: time.Minute, Clock: func() time.Time { return now }}).Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, closedFresh); s != lifecycle.Failed {
+		t.Errorf("closed ticket parked a moment before: state %s after the grace, want failed", s)
+	}
+	if got, want := parkedIDs(), []string{lifecycletest.Ref(kept).ID}; !slices.Equal(got, want) {
+		t.Errorf("parked index %q, want %q", got, want)
+	}
+	if n := cancelled(); n != 3 {
+		t.Errorf("%d moves awaiting-approval → failed, want 3", n)
+	}
+}
+
+// parkedIndex is the parked index (lifecycle.ListParked), its total and
+// its tickets' ids, longest waiting first.
+func parkedIndex(t *testing.T, w *lifecycletest.World) ([]lifecycle.ParkedEntry, int64, []string) {
+	t.Helper()
+	listed, total, err := lifecycle.ListParked(t.Context(), w.RDB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range listed {
+		ids = append(ids, e.Ref.ID)
+	}
+	return listed, total, ids
 }

@@ -45,7 +45,9 @@ var webhookDoneBudgets = []budgetCase{
 	{"github-graphql", github.Platform, "/github/", "", "acme/app", "", 4, github.APIGraphQL},
 	{"gitlab", gitlab.Platform, "/gitlab/api/v4/", "", "acme/app", "gitlab", 4, ""},
 	{"azuredevops", azuredevops.Platform, "/ado/", "", "acmeorg/app", "ado", 4, ""},
-	{"jira-cloud", jira.Platform, "/jira/", jira.DeploymentCloud, "APP", "jira", 5, ""},
+	{"jira-cloud", jira.Platform, "/jira/", jira.DeploymentCloud, "APP", "jira", 4, ""},
+	// Data Center's edit answers 204 without the issue: the consumer reads
+	// the ticket at its take (platforms/jira.Tracker.AnswersWhole).
 	{"jira-dc", jira.Platform, "/jira/", jira.DeploymentDataCenter, "APP", "jira", 5, ""},
 }
 
@@ -177,6 +179,9 @@ func newBudgetRig(t *testing.T, rdb *redis.Client, name string, command []string
 	labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
+	if c.deployment == jira.DeploymentDataCenter {
+		s.SetJiraDeployment(trackersim.JiraDataCenter)
+	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	s.CreateRepo(c.repo)

@@ -88,13 +88,13 @@ func TestChangeBetweenClaimAndTake(t *testing.T) {
 // A copy of the claim's request (given back after a crash, or put back from
 // a dead replica's processing list) carries the claim's write answer too.
 // Taken after the ticket reached Done, it must not start from that answer:
-// GitLab's label write and GitHub's GraphQL one do not refuse a write on a
-// ticket that changed, so it would label the Done ticket in-progress and
-// run it again. Only the first take of the claim's request trusts the
+// GitLab's label write, GitHub's GraphQL one and Jira Cloud's edit do not
+// refuse a write on a ticket that changed, so it would label the Done
+// ticket in-progress and run it again. Only the first take of the claim's request trusts the
 // answer; the copy reads the ticket and drops.
 func TestChangeBetweenClaimAndTakeDuplicateAfterDone(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	for _, name := range []string{"gitlab", "github-graphql", "azuredevops"} {
+	for _, name := range []string{"gitlab", "github-graphql", "azuredevops", "jira-cloud"} {
 		t.Run(name, func(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "ran")
 			r := newBudgetRig(t, rdb, name, []string{"touch", marker})

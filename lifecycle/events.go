@@ -55,8 +55,14 @@ type Event struct {
 	RequestID string        `json:"request_id,omitempty"`
 	Reason    string        `json:"reason,omitempty"`
 	// Stage is the stage the run was in, for a staged project's run
-	// transitions by the executor (agentsmith_stage_duration_seconds).
-	Stage  string  `json:"stage,omitempty"`
+	// transitions by the executor (agentsmith_stage_duration_seconds); for
+	// the ApprovalGate's decisions and transitions, the gated stage the
+	// ticket awaited.
+	Stage string `json:"stage,omitempty"`
+	// Actor is who made a decision (the ApprovalGate's EventDecision and
+	// transitions): a tracker login as the tracker named them, or an
+	// operator ("operator:..."). Empty for a deadline's.
+	Actor  string  `json:"actor,omitempty"`
 	Holder *Holder `json:"holder,omitempty"`
 	// Wait is how long the request sat in the queue (Enqueued → InProgress).
 	// JSON: wait_ms, as every duration (see MarshalJSON).
@@ -68,6 +74,11 @@ type Event struct {
 	// Failed by the executor), when the request knew its claim time;
 	// JSON lead_ms.
 	Lead time.Duration `json:"-"`
+	// ApprovalWait is how long the ticket awaited approval, from its park
+	// (keys.GateParked) to the decision or deadline that moved it out of
+	// AwaitingApproval (agentsmith_approval_wait_seconds); JSON
+	// approval_wait_ms.
+	ApprovalWait time.Duration `json:"-"`
 	// Retrigger marks a claim of a ticket that had reached Done or Failed
 	// before (within keys.FinishedTTL): someone asked for another run.
 	Retrigger bool `json:"retrigger,omitempty"`
@@ -85,13 +96,16 @@ type eventJSON struct {
 	WaitMS int64 `json:"wait_ms,omitempty"`
 	RunMS  int64 `json:"run_ms,omitempty"`
 	LeadMS int64 `json:"lead_ms,omitempty"`
+	// ApprovalWaitMS is ApprovalWait.
+	ApprovalWaitMS int64 `json:"approval_wait_ms,omitempty"`
 }
 
 type eventAlias Event // Event without its methods, so MarshalJSON does not recurse
 
-// MarshalJSON writes the durations as wait_ms, run_ms and lead_ms.
+// MarshalJSON writes the durations as wait_ms, run_ms, lead_ms and
+// approval_wait_ms.
 func (e Event) MarshalJSON() ([]byte, error) {
-	return json.Marshal(eventJSON{eventAlias(e), e.Wait.Milliseconds(), e.Run.Milliseconds(), e.Lead.Milliseconds()})
+	return json.Marshal(eventJSON{eventAlias(e), e.Wait.Milliseconds(), e.Run.Milliseconds(), e.Lead.Milliseconds(), e.ApprovalWait.Milliseconds()})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -102,6 +116,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	}
 	*e = Event(j.eventAlias)
 	e.Wait, e.Run, e.Lead = time.Duration(j.WaitMS)*time.Millisecond, time.Duration(j.RunMS)*time.Millisecond, time.Duration(j.LeadMS)*time.Millisecond
+	e.ApprovalWait = time.Duration(j.ApprovalWaitMS) * time.Millisecond
 	return nil
 }
 
@@ -160,6 +175,15 @@ func Emit(log *zap.Logger, obs Observer, ev Event) {
 	}
 	if ev.Lead > 0 {
 		fields = append(fields, zap.Duration("leadTime", ev.Lead))
+	}
+	if ev.ApprovalWait > 0 {
+		fields = append(fields, zap.Duration("approvalWait", ev.ApprovalWait))
+	}
+	if ev.Stage != "" {
+		fields = append(fields, zap.String("stage", ev.Stage))
+	}
+	if ev.Actor != "" {
+		fields = append(fields, zap.String("actor", ev.Actor))
 	}
 	if ev.Retrigger {
 		fields = append(fields, zap.Bool("retrigger", true))

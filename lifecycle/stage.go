@@ -45,13 +45,16 @@ func (p *Project) OnFailureOf(name string) SendBack {
 	return SendBack{}
 }
 
-// Gate is what a stage waits for before it starts. Approval is the one
-// kind today; a timer (after) and a deadline (timeout, on_timeout) are
-// room for more.
+// Gate is what a stage waits for before it starts: a person's approval
+// or a timer, one of them (config validation).
 type Gate struct {
 	// Approval parks the ticket in AwaitingApproval until an approver
 	// approves the stage (lifecycle/gate).
 	Approval *Approval
+	// After is a timer gate: the stage's request waits this long in the
+	// delayed set, the ticket Enqueued with the stage's label, holding no
+	// consumer slot.
+	After time.Duration
 }
 
 // Approval is an approval gate's rules.
@@ -93,6 +96,16 @@ func (p *Project) ApprovalFor(name string) *Approval {
 		return p.Stages[i].Gate.Approval
 	}
 	return nil
+}
+
+// TimerFor is the timer gate (after) of stage name in p; 0 when it has
+// none.
+func (p *Project) TimerFor(name string) time.Duration {
+	names := p.StageNames()
+	if i := slices.Index(names, name); i >= 0 && p.Stages[i].Gate != nil {
+		return p.Stages[i].Gate.After
+	}
+	return 0
 }
 
 // SameStage reports whether a and b name the same one of p's stages.

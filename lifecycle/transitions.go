@@ -43,6 +43,7 @@ var Transitions = []Transition{
 	{InProgress, Enqueued, OwnerExecutor, "graceful shutdown handed the ticket back"},
 	{InProgress, Enqueued, OwnerExecutor, "a retryable failure with attempts left: the next attempt waits out its backoff in the delayed set"},
 	{InProgress, Enqueued, OwnerExecutor, "stage s succeeded; the next stage has no gate: the stage labels move with the state, the next stage's request is pushed under the run's lock"},
+	{InProgress, Enqueued, OwnerExecutor, "stage s succeeded; the next stage has a timer gate (after): its start time recorded and posted first, the stage labels move with the state, the next stage's request waits out after in the delayed set, holding no consumer slot"},
 	{InProgress, Enqueued, OwnerExecutor, "stage s failed for good and its on_failure sends the ticket back to an earlier stage (fewer than on_failure.max times so far): the stage label moves back with the state, s's result or output kept for that stage, its request pushed under the run's lock"},
 	{InProgress, Pending, OwnerStaleJobDetector, "no heartbeat, or the owning instance is gone"},
 	{Pending, Failed, OwnerStaleJobDetector, "a reverted ticket has used its max attempts"},

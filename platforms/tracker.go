@@ -60,9 +60,10 @@ type Ticket struct {
 	Version string `json:"-"`
 	// Whole is set on a snapshot that is the service's own answer for the
 	// whole ticket (a read, or a write answered with the ticket: GitLab's
-	// PUT, Azure DevOps' PATCH); false on a caller's snapshot with only
-	// its labels brought up to date from a label write's answer (GitHub
-	// REST's, or Jira's PUT, which answers nothing).
+	// PUT, Azure DevOps' PATCH, Jira Cloud's PUT with returnIssue); false
+	// on a caller's snapshot with only its labels brought up to date from
+	// a label write's answer (GitHub REST's, or Jira Data Center's PUT,
+	// which answers nothing).
 	Whole bool `json:"-"`
 	// Node is the platform's global id of the ticket where its writes
 	// address it so (GitHub's GraphQL node id); "" elsewhere or unknown.

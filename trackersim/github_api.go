@@ -176,8 +176,9 @@ func writeSecondaryLimit(w http.ResponseWriter, code int) {
 
 // restSecondary charges a REST request to the token's secondary limits
 // (github_secondary.go) and reports whether it may proceed: a read is 1
-// point, a write 5 points and one content creation. Minting an App
-// installation token is another limit's and not counted.
+// point, a write 5 points and one content creation when it creates content
+// (createsContent). Minting an App installation token is another limit's
+// and not counted.
 func (s *Sim) restSecondary(r *http.Request, token string) bool {
 	now := s.clock()
 	switch r.Method {
@@ -187,7 +188,10 @@ func (s *Sim) restSecondary(r *http.Request, token string) bool {
 	if strings.HasPrefix(r.URL.Path, "/github/app/") {
 		return true
 	}
-	return s.secondary.points(token, false, ghSecondaryWritePoints, now) && s.secondary.content(token, now)
+	if !s.secondary.points(token, false, ghSecondaryWritePoints, now) {
+		return false
+	}
+	return !createsContent(r, s.labelsAsContent) || s.secondary.content(token, now)
 }
 
 // writerOf names who made a REST write for the Write log.

@@ -520,7 +520,7 @@ func (ex *gqlExec) labelMutation(f gqlField, p []any, add bool) (any, bool) {
 		}
 		names = append(names, l.name)
 	}
-	if ex.s.secondaryOn && !ex.s.secondary.content(ex.token, ex.s.clock()) {
+	if ex.s.secondaryOn && ex.s.labelsAsContent && !ex.s.secondary.content(ex.token, ex.s.clock()) {
 		ex.s.count(func(st *Stats) { st.SecondaryRefused++ })
 		ex.fail(f, p, "UNPROCESSABLE", "was submitted too quickly")
 		return nil, false

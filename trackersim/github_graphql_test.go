@@ -153,37 +153,51 @@ func TestGitHubGraphQLErrors(t *testing.T) {
 // With GitHubSecondaryLimits the dialect refuses the 81st content-creating
 // request in a minute, REST's with the secondary-limit 403 and a GraphQL
 // mutation with UNPROCESSABLE "was submitted too quickly" in a 200, and
-// admits them again a minute later.
+// admits them again a minute later. By default a label write is no content
+// creation: past the 80 comments it still goes through, REST's and
+// GraphQL's; with GitHubLabelsAsContent it is refused.
 func TestGitHubSecondaryContentLimit(t *testing.T) {
 	t.Parallel()
-	now := time.Unix(1_700_000_000, 0)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	s, c, srv := start(t, Options{GitHubSecondaryLimits: true, Clock: clock})
-	s.CreateRepo("demo/app")
-	n := s.CreateIssue("demo/app", "limits", "", "a")
-	ctx := context.Background()
-	for i := range ghContentPerMinute {
-		if _, _, err := c.Issues.CreateComment(ctx, "demo", "app", n, &github.IssueComment{Body: github.String(fmt.Sprint(i))}); err != nil {
-			t.Fatalf("comment %d: %v", i+1, err)
-		}
-	}
-	_, _, err := c.Issues.CreateComment(ctx, "demo", "app", n, &github.IssueComment{Body: github.String("one too many")})
-	var abuse *github.AbuseRateLimitError
-	if !errors.As(err, &abuse) {
-		t.Errorf("81st comment in a minute: %v, want the secondary limit", err)
-	}
-	sn, _ := s.store.get("demo/app", n)
-	mutation := fmt.Sprintf(`mutation { add: addLabelsToLabelable(input: {labelableId: "I_sim%d", labelIds: ["LA_sim%d"]}) { clientMutationId } }`, sn.id, sn.labels[0].id)
-	code, m, _ := gql(t, srv.URL, mutation, nil)
-	if code != http.StatusOK || len(m.Errors) != 1 || m.Errors[0].Type != "UNPROCESSABLE" || m.Errors[0].Message != "was submitted too quickly" {
-		t.Errorf("mutation over the content limit: %d %+v", code, m)
-	}
-	mu.Lock()
-	now = now.Add(time.Minute)
-	mu.Unlock()
-	if _, m, _ = gql(t, srv.URL, mutation, nil); len(m.Errors) != 0 {
-		t.Errorf("a minute later: %+v", m.Errors)
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("labels_as_content=%v", strict), func(t *testing.T) {
+			t.Parallel()
+			now := time.Unix(1_700_000_000, 0)
+			var mu sync.Mutex
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			s, c, srv := start(t, Options{GitHubSecondaryLimits: true, GitHubLabelsAsContent: strict, Clock: clock})
+			s.CreateRepo("demo/app")
+			n := s.CreateIssue("demo/app", "limits", "", "a")
+			ctx := context.Background()
+			for i := range ghContentPerMinute {
+				if _, _, err := c.Issues.CreateComment(ctx, "demo", "app", n, &github.IssueComment{Body: github.String(fmt.Sprint(i))}); err != nil {
+					t.Fatalf("comment %d: %v", i+1, err)
+				}
+			}
+			var abuse *github.AbuseRateLimitError
+			_, _, err := c.Issues.CreateComment(ctx, "demo", "app", n, &github.IssueComment{Body: github.String("one too many")})
+			if !errors.As(err, &abuse) {
+				t.Errorf("81st comment in a minute: %v, want the secondary limit", err)
+			}
+			_, _, err = c.Issues.AddLabelsToIssue(ctx, "demo", "app", n, []string{"b"})
+			if refused := errors.As(err, &abuse); refused != strict || (err != nil && !refused) {
+				t.Errorf("REST label write past 80 creations: %v, want refused %v", err, strict)
+			}
+			sn, _ := s.store.get("demo/app", n)
+			mutation := fmt.Sprintf(`mutation { add: addLabelsToLabelable(input: {labelableId: "I_sim%d", labelIds: ["LA_sim%d"]}) { clientMutationId } }`, sn.id, sn.labels[0].id)
+			code, m, _ := gql(t, srv.URL, mutation, nil)
+			switch {
+			case strict && (code != http.StatusOK || len(m.Errors) != 1 || m.Errors[0].Type != "UNPROCESSABLE" || m.Errors[0].Message != "was submitted too quickly"):
+				t.Errorf("mutation over the content limit: %d %+v", code, m)
+			case !strict && (code != http.StatusOK || len(m.Errors) != 0):
+				t.Errorf("label mutation past 80 creations, labels not content: %d %+v", code, m)
+			}
+			mu.Lock()
+			now = now.Add(time.Minute)
+			mu.Unlock()
+			if _, m, _ = gql(t, srv.URL, mutation, nil); len(m.Errors) != 0 {
+				t.Errorf("a minute later: %+v", m.Errors)
+			}
+		})
 	}
 }
 

@@ -195,16 +195,21 @@ func (s *Sim) jiraGetIssue(w http.ResponseWriter, r *http.Request, c *jiraCall) 
 		s.jiraStoreError(w, err)
 		return
 	}
-	want := jiraFieldSet(r.URL.Query().Get("fields"))
+	s.jiraWriteIssue(w, r, c, sn, jiraFieldSet(r.URL.Query().Get("fields")))
+}
+
+// jiraWriteIssue answers 200 with sn as Get issue returns it: the fields
+// of want (nil: every field), the changelog when expand asks for it.
+func (s *Sim) jiraWriteIssue(w http.ResponseWriter, r *http.Request, c *jiraCall, sn snapshot, want map[string]bool) {
 	is := jiraIssueOf(c.base, c.version, sn, want)
 	if want == nil || want["issuelinks"] {
-		is.Fields["issuelinks"] = s.jiraIssueLinks(c.base, c.version, repo, n)
+		is.Fields["issuelinks"] = s.jiraIssueLinks(c.base, c.version, sn.repo, sn.number)
 	}
 	if slices.Contains(strings.Split(r.URL.Query().Get("expand"), ","), "changelog") {
 		writeJSON(w, http.StatusOK, struct {
 			jiraIssue
 			Changelog map[string]any `json:"changelog"`
-		}{is, s.jiraChangelogOf(c.base, repo, n)})
+		}{is, s.jiraChangelogOf(c.base, sn.repo, sn.number)})
 		return
 	}
 	writeJSON(w, http.StatusOK, is)
@@ -223,6 +228,21 @@ type jiraLabelOp struct {
 // editable here, through fields.labels (replace) or update.labels (add,
 // remove, set, applied in order; removing an absent label and adding a
 // present one are no-ops). 204 No Content; no conditional form exists.
+// Jira Cloud's edit takes returnIssue ("Whether the response should
+// contain the issue with fields edited in this request. The returned issue
+// will have the same format as in the Get issue API") and expand ("The Get
+// issue API expand parameter to use in the response if the returnIssue
+// parameter is true"), and then answers "200 … if the request is
+// successful and the returnIssue parameter is true" (the v3 reference
+// above; Atlassian's OpenAPI document of the issues group, operation
+// editIssue). The sim serves it on a Cloud site (SetJiraDeployment) over
+// REST v3 and answers with every field, as Get issue without fields does.
+// Data Center's edit has no such parameter and answers "204 No Content"
+// whatever the query (developer.atlassian.com/server/jira/platform/
+// jira-rest-api-example-edit-issues-6291632; jira.js's server editIssue,
+// generated from the Data Center reference, takes no returnIssue and
+// returns nothing); the sim's REST v2 is Data Center's, so it ignores the
+// parameter there too.
 func (s *Sim) jiraEditIssue(w http.ResponseWriter, r *http.Request, c *jiraCall) {
 	repo, n, ok := jiraIssueRef(w, r)
 	if !ok {
@@ -297,12 +317,16 @@ func (s *Sim) jiraEditIssue(w http.ResponseWriter, r *http.Request, c *jiraCall)
 		}
 		labels := applyJiraLabelOps(sn.labelNames(), ops)
 		want := sn.version
-		_, _, err = s.store.apply(repo, n, func(v int64) bool { return v == want }, c.by, update{Labels: &labels})
+		after, _, err := s.store.apply(repo, n, func(v int64) bool { return v == want }, c.by, update{Labels: &labels})
 		if errors.Is(err, ErrPreconditionFailed) {
 			continue
 		}
 		if err != nil {
 			s.jiraStoreError(w, err)
+			return
+		}
+		if r.URL.Query().Get("returnIssue") == "true" && c.version == "3" && !s.jiraDataCenter() {
+			s.jiraWriteIssue(w, r, c, after, nil)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)

@@ -190,6 +190,49 @@ func TestJiraEditLabels(t *testing.T) {
 	}
 }
 
+// Jira Cloud's edit answers 200 with the issue as Get issue returns it when
+// asked (returnIssue=true); REST v2 (Data Center's) and a Data Center site
+// answer 204 without a body whatever the query.
+func TestJiraEditReturnIssue(t *testing.T) {
+	t.Parallel()
+	s, api := startJira(t)
+	s.CreateIssue("OPS", "Answer me", "the body", "keep", "agent-smith:pending")
+	edit := map[string]any{"update": map[string]any{"labels": []map[string]string{
+		{"remove": "agent-smith:pending"}, {"add": "agent-smith:enqueued"}}}}
+
+	a := jiraDo(t, "PUT", api+"3/issue/OPS-1?returnIssue=true", "", edit)
+	if a.code != 200 {
+		t.Fatalf("returnIssue on Cloud v3: %d %s", a.code, a.body)
+	}
+	var is struct {
+		Key    string `json:"key"`
+		Fields struct {
+			Summary     string          `json:"summary"`
+			Description json.RawMessage `json:"description"`
+			Labels      []string        `json:"labels"`
+			Status      jiraStatus      `json:"status"`
+		} `json:"fields"`
+	}
+	if err := json.Unmarshal(a.body, &is); err != nil {
+		t.Fatal(err)
+	}
+	if is.Key != "OPS-1" || is.Fields.Summary != "Answer me" || jira.ADFToText(is.Fields.Description) != "the body" ||
+		!slices.Equal(is.Fields.Labels, []string{"keep", "agent-smith:enqueued"}) || is.Fields.Status.StatusCategory.Key != "new" {
+		t.Errorf("answer %s: want the issue as written", a.body)
+	}
+	if got := jiraDo(t, "GET", api+"3/issue/OPS-1", "", nil); !bytes.Equal(got.body, a.body) {
+		t.Errorf("answer differs from Get issue:\n%s\n%s", a.body, got.body)
+	}
+
+	if a = jiraDo(t, "PUT", api+"2/issue/OPS-1?returnIssue=true", "Bearer "+jiraToken, edit); a.code != 204 || len(a.body) != 0 {
+		t.Errorf("returnIssue over REST v2: %d %s, want 204 without a body", a.code, a.body)
+	}
+	s.SetJiraDeployment(JiraDataCenter)
+	if a = jiraDo(t, "PUT", api+"3/issue/OPS-1?returnIssue=true", "", edit); a.code != 204 || len(a.body) != 0 {
+		t.Errorf("returnIssue on Data Center: %d %s, want 204 without a body", a.code, a.body)
+	}
+}
+
 func TestJiraComments(t *testing.T) {
 	t.Parallel()
 	s, api := startJira(t)

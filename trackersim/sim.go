@@ -90,6 +90,12 @@ type Options struct {
 	// github_secondary.go). Off by default: most tests burst faster than
 	// GitHub allows.
 	GitHubSecondaryLimits bool
+	// GitHubLabelsAsContent makes the secondary limits
+	// (GitHubSecondaryLimits) count every REST write and every GraphQL
+	// label mutation as content creation, label writes included: the
+	// strict reading of a list GitHub does not publish
+	// (github_secondary.go). Off: only creations count.
+	GitHubLabelsAsContent bool
 	// Branches, when set, says whether a branch exists in a repository: the
 	// GitHub dialect refuses a pull request whose head or base it denies,
 	// as GitHub refuses a branch that was never pushed (github_pulls.go).
@@ -177,6 +183,8 @@ type Sim struct {
 	// secondary holds GitHub's secondary limits, enforced when secondaryOn.
 	secondary   secondaryLimits
 	secondaryOn bool
+	// labelsAsContent is Options.GitHubLabelsAsContent.
+	labelsAsContent bool
 	// hookTests is GitLab's webhook test rate limit (gitlab_hooktest.go).
 	hookTests windowLimiter
 	reqSeq    atomic.Int64
@@ -191,7 +199,7 @@ func New(opts Options) *Sim {
 	s := &Sim{log: opts.Logger, clock: opts.Clock, tokens: slices.Clone(opts.Tokens),
 		perPage: opts.PerPage, rateLimit: opts.RateLimit, baseURL: strings.TrimSuffix(opts.BaseURL, "/"),
 		noGHDeps: opts.NoGitHubIssueDependencies, ifMatch: opts.GitHubIfMatch,
-		sharedETags: opts.GitHubSharedETags, secondaryOn: opts.GitHubSecondaryLimits,
+		sharedETags: opts.GitHubSharedETags, secondaryOn: opts.GitHubSecondaryLimits, labelsAsContent: opts.GitHubLabelsAsContent,
 		branches: opts.Branches}
 	if s.log == nil {
 		s.log = zap.NewNop()

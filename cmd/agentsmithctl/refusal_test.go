@@ -52,3 +52,31 @@ func TestStatusListsTicketsRefusedByTheTracker(t *testing.T) {
 		t.Errorf("refusals = %+v", snap.Refusals)
 	}
 }
+
+// A ticket parked at an approval gate is listed by status from the parked
+// index: ticket, project, stage, since, for how long, escalated, title
+// (its terminal controls dropped).
+func TestStatusListsTicketsAwaitingApproval(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	ref := refOf(w.cfg.Projects[0].Name, 4)
+	since := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	if err := lifecycle.Park(ctx, w.rdb, lifecycle.ParkedEntry{Ref: ref, Stage: "implement", Title: "ship \x1b]52;c;aGk=\x07it", Since: since}); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Join(strings.Fields(w.mustCtl("status")), " ")
+	// FOR is read by the wall clock, which this test does not hold.
+	for _, want := range []string{"AWAITING APPROVAL (1) PROJECT STAGE SINCE FOR ESCALATED TITLE",
+		ref.String() + " " + ref.Project + " implement " + since.UTC().Format(time.RFC3339) + " 2h0m", " no ship ]52;c;aGk=it"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	var snap ops.Snapshot
+	if err := json.Unmarshal([]byte(w.mustCtl("status", "-o", "json")), &snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.AwaitingTotal != 1 || len(snap.Awaiting) != 1 || snap.Awaiting[0].Stage != "implement" {
+		t.Errorf("awaiting = %+v (%d)", snap.Awaiting, snap.AwaitingTotal)
+	}
+}

@@ -215,7 +215,7 @@ func (a *app) loadTrackers(ctx context.Context) error {
 		// what it learns to itself; its writes take their share of the
 		// secondary limits' pacing like a replica's.
 		hc := trackerhttp.NewClientWith(trackerhttp.Options{Writer: cfg.TrackerWriter(a.instance()),
-			RateLimits: projects.RateLimits(pc.Platform), Budget: budget.New(a.rdb, nil), PaceSecondary: pc.GitHub.Paced()})
+			RateLimits: projects.ProjectRateLimits(pc), Budget: budget.New(a.rdb, nil), PaceSecondary: pc.GitHub.Paced()})
 		tr, _, _, err := projects.Tracker(pc, a.rdb, hc, cfg.TrackerWriter(a.instance()), cfg.LabelPrefix, zap.NewNop())
 		if err != nil {
 			return fmt.Errorf("projects[%d] (%s): %w", i, pc.Name, err)

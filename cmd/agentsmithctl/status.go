@@ -14,7 +14,7 @@ import (
 func statusCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Queue depth and age, runs in flight with heartbeat ages, outcomes waiting for the tracker, lease holders, live instances, paused projects",
+		Short: "Queue depth and age, runs in flight with heartbeat ages, outcomes waiting for the tracker, tickets awaiting approval, lease holders, live instances, paused projects",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.load(); err != nil {
@@ -63,6 +63,19 @@ func statusCmd(a *app) *cobra.Command {
 							told = "yes"
 						}
 						row(w, r.Ticket, r.Op, r.Status, r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339), told)
+					}
+				}
+				if len(s.Awaiting) > 0 {
+					// Tickets parked at an approval gate (the parked index):
+					// agentsmithctl approve|reject decides them.
+					row(w)
+					row(w, fmt.Sprintf("AWAITING APPROVAL (%d)", s.AwaitingTotal), "PROJECT", "STAGE", "SINCE", "FOR", "ESCALATED", "TITLE")
+					for _, e := range s.Awaiting {
+						escalated := "no"
+						if e.Escalated {
+							escalated = "yes"
+						}
+						row(w, e.Ref.String(), e.Ref.Project, e.Stage, e.Since.UTC().Format(time.RFC3339), human(s.At.Sub(e.Since)), escalated, e.Title)
 					}
 				}
 				row(w)

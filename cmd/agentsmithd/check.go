@@ -151,10 +151,11 @@ func checkProject(ctx context.Context, cfg *config.Config, pc *config.Project, r
 		return []platforms.CheckResult{platforms.Warn("tracker", "no checks for platform "+pc.Platform, "try a first ticket")}
 	}
 	var lifecycleLabels []string
-	gated := slices.ContainsFunc(pc.Pipeline.Stages, func(s config.Stage) bool { return s.Gate != nil })
+	gated := slices.ContainsFunc(pc.Pipeline.Stages, func(s config.Stage) bool { return s.Gate != nil && s.Gate.Approval != nil })
 	for _, s := range lifecycle.AllStates {
-		// Only a project with a gate ever parks a ticket: the others need
-		// no awaiting-approval label (an Azure DevOps tag to pre-create).
+		// Only a project with an approval gate ever parks a ticket (a
+		// timer gate's waits enqueued): the others need no
+		// awaiting-approval label (an Azure DevOps tag to pre-create).
 		if s == lifecycle.AwaitingApproval && !gated {
 			continue
 		}

@@ -416,6 +416,13 @@ func TestCheckAzureDevOpsLifecycleTags(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "all 5 defined") {
 		t.Errorf("exit %d, want 0 with all 5 defined\n%s", code, out)
 	}
+	// A timer gate parks no ticket: its project needs no awaiting-approval tag.
+	timed := strings.Replace(ado, `pipeline: {command: ["true"]}`, `pipeline: {command: ["true"], stages: [{name: plan}, {name: implement, gate: {after: 1h}}]}`, 1)
+	code, rep, out = w.run(t, timed)
+	wantStatuses(t, rep, "ado", map[string]string{"lifecycle tags": "ok"})
+	if code != 0 || !strings.Contains(out, "all 5 defined") {
+		t.Errorf("a project with a timer gate: exit %d, want 0 with all 5 defined\n%s", code, out)
+	}
 
 	// An identity that may create tags needs none of them beforehand.
 	w.sim.SetAccess(checkToken, trackersim.Access{Login: "basic-bot", Role: trackersim.RoleAdmin})

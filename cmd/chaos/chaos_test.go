@@ -34,16 +34,7 @@ func TestChaosShort(t *testing.T) {
 	}
 	defer runLog.Close()
 	o.Log = io.MultiWriter(&log, runLog)
-	rep, err := Run(t.Context(), o)
-	if err != nil {
-		t.Fatalf("%v\nwork dir kept: %s", err, o.Dir)
-	}
-	var table bytes.Buffer
-	rep.Print(&table)
-	t.Logf("chaos figures:\n%s", table.String())
-	if err := os.WriteFile(filepath.Join(o.Dir, "report.txt"), table.Bytes(), 0o600); err != nil {
-		t.Error(err)
-	}
+	rep := runLogged(t, o)
 	if !rep.OK() {
 		t.Errorf("lost %d, overlapping %d, stale writes %d, leaked secrets %d: all must be 0\nwork dir kept: %s (chaos.log, report.txt, replica logs r*.log, runs.log, redis.log, trackersim.log)\n%s",
 			rep.Lost, rep.Overlapping, len(rep.StaleWrites), rep.SecretLeaks, o.Dir, log.String())
@@ -77,6 +68,22 @@ func TestChaosShort(t *testing.T) {
 	if t.Failed() {
 		t.Logf("work dir kept: %s", o.Dir)
 	}
+}
+
+// runLogged runs o, logs its table and keeps it in o.Dir as report.txt.
+func runLogged(t *testing.T, o Options) *Report {
+	t.Helper()
+	rep, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatalf("%v\nwork dir kept: %s", err, o.Dir)
+	}
+	var table bytes.Buffer
+	rep.Print(&table)
+	t.Logf("chaos figures:\n%s", table.String())
+	if err := os.WriteFile(filepath.Join(o.Dir, "report.txt"), table.Bytes(), 0o600); err != nil {
+		t.Error(err)
+	}
+	return rep
 }
 
 // keptDir is a new work directory under $AGENTSMITH_ARTIFACTS (CI sets it

@@ -25,6 +25,19 @@ import (
 	"time"
 )
 
+// commaList sets *dst to a flag's comma-separated names.
+func commaList(dst *[]string) func(string) error {
+	return func(v string) error {
+		*dst = nil
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				*dst = append(*dst, s)
+			}
+		}
+		return nil
+	}
+}
+
 func main() {
 	o := DefaultOptions()
 	// -soak picks the soak's defaults before the other flags are read, so
@@ -69,15 +82,9 @@ func main() {
 	fs.BoolVar(&o.TrackerCutAtEnd, "tracker-cut-at-end", o.TrackerCutAtEnd, "cut the tracker for every replica as runs end, past the final write's 30 s, and kill -9 one replica in the cut")
 	fs.BoolVar(&o.RedisSlow, "redis-slow", o.RedisSlow, "make Redis slow (0.5-3 s per command), then flapping, for every replica")
 	fs.BoolVar(&o.ReceiverCut, "receiver-cut", o.ReceiverCut, "route a delivery to a receiver cut from Redis")
-	fs.Func("stages", "add a staged twin of every project with these pipeline.stages (comma-separated, e.g. plan,implement,test) and feed half the tickets to them", func(v string) error {
-		o.Stages = nil
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				o.Stages = append(o.Stages, s)
-			}
-		}
-		return nil
-	})
+	fs.Func("stages", "add a staged twin of every project with these pipeline.stages (comma-separated, e.g. plan,implement,test) and feed half the tickets to them", commaList(&o.Stages))
+	fs.Func("gates", "with -stages: these stages (comma-separated, e.g. implement) wait for approval, which the chaos approver gives, refuses or races with a cancel", commaList(&o.Gates))
+	fs.DurationVar(&o.ApprovalKillEvery, "approval-kill-every", o.ApprovalKillEvery, "with -gates: this often, kill -9 the replica that answered the next decision's delivery, while it carries the decision out (0: off)")
 	fs.DurationVar(&o.StageKillEvery, "stage-kill-every", o.StageKillEvery, "with -stages: this often, kill -9 the replica of a stage that just ended, before the next stage is pushed (0: off)")
 	fs.StringVar(&o.Dir, "dir", "", "work directory (default: a new temporary directory)")
 	fs.BoolVar(&o.Verbose, "v", false, "log every fault as it happens")

@@ -77,6 +77,8 @@ type Report struct {
 	Parked int
 	// Stages judges the staged tickets (stages.go).
 	Stages stageFigures
+	// Approvals are the approver's figures (approver.go).
+	Approvals approvalFigures
 }
 
 // OK is the exit criterion: nothing lost, no overlapping runs, no stale write.
@@ -87,7 +89,7 @@ func (r *Report) OK() bool {
 		}
 	}
 	return r.Lost == 0 && r.Overlapping == 0 && len(r.StaleWrites) == 0 && r.SecretLeaks == 0 && len(r.Rollback.rerun) == 0 && r.Frozen.ok() && r.Soak.ok() &&
-		r.Stages.ok()
+		r.Stages.ok() && len(r.Approvals.LostApprovals) == 0
 }
 
 // secretLeaks scans every replica log in dir for the configured secrets.
@@ -227,8 +229,12 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		WipeEnqueued: wipe.enqueued, WipeWorst: wipe.worst, WipeMissing: wipe.missing,
 		RollingRestarts: rolling.restarts, RollingExitWorst: rolling.exitWorst}
 	states := map[string][]string{}
+	lastComment := map[string]string{}
 	for _, is := range w.sim.Issues() {
 		states[ticketID(is)] = is.Labels
+		if n := len(is.Comments); n > 0 {
+			lastComment[ticketID(is)] = is.Comments[n-1].Body
+		}
 	}
 	for _, t := range tickets {
 		switch ls := states[t.id]; {
@@ -252,6 +258,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	w.mu.Lock()
 	freezes := slices.Clone(w.freezes)
 	w.mu.Unlock()
+	decided := w.approver.byTicket()
 	for id, rs := range byTicket {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].start.Before(rs[j].start) })
 		for _, pr := range overlaps(rs, freezes) {
@@ -267,8 +274,13 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 		for _, r := range rs {
 			perStage[r.stage]++
 		}
+		// A rejection starts the stage before the gate over.
+		var rejected int
+		if d := decided[id]; d != nil {
+			rejected = len(d.rejections)
+		}
 		for _, n := range perStage {
-			rep.BeyondAttempts += max(n-maxAttempts, 0)
+			rep.BeyondAttempts += max(n-maxAttempts*(1+rejected), 0)
 		}
 	}
 	done, failed := map[string]bool{}, map[string]bool{}
@@ -278,7 +290,20 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	w.mu.Lock()
 	stageKills := slices.Clone(w.stageKills)
 	w.mu.Unlock()
-	rep.Stages = judgeStages(tickets, byTicket, done, failed, stageKills)
+	shows := map[string]string{}
+	for _, t := range tickets {
+		shows[t.id] = lifecycle.Labels{Prefix: daemonLabels.Prefix, Stages: t.p.stages}.StageOf(states[t.id])
+	}
+	rep.Stages = judgeStages(tickets, byTicket, done, failed, stageKills, decided, shows)
+	// The ticket's last comment (the daemon's, saying why it failed) goes
+	// with each ticket the judge fails for it.
+	for i, l := range rep.Stages.FailedAfterSuccess {
+		id, _, _ := strings.Cut(l, ": ")
+		if c := []rune(strings.Join(strings.Fields(lastComment[id]), " ")); len(c) > 0 {
+			rep.Stages.FailedAfterSuccess[i] += "; last comment: " + string(c[:min(len(c), 400)])
+		}
+	}
+	rep.Approvals = w.approver.figures(states)
 	rep.Paused = measurePaused(freezes, byTicket)
 	w.mu.Lock()
 	events := slices.Clone(w.events)
@@ -535,6 +560,7 @@ func (r *Report) Print(w io.Writer) {
 	row("stale writes", len(r.StaleWrites))
 	row("pipeline runs", r.Runs)
 	r.Stages.print(row)
+	r.Approvals.print(row)
 	row("replica kills (kill -9) / leader SIGSTOPs", fmt.Sprintf("%d / %d", r.Kills, r.Stops))
 	r.Paused.print(row)
 	row("replica death → its tickets running again: worst", r.RecoveryWorst.Round(10*time.Millisecond))
@@ -585,7 +611,10 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w, "stage:", s)
 	}
 	for _, s := range r.Stages.FailedAfterSuccess {
-		fmt.Fprintln(w, "stage (not counted as a failure, read its logs):", s)
+		fmt.Fprintln(w, "stage:", s)
+	}
+	for _, s := range r.Approvals.LostApprovals {
+		fmt.Fprintln(w, "lost approval:", s)
 	}
 	for _, s := range r.StaleWrites {
 		fmt.Fprintln(w, "stale write:", s)

@@ -87,6 +87,11 @@ type Options struct {
 	// ended, before the next stage is pushed (stages.go; 0: off).
 	Stages         []string
 	StageKillEvery time.Duration
+	// Gates are the stages (of Stages) with an approval gate: the
+	// approver decides their parked tickets; ApprovalKillEvery kills, that
+	// often, the replica handling a decision (approver.go; 0: off).
+	Gates             []string
+	ApprovalKillEvery time.Duration
 
 	Dir     string // work directory ("" = a new temporary one)
 	Verbose bool
@@ -96,7 +101,7 @@ type Options struct {
 // DefaultOptions is the full run `make chaos` does.
 func DefaultOptions() Options {
 	return Options{Tickets: 300, Duration: 120 * time.Second, Settle: 120 * time.Second, Seed: 1,
-		KillEvery: 5 * time.Second, StageKillEvery: 7 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
+		KillEvery: 5 * time.Second, StageKillEvery: 7 * time.Second, ApprovalKillEvery: 8 * time.Second, StopEvery: 20 * time.Second, StopFor: 4 * time.Second,
 		RedisWipe: true, RedisDown: 3 * time.Second, WipeBurst: 40, Duplicate: 2, TrackerFault: true, Hang: true,
 		Rolling: true, RollingBurst: 40, RedisRollback: 2 * time.Second, RedisAOF: true, Skew: 2 * time.Minute, FreezeDaemon: true,
 		SplitBrain: true, TrackerCut: true, RedisSlow: true, ReceiverCut: true, TrackerCutAtEnd: true}
@@ -133,7 +138,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("chaos: %w", err)
 		}
 	}
-	useStages(o.Stages)
+	if len(o.Stages) == 0 {
+		o.Gates = nil
+	}
+	useStages(o.Stages, o.Gates)
 	w, err := newWorld(ctx, dir, o.Log, o.Verbose, redisSpec(o), o.Skew, o.Cluster)
 	if w != nil {
 		defer w.close()
@@ -151,6 +159,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var wg sync.WaitGroup
 	var rmu sync.Mutex // guards rng
 	rnd := func(n int) int { rmu.Lock(); defer rmu.Unlock(); return rng.IntN(n) }
+	// The approver decides parkings until the analysis: through the
+	// faults and the settle.
+	actx, stopApprover := context.WithCancel(ctx)
+	defer stopApprover()
+	var approverDone sync.WaitGroup
+	if len(o.Gates) > 0 {
+		w.approver = newApprover(w, rnd)
+		approverDone.Add(1)
+		go func() { defer approverDone.Done(); w.approver.run(actx, 100*time.Millisecond) }()
+	}
 
 	// Feed tickets over the first 60 % of the run.
 	var tickets []*ticket
@@ -229,6 +247,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.StageKillEvery > 0 && len(o.Stages) > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); stageWindowKills(kctx, w, o.StageKillEvery, rnd) }()
+	}
+	if o.ApprovalKillEvery > 0 && w.approver != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); approvalKills(kctx, w, o.ApprovalKillEvery, rnd) }()
 	}
 	if o.StopEvery > 0 {
 		wg.Add(1)
@@ -411,6 +433,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		fmt.Fprintf(o.Log, "chaos: %d tickets open at the settle deadline: %d ended within the %s grace, %d never did\n",
 			len(sf.Slow)+len(sf.Lost), len(sf.Slow), grace, len(sf.Lost))
 	}
+	stopApprover()
+	approverDone.Wait()
 	// Let the last runs' log lines land before reading the run log.
 	_ = w.sim.WaitIdle(ctx)
 	rep := analyse(w, tickets, wipe, rolling, parts)

@@ -70,7 +70,7 @@ func watchSettle(ctx context.Context, w *world, tickets []*ticket, deadline time
 		}
 		open := 0
 		for _, t := range tickets {
-			if atRest(states[t.id]) {
+			if atRest(states[t.id]) && !w.approver.waitsOnDecision(states[t.id]) {
 				if _, ok := endedAt[t.id]; !ok {
 					endedAt[t.id] = now
 				}

@@ -41,8 +41,8 @@ var stagedRepos = map[string]string{
 }
 
 // useStages sets the run's projects: baseProjects, and with stages a
-// staged twin of each.
-func useStages(stages []string) {
+// staged twin of each, whose stages named in gates wait for approval.
+func useStages(stages, gates []string) {
 	projects = baseProjects
 	if len(stages) == 0 {
 		return
@@ -52,6 +52,7 @@ func useStages(stages []string) {
 		p.Case = p.Case.WithRepo(stagedRepos[p.Case.Name])
 		p.name += "-staged"
 		p.stages = slices.Clone(stages)
+		p.gates = slices.Clone(gates)
 		projects = append(projects, p)
 	}
 }
@@ -201,30 +202,47 @@ type stageFigures struct {
 	RerunKilled           int // a stage run again after its run was killed or lost (no end line)
 	RerunFailed           int // ... after its run failed (the stage's retry)
 	RerunSucceeded        int // ... after its run succeeded: the success was not taken (killed before the label write)
+	RerunRejected         int // ... after its run succeeded and an approver rejected the gated stage after it
 	NoResult              int // runs of a later stage not handed the previous stage's result
 	WindowKills           int // stageWindowKills' kills
 	WindowRerun, WindowOn int // of those: the stage ran again / the next stage ran
 	// FailedAfterSuccess are the tickets that ended Failed while their
-	// last run was a stage, not the last, that succeeded: the next stage
-	// never ran. Kills before a pipeline logs its start can do that; so
-	// can the attempt count the next stage inherits from the one before
-	// it when a kill lands before the executor starts it over.
+	// last run was a stage, not the last, that succeeded, and no person
+	// failed them: the next stage never ran, though nothing asked it not
+	// to. A crash must not do that (the attempt count the next stage
+	// inherits from the one before it when a kill lands before the
+	// executor starts it over did; docs/limitations.md), so each fails the
+	// run. FailedByDecision are the ones a person failed: the approver
+	// cancelled them, or rejected a gate more than max_rejections times.
 	FailedAfterSuccess []string
+	FailedByDecision   int
+	// FailedRunsLost are the ones whose stage ran its last attempt and
+	// exited 0, and whose success the daemon never took (the ticket still
+	// shows that stage): every attempt's run lost its ownership before its
+	// outcome was recorded, and the ticket failed with its attempts spent,
+	// as a ticket without stages does (the kill rows' "not re-run").
+	FailedRunsLost int
 	// Problems are the failures: a stage skipped, started before the one
 	// before it succeeded, or gone back to; a Done ticket whose stages'
-	// last runs did not all succeed; a run handed another stage's result.
+	// last runs did not all succeed; a run handed another stage's result;
+	// a gated stage run without an approval after the stage before it
+	// succeeded.
 	Problems []string
 }
 
-func (f stageFigures) ok() bool { return len(f.Problems) == 0 }
+func (f stageFigures) ok() bool { return len(f.Problems) == 0 && len(f.FailedAfterSuccess) == 0 }
 
 // judgeStages checks each staged ticket's runs (byTicket, each sorted by
 // start) against its project's stages: a ticket runs its stages in order,
 // a stage only after the one before it succeeded, never goes back, and
-// ends Done only after the last run of every stage succeeded. done and
-// failed say how each ticket ended. Re-runs of a stage are counted by what
-// ended the run before them; kills names stageWindowKills' kills.
-func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map[string]bool, kills []stageKill) stageFigures {
+// ends Done only after the last run of every stage succeeded; a gated
+// stage runs only after an approval that follows the success of the
+// stage before it. done and failed say how each ticket ended, decided
+// what the approver posted on each. Re-runs of a stage are counted by
+// what ended the run before them; kills names stageWindowKills' kills;
+// shows is the stage each ticket's labels show at the end.
+func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map[string]bool, kills []stageKill, decided map[string]*ticketDecisions,
+	shows map[string]string) stageFigures {
 	var f stageFigures
 	problem := func(id, format string, args ...any) {
 		f.Problems = append(f.Problems, id+": "+fmt.Sprintf(format, args...))
@@ -242,6 +260,10 @@ func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map
 		case failed[t.id]:
 			f.Fail++
 		}
+		dec := decided[t.id]
+		if dec == nil {
+			dec = &ticketDecisions{}
+		}
 		cur := -1
 		last := make([]*run, len(st)) // each stage's latest run so far
 		for _, r := range byTicket[t.id] {
@@ -257,6 +279,9 @@ func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map
 				problem(t.id, "stage %s started at %s, stage %s skipped", r.stage, r.start.Format("15:04:05.000"), st[cur+1])
 			case i == cur+1 && i > 0 && !succeededBy(last[i-1], r.start):
 				problem(t.id, "stage %s started at %s before stage %s succeeded", r.stage, r.start.Format("15:04:05.000"), st[i-1])
+			case i > 0 && slices.Contains(t.p.gates, r.stage) && last[i-1] != nil && !anyBetween(dec.approvals, last[i-1].ended, r.start):
+				problem(t.id, "gated stage %s started at %s without an approval after stage %s succeeded at %s", r.stage,
+					r.start.Format("15:04:05.000"), st[i-1], last[i-1].ended.Format("15:04:05.000"))
 			}
 			if p := last[i]; p != nil {
 				switch {
@@ -264,6 +289,8 @@ func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map
 					f.RerunKilled++
 				case p.failed:
 					f.RerunFailed++
+				case anyBetween(dec.rejections, p.ended, r.start):
+					f.RerunRejected++
 				default:
 					f.RerunSucceeded++
 				}
@@ -280,7 +307,14 @@ func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map
 		}
 		if rs := byTicket[t.id]; failed[t.id] && len(rs) > 0 {
 			if r := rs[len(rs)-1]; succeededBy(r, time.Time{}) && !isLast(st, r.stage) {
-				f.FailedAfterSuccess = append(f.FailedAfterSuccess, fmt.Sprintf("%s: Failed after stage %s succeeded (attempt %d)", t.id, r.stage, r.attempt))
+				switch ran, now := r.stage, shows[t.id]; {
+				case len(dec.cancels) > 0 || len(dec.rejections) > lifecycle.DefaultMaxRejections:
+					f.FailedByDecision++
+				case r.attempt >= maxAttempts && ran == now:
+					f.FailedRunsLost++
+				default:
+					f.FailedAfterSuccess = append(f.FailedAfterSuccess, fmt.Sprintf("%s: Failed after stage %s succeeded (attempt %d), no person failed it", t.id, r.stage, r.attempt))
+				}
 			}
 		}
 		if done[t.id] {
@@ -305,6 +339,11 @@ func judgeStages(tickets []*ticket, byTicket map[string][]*run, done, failed map
 		}
 	}
 	return f
+}
+
+// anyBetween reports whether one of ts lies after from and before to.
+func anyBetween(ts []time.Time, from, to time.Time) bool {
+	return slices.ContainsFunc(ts, func(t time.Time) bool { return t.After(from) && t.Before(to) })
 }
 
 // succeededBy reports whether r ended by itself with exit 0, before t
@@ -333,16 +372,21 @@ func (f stageFigures) print(row func(string, any)) {
 	row("staged tickets ("+strings.Join(f.Stages, " → ")+"): fed / Done / Failed", fmt.Sprintf("%d / %d / %d", f.Tickets, f.Done, f.Fail))
 	row("  stage runs", f.Runs)
 	row("  stage re-run after a kill / after a failure / after success", fmt.Sprintf("%d / %d / %d", f.RerunKilled, f.RerunFailed, f.RerunSucceeded))
+	if f.RerunRejected > 0 {
+		row("  stage re-run after a rejection of the gate after it", f.RerunRejected)
+	}
 	row("  kills between a stage's end and the next: stage re-run / went on", fmt.Sprintf("%d: %d / %d", f.WindowKills, f.WindowRerun, f.WindowOn))
 	row("  stage runs without the previous stage's result", f.NoResult)
-	row("  Failed after a stage (not the last) succeeded", len(f.FailedAfterSuccess))
+	row("  Failed after a stage (not the last) succeeded: by a person / attempts spent / neither", fmt.Sprintf("%d / %d / %d", f.FailedByDecision, f.FailedRunsLost, len(f.FailedAfterSuccess)))
 	row("  stage order problems (skipped, early, back, Done unsucceeded)", len(f.Problems))
 }
 
 // parkedStates are the states in which a ticket rests without a run and
-// is neither ended nor lost at the end of a run (a ticket awaiting
-// approval, once stages have gates).
-var parkedStates []lifecycle.State
+// is neither ended nor lost at the end of a run: a ticket awaiting
+// approval holds no slot and waits for a person. With the approver on,
+// every parking is decided, so a ticket parked at the end is judged by
+// the approver's figures (a lost approval), not here.
+var parkedStates = []lifecycle.State{lifecycle.AwaitingApproval}
 
 // atRest reports whether labels ls show a ticket that needs nothing more:
 // Done, Failed or parked.

@@ -34,8 +34,9 @@ type project struct {
 	name             string
 	webhook, polling bool
 	// stages are the project's pipeline.stages in order; nil for a project
-	// without stages (stages.go).
-	stages []string
+	// without stages (stages.go). gates are those of them with an approval
+	// gate (approver.go).
+	stages, gates []string
 }
 
 // baseProjects are the projects of every run: one per platform, without
@@ -155,6 +156,12 @@ type world struct {
 	freezes []freezeSpan
 	// stageKills are stageWindowKills' kills.
 	stageKills []stageKill
+	// decisionTaken, when set, gets the next replica that answers a
+	// decision's delivery (approvalKills); approvalKills counts its kills.
+	decisionTaken chan *replica
+	approvalKills int
+	// approver decides the parked tickets, with -gates (nil without).
+	approver *approver
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -309,6 +316,9 @@ func (w *world) config(r *replica) string {
 			b.WriteString("      stages:\n")
 			for _, st := range p.stages {
 				fmt.Fprintf(&b, "        - name: %s\n", st)
+				if slices.Contains(p.gates, st) {
+					b.WriteString("          gate: approval\n")
+				}
 			}
 		}
 	}
@@ -436,10 +446,12 @@ func (w *world) forward(rw http.ResponseWriter, req *http.Request) {
 	}
 	w.mu.Lock()
 	var ports []int
+	byPort := map[int]*replica{}
 	for i := range w.replicas {
 		r := w.replicas[(w.rr+i)%len(w.replicas)]
 		if r.alive && !r.stopped && (w.pin == nil || w.pin == r) {
 			ports = append(ports, r.port)
+			byPort[r.port] = r
 		}
 	}
 	w.rr++
@@ -466,6 +478,9 @@ func (w *world) forward(rw http.ResponseWriter, req *http.Request) {
 		_, _ = io.Copy(rw, resp.Body)
 		resp.Body.Close()
 		cancel()
+		if resp.StatusCode < 300 && isDecisionDelivery(body) {
+			w.decisionAnswered(byPort[port])
+		}
 		return
 	}
 	http.Error(rw, "no replica answered", http.StatusServiceUnavailable)

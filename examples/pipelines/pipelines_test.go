@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/examples/pipelines"
@@ -476,11 +477,14 @@ func TestImplementStageBoundsWhatItIsHanded(t *testing.T) {
 		want, notWant  string
 		maxArg         int
 	}{
-		"a huge plan":          {`{"summary": "` + strings.Repeat("p", 100_000) + `"}`, "", strings.Repeat("p", 8000), strings.Repeat("p", 8001), 10_000},
-		"a huge note":          {"", strings.Repeat("n", 100_000), strings.Repeat("n", 8000), strings.Repeat("n", 8001), 10_000},
-		"control characters":   {`{"summary": "step\u001b[31m one\u0007"}`, "", "step[31m one", "\x1b", 2000},
-		"not JSON":             {`$(touch PWNED)`, "", "Resolve this ticket", "Follow this plan", 2000},
-		"a summary not a text": {`{"summary": 42}`, "", "Resolve this ticket", "Follow this plan", 2000},
+		"a huge plan":        {`{"summary": "` + strings.Repeat("p", 100_000) + `"}`, "", strings.Repeat("p", 8000), strings.Repeat("p", 8001), 10_000},
+		"a huge note":        {"", strings.Repeat("n", 100_000), strings.Repeat("n", 8000), strings.Repeat("n", 8001), 10_000},
+		"control characters": {`{"summary": "step\u001b[31m one\u0007"}`, "", "step[31m one", "\x1b", 2000},
+		// 7,999 bytes and a 2-byte é across the 8,000-byte bound: the cut
+		// drops the whole character, not its second byte.
+		"a character across the bound": {`{"summary": "` + strings.Repeat("p", 7999) + `é"}`, "", strings.Repeat("p", 7999) + "\n", "\xc3", 10_000},
+		"not JSON":                     {`$(touch PWNED)`, "", "Resolve this ticket", "Follow this plan", 2000},
+		"a summary not a text":         {`{"summary": 42}`, "", "Resolve this ticket", "Follow this plan", 2000},
 	} {
 		t.Run(name, func(t *testing.T) {
 			bare := remote(t)
@@ -497,6 +501,9 @@ func TestImplementStageBoundsWhatItIsHanded(t *testing.T) {
 			prompt := args[slices.Index(args, "-p")+1]
 			if !strings.Contains(prompt, c.want) || strings.Contains(prompt, c.notWant) || len(prompt) > c.maxArg {
 				t.Errorf("prompt (%d bytes) lacks %q or holds %q:\n%.600s", len(prompt), c.want, c.notWant, prompt)
+			}
+			if !utf8.ValidString(prompt) {
+				t.Errorf("prompt is not UTF-8: %q", prompt[max(0, len(prompt)-200):])
 			}
 			if _, err := os.Stat(filepath.Join(work, "PWNED")); err == nil {
 				t.Error("the previous result ran as shell")

@@ -72,8 +72,14 @@ func GitHubAPI(pc *config.Project) string {
 // stageGate is the lifecycle's view of a stage's gate; approvers default
 // to the project's trigger.allow (allow).
 func stageGate(g *config.Gate, allow lifecycle.TriggerAllow, esc config.Escalate) *lifecycle.Gate {
-	if g == nil || g.Approval == nil {
+	if g == nil {
 		return nil
+	}
+	if g.Approval == nil {
+		if g.After <= 0 {
+			return nil
+		}
+		return &lifecycle.Gate{After: g.After}
 	}
 	a := &lifecycle.Approval{Approvers: allow, DistinctFromTrigger: g.Approval.DistinctFromTrigger,
 		MaxRejections: g.Approval.MaxRejections, Timeout: g.Approval.Timeout, OnTimeout: g.Approval.OnTimeout,
@@ -117,6 +123,16 @@ func OutageProject(pc *config.Project) outage.Project {
 func RateLimits(platform string) trackerhttp.RateLimits {
 	d, _ := platforms.Lookup(platform)
 	return d.RateLimits
+}
+
+// ProjectRateLimits is RateLimits(pc.Platform) with pc's reading of
+// GitHub's content creation limit: label writes count toward it when
+// github.pace_labels_as_content says so.
+func ProjectRateLimits(pc *config.Project) trackerhttp.RateLimits {
+	if pc.GitHub.PaceLabelsAsContent {
+		return trackerhttp.GitHubRateLimitsLabelsAsContent
+	}
+	return RateLimits(pc.Platform)
 }
 
 // AnyPolls reports whether any of pcs, as configured (a discovered block

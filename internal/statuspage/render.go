@@ -48,6 +48,7 @@ type pageView struct {
 	CSRF     string
 	Nonce    string
 	Tickets  []ticketRow
+	Awaiting []awaitingRow
 	Projects []projectRow
 	TokenSet bool
 	// Charts: throughput and lead time over the last hours (charts.go).
@@ -128,6 +129,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Status = st
 	v.Tickets = h.tickets(ctx, st)
+	v.Awaiting = h.awaiting(st)
 	v.Projects = h.projects(st)
 	if v.Charts, err = h.readCharts(ctx); err != nil {
 		h.cfg.Logger.Warn("status page: charts", zap.Error(err))
@@ -176,10 +178,18 @@ func (h *handler) tickets(ctx context.Context, st Status) []ticketRow {
 		seen[ref.String()] = len(out)
 		out = append(out, ticketRow{Ref: ref, Link: st.Links[ref.String()], State: state, Where: where, live: live})
 	}
-	// requeue and retry need the page's claim service (and queue).
+	// requeue and retry need the page's claim service (and queue); a
+	// parked ticket's approve, reject and cancel are in the awaiting
+	// table, here only for one the parked index lacks (the GateKeeper
+	// mends it).
+	parked := map[string]bool{}
+	for _, e := range st.Awaiting {
+		parked[e.Ref.String()] = true
+	}
 	defer func() {
 		for i := range out {
-			out[i].Actions = ticketActions(out[i].State, out[i].live, h.cfg.Claims != nil && h.cfg.Queue != nil, h.cfg.Claims != nil, h.cfg.Gate != nil)
+			out[i].Actions = ticketActions(out[i].State, out[i].live, h.cfg.Claims != nil && h.cfg.Queue != nil, h.cfg.Claims != nil,
+				h.cfg.Gate != nil && !parked[out[i].Ref.String()])
 		}
 	}()
 	for _, o := range st.Outcomes {

@@ -256,6 +256,9 @@ func (h *handler) Read(ctx context.Context) (Status, error) {
 	for _, r := range snap.Refusals {
 		link(r.Ref)
 	}
+	for _, a := range snap.Awaiting {
+		link(a.Ref)
+	}
 	entries, err := h.reader.Recent(ctx, h.cfg.Recent)
 	if err != nil {
 		return st, err

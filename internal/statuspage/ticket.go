@@ -41,8 +41,14 @@ type ticketView struct {
 	Attempts []attemptView
 	// Wait says why an in-progress ticket with no live run waits, and
 	// until when (waitReason).
-	Wait  string
-	Error string
+	Wait string
+	// Stages and Approvals: a staged ticket's run time per stage and its
+	// finished waits at approval gates (stagesOf); Parked, the wait going
+	// on, from the parked index.
+	Stages    []stageRow
+	Approvals []approvalRow
+	Parked    *lifecycle.ParkedEntry
+	Error     string
 }
 
 // attemptView is one attempt: where and when it ran, how it ended (the
@@ -134,6 +140,14 @@ func (h *handler) ticket(ctx context.Context, ref platforms.Ref) ticketView {
 		}
 		v.Wait = wait
 	}
+	if v.State == lifecycle.AwaitingApproval.String() {
+		if e, ok, err := lifecycle.ParkedFor(ctx, h.cfg.RDB, ref); err != nil {
+			problems = append(problems, "Redis unavailable: since when the ticket awaits approval is unknown")
+		} else if ok {
+			v.Parked = &e
+		}
+	}
+	v.Stages, v.Approvals = stagesOf(v.Events)
 	v.Strip = timeline(v.Events, now)
 	v.Attempts, err = h.attempts(ctx, ref, v.Events)
 	if err != nil {

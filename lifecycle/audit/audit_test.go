@@ -212,3 +212,35 @@ func TestFollow(t *testing.T) {
 		t.Errorf("Follow: %v", err)
 	}
 }
+
+// A gate's decision keeps who made it, the gated stage and how long the
+// ticket awaited approval; a run's transition keeps its stage.
+func TestDecisionRoundTrip(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	w := audit.NewWriter(rdb, audit.WriterConfig{})
+	start(t, w)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	want := []lifecycle.Event{
+		{Kind: lifecycle.EventTransition, At: at, Ref: ref(1), From: lifecycle.InProgress, To: lifecycle.AwaitingApproval,
+			Outcome: "stage succeeded", Owner: lifecycle.OwnerExecutor, Run: 2 * time.Minute, Stage: "plan"},
+		{Kind: lifecycle.EventDecision, At: at, Ref: ref(1), From: lifecycle.AwaitingApproval, To: lifecycle.Enqueued,
+			Outcome: "approved", Owner: lifecycle.OwnerApprovalGate, Reason: "approved by dana", Stage: "implement", Actor: "dana",
+			ApprovalWait: 95 * time.Minute},
+	}
+	for _, ev := range want {
+		w.Observe(ev)
+	}
+	eventually.Wait(t, 10*time.Second, "both events written", func() bool { return w.Written() == 2 })
+	got, err := audit.NewReader(rdb).History(t.Context(), ref(1), time.Time{}, 0)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("history = %+v, %v; want 2 entries", got, err)
+	}
+	for i := range want {
+		// A decision's From/To are not kept (only a transition's are).
+		g := got[i].Event
+		if g.Stage != want[i].Stage || g.Actor != want[i].Actor || g.ApprovalWait != want[i].ApprovalWait || g.Run != want[i].Run {
+			t.Errorf("entry %d: stage %q actor %q approval wait %s run %s, want %q %q %s %s", i, g.Stage, g.Actor, g.ApprovalWait, g.Run,
+				want[i].Stage, want[i].Actor, want[i].ApprovalWait, want[i].Run)
+		}
+	}
+}

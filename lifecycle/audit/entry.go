@@ -50,6 +50,9 @@ const (
 	fRun       = "run_ms"
 	fOp        = "op"
 	fStatus    = "status"
+	fStage     = "stage"
+	fActor     = "actor"
+	fApproval  = "approval_wait_ms"
 )
 
 // Entry is one stream entry: the event and its stream id, which orders
@@ -98,6 +101,11 @@ func encode(ev lifecycle.Event) []any {
 	if ev.Run > 0 {
 		add(fRun, strconv.FormatInt(ev.Run.Milliseconds(), 10))
 	}
+	if ev.ApprovalWait > 0 {
+		add(fApproval, strconv.FormatInt(ev.ApprovalWait.Milliseconds(), 10))
+	}
+	add(fStage, ev.Stage)
+	add(fActor, ev.Actor)
 	add(fOp, ev.Op)
 	if ev.Status != 0 {
 		add(fStatus, strconv.Itoa(ev.Status))
@@ -125,7 +133,10 @@ func decode(m redis.XMessage) Entry {
 		Reason:    str(fReason),
 		Wait:      ms(fWait),
 		Run:       ms(fRun),
+		Stage:     str(fStage),
+		Actor:     str(fActor),
 	}
+	ev.ApprovalWait = ms(fApproval)
 	ev.At, _ = time.Parse(time.RFC3339Nano, str(fAt))
 	ev.From, _ = lifecycle.ParseState(str(fFrom))
 	ev.To, _ = lifecycle.ParseState(str(fTo))

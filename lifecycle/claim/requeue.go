@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
@@ -15,7 +16,9 @@ import (
 // transition, which agentsmithctl requeue runs on demand). The caller holds
 // the ticket's claim lock (WithLock) and has checked that no request for the
 // ticket is queued (QueuedTickets). fence, when set, runs right before the
-// push. It returns the request pushed, or why none was.
+// push. A timer gate recorded for the stage the ticket shows and not yet
+// over (runstate.TimerOf) puts the request in the delayed set until its
+// end instead. It returns the request pushed, or why none was.
 func (c *Service) RequeueLocked(ctx context.Context, ref platforms.Ref, source string, fence func(context.Context) error) (*lifecycle.PipelineRequest, string, error) {
 	p, ok := c.projects.Lookup(ref)
 	if !ok {
@@ -65,12 +68,26 @@ func (c *Service) RequeueLocked(ctx context.Context, ref platforms.Ref, source s
 		}
 	}
 	stage := p.StageShown(c.cfg.Labels, t.Labels, true)
-	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: lifecycle.RunAttempt(attempt), EnqueuedAt: c.cfg.Clock().UTC(),
+	timer, timed, err := runstate.TimerOf(ctx, c.rdb, ref)
+	if err != nil {
+		return nil, "", fmt.Errorf("requeue %s: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	now := c.cfg.Clock()
+	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: lifecycle.RunAttempt(attempt), EnqueuedAt: now.UTC(),
 		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage)}
-	if err := c.queue.Push(ctx, req.Encode()); err != nil {
+	outcome, why := "re-pushed", "no queue entry and no in-flight owner"
+	// A stage's timer gate still running (its request lost after the label
+	// write) holds the re-push back until its end: the gate is never skipped.
+	if timed && p.SameStage(timer.Stage, stage) && timer.Due.After(now) {
+		req.EnqueuedAt = timer.Due.UTC()
+		if err := c.queue.Delay(ctx, req.Encode(), timer.Due.Sub(now)); err != nil {
+			return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
+		}
+		outcome, why = "re-delayed", fmt.Sprintf("no queue entry and no in-flight owner; stage %s's timer gate ends at %s", stage, timer.Due.UTC().Format(time.RFC3339))
+	} else if err := c.queue.Push(ctx, req.Encode()); err != nil {
 		return nil, "", fmt.Errorf("requeue %s: %w", ref, err)
 	}
-	c.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Enqueued, To: lifecycle.Enqueued, Outcome: "re-pushed", Attempt: req.Attempt,
-		Owner: lifecycle.OwnerEnqueuedReconciler, Source: source, RequestID: req.ID, Reason: "no queue entry and no in-flight owner"})
+	c.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Enqueued, To: lifecycle.Enqueued, Outcome: outcome, Attempt: req.Attempt,
+		Owner: lifecycle.OwnerEnqueuedReconciler, Source: source, RequestID: req.ID, Reason: why})
 	return &req, "", nil
 }

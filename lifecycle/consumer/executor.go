@@ -281,9 +281,9 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	// request's Observed (the claim's write answer) stands in for a read:
 	// the move to InProgress below is the first call, and checkStart
 	// checks its answer as this read would be checked. Elsewhere (GitHub
-	// REST answers a label write with labels only, Jira's PUT with nothing)
-	// the ticket is read, so a ticket closed or untriggered since the claim
-	// is seen before anything is written. Only the first take of the
+	// REST answers a label write with labels only, Jira Data Center's PUT
+	// with nothing) the ticket is read, so a ticket closed or untriggered
+	// since the claim is seen before anything is written. Only the first take of the
 	// claim's own request starts from its answer (freshClaim): a copy
 	// taken later may find the ticket moved on, and not every such
 	// tracker refuses a write on a changed ticket.

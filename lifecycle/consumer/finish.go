@@ -20,7 +20,6 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
-	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -924,10 +923,15 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 		log.Warn("run lost its ownership after its stage succeeded; no label written")
 		return
 	}
-	gated := a.p.ApprovalFor(next) != nil
+	gated, after := a.p.ApprovalFor(next) != nil, a.p.TimerFor(next)
+	var due time.Time
 	body, short := a.doneComment(res)
-	if gated {
+	switch {
+	case gated:
 		body, short = a.reviewComment(res, body, short, next)
+	case after > 0:
+		due = e.cfg.Clock().Add(after).UTC()
+		body, short = a.gateComment(res, body, short, fmt.Sprintf("stage %s waits for its timer gate (after %s): it starts at %s.", next, after, due.Format(time.RFC3339)))
 	}
 	if body != "" {
 		if err := a.postComment(wctx, body, short); errors.Is(err, errLostRun) {
@@ -938,39 +942,50 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 		}
 	}
 	why, to := fmt.Sprintf("stage %s succeeded; stage %s next", a.stage, next), lifecycle.Enqueued
-	if gated {
+	switch {
+	case gated:
 		why, to = fmt.Sprintf("stage %s succeeded; stage %s awaits approval", a.stage, next), lifecycle.AwaitingApproval
+	case after > 0:
+		why = fmt.Sprintf("stage %s succeeded; stage %s starts at %s (timer gate, after %s)", a.stage, next, due.Format(time.RFC3339), after)
 	}
-	a.enqueueStage(wctx, t, next, to, "stage succeeded", why)
+	a.enqueueStage(wctx, t, next, to, "stage succeeded", why, due)
 }
 
 // enqueueStage hands the ticket, whose run of the attempt's stage ended,
 // to stage: one label write InProgress(a.stage) → to(stage), the attempt
 // count started over and, unless to is AwaitingApproval (parked: no
 // request, run or heartbeat until the ApprovalGate decides,
-// lifecycle/gate), stage's request pushed, as a retry hands a ticket back.
-// Before a park, a gate decision still recorded from an earlier one is
-// dropped under the run's lock (runstate.ForgetGateDecision). A ticket
-// left Enqueued without its request (the replica died after the write) is
-// re-pushed by the EnqueuedReconciler at the stage its label shows.
-func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage string, to lifecycle.State, outcome, why string) {
+// lifecycle/gate), stage's request pushed, as a retry hands a ticket back;
+// with a timer gate's due (not zero) the request waits in the delayed set
+// until then, holding no consumer slot. Before a park, a gate decision
+// still recorded from an earlier one is dropped under the run's lock
+// (runstate.ForgetGateDecision); before a timer's write, due is recorded
+// under it (runstate.PutTimer). A ticket left Enqueued without its
+// request (the replica died after the write) is re-pushed by the
+// EnqueuedReconciler at the stage its label shows, no earlier than the
+// recorded due.
+func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage string, to lifecycle.State, outcome, why string, due time.Time) {
 	e, req, log := a.e, a.req, a.log
-	if to == lifecycle.AwaitingApproval {
-		// A decision recorded for an earlier park is not this park's.
-		var held bool
-		if err := retryTransient(wctx, func() (err error) {
-			held, err = runstate.ForgetGateDecision(wctx, e.rdb, req.Ref, a.token)
-			return err
-		}); err != nil {
-			log.Error("forget an earlier gate decision before parking (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
-			return
-		} else if !held {
-			log.Warn("run lost its ownership before parking; no label written")
-			return
-		}
+	if !due.IsZero() && !a.fencedBefore(wctx, "recording the timer gate", func() (bool, error) {
+		return runstate.PutTimer(wctx, e.rdb, req.Ref, a.token, runstate.Timer{Stage: stage, Due: due}, e.cfg.Clock())
+	}) {
+		return
+	}
+	// A decision recorded for an earlier park is not this park's.
+	if to == lifecycle.AwaitingApproval && !a.fencedBefore(wctx, "forgetting an earlier gate decision", func() (bool, error) {
+		return runstate.ForgetGateDecision(wctx, e.rdb, req.Ref, a.token)
+	}) {
+		return
+	}
+	title := ""
+	if t != nil {
+		title = t.Title
 	}
 	if err := retryTransient(wctx, func() error {
-		_, err := a.moveStageAs(wctx, t, lifecycle.InProgress, to, stage, outcome, why)
+		nt, err := a.moveStageAs(wctx, t, lifecycle.InProgress, to, stage, outcome, why)
+		if nt != nil {
+			title = nt.Title
+		}
 		t = nil // moveAs re-reads after a failure; the snapshot is spent
 		return err
 	}); err != nil {
@@ -984,23 +999,52 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage 
 	}
 	a.releaseRun(false)
 	if to == lifecycle.AwaitingApproval {
-		// The gate's deadline counts from here (lifecycle/gate Expire).
-		if err := e.rdb.Set(wctx, keys.GateParked(req.Ref.Key()), e.cfg.Clock().UTC().Format(time.RFC3339Nano), keys.GateTTL).Err(); err != nil {
-			log.Warn("record when the ticket was parked (the gate's deadline counts from its first check)", zap.Error(err))
-		}
-		if err := runstate.MarkParked(wctx, e.rdb, req.Ref); err != nil {
-			log.Warn("index the parked ticket (the GateKeeper finds it while it is open, not once closed)", zap.Error(err))
+		// The gate's deadline counts from here (lifecycle/gate Expire); the
+		// parked index lists the ticket on the status page.
+		park := lifecycle.ParkedEntry{Ref: req.Ref, Stage: stage, Title: title, Since: e.cfg.Clock()}
+		if err := lifecycle.Park(wctx, e.rdb, park); err != nil {
+			log.Warn("record when the ticket was parked (the GateKeeper records it at its next cycle)", zap.Error(err))
 		}
 		log.Info(outcome+"; stage awaits approval", zap.String("nextStage", stage))
 		return
 	}
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceStage, Attempt: 1,
 		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: stage, Pool: a.p.PoolFor(stage)}
+	if !due.IsZero() {
+		// As a retry's: the queue wait counts from the timer's end.
+		nreq.EnqueuedAt = due
+		if err := e.queue.Delay(wctx, nreq.Encode(), due.Sub(e.cfg.Clock())); err != nil {
+			log.Error("delay stage "+stage+"'s request for its timer gate (EnqueuedReconciler will re-delay it)", zap.Error(err))
+			return
+		}
+		log.Info(outcome+"; stage waits for its timer gate", zap.String("nextStage", stage), zap.Time("due", due), zap.String("newRequestId", nreq.ID))
+		return
+	}
 	if err := e.queue.Push(wctx, nreq.Encode()); err != nil {
 		log.Error("push stage "+stage+"'s request (EnqueuedReconciler will re-push)", zap.Error(err))
 		return
 	}
 	log.Info(outcome+"; stage enqueued", zap.String("nextStage", stage), zap.String("newRequestId", nreq.ID))
+}
+
+// fencedBefore makes write, a Redis write fenced by the run's token that
+// comes before a stage's label write, retrying transient errors, and
+// reports whether the label write may follow: not when write failed for
+// good (the heartbeat then expires and StaleJobDetector takes over) or
+// found the run no longer holding the ticket. Both are logged with what.
+func (a *attempt) fencedBefore(wctx context.Context, what string, write func() (bool, error)) bool {
+	var held bool
+	if err := retryTransient(wctx, func() (err error) {
+		held, err = write()
+		return err
+	}); err != nil {
+		a.log.Error(what+" before the label write failed (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		return false
+	}
+	if !held {
+		a.log.Warn("run lost its ownership before " + what + "; no label written")
+	}
+	return held
 }
 
 // sendBack is what a stage's on_failure makes of its failed run.
@@ -1113,7 +1157,7 @@ func (a *attempt) sentBack(wctx context.Context, t *platforms.Ticket, res procru
 	} else if err != nil {
 		log.Error("post the send-back comment; the ticket goes back", zap.Error(err))
 	}
-	a.enqueueStage(wctx, t, sb.to, to, "sent back", why)
+	a.enqueueStage(wctx, t, sb.to, to, "sent back", why, time.Time{})
 }
 
 // outputResult is a failed run's output tail as a result: the summary is
@@ -1139,15 +1183,21 @@ func (a *attempt) approvalAsk(stage string) string {
 // stage's result (body and short, doneComment's, when it has one) and how
 // to approve or reject, bounded by the tracker's comment limit.
 func (a *attempt) reviewComment(res procrun.Result, body, short, next string) (string, string) {
+	return a.gateComment(res, body, short, a.approvalAsk(next))
+}
+
+// gateComment is the succeeded stage's comment (body, short; the stage's
+// heading when the run has none to post) with note, what the next stage
+// waits for, appended whole after cutting the rest to the tracker's limit.
+func (a *attempt) gateComment(res procrun.Result, body, short, note string) (string, string) {
 	e, p := a.e, a.p
 	if body == "" {
 		body = fmt.Sprintf("**%s**: stage %s succeeded (attempt %d)\n\n- duration: %s\n- instance: %s\n",
 			e.cfg.Labels.Prefix, a.stage, a.req.Attempt, res.Duration.Round(time.Millisecond), e.cfg.Instance)
 		short = body
 	}
-	ask := a.approvalAsk(next)
-	limit := platforms.CommentLimit(p.Tracker) - len(ask) - 2
-	body = lifecycle.TruncateRunes(body, max(limit, 0)) + "\n\n" + ask
-	short = lifecycle.TruncateRunes(short, max(limit, 0)) + "\n\n" + ask
+	limit := platforms.CommentLimit(p.Tracker) - len(note) - 2
+	body = lifecycle.TruncateRunes(body, max(limit, 0)) + "\n\n" + note
+	short = lifecycle.TruncateRunes(short, max(limit, 0)) + "\n\n" + note
 	return body, short
 }

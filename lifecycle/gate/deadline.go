@@ -20,21 +20,33 @@ import (
 const (
 	OutcomeTimedOut  = "timed out" // on_timeout: fail
 	OutcomeEscalated = "escalated" // on_timeout: escalate
+	// OutcomeUnparked: the ticket no longer awaits approval (or is gone);
+	// its entry left the parked index.
+	OutcomeUnparked = "dropped from the parked index"
 )
 
 // Expire keeps a parked ticket, under its claim lock: it finishes a
 // decision recorded and not carried out (Repair's work); a ticket closed
 // or without its trigger label leaves the gate as an Enqueued one does
 // (Failed, outcome cancelled, the cancellation comment first, its gate
-// records forgotten); a ticket no longer parked leaves the parked index,
-// one deleted its records too. Then it applies the gated stage's deadline (gate.approval.timeout, counted from
-// keys.GateParked; a ticket parked without that record counts from this
-// first check). Past it, on_timeout fail moves the ticket
-// AwaitingApproval → Failed, its comment first; escalate adds the
-// escalation label and posts one comment mentioning the escalation's
-// handles, once per parking (keys.GateEscalated), the ticket staying
-// parked. It returns the outcome, "" when nothing was due.
+// records and parked index entry gone); a ticket no longer parked, or
+// deleted, leaves the parked index. Then it applies the gated stage's
+// deadline (gate.approval.timeout, counted from keys.GateParked; a ticket
+// parked without that record counts from this first check). Past it,
+// on_timeout fail moves the ticket AwaitingApproval → Failed, its comment
+// first; escalate adds the escalation label and posts one comment
+// mentioning the escalation's handles, once per parking
+// (keys.GateEscalated), the ticket staying parked. It returns the
+// outcome, "" when nothing was due.
 func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
+	return g.keep(ctx, ref, nil)
+}
+
+// keep is Expire with e, ref's entry in the parked index as read before
+// (Reindex's); nil reads it under the lock, before the ticket. An entry is
+// dropped only as it was read before the ticket (unparkIfStill): a park
+// after that read keeps its own.
+func (g *Gate) keep(ctx context.Context, ref platforms.Ref, e *lifecycle.ParkedEntry) (string, error) {
 	p, ok := g.claims.Projects().Lookup(ref)
 	if !ok {
 		return "", fmt.Errorf("gate %s: unknown project %q", ref, ref.Project)
@@ -46,9 +58,19 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 		} else if ok {
 			return g.finish(ctx, p, ref, rec) // moved: no deadline applies
 		}
+		if e == nil {
+			have, ok, err := lifecycle.ParkedFor(ctx, g.rdb, ref)
+			if err != nil {
+				return fmt.Errorf("gate %s: %w: %w", ref, claim.ErrRedisUnavailable, err)
+			}
+			if ok {
+				e = &have
+			}
+		}
 		t, err := p.Tracker.Get(ctx, ref)
 		if errors.Is(err, platforms.ErrNotFound) {
 			g.forget(ctx, ref)
+			outcome = OutcomeUnparked
 			return nil
 		}
 		if err != nil {
@@ -56,7 +78,16 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 		}
 		labels := p.Labels(g.claims.Labels())
 		if labels.StateOf(t.Labels) != lifecycle.AwaitingApproval {
-			g.unindex(ctx, ref)
+			if e == nil {
+				return nil
+			}
+			did, err := unparkIfStill(ctx, g.rdb, *e)
+			if err != nil {
+				return fmt.Errorf("gate %s: %w: %w", ref, claim.ErrRedisUnavailable, err)
+			}
+			if did {
+				outcome = OutcomeUnparked
+			}
 			return nil
 		}
 		stage := labels.StageOf(t.Labels)
@@ -68,7 +99,7 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 		if a.Timeout <= 0 {
 			return nil
 		}
-		parked, since, err := g.parkedAt(ctx, ref)
+		parked, since, err := g.parkedAt(ctx, ref, t.Title, stage)
 		if err != nil {
 			return err
 		}
@@ -79,23 +110,24 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 		why := fmt.Sprintf("stage %s awaited approval for %s, past its gate's timeout %s", stage, now.Sub(since).Round(time.Second), a.Timeout)
 		if a.OnTimeout == lifecycle.OnTimeoutFail {
 			outcome = OutcomeTimedOut
-			return g.timeOut(ctx, p, t, stage, why)
+			return g.timeOut(ctx, p, t, stage, why, now.Sub(since))
 		}
 		done, err := g.escalated(ctx, ref, parked)
 		if err != nil || done {
 			return err
 		}
 		outcome = OutcomeEscalated
-		return g.escalate(ctx, p, t, a, parked, why)
+		return g.escalate(ctx, p, t, a, stage, parked, why)
 	})
 	return outcome, err
 }
 
-// parkedAt is the ticket's keys.GateParked value and its time; a missing
-// or unreadable one is set to now, the deadline counting from there.
-func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref) (string, time.Time, error) {
-	k := keys.GateParked(ref.Key())
-	v, err := g.rdb.Get(ctx, k).Result()
+// parkedAt is the keys.GateParked value of ref (titled title), parked
+// awaiting stage, and its time; a missing or unreadable one is recorded as now (lifecycle.Park,
+// which lists the ticket in the parked index too), the deadline counting
+// from there.
+func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref, title, stage string) (string, time.Time, error) {
+	v, err := g.rdb.Get(ctx, keys.GateParked(ref.Key())).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", time.Time{}, fmt.Errorf("gate %s: read when parked: %w: %w", ref, claim.ErrRedisUnavailable, err)
 	}
@@ -103,11 +135,10 @@ func (g *Gate) parkedAt(ctx context.Context, ref platforms.Ref) (string, time.Ti
 		return v, at, nil
 	}
 	now := g.cfg.Clock().UTC()
-	v = now.Format(time.RFC3339Nano)
-	if err := g.rdb.Set(ctx, k, v, keys.GateTTL).Err(); err != nil {
-		return "", time.Time{}, fmt.Errorf("gate %s: record when parked: %w: %w", ref, claim.ErrRedisUnavailable, err)
+	if err := lifecycle.Park(ctx, g.rdb, lifecycle.ParkedEntry{Ref: ref, Stage: stage, Title: title, Since: now}); err != nil {
+		return "", time.Time{}, fmt.Errorf("gate %s: %w: %w", ref, claim.ErrRedisUnavailable, err)
 	}
-	return v, now, nil
+	return lifecycle.ParkedStamp(now), now, nil
 }
 
 // escalated reports whether the parking recorded as parked escalated.
@@ -121,9 +152,9 @@ func (g *Gate) escalated(ctx context.Context, ref platforms.Ref, parked string) 
 
 // timeOut fails t, past its gate's deadline: the comment first, then the
 // move, as a rejection past max_rejections.
-func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, why string) error {
+func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, why string, waited time.Duration) error {
 	prefix := "**" + g.claims.Labels().Prefix + "**: "
-	return g.fail(ctx, p, t, stage, prefix+"failed: the approval gate timed out: "+why+".", OutcomeTimedOut, why)
+	return g.fail(ctx, p, t, stage, prefix+"failed: the approval gate timed out: "+why+".", OutcomeTimedOut, why, waited)
 }
 
 // leave fails t, parked and closed or without its trigger label (cause,
@@ -133,13 +164,14 @@ func (g *Gate) leave(ctx context.Context, p *lifecycle.Project, t *platforms.Tic
 	labels := p.Labels(g.claims.Labels())
 	body := fmt.Sprintf("**%s**: cancelled (%s): stage %s awaited approval and does not run. Remove `%s` and add `%s` to run it again.",
 		labels.Prefix, cause, stage, labels.Label(lifecycle.Failed), p.TriggerLabel)
-	return g.fail(ctx, p, t, stage, body, OutcomeCancelled, cause+" while stage "+stage+" awaited approval")
+	return g.fail(ctx, p, t, stage, body, OutcomeCancelled, cause+" while stage "+stage+" awaited approval", g.waited(ctx, t.Ref))
 }
 
-// fail moves parked t to Failed with outcome: body is posted first, the
-// ticket read again (on Azure DevOps a comment is a revision, which the
-// label write tests), moved, and the gate's records forgotten.
-func (g *Gate) fail(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, body, outcome, why string) error {
+// fail moves parked t to Failed with outcome, after it waited: body is
+// posted first, the ticket read again (on Azure DevOps a comment is a
+// revision, which the label write tests), moved, and the gate's records
+// forgotten, its parked index entry with them.
+func (g *Gate) fail(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, body, outcome, why string, waited time.Duration) error {
 	ref := t.Ref
 	if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, body)); err != nil {
 		return fmt.Errorf("gate %s: comment: %w", ref, err)
@@ -157,7 +189,8 @@ func (g *Gate) fail(ctx context.Context, p *lifecycle.Project, t *platforms.Tick
 		return fmt.Errorf("gate %s: move to %s: %w", ref, lifecycle.Failed, err)
 	}
 	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: lifecycle.Failed,
-		Outcome: outcome, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why})
+		Outcome: outcome, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why,
+		Stage: stage, ApprovalWait: waited})
 	g.forget(ctx, ref)
 	return nil
 }
@@ -166,7 +199,7 @@ func (g *Gate) fail(ctx context.Context, p *lifecycle.Project, t *platforms.Tick
 // one comment mentioning the escalation's handles; the escalation is then
 // remembered for this parking. A crash before that posts the comment again
 // at the next check.
-func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, a lifecycle.Approval, parked, why string) error {
+func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, a lifecycle.Approval, stage, parked, why string) error {
 	ref := t.Ref
 	if a.EscalateLabel != "" && !t.HasLabel(a.EscalateLabel) {
 		if _, err := lifecycle.AddLabel(ctx, p.Tracker, p.Labels(g.claims.Labels()), t, a.EscalateLabel); err != nil {
@@ -183,6 +216,6 @@ func (g *Gate) escalate(ctx context.Context, p *lifecycle.Project, t *platforms.
 	if err := g.rdb.Set(ctx, keys.GateEscalated(ref.Key()), parked, keys.GateTTL).Err(); err != nil {
 		return fmt.Errorf("gate %s: remember the escalation: %w: %w", ref, claim.ErrRedisUnavailable, err)
 	}
-	g.emit(ref, lifecycle.AwaitingApproval, OutcomeEscalated, why)
+	g.emit(lifecycle.Event{Ref: ref, To: lifecycle.AwaitingApproval, Outcome: OutcomeEscalated, Reason: why, Stage: stage})
 	return nil
 }

@@ -135,7 +135,7 @@ func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d De
 	if !may {
 		res.Outcome, res.Reason = claim.CommandRefused, who+" may not approve"
 		g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: %s may not approve or reject stage %s.", who, stage))
-		g.emit(ref, lifecycle.AwaitingApproval, "refused", d.Kind+" by "+who+", who may not approve")
+		g.emit(lifecycle.Event{Ref: ref, To: lifecycle.AwaitingApproval, Outcome: "refused", Reason: d.Kind + " by " + who + ", who may not approve", Stage: stage, Actor: actor})
 		return res, nil
 	}
 	if d.Kind == Approve && a.DistinctFromTrigger {
@@ -146,13 +146,13 @@ func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d De
 		if trigger == "" {
 			res.Outcome, res.Reason = claim.CommandRefused, "who triggered the run is not known"
 			g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: who triggered this run is not known, so stage %s's approval (distinct_from_trigger) cannot be checked; reject, or trigger the ticket again.", stage))
-			g.emit(ref, lifecycle.AwaitingApproval, "refused", "approve by "+who+", the run's trigger unknown")
+			g.emit(lifecycle.Event{Ref: ref, To: lifecycle.AwaitingApproval, Outcome: "refused", Reason: "approve by " + who + ", the run's trigger unknown", Stage: stage, Actor: actor})
 			return res, nil
 		}
 		if strings.EqualFold(trigger, actor) {
 			res.Outcome, res.Reason = claim.CommandRefused, who+" triggered the run"
 			g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: %s triggered this run and may not approve it too; another approver must.", who))
-			g.emit(ref, lifecycle.AwaitingApproval, "refused", "approve by "+who+", who triggered the run")
+			g.emit(lifecycle.Event{Ref: ref, To: lifecycle.AwaitingApproval, Outcome: "refused", Reason: "approve by " + who + ", who triggered the run", Stage: stage, Actor: actor})
 			return res, nil
 		}
 	}
@@ -464,6 +464,7 @@ func (g *Gate) Repair(ctx context.Context, ref platforms.Ref) (bool, error) {
 func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, rec record) error {
 	ref, labels, who := t.Ref, p.Labels(g.claims.Labels()), claim.SafeName(rec.Actor)
 	prefix := "**" + g.claims.Labels().Prefix + "**: "
+	waited := g.waited(ctx, ref)
 	to, stage, why := lifecycle.Enqueued, rec.Stage, "approved by "+who
 	switch outcomeOf(rec) {
 	case OutcomeRejected:
@@ -506,8 +507,9 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 		}
 	}
 	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: to,
-		Outcome: outcomeOf(rec), Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why})
-	g.emit(ref, to, outcomeOf(rec), why)
+		Outcome: outcomeOf(rec), Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why,
+		Stage: rec.Stage, Actor: rec.Actor, ApprovalWait: waited})
+	g.emit(lifecycle.Event{Ref: ref, To: to, Outcome: outcomeOf(rec), Reason: why, Stage: rec.Stage, Actor: rec.Actor, ApprovalWait: waited})
 	if to == lifecycle.Enqueued {
 		if err := runstate.StartOver(ctx, g.rdb, ref); err != nil {
 			g.log.Warn("start the attempt count over for the stage", zap.String("ticket", ref.String()), zap.Error(err))
@@ -518,10 +520,9 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 			g.log.Error("push the stage's request (EnqueuedReconciler will re-push)", zap.String("ticket", ref.String()), zap.Error(err))
 		}
 		// The next parking records its own time; a stale one would time it out early.
-		if err := g.rdb.Del(ctx, keys.GateParked(ref.Key())).Err(); err != nil {
+		if err := lifecycle.Unpark(ctx, g.rdb, ref); err != nil {
 			g.log.Warn("drop when the ticket was parked", zap.String("ticket", ref.String()), zap.Error(err))
 		}
-		g.unindex(ctx, ref)
 		if rec.Kind == Approve {
 			// The review was for the stage before; the gated stage runs without.
 			if err := g.rdb.Del(ctx, keys.Review(ref.Key())).Err(); err != nil {
@@ -545,28 +546,36 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 // forget drops a failed ticket's gate records: a retry starts over.
 func (g *Gate) forget(ctx context.Context, ref platforms.Ref) {
 	k := ref.Key()
-	if err := g.rdb.Del(ctx, keys.GateRejections(k), keys.Review(k), keys.GateParked(k), keys.GateEscalated(k)).Err(); err != nil {
+	_, err := g.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Del(ctx, keys.GateRejections(k), keys.Review(k), keys.GateEscalated(k))
+		lifecycle.UnparkOn(ctx, pipe, ref)
+		return nil
+	})
+	if err != nil {
 		g.log.Warn("forget the gate's records", zap.String("ticket", ref.String()), zap.Error(err))
 	}
-	g.unindex(ctx, ref)
 }
 
-// unindex drops ref from the parked index (keys.Parked): it left the gate.
-func (g *Gate) unindex(ctx context.Context, ref platforms.Ref) {
-	if err := runstate.UnmarkParked(ctx, g.rdb, ref); err != nil {
-		g.log.Warn("drop the ticket from the parked index", zap.String("ticket", ref.String()), zap.Error(err))
+// emit reports ev, a decision (its Ref, To, Outcome, Reason, Stage, Actor
+// and ApprovalWait set), as the ApprovalGate's EventDecision.
+func (g *Gate) emit(ev lifecycle.Event) {
+	ev.Kind, ev.At, ev.From = lifecycle.EventDecision, g.cfg.Clock().UTC(), lifecycle.AwaitingApproval
+	ev.Owner, ev.Instance, ev.Source = lifecycle.OwnerApprovalGate, g.cfg.Instance, lifecycle.SourceGate
+	g.claims.Emit(ev)
+}
+
+// waited is how long ref has awaited approval by now, from its
+// keys.GateParked; 0 when that is not known.
+func (g *Gate) waited(ctx context.Context, ref platforms.Ref) time.Duration {
+	v, err := g.rdb.Get(ctx, keys.GateParked(ref.Key())).Result()
+	if err != nil {
+		return 0
 	}
-}
-
-// Parked are the tickets the executor indexed as parked (keys.Parked):
-// the GateKeeper keeps those its open-ticket listing misses (closed).
-func (g *Gate) Parked(ctx context.Context) ([]platforms.Ref, error) {
-	return runstate.ParkedRefs(ctx, g.rdb)
-}
-
-func (g *Gate) emit(ref platforms.Ref, s lifecycle.State, outcome, reason string) {
-	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventDecision, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: s,
-		Outcome: outcome, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: reason})
+	at, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return 0
+	}
+	return max(g.cfg.Clock().Sub(at), 0)
 }
 
 // boundReview is the reviewer's text as the stage gets it: control

@@ -37,6 +37,9 @@ var (
 	PipelineBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600}
 	WaitBuckets     = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 15, 30, 60, 300, 900}
 	LeadBuckets     = []float64{1, 10, 30, 60, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400}
+	// ApprovalBuckets: a person answers an approval gate in minutes, or
+	// after a night or a weekend.
+	ApprovalBuckets = []float64{60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800}
 )
 
 // Config configures New. Zero values take defaults.
@@ -69,6 +72,7 @@ type Metrics struct {
 	wait        *prometheus.HistogramVec
 	lead        *prometheus.HistogramVec
 	stage       *prometheus.HistogramVec
+	approval    *prometheus.HistogramVec
 
 	trackerCalls    *prometheus.CounterVec
 	trackerDuration *prometheus.HistogramVec
@@ -123,6 +127,9 @@ func New(cfg Config) *Metrics {
 		stage: histogram("stage_duration_seconds",
 			"How long a staged project's stage attempts ran, by stage (pipeline.stages names, bounded by the config) and how the attempt ended (as pipeline_duration_seconds).",
 			PipelineBuckets, "project", "stage", "outcome"),
+		approval: histogram("approval_wait_seconds",
+			"How long tickets awaited approval at a gate, from the park to the decision or deadline that moved them on, by the gated stage and the decision (approved, rejected, failed: rejected past max_rejections, cancelled, timed out).",
+			ApprovalBuckets, "project", "stage", "decision"),
 		trackerCalls: counter("tracker_requests_total",
 			"Tracker API requests sent, by HTTP method and status code (\"error\": no response).",
 			"platform", "method", "code"),
@@ -152,14 +159,14 @@ func New(cfg Config) *Metrics {
 		[]string{"version", "commit", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	m.reg.MustRegister(build)
-	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.refusals, m.pipeline, m.wait, m.lead, m.stage,
+	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.refusals, m.pipeline, m.wait, m.lead, m.stage, m.approval,
 		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.webhookAuth, m.connsRefused, m.redisErrors, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Redis != nil {
 		if cfg.Queue == nil {
 			panic("metrics: Config.Redis is set without Config.Queue")
 		}
-		m.reg.MustRegister(newStateCollector(cfg.Redis, cfg.Queue, cfg.Clock, cfg.Logger), newPausedCollector(cfg.Redis, cfg.Logger))
+		m.reg.MustRegister(newStateCollector(cfg.Redis, cfg.Queue, cfg.Clock, cfg.Logger), newProjectCollector(cfg.Redis, cfg.Logger))
 	}
 	if cfg.Queue != nil {
 		m.reg.MustRegister(newUnplacedCollector(cfg.Queue))
@@ -225,6 +232,9 @@ func (m *Metrics) Observe(ev lifecycle.Event) {
 			if ev.Stage != "" {
 				m.stage.WithLabelValues(project, ev.Stage, ev.Outcome).Observe(ev.Run.Seconds())
 			}
+		}
+		if ev.From == lifecycle.AwaitingApproval && ev.ApprovalWait > 0 {
+			m.approval.WithLabelValues(project, ev.Stage, ev.Outcome).Observe(ev.ApprovalWait.Seconds())
 		}
 		if ev.Lead > 0 && ev.To.Terminal() {
 			m.lead.WithLabelValues(project, ev.To.String()).Observe(ev.Lead.Seconds())

@@ -48,6 +48,11 @@ type Snapshot struct {
 	// lifecycle.MaxListedRefusals of RefusalsTotal.
 	Refusals      []lifecycle.RefusalEntry `json:"refusals"`
 	RefusalsTotal int64                    `json:"refusalsTotal"`
+	// Awaiting are the tickets parked at an approval gate (the parked
+	// index, lifecycle.ListParked), longest waiting first, at most
+	// lifecycle.MaxListedParked of AwaitingTotal.
+	Awaiting      []lifecycle.ParkedEntry `json:"awaiting"`
+	AwaitingTotal int64                   `json:"awaitingTotal"`
 }
 
 // Outcome is one run's outcome waiting for the tracker: its pipeline ended
@@ -169,6 +174,9 @@ func Read(ctx context.Context, rdb redis.UniversalClient, q *queue.Queue, cfg Re
 		return s, err
 	}
 	if s.Refusals, s.RefusalsTotal, err = lifecycle.ListRefusals(ctx, rdb, lifecycle.MaxListedRefusals); err != nil {
+		return s, err
+	}
+	if s.Awaiting, s.AwaitingTotal, err = lifecycle.ListParked(ctx, rdb, lifecycle.MaxListedParked); err != nil {
 		return s, err
 	}
 	ended := map[string]time.Time{}

@@ -3,7 +3,9 @@ package runstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -42,14 +44,15 @@ func ForgetGateDecision(ctx context.Context, rdb redis.Scripter, ref platforms.R
 
 // ForgetTrigger deletes what one trigger's run keeps across its stages
 // (queues it, on a pipeline): the send-back counts, the approval gates'
-// rejection counts, review and recorded decision, and, with stageResult,
-// the last stage result. A fresh trigger's claim forgets all of it, so its
-// first stage never gets an earlier trigger's output; a person's retry
+// rejection counts, review and recorded decision, the timer gate's wait,
+// and, with stageResult, the last stage result. A fresh trigger's claim
+// forgets all of it, so its first stage never gets an earlier trigger's
+// output; a person's retry
 // keeps the stage result, which the retried stage needs from the stage
 // before it.
 func ForgetTrigger(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, stageResult bool) error {
 	k := ref.Key()
-	del := []string{keys.SentBack(k), keys.GateRejections(k), keys.Review(k), keys.GateDecision(k)}
+	del := []string{keys.SentBack(k), keys.GateRejections(k), keys.Review(k), keys.GateDecision(k), keys.GateTimer(k)}
 	if stageResult {
 		del = append(del, keys.StageResult(k))
 	}
@@ -59,37 +62,40 @@ func ForgetTrigger(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, st
 	return nil
 }
 
-// MarkParked indexes ref as parked (keys.Parked); the executor calls it
-// as it parks the ticket.
-func MarkParked(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
-	b, _ := json.Marshal(ref) // strings: cannot fail
-	if err := rdb.HSet(ctx, keys.Parked(), ref.Key(), b).Err(); err != nil {
-		return fmt.Errorf("index %s as parked: %w", ref, err)
-	}
-	return nil
+// Timer is a timer gate's wait: the gated stage starts at Due.
+type Timer struct {
+	Stage string    `json:"stage"`
+	Due   time.Time `json:"due"`
 }
 
-// UnmarkParked drops ref from the parked index.
-func UnmarkParked(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error {
-	if err := rdb.HDel(ctx, keys.Parked(), ref.Key()).Err(); err != nil {
-		return fmt.Errorf("drop %s from the parked index: %w", ref, err)
-	}
-	return nil
-}
-
-// ParkedRefs are the tickets the parked index holds; an unreadable entry
-// is skipped.
-func ParkedRefs(ctx context.Context, rdb redis.Cmdable) ([]platforms.Ref, error) {
-	raw, err := rdb.HGetAll(ctx, keys.Parked()).Result()
+// PutTimer records the ticket's timer gate wait (keys.GateTimer), fenced
+// by the run's token, until keys.GateTTL past its Due; the run calls it
+// before the label write that enqueues the gated stage. It reports
+// whether the run still held the ticket.
+func PutTimer(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, token string, t Timer, now time.Time) (bool, error) {
+	k := ref.Key()
+	b, _ := json.Marshal(t) // a string and a time: cannot fail
+	ttl := max(t.Due.Sub(now), 0) + keys.GateTTL
+	n, err := fencedPutScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.GateTimer(k)}, token, b, ttl.Milliseconds()).Int()
 	if err != nil {
-		return nil, fmt.Errorf("read the parked index: %w", err)
+		return false, fmt.Errorf("record the timer gate of %s: %w", ref, err)
 	}
-	out := make([]platforms.Ref, 0, len(raw))
-	for _, v := range raw {
-		var ref platforms.Ref
-		if json.Unmarshal([]byte(v), &ref) == nil && ref.ID != "" {
-			out = append(out, ref)
-		}
+	return n == 1, nil
+}
+
+// TimerOf is the ticket's timer gate wait, and whether one is recorded;
+// an unreadable one reads as none.
+func TimerOf(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) (Timer, bool, error) {
+	b, err := rdb.Get(ctx, keys.GateTimer(ref.Key())).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return Timer{}, false, nil
 	}
-	return out, nil
+	if err != nil {
+		return Timer{}, false, fmt.Errorf("read the timer gate of %s: %w", ref, err)
+	}
+	var t Timer
+	if json.Unmarshal(b, &t) != nil || t.Stage == "" {
+		return Timer{}, false, nil
+	}
+	return t, true, nil
 }

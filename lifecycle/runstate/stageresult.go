@@ -24,15 +24,16 @@ type StageResult struct {
 	Result json.RawMessage `json:"result"`
 }
 
-// putStageResultScript writes the stage result only while the run lock
-// holds the run's token: a run that lost its ticket hands nothing over.
+// fencedPutScript writes a record of the run (the stage result, a timer
+// gate's wait) only while the run lock holds the run's token: a run that
+// lost its ticket hands nothing over.
 //
 //	KEYS[1]  the ticket's run lock (keys.Heartbeat)
-//	KEYS[2]  the ticket's stage result (keys.StageResult)
+//	KEYS[2]  the record's key (keys.StageResult, keys.GateTimer)
 //	ARGV[1]  the run's token
 //	ARGV[2]  the record (JSON)
 //	ARGV[3]  TTL in milliseconds
-var putStageResultScript = redis.NewScript(`
+var fencedPutScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
@@ -49,7 +50,7 @@ func PutStageResult(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, 
 	if err != nil {
 		return false, fmt.Errorf("record stage result of %s: %w", ref, err)
 	}
-	n, err := putStageResultScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.StageResult(k)}, token, string(b),
+	n, err := fencedPutScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.StageResult(k)}, token, string(b),
 		keys.StageResultTTL.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("record stage result of %s: %w", ref, err)

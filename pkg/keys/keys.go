@@ -393,12 +393,24 @@ func Review(ticketKey string) string { return prefix() + "review:" + ticketKey }
 // from it (GateTTL).
 func GateParked(ticketKey string) string { return prefix() + "gate-parked:" + ticketKey }
 
-// Parked indexes the tickets parked in AwaitingApproval: a hash of
-// ticket key → its Ref as JSON, written by the executor as it parks a
-// ticket and cleared by the ApprovalGate as it moves it on, so the
-// GateKeeper finds a parked ticket that was closed, which no open-ticket
-// listing shows.
+// GateTimer is a timer gate's wait (JSON: the gated stage and when it
+// starts), written by the run before the label write that enqueues the
+// stage: the EnqueuedReconciler's re-push of a request lost after that
+// write waits until then too (GateTTL past its start).
+func GateTimer(ticketKey string) string { return prefix() + "gate-timer:" + ticketKey }
+
+// Parked indexes the tickets parked in AwaitingApproval: a sorted set of
+// ticket keys scored by when each was parked (Unix ms), beside ParkedInfo,
+// kept by lifecycle.Park and lifecycle.Unpark (the executor as it parks, the
+// ApprovalGate as it decides; the GateKeeper mends it from the tracker's
+// listing), so the status page, agentsmithctl and the metrics list parked
+// tickets without a tracker call or a SCAN, and the GateKeeper finds a
+// parked ticket that was closed, which no open-ticket listing shows.
 func Parked() string { return prefix() + "parked" }
+
+// ParkedInfo is a hash of the tickets in Parked, by ticket key: what each
+// awaits (lifecycle.ParkedEntry, JSON).
+func ParkedInfo() string { return prefix() + "parked-info" }
 
 // GateEscalated is the GateParked value a timed-out gate escalated for:
 // one escalation per parking (GateTTL).

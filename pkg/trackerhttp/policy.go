@@ -3,6 +3,7 @@ package trackerhttp
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -139,6 +140,10 @@ var (
 		SecondaryScope:   []string{"core", "graphql", "search"},
 		RefusedOK:        githubGraphQLRefused,
 	}
+	// GitHubRateLimitsLabelsAsContent is GitHubRateLimits pacing the
+	// strict reading of the content creation limit
+	// (GitHubSecondaryLabelsAsContent, github.pace_labels_as_content).
+	GitHubRateLimitsLabelsAsContent = GitHubRateLimits.withSecondary(GitHubSecondaryLabelsAsContent)
 	// GitLabRateLimits: RateLimit-Limit, -Observed, -Remaining, -Reset
 	// (Unix), -ResetTime (HTTP date), without "X-", and Retry-After on a
 	// throttled answer
@@ -244,34 +249,60 @@ func isGitHubGraphQL(req *http.Request) bool {
 
 // GitHubSecondary are GitHub's documented secondary limits
 // (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits,
-// the same for the GraphQL API): content creation, at most 80 requests a
-// minute and 500 an hour across REST and GraphQL; and points per minute, at
-// most 900 on REST (a read 1, a write 5) and 2,000 on GraphQL (a request 1,
-// with a mutation 5). Which requests create content GitHub does not list:
-// every write counts here, and every GraphQL request is taken for a
-// mutation (the daemon's are, but for the node id queries), the cautious
-// reading. Only writes are paced: a read would cost a shared-store round
-// trip for a limit (900 a minute) that the primary one (5,000 an hour)
-// keeps far off but in bursts of reads. Each window is a second longer
-// than GitHub's, for the time between pacing a request and GitHub counting
-// it.
-var GitHubSecondary = []Secondary{
-	{Name: "content", Cost: githubContentCost, Windows: []Window{
-		{Max: 80, Per: time.Minute + githubPaceMargin}, {Max: 500, Per: time.Hour + githubPaceMargin}}},
-	{Name: "points", Cost: githubPointsCost, Scope: githubPointsScope, Windows: []Window{
-		{Max: 900, Per: time.Minute + githubPaceMargin}}},
+// the same for the GraphQL API), paced for the default reading of which
+// requests create content: content creation, at most 80 requests a minute
+// and 500 an hour across REST and GraphQL; and points per minute, at most
+// 900 on REST (a read 1, a write 5) and 2,000 on GraphQL (a request 1,
+// with a mutation 5). Which requests create content GitHub does not list;
+// the reports are of creating issues and comments ("was submitted too
+// quickly" creating issues, cli/cli#4801, where a GitHub engineer names
+// the side effects of "every issue or comment creation", notifications and
+// @-mentions; issue creation in checkmarx-ltd/cx-flow#1078; comment
+// creation in apache/arrow#48162), so a label write on an issue is not
+// counted as content here and pays points only (githubContentCost). Every
+// other write counts, the cautious reading for the rest.
+// GitHubSecondaryLabelsAsContent is the strict reading.
+//
+// Only writes are paced: a read would cost a shared-store round trip for
+// a limit (900 a minute) that the primary one (5,000 an hour) keeps far off
+// but in bursts of reads; the points window leaves a fifth of each minute
+// to those unpaced reads. Each window is a second longer than GitHub's,
+// for the time between pacing a request and GitHub counting it.
+var GitHubSecondary = githubSecondary(githubContentCost)
+
+// GitHubSecondaryLabelsAsContent are GitHubSecondary counting every write
+// as content creation, label writes included, and every GraphQL mutation
+// as one creation (github.pace_labels_as_content): for a token whose label
+// changes GitHub refuses as content creation. It caps a token at 500
+// label writes an hour.
+var GitHubSecondaryLabelsAsContent = githubSecondary(githubWriteCost)
+
+// githubSecondary are GitHub's secondary limits with content as the
+// content creation limit's cost.
+func githubSecondary(content func(*http.Request) int) []Secondary {
+	return []Secondary{
+		{Name: "content", Cost: content, Windows: []Window{
+			{Max: 80, Per: time.Minute + githubPaceMargin}, {Max: 500, Per: time.Hour + githubPaceMargin}}},
+		{Name: "points", Cost: githubPointsCost, Scope: githubPointsScope, Windows: []Window{
+			{Max: githubWritePointsPerMinute, Per: time.Minute + githubPaceMargin}}},
+	}
 }
+
+// githubWritePointsPerMinute is the share of REST's 900 points a minute
+// the paced writes may take; the rest is left to reads, which are not
+// paced.
+const githubWritePointsPerMinute = 720
 
 // githubPaceMargin lengthens GitHub's secondary windows by the time a
 // paced request takes to reach GitHub.
 const githubPaceMargin = time.Second
 
-// githubContentCost is what a request may create, in content units: 0 for
-// a read and for minting an App installation token, which has a limit of
-// its own; a GraphQL request's mutation count when its context carries one
-// (WithMutations), since GitHub may count each mutation as one creation;
-// else 1.
-func githubContentCost(req *http.Request) int {
+// githubWriteCost is what a write may create in the strict reading, in
+// content units: 0 for a read and for minting an App installation token,
+// which has a limit of its own; a GraphQL request's mutation count when
+// its context carries one (WithLabelMutations), since GitHub may count
+// each mutation as one creation; else 1.
+func githubWriteCost(req *http.Request) int {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return 0
@@ -279,27 +310,47 @@ func githubContentCost(req *http.Request) int {
 	if strings.Contains(req.URL.Path, "/app/installations/") {
 		return 0
 	}
-	if n, ok := req.Context().Value(mutationsKey{}).(int); ok && n > 1 {
+	if n, ok := req.Context().Value(labelMutationsKey{}).(int); ok && n > 1 {
 		return n
 	}
 	return 1
 }
 
-type mutationsKey struct{}
+// githubContentCost is githubWriteCost but for label writes on an issue,
+// which create no content: REST's POST, PUT and DELETE of
+// …/issues/{n}/labels[/{name}] and a GraphQL request of label mutations
+// (WithLabelMutations) cost 0.
+func githubContentCost(req *http.Request) int {
+	if _, ok := req.Context().Value(labelMutationsKey{}).(int); ok && isGitHubGraphQL(req) {
+		return 0
+	}
+	if githubIssueLabels.MatchString(req.URL.Path) {
+		return 0
+	}
+	return githubWriteCost(req)
+}
 
-// WithMutations marks ctx's requests as GraphQL documents carrying n
-// mutations, for the content creation limit's pacing.
-func WithMutations(ctx context.Context, n int) context.Context {
-	return context.WithValue(ctx, mutationsKey{}, n)
+// githubIssueLabels matches the path of an issue's labels and of one of
+// them (REST's "Labels" endpoints on an issue), under any API root.
+var githubIssueLabels = regexp.MustCompile(`/repos/[^/]+/[^/]+/issues/[0-9]+/labels(/|$)`)
+
+type labelMutationsKey struct{}
+
+// WithLabelMutations marks ctx's requests as GraphQL documents carrying n
+// label mutations (addLabelsToLabelable, removeLabelsFromLabelable), for
+// the content creation limit's pacing: no content in the default reading
+// (GitHubSecondary), n creations in the strict one.
+func WithLabelMutations(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, labelMutationsKey{}, n)
 }
 
 // githubPointsCost is a write's secondary points, 0 for a read (not
-// paced). GraphQL's 2,000 a minute is paced in a 900 window with the cost
-// scaled by 900/2,000 (a mutation's 5 → 3, rounded up), so one window
-// serves both endpoints.
+// paced). GraphQL's 2,000 a minute is paced in the same window as REST's
+// 900 with the cost scaled by 900/2,000 (a mutation's 5 → 3, rounded up),
+// so one window serves both endpoints.
 func githubPointsCost(req *http.Request) int {
 	switch {
-	case githubContentCost(req) == 0:
+	case githubWriteCost(req) == 0:
 		return 0
 	case GitHubResource(req) == "graphql":
 		return 3
@@ -314,6 +365,12 @@ func githubPointsScope(req *http.Request) string {
 		return "graphql"
 	}
 	return "rest"
+}
+
+// withSecondary is p pacing s.
+func (p RateLimits) withSecondary(s []Secondary) RateLimits {
+	p.Secondary = s
+	return p
 }
 
 func (p RateLimits) withDefaults() RateLimits {

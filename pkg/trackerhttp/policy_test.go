@@ -371,3 +371,52 @@ func TestGitHubResource(t *testing.T) {
 		}
 	}
 }
+
+// What each GitHub request spends of the secondary limits' pacing, in the
+// default reading (GitHubSecondary: a label write on an issue is no
+// content) and the strict one (GitHubSecondaryLabelsAsContent: every write
+// is): content units, then points.
+func TestGitHubSecondaryCosts(t *testing.T) {
+	t.Parallel()
+	const api = "https://api.github.com"
+	for _, c := range []struct {
+		method, url     string
+		mutations       int // WithLabelMutations, 0 for none
+		content, strict int
+		points          int
+	}{
+		{"POST", api + "/repos/o/r/issues/7/labels", 0, 0, 1, 5},
+		{"PUT", api + "/repos/o/r/issues/7/labels", 0, 0, 1, 5},
+		{"DELETE", api + "/repos/o/r/issues/7/labels/agent-smith:pending", 0, 0, 1, 5},
+		{"DELETE", "https://ghe.example/api/v3/repos/o/r/issues/7/labels/a/b", 0, 0, 1, 5},
+		{"POST", api + "/repos/o/r/issues/7/comments", 0, 1, 1, 5},
+		{"POST", api + "/repos/o/r/issues/7/reactions", 0, 1, 1, 5},
+		{"POST", api + "/repos/o/r/labels", 0, 1, 1, 5},
+		{"PATCH", api + "/repos/o/r/issues/7", 0, 1, 1, 5},
+		{"GET", api + "/repos/o/r/issues/7/labels", 0, 0, 0, 0},
+		{"POST", api + "/app/installations/1/access_tokens", 0, 0, 0, 0},
+		{"POST", api + "/graphql", 2, 0, 2, 3},
+		{"POST", api + "/graphql", 1, 0, 1, 3},
+		{"POST", api + "/graphql", 0, 1, 1, 3},
+	} {
+		req := httptest.NewRequest(c.method, c.url, nil)
+		if c.mutations > 0 {
+			req = req.WithContext(WithLabelMutations(req.Context(), c.mutations))
+		}
+		cost := func(s []Secondary, name string) int {
+			for _, l := range s {
+				if l.Name == name {
+					return l.Cost(req)
+				}
+			}
+			t.Fatalf("no %q limit", name)
+			return 0
+		}
+		got := []int{cost(GitHubSecondary, "content"), cost(GitHubSecondaryLabelsAsContent, "content"),
+			cost(GitHubSecondary, "points"), cost(GitHubSecondaryLabelsAsContent, "points")}
+		if want := []int{c.content, c.strict, c.points, c.points}; !slices.Equal(got, want) {
+			t.Errorf("%s %s (%d mutations): content, strict content, points, strict points = %v, want %v",
+				c.method, c.url, c.mutations, got, want)
+		}
+	}
+}

@@ -323,7 +323,7 @@ func (t *Tracker) graphqlRelabel(ctx context.Context, n int, adds, removes []str
 		Add    *answer `json:"add"`
 		Remove *answer `json:"remove"`
 	}
-	gerrs, err := t.graphql(trackerhttp.WithMutations(ctx, len(body)), doc, vars, &data)
+	gerrs, err := t.graphql(trackerhttp.WithLabelMutations(ctx, len(body)), doc, vars, &data)
 	if err != nil {
 		return nil, nil, nil, err
 	}

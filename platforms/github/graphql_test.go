@@ -248,9 +248,11 @@ func TestGraphQLErrorFallsBackToREST(t *testing.T) {
 }
 
 // A mutation refused by the content creation limit, which REST shares, is
-// ErrRateLimited: no REST write is attempted while the limit lasts.
+// ErrRateLimited: no REST write is attempted while the limit lasts. The
+// sim counts label mutations as content (GitHubLabelsAsContent), as
+// GitHub does for a token that needs github.pace_labels_as_content.
 func TestGraphQLContentLimitIsNoFallback(t *testing.T) {
-	w := newGraphQLWorld(t, trackersim.Options{GitHubSecondaryLimits: true})
+	w := newGraphQLWorld(t, trackersim.Options{GitHubSecondaryLimits: true, GitHubLabelsAsContent: true})
 	n := w.sim.CreateIssue("acme/app", "t", "", "agent-smith", "agent-smith:pending")
 	for _, l := range []string{"agent-smith:enqueued", "agent-smith:in-progress"} {
 		if err := w.sim.CreateLabel("acme/app", l); err != nil {

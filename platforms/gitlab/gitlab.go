@@ -187,7 +187,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	out := t.ticket(is)
 	out.Labels = orderLike(tk.Labels, is.Labels)
-	if why := t.conflict(tk.Labels, rm, ad, is.Labels); why != "" {
+	if why := platforms.LabelConflict(Platform, t.prefix, tk.Labels, rm, ad, is.Labels); why != "" {
 		t.log.Info("relabel raced another writer", zap.String("ticket", tk.Ref.ID), zap.String("reason", why),
 			zap.Strings("labels", is.Labels))
 		return nil, fmt.Errorf("gitlab: relabel %s: %s (last write wins on GitLab): %w",
@@ -200,32 +200,6 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 // AnswersWhole is true (platforms.WholeAnswers): Relabel's PUT answers
 // with the issue as written, state, title and description included.
 func (t *Tracker) AnswersWhole() bool { return true }
-
-// conflict explains why got is not what a lone write of (remove, add) on
-// snapshot would produce, or returns "". Foreign edits of labels outside the
-// lifecycle, added or removed, are tolerated: they do not change the
-// ticket's state, and the write has kept them.
-func (t *Tracker) conflict(snapshot, remove, add, got []string) string {
-	for _, l := range snapshot {
-		if !platforms.ContainsLabel(Platform, add, l) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, remove, l) && !platforms.ContainsLabel(Platform, got, l) {
-			return fmt.Sprintf("label %q was removed by another writer", l)
-		}
-	}
-	for _, l := range add {
-		if !platforms.ContainsLabel(Platform, got, l) {
-			return fmt.Sprintf("label %q is missing after the write", l)
-		}
-	}
-	for _, l := range got {
-		if platforms.ContainsLabel(Platform, remove, l) {
-			return fmt.Sprintf("label %q is present after the write removed it", l)
-		}
-		if !platforms.ContainsLabel(Platform, add, l) && !platforms.ContainsLabel(Platform, snapshot, l) && platforms.HasLabelPrefix(Platform, l, t.prefix) {
-			return fmt.Sprintf("lifecycle label %q appeared from another writer", l)
-		}
-	}
-	return ""
-}
 
 // orderLike orders got like snapshot: labels kept from snapshot in its
 // order, then the rest in GitLab's (title) order. GitLab itself always lists

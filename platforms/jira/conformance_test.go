@@ -69,6 +69,9 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(c.deployment, func(t *testing.T) {
 			s, url := newSim(t)
+			if c.deployment == jira.DeploymentDataCenter {
+				s.SetJiraDeployment(trackersim.JiraDataCenter)
+			}
 			issue := func(t *testing.T, ref platforms.Ref) trackersim.Issue {
 				t.Helper()
 				key, n, err := jira.ParseID(ref.ID)

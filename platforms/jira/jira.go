@@ -5,7 +5,10 @@
 // holds a short Redis lock (agentsmith:jira-label-lock:{ticket}, through
 // Options.Locker); a lock someone else holds is platforms.ErrPreconditionFailed.
 // Because the write names only the labels it adds and removes, labels other
-// writers set meanwhile survive it.
+// writers set meanwhile survive it. On Jira Cloud the write asks for the
+// issue in its answer (returnIssue), so Relabel answers with the whole
+// ticket and refuses one whose lifecycle labels another writer moved
+// (platforms.WholeAnswers); Data Center's edit answers 204 without a body.
 //
 // Jira Cloud (REST v3, e-mail + API token as basic auth, comments in the
 // Atlassian Document Format) and Data Center (REST v2, personal access token
@@ -111,6 +114,10 @@ type Options struct {
 	ReconcileWindow time.Duration
 	// Clock defaults to time.Now.
 	Clock func() time.Time
+	// LabelPrefix is the lifecycle labels' prefix, by which a Cloud write's
+	// answer tells a lifecycle label another writer moved; "" means
+	// platforms.DefaultLabelPrefix.
+	LabelPrefix string
 }
 
 // Tracker is one Jira project. It is safe for concurrent use.
@@ -124,6 +131,7 @@ type Tracker struct {
 	project string
 	locker  platforms.Locker
 	lockTTL time.Duration
+	prefix  string // the lifecycle labels' prefix and ":"
 	log     *zap.Logger
 	// recent are this tracker's recent writes, reconciled by Cloud searches.
 	recent recentWrites
@@ -211,6 +219,10 @@ func New(opts Options) (*Tracker, error) {
 	if clock == nil {
 		clock = time.Now
 	}
+	prefix := opts.LabelPrefix
+	if prefix == "" {
+		prefix = platforms.DefaultLabelPrefix
+	}
 	return &Tracker{
 		scope: platforms.SearchScope{Platform: Platform, Endpoint: site + api, Owner: strings.ToLower(u.Host),
 			Credential: platforms.CredentialID(opts.Email + ":" + opts.Token), Filter: opts.JQL},
@@ -224,6 +236,7 @@ func New(opts Options) (*Tracker, error) {
 		project: opts.Project,
 		locker:  opts.Locker,
 		lockTTL: ttl,
+		prefix:  prefix + ":",
 		log:     log.With(zap.String("platform", Platform), zap.String("repo", opts.Repo), zap.Bool("jqlScope", opts.JQL != "")),
 	}, nil
 }
@@ -282,11 +295,23 @@ func (t *Tracker) Get(ctx context.Context, ref platforms.Ref) (*platforms.Ticket
 // Relabel removes remove and adds add in one unconditional label update, run
 // only while this process holds the ticket's label lock. The update names
 // only those labels, so every other label, including ones a concurrent
-// writer added, survives. Jira answers 204 without a body; the returned
-// ticket is tk with the same edit applied, which is what Jira now holds for
-// the labels the write named.
+// writer added, survives.
+//
+// On Cloud the update asks for the issue in its answer (returnIssue=true:
+// "200 … if the request is successful and the returnIssue parameter is
+// true", the issue "in the same format as in the Get issue API"). The
+// returned ticket is that answer, Whole, and a write whose answer shows a
+// lifecycle label another writer moved since tk was read is
+// platforms.ErrPreconditionFailed (platforms.LabelConflict), as on GitLab:
+// the write went through, and the caller reads the ticket again.
+//
+// Data Center's edit answers 204 without a body and has no returnIssue;
+// there, and on a Cloud answer without the issue, the returned ticket is
+// tk with the same edit applied, which is what Jira now holds for the
+// labels the write named, and not Whole.
 // Docs: PUT /rest/api/3/issue/{issueIdOrKey} with "update": {"labels":
-// [{"remove": …}, {"add": …}]}, 204 No Content.
+// [{"remove": …}, {"add": …}]}
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-put).
 func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []string, add ...string) (*platforms.Ticket, error) {
 	key, err := t.issueKey(tk.Ref)
 	if err != nil {
@@ -294,9 +319,11 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	add = platforms.LabelSet(Platform, add)
 	var ops []map[string]string
+	var removed []string
 	for _, l := range platforms.LabelSet(Platform, remove) {
 		if !platforms.ContainsLabel(Platform, add, l) {
 			ops = append(ops, map[string]string{"remove": l})
+			removed = append(removed, l)
 		}
 	}
 	for _, a := range add {
@@ -307,7 +334,6 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	out := *tk
 	out.Labels = applyLabels(tk.Labels, remove, add)
-	// Jira's PUT answers 204 without the issue: the labels are computed.
 	out.Whole = false
 	if len(ops) == 0 {
 		return &out, nil
@@ -321,7 +347,11 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 		return nil, fmt.Errorf("jira: relabel %s: label lock held by another writer: %w", key, platforms.ErrPreconditionFailed)
 	}
 	body := map[string]any{"update": map[string]any{"labels": ops}}
-	err = t.do(ctx, http.MethodPut, t.api+"issue/"+url.PathEscape(key), body, nil)
+	path := t.api + "issue/" + url.PathEscape(key)
+	if t.cloud {
+		path += "?returnIssue=true"
+	}
+	answer, err := t.edit(ctx, path, body)
 	t.recent.wrote(key) // even on an error: the write may have been applied
 	// The lock serialises the write alone: explaining a refusal (an
 	// editmeta GET) words the error and writes nothing, so other writers
@@ -330,8 +360,60 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	if err != nil {
 		return nil, fmt.Errorf("jira: relabel %s: %w", key, t.explainRefusal(ctx, key, err))
 	}
-	t.log.Debug("relabelled", zap.String("ticket", key), zap.Strings("remove", remove), zap.Strings("add", add))
+	if answer != nil {
+		if why := platforms.LabelConflict(Platform, t.prefix, tk.Labels, removed, add, answer.Fields.Labels); why != "" {
+			t.log.Info("relabel raced another writer", zap.String("ticket", key), zap.String("reason", why),
+				zap.Strings("labels", answer.Fields.Labels))
+			return nil, fmt.Errorf("jira: relabel %s: %s (last write wins on Jira): %w", key, why, platforms.ErrPreconditionFailed)
+		}
+		whole := t.ticket(answer)
+		whole.Ref = tk.Ref
+		out = *whole
+	}
+	t.log.Debug("relabelled", zap.String("ticket", key), zap.Strings("remove", remove), zap.Strings("add", add), zap.Bool("whole", out.Whole))
 	return &out, nil
+}
+
+// AnswersWhole is true on Cloud (platforms.WholeAnswers): Relabel's edit
+// asks for the issue in its answer and checks it. Data Center's edit
+// answers 204 without a body, so a caller there reads the ticket before it
+// acts on it.
+func (t *Tracker) AnswersWhole() bool { return t.cloud }
+
+// maxAnswer bounds the issue an edit answers with: every field of the
+// issue, comments included, since Edit issue takes no fields parameter
+// (a larger answer than Get's, never an extra call).
+const maxAnswer = 32 << 20
+
+// edit sends the label update and returns the issue Jira answered with, if
+// it answered with one that carries every field the tracker reads (nil
+// otherwise: 204, or an answer the tracker cannot use whole; the write
+// went through either way).
+func (t *Tracker) edit(ctx context.Context, path string, body any) (*apiIssue, error) {
+	resp, err := t.send(ctx, http.MethodPut, path, body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if resp.StatusCode != http.StatusOK || err != nil || len(raw) == 0 || len(raw) > maxAnswer {
+		return nil, nil
+	}
+	var is apiIssue
+	var present struct {
+		Fields map[string]json.RawMessage `json:"fields"`
+	}
+	if json.Unmarshal(raw, &is) != nil || json.Unmarshal(raw, &present) != nil {
+		t.log.Warn("label update answered with an issue that does not decode; treating the answer as labels only", zap.String("path", path))
+		return nil, nil
+	}
+	for _, f := range strings.Split(issueFields, ",") {
+		if _, ok := present.Fields[f]; !ok {
+			t.log.Debug("label update answered without a field the tracker reads; treating the answer as labels only", zap.String("field", f))
+			return nil, nil
+		}
+	}
+	return &is, nil
 }
 
 // Comment posts body on the issue: an ADF document on Cloud (REST v3 takes
@@ -478,17 +560,9 @@ type jqlSearchRequest struct {
 // (when non-nil). Errors carry Jira's errorMessages and map onto the
 // platform sentinels.
 func (t *Tracker) do(ctx context.Context, method, path string, body, v any) error {
-	req, err := t.client.NewRequestWithContext(ctx, method, path, body)
+	resp, err := t.send(ctx, method, path, body)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := t.client.Do(req, nil)
-	if err != nil {
-		if resp == nil {
-			return err
-		}
-		return classify(resp, err)
 	}
 	defer resp.Body.Close()
 	if v == nil {
@@ -499,6 +573,24 @@ func (t *Tracker) do(ctx context.Context, method, path string, body, v any) erro
 		return fmt.Errorf("decode %s response: %w", resp.Request.URL.Path, err)
 	}
 	return nil
+}
+
+// send sends one request through the SDK and returns its 2xx answer, whose
+// body the caller closes. Errors are do's.
+func (t *Tracker) send(ctx context.Context, method, path string, body any) (*jirasdk.Response, error) {
+	req, err := t.client.NewRequestWithContext(ctx, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := t.client.Do(req, nil)
+	if err != nil {
+		if resp == nil {
+			return nil, err
+		}
+		return nil, classify(resp, err)
+	}
+	return resp, nil
 }
 
 // classify turns a non-2xx answer into an error with Jira's messages,

@@ -238,3 +238,36 @@ func liveHarness(t *testing.T, v liveVars, env map[string]string) trackertest.Li
 		},
 	}
 }
+
+// TestLiveCloudWriteAnswersWhole: Jira Cloud's label write, asked for the
+// issue (returnIssue), answers with every field the tracker reads, so
+// Relabel's answer is Whole and the consumer need not read (the daemon
+// falls back to a read otherwise, one call more a ticket). Skipped unless
+// the Cloud variables are set; TestRelabelAnswer checks the same on the
+// sim.
+func TestLiveCloudWriteAnswersWhole(t *testing.T) {
+	v := liveVarsOf(jira.DeploymentCloud)
+	h := liveHarness(t, v, v.env(t))
+	ctx := context.Background()
+	const title = "agentsmithd live: a label write answers whole"
+	ref, err := h.Create(ctx, title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Close(context.Background(), ref); err != nil {
+			t.Errorf("close %s: %v", ref.ID, err)
+		}
+	})
+	tk, err := h.Tracker.Get(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.Tracker.Relabel(ctx, tk, nil, "agentsmithd-live-whole")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Whole || got.Title != title || !got.Open || !got.HasLabel("agentsmithd-live-whole") {
+		t.Errorf("Relabel answered %+v: want the whole issue as written (Whole, its title, open, the label)", got)
+	}
+}

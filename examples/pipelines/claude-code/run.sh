@@ -18,4 +18,4 @@ cat "$AGENTSMITH_DIR/agent.out"
 
 workspace_publish
 pr_open
-result_write "$(head -c 600 "$AGENTSMITH_DIR/agent.out")"
+result_write "$(text_head 600 < "$AGENTSMITH_DIR/agent.out")"

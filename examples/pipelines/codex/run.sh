@@ -15,4 +15,4 @@ codex "$@" "$(prompt)" < /dev/null
 
 workspace_publish
 pr_open
-result_write "$(head -c 600 "$AGENTSMITH_DIR/agent.out" 2> /dev/null || echo "codex resolved $TICKET_ID")"
+result_write "$(text_head 600 2> /dev/null < "$AGENTSMITH_DIR/agent.out" || echo "codex resolved $TICKET_ID")"

@@ -70,10 +70,21 @@ ticket_text() {
   printf 'Ticket %s: %s\n%s\n\n%s\n' "$TICKET_ID" "$TICKET_TITLE" "$TICKET_URL" "$body"
 }
 
+# text_head prints stdin's first $1 bytes as UTF-8: a character the cut
+# splits, and any byte that is not UTF-8, is dropped (iconv -c; without
+# iconv the bytes pass as cut), so a bound never hands on half a character.
+text_head() {
+  if command -v iconv > /dev/null 2>&1; then
+    head -c "$1" | { iconv -c -f UTF-8 -t UTF-8 2> /dev/null || true; }
+  else
+    head -c "$1"
+  fi
+}
+
 # bounded prints stdin's first HANDOFF_MAX_BYTES bytes without control
 # characters other than tab and newline: text from a tracker or an earlier
 # stage, read as data, never run.
-bounded() { head -c "$HANDOFF_MAX_BYTES" | tr -d '\000-\010\013-\037\177'; }
+bounded() { text_head "$HANDOFF_MAX_BYTES" | tr -d '\000-\010\013-\037\177'; }
 
 # previous_plan prints the summary of the previous stage's result
 # ($AGENTSMITH_PREVIOUS_RESULT, JSON {summary, links}), bounded; nothing when
@@ -133,7 +144,7 @@ plan_finish() {
     git clean -qfd
     die "a plan stage changes no file, and the agent changed: $changed(reverted)"
   fi
-  plan=$(head -c "$PLAN_MAX_BYTES" "$1" 2> /dev/null | tr -d '\000-\010\013-\037\177') || true
+  plan=$(text_head "$PLAN_MAX_BYTES" 2> /dev/null < "$1" | tr -d '\000-\010\013-\037\177') || true
   [ -n "$(printf '%s' "$plan" | tr -d '[:space:]')" ] || die "the agent wrote no plan"
   printf '%s\n' "$plan" > "$AGENTSMITH_DIR/plan.md"
   progress "plan written ($(printf '%s' "$plan" | wc -c | tr -d ' ') bytes); nothing changed"

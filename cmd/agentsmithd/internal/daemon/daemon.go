@@ -117,7 +117,8 @@ type Options struct {
 	// (pkg/outage): the clock (time.Now if nil), the interval between
 	// reminders (outage.DefaultReminder if 0), Redis's and the trackers',
 	// and between the probes that see Redis come back (defaultOutageProbe
-	// if 0). Tests shorten them.
+	// if 0). Tests shorten them. Now is also the approval gates' clock,
+	// which their deadlines (gate.approval.timeout) are measured on.
 	Now            func() time.Time
 	OutageReminder time.Duration
 	OutageProbe    time.Duration
@@ -210,7 +211,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		Instance: cfg.InstanceID, LockTTL: cfg.ClaimLockTTL, Labels: d.labels(), Logger: log.Named("claim"),
 		Observer: d.observer,
 	})
-	d.gate = gate.New(rdb, d.claims, d.queue, gate.Config{Instance: cfg.InstanceID, Logger: log})
+	d.gate = gate.New(rdb, d.claims, d.queue, gate.Config{Instance: cfg.InstanceID, Clock: opts.Now, Logger: log})
 	d.claims.SetParkedCanceller(d.gate)
 	d.buildRoles()
 	probe := opts.OutageProbe

@@ -51,10 +51,11 @@ func (d *Daemon) buildProject(pc *config.Project) (servedProject, error) {
 // trackerOptions are the transport options of pc's client: its
 // platform's rate-limit policy, a quota shared with every replica using
 // the token through Redis, and for GitHub (github.pace_secondary) writes
-// paced before the secondary limits through the same Redis.
+// paced before the secondary limits through the same Redis, label writes
+// counted as content creation only under github.pace_labels_as_content.
 func trackerOptions(cfg *config.Config, pc *config.Project, rdb redis.UniversalClient, log *zap.Logger, obs trackerhttp.CallObserver) trackerhttp.Options {
 	return trackerhttp.Options{Logger: log.Named(pc.Platform).Named("http"),
-		Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: obs, RateLimits: projects.RateLimits(pc.Platform),
+		Writer: cfg.TrackerWriter(cfg.InstanceID), Observer: obs, RateLimits: projects.ProjectRateLimits(pc),
 		Budget: budget.New(rdb, nil), PaceSecondary: pc.GitHub.Paced()}
 }
 

@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,12 @@ printf '{"summary": "%s finished"}' "$AGENTSMITH_STAGE" > "$AGENTSMITH_RESULT_FI
 // implement with gate (a YAML value: approval or {approval: {…}}).
 func (e *env) startGated(instance, gate string, roles ...string) {
 	e.t.Helper()
+	e.startGatedYAML(e.gatedYAML(instance, gate), roles...)
+}
+
+// gatedYAML is startGated's config.
+func (e *env) gatedYAML(instance, gate string) string {
+	e.t.Helper()
 	script := filepath.Join(e.dir, "gated.sh")
 	if err := os.WriteFile(script, []byte(gatedScript), 0o755); err != nil {
 		e.t.Fatal(err)
@@ -38,7 +45,13 @@ func (e *env) startGated(instance, gate string, roles ...string) {
 		}
 		fmt.Fprintf(&b, "        - {name: %s, command: [sh, %q]%s}\n", s, script, g)
 	}
-	cfg, err := config.Parse([]byte(e.withPipeline(instance, b.String())), lookupEnv)
+	return e.withPipeline(instance, b.String())
+}
+
+// startGatedYAML starts a replica of yml with roles, when given.
+func (e *env) startGatedYAML(yml string, roles ...string) {
+	e.t.Helper()
+	cfg, err := config.Parse([]byte(yml), lookupEnv)
 	if err != nil {
 		e.t.Fatalf("config: %v", err)
 	}
@@ -48,26 +61,36 @@ func (e *env) startGated(instance, gate string, roles ...string) {
 	e.startDaemon(cfg)
 }
 
+// waitParked waits until issue n is parked: awaiting-approval its only
+// lifecycle label (a GitHub REST move adds the new label before it
+// removes the old) and the run's lock released, which the run does right
+// after its last label write. A decision before that races the run's
+// move: the gate decides on the half-written labels, and the approved
+// stage's request waits for the EnqueuedReconciler.
+func (e *env) waitParked(n int) {
+	e.t.Helper()
+	e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
+	rdb := e.redis.Client(e.t)
+	eventually.Wait(e.t, 10*time.Second, "the parked ticket without run lock or heartbeat", func() bool {
+		c, err := rdb.Exists(context.Background(), keys.Heartbeat(e.pc.Name+":"+e.pc.ID(n))).Result()
+		return err == nil && c == 0
+	})
+}
+
 // A ticket parks in awaiting-approval after plan with no run and no
 // heartbeat; an outsider's approval is refused; a rejection with text
 // runs plan again with $AGENTSMITH_REVIEW; an approval runs implement and
 // test to Done.
 func TestApprovalGateParksRejectsAndApproves(t *testing.T) {
-	forEachPlatform(t, func(t *testing.T, e *env) {
+	forEachPlatformAndGitHubREST(t, func(t *testing.T, e *env) {
 		e.startGated("replica-a", "approval")
 		n := e.sim.CreateIssue(e.repo, "Gate me", "", "agent-smith")
-		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
+		e.waitParked(n)
 		staged := labels.WithStages(threeStages)
 		is, _ := e.sim.Issue(e.repo, n)
 		if s := staged.StageOf(is.Labels); s != "implement" {
 			t.Errorf("parked at stage %q, want implement (the stage that waits)", s)
 		}
-		rdb := e.redis.Client(t)
-		// The run releases its lock right after its last label write.
-		eventually.Wait(t, 10*time.Second, "the parked ticket without run lock or heartbeat", func() bool {
-			c, err := rdb.Exists(t.Context(), keys.Heartbeat(e.pc.Name+":"+e.pc.ID(n))).Result()
-			return err == nil && c == 0
-		})
 		if e.commentsWith(n, "stage implement awaits approval") != 1 {
 			t.Errorf("no review request comment")
 		}
@@ -86,9 +109,8 @@ func TestApprovalGateParksRejectsAndApproves(t *testing.T) {
 		if err := e.sim.AddComment(e.repo, n, "/agent-smith reject add a rollback step"); err != nil {
 			t.Fatal(err)
 		}
-		eventually.Wait(t, 60*time.Second, "plan to run again and park", func() bool {
-			return len(e.runLines("gated", n)) == 2 && e.state(n) == lifecycle.AwaitingApproval
-		})
+		eventually.Wait(t, 60*time.Second, "plan to run again", func() bool { return len(e.runLines("gated", n)) == 2 })
+		e.waitParked(n)
 		if err := e.sim.AddComment(e.repo, n, "/agent-smith approve"); err != nil {
 			t.Fatal(err)
 		}
@@ -99,6 +121,67 @@ func TestApprovalGateParksRejectsAndApproves(t *testing.T) {
 		}
 		if got := e.commentsWith(n, "approved by "+e.pc.Actor(trackersim.HumanLogin)); got != 1 {
 			t.Errorf("%d approval replies naming the approver, want 1", got)
+		}
+	})
+}
+
+// A gate past its timeout (on_timeout escalate, the default) is escalated
+// by the housekeeping GateKeeper on the replicas' clock, which the test
+// holds: nothing while the clock stands before the deadline; once it is
+// past, the escalation label and one comment mentioning the gate's
+// handle, the ticket still parked with no stage run; an approval then
+// runs it to Done.
+func TestApprovalGateDeadlineEscalates(t *testing.T) {
+	forEachPlatformAndGitHubREST(t, func(t *testing.T, e *env) {
+		clock := &fakeClock{now: time.Now()}
+		e.now = clock.Now
+		// The GateKeeper runs every slow_interval.
+		yml := e.gatedYAML("replica-a", `{approval: {timeout: 1h, label: needs-human, mention: ["@lead"]}}`)
+		if !strings.Contains(yml, "slow_interval: 1s") {
+			t.Fatal("the config has no slow_interval to shorten")
+		}
+		e.startGatedYAML(strings.Replace(yml, "slow_interval: 1s", "slow_interval: 200ms", 1))
+		n := e.sim.CreateIssue(e.repo, "Escalate me", "", "agent-smith")
+		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
+		const escalated = "escalated: stage implement awaited approval"
+		escalation := func() (label bool, comments int) {
+			is, _ := e.sim.Issue(e.repo, n)
+			return slices.ContainsFunc(is.Labels, func(l string) bool { return strings.EqualFold(l, "needs-human") }),
+				e.commentsWith(n, escalated)
+		}
+		// The gate reads the clock once per check of a parked ticket with
+		// a deadline: a second read means the first check is over.
+		cycles := func(what string, after int) {
+			t.Helper()
+			eventually.Wait(t, 20*time.Second, what, func() bool { return clock.readsSoFar() >= after+2 })
+		}
+		cycles("the GateKeeper to check the parked ticket", 0)
+		if label, c := escalation(); label || c != 0 {
+			t.Fatalf("before the deadline: escalation label %v, %d escalation comments; want none", label, c)
+		}
+
+		seen := clock.advance(2 * time.Hour)
+		eventually.Wait(t, 20*time.Second, "the escalation label and comment", func() bool {
+			label, c := escalation()
+			return label && c == 1
+		})
+		cycles("another GateKeeper check past the deadline", clock.readsSoFar())
+		if _, c := escalation(); c != 1 || e.commentsWith(n, "it still awaits approval. @lead") != 1 {
+			t.Errorf("%d escalation comments (clock read %d times since the advance), want 1 mentioning @lead", c, clock.readsSoFar()-seen)
+		}
+		if s := e.state(n); s != lifecycle.AwaitingApproval {
+			t.Fatalf("after the escalation: state %s, want still awaiting-approval", s)
+		}
+		if got := e.runLines("gated", n); len(got) != 1 {
+			t.Fatalf("stage runs %q after the escalation, want plan alone", got)
+		}
+
+		if err := e.sim.AddComment(e.repo, n, "/agent-smith approve"); err != nil {
+			t.Fatal(err)
+		}
+		e.waitState(n, 60*time.Second, lifecycle.Done)
+		if want := []string{"plan review=", "implement review=", "test review="}; !slices.Equal(e.runLines("gated", n), want) {
+			t.Errorf("stage runs %q, want %q", e.runLines("gated", n), want)
 		}
 	})
 }
@@ -173,13 +256,12 @@ func TestApprovalGateMaxRejectionsFails(t *testing.T) {
 	forEachPlatform(t, func(t *testing.T, e *env) {
 		e.startGated("replica-a", "{approval: {max_rejections: 1}}")
 		n := e.sim.CreateIssue(e.repo, "Reject me twice", "", "agent-smith")
-		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
+		e.waitParked(n)
 		if err := e.sim.AddComment(e.repo, n, "/agent-smith reject too broad"); err != nil {
 			t.Fatal(err)
 		}
-		eventually.Wait(t, 60*time.Second, "plan to run again and park", func() bool {
-			return len(e.runLines("gated", n)) == 2 && e.state(n) == lifecycle.AwaitingApproval
-		})
+		eventually.Wait(t, 60*time.Second, "plan to run again", func() bool { return len(e.runLines("gated", n)) == 2 })
+		e.waitParked(n)
 		if err := e.sim.AddComment(e.repo, n, "/agent-smith reject still too broad"); err != nil {
 			t.Fatal(err)
 		}

@@ -65,6 +65,18 @@ func forEachPlatformAndIfMatchMode(t *testing.T, f func(t *testing.T, e *env)) {
 	}
 }
 
+// forEachPlatformAndGitHubREST is forEachPlatform plus GitHub once more
+// with github.api: rest, the daemon's other way of writing GitHub labels
+// (forEachPlatform's GitHub runs the default, GraphQL).
+func forEachPlatformAndGitHubREST(t *testing.T, f func(t *testing.T, e *env)) {
+	forEachPlatform(t, f)
+	t.Run("github/rest", func(t *testing.T) {
+		e := newEnv(t)
+		e.projectExtra = "    github: {api: rest}\n"
+		f(t, e)
+	})
+}
+
 // env is one end-to-end world: a real redis-server, a trackersim served over
 // HTTP, and a run log the pipelines append to outside the daemon.
 type env struct {
@@ -86,6 +98,8 @@ type env struct {
 	// configured, when set, are the projects before discovery expanded
 	// them (daemon.Options.Configured): the daemon lists them again.
 	configured []config.Project
+	// now, when set, is the replicas' clock (daemon.Options.Now).
+	now func() time.Time
 	// simDown, when not 0, is the status the sim's listener answers every
 	// request with instead of the sim (a tracker outage, a revoked token).
 	simDown atomic.Int32
@@ -215,7 +229,7 @@ func (e *env) startDaemon(cfg *config.Config) *daemon.Daemon {
 	})
 	// The harness started Redis for this test (OwnRedis): runs need not
 	// wait out the restart grace; the binary's tests and the chaos run do.
-	d, err := daemon.New(cfg, daemon.Options{Logger: log, Configured: e.configured, OwnRedis: true})
+	d, err := daemon.New(cfg, daemon.Options{Logger: log, Configured: e.configured, OwnRedis: true, Now: e.now})
 	if err != nil {
 		e.t.Fatal(err)
 	}

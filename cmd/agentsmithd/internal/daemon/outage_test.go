@@ -22,8 +22,10 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 )
 
-// fakeClock is the outage tracker's clock: the test advances it and waits
-// until it is read again, which the tracker does on every failure it sees.
+// fakeClock is a replica's clock (daemon.Options.Now): the test advances
+// it and waits until it is read again, which the outage tracker does on
+// every failure it sees and the approval gate on every check of a parked
+// ticket's deadline.
 type fakeClock struct {
 	mu    sync.Mutex
 	now   time.Time

@@ -51,11 +51,15 @@ func TestStatusPageApprovesAndRejects(t *testing.T) {
 		t.Fatalf("login = %d, want 303", code)
 	}
 	var page string
-	eventually.Wait(t, 10*time.Second, "the page to offer approve and reject", func() bool {
+	listed := fmt.Sprintf(`<tr data-ticket="%s">`, ticket)
+	eventually.Wait(t, 10*time.Second, "the page to list the ticket awaiting approval, with approve and reject", func() bool {
 		_, page = op.do(http.MethodGet, "/status", nil)
-		return strings.Contains(page, fmt.Sprintf(`data-action="approve" data-target="%s"`, ticket)) &&
+		return strings.Contains(page, listed) && strings.Contains(page, fmt.Sprintf(`data-action="approve" data-target="%s"`, ticket)) &&
 			strings.Contains(page, fmt.Sprintf(`data-action="reject" data-target="%s"`, ticket))
 	})
+	if !strings.Contains(page, "<td>implement</td>") {
+		t.Error("the awaiting table does not name the stage awaited, implement")
+	}
 	press := func(form url.Values, hdr ...string) (int, string) {
 		t.Helper()
 		form.Set("project", "app")
@@ -88,6 +92,9 @@ func TestStatusPageApprovesAndRejects(t *testing.T) {
 	})
 	press(url.Values{"action": {"approve"}, "csrf": {token}}, "Origin", op.base)
 	e.waitState(n, 60*time.Second, lifecycle.Done)
+	if _, page := op.do(http.MethodGet, "/status", nil); strings.Contains(page, listed) {
+		t.Error("the page still lists the ticket as awaiting approval after its approval")
+	}
 	want := []string{"plan review=", "plan review=add a rollback step", "implement review=", "test review="}
 	if got := e.runLines("gated", n); !slices.Equal(got, want) {
 		t.Errorf("stage runs %q, want %q", got, want)

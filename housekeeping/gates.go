@@ -17,14 +17,17 @@ import (
 
 // ParkedKeeper keeps tickets parked in AwaitingApproval (lifecycle/gate's
 // Gate). Expire keeps one: finishes a decision recorded and not carried
-// out, applies its gate's deadline, and returns what it did, "" for
-// nothing. Listed carries out the decision labels (approved, rejected) on
-// a listing's tickets, each read afresh.
+// out, fails one closed or without its trigger label (cancelled), applies
+// its gate's deadline, and returns what it did, "" for nothing. Listed
+// carries out the decision labels (approved, rejected) on a listing's
+// tickets, each read afresh.
 type ParkedKeeper interface {
 	Expire(ctx context.Context, ref platforms.Ref) (string, error)
 	Listed(ctx context.Context, p *lifecycle.Project, tickets []*platforms.Ticket) error
 	// Reindex mends a project's entries in the parked index
-	// (lifecycle.Park) from its listing (lifecycle/gate's Gate.Reindex).
+	// (lifecycle.Park) from its listing (lifecycle/gate's Gate.Reindex),
+	// keeping as Expire does each entry the listing missed (a closed
+	// ticket's among them).
 	Reindex(ctx context.Context, project string, listed []*platforms.Ticket, listedAt time.Time, grace time.Duration) (added, dropped int, err error)
 }
 
@@ -42,15 +45,18 @@ type GateKeeperConfig struct {
 
 // GateKeeper lists every project's AwaitingApproval tickets each cycle and
 // hands each to the ApprovalGate's Expire: a decision a crash left
-// recorded is finished, a gate past its timeout escalates or fails. A
-// listed ticket that carries a decision label has it carried out: a
-// label's webhook is answered before its decision is made, so a replica
-// that dies in between, or finds the ticket's lock held, leaves the label
-// on the ticket, and on a project without polling nothing else reads it
-// again. The listing then mends the parked index the status page reads
-// (Reindex): a ticket parked without its entry gets one, an entry of a
-// ticket no longer parked goes. One list call per project per cycle;
-// writes only for a ticket due, decided or to mend in the index.
+// recorded is finished, a ticket without its trigger label fails
+// (cancelled), a gate past its timeout escalates or fails. A listed
+// ticket that carries a decision label has it carried out: a label's
+// webhook is answered before its decision is made, so a replica that dies
+// in between, or finds the ticket's lock held, leaves the label on the
+// ticket, and on a project without polling nothing else reads it again. The listing then mends the parked index the status page reads
+// (Reindex): a ticket parked without its entry gets one; an entry the
+// listing missed is read afresh, and its ticket, closed while parked,
+// fails (cancelled) and leaves the index, or, no longer parked, leaves the
+// index. One list call per project per cycle, one read per entry the
+// listing missed; writes only for a ticket due, decided or to mend in the
+// index.
 type GateKeeper struct {
 	cfg    GateKeeperConfig
 	claims *claim.Service

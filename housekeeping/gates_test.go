@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestGateKeeperFailsParkedPastDeadline(t *testing.T) {
 			MaxRejections: 2}}}}
 	sl := p.Labels(w.Labels)
 	park := func(stage string, at time.Time) int {
-		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked at "+stage, "", sl.Label(lifecycle.AwaitingApproval), sl.Stage(stage))
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked at "+stage, "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage(stage))
 		if err := w.RDB.Set(t.Context(), keys.GateParked(lifecycletest.Ref(n).Key()), at.Format(time.RFC3339Nano), keys.GateTTL).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -73,11 +74,11 @@ func TestGateKeeperMendsParkedIndex(t *testing.T) {
 	sl := p.Labels(w.Labels)
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	ctx := t.Context()
-	unindexed := w.Sim.CreateIssue(lifecycletest.Repo, "parked, no entry", "", sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+	unindexed := w.Sim.CreateIssue(lifecycletest.Repo, "parked, no entry", "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
 	if err := w.RDB.Set(ctx, keys.GateParked(lifecycletest.Ref(unindexed).Key()), lifecycle.ParkedStamp(now.Add(-time.Hour)), keys.GateTTL).Err(); err != nil {
 		t.Fatal(err)
 	}
-	indexed := w.Sim.CreateIssue(lifecycletest.Repo, "parked, entry", "", sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+	indexed := w.Sim.CreateIssue(lifecycletest.Repo, "parked, entry", "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
 	gone := w.Sim.CreateIssue(lifecycletest.Repo, "moved on by hand", "", sl.Label(lifecycle.Enqueued), sl.Stage("review"))
 	fresh := w.Sim.CreateIssue(lifecycletest.Repo, "parked a moment ago", "", sl.Label(lifecycle.Enqueued), sl.Stage("review"))
 	for n, since := range map[int]time.Time{indexed: now.Add(-time.Hour), gone: now.Add(-time.Hour), fresh: now.Add(-time.Second)} {
@@ -90,14 +91,7 @@ func TestGateKeeperMendsParkedIndex(t *testing.T) {
 	if err := k.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	listed, total, err := lifecycle.ListParked(ctx, w.RDB, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range listed {
-		got = append(got, e.Ref.ID)
-	}
+	listed, total, got := parkedIndex(t, w)
 	want := []string{lifecycletest.Ref(unindexed).ID, lifecycletest.Ref(indexed).ID, lifecycletest.Ref(fresh).ID}
 	if total != 3 || !slices.Equal(got, want) {
 		t.Fatalf("parked index %q (total %d), want %q", got, total, want)
@@ -120,7 +114,7 @@ func TestGateKeeperCarriesOutDecisionLabels(t *testing.T) {
 	p.Stages = []lifecycle.Stage{{Name: "plan"}, {Name: "review", Gate: approval}}
 	sl := p.Labels(w.Labels)
 	park := func(decision string) int {
-		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked", "", sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked", "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
 		if decision != "" {
 			if err := w.Sim.As("dana").AddLabels(lifecycletest.Repo, n, decision); err != nil {
 				t.Fatal(err)
@@ -145,4 +139,116 @@ func TestGateKeeperCarriesOutDecisionLabels(t *testing.T) {
 			t.Errorf("issue %d keeps a decision label: %v", n, is.Labels)
 		}
 	}
+}
+
+// TestGateKeeperCancelsParkedClosedOrUntriggered: a parked ticket that
+// lost its trigger label (listed) and one closed (missing from the open
+// listing, its parked index entry read afresh) leave the gate as an
+// Enqueued ticket would: Failed, outcome cancelled, one comment with the
+// cause, their gate records and index entries gone. The entry of a
+// ticket closed and no longer parked is dropped; a closed parked ticket
+// whose entry is fresher than the listing's grace keeps it, parked, until
+// a later cycle; a parked ticket with its trigger label stays.
+func TestGateKeeperCancelsParkedClosedOrUntriggered(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	p.Stages = []lifecycle.Stage{{Name: "plan"},
+		{Name: "review", Gate: &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}}, MaxRejections: 2}}}}
+	sl := p.Labels(w.Labels)
+	ctx := t.Context()
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	index := func(n int, since time.Time) {
+		ref := lifecycletest.Ref(n)
+		if err := lifecycle.Park(ctx, w.RDB, lifecycle.ParkedEntry{Ref: ref, Stage: "review", Title: "parked", Since: since}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.RDB.Set(ctx, keys.GateRejections(ref.Key()), "x", keys.GateTTL).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	park := func(since time.Time, labels ...string) int {
+		n := w.Sim.CreateIssue(lifecycletest.Repo, "parked", "", append(labels, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))...)
+		index(n, since)
+		return n
+	}
+	old := now.Add(-time.Hour)
+	untriggered, closed, kept, closedFresh := park(old), park(old, p.TriggerLabel), park(old, p.TriggerLabel), park(now.Add(-time.Second), p.TriggerLabel)
+	closedMoved := w.Sim.CreateIssue(lifecycletest.Repo, "moved on, closed", "", p.TriggerLabel, sl.Label(lifecycle.Failed), sl.Stage("review"))
+	index(closedMoved, old)
+	for _, n := range []int{closed, closedFresh, closedMoved} {
+		if err := w.Sim.SetOpen(lifecycletest.Repo, n, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test", Clock: func() time.Time { return now }})
+	if err := NewGateKeeper(w.Claims, g, GateKeeperConfig{Interval: time.Minute, Clock: func() time.Time { return now }}).Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for n, cause := range map[int]string{untriggered: lifecycle.CauseUntriggered, closed: lifecycle.CauseClosed} {
+		if s := w.State(t, n); s != lifecycle.Failed {
+			t.Errorf("issue %d (%s): state %s, want failed", n, cause, s)
+		}
+		if c := w.Comments(t, n); len(c) != 1 || !strings.Contains(c[0], "cancelled ("+cause+")") {
+			t.Errorf("issue %d: comments %q, want one saying cancelled (%s)", n, c, cause)
+		}
+		k := lifecycletest.Ref(n).Key()
+		if left, _ := w.RDB.Exists(ctx, keys.GateParked(k), keys.GateRejections(k)).Result(); left != 0 {
+			t.Errorf("issue %d: %d gate records left", n, left)
+		}
+	}
+	for _, n := range []int{kept, closedFresh} {
+		if s := w.State(t, n); s != lifecycle.AwaitingApproval {
+			t.Errorf("issue %d: state %s, want still awaiting-approval", n, s)
+		}
+	}
+	parkedIDs := func() []string {
+		_, _, ids := parkedIndex(t, w)
+		return ids
+	}
+	if got, want := parkedIDs(), []string{lifecycletest.Ref(kept).ID, lifecycletest.Ref(closedFresh).ID}; !slices.Equal(got, want) {
+		t.Errorf("parked index %q, want %q: the tickets still parked", got, want)
+	}
+	cancelled := func() int {
+		n := 0
+		for _, wr := range w.Sim.Writes() {
+			if w.Labels.StateOf(wr.Before) == lifecycle.AwaitingApproval && w.Labels.StateOf(wr.After) == lifecycle.Failed {
+				n++
+			}
+		}
+		return n
+	}
+	if n := cancelled(); n != 2 {
+		t.Errorf("%d moves awaiting-approval → failed, want 2", n)
+	}
+
+	// Past the grace, the closed ticket parked a moment before leaves the
+	// gate too, never only its entry.
+	now = now.Add(2 * time.Minute)
+	if err := NewGateKeeper(w.Claims, g, GateKeeperConfig{Interval: time.Minute, Clock: func() time.Time { return now }}).Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.State(t, closedFresh); s != lifecycle.Failed {
+		t.Errorf("closed ticket parked a moment before: state %s after the grace, want failed", s)
+	}
+	if got, want := parkedIDs(), []string{lifecycletest.Ref(kept).ID}; !slices.Equal(got, want) {
+		t.Errorf("parked index %q, want %q", got, want)
+	}
+	if n := cancelled(); n != 3 {
+		t.Errorf("%d moves awaiting-approval → failed, want 3", n)
+	}
+}
+
+// parkedIndex is the parked index (lifecycle.ListParked), its total and
+// its tickets' ids, longest waiting first.
+func parkedIndex(t *testing.T, w *lifecycletest.World) ([]lifecycle.ParkedEntry, int64, []string) {
+	t.Helper()
+	listed, total, err := lifecycle.ListParked(t.Context(), w.RDB, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range listed {
+		ids = append(ids, e.Ref.ID)
+	}
+	return listed, total, ids
 }

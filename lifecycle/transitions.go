@@ -59,10 +59,10 @@ var Transitions = []Transition{
 	{Failed, Failed, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
 	// Approval gates (a stage's gate: approval): the ticket waits between
 	// two stages with no run, lock or heartbeat.
-	{InProgress, AwaitingApproval, OwnerExecutor, "stage s succeeded; the next stage has an approval gate: its result posted for review first, the ticket parked with the gated stage's label"},
+	{InProgress, AwaitingApproval, OwnerExecutor, "stage s succeeded, or failed and is sent back (on_failure), into a stage with an approval gate: its result posted for review first, the ticket parked with the gated stage's label"},
 	{AwaitingApproval, Enqueued, OwnerApprovalGate, "approved by an approver: the gated stage's request pushed"},
 	{AwaitingApproval, Enqueued, OwnerApprovalGate, "rejected by an approver: back to the previous stage, which re-runs with the reviewer's text ($AGENTSMITH_REVIEW)"},
-	{AwaitingApproval, Failed, OwnerApprovalGate, "rejected more than max_rejections times, or cancelled; comment posted first"},
+	{AwaitingApproval, Failed, OwnerApprovalGate, "rejected more than max_rejections times, or cancelled (a person's or an operator's cancel, or the ticket closed or its trigger label removed); comment posted first"},
 	{AwaitingApproval, Failed, OwnerApprovalGate, "the gate's timeout passed with on_timeout: fail (housekeeping's GateKeeper); comment posted first"},
 	{AwaitingApproval, AwaitingApproval, OwnerLabelRepairer, "two lifecycle labels left by an interrupted write, no run or claim holds the ticket"},
 }

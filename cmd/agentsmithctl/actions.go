@@ -11,6 +11,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -171,26 +172,50 @@ func cancelCmd(a *app) *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
 		Use:   "cancel TICKET",
-		Short: "Ask the fleet to stop a ticket's request or run and fail it",
-		Long: `Sets agentsmith:cancel:{platform}:{id} to "cancelled by agentsmithctl: <reason>" for --ttl.
-The consumer holding the ticket's run (or taking its request) reads the key, stops the pipeline
-and fails the ticket, quoting the reason; this command only asks and returns at once.`,
+		Short: "Stop a ticket's request or run, or fail a ticket awaiting approval",
+		Long: `A ticket in awaiting-approval has no request or run to stop: under its claim lock the
+ApprovalGate fails it at once, as an "/agent-smith cancel" comment does, with one comment naming
+"operator:<login>@<host>" and the reason, audited. Any other ticket gets
+agentsmith:cancel:{platform}:{id} = "cancelled by agentsmithctl: <reason>" for --ttl: the
+consumer holding the ticket's run (or taking its request) reads the key, stops the pipeline and
+fails the ticket, quoting the reason; this command only asks and returns at once. Without the
+trackers' tokens, or when the ticket cannot be read, it only asks, and says so: a ticket awaiting
+approval then fails only if it is approved within --ttl.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			ctx := cmd.Context()
+			var pc ops.ParkedCanceller
+			unread := ""
+			if err := a.loadTrackers(ctx); err != nil {
+				unread = err.Error()
+			} else {
+				claims, q, flush := a.claims(ctx)
+				defer flush()
+				pc = gate.New(a.rdb, claims, q, gate.Config{Instance: a.instance()})
+			}
 			ref, err := a.loadTicket(argv[0], project)
 			if err != nil {
 				return err
 			}
-			if err := ops.Cancel(cmd.Context(), a.rdb, ref, reason, ttl); err != nil {
+			res, err := ops.CancelTicket(ctx, a.rdb, pc, ref, a.operator(), reason, lifecycle.CtlCause(reason), ttl)
+			if err != nil {
 				return err
 			}
-			out := struct {
-				Ticket string `json:"ticket"`
-				Key    string `json:"key"`
-				Cause  string `json:"cause"`
-			}{ref.String(), runstate.CancelKey(ref), lifecycle.CtlCause(reason)}
-			return a.emit(out, func(w io.Writer) {
-				fmt.Fprintf(w, "cancel requested for %s (%s = %q)\n", out.Ticket, out.Key, out.Cause)
+			if res.Unread == "" {
+				res.Unread = unread
+			}
+			return a.emit(res, func(w io.Writer) {
+				switch {
+				case res.Parked && res.Outcome == gate.OutcomeCancelled:
+					fmt.Fprintf(w, "cancelled %s: it awaited approval and failed (%s)\n", res.Ticket, res.Reason)
+				case res.Parked:
+					fmt.Fprintf(w, "not cancelled %s: %s\n", res.Ticket, res.Reason)
+				default:
+					fmt.Fprintf(w, "cancel requested for %s (%s = %q)\n", res.Ticket, res.Key, res.Cause)
+					if res.Unread != "" {
+						fmt.Fprintf(w, "the ticket was not read (%s): if it awaits approval, it fails only if approved within --ttl\n", res.Unread)
+					}
+				}
 			})
 		},
 	}

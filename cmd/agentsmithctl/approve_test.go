@@ -128,3 +128,47 @@ func TestApproveAndRejectAsOperator(t *testing.T) {
 		t.Errorf("history lacks the operator:\n%s", out)
 	}
 }
+
+// agentsmithctl cancel fails a parked ticket at once through the
+// ApprovalGate, as "/agent-smith cancel" does: Failed with one comment
+// naming the operator and the reason, the decision audited, and no cancel
+// request left for a run that does not exist.
+func TestCancelParkedAsOperator(t *testing.T) {
+	w := newGatedWorld(t)
+	ctx := t.Context()
+	op := (&app{}).operator()
+	n, ticket := w.parked()
+	out := w.mustCtl("cancel", ticket, "--reason", "wrong repository")
+	if !strings.Contains(out, "cancelled "+ticket) {
+		t.Fatalf("cancel:\n%s", out)
+	}
+	is, _ := w.sim.Issue(repo, n)
+	if s := w.labels.StateOf(is.Labels); s != lifecycle.Failed {
+		t.Errorf("labels after cancel %q, want failed", is.Labels)
+	}
+	var cancelled []string
+	for _, c := range is.Comments {
+		if strings.Contains(c.Body, "cancelled by "+op) {
+			cancelled = append(cancelled, c.Body)
+		}
+	}
+	if len(cancelled) != 1 || !strings.Contains(cancelled[0], "wrong repository") || len(is.Comments) != 1 {
+		t.Errorf("comments %+v, want one naming %s and the reason", is.Comments, op)
+	}
+	if v, err := w.rdb.Exists(ctx, keys.Cancel(ticket)).Result(); err != nil || v != 0 {
+		t.Errorf("cancel request left for a parked ticket (%d, %v)", v, err)
+	}
+	entries, err := audit.NewReader(w.rdb).History(ctx, refOf("app", n), timeZero, 100)
+	must(t, err)
+	audited := false
+	for _, e := range entries {
+		audited = audited || e.Event.Kind == lifecycle.EventDecision && e.Event.Outcome == "cancelled" && strings.Contains(e.Event.Reason, op)
+	}
+	if !audited {
+		t.Errorf("audit %+v lacks the cancel decision naming %s", entries, op)
+	}
+	// Not parked any more: a second cancel asks the run, as for any ticket.
+	if out := w.mustCtl("cancel", ticket); !strings.Contains(out, "cancel requested for "+ticket) {
+		t.Errorf("second cancel:\n%s", out)
+	}
+}

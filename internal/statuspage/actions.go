@@ -15,7 +15,6 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
 	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/ops"
-	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
@@ -182,10 +181,7 @@ func (h *handler) do(ctx context.Context, action, ticket, project, reason string
 	case "approve", "reject":
 		return h.decide(ctx, ref, action, reason)
 	case "cancel":
-		if err := runstate.RequestCancel(ctx, h.cfg.RDB, ref, CancelCause, 0); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("cancel requested for %s: its run or request stops and the ticket fails", ref), nil
+		return h.cancel(ctx, ref)
 	}
 	return "", badRequest{"unknown action"}
 }
@@ -213,6 +209,26 @@ func (h *handler) decide(ctx context.Context, ref platforms.Ref, kind, reason st
 		return fmt.Sprintf("not %sed %s: %s", strings.TrimSuffix(kind, "e"), ref, res.Reason), nil
 	}
 	return fmt.Sprintf("%s %s %s", res.Outcome, ref, res.Reason), nil
+}
+
+// cancel fails a parked ticket through the ApprovalGate as the operator
+// OperatorActor, or asks the fleet to stop any other ticket's request or
+// run (ops.CancelTicket).
+func (h *handler) cancel(ctx context.Context, ref platforms.Ref) (string, error) {
+	var pc ops.ParkedCanceller
+	if h.cfg.Gate != nil {
+		pc = h.cfg.Gate
+	}
+	res, err := ops.CancelTicket(ctx, h.cfg.RDB, pc, ref, OperatorActor, "", CancelCause, 0)
+	switch {
+	case err != nil:
+		return "", err
+	case res.Parked && res.Outcome == gate.OutcomeCancelled:
+		return fmt.Sprintf("cancelled %s: it awaited approval and failed %s", ref, res.Reason), nil
+	case res.Parked:
+		return fmt.Sprintf("not cancelled %s: %s", ref, res.Reason), nil
+	}
+	return fmt.Sprintf("cancel requested for %s: its run or request stops and the ticket fails", ref), nil
 }
 
 // ticketRef parses the form's "platform:id" for project p.

@@ -8,7 +8,7 @@ import (
 
 // awaitingRow is a ticket parked at an approval gate, as the page lists it
 // from the parked index (no tracker call): what it awaits, since when, its
-// gate's deadline, and the approve and reject buttons.
+// gate's deadline, and the approve, reject and cancel buttons.
 type awaitingRow struct {
 	lifecycle.ParkedEntry
 	Link string
@@ -16,7 +16,7 @@ type awaitingRow struct {
 	// OnTimeout what happens then (fail or escalate).
 	Deadline  time.Time
 	OnTimeout string
-	// Decide: the page offers approve and reject (it has a gate).
+	// Decide: the page offers approve, reject and cancel (it has a gate).
 	Decide bool
 }
 

@@ -29,10 +29,14 @@ func (noDecider) DecideAsOperator(context.Context, platforms.Ref, string, gate.D
 	return claim.CommandResult{}, nil
 }
 
+func (noDecider) CancelAsOperator(context.Context, platforms.Ref, string, string) (claim.CommandResult, error) {
+	return claim.CommandResult{}, nil
+}
+
 // The page lists the tickets awaiting approval from the parked index, with
 // no tracker call: ticket linked to the tracker, title as text, project,
 // the stage awaited, since when and for how long, the gate's deadline and
-// whether it escalated, and the approve and reject buttons. A ticket
+// whether it escalated, and the approve, reject and cancel buttons. A ticket
 // unparked (what a decision does) is no longer listed.
 func TestPageListsTicketsAwaitingApproval(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
@@ -60,6 +64,7 @@ func TestPageListsTicketsAwaitingApproval(t *testing.T) {
 		`<a href="https://github.com/acme/app/issues/1"`, "&lt;img src=x onerror=alert(1)&gt;", ">implement<",
 		"2026-11-27 10:30", ">1 h 30 m<", "2026-11-27 14:30, then escalate",
 		`data-action="approve" data-target="github:acme/app#1"`, `data-action="reject" data-target="github:acme/app#1"`,
+		`data-action="cancel" data-target="github:acme/app#1"`,
 		">ship<", ">none<", "&lt;script&gt;alert(2)&lt;/script&gt;"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)

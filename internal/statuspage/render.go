@@ -76,14 +76,18 @@ type ticketRow struct {
 // ticketActions are the actions that can change a ticket in state (its
 // last transition's; "" when none is known) with a request or run of it
 // live or not: requeue an Enqueued ticket that has no request, retry a
-// Failed one, cancel a request or run. A Done or Pending ticket with
-// neither gets none, as each action would only say why it did nothing.
-func ticketActions(state string, live, canRequeue, canRetry bool) []string {
+// Failed one, cancel a request or run; approve, reject or cancel a parked
+// one (canDecide: the page has the ApprovalGate). A Done or Pending
+// ticket with neither gets none, as each action would only say why it did
+// nothing.
+func ticketActions(state string, live, canRequeue, canRetry, canDecide bool) []string {
 	var out []string
 	if state == lifecycle.AwaitingApproval.String() {
-		// Parked: no request or run; the gate decides (canDecide adds
-		// approve and reject).
-		return nil
+		// Parked: no request or run; the gate decides.
+		if canDecide {
+			out = append(out, "approve", "reject", "cancel")
+		}
+		return out
 	}
 	if canRequeue && state == lifecycle.Enqueued.String() && !live {
 		out = append(out, "requeue")
@@ -175,18 +179,17 @@ func (h *handler) tickets(ctx context.Context, st Status) []ticketRow {
 		out = append(out, ticketRow{Ref: ref, Link: st.Links[ref.String()], State: state, Where: where, live: live})
 	}
 	// requeue and retry need the page's claim service (and queue); a
-	// parked ticket's approve and reject are in the awaiting table, here
-	// only for one the parked index lacks (the GateKeeper mends it).
+	// parked ticket's approve, reject and cancel are in the awaiting
+	// table, here only for one the parked index lacks (the GateKeeper
+	// mends it).
 	parked := map[string]bool{}
 	for _, e := range st.Awaiting {
 		parked[e.Ref.String()] = true
 	}
 	defer func() {
 		for i := range out {
-			out[i].Actions = ticketActions(out[i].State, out[i].live, h.cfg.Claims != nil && h.cfg.Queue != nil, h.cfg.Claims != nil)
-			if h.cfg.Gate != nil && out[i].State == lifecycle.AwaitingApproval.String() && !parked[out[i].Ref.String()] {
-				out[i].Actions = append(out[i].Actions, "approve", "reject")
-			}
+			out[i].Actions = ticketActions(out[i].State, out[i].live, h.cfg.Claims != nil && h.cfg.Queue != nil, h.cfg.Claims != nil,
+				h.cfg.Gate != nil && !parked[out[i].Ref.String()])
 		}
 	}()
 	for _, o := range st.Outcomes {

@@ -61,8 +61,8 @@ type Config struct {
 	// Claims serves the requeue and retry buttons (with Queue); with Claims
 	// nil the page offers no ticket actions but cancel.
 	Claims *claim.Service
-	// Gate serves the approve and reject buttons of tickets awaiting
-	// approval; with Gate nil the page offers neither.
+	// Gate serves the approve, reject and cancel buttons of tickets
+	// awaiting approval; with Gate nil the page offers none of them.
 	Gate Decider
 	// LogRoots are the logs dirs (consumer.output.logs_dir): /status/logs
 	// serves attempt logs from under them only, never through a link.
@@ -72,10 +72,11 @@ type Config struct {
 	Logger   *zap.Logger
 }
 
-// Decider carries out an operator's decision on a parked ticket
-// (*gate.Gate).
+// Decider carries out an operator's decision or cancel on a parked
+// ticket (*gate.Gate).
 type Decider interface {
 	DecideAsOperator(ctx context.Context, ref platforms.Ref, actor string, d gate.Decision) (claim.CommandResult, error)
+	CancelAsOperator(ctx context.Context, ref platforms.Ref, actor, reason string) (claim.CommandResult, error)
 }
 
 // Event is one audit entry as the page shows it.

@@ -21,13 +21,17 @@ func TestTicketActionsFitTheState(t *testing.T) {
 		{"enqueued", true, []string{"cancel"}},
 		{"in-progress", false, []string{"cancel"}},
 		{"", true, []string{"cancel"}},
+		{"awaiting-approval", false, []string{"approve", "reject", "cancel"}},
 	} {
-		if got := ticketActions(tc.state, tc.live, true, true); !slices.Equal(got, tc.want) {
+		if got := ticketActions(tc.state, tc.live, true, true, true); !slices.Equal(got, tc.want) {
 			t.Errorf("state %q live %v: %v, want %v", tc.state, tc.live, got, tc.want)
 		}
 	}
-	if got := ticketActions("failed", false, false, false); got != nil {
+	if got := ticketActions("failed", false, false, false, false); got != nil {
 		t.Errorf("without a claim service a failed ticket is offered %v", got)
+	}
+	if got := ticketActions("awaiting-approval", false, true, true, false); got != nil {
+		t.Errorf("without the gate a parked ticket is offered %v", got)
 	}
 }
 

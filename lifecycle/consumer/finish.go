@@ -1140,16 +1140,24 @@ func (a *attempt) sentBack(wctx context.Context, t *platforms.Ticket, res procru
 		return
 	}
 	limit := platforms.CommentLimit(p.Tracker)
-	body := lifecycle.TruncateRunes(outcomeHead(headline, e.cfg.Instance, res, notes)+
-		fmt.Sprintf("\nStage %s gets this stage's result or the tail of its output as `%s`.\n", sb.to, PreviousResultEnv), limit)
+	body := outcomeHead(headline, e.cfg.Instance, res, notes) +
+		fmt.Sprintf("\nStage %s gets this stage's result or the tail of its output as `%s`.\n", sb.to, PreviousResultEnv)
+	// The gate guards its stage whenever the ticket enters it: a
+	// send-back to a gated stage parks the ticket for its approval.
+	to, why := lifecycle.Enqueued, fmt.Sprintf("stage %s failed (%s); back to stage %s, send-back %d of %d", a.stage, p.Redact.String(res.Describe()), sb.to, sb.n, sb.max)
+	if p.ApprovalFor(sb.to) != nil {
+		ask := a.approvalAsk(sb.to)
+		body = lifecycle.TruncateRunes(body, max(limit-len(ask)-2, 0)) + "\n\n" + ask
+		to, why = lifecycle.AwaitingApproval, why+"; stage "+sb.to+" awaits approval"
+	}
+	body = lifecycle.TruncateRunes(body, limit)
 	if err := a.postComment(wctx, body, ""); errors.Is(err, errLostRun) {
 		log.Warn("run lost its ownership before the send-back comment", zap.Error(err))
 		return
 	} else if err != nil {
 		log.Error("post the send-back comment; the ticket goes back", zap.Error(err))
 	}
-	a.enqueueStage(wctx, t, sb.to, lifecycle.Enqueued, "sent back",
-		fmt.Sprintf("stage %s failed (%s); back to stage %s, send-back %d of %d", a.stage, p.Redact.String(res.Describe()), sb.to, sb.n, sb.max), time.Time{})
+	a.enqueueStage(wctx, t, sb.to, to, "sent back", why, time.Time{})
 }
 
 // outputResult is a failed run's output tail as a result: the summary is
@@ -1160,18 +1168,22 @@ func outputResult(res procrun.Result) Result {
 	return Result{Summary: dropRunes(tail, utf8.RuneCountInString(tail)-maxSummaryRunes)}
 }
 
+// approvalAsk tells the ticket's readers that stage awaits approval and
+// how to answer.
+func (a *attempt) approvalAsk(stage string) string {
+	p, labels := a.p, a.labels()
+	if !p.Commands.Enabled {
+		return fmt.Sprintf("stage %s awaits approval: add the label `%s` or `%s`.", stage, labels.Approved(), labels.Rejected())
+	}
+	return fmt.Sprintf("stage %s awaits approval: comment `%s approve`, or `%s reject` and why; or add the label `%s` or `%s`.",
+		stage, p.Commands.Prefix, p.Commands.Prefix, labels.Approved(), labels.Rejected())
+}
+
 // reviewComment is the comment that asks for stage next's approval: the
 // stage's result (body and short, doneComment's, when it has one) and how
 // to approve or reject, bounded by the tracker's comment limit.
 func (a *attempt) reviewComment(res procrun.Result, body, short, next string) (string, string) {
-	p := a.p
-	labels := a.labels()
-	ask := fmt.Sprintf("stage %s awaits approval: comment `%s approve`, or `%s reject` and why; or add the label `%s` or `%s`.",
-		next, p.Commands.Prefix, p.Commands.Prefix, labels.Approved(), labels.Rejected())
-	if !p.Commands.Enabled {
-		ask = fmt.Sprintf("stage %s awaits approval: add the label `%s` or `%s`.", next, labels.Approved(), labels.Rejected())
-	}
-	return a.gateComment(res, body, short, ask)
+	return a.gateComment(res, body, short, a.approvalAsk(next))
 }
 
 // gateComment is the succeeded stage's comment (body, short; the stage's

@@ -15,22 +15,38 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// Outcomes of a gate's deadline (Expire).
+// Outcomes of a gate's deadline (Expire); a ticket closed or without
+// its trigger label leaves the gate as OutcomeCancelled.
 const (
 	OutcomeTimedOut  = "timed out" // on_timeout: fail
 	OutcomeEscalated = "escalated" // on_timeout: escalate
+	// OutcomeUnparked: the ticket no longer awaits approval (or is gone);
+	// its entry left the parked index.
+	OutcomeUnparked = "dropped from the parked index"
 )
 
 // Expire keeps a parked ticket, under its claim lock: it finishes a
-// decision recorded and not carried out (Repair's work), then applies the
-// gated stage's deadline (gate.approval.timeout, counted from
-// keys.GateParked; a ticket parked without that record counts from this
-// first check). Past it, on_timeout fail moves the ticket
-// AwaitingApproval → Failed, its comment first; escalate adds the
-// escalation label and posts one comment mentioning the escalation's
-// handles, once per parking (keys.GateEscalated), the ticket staying
-// parked. It returns the outcome, "" when nothing was due.
+// decision recorded and not carried out (Repair's work); a ticket closed
+// or without its trigger label leaves the gate as an Enqueued one does
+// (Failed, outcome cancelled, the cancellation comment first, its gate
+// records and parked index entry gone); a ticket no longer parked, or
+// deleted, leaves the parked index. Then it applies the gated stage's
+// deadline (gate.approval.timeout, counted from keys.GateParked; a ticket
+// parked without that record counts from this first check). Past it,
+// on_timeout fail moves the ticket AwaitingApproval → Failed, its comment
+// first; escalate adds the escalation label and posts one comment
+// mentioning the escalation's handles, once per parking
+// (keys.GateEscalated), the ticket staying parked. It returns the
+// outcome, "" when nothing was due.
 func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
+	return g.keep(ctx, ref, nil)
+}
+
+// keep is Expire with e, ref's entry in the parked index as read before
+// (Reindex's); nil reads it under the lock, before the ticket. An entry is
+// dropped only as it was read before the ticket (unparkIfStill): a park
+// after that read keeps its own.
+func (g *Gate) keep(ctx context.Context, ref platforms.Ref, e *lifecycle.ParkedEntry) (string, error) {
 	p, ok := g.claims.Projects().Lookup(ref)
 	if !ok {
 		return "", fmt.Errorf("gate %s: unknown project %q", ref, ref.Project)
@@ -42,15 +58,43 @@ func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 		} else if ok {
 			return g.finish(ctx, p, ref, rec) // moved: no deadline applies
 		}
+		if e == nil {
+			have, ok, err := lifecycle.ParkedFor(ctx, g.rdb, ref)
+			if err != nil {
+				return fmt.Errorf("gate %s: %w: %w", ref, claim.ErrRedisUnavailable, err)
+			}
+			if ok {
+				e = &have
+			}
+		}
 		t, err := p.Tracker.Get(ctx, ref)
+		if errors.Is(err, platforms.ErrNotFound) {
+			g.forget(ctx, ref)
+			outcome = OutcomeUnparked
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("gate %s: read ticket: %w", ref, err)
 		}
 		labels := p.Labels(g.claims.Labels())
 		if labels.StateOf(t.Labels) != lifecycle.AwaitingApproval {
+			if e == nil {
+				return nil
+			}
+			did, err := unparkIfStill(ctx, g.rdb, *e)
+			if err != nil {
+				return fmt.Errorf("gate %s: %w: %w", ref, claim.ErrRedisUnavailable, err)
+			}
+			if did {
+				outcome = OutcomeUnparked
+			}
 			return nil
 		}
 		stage := labels.StageOf(t.Labels)
+		if cause := lifecycle.TrackerCause(t, p.TriggerLabel); cause != "" {
+			outcome = OutcomeCancelled
+			return g.leave(ctx, p, t, stage, cause)
+		}
 		a := approvalOf(p, stage)
 		if a.Timeout <= 0 {
 			return nil
@@ -109,17 +153,43 @@ func (g *Gate) escalated(ctx context.Context, ref platforms.Ref, parked string) 
 // timeOut fails t, past its gate's deadline: the comment first, then the
 // move, as a rejection past max_rejections.
 func (g *Gate) timeOut(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, why string, waited time.Duration) error {
-	ref := t.Ref
 	prefix := "**" + g.claims.Labels().Prefix + "**: "
-	if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, prefix+"failed: the approval gate timed out: "+why+".")); err != nil {
+	return g.fail(ctx, p, t, stage, prefix+"failed: the approval gate timed out: "+why+".", OutcomeTimedOut, why, waited)
+}
+
+// leave fails t, parked and closed or without its trigger label (cause,
+// lifecycle.TrackerCause), as the executor fails an Enqueued ticket so:
+// outcome cancelled, the cancellation comment first.
+func (g *Gate) leave(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, cause string) error {
+	labels := p.Labels(g.claims.Labels())
+	body := fmt.Sprintf("**%s**: cancelled (%s): stage %s awaited approval and does not run. Remove `%s` and add `%s` to run it again.",
+		labels.Prefix, cause, stage, labels.Label(lifecycle.Failed), p.TriggerLabel)
+	return g.fail(ctx, p, t, stage, body, OutcomeCancelled, cause+" while stage "+stage+" awaited approval", g.waited(ctx, t.Ref))
+}
+
+// fail moves parked t to Failed with outcome, after it waited: body is
+// posted first, the ticket read again (on Azure DevOps a comment is a
+// revision, which the label write tests), moved, and the gate's records
+// forgotten, its parked index entry with them.
+func (g *Gate) fail(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, stage, body, outcome, why string, waited time.Duration) error {
+	ref := t.Ref
+	if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, body)); err != nil {
 		return fmt.Errorf("gate %s: comment: %w", ref, err)
 	}
+	labels := p.Labels(g.claims.Labels())
+	fresh, err := p.Tracker.Get(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("gate %s: read after the comment: %w", ref, err)
+	}
+	if s := labels.StateOf(fresh.Labels); s != lifecycle.AwaitingApproval {
+		return fmt.Errorf("gate %s: state is %s after the comment, not %s", ref, s, lifecycle.AwaitingApproval)
+	}
 	m := lifecycle.Move{From: lifecycle.AwaitingApproval, To: lifecycle.Failed, Stage: stage}
-	if _, err := lifecycle.Relabel(ctx, p.Tracker, p.Labels(g.claims.Labels()), t, m, lifecycle.OwnerApprovalGate); err != nil {
+	if _, err := lifecycle.Relabel(ctx, p.Tracker, labels, fresh, m, lifecycle.OwnerApprovalGate); err != nil {
 		return fmt.Errorf("gate %s: move to %s: %w", ref, lifecycle.Failed, err)
 	}
 	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: lifecycle.Failed,
-		Outcome: OutcomeTimedOut, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why,
+		Outcome: outcome, Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why,
 		Stage: stage, ApprovalWait: waited})
 	g.forget(ctx, ref)
 	return nil

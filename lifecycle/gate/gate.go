@@ -298,11 +298,11 @@ func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platf
 			return nil
 		}
 		if rec.Kind == Reject {
-			n, err := g.countRejection(ctx, ref)
+			n, err := g.rejections(ctx, ref, rec.Stage)
 			if err != nil {
 				return err
 			}
-			rec.Rejection = int(n)
+			rec.Rejection = n + 1
 		}
 		if err := g.put(ctx, ref, rec); err != nil {
 			return err
@@ -334,19 +334,34 @@ func outcomeOf(rec record) string {
 	return OutcomeRejected
 }
 
-// countRejection counts a rejection of ref's gates (keys.GateRejections).
-func (g *Gate) countRejection(ctx context.Context, ref platforms.Ref) (int64, error) {
+// rejections is how many rejections of stage's gate moved ref
+// (keys.GateRejections, a hash of counts by gated stage).
+func (g *Gate) rejections(ctx context.Context, ref platforms.Ref, stage string) (int, error) {
+	n, err := g.rdb.HGet(ctx, keys.GateRejections(ref.Key()), stage).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("gate %s: read rejections of stage %s: %w: %w", ref, stage, claim.ErrRedisUnavailable, err)
+	}
+	return n, nil
+}
+
+// countRejection counts rec, a rejection whose move landed: its stage's
+// count is set to rec.Rejection, read under the claim lock as the count
+// before plus one, so counting it again (a repair after a crash) counts
+// it once. A rejection whose label write failed was never counted.
+func (g *Gate) countRejection(ctx context.Context, ref platforms.Ref, rec record) error {
 	k := keys.GateRejections(ref.Key())
-	var n *redis.IntCmd
 	_, err := g.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		n = pipe.Incr(ctx, k)
+		pipe.HSet(ctx, k, rec.Stage, rec.Rejection)
 		pipe.Expire(ctx, k, keys.GateTTL)
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("gate %s: count rejection: %w: %w", ref, claim.ErrRedisUnavailable, err)
+		return fmt.Errorf("gate %s: count the rejection of stage %s: %w: %w", ref, rec.Stage, claim.ErrRedisUnavailable, err)
 	}
-	return n.Val(), nil
+	return nil
 }
 
 // put records rec before its label write.
@@ -388,12 +403,36 @@ func (g *Gate) finish(ctx context.Context, p *lifecycle.Project, ref platforms.R
 	}
 	labels := p.Labels(g.claims.Labels())
 	if labels.StateOf(t.Labels) != lifecycle.AwaitingApproval || !p.SameStage(labels.StageOf(t.Labels), rec.Stage) {
+		if landed(p, labels, t, rec) {
+			// The move landed and the count did not (a crash between).
+			if err := g.countRejection(ctx, ref, rec); err != nil {
+				return err
+			}
+		}
 		if err := g.rdb.Del(ctx, keys.GateDecision(ref.Key())).Err(); err != nil {
 			return fmt.Errorf("gate %s: drop a recorded decision not for this park: %w: %w", ref, claim.ErrRedisUnavailable, err)
 		}
 		return nil
 	}
 	return g.finishRead(ctx, p, t, rec)
+}
+
+// landed reports whether t shows rec's rejection carried out: Enqueued
+// at the stage rec sends the ticket back to.
+func landed(p *lifecycle.Project, labels lifecycle.Labels, t *platforms.Ticket, rec record) bool {
+	if outcomeOf(rec) != OutcomeRejected || labels.StateOf(t.Labels) != lifecycle.Enqueued {
+		return false
+	}
+	return p.SameStage(labels.StageOf(t.Labels), rejectedTo(p, rec.Stage))
+}
+
+// rejectedTo is the stage a rejection of stage's gate sends the ticket
+// back to: the stage before, or the first.
+func rejectedTo(p *lifecycle.Project, stage string) string {
+	if prev, ok := p.PreviousStage(stage); ok {
+		return prev
+	}
+	return p.FirstStage()
 }
 
 // Repair finishes the decision recorded for ref, if one is, under its
@@ -429,10 +468,7 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 	to, stage, why := lifecycle.Enqueued, rec.Stage, "approved by "+who
 	switch outcomeOf(rec) {
 	case OutcomeRejected:
-		prev, ok := p.PreviousStage(rec.Stage)
-		if !ok {
-			prev = p.FirstStage()
-		}
+		prev := rejectedTo(p, rec.Stage)
 		stage, why = prev, fmt.Sprintf("stage %s rejected by %s (rejection %d of %d); stage %s again", rec.Stage, who, rec.Rejection, rec.Max, prev)
 		if err := g.rdb.Set(ctx, keys.Review(ref.Key()), boundReview(rec.Reason), keys.GateTTL).Err(); err != nil {
 			return fmt.Errorf("gate %s: keep the review: %w: %w", ref, claim.ErrRedisUnavailable, err)
@@ -440,7 +476,7 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 	case OutcomeFailed:
 		to, why = lifecycle.Failed, fmt.Sprintf("stage %s rejected by %s, rejection %d: more than max_rejections %d", rec.Stage, who, rec.Rejection, rec.Max)
 	case OutcomeCancelled:
-		to, why = lifecycle.Failed, claim.CommandCause(rec.Actor)+" while awaiting approval"
+		to, why = lifecycle.Failed, cancelCause(rec)
 	}
 	if to == lifecycle.Failed {
 		if err := p.Tracker.Comment(ctx, ref, lifecycle.SafeComment(p.Redact, prefix+"failed: "+why+".")); err != nil {
@@ -460,6 +496,15 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 	}
 	if _, err := lifecycle.Relabel(ctx, p.Tracker, labels, t, lifecycle.Move{From: lifecycle.AwaitingApproval, To: to, Stage: stage}, lifecycle.OwnerApprovalGate); err != nil {
 		return fmt.Errorf("gate %s: move to %s: %w", ref, to, err)
+	}
+	counted := true
+	if outcomeOf(rec) == OutcomeRejected {
+		// Counted once the move landed; on an error the record is kept,
+		// and the next decision or repair counts it (finish).
+		if err := g.countRejection(ctx, ref, rec); err != nil {
+			g.log.Warn("count the rejection (the next decision or repair counts it)", zap.String("ticket", ref.String()), zap.Error(err))
+			counted = false
+		}
 	}
 	g.claims.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, At: g.cfg.Clock().UTC(), Ref: ref, From: lifecycle.AwaitingApproval, To: to,
 		Outcome: outcomeOf(rec), Owner: lifecycle.OwnerApprovalGate, Instance: g.cfg.Instance, Source: lifecycle.SourceGate, Reason: why,
@@ -487,8 +532,10 @@ func (g *Gate) finishRead(ctx context.Context, p *lifecycle.Project, t *platform
 	} else {
 		g.forget(ctx, ref)
 	}
-	if err := g.rdb.Del(ctx, keys.GateDecision(ref.Key())).Err(); err != nil {
-		g.log.Warn("drop the carried-out decision", zap.String("ticket", ref.String()), zap.Error(err))
+	if counted { // else kept for finish to count
+		if err := g.rdb.Del(ctx, keys.GateDecision(ref.Key())).Err(); err != nil {
+			g.log.Warn("drop the carried-out decision", zap.String("ticket", ref.String()), zap.Error(err))
+		}
 	}
 	if to == lifecycle.Enqueued {
 		g.claims.Reply(ctx, p, ref, why+": stage "+stage+" queued.")

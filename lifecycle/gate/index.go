@@ -20,10 +20,14 @@ import (
 // listed them at listedAt (the GateKeeper's listing). A listed ticket
 // without an entry (a replica died between its park and the index write)
 // gets one, under its claim lock and from a fresh read that still finds it
-// parked, dated by its keys.GateParked when there is one; an entry of a
-// ticket not listed goes when it was parked before listedAt less grace (a
-// tracker's search may lag a fresh label) and has not been parked again
-// since. It returns how many entries it added and dropped.
+// parked, dated by its keys.GateParked when there is one. An entry of a
+// ticket not listed, parked before listedAt less grace (a tracker's search
+// may lag a fresh label), is kept as Expire keeps a listed one, from a
+// fresh read under the claim lock: a ticket closed or without its trigger
+// label and still parked leaves the gate (Failed, cancelled) and the
+// index; one no longer parked, or deleted, leaves the index unless it was
+// parked again since; one still parked and open stays. It returns how many
+// entries it added and dropped.
 func (g *Gate) Reindex(ctx context.Context, project string, listed []*platforms.Ticket, listedAt time.Time, grace time.Duration) (added, dropped int, err error) {
 	p, ok := g.claims.Projects().Lookup(platforms.Ref{Project: project})
 	if !ok {
@@ -53,12 +57,18 @@ func (g *Gate) Reindex(ctx context.Context, project string, listed []*platforms.
 		if seen[k] || !e.Since.Before(listedAt.Add(-grace)) {
 			continue
 		}
-		did, err := unparkIfStill(ctx, g.rdb, e)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("gate %s: %w: %w", e.Ref, claim.ErrRedisUnavailable, err))
-		} else if did {
+		out, err := g.keep(ctx, e.Ref, &e)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case out == OutcomeUnparked:
 			dropped++
 			g.log.Info("dropped from the parked index: no longer awaits approval", zap.String("ticket", e.Ref.String()))
+		case out == OutcomeCancelled, out == OutcomeTimedOut:
+			dropped++
+			g.log.Info("parked ticket "+out, zap.String("ticket", e.Ref.String()))
+		case out != "":
+			g.log.Info("parked ticket "+out, zap.String("ticket", e.Ref.String()))
 		}
 	}
 	return added, dropped, errors.Join(errs...)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/queue"
@@ -109,10 +110,53 @@ func Release(ctx context.Context, rdb redis.UniversalClient, ref platforms.Ref) 
 	return res, nil
 }
 
-// Cancel asks whoever owns the ticket's request or run to stop it, with the
-// operator's reason (runstate.RequestCancel; keys.CancelTTL when ttl ≤ 0).
-// The consumer that holds the run (or takes the request) reads the key,
-// stops the pipeline and fails the ticket; this call only asks.
-func Cancel(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref, reason string, ttl time.Duration) error {
-	return runstate.RequestCancel(ctx, rdb, ref, lifecycle.CtlCause(reason), ttl)
+// ParkedCanceller fails a ticket parked in AwaitingApproval on an
+// operator's cancel (lifecycle/gate's Gate.CancelAsOperator); a ticket not
+// parked is gate.ErrNotParked, one not read gate.ErrUnread.
+type ParkedCanceller interface {
+	CancelAsOperator(ctx context.Context, ref platforms.Ref, actor, reason string) (claim.CommandResult, error)
+}
+
+// CancelResult says what CancelTicket did.
+type CancelResult struct {
+	Ticket string `json:"ticket"`
+	// Parked: the ticket awaited approval and the ApprovalGate decided
+	// the cancel (Outcome "cancelled", or "noop" and Reason).
+	Parked bool `json:"parked"`
+	claim.CommandResult
+	// Key and Cause: the cancel request made for the ticket's request or
+	// run, when it was not parked.
+	Key   string `json:"key,omitempty"`
+	Cause string `json:"cause,omitempty"`
+	// Unread says why the ticket could not be read, the cancel requested
+	// regardless: a ticket that awaits approval honours it only if approved.
+	Unread string `json:"unread,omitempty"`
+}
+
+// CancelTicket is an operator's cancel (agentsmithctl cancel, the status
+// page's button). A ticket parked in AwaitingApproval has no request or
+// run to stop: pc fails it at once, under its claim lock, with one comment
+// naming actor and reason, audited. Any other ticket gets the cancel
+// request cause for ttl (runstate.RequestCancel), which the executor
+// holding its request or run honours; so does a ticket pc could not read,
+// or every ticket when pc is nil.
+func CancelTicket(ctx context.Context, rdb redis.Cmdable, pc ParkedCanceller, ref platforms.Ref, actor, reason, cause string, ttl time.Duration) (CancelResult, error) {
+	res := CancelResult{Ticket: ref.String()}
+	if pc != nil {
+		r, err := pc.CancelAsOperator(ctx, ref, actor, reason)
+		switch {
+		case err == nil:
+			res.Parked, res.CommandResult = true, r
+			return res, nil
+		case errors.Is(err, gate.ErrUnread):
+			res.Unread = err.Error()
+		case !errors.Is(err, gate.ErrNotParked):
+			return res, err
+		}
+	}
+	if err := runstate.RequestCancel(ctx, rdb, ref, cause, ttl); err != nil {
+		return res, err
+	}
+	res.Command, res.Outcome, res.Key, res.Cause = claim.CommandCancel, "cancel_requested", runstate.CancelKey(ref), cause
+	return res, nil
 }

@@ -21,11 +21,16 @@ const retryTimeout = time.Minute
 // requestCancel asks the owner of the ticket's request or run to cancel it
 // when the payload shows the ticket Enqueued or InProgress but closed or
 // without its trigger label. It costs no tracker call: the executor confirms
-// the cause on its own fresh read before it stops anything. It returns the
-// cause requested, "" when the payload shows nothing to cancel.
-func (rc *Receiver) requestCancel(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket) (string, error) {
-	switch rc.claims.Labels().StateOf(t.Labels) {
-	case lifecycle.Enqueued, lifecycle.InProgress:
+// the cause on its own fresh read before it stops anything. A ticket parked
+// in AwaitingApproval has no owner to ask: the ApprovalGate's Expire, in the
+// background, confirms the cause on its fresh read under the claim lock
+// and fails it (cancelled). It returns the cause requested, "" when the
+// payload shows nothing to cancel.
+func (rc *Receiver) requestCancel(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, log *zap.Logger) (string, error) {
+	state := rc.claims.Labels().StateOf(t.Labels)
+	switch {
+	case state == lifecycle.Enqueued, state == lifecycle.InProgress:
+	case state == lifecycle.AwaitingApproval && rc.cfg.Gate != nil:
 	default:
 		return "", nil
 	}
@@ -33,7 +38,18 @@ func (rc *Receiver) requestCancel(ctx context.Context, p *lifecycle.Project, t *
 	if cause == "" {
 		return "", nil
 	}
-	return cause, runstate.RequestCancel(ctx, rc.rdb, t.Ref, cause, rc.cfg.CancelTTL)
+	if state != lifecycle.AwaitingApproval {
+		return cause, runstate.RequestCancel(ctx, rc.rdb, t.Ref, cause, rc.cfg.CancelTTL)
+	}
+	g, ref := rc.cfg.Gate, t.Ref
+	rc.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(rc.bgCtx, commandTimeout)
+		defer cancel()
+		if _, err := g.Expire(ctx, ref); err != nil {
+			log.Warn("parked ticket closed or untriggered: leaving the gate failed (the GateKeeper tries again)", zap.String("ticketId", ref.ID), zap.Error(err))
+		}
+	})
+	return cause, nil
 }
 
 // retryBlocked claims, in the background, the project's tickets that were

@@ -14,10 +14,12 @@ import (
 )
 
 // Decider decides tickets awaiting approval: the ApprovalGate
-// (lifecycle/gate).
+// (lifecycle/gate). Expire keeps one (a ticket closed or without its
+// trigger label leaves the gate, cancelled).
 type Decider interface {
 	Decide(ctx context.Context, ref platforms.Ref, actor string, d gate.Decision) (claim.CommandResult, error)
 	DecideByLabel(ctx context.Context, ref platforms.Ref, actor string, approve bool) (claim.CommandResult, error)
+	Expire(ctx context.Context, ref platforms.Ref) (string, error)
 }
 
 // decisionLabel hands a change that added a decision label

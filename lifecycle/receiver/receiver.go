@@ -443,7 +443,7 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	if !t.Open {
 		rc.retryBlocked(p, t.Ref.ID, log)
 	}
-	if cause, err := rc.requestCancel(ctx, p, t); cause != "" || err != nil {
+	if cause, err := rc.requestCancel(ctx, p, t, log); cause != "" || err != nil {
 		if err != nil {
 			_ = dedup.Forget(context.WithoutCancel(ctx), rc.rdb, dkeys...)
 			log.Warn("cancel request failed", zap.Error(err))

@@ -379,8 +379,9 @@ func RunTrigger(ticketKey string) string { return prefix() + "run-trigger:" + ti
 // loses no decision: the next decision or the gate's repair finishes it.
 func GateDecision(ticketKey string) string { return prefix() + "gate-decision:" + ticketKey }
 
-// GateRejections counts the rejections of a ticket's gates; the one past
-// the gate's max_rejections fails the ticket. Its claim starts it over.
+// GateRejections counts the rejections of a ticket's gates, a hash of
+// gated stage → rejections whose move landed; the one past that gate's
+// max_rejections fails the ticket. Its claim starts it over.
 func GateRejections(ticketKey string) string { return prefix() + "gate-rejections:" + ticketKey }
 
 // Review is the reviewer's text of a ticket's last rejection, which the
@@ -403,7 +404,8 @@ func GateTimer(ticketKey string) string { return prefix() + "gate-timer:" + tick
 // kept by lifecycle.Park and lifecycle.Unpark (the executor as it parks, the
 // ApprovalGate as it decides; the GateKeeper mends it from the tracker's
 // listing), so the status page, agentsmithctl and the metrics list parked
-// tickets without a tracker call or a SCAN.
+// tickets without a tracker call or a SCAN, and the GateKeeper finds a
+// parked ticket that was closed, which no open-ticket listing shows.
 func Parked() string { return prefix() + "parked" }
 
 // ParkedInfo is a hash of the tickets in Parked, by ticket key: what each

@@ -358,3 +358,32 @@ func TestApprovalGateByLabelWebhook(t *testing.T) {
 		}
 	})
 }
+
+// A parked ticket closed on the tracker, or whose trigger label is
+// removed, leaves the gate from the webhook alone (a replica without the
+// poller and housekeeping): Failed, outcome cancelled, one comment with
+// the cause, as an Enqueued ticket would.
+func TestParkedTicketClosedOrUntriggeredLeavesGate(t *testing.T) {
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		e.startGated("replica-a", "approval", config.RoleReceiver, config.RoleConsumer)
+		closed := e.sim.CreateIssue(e.repo, "Close me while parked", "", "agent-smith")
+		untriggered := e.sim.CreateIssue(e.repo, "Untrigger me while parked", "", "agent-smith")
+		e.waitState(closed, 60*time.Second, lifecycle.AwaitingApproval)
+		e.waitState(untriggered, 60*time.Second, lifecycle.AwaitingApproval)
+		if err := e.sim.SetOpen(e.repo, closed, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.sim.RemoveLabel(e.repo, untriggered, "agent-smith"); err != nil {
+			t.Fatal(err)
+		}
+		for n, cause := range map[int]string{closed: lifecycle.CauseClosed, untriggered: lifecycle.CauseUntriggered} {
+			e.waitState(n, 30*time.Second, lifecycle.Failed)
+			if c := e.commentsWith(n, "cancelled ("+cause+")"); c != 1 {
+				t.Errorf("issue %d: %d comments saying cancelled (%s), want 1", n, c, cause)
+			}
+			e.waitAudit(n, 1, "the cancelled move in the audit", func(ev lifecycle.Event) bool {
+				return ev.Kind == lifecycle.EventTransition && ev.From == lifecycle.AwaitingApproval && ev.To == lifecycle.Failed && ev.Outcome == "cancelled"
+			})
+		}
+	})
+}

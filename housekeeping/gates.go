@@ -101,6 +101,14 @@ func (k *GateKeeper) Cycle(ctx context.Context) error {
 		if !ok {
 			continue // not listed: its index entries stay as they are
 		}
+		// Decisions first: a person's decision label stands before the
+		// deadline it may have beaten.
+		if err := k.cfg.Fence(ctx); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := k.keeper.Listed(trackerhttp.WithFence(ctx, k.cfg.Fence), projects[name], tickets); err != nil {
+			errs = append(errs, err)
+		}
 		for _, t := range tickets {
 			if err := k.cfg.Fence(ctx); err != nil {
 				return errors.Join(append(errs, err)...)
@@ -113,12 +121,6 @@ func (k *GateKeeper) Cycle(ctx context.Context) error {
 			if out != "" {
 				k.log.Info("parked ticket "+out, zap.String("ticket", t.Ref.String()))
 			}
-		}
-		if err := k.cfg.Fence(ctx); err != nil {
-			return errors.Join(append(errs, err)...)
-		}
-		if err := k.keeper.Listed(trackerhttp.WithFence(ctx, k.cfg.Fence), projects[name], tickets); err != nil {
-			errs = append(errs, err)
 		}
 		if err := k.cfg.Fence(ctx); err != nil {
 			return errors.Join(append(errs, err)...)

@@ -252,3 +252,31 @@ func parkedIndex(t *testing.T, w *lifecycletest.World) ([]lifecycle.ParkedEntry,
 	}
 	return listed, total, ids
 }
+
+// TestGateKeeperDecidesBeforeTheDeadline: a person's approval label on a
+// ticket past its gate's deadline (added in time; the webhook's replica
+// died before deciding) is carried out, not failed by the deadline.
+func TestGateKeeperDecidesBeforeTheDeadline(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	p.Stages = []lifecycle.Stage{{Name: "plan"},
+		{Name: "review", Gate: &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}}, MaxRejections: 2,
+			Timeout: time.Hour, OnTimeout: lifecycle.OnTimeoutFail}}}}
+	sl := p.Labels(w.Labels)
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "parked", "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+	if err := w.RDB.Set(t.Context(), keys.GateParked(lifecycletest.Ref(n).Key()), lifecycle.ParkedStamp(now.Add(-61*time.Minute)), keys.GateTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sim.As("dana").AddLabels(lifecycletest.Repo, n, sl.Approved()); err != nil {
+		t.Fatal(err)
+	}
+	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test", Clock: func() time.Time { return now }})
+	if err := NewGateKeeper(w.Claims, g, GateKeeperConfig{Interval: time.Minute, Clock: func() time.Time { return now }}).Cycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
+	if s, at := w.State(t, n), sl.StageOf(is.Labels); s != lifecycle.Enqueued || !p.SameStage(at, "review") {
+		t.Errorf("%s at stage %s (labels %q), want enqueued at review: the approval made in time was not honoured", s, at, is.Labels)
+	}
+}

@@ -95,6 +95,11 @@ func (g *Gate) keep(ctx context.Context, ref platforms.Ref, e *lifecycle.ParkedE
 			outcome = OutcomeCancelled
 			return g.leave(ctx, p, t, stage, cause)
 		}
+		if t.HasLabel(labels.Approved()) || t.HasLabel(labels.Rejected()) {
+			// A person decided by label; the decision goes first (Listed,
+			// this cycle or the next), whatever the deadline.
+			return nil
+		}
 		a := approvalOf(p, stage)
 		if a.Timeout <= 0 {
 			return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // TestGateKeeperFailsParkedPastDeadline: a cycle fails the parked ticket
@@ -278,5 +279,40 @@ func TestGateKeeperDecidesBeforeTheDeadline(t *testing.T) {
 	is, _ := w.Sim.Issue(lifecycletest.Repo, n)
 	if s, at := w.State(t, n), sl.StageOf(is.Labels); s != lifecycle.Enqueued || !p.SameStage(at, "review") {
 		t.Errorf("%s at stage %s (labels %q), want enqueued at review: the approval made in time was not honoured", s, at, is.Labels)
+	}
+}
+
+// TestGateListedAnswersNobodyForADecidedLabel: a listing taken before a
+// webhook carried out the approval label does not make the GateKeeper
+// answer "not done" on the ticket the approval moved on.
+func TestGateListedAnswersNobodyForADecidedLabel(t *testing.T) {
+	w := lifecycletest.New(t, 3)
+	p := w.Projects[lifecycletest.Project]
+	p.Stages = []lifecycle.Stage{{Name: "plan"},
+		{Name: "review", Gate: &lifecycle.Gate{Approval: &lifecycle.Approval{Approvers: lifecycle.TriggerAllow{Users: []string{"dana"}}, MaxRejections: 2}}}}
+	sl := p.Labels(w.Labels)
+	n := w.Sim.CreateIssue(lifecycletest.Repo, "parked", "", p.TriggerLabel, sl.Label(lifecycle.AwaitingApproval), sl.Stage("review"))
+	if err := w.Sim.As("dana").AddLabels(lifecycletest.Repo, n, sl.Approved()); err != nil {
+		t.Fatal(err)
+	}
+	ref := lifecycletest.Ref(n)
+	listing, err := p.Tracker.Get(t.Context(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gate.New(w.RDB, w.Claims, w.Queue, gate.Config{Instance: "test"})
+	if res, err := g.DecideByLabel(t.Context(), ref, "dana", true); err != nil || res.Outcome != gate.OutcomeApproved {
+		t.Fatalf("webhook's decision: %+v, %v", res, err)
+	}
+	if err := g.Listed(t.Context(), p, []*platforms.Ticket{listing}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range w.Comments(t, n) {
+		if strings.Contains(c, "not done") {
+			t.Errorf("answered after the approval was carried out: %q", c)
+		}
+	}
+	if s := w.State(t, n); s != lifecycle.Enqueued {
+		t.Errorf("state %s, want enqueued", s)
 	}
 }

@@ -68,6 +68,9 @@ type record struct {
 	// Rejection is this rejection's number (1 for the first).
 	Rejection int `json:"rejection,omitempty"`
 	Max       int `json:"max,omitempty"`
+	// label is the decision label a person added to decide, "" for a
+	// command; not kept.
+	label string
 }
 
 // Config configures a Gate.
@@ -108,6 +111,14 @@ func New(rdb redis.UniversalClient, claims *claim.Service, q *queue.Queue, cfg C
 // failed permission lookup is claim.ErrPermissionUnknown and nothing is
 // done.
 func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d Decision) (claim.CommandResult, error) {
+	return g.decide(ctx, ref, actor, d, "")
+}
+
+// decide is Decide of a decision made by adding label ("" for a command):
+// a ticket that no longer carries label had it carried out, or taken off,
+// since it was seen (a webhook's decision and the GateKeeper's listing
+// race), so nothing is done and nobody answered (reasonLabelGone).
+func (g *Gate) decide(ctx context.Context, ref platforms.Ref, actor string, d Decision, label string) (claim.CommandResult, error) {
 	res := claim.CommandResult{Command: d.Kind}
 	p, ok := g.claims.Projects().Lookup(ref)
 	if !ok {
@@ -117,6 +128,10 @@ func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d De
 	t, err := p.Tracker.Get(ctx, ref)
 	if err != nil {
 		return res, fmt.Errorf("gate %s: read ticket: %w", ref, err)
+	}
+	if label != "" && !t.HasLabel(label) {
+		res.Outcome, res.Reason = claim.CommandNoop, reasonLabelGone
+		return res, nil
 	}
 	labels := p.Labels(g.claims.Labels())
 	if s := labels.StateOf(t.Labels); s != lifecycle.AwaitingApproval {
@@ -156,12 +171,16 @@ func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d De
 			return res, nil
 		}
 	}
-	return g.decideLocked(ctx, p, ref, record{Decision: d, Actor: actor, Stage: stage, Max: a.MaxRejections})
+	return g.decideLocked(ctx, p, ref, record{Decision: d, Actor: actor, Stage: stage, Max: a.MaxRejections, label: label})
 }
 
 // reasonBusy is the reason of a decision that found the ticket's claim
 // lock held.
 const reasonBusy = "another decision or claim holds the ticket"
+
+// reasonLabelGone is the reason of a label's decision whose ticket no
+// longer carries the label; nobody is answered.
+const reasonLabelGone = "the decision label is gone"
 
 // DecideByLabel carries out the decision a person made by adding a
 // decision label (approve: <prefix>:approved, else <prefix>:rejected) to
@@ -189,11 +208,11 @@ func (g *Gate) DecideByLabel(ctx context.Context, ref platforms.Ref, actor strin
 			actor = who
 		}
 	}
-	res, err := g.Decide(ctx, ref, actor, d)
+	res, err := g.decide(ctx, ref, actor, d, label)
 	// A decision that found the ticket's lock held (a claim, the
 	// GateKeeper, another decision) keeps its label: the next poll, or
 	// the next label event, decides again.
-	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop && res.Reason != reasonBusy) {
+	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop && res.Reason != reasonBusy && res.Reason != reasonLabelGone) {
 		if t, rerr := p.Tracker.Get(ctx, ref); rerr == nil && t.HasLabel(label) {
 			if _, rerr := lifecycle.RemoveDecision(ctx, p.Tracker, labels, t, label); rerr != nil {
 				g.log.Warn("remove the refused decision label", zap.String("ticket", ref.String()), zap.Error(rerr))
@@ -285,6 +304,10 @@ func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platf
 		if err != nil {
 			return fmt.Errorf("gate %s: read ticket: %w", ref, err)
 		}
+		if rec.label != "" && !t.HasLabel(rec.label) {
+			res.Outcome, res.Reason = claim.CommandNoop, reasonLabelGone
+			return nil
+		}
 		labels := p.Labels(g.claims.Labels())
 		if s := labels.StateOf(t.Labels); s != lifecycle.AwaitingApproval {
 			res.Outcome, res.Reason = claim.CommandNoop, "nothing awaits approval: state is "+s.String()
@@ -316,7 +339,7 @@ func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platf
 	if !held {
 		res.Outcome, res.Reason = claim.CommandNoop, reasonBusy
 	}
-	if res.Outcome == claim.CommandNoop {
+	if res.Outcome == claim.CommandNoop && res.Reason != reasonLabelGone {
 		g.claims.Reply(ctx, p, ref, "not done: "+res.Reason+".")
 	}
 	return res, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -161,5 +162,41 @@ func TestRelabelKeepsADecisionBeforeThePark(t *testing.T) {
 	}
 	if _, err := park("agent-smith:stage/deploy"); !errors.Is(err, platforms.ErrPreconditionFailed) {
 		t.Errorf("park after another writer's stage label: err = %v, want ErrPreconditionFailed", err)
+	}
+}
+
+// An edit answer larger than the tracker holds is discarded: the write
+// goes through and answers the computed labels, not Whole. On a real site
+// a long thread of comments makes the answer large (each comment up to
+// 32,767 characters); the sim's issue carries no comment field, so a
+// description over 1 MiB stands in for it.
+func TestRelabelAnswerOverTheBound(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	s, url := newSim(t)
+	tr, err := jira.New(jira.Options{BaseURL: url + "/jira/", Repo: "BIG", Token: simToken, Email: "bot@example.com",
+		Deployment: jira.DeploymentCloud, Locker: redisLocker{rdb: rdb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := s.CreateIssue("BIG", "Long", strings.Repeat("a long log line\n", 80000), "agent-smith", "agent-smith:pending")
+	ref := platforms.Ref{Platform: jira.Platform, ID: jira.FormatID("BIG", n)}
+	snap, err := tr.Get(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tr.Relabel(ctx, snap, []string{"agent-smith:pending"}, "agent-smith:enqueued")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Whole || !slices.Equal(got.Labels, []string{"agent-smith", "agent-smith:enqueued"}) {
+		t.Errorf("answer Whole=%v labels %q: want the computed labels, not Whole", got.Whole, got.Labels)
+	}
+	is, err := tr.Get(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(is.Labels, []string{"agent-smith", "agent-smith:enqueued"}) {
+		t.Errorf("labels after the write %q: want it applied", is.Labels)
 	}
 }

@@ -386,10 +386,13 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 // acts on it.
 func (t *Tracker) AnswersWhole() bool { return t.cloud }
 
-// maxAnswer bounds the issue an edit answers with: every field of the
-// issue, comments included, since Edit issue takes no fields parameter
-// (a larger answer than Get's, never an extra call).
-const maxAnswer = 32 << 20
+// maxAnswer bounds the issue an edit answers with, which the tracker holds
+// whole to decode on every label write: the issue's fields, comments
+// included, since Edit issue takes no fields parameter. An issue whose
+// answer is larger (a long thread of comments: Jira takes 32,767
+// characters in each) is discarded unread beyond the bound and the write
+// answers not Whole, which costs the caller one read.
+const maxAnswer = 1 << 20
 
 // edit sends the label update and returns the issue Jira answered with, if
 // it answered with one that carries every field the tracker reads (nil

@@ -1,6 +1,10 @@
 package config
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"slices"
 	"strings"
 	"testing"
@@ -94,4 +98,56 @@ func TestGitHubPaceLabelsAsContent(t *testing.T) {
 		[]string{"projects[0].github: only for platform github"}) {
 		t.Errorf("gitlab with github.pace_labels_as_content: %q", got)
 	}
+}
+
+// Two GitHub projects that share a credential (a token by source or value,
+// or an App installation, on one host) share its secondary-limit pace, so
+// they must read it alike: a disagreement is refused, naming both. Other
+// credentials, or another host, may read it their own way.
+func TestGitHubPacingAgreesPerCredential(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"T": "t", "U": "u", "SAME": "t", "APP_KEY": testRSAKey(t)}
+	two := func(a, b string) string {
+		return "projects:\n" +
+			"  - {name: a, platform: github, repo: o/a, polling: {enabled: true}, pipeline: {command: [run]}, " + a + "}\n" +
+			"  - {name: b, platform: github, repo: o/b, polling: {enabled: true}, pipeline: {command: [run]}, " + b + "}\n"
+	}
+	for _, c := range []struct {
+		name, a, b string
+		want       []string
+	}{
+		{"same token env, labels as content", "token_env: T", "token_env: T, github: {pace_labels_as_content: true}",
+			[]string{`projects[1].github.pace_labels_as_content: true, but project "a", which shares this project's credential, says false: the pace counts the credential's writes, so both must say the same`}},
+		{"same token value, pace off", "token_env: T", "token_env: SAME, github: {pace_secondary: false}",
+			[]string{`projects[1].github.pace_secondary: false, but project "a", which shares this project's credential, says true: the pace counts the credential's writes, so both must say the same`}},
+		{"same installation", "github_app: {app_id: 1, installation_id: 2, private_key_env: APP_KEY}",
+			"github_app: {app_id: 1, installation_id: 2, private_key_env: APP_KEY}, github: {pace_labels_as_content: true}",
+			[]string{`projects[1].github.pace_labels_as_content: true, but project "a", which shares this project's credential, says false: the pace counts the credential's writes, so both must say the same`}},
+		{"agreeing", "token_env: T, github: {pace_labels_as_content: true}", "token_env: T, github: {pace_labels_as_content: true}", nil},
+		{"another token", "token_env: T", "token_env: U, github: {pace_labels_as_content: true}", nil},
+		{"another installation", "github_app: {app_id: 1, installation_id: 2, private_key_env: APP_KEY}",
+			"github_app: {app_id: 1, installation_id: 3, private_key_env: APP_KEY}, github: {pace_secondary: false}", nil},
+		{"another host", "token_env: T", "token_env: T, base_url: \"https://ghe.example.com/api/v3/\", github: {pace_secondary: false}", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			yml := two(c.a, c.b)
+			if c.want == nil {
+				mustParse(t, yml, vars)
+				return
+			}
+			if got := parseErrs(t, yml, vars); !slices.Equal(got, c.want) {
+				t.Errorf("errors %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// testRSAKey is a PEM RSA key, as an App's private_key holds.
+func testRSAKey(t *testing.T) string {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
 }

@@ -131,6 +131,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 			secret(WebhookSecrets, &p.Webhook.Secrets[k], fmt.Sprintf("%s.webhook.secrets[%d]", path, k))
 		}
 		checkJiraScopesApart(errs, path, p, c.Projects[:i])
+		checkPacingAgrees(errs, path, p, c.Projects[:i])
 		validateRunAs(errs, path+".pipeline", p.Pipeline)
 		for k := range p.Pipeline.Secrets {
 			ps := &p.Pipeline.Secrets[k]
@@ -410,3 +411,56 @@ func unspecified(host string) bool {
 
 // maxCommandPrefix bounds projects[].commands.prefix.
 const maxCommandPrefix = 40
+
+// checkPacingAgrees refuses a GitHub project that shares a credential with
+// an earlier one (the same host and the same token, by source or value, or
+// the same App installation) but not its pacing: github.pace_secondary and
+// github.pace_labels_as_content are per project, while the budget they
+// pace is the token's (trackerhttp keys it by host and credential, and
+// GitHub counts an installation's requests together), so a project that
+// does not count what the other does leaves the other under-counting.
+func checkPacingAgrees(errs *Errors, path string, p *Project, earlier []Project) {
+	if !p.capabilities().GitHubAPI {
+		return
+	}
+	for j := range earlier {
+		q := &earlier[j]
+		if !q.capabilities().GitHubAPI || !sameCredential(p, q) {
+			continue
+		}
+		switch {
+		case p.GitHub.Paced() != q.GitHub.Paced():
+			errs.add(path+".github.pace_secondary", fmt.Sprintf("%v, but project %q, which shares this project's credential, says %v: the pace counts the credential's writes, so both must say the same",
+				p.GitHub.Paced(), q.Name, q.GitHub.Paced()))
+		case p.GitHub.PaceLabelsAsContent != q.GitHub.PaceLabelsAsContent:
+			errs.add(path+".github.pace_labels_as_content", fmt.Sprintf("%v, but project %q, which shares this project's credential, says %v: the pace counts the credential's writes, so both must say the same",
+				p.GitHub.PaceLabelsAsContent, q.Name, q.GitHub.PaceLabelsAsContent))
+		default:
+			continue
+		}
+		return
+	}
+}
+
+// sameCredential reports whether p and q reach the same host as the same
+// caller: the same App installation, or the same token source (env or
+// file) or resolved value.
+func sameCredential(p, q *Project) bool {
+	if hostOf(p.BaseURL) != hostOf(q.BaseURL) {
+		return false
+	}
+	if p.GitHubApp.IsSet() || q.GitHubApp.IsSet() {
+		return p.GitHubApp.AppID == q.GitHubApp.AppID && p.GitHubApp.InstallationID == q.GitHubApp.InstallationID
+	}
+	a, b := p.Token, q.Token
+	return (a.Env != "" && a.Env == b.Env) || (a.File != "" && a.File == b.File) || (a.Value() != "" && a.Value() == b.Value())
+}
+
+// hostOf is the host of a base URL, as the shared budget keys it; the
+// string itself when it does not parse.
+func hostOf(base string) string {
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		return strings.ToLower(u.Host)
+	}
+	return strings.ToLower(base)
+}

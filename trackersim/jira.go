@@ -237,6 +237,12 @@ type jiraLabelOp struct {
 // above; Atlassian's OpenAPI document of the issues group, operation
 // editIssue). The sim serves it on a Cloud site (SetJiraDeployment) over
 // REST v3 and answers with every field, as Get issue without fields does.
+// That is a reading, not an observation: "the issue with fields edited in
+// this request" may also mean only the edited fields, and no client
+// library, issue thread or forum post shows a live answer's body
+// (searched 2026-11-27). platforms/jira takes an answer lacking a field it
+// reads as not whole and the consumer reads the ticket (5 calls a ticket,
+// not 4); TestLiveCloudWriteAnswersWhole settles it on a live site.
 // Data Center's edit has no such parameter and answers "204 No Content"
 // whatever the query (developer.atlassian.com/server/jira/platform/
 // jira-rest-api-example-edit-issues-6291632; jira.js's server editIssue,

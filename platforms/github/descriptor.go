@@ -40,7 +40,7 @@ func CheckRepo(repo string) error {
 func options(opts platforms.TrackerOptions) Options {
 	o := Options{BaseURL: opts.BaseURL, Repo: opts.Repo, Project: opts.Project, Spellings: opts.Spellings,
 		Token: opts.Token, Logger: opts.Logger, Writer: opts.Writer, LabelPrefix: opts.LabelPrefix, HTTPClient: opts.HTTPClient,
-		API: opts.API}
+		API: opts.API, Lifecycle: opts.Lifecycle}
 	if a := opts.App; a != nil {
 		o.App = &App{AppID: a.AppID, InstallationID: a.InstallationID, PrivateKey: a.PrivateKey}
 	}

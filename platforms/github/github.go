@@ -63,6 +63,11 @@ type Options struct {
 	// "<prefix>:…" label that appears during a Relabel without being written
 	// by it means another writer moved the ticket.
 	LabelPrefix string
+	// Lifecycle are the lifecycle's state labels
+	// (platforms.TrackerOptions.Lifecycle), which with the stage labels
+	// are the labels whose appearance during a Relabel counts
+	// (platforms.Moving); empty, every label with LabelPrefix counts.
+	Lifecycle []string
 	// Spellings are the labels the daemon writes and reads, as configured
 	// (the lifecycle labels and the trigger label). GitHub label names are
 	// case-insensitive and a repository keeps one spelling of each
@@ -95,7 +100,7 @@ type Tracker struct {
 	owner, name string
 	repo        string
 	project     string
-	prefix      string // "<LabelPrefix>:"
+	moving      platforms.Moving
 	spellings   []string
 	log         *zap.Logger
 	// api, http, graphqlURL and ids serve the GraphQL write path
@@ -138,7 +143,7 @@ func New(opts Options) (*Tracker, error) {
 	}
 	return &Tracker{
 		scope:      platforms.SearchScope{Platform: Platform, Endpoint: baseURL.String(), Owner: strings.ToLower(owner), Credential: cred},
-		prefix:     prefix + ":",
+		moving:     platforms.Moving{Prefix: prefix + ":", States: slices.Clone(opts.Lifecycle)},
 		spellings:  slices.Clone(opts.Spellings),
 		client:     client,
 		owner:      owner,
@@ -461,10 +466,11 @@ func (t *Tracker) respell(labels []string) []string {
 }
 
 // foreignLifecycle returns a lifecycle label of got that neither the
-// snapshot had nor this write adds, or "".
+// snapshot had nor this write adds and whose move counts (platforms.Moving:
+// a person's decision label does not), or "".
 func (t *Tracker) foreignLifecycle(snapshot, add, got []string) string {
 	for _, l := range got {
-		if !platforms.ContainsLabel(Platform, add, l) && platforms.HasLabelPrefix(Platform, l, t.prefix) && !platforms.ContainsLabel(Platform, snapshot, l) {
+		if !platforms.ContainsLabel(Platform, add, l) && t.moving.Has(Platform, l) && !platforms.ContainsLabel(Platform, snapshot, l) {
 			return l
 		}
 	}

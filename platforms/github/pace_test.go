@@ -79,23 +79,56 @@ func TestBurstIsPacedBeforeTheSecondaryLimits(t *testing.T) {
 // burst took.
 func burst(t *testing.T, tickets int, api string, limits trackerhttp.RateLimits, strictSim, shared bool) (refused, failed int, took time.Duration) {
 	t.Helper()
-	start := time.Unix(1_700_000_000, 0)
-	clock := trackerhttptest.NewClock(start)
-	s := trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: clock.Now, GitHubSecondaryLimits: true, GitHubLabelsAsContent: strictSim})
-	t.Cleanup(s.Close)
-	srv := httptest.NewServer(s.Handler())
+	w := newBurstWorld(t, tickets, api, limits, strictSim, shared, 2*time.Hour)
+	for i, ref := range w.refs {
+		tk := &platforms.Ticket{Ref: ref, Labels: []string{"agent-smith:pending"}}
+		if api == github.APIGraphQL {
+			// The claim's read, which carries the issue's node id.
+			var err error
+			if tk, err = w.replicas[i%2].Get(context.Background(), ref); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.replicas[i%2].Relabel(context.Background(), tk, []string{"agent-smith:pending"}, "agent-smith:enqueued"); err != nil {
+			failed++
+		}
+	}
+	return w.sim.Stats().SecondaryRefused, failed, w.clock.Now().Sub(w.start)
+}
+
+// burstWorld is a sim enforcing GitHub's secondary limits, its Pending
+// tickets and two replicas' trackers on one token, all on one fake clock.
+type burstWorld struct {
+	start    time.Time
+	clock    *trackerhttptest.Clock
+	sim      *trackersim.Sim
+	refs     []platforms.Ref
+	replicas []*github.Tracker
+}
+
+// newBurstWorld builds a burstWorld of tickets Pending tickets whose
+// replicas write through api, paced by limits through a shared budget when
+// shared, a request held at most maxWait (0: the transport's default, the
+// daemon's), against a sim counting label writes as content creation when
+// strictSim.
+func newBurstWorld(t *testing.T, tickets int, api string, limits trackerhttp.RateLimits, strictSim, shared bool, maxWait time.Duration) *burstWorld {
+	t.Helper()
+	w := &burstWorld{start: time.Unix(1_700_000_000, 0)}
+	w.clock = trackerhttptest.NewClock(w.start)
+	w.sim = trackersim.New(trackersim.Options{Tokens: []string{simToken}, Clock: w.clock.Now, GitHubSecondaryLimits: true, GitHubLabelsAsContent: strictSim})
+	t.Cleanup(w.sim.Close)
+	srv := httptest.NewServer(w.sim.Handler())
 	t.Cleanup(srv.Close)
 	var share trackerhttp.SharedBudget
 	if shared {
-		share = budget.New(redistest.Start(t).Client(t), clock.Now)
+		share = budget.New(redistest.Start(t).Client(t), w.clock.Now)
 	}
-	var refs []platforms.Ref
 	for range tickets {
-		refs = append(refs, platforms.Ref{Platform: github.Platform, ID: github.FormatID("acme/a", s.CreateIssue("acme/a", "t", "", "agent-smith:pending"))})
+		w.refs = append(w.refs, platforms.Ref{Platform: github.Platform, ID: github.FormatID("acme/a", w.sim.CreateIssue("acme/a", "t", "", "agent-smith:pending"))})
 	}
 	replica := func() *github.Tracker {
-		opts := trackerhttp.Options{Clock: clock.Now, Sleep: clock.Sleep, RateLimits: limits,
-			CacheEntries: -1, Budget: share, MaxWait: 2 * time.Hour, PaceSecondary: true}
+		opts := trackerhttp.Options{Clock: w.clock.Now, Sleep: w.clock.Sleep, RateLimits: limits,
+			CacheEntries: -1, Budget: share, MaxWait: maxWait, PaceSecondary: true}
 		// No client timeout: the waits are on the fake clock.
 		hc := &http.Client{Transport: trackerhttp.NewTransport(nil, opts), CheckRedirect: trackerhttp.CheckRedirect}
 		tr, err := github.New(github.Options{BaseURL: srv.URL + "/github/", Repo: "acme/a", Token: simToken, HTTPClient: hc, API: api})
@@ -107,19 +140,80 @@ func burst(t *testing.T, tickets int, api string, limits trackerhttp.RateLimits,
 	// The replicas take turns: on the fake clock a sleep of one would move
 	// time under the other's request in flight by a minute, a latency no
 	// network has.
-	replicas := []*github.Tracker{replica(), replica()}
-	for i, ref := range refs {
-		tk := &platforms.Ticket{Ref: ref, Labels: []string{"agent-smith:pending"}}
-		if api == github.APIGraphQL {
-			// The claim's read, which carries the issue's node id.
-			var err error
-			if tk, err = replicas[i%2].Get(context.Background(), ref); err != nil {
-				t.Fatal(err)
+	w.replicas = []*github.Tracker{replica(), replica()}
+	return w
+}
+
+// The default pacing (label writes pay points only) against a token GitHub
+// refuses for label writes as content creations (the sim's strict
+// reading) is refused, and survives it: each refusal holds the token and
+// backs off (1 minute, doubling), a write held past the daemon's wait
+// (trackerhttp.DefaultMaxWait) fails and its ticket is taken on again the
+// next round (the poller's, a minute of GitHub time later), reading it
+// first as the daemon does. Every ticket of the burst reaches Done with
+// only Done's label; nothing is lost, only slower.
+//
+// Over GraphQL (the default) 100 tickets are 300 requests of two
+// mutations, 600 creations: past the 500 an hour as well as the 80 a
+// minute. Over REST 60 tickets (360 label writes) stay within the hour:
+// go-github keeps its own hold after a refusal that names a Retry-After
+// (Client.secondaryRateLimitReset, go-github v60 github.go), dated by the
+// real clock, which this test's fake clock cannot move, so past the hourly
+// limit every REST call would be refused by the client until real minutes
+// pass.
+func TestDefaultPacingSurvivesStrictRefusals(t *testing.T) {
+	states := []string{"agent-smith:pending", "agent-smith:enqueued", "agent-smith:in-progress", "agent-smith:done"}
+	for api, tickets := range map[string]int{github.APIREST: 60, github.APIGraphQL: 100} {
+		t.Run("api="+api, func(t *testing.T) {
+			w := newBurstWorld(t, tickets, api, trackerhttp.GitHubRateLimits, true, true, 0)
+			ctx := context.Background()
+			done, failed, rounds := map[platforms.Ref]bool{}, 0, 0
+			for ; len(done) < tickets && w.clock.Now().Sub(w.start) < 24*time.Hour; rounds++ {
+				for i, ref := range w.refs {
+					if done[ref] {
+						continue
+					}
+					tr := w.replicas[i%2]
+					tk, err := tr.Get(ctx, ref)
+					if err != nil {
+						failed++
+						continue
+					}
+					// The furthest state shown, as lifecycle.Labels.StateOf;
+					// the write removes every other lifecycle label, as
+					// lifecycle.Relabel.
+					at := 0
+					for k, l := range states {
+						if tk.HasLabel(l) {
+							at = k
+						}
+					}
+					if at == len(states)-1 && len(tk.Labels) == 1 {
+						done[ref] = true
+						continue
+					}
+					next := states[min(at+1, len(states)-1)]
+					var remove []string
+					for _, l := range tk.Labels {
+						if l != next {
+							remove = append(remove, l)
+						}
+					}
+					if _, err := tr.Relabel(ctx, tk, remove, next); err != nil {
+						failed++
+					}
+				}
+				w.clock.Advance(time.Minute)
 			}
-		}
-		if _, err := replicas[i%2].Relabel(context.Background(), tk, []string{"agent-smith:pending"}, "agent-smith:enqueued"); err != nil {
-			failed++
-		}
+			refused := w.sim.Stats().SecondaryRefused
+			t.Logf("%d tickets Done of %d in %d rounds, %v of GitHub time; %d secondary-limit refusals, %d failed calls (retried)",
+				len(done), tickets, rounds, w.clock.Now().Sub(w.start), refused, failed)
+			if refused == 0 {
+				t.Error("no refusal: the sim does not refuse the default pacing this case is about")
+			}
+			if len(done) != tickets {
+				t.Errorf("%d of %d tickets reached Done within 24 hours of GitHub time", len(done), tickets)
+			}
+		})
 	}
-	return s.Stats().SecondaryRefused, failed, clock.Now().Sub(start)
 }

@@ -41,7 +41,8 @@ func CheckProject(repo string) error {
 
 func build(opts platforms.TrackerOptions) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
 	tr, err := New(Options{BaseURL: opts.BaseURL, Repo: opts.Repo, Project: opts.Project, Token: opts.Token,
-		Logger: opts.Logger, Writer: opts.Writer, LabelPrefix: opts.LabelPrefix, HTTPClient: opts.HTTPClient})
+		Logger: opts.Logger, Writer: opts.Writer, LabelPrefix: opts.LabelPrefix, HTTPClient: opts.HTTPClient,
+		Lifecycle: opts.Lifecycle})
 	if err != nil {
 		return nil, nil, "", err
 	}

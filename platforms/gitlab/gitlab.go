@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,6 +63,12 @@ type Options struct {
 	// "<prefix>:…" label that appears during a Relabel without being written
 	// by it means a lost race.
 	LabelPrefix string
+	// Lifecycle are the lifecycle's state labels
+	// (platforms.TrackerOptions.Lifecycle), which with the stage labels
+	// are the labels whose move by another writer a Relabel's answer is
+	// checked for (platforms.Moving); empty, every label with LabelPrefix
+	// counts.
+	Lifecycle []string
 }
 
 // Tracker is one GitLab project. It is safe for concurrent use.
@@ -69,7 +76,7 @@ type Tracker struct {
 	api     *sdk
 	repo    string
 	project string
-	prefix  string
+	moving  platforms.Moving
 	scope   platforms.SearchScope
 	log     *zap.Logger
 }
@@ -104,7 +111,7 @@ func New(opts Options) (*Tracker, error) {
 		api:     api,
 		repo:    opts.Repo,
 		project: opts.Project,
-		prefix:  prefix + ":",
+		moving:  platforms.Moving{Prefix: prefix + ":", States: slices.Clone(opts.Lifecycle)},
 		scope: platforms.SearchScope{Platform: Platform, Endpoint: strings.TrimSuffix(opts.BaseURL, "/"),
 			Owner: strings.ToLower(strings.SplitN(opts.Repo, "/", 2)[0]), Credential: platforms.CredentialID(opts.Token)},
 		log: log.With(zap.String("platform", Platform), zap.String("repo", opts.Repo)),
@@ -187,7 +194,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 	}
 	out := t.ticket(is)
 	out.Labels = orderLike(tk.Labels, is.Labels)
-	if why := platforms.LabelConflict(Platform, t.prefix, tk.Labels, rm, ad, is.Labels); why != "" {
+	if why := platforms.LabelConflict(Platform, t.moving, tk.Labels, rm, ad, is.Labels); why != "" {
 		t.log.Info("relabel raced another writer", zap.String("ticket", tk.Ref.ID), zap.String("reason", why),
 			zap.Strings("labels", is.Labels))
 		return nil, fmt.Errorf("gitlab: relabel %s: %s (last write wins on GitLab): %w",

@@ -43,7 +43,8 @@ func checkRepo(repo string) error {
 func build(opts platforms.TrackerOptions) (platforms.Tracker, platforms.WebhookDecoder, string, error) {
 	tr, err := New(Options{BaseURL: opts.BaseURL, Repo: opts.Repo, JQL: opts.Scope, Project: opts.Project, Token: opts.Token,
 		Email: opts.Email, Deployment: opts.Deployment, Logger: opts.Logger, Writer: opts.Writer,
-		Locker: opts.Locker, HTTPClient: opts.HTTPClient, LabelPrefix: opts.LabelPrefix})
+		Locker: opts.Locker, HTTPClient: opts.HTTPClient, LabelPrefix: opts.LabelPrefix,
+		Lifecycle: opts.Lifecycle})
 	if err != nil {
 		return nil, nil, "", err
 	}

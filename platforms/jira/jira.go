@@ -118,6 +118,12 @@ type Options struct {
 	// answer tells a lifecycle label another writer moved; "" means
 	// platforms.DefaultLabelPrefix.
 	LabelPrefix string
+	// Lifecycle are the lifecycle's state labels
+	// (platforms.TrackerOptions.Lifecycle), which with the stage labels
+	// are the labels whose move by another writer a Cloud write's answer
+	// is checked for (platforms.Moving); empty, every label with
+	// LabelPrefix counts.
+	Lifecycle []string
 }
 
 // Tracker is one Jira project. It is safe for concurrent use.
@@ -131,7 +137,7 @@ type Tracker struct {
 	project string
 	locker  platforms.Locker
 	lockTTL time.Duration
-	prefix  string // the lifecycle labels' prefix and ":"
+	moving  platforms.Moving
 	log     *zap.Logger
 	// recent are this tracker's recent writes, reconciled by Cloud searches.
 	recent recentWrites
@@ -236,7 +242,7 @@ func New(opts Options) (*Tracker, error) {
 		project: opts.Project,
 		locker:  opts.Locker,
 		lockTTL: ttl,
-		prefix:  prefix + ":",
+		moving:  platforms.Moving{Prefix: prefix + ":", States: slices.Clone(opts.Lifecycle)},
 		log:     log.With(zap.String("platform", Platform), zap.String("repo", opts.Repo), zap.Bool("jqlScope", opts.JQL != "")),
 	}, nil
 }
@@ -361,7 +367,7 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 		return nil, fmt.Errorf("jira: relabel %s: %w", key, t.explainRefusal(ctx, key, err))
 	}
 	if answer != nil {
-		if why := platforms.LabelConflict(Platform, t.prefix, tk.Labels, removed, add, answer.Fields.Labels); why != "" {
+		if why := platforms.LabelConflict(Platform, t.moving, tk.Labels, removed, add, answer.Fields.Labels); why != "" {
 			t.log.Info("relabel raced another writer", zap.String("ticket", key), zap.String("reason", why),
 				zap.Strings("labels", answer.Fields.Labels))
 			return nil, fmt.Errorf("jira: relabel %s: %s (last write wins on Jira): %w", key, why, platforms.ErrPreconditionFailed)
@@ -380,10 +386,13 @@ func (t *Tracker) Relabel(ctx context.Context, tk *platforms.Ticket, remove []st
 // acts on it.
 func (t *Tracker) AnswersWhole() bool { return t.cloud }
 
-// maxAnswer bounds the issue an edit answers with: every field of the
-// issue, comments included, since Edit issue takes no fields parameter
-// (a larger answer than Get's, never an extra call).
-const maxAnswer = 32 << 20
+// maxAnswer bounds the issue an edit answers with, which the tracker holds
+// whole to decode on every label write: the issue's fields, comments
+// included, since Edit issue takes no fields parameter. An issue whose
+// answer is larger (a long thread of comments: Jira takes 32,767
+// characters in each) is discarded unread beyond the bound and the write
+// answers not Whole, which costs the caller one read.
+const maxAnswer = 1 << 20
 
 // edit sends the label update and returns the issue Jira answered with, if
 // it answered with one that carries every field the tracker reads (nil

@@ -46,10 +46,10 @@ type attempt struct {
 	stage string
 	// started is when the pipeline started; zero before it has.
 	started time.Time
-	// hb is the run's heartbeat; nil before the pipeline starts.
+	// hb is the run's heartbeat, from the take of the run on.
 	hb *runHeartbeat
-	// fence is checked before every label write: without the heartbeat
-	// before the pipeline starts, with it once the heartbeat runs.
+	// fence is checked before every label write: with the heartbeat once
+	// the run is taken.
 	fence func(context.Context) error
 	// branch is the work branch prepared for this attempt; "" without a
 	// workspace or when preparing it failed (then nothing is saved).
@@ -100,11 +100,9 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	spec.Env = append(spec.Env, a.stageEnv(ctx)...)
 	spec.Grace = e.cfg.KillGrace
 	spec.TailBytes = e.cfg.TailBytes
-	// The heartbeat runs from before the pipeline starts until the outcome
-	// is written, so a slow or retried final write never outlives it.
-	hb := a.startHeartbeat(ctx)
-	a.hb = hb
-	defer hb.stop()
+	// The heartbeat runs from the take (handle) until the outcome is
+	// written, so a slow or retried final write never outlives it.
+	hb := a.hb
 	cw := a.watchCancel(ctx)
 	defer cw.stop()
 	var res procrun.Result
@@ -551,9 +549,8 @@ func (a *attempt) moveStageAs(ctx context.Context, t *platforms.Ticket, from, to
 }
 
 // maxTransientTries bounds moveAs's tries after transient tracker failures
-// (backoff 200 ms, 400 ms): short, because before InProgress the heartbeat
-// is not renewed yet; a transition still failing is given back, and the
-// next take finishes it (handle accepts a half-done start).
+// (backoff 200 ms, 400 ms): a transition still failing is given back, and
+// the next take finishes it (handle accepts a half-done start).
 const maxTransientTries = 3
 
 func (a *attempt) releaseRun(terminal bool) {

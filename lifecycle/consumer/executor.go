@@ -320,7 +320,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	token := lifecycle.OwnerToken(e.cfg.Instance, req.Source, e.cfg.Clock())
 	rec := runstate.Record{Ref: req.Ref, Instance: e.cfg.Instance, Token: token, RequestID: req.ID, Attempt: req.Attempt, Started: e.cfg.Clock().UTC()}
 	a := &attempt{e: e, p: p, req: req, token: token, log: log, stage: stage}
-	// Until the heartbeat runs, writes are fenced by the run's token alone.
+	// Until the run is taken, writes are fenced by the run's token alone.
 	a.fence = a.newFence(nil)
 	took, wait, why, err := a.takeRun(ctx, rec)
 	if err != nil {
@@ -336,6 +336,11 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		e.ack(ctx, payload)
 		return false
 	}
+	// The heartbeat runs from the take on: the move to in-progress may wait
+	// out tracker rate limits longer than its TTL.
+	a.hb = a.startHeartbeat(ctx)
+	defer a.hb.stop()
+	a.fence = a.newFence(a.hb)
 	if a.cancelQueued(ctx, t) {
 		e.ack(ctx, payload)
 		return false

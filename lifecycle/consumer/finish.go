@@ -977,6 +977,14 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage 
 	}) {
 		return
 	}
+	// Attempts count per stage: the count of a.stage is gone before the
+	// label shows stage, so a replica dying after the write leaves the
+	// repairs none to carry into stage (runstate.ResetAttempts).
+	if !a.fencedBefore(wctx, "starting the attempt count over", func() (bool, error) {
+		return runstate.ResetAttempts(wctx, e.rdb, req.Ref, a.token)
+	}) {
+		return
+	}
 	title := ""
 	if t != nil {
 		title = t.Title

@@ -57,14 +57,20 @@ func New(t testing.TB, maxAttempts int) *World {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := queue.NewWith(rdb, keys.Queue(), queue.Options{DefaultPriority: lifecycle.DefaultPriority, DelayedKey: keys.Delayed(),
-		Levels: []queue.Level{{Priority: HighPriority, Key: keys.QueueLevel(HighPriority)}, {Priority: LowPriority, Key: keys.QueueLevel(LowPriority)}}})
+	q := QueueOn(rdb)
 	projects := lifecycle.Projects{Project: {Name: Project, Platform: github.Platform, Tracker: tr, TriggerLabel: "agent-smith",
 		Pipeline: lifecycle.Pipeline{Command: []string{"true"}, MaxAttempts: maxAttempts},
 		Priority: lifecycle.PriorityPolicy{Labels: map[string]int{"priority:high": HighPriority, "priority:low": LowPriority}}}}
 	labels := lifecycle.Labels{Prefix: lifecycle.DefaultLabelPrefix}
 	claims := claim.NewService(rdb, q, projects, claim.Config{Instance: "test", Labels: labels, Logger: zaptest.NewLogger(t)})
 	return &World{Redis: r, RDB: rdb, Sim: s, Queue: q, Claims: claims, Projects: projects, Labels: labels}
+}
+
+// QueueOn is the world's queue over rdb: a test gives an executor its own
+// client (with hooks) and the queue on it.
+func QueueOn(rdb *redis.Client) *queue.Queue {
+	return queue.NewWith(rdb, keys.Queue(), queue.Options{DefaultPriority: lifecycle.DefaultPriority, DelayedKey: keys.Delayed(),
+		Levels: []queue.Level{{Priority: HighPriority, Key: keys.QueueLevel(HighPriority)}, {Priority: LowPriority, Key: keys.QueueLevel(LowPriority)}}})
 }
 
 // Ref names issue n of the world's repository.

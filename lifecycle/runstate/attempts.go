@@ -104,6 +104,41 @@ func StartOver(ctx context.Context, rdb redis.Cmdable, ref platforms.Ref) error 
 	return nil
 }
 
+// resetAttemptsScript forgets the ticket's attempt count if the run's
+// lock still holds the token.
+//
+//	KEYS[1]  heartbeat key of the ticket
+//	KEYS[2]  attempts hash
+//	ARGV[1]  owner token
+//	ARGV[2]  ticket key (hash field)
+//
+// Returns 1 when the lock was the token's, else 0.
+var resetAttemptsScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('HDEL', KEYS[2], ARGV[2])
+return 1
+`)
+
+// ResetAttempts forgets the ticket's attempt count under the run's lock
+// (token), as the run that hands the ticket to another stage does before
+// that stage's label write: once the label shows the next stage, no count
+// of the stage that ran is left for a repair to carry into it. A crash
+// between this reset and the label write leaves the ticket in the stage
+// that ran without a count; the StaleJobDetector then continues from the
+// attempt of the run's in-flight record (Record.Attempt, read by Inspect
+// and InspectMany). It reports whether the lock was the token's; when not,
+// nothing was written.
+func ResetAttempts(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, token string) (bool, error) {
+	k := ref.Key()
+	n, err := resetAttemptsScript.Run(ctx, rdb, []string{keys.Heartbeat(k), keys.Attempts()}, token, k).Int()
+	if err != nil {
+		return false, fmt.Errorf("reset the attempt count of %s: %w", ref, err)
+	}
+	return n == 1, nil
+}
+
 // lockHistoryScript takes a claim lock and, only when it got it, reads the
 // ticket's history: a claim's lock and History in one round trip. When the
 // lock is held it returns the holder's token instead, which a contended

@@ -72,3 +72,37 @@ func TestInspectManyMatchesPerTicketReads(t *testing.T) {
 		t.Errorf("no tickets: %v %v, %d round trips; want nothing sent", seen, err, rt.N())
 	}
 }
+
+// A run that reset its attempt count before a stage's label write and died
+// before that write leaves its ticket in the stage that ran, without a
+// count: the slow cycle's InspectMany continues from the run's in-flight
+// record, as the fast cycle does, not from attempt 1. The reset is the
+// run's own: another token's writes nothing.
+func TestInspectManyReadsTheAttemptOfAResetRun(t *testing.T) {
+	rdb := client(t)
+	ctx := t.Context()
+	r := ref("reset")
+	take(t, rdb, "reset", "tok", 2, time.Hour, time.Now(), nil)
+	if ok, err := runstate.ResetAttempts(ctx, rdb, r, "other"); err != nil || ok {
+		t.Fatalf("reset by another token: %v %v, want refused", ok, err)
+	}
+	if last, err := runstate.LastAttempt(ctx, rdb, r); err != nil || last != 2 {
+		t.Fatalf("count %d %v after another token's reset, want 2", last, err)
+	}
+	if ok, err := runstate.ResetAttempts(ctx, rdb, r, "tok"); err != nil || !ok {
+		t.Fatalf("reset by the run: %v %v", ok, err)
+	}
+	if last, err := runstate.LastAttempt(ctx, rdb, r); err != nil || last != 0 {
+		t.Fatalf("count %d %v after the run's reset, want none", last, err)
+	}
+	if ok, err := runstate.Evict(ctx, rdb, r, "tok"); err != nil || !ok {
+		t.Fatalf("evict: %v %v", ok, err)
+	}
+	seen, err := runstate.InspectMany(ctx, rdb, []platforms.Ref{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen[0] != (runstate.Seen{LastAttempt: 2}) {
+		t.Errorf("InspectMany %+v, want not running at attempt 2 (the in-flight record's)", seen[0])
+	}
+}

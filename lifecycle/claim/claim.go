@@ -93,13 +93,13 @@ func (c *Service) Refusals() *lifecycle.Refusals { return c.refusals }
 // backoff lasts (BackingOff, no tracker call). changedAt is when the
 // tracker says the ticket changed, zero when unknown.
 func (c *Service) ClaimSnapshot(ctx context.Context, t *platforms.Ticket, source string, attempt int, actor string, changedAt time.Time) (Result, error) {
-	if until, ok := c.refusals.BackingOff(ctx, t, changedAt); ok {
-		res := Result{Ticket: t.Ref.String(), Outcome: lifecycle.BackingOff,
-			Reason: "the tracker refused this ticket's write for good; not tried again before " + until.UTC().Format(time.RFC3339) + " unless the ticket changes"}
-		c.logOutcome(t.Ref, source, attempt, res)
-		return res, nil
-	}
-	return c.ClaimBy(ctx, t.Ref, source, attempt, actor)
+	return c.claimBy(ctx, t.Ref, source, attempt, actor, &snapshot{t: t, changedAt: changedAt})
+}
+
+// snapshot is the ticket as ClaimSnapshot's caller saw it.
+type snapshot struct {
+	t         *platforms.Ticket
+	changedAt time.Time
 }
 
 // PreCheck reports why a ticket snapshot cannot be claimed ("" if it can).
@@ -130,6 +130,11 @@ func (c *Service) Claim(ctx context.Context, ref platforms.Ref, source string, a
 // the trigger label names who did): the run starts only if the project's
 // TriggerAllow admits actor. An empty actor is Claim.
 func (c *Service) ClaimBy(ctx context.Context, ref platforms.Ref, source string, attempt int, actor string) (Result, error) {
+	return c.claimBy(ctx, ref, source, attempt, actor, nil)
+}
+
+// claimBy is ClaimBy, and ClaimSnapshot given snap.
+func (c *Service) claimBy(ctx context.Context, ref platforms.Ref, source string, attempt int, actor string, snap *snapshot) (Result, error) {
 	res := Result{Ticket: ref.String()}
 	p, ok := c.projects.Watched().Lookup(ref)
 	if !ok {
@@ -137,10 +142,25 @@ func (c *Service) ClaimBy(ctx context.Context, ref platforms.Ref, source string,
 	}
 	// One round trip takes the claim lock and reads the ticket's history
 	// (or names the holder); the push goes with the lock's release in a
-	// second one (claimLocked), so a claim costs Redis 2 round trips.
+	// second one (claimLocked), so a claim costs Redis 2 round trips. A
+	// snapshot's refusal record is read in the first: the lock is not
+	// taken while one exists, and only then a third round trip takes it.
 	now := c.cfg.Clock()
 	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: lifecycle.OwnerToken(c.cfg.Instance, source, now), asked: now}
-	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref)
+	unless := ""
+	if snap != nil {
+		unless = lifecycle.RefusalKey(ref)
+	}
+	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref, unless)
+	if err == nil && l.Stopped {
+		if until, ok := c.refusals.BackingOffOn(l.Record, snap.t, snap.changedAt); ok {
+			res.Outcome = lifecycle.BackingOff
+			res.Reason = "the tracker refused this ticket's write for good; not tried again before " + until.UTC().Format(time.RFC3339) + " unless the ticket changes"
+			c.logOutcome(ref, source, attempt, res)
+			return res, nil
+		}
+		l, err = runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref, "")
+	}
 	if err != nil {
 		return res, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}

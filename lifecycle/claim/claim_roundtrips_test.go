@@ -1,6 +1,7 @@
 package claim_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // A claim takes its lock and reads the ticket's history in one round trip
@@ -73,5 +75,79 @@ func TestClaimInTwoRoundTripsKeepsItsRules(t *testing.T) {
 	}
 	if s := w.State(t, m); s != lifecycle.Pending {
 		t.Errorf("contended ticket is %s, want untouched", s)
+	}
+}
+
+// The webhook's claim (ClaimSnapshot with the payload, its actor and
+// time) and the poll's (ClaimListed) of a Pending ticket take 2 Redis
+// round trips as Claim does: the refusal record they weigh is read with
+// the lock. A ticket refused for good and unchanged backs off in one,
+// taking nothing; once it changed, it is claimed.
+func TestWebhookAndPollClaimsInTwoRoundTrips(t *testing.T) {
+	w := lifecycletest.New(t, 5)
+	ctx := t.Context()
+	p := w.Projects[lifecycletest.Project]
+	snapshot := func(n int) *platforms.Ticket {
+		t.Helper()
+		tk, err := p.Tracker.Get(ctx, lifecycletest.Ref(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	// Warm-up: a script's first EVALSHA meets NOSCRIPT and is sent again
+	// in full, once per Redis.
+	warm := w.Sim.CreateIssue(lifecycletest.Repo, "warm", "", "agent-smith")
+	if _, err := w.Claims.Claim(ctx, lifecycletest.Ref(warm), lifecycle.SourceWebhook, 1); err != nil {
+		t.Fatal(err)
+	}
+	rt := redistest.CountRoundTrips(w.RDB)
+
+	hooked := snapshot(w.Sim.CreateIssue(lifecycletest.Repo, "webhook", "", "agent-smith"))
+	rt.Reset()
+	res, err := w.Claims.ClaimSnapshot(ctx, hooked, lifecycle.SourceWebhook, 1, "alice", time.Now())
+	if err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("webhook claim: %+v %v", res, err)
+	}
+	if rt.N() > 2 {
+		t.Errorf("webhook claim took %d Redis round trips, want at most 2", rt.N())
+	}
+
+	polled := snapshot(w.Sim.CreateIssue(lifecycletest.Repo, "poll", "", "agent-smith"))
+	rt.Reset()
+	claimed, err := w.Claims.ClaimListed(ctx, p, []*platforms.Ticket{polled}, lifecycle.SourcePoll, nil)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("poll claim: %+v %v", claimed, err)
+	}
+	if rt.N() > 2 {
+		t.Errorf("poll claim took %d Redis round trips, want at most 2", rt.N())
+	}
+
+	// Refused for good: unchanged, it backs off in one round trip and
+	// leaves no lock.
+	rn := w.Sim.CreateIssue(lifecycletest.Repo, "refused", "", "agent-smith")
+	refused := snapshot(rn)
+	refusal := platforms.Rejected(403, errors.New("403 Resource not accessible by integration"))
+	if _, ok := w.Claims.Refusals().Refused(ctx, p, refused, lifecycle.RefusalOpClaim, lifecycle.OwnerClaimService, lifecycle.SourcePoll, refusal); !ok {
+		t.Fatal("a rejected write not taken as refused")
+	}
+	rt.Reset()
+	res, err = w.Claims.ClaimSnapshot(ctx, refused, lifecycle.SourcePoll, 1, "", time.Time{})
+	if err != nil || res.Outcome != lifecycle.BackingOff {
+		t.Fatalf("refused ticket's claim: %+v %v, want backing off", res, err)
+	}
+	if rt.N() != 1 {
+		t.Errorf("backing off took %d Redis round trips, want 1", rt.N())
+	}
+	if n, _ := w.RDB.Exists(ctx, keys.ClaimLock(refused.Ref.Platform, refused.Ref.ID)).Result(); n != 0 {
+		t.Error("a ticket backing off was locked")
+	}
+	// Changed after the refusal (the webhook's time says so): claimed.
+	res, err = w.Claims.ClaimSnapshot(ctx, refused, lifecycle.SourceWebhook, 1, "", time.Now().Add(time.Hour))
+	if err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("changed refused ticket's claim: %+v %v, want claimed", res, err)
+	}
+	if s := w.State(t, rn); s != lifecycle.Enqueued {
+		t.Errorf("changed refused ticket is %s, want enqueued", s)
 	}
 }

@@ -307,9 +307,13 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 	}
 	// The gates that ask the tracker, in order of cost: is the ticket the
 	// project's (a JQL scope), may its trigger start runs, is it ready.
+	var runTrigger string // who triggered, when the project gates it
 	for _, gate := range []func() (string, error){
 		func() (string, error) { return c.inScope(ctx, p, ref) },
-		func() (string, error) { return c.gateTrigger(ctx, p, t, actor) },
+		func() (reason string, err error) {
+			reason, runTrigger, err = c.gateTrigger(ctx, p, t, actor)
+			return reason, err
+		},
 		func() (string, error) { return c.checkBlockers(ctx, p, ref) },
 	} {
 		reason, err := gate()
@@ -360,15 +364,12 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 	now := c.cfg.Clock().UTC()
 	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now,
 		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage), Observed: lifecycle.ObservedOf(written)}
-	if err := c.push(ctx, p, ref, source, req, lock); err != nil {
+	if err := c.push(ctx, p, ref, source, req, runTrigger, lock); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.
 		return res, fmt.Errorf("claim %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	res.Outcome, res.State, res.Request = lifecycle.Claimed, lifecycle.Enqueued.String(), &req
-	if p.TriggerAllow.Gated() {
-		c.forgetTriggerActor(ctx, ref)
-	}
 	c.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Pending, To: lifecycle.Enqueued, Outcome: string(lifecycle.Claimed),
 		Attempt: req.Attempt, Owner: lifecycle.OwnerClaimService, Source: source, RequestID: req.ID,
 		// A fresh attempt chain for a ticket that finished before: a human
@@ -404,10 +405,11 @@ func (c *Service) inScope(ctx context.Context, p *lifecycle.Project, ref platfor
 // push queues req. With lock (ClaimBy's), the stale cancel request and
 // the send-back counts are cleared (a fresh trigger must not be cancelled
 // by it, nor fail for an earlier trigger's send-backs; a reclaim keeps
-// both), the request pushed and the lock released in one round trip: after
-// the push the claim has nothing left to guard. A gated project keeps the
-// lock until it forgot the trigger's actor, so its release stays apart.
-func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source string, req lifecycle.PipelineRequest, lock *heldLock) error {
+// both). A gated project's run trigger is recorded and its trigger actor
+// dropped (triggerUsedOn) after the push, before the lock's release. All
+// of it goes in one round trip: after the push the claim has nothing left
+// to guard.
+func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source string, req lifecycle.PipelineRequest, runTrigger string, lock *heldLock) error {
 	var pushed redis.Cmder
 	_, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		if lock != nil && source != lifecycle.SourceReclaim {
@@ -422,10 +424,10 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
 		// The write went through: a refusal recorded before is over.
 		lifecycle.ForgetRefusalOn(ctx, pipe, ref)
-		if lock == nil {
-			return nil
+		if p.TriggerAllow.Gated() {
+			triggerUsedOn(ctx, pipe, ref, runTrigger)
 		}
-		if !p.TriggerAllow.Gated() {
+		if lock != nil {
 			redislock.ReleaseOn(ctx, pipe, lock.key, lock.token)
 			lock.sent = true
 		}
@@ -433,7 +435,7 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 	})
 	if err != nil && pushed != nil && pushed.Err() == nil {
 		// The push went; a failed clear or release is the lock's TTL's to end.
-		c.log.Warn("claim: clear cancel request or release claim lock", zap.String("ticketId", ref.ID), zap.Error(err))
+		c.log.Warn("claim: a write pipelined with the push (cancel clear, trigger record, lock release)", zap.String("ticketId", ref.ID), zap.Error(err))
 		err = nil
 	}
 	if err != nil {

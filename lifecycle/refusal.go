@@ -118,19 +118,30 @@ func refusalBackoff(tries int) time.Duration {
 }
 
 func (r *Refusals) read(ctx context.Context, ref platforms.Ref) (refusalRecord, bool, error) {
-	raw, err := r.rdb.Get(ctx, keys.TrackerRefusal(ref.Key())).Bytes()
+	raw, err := r.rdb.Get(ctx, RefusalKey(ref)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return refusalRecord{}, false, nil
 	}
 	if err != nil {
 		return refusalRecord{}, false, err
 	}
+	rec, ok := decodeRefusal(raw)
+	return rec, ok, nil
+}
+
+// decodeRefusal reads a stored refusal record; an unreadable one is as if
+// none (false).
+func decodeRefusal(raw []byte) (refusalRecord, bool) {
 	var rec refusalRecord
 	if err := json.Unmarshal(raw, &rec); err != nil {
-		return refusalRecord{}, false, nil // unreadable: as if none
+		return refusalRecord{}, false
 	}
-	return rec, true, nil
+	return rec, true
 }
+
+// RefusalKey is where a ticket's refusal record is kept, for a caller that
+// reads it with other keys in one round trip (BackingOffOn).
+func RefusalKey(ref platforms.Ref) string { return keys.TrackerRefusal(ref.Key()) }
 
 // BackingOff reports whether t (a snapshot from a listing, a webhook
 // payload or a read) must not be written yet: the tracker refused it for
@@ -144,6 +155,17 @@ func (r *Refusals) BackingOff(ctx context.Context, t *platforms.Ticket, changedA
 		r.cfg.Logger.Warn("read tracker refusal record", zap.String("ticket", t.Ref.String()), zap.Error(err))
 		return time.Time{}, false
 	}
+	return r.backingOff(rec, ok, t, changedAt)
+}
+
+// BackingOffOn is BackingOff for the record the caller read itself (the
+// value at RefusalKey): a claim reads it in its lock's round trip.
+func (r *Refusals) BackingOffOn(raw string, t *platforms.Ticket, changedAt time.Time) (time.Time, bool) {
+	rec, ok := decodeRefusal([]byte(raw))
+	return r.backingOff(rec, ok, t, changedAt)
+}
+
+func (r *Refusals) backingOff(rec refusalRecord, ok bool, t *platforms.Ticket, changedAt time.Time) (time.Time, bool) {
 	switch {
 	case !ok, rec.Print != fingerprint(t), !changedAt.IsZero() && changedAt.After(rec.At), !r.cfg.Clock().Before(rec.Until):
 		return time.Time{}, false

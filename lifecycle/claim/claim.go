@@ -93,13 +93,13 @@ func (c *Service) Refusals() *lifecycle.Refusals { return c.refusals }
 // backoff lasts (BackingOff, no tracker call). changedAt is when the
 // tracker says the ticket changed, zero when unknown.
 func (c *Service) ClaimSnapshot(ctx context.Context, t *platforms.Ticket, source string, attempt int, actor string, changedAt time.Time) (Result, error) {
-	if until, ok := c.refusals.BackingOff(ctx, t, changedAt); ok {
-		res := Result{Ticket: t.Ref.String(), Outcome: lifecycle.BackingOff,
-			Reason: "the tracker refused this ticket's write for good; not tried again before " + until.UTC().Format(time.RFC3339) + " unless the ticket changes"}
-		c.logOutcome(t.Ref, source, attempt, res)
-		return res, nil
-	}
-	return c.ClaimBy(ctx, t.Ref, source, attempt, actor)
+	return c.claimBy(ctx, t.Ref, source, attempt, actor, &snapshot{t: t, changedAt: changedAt})
+}
+
+// snapshot is the ticket as ClaimSnapshot's caller saw it.
+type snapshot struct {
+	t         *platforms.Ticket
+	changedAt time.Time
 }
 
 // PreCheck reports why a ticket snapshot cannot be claimed ("" if it can).
@@ -130,6 +130,11 @@ func (c *Service) Claim(ctx context.Context, ref platforms.Ref, source string, a
 // the trigger label names who did): the run starts only if the project's
 // TriggerAllow admits actor. An empty actor is Claim.
 func (c *Service) ClaimBy(ctx context.Context, ref platforms.Ref, source string, attempt int, actor string) (Result, error) {
+	return c.claimBy(ctx, ref, source, attempt, actor, nil)
+}
+
+// claimBy is ClaimBy, and ClaimSnapshot given snap.
+func (c *Service) claimBy(ctx context.Context, ref platforms.Ref, source string, attempt int, actor string, snap *snapshot) (Result, error) {
 	res := Result{Ticket: ref.String()}
 	p, ok := c.projects.Watched().Lookup(ref)
 	if !ok {
@@ -137,10 +142,25 @@ func (c *Service) ClaimBy(ctx context.Context, ref platforms.Ref, source string,
 	}
 	// One round trip takes the claim lock and reads the ticket's history
 	// (or names the holder); the push goes with the lock's release in a
-	// second one (claimLocked), so a claim costs Redis 2 round trips.
+	// second one (claimLocked), so a claim costs Redis 2 round trips. A
+	// snapshot's refusal record is read in the first: the lock is not
+	// taken while one exists, and only then a third round trip takes it.
 	now := c.cfg.Clock()
 	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: lifecycle.OwnerToken(c.cfg.Instance, source, now), asked: now}
-	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref)
+	unless := ""
+	if snap != nil {
+		unless = lifecycle.RefusalKey(ref)
+	}
+	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref, unless)
+	if err == nil && l.Stopped {
+		if until, ok := c.refusals.BackingOffOn(l.Record, snap.t, snap.changedAt); ok {
+			res.Outcome = lifecycle.BackingOff
+			res.Reason = "the tracker refused this ticket's write for good; not tried again before " + until.UTC().Format(time.RFC3339) + " unless the ticket changes"
+			c.logOutcome(ref, source, attempt, res)
+			return res, nil
+		}
+		l, err = runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref, "")
+	}
 	if err != nil {
 		return res, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
 	}
@@ -287,9 +307,13 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 	}
 	// The gates that ask the tracker, in order of cost: is the ticket the
 	// project's (a JQL scope), may its trigger start runs, is it ready.
+	var runTrigger string // who triggered, when the project gates it
 	for _, gate := range []func() (string, error){
 		func() (string, error) { return c.inScope(ctx, p, ref) },
-		func() (string, error) { return c.gateTrigger(ctx, p, t, actor) },
+		func() (reason string, err error) {
+			reason, runTrigger, err = c.gateTrigger(ctx, p, t, actor)
+			return reason, err
+		},
 		func() (string, error) { return c.checkBlockers(ctx, p, ref) },
 	} {
 		reason, err := gate()
@@ -340,15 +364,12 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 	now := c.cfg.Clock().UTC()
 	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now,
 		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage), Observed: lifecycle.ObservedOf(written)}
-	if err := c.push(ctx, p, ref, source, req, lock); err != nil {
+	if err := c.push(ctx, p, ref, source, req, runTrigger, lock); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.
 		return res, fmt.Errorf("claim %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
 	}
 	res.Outcome, res.State, res.Request = lifecycle.Claimed, lifecycle.Enqueued.String(), &req
-	if p.TriggerAllow.Gated() {
-		c.forgetTriggerActor(ctx, ref)
-	}
 	c.Emit(lifecycle.Event{Kind: lifecycle.EventTransition, Ref: ref, From: lifecycle.Pending, To: lifecycle.Enqueued, Outcome: string(lifecycle.Claimed),
 		Attempt: req.Attempt, Owner: lifecycle.OwnerClaimService, Source: source, RequestID: req.ID,
 		// A fresh attempt chain for a ticket that finished before: a human
@@ -384,10 +405,11 @@ func (c *Service) inScope(ctx context.Context, p *lifecycle.Project, ref platfor
 // push queues req. With lock (ClaimBy's), the stale cancel request and
 // the send-back counts are cleared (a fresh trigger must not be cancelled
 // by it, nor fail for an earlier trigger's send-backs; a reclaim keeps
-// both), the request pushed and the lock released in one round trip: after
-// the push the claim has nothing left to guard. A gated project keeps the
-// lock until it forgot the trigger's actor, so its release stays apart.
-func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source string, req lifecycle.PipelineRequest, lock *heldLock) error {
+// both). A gated project's run trigger is recorded and its trigger actor
+// dropped (triggerUsedOn) after the push, before the lock's release. All
+// of it goes in one round trip: after the push the claim has nothing left
+// to guard.
+func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source string, req lifecycle.PipelineRequest, runTrigger string, lock *heldLock) error {
 	var pushed redis.Cmder
 	_, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		if lock != nil && source != lifecycle.SourceReclaim {
@@ -402,10 +424,10 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
 		// The write went through: a refusal recorded before is over.
 		lifecycle.ForgetRefusalOn(ctx, pipe, ref)
-		if lock == nil {
-			return nil
+		if p.TriggerAllow.Gated() {
+			triggerUsedOn(ctx, pipe, ref, runTrigger)
 		}
-		if !p.TriggerAllow.Gated() {
+		if lock != nil {
 			redislock.ReleaseOn(ctx, pipe, lock.key, lock.token)
 			lock.sent = true
 		}
@@ -413,7 +435,7 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 	})
 	if err != nil && pushed != nil && pushed.Err() == nil {
 		// The push went; a failed clear or release is the lock's TTL's to end.
-		c.log.Warn("claim: clear cancel request or release claim lock", zap.String("ticketId", ref.ID), zap.Error(err))
+		c.log.Warn("claim: a write pipelined with the push (cancel clear, trigger record, lock release)", zap.String("ticketId", ref.ID), zap.Error(err))
 		err = nil
 	}
 	if err != nil {

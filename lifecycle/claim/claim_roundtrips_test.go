@@ -1,6 +1,7 @@
 package claim_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/platforms"
+	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
 // A claim takes its lock and reads the ticket's history in one round trip
@@ -74,4 +77,122 @@ func TestClaimInTwoRoundTripsKeepsItsRules(t *testing.T) {
 	if s := w.State(t, m); s != lifecycle.Pending {
 		t.Errorf("contended ticket is %s, want untouched", s)
 	}
+}
+
+// The webhook's claim (ClaimSnapshot with the payload, its actor and
+// time) and the poll's (ClaimListed) of a Pending ticket take 2 Redis
+// round trips as Claim does: the refusal record they weigh is read with
+// the lock. A ticket refused for good and unchanged backs off in one,
+// taking nothing; once it changed, it is claimed.
+func TestWebhookAndPollClaimsInTwoRoundTrips(t *testing.T) {
+	w := lifecycletest.New(t, 5)
+	ctx := t.Context()
+	p := w.Projects[lifecycletest.Project]
+	rt := countAfterWarmUp(t, w, "")
+
+	_, _, hookRT, pollRT := claimWebhookAndPoll(t, w, p, rt, "alice")
+	if hookRT > 2 || pollRT > 2 {
+		t.Errorf("webhook claim took %d Redis round trips, poll claim %d, want at most 2", hookRT, pollRT)
+	}
+
+	// Refused for good: unchanged, it backs off in one round trip and
+	// leaves no lock.
+	rn := w.Sim.CreateIssue(lifecycletest.Repo, "refused", "", "agent-smith")
+	refused := snapshotOf(t, p, rn)
+	refusal := platforms.Rejected(403, errors.New("403 Resource not accessible by integration"))
+	if _, ok := w.Claims.Refusals().Refused(ctx, p, refused, lifecycle.RefusalOpClaim, lifecycle.OwnerClaimService, lifecycle.SourcePoll, refusal); !ok {
+		t.Fatal("a rejected write not taken as refused")
+	}
+	rt.Reset()
+	res, err := w.Claims.ClaimSnapshot(ctx, refused, lifecycle.SourcePoll, 1, "", time.Time{})
+	if err != nil || res.Outcome != lifecycle.BackingOff {
+		t.Fatalf("refused ticket's claim: %+v %v, want backing off", res, err)
+	}
+	if rt.N() != 1 {
+		t.Errorf("backing off took %d Redis round trips, want 1", rt.N())
+	}
+	if n, _ := w.RDB.Exists(ctx, keys.ClaimLock(refused.Ref.Platform, refused.Ref.ID)).Result(); n != 0 {
+		t.Error("a ticket backing off was locked")
+	}
+	// Changed after the refusal (the webhook's time says so): claimed.
+	res, err = w.Claims.ClaimSnapshot(ctx, refused, lifecycle.SourceWebhook, 1, "", time.Now().Add(time.Hour))
+	if err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("changed refused ticket's claim: %+v %v, want claimed", res, err)
+	}
+	if s := w.State(t, rn); s != lifecycle.Enqueued {
+		t.Errorf("changed refused ticket is %s, want enqueued", s)
+	}
+}
+
+// A project that gates its trigger (trigger.allow, write access by
+// default) records who triggered the run and drops the remembered actor
+// in the push's pipeline, with the lock's release: a webhook's claim by a
+// person whose write access is cached adds only that cache's read to the
+// 2 round trips; a poll's adds the remembered actor's read, and once the
+// ticket's history named them (a tracker call) the actor's record too.
+func TestGatedClaimRecordsTheTriggerWithThePush(t *testing.T) {
+	w := lifecycletest.New(t, 5)
+	ctx := t.Context()
+	p := w.Projects[lifecycletest.Project]
+	p.TriggerAllow = lifecycle.TriggerAllow{Write: true}
+	// The warm-up caches the person's write access too.
+	rt := countAfterWarmUp(t, w, trackersim.HumanLogin)
+
+	hooked, polled, hookRT, pollRT := claimWebhookAndPoll(t, w, p, rt, trackersim.HumanLogin)
+	if hookRT != 3 || pollRT != 5 {
+		t.Errorf("gated webhook claim took %d Redis round trips, poll claim %d, want 3 and 5", hookRT, pollRT)
+	}
+	for _, tk := range []*platforms.Ticket{hooked, polled} {
+		k := tk.Ref.Key()
+		if who, _ := w.RDB.Get(ctx, keys.RunTrigger(k)).Result(); who != trackersim.HumanLogin {
+			t.Errorf("%s: run triggered by %q, want %q", tk.Ref, who, trackersim.HumanLogin)
+		}
+		if n, _ := w.RDB.Exists(ctx, keys.TriggerActor(k), keys.ClaimLock(tk.Ref.Platform, tk.Ref.ID)).Result(); n != 0 {
+			t.Errorf("%s: trigger actor or claim lock left (%d)", tk.Ref, n)
+		}
+	}
+}
+
+// snapshotOf reads issue n as a listing or a webhook payload shows it.
+func snapshotOf(t *testing.T, p *lifecycle.Project, n int) *platforms.Ticket {
+	t.Helper()
+	tk, err := p.Tracker.Get(t.Context(), lifecycletest.Ref(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// countAfterWarmUp claims a warm-up ticket, triggered by actor ("" when
+// unknown), and then counts w's Redis round trips: a script's first
+// EVALSHA meets NOSCRIPT and is sent again in full, once per Redis.
+func countAfterWarmUp(t *testing.T, w *lifecycletest.World, actor string) *redistest.RoundTrips {
+	t.Helper()
+	warm := w.Sim.CreateIssue(lifecycletest.Repo, "warm", "", "agent-smith")
+	if res, err := w.Claims.ClaimBy(t.Context(), lifecycletest.Ref(warm), lifecycle.SourceWebhook, 1, actor); err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatal(res, err)
+	}
+	return redistest.CountRoundTrips(w.RDB)
+}
+
+// claimWebhookAndPoll claims a new Pending ticket as a webhook by actor
+// does (ClaimSnapshot) and another as the poller does (ClaimListed), and
+// returns them with the Redis round trips each claim took.
+func claimWebhookAndPoll(t *testing.T, w *lifecycletest.World, p *lifecycle.Project, rt *redistest.RoundTrips, actor string) (hooked, polled *platforms.Ticket, hookRT, pollRT int64) {
+	t.Helper()
+	ctx := t.Context()
+	hooked = snapshotOf(t, p, w.Sim.CreateIssue(lifecycletest.Repo, "webhook", "", "agent-smith"))
+	rt.Reset()
+	res, err := w.Claims.ClaimSnapshot(ctx, hooked, lifecycle.SourceWebhook, 1, actor, time.Now())
+	if err != nil || res.Outcome != lifecycle.Claimed {
+		t.Fatalf("webhook claim: %+v %v", res, err)
+	}
+	hookRT = rt.N()
+	polled = snapshotOf(t, p, w.Sim.CreateIssue(lifecycletest.Repo, "poll", "", "agent-smith"))
+	rt.Reset()
+	claimed, err := w.Claims.ClaimListed(ctx, p, []*platforms.Ticket{polled}, lifecycle.SourcePoll, nil)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("poll claim: %+v %v", claimed, err)
+	}
+	return hooked, polled, hookRT, rt.N()
 }

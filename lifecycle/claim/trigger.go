@@ -43,20 +43,20 @@ const triggerTimeout = 10 * time.Second
 const unknownActor = "someone its history does not name"
 
 // gateTrigger decides whether the person who triggered t may start a run:
-// "" if so, else the NotEligible reason (after telling them once on the
-// ticket). actor is who added the trigger label where the caller knows it
+// "" and that person (for the claim to record with its push,
+// keys.RunTrigger) if so, else the NotEligible reason (after telling them
+// once on the ticket). actor is who added the trigger label where the caller knows it
 // (a webhook that added it); otherwise it is learned as triggerActor says.
 // A failed lookup is ErrPermissionUnknown and never runs.
-func (c *Service) gateTrigger(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, actor string) (string, error) {
+func (c *Service) gateTrigger(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, actor string) (reason, admitted string, err error) {
 	if !p.TriggerAllow.Gated() {
-		return "", nil
+		return "", "", nil
 	}
 	ref := t.Ref
 	known := actor != ""
 	if !known {
-		var err error
 		if actor, err = c.triggerActor(ctx, p, ref); err != nil || actor == "" {
-			return "", err
+			return "", "", err
 		}
 	}
 	ok, err := c.mayTrigger(ctx, p, ref, actor)
@@ -66,18 +66,17 @@ func (c *Service) gateTrigger(ctx context.Context, p *lifecycle.Project, t *plat
 		c.rememberTriggerActor(ctx, ref, actor)
 	}
 	if err != nil {
-		return "", fmt.Errorf("claim %s: may %q trigger: %w: %w", ref, actor, ErrPermissionUnknown, err)
+		return "", "", fmt.Errorf("claim %s: may %q trigger: %w: %w", ref, actor, ErrPermissionUnknown, err)
 	}
 	if ok {
-		c.rememberRunTrigger(ctx, ref, actor)
-		return "", nil
+		return "", actor, nil
 	}
-	reason := NotAllowedReason(actor)
+	reason = NotAllowedReason(actor)
 	if err := c.tellRefused(ctx, p, ref, actor); err != nil {
 		// The refusal stands; the comment is tried again on the next one.
 		c.log.Warn("refusal comment failed", zap.String("ticket", ref.String()), zap.Error(err))
 	}
-	return reason, nil
+	return reason, "", nil
 }
 
 // triggerActor learns who added the trigger label when the caller does not
@@ -120,22 +119,17 @@ func (c *Service) rememberTriggerActor(ctx context.Context, ref platforms.Ref, a
 	}
 }
 
-// rememberRunTrigger records who triggered the run for the run's life
-// (keys.GateTTL), past the trigger actor the claim forgets: an approval
-// gate with distinct_from_trigger refuses that person. Best effort: the
-// gate reads the ticket's history without it.
-func (c *Service) rememberRunTrigger(ctx context.Context, ref platforms.Ref, actor string) {
-	if err := c.rdb.Set(ctx, keys.RunTrigger(ref.Key()), actor, keys.GateTTL).Err(); err != nil {
-		c.log.Warn("remember who triggered the run", zap.String("ticket", ref.String()), zap.Error(err))
+// triggerUsedOn records on pipe, once a claim of a gated project
+// enqueued its request, who triggered the run (runTrigger, "" when
+// unknown) for the run's life (keys.GateTTL), past the trigger actor it
+// drops: an approval gate with distinct_from_trigger refuses that person,
+// and reads the ticket's history without the record. The remembered
+// actor is dropped because that trigger is used up.
+func triggerUsedOn(ctx context.Context, pipe redis.Pipeliner, ref platforms.Ref, runTrigger string) {
+	if runTrigger != "" {
+		pipe.Set(ctx, keys.RunTrigger(ref.Key()), runTrigger, keys.GateTTL)
 	}
-}
-
-// forgetTriggerActor drops the remembered actor once a claim ran the
-// ticket: that trigger is used up.
-func (c *Service) forgetTriggerActor(ctx context.Context, ref platforms.Ref) {
-	if err := c.rdb.Del(ctx, keys.TriggerActor(ref.Key())).Err(); err != nil {
-		c.log.Warn("forget trigger actor", zap.String("ticket", ref.String()), zap.Error(err))
-	}
+	pipe.Del(ctx, keys.TriggerActor(ref.Key()))
 }
 
 // mayTrigger answers from the project's list, then from the tracker's

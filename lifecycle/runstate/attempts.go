@@ -143,17 +143,25 @@ func ResetAttempts(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, t
 // ticket's history: a claim's lock and History in one round trip. When the
 // lock is held it returns the holder's token instead, which a contended
 // claim reports (AlreadyClaimed names the holder) without another read.
+// Given a KEYS[4] that exists, it takes nothing and returns that key's
+// value: a record the caller must weigh before it locks.
 //
 //	KEYS[1]  the claim lock (keys.ClaimLock)
 //	KEYS[2]  attempts hash
 //	KEYS[3]  finished marker of the ticket
+//	KEYS[4]  optional: a key whose presence stops the lock
 //	ARGV[1]  lock token
 //	ARGV[2]  lock TTL in milliseconds
 //	ARGV[3]  ticket key (hash field)
 //
 // Returns {1, last attempt or "0", 1 if finished else 0} when the lock was
-// taken, {0, holder token or ""} when not.
+// taken, {0, holder token or ""} when not, {2, KEYS[4]'s value} when
+// KEYS[4] stopped it.
 var lockHistoryScript = redis.NewScript(`
+if KEYS[4] then
+  local v = redis.call('GET', KEYS[4])
+  if v then return {2, v} end
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {1, redis.call('HGET', KEYS[2], ARGV[3]) or '0', redis.call('EXISTS', KEYS[3])}
 end
@@ -170,21 +178,36 @@ type Locked struct {
 	// when Got).
 	Last     int
 	Finished bool
+	// Stopped is whether the unless key existed: nothing was taken, and
+	// Record is its value.
+	Stopped bool
+	Record  string
 }
 
 // LockWithHistory sets lockKey to token for ttl if it is free (SET NX PX,
 // as redislock.Acquire) and, when it did, reads what History reads, in one
-// round trip. The claim lock's release stays redislock.Release. It does
-// not clear a cancel request: the claim does that only once the ticket is
-// known to be claimable (ClearCancel, pipelined with its push).
-func LockWithHistory(ctx context.Context, rdb redis.Scripter, lockKey, token string, ttl time.Duration, ref platforms.Ref) (Locked, error) {
+// round trip. unless, when not "", is a key read first in the same round
+// trip: if it exists nothing is taken and its value is returned (Stopped),
+// for the caller to decide on before it locks again without it. The claim
+// lock's release stays redislock.Release. It does not clear a cancel
+// request: the claim does that only once the ticket is known to be
+// claimable (ClearCancel, pipelined with its push).
+func LockWithHistory(ctx context.Context, rdb redis.Scripter, lockKey, token string, ttl time.Duration, ref platforms.Ref, unless string) (Locked, error) {
 	if ttl < time.Millisecond {
 		return Locked{}, fmt.Errorf("lock %s: ttl %v below 1 ms", lockKey, ttl)
 	}
 	k := ref.Key()
-	vals, err := lockHistoryScript.Run(ctx, rdb, []string{lockKey, keys.Attempts(), keys.Finished(k)}, token, ttl.Milliseconds(), k).Slice()
+	ks := []string{lockKey, keys.Attempts(), keys.Finished(k)}
+	if unless != "" {
+		ks = append(ks, unless)
+	}
+	vals, err := lockHistoryScript.Run(ctx, rdb, ks, token, ttl.Milliseconds(), k).Slice()
 	if err != nil {
 		return Locked{}, fmt.Errorf("lock %s and read attempts of %s: %w", lockKey, ref, err)
+	}
+	if len(vals) >= 2 && vals[0] == int64(2) {
+		rec, _ := vals[1].(string)
+		return Locked{Stopped: true, Record: rec}, nil
 	}
 	if len(vals) >= 2 && vals[0] == int64(0) {
 		holder, _ := vals[1].(string)

@@ -46,10 +46,10 @@ type attempt struct {
 	stage string
 	// started is when the pipeline started; zero before it has.
 	started time.Time
-	// hb is the run's heartbeat; nil before the pipeline starts.
+	// hb is the run's heartbeat, from the take on; nil before it.
 	hb *runHeartbeat
 	// fence is checked before every label write: without the heartbeat
-	// before the pipeline starts, with it once the heartbeat runs.
+	// before the run is taken, with it once the heartbeat runs.
 	fence func(context.Context) error
 	// branch is the work branch prepared for this attempt; "" without a
 	// workspace or when preparing it failed (then nothing is saved).
@@ -100,11 +100,9 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	spec.Env = append(spec.Env, a.stageEnv(ctx)...)
 	spec.Grace = e.cfg.KillGrace
 	spec.TailBytes = e.cfg.TailBytes
-	// The heartbeat runs from before the pipeline starts until the outcome
-	// is written, so a slow or retried final write never outlives it.
-	hb := a.startHeartbeat(ctx)
-	a.hb = hb
-	defer hb.stop()
+	// The heartbeat runs from the take (handle) until the outcome is
+	// written, so a slow or retried final write never outlives it.
+	hb := a.hb
 	cw := a.watchCancel(ctx)
 	defer cw.stop()
 	var res procrun.Result
@@ -334,11 +332,14 @@ func (h *runHeartbeat) valid(now time.Time) bool {
 	return h.lostErr() == nil && now.UnixNano() < h.validUntil.Load()
 }
 
-func (a *attempt) startHeartbeat(ctx context.Context) *runHeartbeat {
+// startHeartbeat keeps the run's heartbeat from its take, which set it:
+// trusted from takenAt, read before the take was sent, as a renewal is
+// trusted from before its request (the run guard measures the same window
+// on the TTL Redis has left).
+func (a *attempt) startHeartbeat(ctx context.Context, takenAt time.Time) *runHeartbeat {
 	e := a.e
 	h := &runHeartbeat{kill: make(chan struct{}), done: make(chan struct{})}
-	// runstate.Take set the heartbeat just before: trust it from now.
-	h.validUntil.Store(e.heartbeatWindow().Until(e.cfg.Clock()).UnixNano())
+	h.validUntil.Store(e.heartbeatWindow().Until(takenAt).UnixNano())
 	h.wg.Go(func() {
 		if err := a.heartbeat(ctx, h); err != nil {
 			if e.cfg.HeartbeatLostSignal != nil {
@@ -361,7 +362,7 @@ func (a *attempt) heartbeat(ctx context.Context, h *runHeartbeat) error {
 	}
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
-	deadline := time.NewTimer(window.Trusted)
+	deadline := time.NewTimer(time.Duration(h.validUntil.Load() - e.cfg.Clock().UnixNano()))
 	defer deadline.Stop()
 	for {
 		select {

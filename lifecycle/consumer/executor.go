@@ -322,6 +322,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	a := &attempt{e: e, p: p, req: req, token: token, log: log, stage: stage}
 	// Until the heartbeat runs, writes are fenced by the run's token alone.
 	a.fence = a.newFence(nil)
+	takenAt := e.cfg.Clock()
 	took, wait, why, err := a.takeRun(ctx, rec)
 	if err != nil {
 		log.Warn("take run; giving the request back", zap.Error(err))
@@ -336,6 +337,14 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		e.ack(ctx, payload)
 		return false
 	}
+	// The heartbeat runs from the take, trusted from before it, until the
+	// outcome is written: the move to in-progress may wait out tracker
+	// rate limits for most of its TTL, and the pipeline's run guard, which
+	// reads the heartbeat's TTL left in Redis, must find it as fresh as
+	// the executor trusts it.
+	a.hb = a.startHeartbeat(ctx, takenAt)
+	defer a.hb.stop()
+	a.fence = a.newFence(a.hb)
 	if a.cancelQueued(ctx, t) {
 		e.ack(ctx, payload)
 		return false

@@ -102,6 +102,10 @@ type ExecutorConfig struct {
 	// own, even while this daemon is frozen. nil runs pipelines directly
 	// (tests that run the daemon inside the test binary).
 	Guard *runguard.Launcher
+	// RefusedStartDelay is how long a ticket whose run guard did not start
+	// its pipeline waits before the same attempt is taken again (default
+	// DefaultRefusedStartDelay).
+	RefusedStartDelay time.Duration
 	// Cgroups, when set, runs every pipeline and persist command in a
 	// cgroup of its own, killed when the run ends (pkg/runcg): nothing the
 	// pipeline started survives it, even outside its process group. nil
@@ -176,6 +180,9 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects lifecycle.P
 	}
 	if cfg.PauseDelay <= 0 {
 		cfg.PauseDelay = DefaultPauseDelay
+	}
+	if cfg.RefusedStartDelay <= 0 {
+		cfg.RefusedStartDelay = DefaultRefusedStartDelay
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64

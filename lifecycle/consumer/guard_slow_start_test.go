@@ -2,20 +2,16 @@ package consumer_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
-	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer/consumertest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
-	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -55,27 +51,15 @@ func (h *heldStart) Relabel(ctx context.Context, t *platforms.Ticket, remove []s
 func TestGuardStartsTheRunAfterASlowMoveToInProgress(t *testing.T) {
 	w := lifecycletest.New(t, 3)
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := w.Projects[lifecycletest.Project]
 	hold := &heldStart{Tracker: p.Tracker, entered: make(chan struct{}), release: make(chan struct{})}
 	p.Tracker = hold
 	p.Pipeline.Command = []string{"sh", "-c", `touch "$D/ran"`}
-	p.Pipeline.Env = map[string]string{"D": dir}
 	const ttl, renew = 2 * time.Second, 200 * time.Millisecond
 	rec := &lifecycletest.Recorder{}
-	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{
-		Instance: "exec-1", Concurrency: 1, HeartbeatTTL: ttl, HeartbeatRenew: renew,
-		KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"), TakeWait: 100 * time.Millisecond,
-		CancelCheck: time.Hour, Logger: zaptest.NewLogger(t), Observer: rec,
-		Guard: &runguard.Launcher{Exe: exe, Redis: runguard.Redis{Addrs: []string{w.Redis.Addr()}}, Check: 100 * time.Millisecond},
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = ex.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	cfg := guardedConfig(t, w, dir)
+	cfg.HeartbeatTTL, cfg.HeartbeatRenew, cfg.Observer = ttl, renew, rec
+	consumertest.RunPromoted(t, w, cfg)
 
 	n := w.ClaimIssue(t, "slow start")
 	select {

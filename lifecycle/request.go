@@ -55,6 +55,11 @@ type PipelineRequest struct {
 	// label is the truth; this is what the writer of the request read
 	// there.
 	Stage string `json:"stage,omitempty"`
+	// GuardRefusals counts the run guard's refusals in a row to start this
+	// attempt's pipeline while the run was the executor's own: each hands
+	// the ticket back with the same attempt, and the last allowed fails it
+	// (consumer.MaxRefusedStarts).
+	GuardRefusals int `json:"guard_refusals,omitempty"`
 	// Observed is the ticket as the claim's write left it, from that
 	// write's answer; nil on a request a repair wrote (the consumer then
 	// reads the ticket).

@@ -104,16 +104,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // guard is `agentsmithd guard`, the run guard of one pipeline
 // (lifecycle/runguard): its orders, Redis password included, come on fd 3
-// from the daemon that started it.
+// from the daemon that started it, which reads on fd 4 why the guard did
+// not start the pipeline.
 func guard(stderr io.Writer) int {
+	report := os.NewFile(4, "report")
 	// Before the orders are read: the pipeline runs as the guard's user
 	// unless run_as says otherwise, and must not read the password from
 	// /proc/$PPID/mem.
 	if err := nodump.Enable(); err != nil {
-		fmt.Fprintln(stderr, "agentsmithd guard: cannot make the process non-dumpable:", err)
-		return 125
+		why := "cannot make the process non-dumpable: " + err.Error()
+		fmt.Fprintln(stderr, "agentsmithd guard:", why)
+		_, _ = io.WriteString(report, why)
+		return runguard.ExitOwnFailure
 	}
-	return runguard.Main(os.NewFile(3, "orders"), stderr)
+	return runguard.Main(os.NewFile(3, "orders"), report, stderr)
 }
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }

@@ -46,10 +46,10 @@ type attempt struct {
 	stage string
 	// started is when the pipeline started; zero before it has.
 	started time.Time
-	// hb is the run's heartbeat, from the take of the run on.
+	// hb is the run's heartbeat, from the take on; nil before it.
 	hb *runHeartbeat
-	// fence is checked before every label write: with the heartbeat once
-	// the run is taken.
+	// fence is checked before every label write: without the heartbeat
+	// before the run is taken, with it once the heartbeat runs.
 	fence func(context.Context) error
 	// branch is the work branch prepared for this attempt; "" without a
 	// workspace or when preparing it failed (then nothing is saved).
@@ -106,6 +106,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	cw := a.watchCancel(ctx)
 	defer cw.stop()
 	var res procrun.Result
+	var refused string // why the run guard did not start the pipeline
 	lostEarly := false
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
@@ -136,7 +137,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		red := a.redactOutput(out)
 		spec.Output = red
 		stopProgress := a.startProgress(ctx, hb, workDir, &spec)
-		res = e.runPipeline(ctx, spec, req.Ref, token)
+		res, refused = e.runPipeline(ctx, spec, req.Ref, token)
 		a.noteLeftover(res)
 		stopProgress()
 		close(ran)
@@ -170,16 +171,18 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	// the run is lost, and what it left is no outcome. Recording it would
 	// re-take a lock a Redis restart emptied (recordOutcome) and end the
 	// ticket with the guard's kill instead of running it again. So is a
-	// guard's own failure while the lock is not this run's: the guard found
-	// the run lost before the start and never started the pipeline.
-	guardRefused := e.cfg.Guard != nil && res.Signal == "" && res.ExitCode == runguard.ExitOwnFailure
+	// guard's own failure (its report says why) while the lock is not this
+	// run's: the guard found the run lost before the start and never
+	// started the pipeline.
+	guardRefused := refused != "" && res.Signal == "" && res.ExitCode == runguard.ExitOwnFailure
 	if (res.Signal != "" || guardRefused) && !res.Killed && !res.TimedOut && !res.Canceled {
 		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		err := a.newFence(hb)(fctx)
 		fcancel()
 		switch {
 		case errors.Is(err, errLostRun) && guardRefused:
-			log.Warn("run lost its ownership before its pipeline started; its run guard did not start it, no outcome recorded, no label written", zap.Error(err))
+			log.Warn("run lost its ownership before its pipeline started; its run guard did not start it, no outcome recorded, no label written",
+				zap.Error(err), zap.String("guard", refused))
 			a.releaseRun(false)
 			return
 		case errors.Is(err, errLostRun):
@@ -203,6 +206,8 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	case res.Canceled:
 		a.workNotes = a.saveWork(ctx, workDir, false, "stopped by shutdown, handed back", handBackSaveTimeout)
 		a.handBack(wctx, t)
+	case guardRefused:
+		a.refusedStart(ctx, wctx, t, res, refused)
 	case res.OK() && a.nextStage() != "":
 		a.stageSucceeded(ctx, wctx, t, res, workDir)
 	case res.OK():
@@ -252,18 +257,68 @@ func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir s
 	return func() { cancel(); <-done }
 }
 
-// runPipeline runs spec, under a run guard when one is configured.
-func (e *Executor) runPipeline(ctx context.Context, spec procrun.Spec, ref platforms.Ref, token string) procrun.Result {
+// runPipeline runs spec, under a run guard when one is configured, and
+// returns why the guard did not start the pipeline ("" when it did, or
+// without a guard).
+func (e *Executor) runPipeline(ctx context.Context, spec procrun.Spec, ref platforms.Ref, token string) (procrun.Result, string) {
 	spec.Cgroups = e.cfg.Cgroups
 	if e.cfg.Guard == nil {
-		return procrun.Run(ctx, spec)
+		return procrun.Run(ctx, spec), ""
 	}
 	guarded, done, err := e.cfg.Guard.Wrap(spec, ref, token, e.heartbeatWindow())
 	if err != nil {
-		return procrun.Result{ExitCode: -1, Err: err}
+		return procrun.Result{ExitCode: -1, Err: err}, ""
 	}
-	defer done()
-	return procrun.Run(ctx, guarded)
+	res := procrun.Run(ctx, guarded)
+	return res, done()
+}
+
+// MaxRefusedStarts is how many times in a row a run guard may refuse to
+// start one attempt's pipeline before the attempt fails.
+const MaxRefusedStarts = 3
+
+// DefaultRefusedStartDelay is how long a ticket whose run guard did not
+// start its pipeline waits before the same attempt is taken again.
+const DefaultRefusedStartDelay = 5 * time.Second
+
+// refusedStart handles a pipeline its run guard did not start (why, from
+// the guard's report) while the run is still this executor's: a failure of
+// the daemon's own (a trust window the guard measured as spent, a guard
+// that could not start), not of the pipeline, so it costs no attempt. The
+// ticket goes back to Enqueued and the same attempt waits
+// RefusedStartDelay in the delayed set; the MaxRefusedStarts-th refusal
+// in a row fails the attempt as a start failure, the guard's reason in
+// its comment.
+func (a *attempt) refusedStart(ctx, wctx context.Context, t *platforms.Ticket, res procrun.Result, why string) {
+	e, p, req, log := a.e, a.p, a.req, a.log
+	why = p.Redact.String(firstLine(why, 300))
+	n := req.GuardRefusals + 1
+	log.Warn("the run guard did not start the pipeline; the daemon's failure, not the pipeline's",
+		zap.String("guard", why), zap.Int("refusals", n), zap.Int("max", MaxRefusedStarts))
+	if n >= MaxRefusedStarts {
+		res.Err = fmt.Errorf("the run guard did not start the pipeline (%d times in a row)", n)
+		a.resultNotes = append(a.resultNotes, "run guard: "+escapeFor(p.Redact, p.Platform, why))
+		a.failed(ctx, t, res)
+		return
+	}
+	delay := e.cfg.RefusedStartDelay
+	reason := fmt.Sprintf("the run guard did not start the pipeline (%s); attempt %d again in %s", why, req.Attempt, delay)
+	if err := retryTransient(wctx, func() error {
+		_, err := a.moveAs(wctx, nil, lifecycle.InProgress, lifecycle.Enqueued, executorOutcomes[lifecycle.Enqueued], reason)
+		return err
+	}); err != nil {
+		log.Error("transition to enqueued after a refused start (the heartbeat expires and StaleJobDetector takes over)", zap.Error(err))
+		return
+	}
+	a.releaseRun(false)
+	due := e.cfg.Clock().Add(delay)
+	next := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: req.Source, Attempt: req.Attempt,
+		EnqueuedAt: due.UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: a.stage, Pool: a.p.PoolFor(a.stage), GuardRefusals: n}
+	if err := e.queue.Delay(wctx, next.Encode(), delay); err != nil {
+		log.Error("delay the refused start's request (EnqueuedReconciler will re-push)", zap.Error(err))
+		return
+	}
+	log.Info("refused start handed back", zap.Duration("delay", delay), zap.String("newRequestId", next.ID))
 }
 
 // retryTransient calls f until it succeeds, fails permanently (lost run,
@@ -332,11 +387,14 @@ func (h *runHeartbeat) valid(now time.Time) bool {
 	return h.lostErr() == nil && now.UnixNano() < h.validUntil.Load()
 }
 
-func (a *attempt) startHeartbeat(ctx context.Context) *runHeartbeat {
+// startHeartbeat keeps the run's heartbeat from its take, which set it:
+// trusted from takenAt, read before the take was sent, as a renewal is
+// trusted from before its request (the run guard measures the same window
+// on the TTL Redis has left).
+func (a *attempt) startHeartbeat(ctx context.Context, takenAt time.Time) *runHeartbeat {
 	e := a.e
 	h := &runHeartbeat{kill: make(chan struct{}), done: make(chan struct{})}
-	// runstate.Take set the heartbeat just before: trust it from now.
-	h.validUntil.Store(e.heartbeatWindow().Until(e.cfg.Clock()).UnixNano())
+	h.validUntil.Store(e.heartbeatWindow().Until(takenAt).UnixNano())
 	h.wg.Go(func() {
 		if err := a.heartbeat(ctx, h); err != nil {
 			if e.cfg.HeartbeatLostSignal != nil {
@@ -359,7 +417,7 @@ func (a *attempt) heartbeat(ctx context.Context, h *runHeartbeat) error {
 	}
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
-	deadline := time.NewTimer(window.Trusted)
+	deadline := time.NewTimer(time.Duration(h.validUntil.Load() - e.cfg.Clock().UnixNano()))
 	defer deadline.Stop()
 	for {
 		select {

@@ -102,6 +102,10 @@ type ExecutorConfig struct {
 	// own, even while this daemon is frozen. nil runs pipelines directly
 	// (tests that run the daemon inside the test binary).
 	Guard *runguard.Launcher
+	// RefusedStartDelay is how long a ticket whose run guard did not start
+	// its pipeline waits before the same attempt is taken again (default
+	// DefaultRefusedStartDelay).
+	RefusedStartDelay time.Duration
 	// Cgroups, when set, runs every pipeline and persist command in a
 	// cgroup of its own, killed when the run ends (pkg/runcg): nothing the
 	// pipeline started survives it, even outside its process group. nil
@@ -176,6 +180,9 @@ func NewExecutor(rdb redis.UniversalClient, q *queue.Queue, projects lifecycle.P
 	}
 	if cfg.PauseDelay <= 0 {
 		cfg.PauseDelay = DefaultPauseDelay
+	}
+	if cfg.RefusedStartDelay <= 0 {
+		cfg.RefusedStartDelay = DefaultRefusedStartDelay
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
@@ -322,6 +329,7 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 	a := &attempt{e: e, p: p, req: req, token: token, log: log, stage: stage}
 	// Until the run is taken, writes are fenced by the run's token alone.
 	a.fence = a.newFence(nil)
+	takenAt := e.cfg.Clock()
 	took, wait, why, err := a.takeRun(ctx, rec)
 	if err != nil {
 		log.Warn("take run; giving the request back", zap.Error(err))
@@ -336,9 +344,12 @@ func (e *Executor) handle(ctx context.Context, payload []byte) (retry bool) {
 		e.ack(ctx, payload)
 		return false
 	}
-	// The heartbeat runs from the take on: the move to in-progress may wait
-	// out tracker rate limits longer than its TTL.
-	a.hb = a.startHeartbeat(ctx)
+	// The heartbeat runs from the take, trusted from before it, until the
+	// outcome is written: the move to in-progress may wait out tracker
+	// rate limits for most of its TTL, and the pipeline's run guard, which
+	// reads the heartbeat's TTL left in Redis, must find it as fresh as
+	// the executor trusts it.
+	a.hb = a.startHeartbeat(ctx, takenAt)
 	defer a.hb.stop()
 	a.fence = a.newFence(a.hb)
 	if a.cancelQueued(ctx, t) {

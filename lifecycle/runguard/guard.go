@@ -18,7 +18,9 @@
 // credentials, the run's ticket and token, the pipeline's command) as JSON
 // over an inherited pipe (fd 3), never on the command line or in the
 // environment, and the guard closes that fd before it starts the pipeline:
-// the pipeline's environment is exactly what it was without a guard.
+// the pipeline's environment is exactly what it was without a guard. A
+// guard that does not start the pipeline says why on a second pipe (fd 4,
+// close-on-exec), which the daemon reads once the guard has exited.
 //
 // No process of the run outlives it, though a pipeline can leave its
 // process group (setsid, a double fork): the guard is the subreaper of
@@ -121,8 +123,8 @@ type Order struct {
 
 // ExitOwnFailure is the guard's exit status for a failure of its own, the
 // pipeline not started: bad orders, no Redis client, or a run found no
-// longer its own before the start. A pipeline may exit with it too; the
-// executor tells them apart by whether the run is still its own.
+// longer its own or not trusted before the start. A pipeline may exit with
+// it too; the executor tells them apart by the guard's report (Main).
 const ExitOwnFailure = 125
 
 // Main is the guard process. It reads its Order from orders, starts the
@@ -133,16 +135,33 @@ const ExitOwnFailure = 125
 // Result reads as if there were no guard. When the run is no longer its own
 // it writes one line to stderr (the run's output) and SIGKILLs the group,
 // itself included. Main returns only an exit status for a failure of its
-// own (125, as env(1) and docker do).
-func Main(orders *os.File, stderr io.Writer) int {
+// own (125, as env(1) and docker do), and writes why to report as well
+// (nil: none): the daemon reads there that the guard, not the pipeline,
+// failed, and why, when the output may be lost or cut. report is closed
+// once the pipeline has started, and never reaches it.
+func Main(orders, report *os.File, stderr io.Writer) int {
 	// SIGTERM (timeout, shutdown) reaches the whole group: the pipeline
 	// decides what to do with it and the guard waits for the pipeline, so
 	// procrun's grace works as without a guard. Notify, not Ignore: an
 	// ignored signal would stay ignored in the pipeline after exec.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if report != nil {
+		syscall.CloseOnExec(int(report.Fd()))
+	}
+	closeReport := func() {
+		if report != nil {
+			_ = report.Close()
+			report = nil
+		}
+	}
+	defer closeReport()
 	fail := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "agentsmithd guard: "+format+"\n", args...)
+		why := fmt.Sprintf(format, args...)
+		fmt.Fprintf(stderr, "agentsmithd guard: %s\n", why)
+		if report != nil {
+			_, _ = io.WriteString(report, why)
+		}
 		return ExitOwnFailure
 	}
 	raw, err := io.ReadAll(io.LimitReader(orders, maxOrder))
@@ -192,6 +211,7 @@ func Main(orders *os.File, stderr io.Writer) int {
 	if err := cmd.Start(); err != nil {
 		return fail("start %s: %v", o.Argv[0], err)
 	}
+	closeReport()
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()

@@ -30,7 +30,7 @@ import (
 // runs Main, as `agentsmithd guard` does.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "guard" {
-		os.Exit(runguard.Main(os.NewFile(3, "orders"), os.Stderr))
+		os.Exit(runguard.Main(os.NewFile(3, "orders"), os.NewFile(4, "report"), os.Stderr))
 	}
 	os.Exit(m.Run())
 }

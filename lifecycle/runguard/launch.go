@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
@@ -35,31 +37,39 @@ var daemonPID = os.Getpid
 
 // Wrap returns spec rewritten so that a guard runs the pipeline for the run
 // of ref owned by token, and a function the caller must call once
-// procrun.Run has returned (it closes the orders pipe). hb is the run
+// procrun.Run has returned: it closes the pipes and returns why the guard
+// did not start the pipeline ("" when it did, or never ran), which the
+// guard writes to its report pipe (fd 4). hb is the run
 // heartbeat's TTL and trust window, as the executor uses them. The guard gets the pipeline's environment, stdin,
 // working directory and output unchanged; a RunAs credential moves to the
 // guard's orders, so the guard stays the daemon's user (its memory holds
 // the Redis password) and only the pipeline runs as the other user.
-func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb trust.Window) (procrun.Spec, func(), error) {
+func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb trust.Window) (procrun.Spec, func() string, error) {
+	none := func() string { return "" }
 	if l.Exe == "" {
-		return spec, func() {}, errors.New("run guard: no guard binary")
+		return spec, none, errors.New("run guard: no guard binary")
 	}
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
-		return spec, func() {}, errors.New("run guard: empty command")
+		return spec, none, errors.New("run guard: empty command")
 	}
 	path, err := procrun.LookPath(spec.Argv[0], spec.Env)
 	if err != nil {
-		return spec, func() {}, err
+		return spec, none, err
 	}
 	b, err := json.Marshal(Order{Redis: l.Redis, Ref: ref, Token: token, Check: l.Check, Heartbeat: hb,
 		Instance: l.Instance, Presence: l.Presence, Parent: daemonPID(), Path: path, Argv: spec.Argv, Credential: spec.Credential,
 		Cgroup: spec.Cgroups != nil})
 	if err != nil {
-		return spec, func() {}, fmt.Errorf("run guard: encode orders: %w", err)
+		return spec, none, fmt.Errorf("run guard: encode orders: %w", err)
+	}
+	rr, rw, err := os.Pipe()
+	if err != nil {
+		return spec, none, fmt.Errorf("run guard: report pipe: %w", err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return spec, func() {}, fmt.Errorf("run guard: orders pipe: %w", err)
+		_, _ = rr.Close(), rw.Close()
+		return spec, none, fmt.Errorf("run guard: orders pipe: %w", err)
 	}
 	// Written from a goroutine: orders larger than the pipe's buffer
 	// would otherwise block until the guard reads them.
@@ -76,9 +86,18 @@ func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb t
 	out := spec
 	out.Argv = append([]string{l.Exe}, args...)
 	out.Credential = nil
-	out.ExtraFiles = []*os.File{r}
-	return out, func() {
+	out.ExtraFiles = []*os.File{r, rw}
+	return out, func() string {
 		_ = r.Close()
 		<-written
+		// The guard has exited, and only it held the report's write end
+		// (close-on-exec: never the pipeline): the read ends at EOF.
+		_ = rw.Close()
+		b, _ := io.ReadAll(io.LimitReader(rr, maxReport))
+		_ = rr.Close()
+		return strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD"))
 	}, nil
 }
+
+// maxReport bounds what the daemon reads of a guard's report.
+const maxReport = 4 << 10

@@ -35,19 +35,26 @@ func RunWorldClock(t testing.TB, w *lifecycletest.World, dir string, n int, cloc
 	rec := &lifecycletest.Recorder{}
 	p := w.Projects[lifecycletest.Project]
 	p.Pipeline.Env = map[string]string{"D": dir}
-	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{
+	RunPromoted(t, w, consumer.ExecutorConfig{
 		Instance: "exec-1", Concurrency: n, HeartbeatTTL: 2 * time.Second, HeartbeatRenew: 100 * time.Millisecond,
 		ShutdownGrace: time.Second, KillGrace: 200 * time.Millisecond, WorkDir: filepath.Join(dir, "work"),
 		TakeWait: 100 * time.Millisecond, Logger: zaptest.NewLogger(t), Observer: rec, LimitDelay: 100 * time.Millisecond,
 		Rand: func() float64 { return 0.5 }, Clock: clock,
 	})
+	return rec
+}
+
+// RunPromoted runs an executor with cfg on w, and a promoter of the
+// delayed set every 20 ms, until the test ends.
+func RunPromoted(t testing.TB, w *lifecycletest.World, cfg consumer.ExecutorConfig) {
+	t.Helper()
+	ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
 	promoter := housekeeping.NewDelayedPromoter(w.Queue, housekeeping.DelayedPromoterConfig{Interval: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = ex.Run(ctx) })
 	wg.Go(func() { _ = promoter.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return rec
 }
 
 // StartExecutor runs an executor (concurrency 1) on w whose pipeline, with

@@ -145,13 +145,18 @@ func (c *Service) claimBy(ctx context.Context, ref platforms.Ref, source string,
 	// second one (claimLocked), so a claim costs Redis 2 round trips. A
 	// snapshot's refusal record is read in the first: the lock is not
 	// taken while one exists, and only then a third round trip takes it.
+	// A gated project's trigger is checked on what the first read with
+	// the lock (gateReads): the cached answers about the webhook's actor,
+	// or the remembered actor, whose answers take a round trip of their
+	// own as their keys are named after who the actor is.
 	now := c.cfg.Clock()
 	lock := &heldLock{key: keys.ClaimLock(ref.Platform, ref.ID), token: lifecycle.OwnerToken(c.cfg.Instance, source, now), asked: now}
 	unless := ""
 	if snap != nil {
 		unless = lifecycle.RefusalKey(ref)
 	}
-	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref, unless)
+	reads := gateReads(p, ref, actor)
+	l, err := runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref, unless, reads...)
 	if err == nil && l.Stopped {
 		if until, ok := c.refusals.BackingOffOn(l.Record, snap.t, snap.changedAt); ok {
 			res.Outcome = lifecycle.BackingOff
@@ -159,7 +164,7 @@ func (c *Service) claimBy(ctx context.Context, ref platforms.Ref, source string,
 			c.logOutcome(ref, source, attempt, res)
 			return res, nil
 		}
-		l, err = runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref, "")
+		l, err = runstate.LockWithHistory(ctx, c.rdb, lock.key, lock.token, c.cfg.LockTTL, ref, "", reads...)
 	}
 	if err != nil {
 		return res, fmt.Errorf("claim lock %s: %w: %w", ref, ErrRedisUnavailable, err)
@@ -308,10 +313,18 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 	// The gates that ask the tracker, in order of cost: is the ticket the
 	// project's (a JQL scope), may its trigger start runs, is it ready.
 	var runTrigger string // who triggered, when the project gates it
+	// The gate's reads made with the lock, and its writes (the actor
+	// learned, the answers looked up): sent with the push, or on the way
+	// out of a claim that does not push.
+	g := &gateState{}
+	if lock != nil {
+		g.read = lock.history.Read
+	}
+	defer c.flush(ctx, ref, g)
 	for _, gate := range []func() (string, error){
 		func() (string, error) { return c.inScope(ctx, p, ref) },
 		func() (reason string, err error) {
-			reason, runTrigger, err = c.gateTrigger(ctx, p, t, actor)
+			reason, runTrigger, err = c.gateTrigger(ctx, p, t, actor, g)
 			return reason, err
 		},
 		func() (string, error) { return c.checkBlockers(ctx, p, ref) },
@@ -364,7 +377,7 @@ func (c *Service) claimLocked(ctx context.Context, ref platforms.Ref, source str
 	now := c.cfg.Clock().UTC()
 	req := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: ref, Source: source, Attempt: attempt, EnqueuedAt: now, ClaimedAt: now,
 		Priority: p.Priority.Of(t.Labels), Stage: stage, Pool: p.PoolFor(stage), Observed: lifecycle.ObservedOf(written)}
-	if err := c.push(ctx, p, ref, source, req, runTrigger, lock); err != nil {
+	if err := c.push(ctx, p, ref, source, req, runTrigger, g, lock); err != nil {
 		// The ticket is Enqueued without a queue entry: EnqueuedReconciler
 		// re-pushes it once Redis answers again.
 		return res, fmt.Errorf("claim %s: push request (EnqueuedReconciler will re-push): %w: %w", ref, ErrRedisUnavailable, err)
@@ -406,10 +419,11 @@ func (c *Service) inScope(ctx context.Context, p *lifecycle.Project, ref platfor
 // the send-back counts are cleared (a fresh trigger must not be cancelled
 // by it, nor fail for an earlier trigger's send-backs; a reclaim keeps
 // both). A gated project's run trigger is recorded and its trigger actor
-// dropped (triggerUsedOn) after the push, before the lock's release. All
+// dropped (triggerUsedOn) after the push and g's held writes, before the
+// lock's release. All
 // of it goes in one round trip: after the push the claim has nothing left
 // to guard.
-func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source string, req lifecycle.PipelineRequest, runTrigger string, lock *heldLock) error {
+func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, source string, req lifecycle.PipelineRequest, runTrigger string, g *gateState, lock *heldLock) error {
 	var pushed redis.Cmder
 	_, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		if lock != nil && source != lifecycle.SourceReclaim {
@@ -424,6 +438,7 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 		pushed = c.queue.PushOn(ctx, pipe, req.Encode())
 		// The write went through: a refusal recorded before is over.
 		lifecycle.ForgetRefusalOn(ctx, pipe, ref)
+		g.setOn(ctx, pipe)
 		if p.TriggerAllow.Gated() {
 			triggerUsedOn(ctx, pipe, ref, runTrigger)
 		}
@@ -444,6 +459,7 @@ func (c *Service) push(ctx context.Context, p *lifecycle.Project, ref platforms.
 		}
 		return fmt.Errorf("queue push: %w", err)
 	}
+	g.later = nil // sent with the push
 	return nil
 }
 

@@ -127,9 +127,11 @@ func TestWebhookAndPollClaimsInTwoRoundTrips(t *testing.T) {
 // A project that gates its trigger (trigger.allow, write access by
 // default) records who triggered the run and drops the remembered actor
 // in the push's pipeline, with the lock's release: a webhook's claim by a
-// person whose write access is cached adds only that cache's read to the
-// 2 round trips; a poll's adds the remembered actor's read, and once the
-// ticket's history named them (a tracker call) the actor's record too.
+// person whose write access is cached reads that cache with the lock, in
+// 2 round trips; a poll's reads the remembered actor with the lock and
+// the cached answer about them in a third (its key names the actor), and
+// the actor the ticket's history named (a tracker call) is not written:
+// the push drops it.
 func TestGatedClaimRecordsTheTriggerWithThePush(t *testing.T) {
 	w := lifecycletest.New(t, 5)
 	ctx := t.Context()
@@ -139,8 +141,8 @@ func TestGatedClaimRecordsTheTriggerWithThePush(t *testing.T) {
 	rt := countAfterWarmUp(t, w, trackersim.HumanLogin)
 
 	hooked, polled, hookRT, pollRT := claimWebhookAndPoll(t, w, p, rt, trackersim.HumanLogin)
-	if hookRT != 3 || pollRT != 5 {
-		t.Errorf("gated webhook claim took %d Redis round trips, poll claim %d, want 3 and 5", hookRT, pollRT)
+	if hookRT != 2 || pollRT != 3 {
+		t.Errorf("gated webhook claim took %d Redis round trips, poll claim %d, want 2 and 3", hookRT, pollRT)
 	}
 	for _, tk := range []*platforms.Ticket{hooked, polled} {
 		k := tk.Ref.Key()
@@ -195,4 +197,35 @@ func claimWebhookAndPoll(t *testing.T, w *lifecycletest.World, p *lifecycle.Proj
 		t.Fatalf("poll claim: %+v %v", claimed, err)
 	}
 	return hooked, polled, hookRT, rt.N()
+}
+
+// A gated poll claim of a person who may not trigger, named by the
+// ticket's history, writes the actor and the tracker's answer on its way
+// out (it pushes nothing they could go with): the next claim asks the
+// tracker neither, and the ticket stays Pending.
+func TestRefusedPollClaimRemembersTheActorAndTheAnswer(t *testing.T) {
+	w := lifecycletest.New(t, 5)
+	ctx := t.Context()
+	p := w.Projects[lifecycletest.Project]
+	p.TriggerAllow = lifecycle.TriggerAllow{Write: true}
+	n := w.Sim.As("mallory").CreateIssue(lifecycletest.Repo, "t", "", "agent-smith")
+	tk := snapshotOf(t, p, n)
+	for i := 0; i < 2; i++ {
+		if claimed, err := w.Claims.ClaimListed(ctx, p, []*platforms.Ticket{tk}, lifecycle.SourcePoll, nil); err != nil || len(claimed) != 0 {
+			t.Fatalf("poll claim %d: %+v %v, want none claimed", i, claimed, err)
+		}
+		if who, _ := w.RDB.Get(ctx, keys.TriggerActor(tk.Ref.Key())).Result(); who != "mallory" {
+			t.Errorf("poll claim %d: remembered actor %q, want mallory", i, who)
+		}
+	}
+	calls := w.Sim.Stats().Calls
+	if got := calls[permissionCall]; got != 1 {
+		t.Errorf("%d permission lookups for two claims, want 1", got)
+	}
+	if got := calls["GET /repos/{owner}/{repo}/issues/{number}/events"]; got != 1 {
+		t.Errorf("%d history reads for two claims, want 1", got)
+	}
+	if s := w.State(t, n); s != lifecycle.Pending {
+		t.Errorf("refused ticket is %s, want pending", s)
+	}
 }

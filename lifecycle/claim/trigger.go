@@ -48,22 +48,24 @@ const unknownActor = "someone its history does not name"
 // once on the ticket). actor is who added the trigger label where the caller knows it
 // (a webhook that added it); otherwise it is learned as triggerActor says.
 // A failed lookup is ErrPermissionUnknown and never runs.
-func (c *Service) gateTrigger(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, actor string) (reason, admitted string, err error) {
+// g carries what the claim read with its lock and takes the writes the
+// gate leaves for later.
+func (c *Service) gateTrigger(ctx context.Context, p *lifecycle.Project, t *platforms.Ticket, actor string, g *gateState) (reason, admitted string, err error) {
 	if !p.TriggerAllow.Gated() {
 		return "", "", nil
 	}
 	ref := t.Ref
 	known := actor != ""
 	if !known {
-		if actor, err = c.triggerActor(ctx, p, ref); err != nil || actor == "" {
+		if actor, err = c.triggerActor(ctx, p, ref, g); err != nil || actor == "" {
 			return "", "", err
 		}
 	}
-	ok, err := c.mayTrigger(ctx, p, ref, actor)
+	ok, err := c.mayAct(ctx, p, p.TriggerAllow, ref, actor, g)
 	if known && (err != nil || !ok) {
 		// Whoever claims next without knowing (the sweeper) checks this
 		// person again rather than no one.
-		c.rememberTriggerActor(ctx, ref, actor)
+		g.set(keys.TriggerActor(ref.Key()), actor, keys.TriggerActorTTL)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("claim %s: may %q trigger: %w: %w", ref, actor, ErrPermissionUnknown, err)
@@ -82,16 +84,16 @@ func (c *Service) gateTrigger(ctx context.Context, p *lifecycle.Project, t *plat
 // triggerActor learns who added the trigger label when the caller does not
 // know (polling, the TriggerSweeper, a webhook for another change): the
 // person a webhook or the history named within keys.TriggerActorTTL, else
-// the ticket's history (platforms.LabelHistory), remembered as long. A
-// tracker without history admits an unknown trigger ("" with no error);
-// all four platforms have one.
-func (c *Service) triggerActor(ctx context.Context, p *lifecycle.Project, ref platforms.Ref) (string, error) {
-	stored, err := c.rdb.Get(ctx, keys.TriggerActor(ref.Key())).Result()
-	if err == nil {
-		return stored, nil
-	}
-	if !errors.Is(err, redis.Nil) {
+// the ticket's history (platforms.LabelHistory), remembered as long (a
+// write g leaves for later). A tracker without history admits an unknown
+// trigger ("" with no error); all four platforms have one.
+func (c *Service) triggerActor(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, g *gateState) (string, error) {
+	stored, found, err := g.get(ctx, c.rdb, keys.TriggerActor(ref.Key()))
+	if err != nil {
 		return "", fmt.Errorf("claim %s: read trigger actor: %w: %w", ref, ErrRedisUnavailable, err)
+	}
+	if found {
+		return stored, nil
 	}
 	lh, ok := p.Tracker.(platforms.LabelHistory)
 	if !ok {
@@ -106,7 +108,7 @@ func (c *Service) triggerActor(ctx context.Context, p *lifecycle.Project, ref pl
 	if who == "" {
 		who = unknownActor
 	}
-	c.rememberTriggerActor(ctx, ref, who)
+	g.set(keys.TriggerActor(ref.Key()), who, keys.TriggerActorTTL)
 	return who, nil
 }
 
@@ -146,6 +148,12 @@ func (c *Service) mayTrigger(ctx context.Context, p *lifecycle.Project, ref plat
 // ApprovalGate asks it of a gate's approvers. An ungated allow admits
 // anyone named.
 func (c *Service) MayAct(ctx context.Context, p *lifecycle.Project, allow lifecycle.TriggerAllow, ref platforms.Ref, actor string) (bool, error) {
+	return c.mayAct(ctx, p, allow, ref, actor, nil)
+}
+
+// mayAct is MayAct reading the cached answers g read with the claim lock,
+// and leaving the cache's fills to g.
+func (c *Service) mayAct(ctx context.Context, p *lifecycle.Project, allow lifecycle.TriggerAllow, ref platforms.Ref, actor string, g *gateState) (bool, error) {
 	if !allow.Gated() {
 		return actor != "", nil
 	}
@@ -155,52 +163,147 @@ func (c *Service) MayAct(ctx context.Context, p *lifecycle.Project, allow lifecy
 	if actor == unknownActor {
 		return false, nil
 	}
-	digest := actorDigest(actor)
 	var failed error
-	if pc, ok := p.Tracker.(platforms.TicketPermissionChecker); ok && allow.Write && pc.PermissionScope(ref) != "" {
-		scope := pc.PermissionScope(ref)
-		may, err := c.cachedAnswer(ctx, p, keys.TriggerPermissionIn(p.Name, scope, digest), func(ctx context.Context) (bool, error) {
-			return pc.MayWriteIn(ctx, scope, actor)
-		})
+	for _, pc := range permissionChecks(p, allow, ref, actor) {
+		may, err := c.cachedAnswer(ctx, p, pc.key, g, pc.lookup)
 		if may {
 			return true, nil
 		}
-		failed = err
-	} else if pc, ok := p.Tracker.(platforms.PermissionChecker); ok && allow.Write {
-		may, err := c.cachedAnswer(ctx, p, keys.TriggerPermission(p.Name, digest), func(ctx context.Context) (bool, error) {
-			return pc.MayWrite(ctx, actor)
-		})
-		if may {
-			return true, nil
-		}
-		failed = err
-	}
-	if tc, ok := p.Tracker.(platforms.TeamChecker); ok {
-		for _, team := range allow.Teams {
-			team = strings.TrimSpace(team)
-			may, err := c.cachedAnswer(ctx, p, keys.TriggerTeam(p.Name, actorDigest(team), digest), func(ctx context.Context) (bool, error) {
-				return tc.InTeam(ctx, actor, team)
-			})
-			if may {
-				return true, nil
-			}
-			if err != nil && failed == nil {
-				failed = fmt.Errorf("team %q: %w", team, err)
+		if err != nil && failed == nil {
+			failed = err
+			if pc.team != "" {
+				failed = fmt.Errorf("team %q: %w", pc.team, err)
 			}
 		}
 	}
 	return false, failed
 }
 
+// permissionCheck is one question mayAct may ask of the tracker: its
+// cache key and its lookup; team names the team asked about, if any.
+type permissionCheck struct {
+	key, team string
+	lookup    func(context.Context) (bool, error)
+}
+
+// permissionChecks lists, in order, what mayAct asks about actor: write
+// access (in ref's permission scope where the tracker has them), then
+// each listed team.
+func permissionChecks(p *lifecycle.Project, allow lifecycle.TriggerAllow, ref platforms.Ref, actor string) []permissionCheck {
+	digest := actorDigest(actor)
+	var checks []permissionCheck
+	if pc, ok := p.Tracker.(platforms.TicketPermissionChecker); ok && allow.Write && pc.PermissionScope(ref) != "" {
+		scope := pc.PermissionScope(ref)
+		checks = append(checks, permissionCheck{key: keys.TriggerPermissionIn(p.Name, scope, digest), lookup: func(ctx context.Context) (bool, error) {
+			return pc.MayWriteIn(ctx, scope, actor)
+		}})
+	} else if pc, ok := p.Tracker.(platforms.PermissionChecker); ok && allow.Write {
+		checks = append(checks, permissionCheck{key: keys.TriggerPermission(p.Name, digest), lookup: func(ctx context.Context) (bool, error) {
+			return pc.MayWrite(ctx, actor)
+		}})
+	}
+	if tc, ok := p.Tracker.(platforms.TeamChecker); ok {
+		for _, team := range allow.Teams {
+			team = strings.TrimSpace(team)
+			checks = append(checks, permissionCheck{key: keys.TriggerTeam(p.Name, actorDigest(team), digest), team: team, lookup: func(ctx context.Context) (bool, error) {
+				return tc.InTeam(ctx, actor, team)
+			}})
+		}
+	}
+	return checks
+}
+
+// gateReads names the keys gateTrigger reads for a claim of ref by actor
+// ("" when unknown), for the claim to read them with its lock: the cached
+// answers about a known actor, else the remembered actor (the answers
+// about whom cannot be named before it is read).
+func gateReads(p *lifecycle.Project, ref platforms.Ref, actor string) []string {
+	allow := p.TriggerAllow
+	switch {
+	case !allow.Gated():
+		return nil
+	case actor == "":
+		return []string{keys.TriggerActor(ref.Key())}
+	case allow.Listed(actor) || actor == unknownActor:
+		return nil
+	}
+	var ks []string
+	for _, pc := range permissionChecks(p, allow, ref, actor) {
+		ks = append(ks, pc.key)
+	}
+	return ks
+}
+
+// gateState is what a claim read with its lock for its gate (read, by
+// key: nil for a key found absent; a key not in it is read on its own),
+// and the writes the gate leaves for later (later): the claim sends them
+// with its push, or on its way out when it does not push (flush). A nil
+// gateState reads and writes at once.
+type gateState struct {
+	read  map[string]*string
+	later []laterWrite
+}
+
+// laterWrite is a SET a gateState holds.
+type laterWrite struct {
+	key, val string
+	ttl      time.Duration
+}
+
+// get is key's value, read with the lock where it was, else now.
+func (g *gateState) get(ctx context.Context, rdb redis.Cmdable, key string) (val string, found bool, err error) {
+	if g != nil {
+		if v, ok := g.read[key]; ok {
+			if v == nil {
+				return "", false, nil
+			}
+			return *v, true, nil
+		}
+	}
+	val, err = rdb.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	return val, err == nil, err
+}
+
+// set holds a SET of key for later.
+func (g *gateState) set(key, val string, ttl time.Duration) {
+	g.later = append(g.later, laterWrite{key: key, val: val, ttl: ttl})
+}
+
+// setOn puts the held writes on pipe.
+func (g *gateState) setOn(ctx context.Context, pipe redis.Pipeliner) {
+	for _, w := range g.later {
+		pipe.Set(ctx, w.key, w.val, w.ttl)
+	}
+}
+
+// flush sends the writes still held. Best effort: they are caches, which
+// the next claim fills again.
+func (c *Service) flush(ctx context.Context, ref platforms.Ref, g *gateState) {
+	if len(g.later) == 0 {
+		return
+	}
+	if _, err := c.rdb.Pipelined(context.WithoutCancel(ctx), func(pipe redis.Pipeliner) error {
+		g.setOn(ctx, pipe)
+		return nil
+	}); err != nil {
+		c.log.Warn("remember trigger actor and permission", zap.String("ticket", ref.String()), zap.Error(err))
+	}
+}
+
 // cachedAnswer is the answer cached under key, else lookup's (bounded by
-// triggerTimeout), cached for keys.TriggerPermissionTTL. A failed lookup
-// is not cached, so the next claim asks again.
-func (c *Service) cachedAnswer(ctx context.Context, p *lifecycle.Project, key string, lookup func(context.Context) (bool, error)) (bool, error) {
-	switch cached, err := c.rdb.Get(ctx, key).Result(); {
-	case err == nil:
-		return cached == "1", nil
-	case !errors.Is(err, redis.Nil):
+// triggerTimeout), cached for keys.TriggerPermissionTTL (a write g holds
+// for later, or at once without g). A failed lookup is not cached, so the
+// next claim asks again.
+func (c *Service) cachedAnswer(ctx context.Context, p *lifecycle.Project, key string, g *gateState, lookup func(context.Context) (bool, error)) (bool, error) {
+	cached, found, err := g.get(ctx, c.rdb, key)
+	switch {
+	case err != nil:
 		return false, fmt.Errorf("read cached permission: %w: %w", ErrRedisUnavailable, err)
+	case found:
+		return cached == "1", nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, triggerTimeout)
 	defer cancel()
@@ -212,7 +315,9 @@ func (c *Service) cachedAnswer(ctx context.Context, p *lifecycle.Project, key st
 	if may {
 		v = "1"
 	}
-	if err := c.rdb.Set(ctx, key, v, keys.TriggerPermissionTTL).Err(); err != nil {
+	if g != nil {
+		g.set(key, v, keys.TriggerPermissionTTL)
+	} else if err := c.rdb.Set(ctx, key, v, keys.TriggerPermissionTTL).Err(); err != nil {
 		c.log.Warn("cache trigger permission", zap.String("project", p.Name), zap.Error(err))
 	}
 	return may, nil

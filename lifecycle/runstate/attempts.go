@@ -143,27 +143,35 @@ func ResetAttempts(ctx context.Context, rdb redis.Scripter, ref platforms.Ref, t
 // ticket's history: a claim's lock and History in one round trip. When the
 // lock is held it returns the holder's token instead, which a contended
 // claim reports (AlreadyClaimed names the holder) without another read.
-// Given a KEYS[4] that exists, it takes nothing and returns that key's
-// value: a record the caller must weigh before it locks.
+// Given an unless key (ARGV[4] "1") that exists, it takes nothing and
+// returns that key's value: a record the caller must weigh before it
+// locks. The keys after it are read (GET) with the history, under the
+// lock, for the caller to decide on without another round trip.
 //
 //	KEYS[1]  the claim lock (keys.ClaimLock)
 //	KEYS[2]  attempts hash
 //	KEYS[3]  finished marker of the ticket
-//	KEYS[4]  optional: a key whose presence stops the lock
+//	KEYS[4]  when ARGV[4] is "1": a key whose presence stops the lock
+//	KEYS[n…] string keys read under the lock
 //	ARGV[1]  lock token
 //	ARGV[2]  lock TTL in milliseconds
 //	ARGV[3]  ticket key (hash field)
+//	ARGV[4]  "1" when KEYS[4] is the unless key, else "0"
 //
-// Returns {1, last attempt or "0", 1 if finished else 0} when the lock was
-// taken, {0, holder token or ""} when not, {2, KEYS[4]'s value} when
-// KEYS[4] stopped it.
+// Returns {1, last attempt or "0", 1 if finished else 0, each read key's
+// value or nil…} when the lock was taken, {0, holder token or ""} when
+// not, {2, KEYS[4]'s value} when KEYS[4] stopped it.
 var lockHistoryScript = redis.NewScript(`
-if KEYS[4] then
+local first = 4
+if ARGV[4] == '1' then
   local v = redis.call('GET', KEYS[4])
   if v then return {2, v} end
+  first = 5
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, redis.call('HGET', KEYS[2], ARGV[3]) or '0', redis.call('EXISTS', KEYS[3])}
+  local r = {1, redis.call('HGET', KEYS[2], ARGV[3]) or '0', redis.call('EXISTS', KEYS[3])}
+  for i = first, #KEYS do r[#r + 1] = redis.call('GET', KEYS[i]) end
+  return r
 end
 return {0, redis.call('GET', KEYS[1]) or ''}
 `)
@@ -178,6 +186,9 @@ type Locked struct {
 	// when Got).
 	Last     int
 	Finished bool
+	// Read holds, when Got, the value of each key asked to be read, nil
+	// for a key that does not exist.
+	Read map[string]*string
 	// Stopped is whether the unless key existed: nothing was taken, and
 	// Record is its value.
 	Stopped bool
@@ -185,23 +196,26 @@ type Locked struct {
 }
 
 // LockWithHistory sets lockKey to token for ttl if it is free (SET NX PX,
-// as redislock.Acquire) and, when it did, reads what History reads, in one
-// round trip. unless, when not "", is a key read first in the same round
-// trip: if it exists nothing is taken and its value is returned (Stopped),
-// for the caller to decide on before it locks again without it. The claim
-// lock's release stays redislock.Release. It does not clear a cancel
-// request: the claim does that only once the ticket is known to be
-// claimable (ClearCancel, pipelined with its push).
-func LockWithHistory(ctx context.Context, rdb redis.Scripter, lockKey, token string, ttl time.Duration, ref platforms.Ref, unless string) (Locked, error) {
+// as redislock.Acquire) and, when it did, reads what History reads and
+// the string keys in reads (Locked.Read), in one round trip. unless, when
+// not "", is a key read first in the same round trip: if it exists nothing
+// is taken and its value is returned (Stopped), for the caller to decide
+// on before it locks again without it. The claim lock's release stays
+// redislock.Release. It does not clear a cancel request: the claim does
+// that only once the ticket is known to be claimable (ClearCancel,
+// pipelined with its push).
+func LockWithHistory(ctx context.Context, rdb redis.Scripter, lockKey, token string, ttl time.Duration, ref platforms.Ref, unless string, reads ...string) (Locked, error) {
 	if ttl < time.Millisecond {
 		return Locked{}, fmt.Errorf("lock %s: ttl %v below 1 ms", lockKey, ttl)
 	}
 	k := ref.Key()
 	ks := []string{lockKey, keys.Attempts(), keys.Finished(k)}
+	hasUnless := "0"
 	if unless != "" {
-		ks = append(ks, unless)
+		ks, hasUnless = append(ks, unless), "1"
 	}
-	vals, err := lockHistoryScript.Run(ctx, rdb, ks, token, ttl.Milliseconds(), k).Slice()
+	ks = append(ks, reads...)
+	vals, err := lockHistoryScript.Run(ctx, rdb, ks, token, ttl.Milliseconds(), k, hasUnless).Slice()
 	if err != nil {
 		return Locked{}, fmt.Errorf("lock %s and read attempts of %s: %w", lockKey, ref, err)
 	}
@@ -213,7 +227,7 @@ func LockWithHistory(ctx context.Context, rdb redis.Scripter, lockKey, token str
 		holder, _ := vals[1].(string)
 		return Locked{Holder: holder}, nil
 	}
-	if len(vals) != 3 {
+	if len(vals) != 3+len(reads) {
 		return Locked{}, fmt.Errorf("lock %s: unexpected reply %v", lockKey, vals)
 	}
 	raw, _ := vals[1].(string)
@@ -223,7 +237,18 @@ func LockWithHistory(ctx context.Context, rdb redis.Scripter, lockKey, token str
 		// have failed on it; the lock is ours either way.
 		last = 0
 	}
-	return Locked{Got: true, Last: last, Finished: vals[2] == int64(1)}, nil
+	l := Locked{Got: true, Last: last, Finished: vals[2] == int64(1)}
+	if len(reads) > 0 {
+		l.Read = make(map[string]*string, len(reads))
+		for i, key := range reads {
+			if v, ok := vals[3+i].(string); ok {
+				l.Read[key] = &v
+			} else {
+				l.Read[key] = nil
+			}
+		}
+	}
+	return l, nil
 }
 
 // dueScript raises the ticket's recorded attempt to ARGV[2], never lowers it.

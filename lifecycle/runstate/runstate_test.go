@@ -331,3 +331,37 @@ func TestRunLogsNumberRuns(t *testing.T) {
 		t.Errorf("NextRun(attempt 3) = %d, want run 2 going on", got)
 	}
 }
+
+// LockWithHistory reads the keys it is given with the lock it took (nil
+// for one absent), behind an unless key that stops it, and reads nothing
+// for a claim that did not get the lock.
+func TestLockWithHistoryReadsKeysWithTheLock(t *testing.T) {
+	rdb := client(t)
+	ctx := t.Context()
+	r := ref("7")
+	lockKey := keys.ClaimLock(r.Platform, r.ID)
+	present, absent, unless := keys.TriggerActor(r.Key()), keys.TriggerPermission("x", "d"), keys.TriggerActor("github:other")
+	if err := rdb.Set(ctx, present, "alice", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := runstate.LockWithHistory(ctx, rdb, lockKey, "tok", time.Minute, r, unless, present, absent)
+	if err != nil || !l.Got {
+		t.Fatalf("lock: %+v %v", l, err)
+	}
+	if v := l.Read[present]; v == nil || *v != "alice" {
+		t.Errorf("read %s = %v, want alice", present, v)
+	}
+	if v, ok := l.Read[absent]; !ok || v != nil {
+		t.Errorf("read %s = %v (asked %v), want nil", absent, v, ok)
+	}
+	if l, err := runstate.LockWithHistory(ctx, rdb, lockKey, "tok2", time.Minute, r, "", present); err != nil || l.Got || l.Holder != "tok" || l.Read != nil {
+		t.Errorf("contended lock: %+v %v, want the holder and no reads", l, err)
+	}
+	if err := rdb.Set(ctx, unless, "record", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r2 := ref("8")
+	if l, err := runstate.LockWithHistory(ctx, rdb, keys.ClaimLock(r2.Platform, r2.ID), "tok", time.Minute, r2, unless, present); err != nil || !l.Stopped || l.Record != "record" || l.Read != nil {
+		t.Errorf("stopped lock: %+v %v, want the record and no reads", l, err)
+	}
+}

@@ -117,7 +117,7 @@ func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d De
 // decide is Decide of a decision made by adding label ("" for a command):
 // a ticket that no longer carries label had it carried out, or taken off,
 // since it was seen (a webhook's decision and the GateKeeper's listing
-// race), so nothing is done and nobody answered (reasonLabelGone).
+// race), so nothing is done and nobody answered (reasonMoot).
 func (g *Gate) decide(ctx context.Context, ref platforms.Ref, actor string, d Decision, label string) (claim.CommandResult, error) {
 	res := claim.CommandResult{Command: d.Kind}
 	p, ok := g.claims.Projects().Lookup(ref)
@@ -130,7 +130,7 @@ func (g *Gate) decide(ctx context.Context, ref platforms.Ref, actor string, d De
 		return res, fmt.Errorf("gate %s: read ticket: %w", ref, err)
 	}
 	if label != "" && !t.HasLabel(label) {
-		res.Outcome, res.Reason = claim.CommandNoop, reasonLabelGone
+		res.Outcome, res.Reason = claim.CommandNoop, reasonMoot
 		return res, nil
 	}
 	labels := p.Labels(g.claims.Labels())
@@ -178,9 +178,9 @@ func (g *Gate) decide(ctx context.Context, ref platforms.Ref, actor string, d De
 // lock held.
 const reasonBusy = "another decision or claim holds the ticket"
 
-// reasonLabelGone is the reason of a label's decision whose ticket no
+// reasonMoot is the reason of a label's decision whose ticket no
 // longer carries the label; nobody is answered.
-const reasonLabelGone = "the decision label is gone"
+const reasonMoot = "the decision label is gone"
 
 // DecideByLabel carries out the decision a person made by adding a
 // decision label (approve: <prefix>:approved, else <prefix>:rejected) to
@@ -212,7 +212,7 @@ func (g *Gate) DecideByLabel(ctx context.Context, ref platforms.Ref, actor strin
 	// A decision that found the ticket's lock held (a claim, the
 	// GateKeeper, another decision) keeps its label: the next poll, or
 	// the next label event, decides again.
-	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop && res.Reason != reasonBusy && res.Reason != reasonLabelGone) {
+	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop && res.Reason != reasonBusy && res.Reason != reasonMoot) {
 		if t, rerr := p.Tracker.Get(ctx, ref); rerr == nil && t.HasLabel(label) {
 			if _, rerr := lifecycle.RemoveDecision(ctx, p.Tracker, labels, t, label); rerr != nil {
 				g.log.Warn("remove the refused decision label", zap.String("ticket", ref.String()), zap.Error(rerr))
@@ -305,7 +305,7 @@ func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platf
 			return fmt.Errorf("gate %s: read ticket: %w", ref, err)
 		}
 		if rec.label != "" && !t.HasLabel(rec.label) {
-			res.Outcome, res.Reason = claim.CommandNoop, reasonLabelGone
+			res.Outcome, res.Reason = claim.CommandNoop, reasonMoot
 			return nil
 		}
 		labels := p.Labels(g.claims.Labels())
@@ -339,7 +339,7 @@ func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platf
 	if !held {
 		res.Outcome, res.Reason = claim.CommandNoop, reasonBusy
 	}
-	if res.Outcome == claim.CommandNoop && res.Reason != reasonLabelGone {
+	if res.Outcome == claim.CommandNoop && res.Reason != reasonMoot {
 		g.claims.Reply(ctx, p, ref, "not done: "+res.Reason+".")
 	}
 	return res, nil

@@ -208,6 +208,8 @@ approval then fails only if it is approved within --ttl.`,
 				switch {
 				case res.Parked && res.Outcome == gate.OutcomeCancelled:
 					fmt.Fprintf(w, "cancelled %s: it awaited approval and failed (%s)\n", res.Ticket, res.Reason)
+				case res.Parked && res.Outcome == gate.OutcomeRecorded:
+					fmt.Fprintf(w, "cancel of %s recorded %s\n", res.Ticket, res.Reason)
 				case res.Parked:
 					fmt.Fprintf(w, "not cancelled %s: %s\n", res.Ticket, res.Reason)
 				default:

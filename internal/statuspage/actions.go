@@ -225,6 +225,8 @@ func (h *handler) cancel(ctx context.Context, ref platforms.Ref) (string, error)
 		return "", err
 	case res.Parked && res.Outcome == gate.OutcomeCancelled:
 		return fmt.Sprintf("cancelled %s: it awaited approval and failed %s", ref, res.Reason), nil
+	case res.Parked && res.Outcome == gate.OutcomeRecorded:
+		return fmt.Sprintf("cancel of %s recorded %s", ref, res.Reason), nil
 	case res.Parked:
 		return fmt.Sprintf("not cancelled %s: %s", ref, res.Reason), nil
 	}

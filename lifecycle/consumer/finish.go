@@ -959,7 +959,10 @@ func (a *attempt) stageSucceeded(ctx, wctx context.Context, t *platforms.Ticket,
 // with a timer gate's due (not zero) the request waits in the delayed set
 // until then, holding no consumer slot. Before a park, a gate decision
 // still recorded from an earlier one is dropped under the run's lock
-// (runstate.ForgetGateDecision); before a timer's write, due is recorded
+// (runstate.ForgetGateDecision; before the write, while the ticket reads
+// in-progress, so no decision on this park can be recorded yet), and the
+// park (lifecycle.Park) is recorded before the run lets go of the ticket,
+// which a decision waits for; before a timer's write, due is recorded
 // under it (runstate.PutTimer). A ticket left Enqueued without its
 // request (the replica died after the write) is re-pushed by the
 // EnqueuedReconciler at the stage its label shows, no earlier than the
@@ -1005,17 +1008,21 @@ func (a *attempt) enqueueStage(wctx context.Context, t *platforms.Ticket, stage 
 	if err := runstate.StartOver(wctx, e.rdb, req.Ref); err != nil {
 		log.Warn("start the attempt count over for stage "+stage, zap.Error(err))
 	}
-	a.releaseRun(false)
 	if to == lifecycle.AwaitingApproval {
 		// The gate's deadline counts from here (lifecycle/gate Expire); the
-		// parked index lists the ticket on the status page.
+		// parked index lists the ticket on the status page. Recorded
+		// before the run lets go: the gate waits for that (a decision
+		// during the park finds the run's lock held), so a decision never
+		// comes before the park's record.
 		park := lifecycle.ParkedEntry{Ref: req.Ref, Stage: stage, Title: title, Since: e.cfg.Clock()}
 		if err := lifecycle.Park(wctx, e.rdb, park); err != nil {
 			log.Warn("record when the ticket was parked (the GateKeeper records it at its next cycle)", zap.Error(err))
 		}
+		a.releaseRun(false)
 		log.Info(outcome+"; stage awaits approval", zap.String("nextStage", stage))
 		return
 	}
+	a.releaseRun(false)
 	nreq := lifecycle.PipelineRequest{ID: redislock.NewToken(), Ref: req.Ref, Source: lifecycle.SourceStage, Attempt: 1,
 		EnqueuedAt: e.cfg.Clock().UTC(), ClaimedAt: req.ClaimedAt, Priority: req.Priority, Stage: stage, Pool: a.p.PoolFor(stage)}
 	if !due.IsZero() {

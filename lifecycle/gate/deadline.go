@@ -36,8 +36,10 @@ const (
 // on_timeout fail moves the ticket AwaitingApproval → Failed, its comment
 // first; escalate adds the escalation label and posts one comment
 // mentioning the escalation's handles, once per parking
-// (keys.GateEscalated), the ticket staying parked. It returns the
-// outcome, "" when nothing was due.
+// (keys.GateEscalated), the ticket staying parked. A ticket a run still
+// holds (keys.Heartbeat: the run is parking it) is neither moved nor
+// commented on: the next keep looks again. It returns the outcome, ""
+// when nothing was due.
 func (g *Gate) Expire(ctx context.Context, ref platforms.Ref) (string, error) {
 	return g.keep(ctx, ref, nil)
 }
@@ -53,9 +55,18 @@ func (g *Gate) keep(ctx context.Context, ref platforms.Ref, e *lifecycle.ParkedE
 	}
 	outcome := ""
 	_, err := g.claims.WithLock(ctx, ref, lifecycle.SourceGate, func(ctx context.Context) error {
+		// A run that holds a parked ticket is still parking it: nothing
+		// moves it before the run lets go; the next keep looks again.
+		holds, err := g.runHolds(ctx, ref, 0)
+		if err != nil {
+			return err
+		}
 		if rec, ok, err := g.pending(ctx, ref); err != nil {
 			return err
 		} else if ok {
+			if holds {
+				return nil
+			}
 			return g.finish(ctx, p, ref, rec) // moved: no deadline applies
 		}
 		if e == nil {
@@ -88,6 +99,9 @@ func (g *Gate) keep(ctx context.Context, ref platforms.Ref, e *lifecycle.ParkedE
 			if did {
 				outcome = OutcomeUnparked
 			}
+			return nil
+		}
+		if holds {
 			return nil
 		}
 		stage := labels.StageOf(t.Labels)

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,8 +78,22 @@ type record struct {
 type Config struct {
 	Instance string
 	Clock    func() time.Time
-	Logger   *zap.Logger
+	// RunWait bounds how long a decision, under the ticket's claim lock,
+	// waits for the run that is parking the ticket to let go of it
+	// (keys.Heartbeat), looking every RunPoll; default DefaultRunWait,
+	// DefaultRunPoll.
+	RunWait, RunPoll time.Duration
+	Logger           *zap.Logger
 }
+
+// Defaults of Config's RunWait and RunPoll. A run parks a ticket with its
+// last label write (two writes on GitHub REST, the first already reading
+// awaiting-approval), then records the park and lets go: well within a
+// second, unless the tracker or Redis is slow.
+const (
+	DefaultRunWait = 10 * time.Second
+	DefaultRunPoll = 50 * time.Millisecond
+)
 
 // Gate decides parked tickets. Its moves run under the ticket's claim lock
 // (claim.Service.WithLock), so a decision racing another, a cancel, a
@@ -97,6 +112,12 @@ func New(rdb redis.UniversalClient, claims *claim.Service, q *queue.Queue, cfg C
 	if cfg.Clock == nil {
 		cfg.Clock = wallclock.Now
 	}
+	if cfg.RunWait <= 0 {
+		cfg.RunWait = DefaultRunWait
+	}
+	if cfg.RunPoll <= 0 {
+		cfg.RunPoll = DefaultRunPoll
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
@@ -114,10 +135,14 @@ func (g *Gate) Decide(ctx context.Context, ref platforms.Ref, actor string, d De
 	return g.decide(ctx, ref, actor, d, "")
 }
 
-// decide is Decide of a decision made by adding label ("" for a command):
-// a ticket that no longer carries label had it carried out, or taken off,
-// since it was seen (a webhook's decision and the GateKeeper's listing
-// race), so nothing is done and nobody answered (reasonMoot).
+// reasonMoot is the reason of a label decision whose label the
+// ticket no longer carries: a decision carried it out (the move removes
+// it), or a person removed it.
+const reasonMoot = "the decision label is gone"
+
+// decide is Decide; a decision made by adding label (DecideByLabel) is
+// not done, and says nothing on the ticket, when the ticket no longer
+// carries it.
 func (g *Gate) decide(ctx context.Context, ref platforms.Ref, actor string, d Decision, label string) (claim.CommandResult, error) {
 	res := claim.CommandResult{Command: d.Kind}
 	p, ok := g.claims.Projects().Lookup(ref)
@@ -178,10 +203,6 @@ func (g *Gate) decide(ctx context.Context, ref platforms.Ref, actor string, d De
 // lock held.
 const reasonBusy = "another decision or claim holds the ticket"
 
-// reasonMoot is the reason of a label's decision whose ticket no
-// longer carries the label; nobody is answered.
-const reasonMoot = "the decision label is gone"
-
 // DecideByLabel carries out the decision a person made by adding a
 // decision label (approve: <prefix>:approved, else <prefix>:rejected) to
 // ref: actor is who added it where the caller knows (a webhook), else the
@@ -211,8 +232,11 @@ func (g *Gate) DecideByLabel(ctx context.Context, ref platforms.Ref, actor strin
 	res, err := g.decide(ctx, ref, actor, d, label)
 	// A decision that found the ticket's lock held (a claim, the
 	// GateKeeper, another decision) keeps its label: the next poll, or
-	// the next label event, decides again.
-	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop && res.Reason != reasonBusy && res.Reason != reasonMoot) {
+	// the next label event, decides again. One recorded while a run
+	// parked the ticket keeps it too: its move removes it. A listing
+	// read before that move (the GateKeeper's, which carries recorded
+	// decisions out first) finds the label gone, and says nothing.
+	if err == nil && (res.Outcome == claim.CommandRefused || res.Outcome == claim.CommandNoop && !slices.Contains([]string{reasonBusy, reasonMoot, reasonRecorded}, res.Reason)) {
 		if t, rerr := p.Tracker.Get(ctx, ref); rerr == nil && t.HasLabel(label) {
 			if _, rerr := lifecycle.RemoveDecision(ctx, p.Tracker, labels, t, label); rerr != nil {
 				g.log.Warn("remove the refused decision label", zap.String("ticket", ref.String()), zap.Error(rerr))
@@ -289,45 +313,34 @@ func (g *Gate) runTrigger(ctx context.Context, p *lifecycle.Project, ref platfor
 // decideLocked records rec and moves the ticket under its claim lock,
 // from a fresh read. A decision already recorded for the ticket (a crash
 // between its record and its write) is finished first, and rec then finds
-// the ticket moved.
+// the ticket moved. A ticket a run still holds (keys.Heartbeat) is being
+// parked: its run's last label write may be half done, its park not yet
+// recorded. The decision waits for the run to let go (RunWait at most)
+// and reads the ticket then; a run that holds it longer gets rec recorded
+// only (parkingLocked), which the GateKeeper carries out once the run let
+// go.
 func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, rec record) (claim.CommandResult, error) {
 	res := claim.CommandResult{Command: rec.Kind}
 	held, err := g.claims.WithLock(ctx, ref, lifecycle.SourceGate, func(ctx context.Context) error {
+		holds, err := g.runHolds(ctx, ref, g.cfg.RunWait)
+		if err != nil {
+			return err
+		}
 		if pending, ok, err := g.pending(ctx, ref); err != nil {
 			return err
-		} else if ok {
+		} else if ok && !holds {
 			if err := g.finish(ctx, p, ref, pending); err != nil {
 				return err
 			}
 		}
-		t, err := p.Tracker.Get(ctx, ref)
-		if err != nil {
-			return fmt.Errorf("gate %s: read ticket: %w", ref, err)
+		t, err := g.readFor(ctx, p, ref, &rec, &res)
+		if err != nil || t == nil {
+			return err
 		}
-		if rec.label != "" && !t.HasLabel(rec.label) {
-			res.Outcome, res.Reason = claim.CommandNoop, reasonMoot
-			return nil
+		if holds {
+			return g.parkingLocked(ctx, p, ref, &rec, &res)
 		}
-		labels := p.Labels(g.claims.Labels())
-		if s := labels.StateOf(t.Labels); s != lifecycle.AwaitingApproval {
-			res.Outcome, res.Reason = claim.CommandNoop, "nothing awaits approval: state is "+s.String()
-			return nil
-		}
-		// Who may decide was checked for the stage read before the lock.
-		if now := labels.StageOf(t.Labels); rec.Stage == "" {
-			rec.Stage = now
-		} else if !p.SameStage(rec.Stage, now) {
-			res.Outcome, res.Reason = claim.CommandNoop, fmt.Sprintf("the ticket now awaits stage %s, not %s", now, rec.Stage)
-			return nil
-		}
-		if rec.Kind == Reject {
-			n, err := g.rejections(ctx, ref, rec.Stage)
-			if err != nil {
-				return err
-			}
-			rec.Rejection = n + 1
-		}
-		if err := g.put(ctx, ref, rec); err != nil {
+		if err := g.record(ctx, ref, &rec); err != nil {
 			return err
 		}
 		res.Outcome, res.Reason = outcomeOf(rec), "by "+claim.SafeName(rec.Actor)
@@ -339,10 +352,116 @@ func (g *Gate) decideLocked(ctx context.Context, p *lifecycle.Project, ref platf
 	if !held {
 		res.Outcome, res.Reason = claim.CommandNoop, reasonBusy
 	}
-	if res.Outcome == claim.CommandNoop && res.Reason != reasonMoot {
+	switch {
+	case res.Outcome == claim.CommandNoop && res.Reason != reasonRecorded && res.Reason != reasonMoot:
 		g.claims.Reply(ctx, p, ref, "not done: "+res.Reason+".")
+	case res.Outcome == OutcomeRecorded:
+		g.claims.Reply(ctx, p, ref, fmt.Sprintf("%s by %s recorded: %s.", rec.Kind, claim.SafeName(rec.Actor), whenParked(rec.Stage)))
 	}
 	return res, nil
+}
+
+// OutcomeRecorded is a decision on a ticket its run was still parking
+// after the gate's RunWait: recorded (keys.GateDecision) and carried out
+// by the GateKeeper (Expire) once the run let go.
+const OutcomeRecorded = "recorded"
+
+// readFor reads ref afresh under its claim lock and checks rec against
+// it: the ticket must await approval, at rec.Stage when set (who may
+// decide was checked for the stage read before the lock), else rec.Stage
+// becomes the stage it awaits. A ticket that does not is nil, res saying
+// why.
+func (g *Gate) readFor(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, rec *record, res *claim.CommandResult) (*platforms.Ticket, error) {
+	t, err := p.Tracker.Get(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("gate %s: read ticket: %w", ref, err)
+	}
+	if rec.label != "" && !t.HasLabel(rec.label) {
+		res.Outcome, res.Reason = claim.CommandNoop, reasonMoot
+		return nil, nil
+	}
+	labels := p.Labels(g.claims.Labels())
+	if s := labels.StateOf(t.Labels); s != lifecycle.AwaitingApproval {
+		res.Outcome, res.Reason = claim.CommandNoop, "nothing awaits approval: state is "+s.String()
+		return nil, nil
+	}
+	if now := labels.StageOf(t.Labels); rec.Stage == "" {
+		rec.Stage = now
+	} else if !p.SameStage(rec.Stage, now) {
+		res.Outcome, res.Reason = claim.CommandNoop, fmt.Sprintf("the ticket now awaits stage %s, not %s", now, rec.Stage)
+		return nil, nil
+	}
+	return t, nil
+}
+
+// record numbers rec, a rejection, after those of its stage's gate that
+// moved ref, and records it before its label write.
+func (g *Gate) record(ctx context.Context, ref platforms.Ref, rec *record) error {
+	if rec.Kind == Reject {
+		n, err := g.rejections(ctx, ref, rec.Stage)
+		if err != nil {
+			return err
+		}
+		rec.Rejection = n + 1
+	}
+	return g.put(ctx, ref, *rec)
+}
+
+// parkingLocked is decideLocked on a ticket whose run still holds it after
+// RunWait, rec checked against a fresh read: rec is recorded and not
+// carried out; a decision recorded before it stands, and rec is then not
+// done.
+func (g *Gate) parkingLocked(ctx context.Context, p *lifecycle.Project, ref platforms.Ref, rec *record, res *claim.CommandResult) error {
+	if prior, ok, err := g.pending(ctx, ref); err != nil {
+		return err
+	} else if ok && prior.Kind == rec.Kind && prior.Actor == rec.Actor && p.SameStage(prior.Stage, rec.Stage) {
+		res.Outcome, res.Reason = claim.CommandNoop, reasonRecorded // said when recorded
+		return nil
+	} else if ok {
+		res.Outcome, res.Reason = claim.CommandNoop, fmt.Sprintf("the %s by %s recorded before is %s", prior.Kind, claim.SafeName(prior.Actor), whenParked(rec.Stage))
+		return nil
+	}
+	if err := g.record(ctx, ref, rec); err != nil {
+		return err
+	}
+	res.Outcome, res.Reason = OutcomeRecorded, "by "+claim.SafeName(rec.Actor)+"; "+whenParked(rec.Stage)
+	g.log.Info("decision recorded: the run parking the ticket still holds it", zap.String("ticket", ref.String()), zap.String("decision", rec.Kind))
+	g.emit(lifecycle.Event{Ref: ref, To: lifecycle.AwaitingApproval, Outcome: OutcomeRecorded, Reason: rec.Kind + " by " + claim.SafeName(rec.Actor) + " while the run parked the ticket",
+		Stage: rec.Stage, Actor: rec.Actor})
+	return nil
+}
+
+// reasonRecorded is the reason of a decision made again (the same kind,
+// actor and stage: a decision label read again) while the one recorded
+// awaits the run parking the ticket; nothing is said on the ticket.
+const reasonRecorded = "the same decision is recorded"
+
+// whenParked says when a decision recorded on a ticket still being parked
+// for stage is carried out.
+func whenParked(stage string) string {
+	return "carried out once stage " + stage + " has finished parking the ticket"
+}
+
+// runHolds reports whether a run holds ref (keys.Heartbeat) after waiting
+// up to wait for it to let go, looking every RunPoll; a parked ticket has
+// no run, so one that holds it is still parking it.
+func (g *Gate) runHolds(ctx context.Context, ref platforms.Ref, wait time.Duration) (bool, error) {
+	for looks := wait / g.cfg.RunPoll; ; looks-- {
+		token, _, err := runstate.Holder(ctx, g.rdb, ref)
+		if err != nil {
+			return false, fmt.Errorf("gate %s: read the run's lock: %w: %w", ref, claim.ErrRedisUnavailable, err)
+		}
+		if token == "" || looks <= 0 {
+			return token != "", nil
+		}
+		tm := time.NewTimer(g.cfg.RunPoll)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return false, ctx.Err()
+		case <-tm.C:
+		}
+	}
 }
 
 func outcomeOf(rec record) string {
@@ -460,7 +579,8 @@ func rejectedTo(p *lifecycle.Project, stage string) string {
 
 // Repair finishes the decision recorded for ref, if one is, under its
 // claim lock: what a crash between a decision's record and its label
-// write left. It reports whether one was.
+// write left, or a decision recorded while a run parked the ticket (not
+// while that run still holds it). It reports whether one was.
 func (g *Gate) Repair(ctx context.Context, ref platforms.Ref) (bool, error) {
 	p, ok := g.claims.Projects().Lookup(ref)
 	if !ok {
@@ -473,6 +593,9 @@ func (g *Gate) Repair(ctx context.Context, ref platforms.Ref) (bool, error) {
 			return err
 		}
 		found = true
+		if holds, err := g.runHolds(ctx, ref, 0); err != nil || holds {
+			return err // still parking: carried out once the run let go
+		}
 		return g.finish(ctx, p, ref, rec)
 	})
 	return found, err

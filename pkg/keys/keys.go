@@ -377,6 +377,8 @@ func RunTrigger(ticketKey string) string { return prefix() + "run-trigger:" + ti
 // GateDecision is an approval gate's decision recorded before its label
 // write (JSON: approve or reject, who, why, the stage), so a crash between
 // loses no decision: the next decision or the gate's repair finishes it.
+// A decision on a ticket whose run is still parking it past the gate's
+// wait is only recorded here, and the GateKeeper carries it out.
 func GateDecision(ticketKey string) string { return prefix() + "gate-decision:" + ticketKey }
 
 // GateRejections counts the rejections of a ticket's gates, a hash of

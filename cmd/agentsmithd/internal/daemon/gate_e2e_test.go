@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,22 +60,6 @@ func (e *env) startGatedYAML(yml string, roles ...string) {
 	e.startDaemon(cfg)
 }
 
-// waitParked waits until issue n is parked: awaiting-approval its only
-// lifecycle label (a GitHub REST move adds the new label before it
-// removes the old) and the run's lock released, which the run does right
-// after its last label write. A decision before that races the run's
-// move: the gate decides on the half-written labels, and the approved
-// stage's request waits for the EnqueuedReconciler.
-func (e *env) waitParked(n int) {
-	e.t.Helper()
-	e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
-	rdb := e.redis.Client(e.t)
-	eventually.Wait(e.t, 10*time.Second, "the parked ticket without run lock or heartbeat", func() bool {
-		c, err := rdb.Exists(context.Background(), keys.Heartbeat(e.pc.Name+":"+e.pc.ID(n))).Result()
-		return err == nil && c == 0
-	})
-}
-
 // A ticket parks in awaiting-approval after plan with no run and no
 // heartbeat; an outsider's approval is refused; a rejection with text
 // runs plan again with $AGENTSMITH_REVIEW; an approval runs implement and
@@ -85,7 +68,7 @@ func TestApprovalGateParksRejectsAndApproves(t *testing.T) {
 	forEachPlatformAndGitHubREST(t, func(t *testing.T, e *env) {
 		e.startGated("replica-a", "approval")
 		n := e.sim.CreateIssue(e.repo, "Gate me", "", "agent-smith")
-		e.waitParked(n)
+		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
 		staged := labels.WithStages(threeStages)
 		is, _ := e.sim.Issue(e.repo, n)
 		if s := staged.StageOf(is.Labels); s != "implement" {
@@ -110,7 +93,7 @@ func TestApprovalGateParksRejectsAndApproves(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually.Wait(t, 60*time.Second, "plan to run again", func() bool { return len(e.runLines("gated", n)) == 2 })
-		e.waitParked(n)
+		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
 		if err := e.sim.AddComment(e.repo, n, "/agent-smith approve"); err != nil {
 			t.Fatal(err)
 		}
@@ -256,12 +239,12 @@ func TestApprovalGateMaxRejectionsFails(t *testing.T) {
 	forEachPlatform(t, func(t *testing.T, e *env) {
 		e.startGated("replica-a", "{approval: {max_rejections: 1}}")
 		n := e.sim.CreateIssue(e.repo, "Reject me twice", "", "agent-smith")
-		e.waitParked(n)
+		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
 		if err := e.sim.AddComment(e.repo, n, "/agent-smith reject too broad"); err != nil {
 			t.Fatal(err)
 		}
 		eventually.Wait(t, 60*time.Second, "plan to run again", func() bool { return len(e.runLines("gated", n)) == 2 })
-		e.waitParked(n)
+		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
 		if err := e.sim.AddComment(e.repo, n, "/agent-smith reject still too broad"); err != nil {
 			t.Fatal(err)
 		}

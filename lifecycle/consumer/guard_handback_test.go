@@ -1,9 +1,11 @@
 package consumer_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +47,7 @@ func guardedConfig(t *testing.T, w *lifecycletest.World, dir string) consumer.Ex
 // recorded as the pipeline exiting 125, which failed the ticket.
 func TestGuardRefusedStartIsHandedBackNotFailed(t *testing.T) {
 	const instance = "gone*1"
-	setup := func(t *testing.T) (*lifecycletest.World, string, *lifecycletest.Recorder) {
+	setup := func(t *testing.T, also func(*lifecycletest.World) lifecycle.Observer) (*lifecycletest.World, string, *lifecycletest.Recorder) {
 		w := lifecycletest.New(t, 3)
 		dir := t.TempDir()
 		w.Projects[lifecycletest.Project].Pipeline.Command = []string{"sh", "-c", `echo "$AGENTSMITH_ATTEMPT" >> "$D/ran"`}
@@ -53,11 +55,28 @@ func TestGuardRefusedStartIsHandedBackNotFailed(t *testing.T) {
 		cfg.Guard.Instance, cfg.Guard.Presence = instance, trust.Fraction(time.Hour, trust.DefaultPresenceTrust)
 		rec := &lifecycletest.Recorder{}
 		cfg.Observer, cfg.RefusedStartDelay = rec, 50*time.Millisecond
+		if also != nil {
+			cfg.Observer = lifecycle.Observers{also(w), rec}
+		}
 		consumertest.RunPromoted(t, w, cfg)
 		return w, dir, rec
 	}
 	t.Run("once", func(t *testing.T) {
-		w, dir, rec := setup(t)
+		// The liveness key appears as the first refusal is handed back,
+		// before the next take can run the guard again however slow the
+		// machine.
+		var once sync.Once
+		w, dir, rec := setup(t, func(w *lifecycletest.World) lifecycle.Observer {
+			return observeFunc(func(ev lifecycle.Event) {
+				if ev.Outcome == "handed back" {
+					once.Do(func() {
+						if err := w.RDB.Set(context.Background(), keys.Instance(instance), "x", time.Hour).Err(); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+			})
+		})
 		n := w.ClaimIssue(t, "refused once")
 		ev := eventually.Value(t, 20*time.Second, "the refused start handed back", func() (lifecycle.Event, bool) {
 			return rec.Find("handed back")
@@ -65,10 +84,7 @@ func TestGuardRefusedStartIsHandedBackNotFailed(t *testing.T) {
 		if ev.Attempt != 1 || !strings.Contains(ev.Reason, "the daemon's liveness key ("+instance+") is gone") {
 			t.Errorf("hand-back %+v: want attempt 1 and the guard's reason", ev)
 		}
-		// The liveness key appears: the next take of the same attempt runs.
-		if err := w.RDB.Set(t.Context(), keys.Instance(instance), "x", time.Hour).Err(); err != nil {
-			t.Fatal(err)
-		}
+		// With the liveness key there, the next take of the same attempt runs.
 		w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
 		if b, err := os.ReadFile(filepath.Join(dir, "ran")); err != nil || string(b) != "1\n" {
 			t.Errorf("attempts run %q (%v), want attempt 1 once", b, err)
@@ -78,7 +94,7 @@ func TestGuardRefusedStartIsHandedBackNotFailed(t *testing.T) {
 		}
 	})
 	t.Run("persists", func(t *testing.T) {
-		w, dir, rec := setup(t)
+		w, dir, rec := setup(t, nil)
 		n := w.ClaimIssue(t, "refused always")
 		w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
 		if lifecycletest.Exists(filepath.Join(dir, "ran")) {
@@ -94,3 +110,8 @@ func TestGuardRefusedStartIsHandedBackNotFailed(t *testing.T) {
 		}
 	})
 }
+
+// observeFunc is a function as a lifecycle.Observer.
+type observeFunc func(lifecycle.Event)
+
+func (f observeFunc) Observe(ev lifecycle.Event) { f(ev) }

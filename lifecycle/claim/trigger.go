@@ -244,10 +244,12 @@ type gateState struct {
 	later []laterWrite
 }
 
-// laterWrite is a SET a gateState holds.
+// laterWrite is a SET a gateState holds; nx: only where the key is still
+// absent (it was read absent with the lock).
 type laterWrite struct {
 	key, val string
 	ttl      time.Duration
+	nx       bool
 }
 
 // get is key's value, read with the lock where it was, else now.
@@ -267,15 +269,23 @@ func (g *gateState) get(ctx context.Context, rdb redis.Cmdable, key string) (val
 	return val, err == nil, err
 }
 
-// set holds a SET of key for later.
+// set holds a SET of key for later. A key read absent with the lock is
+// set only where it is still absent: what the claim learned for it is
+// older than what a writer that did not wait for the lock (a webhook
+// naming a newer trigger's actor) wrote meanwhile.
 func (g *gateState) set(key, val string, ttl time.Duration) {
-	g.later = append(g.later, laterWrite{key: key, val: val, ttl: ttl})
+	v, read := g.read[key]
+	g.later = append(g.later, laterWrite{key: key, val: val, ttl: ttl, nx: read && v == nil})
 }
 
 // setOn puts the held writes on pipe.
 func (g *gateState) setOn(ctx context.Context, pipe redis.Pipeliner) {
 	for _, w := range g.later {
-		pipe.Set(ctx, w.key, w.val, w.ttl)
+		if w.nx {
+			pipe.SetNX(ctx, w.key, w.val, w.ttl)
+		} else {
+			pipe.Set(ctx, w.key, w.val, w.ttl)
+		}
 	}
 }
 

@@ -107,14 +107,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 // from the daemon that started it, which reads on fd 4 why the guard did
 // not start the pipeline.
 func guard(stderr io.Writer) int {
-	report := os.NewFile(4, "report")
+	// Nil when fd 4 is no pipe (a daemon older than the report pipe).
+	report := runguard.ReportFile(4)
 	// Before the orders are read: the pipeline runs as the guard's user
 	// unless run_as says otherwise, and must not read the password from
 	// /proc/$PPID/mem.
 	if err := nodump.Enable(); err != nil {
 		why := "cannot make the process non-dumpable: " + err.Error()
 		fmt.Fprintln(stderr, "agentsmithd guard:", why)
-		_, _ = io.WriteString(report, why)
+		if report != nil {
+			_, _ = io.WriteString(report, why)
+		}
 		return runguard.ExitOwnFailure
 	}
 	return runguard.Main(os.NewFile(3, "orders"), report, stderr)

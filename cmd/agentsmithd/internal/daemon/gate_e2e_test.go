@@ -179,20 +179,7 @@ func TestApprovalGateByLabelWhilePolling(t *testing.T) {
 		n := e.sim.CreateIssue(e.repo, "Gate me by label", "", "agent-smith")
 		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
 		approved := labels.Approved()
-		if err := e.sim.AddLabels(e.repo, n, approved); err != nil {
-			t.Fatal(err)
-		}
-		e.waitState(n, 60*time.Second, lifecycle.Done)
-		is, _ := e.sim.Issue(e.repo, n)
-		if slices.Contains(is.Labels, approved) {
-			t.Errorf("labels %q: the approval label left behind", is.Labels)
-		}
-		if want := []string{"plan review=", "implement review=", "test review="}; !slices.Equal(e.runLines("gated", n), want) {
-			t.Errorf("stage runs %q, want %q", e.runLines("gated", n), want)
-		}
-		if got := e.commentsWith(n, "approved by "+e.pc.Actor(trackersim.HumanLogin)); got != 1 {
-			t.Errorf("%d approval replies naming who added the label, want 1", got)
-		}
+		e.approveByLabel(n, approved)
 	})
 }
 
@@ -325,20 +312,7 @@ func TestApprovalGateByLabelWebhook(t *testing.T) {
 		if s := e.state(n); s != lifecycle.AwaitingApproval {
 			t.Fatalf("after an outsider's label: state %s, want still awaiting-approval", s)
 		}
-		if err := e.sim.AddLabels(e.repo, n, approved); err != nil {
-			t.Fatal(err)
-		}
-		e.waitState(n, 60*time.Second, lifecycle.Done)
-		is, _ := e.sim.Issue(e.repo, n)
-		if slices.Contains(is.Labels, approved) {
-			t.Errorf("labels %q: the approval label left behind", is.Labels)
-		}
-		if want := []string{"plan review=", "implement review=", "test review="}; !slices.Equal(e.runLines("gated", n), want) {
-			t.Errorf("stage runs %q, want %q", e.runLines("gated", n), want)
-		}
-		if got := e.commentsWith(n, "approved by "+e.pc.Actor(trackersim.HumanLogin)); got != 1 {
-			t.Errorf("%d approval replies naming who added the label, want 1", got)
-		}
+		e.approveByLabel(n, approved)
 	})
 }
 
@@ -369,4 +343,26 @@ func TestParkedTicketClosedOrUntriggeredLeavesGate(t *testing.T) {
 			})
 		}
 	})
+}
+
+// approveByLabel has the tracker's person add the approval label to
+// parked issue n and checks that the gated stages ran to Done, the label
+// removed and one reply naming who added it.
+func (e *env) approveByLabel(n int, approved string) {
+	t := e.t
+	t.Helper()
+	if err := e.sim.AddLabels(e.repo, n, approved); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(n, 60*time.Second, lifecycle.Done)
+	is, _ := e.sim.Issue(e.repo, n)
+	if slices.Contains(is.Labels, approved) {
+		t.Errorf("labels %q: the approval label left behind", is.Labels)
+	}
+	if want := []string{"plan review=", "implement review=", "test review="}; !slices.Equal(e.runLines("gated", n), want) {
+		t.Errorf("stage runs %q, want %q", e.runLines("gated", n), want)
+	}
+	if got := e.commentsWith(n, "approved by "+e.pc.Actor(trackersim.HumanLogin)); got != 1 {
+		t.Errorf("%d approval replies naming who added the label, want 1", got)
+	}
 }

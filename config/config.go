@@ -120,6 +120,8 @@ type Config struct {
 	Audit        Audit         `yaml:"audit"`
 	Status       Status        `yaml:"status"`
 	Projects     []Project     `yaml:"projects"`
+	// Sandbox shuts each pipeline run in (sandbox.go).
+	Sandbox Sandbox `yaml:"sandbox"`
 	// TrackersimWriterHeader tags every tracker write with the writer's
 	// name (trackerhttp.WriterHeader) for trackersim's write log, which
 	// the demo shows and the chaos run's stale-write analysis reads. For
@@ -458,6 +460,10 @@ type Polling struct {
 type PipelineSecret struct {
 	Name string `yaml:"name"`
 	From Secret `yaml:"from"`
+	// Inject, when set, keeps the secret out of the sandbox: the egress
+	// proxy adds it to the pipeline's requests to one host, and the
+	// pipeline's variable holds only a placeholder.
+	Inject *SecretInject `yaml:"inject"`
 }
 
 // Pipeline is the command a ticket runs.
@@ -486,6 +492,8 @@ type Pipeline struct {
 	// Stages, when set, split the run into ordered stages (stages.go);
 	// without them a ticket runs Command once, as a single stage.
 	Stages []Stage `yaml:"stages"`
+	// Sandbox is this project's limits, hosts and mounts (sandbox.go).
+	Sandbox PipelineSandbox `yaml:"sandbox"`
 
 	commandDir string // see CommandDir
 }
@@ -668,6 +676,7 @@ func (c *Config) applyDefaults(baseDir string) {
 	setDefault(&c.Webhook.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress)
 	setDefault(&c.Webhook.BodyTimeout, DefaultBodyTimeout)
 	setDefault(&c.Audit.MaxLen, DefaultAuditMaxLen)
+	c.Sandbox.applyDefaults()
 	for i := range c.Projects {
 		p := &c.Projects[i]
 		if d, ok := platforms.Lookup(p.Platform); ok {

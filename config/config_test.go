@@ -87,6 +87,8 @@ func TestDefaults(t *testing.T) {
 		Webhook: Webhook{MaxBodyBytes: 1 << 20, DeliveryTTL: 24 * time.Hour, MaxConnections: 1024,
 			MaxConnectionsPerAddress: 64, BodyTimeout: 10 * time.Second},
 		Audit: Audit{MaxLen: 100_000},
+		Sandbox: Sandbox{Mode: SandboxOn, UIDRange: UIDRange{First: 1879048192, Count: 65536},
+			Limits: Limits{Memory: "4GiB", Processes: 1024, CPU: 2}},
 	}
 	got := *c
 	got.Projects = nil

@@ -79,8 +79,10 @@ func TestWebhookConnectionLimits(t *testing.T) {
 // pipeline.run_as resolves names and numbers, and is refused where the
 // daemon could not switch to it (not root) or where it does not resolve.
 func TestPipelineRunAs(t *testing.T) {
-	base := oneProject + "    token_env: T\n"
-	vars := map[string]string{"T": "t"}
+	// run_as is the isolation of a daemon whose sandbox is off, which
+	// needs a Redis password (sandbox_test.go).
+	base := "sandbox: {mode: off}\nredis: {password_env: RP}\n" + oneProject + "    token_env: T\n"
+	vars := map[string]string{"T": "t", "RP": "p"}
 	withRunAs := func(v string) string {
 		return strings.Replace(base, "pipeline: {command: [run]}", "pipeline: {command: [run], run_as: \""+v+"\"}", 1)
 	}

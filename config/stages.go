@@ -35,6 +35,9 @@ type Stage struct {
 	// `gate: {approval: {approvers: …, distinct_from_trigger: …,
 	// max_rejections: …}}`, or a timer `gate: {after: 1h}`.
 	Gate *Gate `yaml:"gate"`
+	// Sandbox is the stage's limits (sandbox.go); unset ones take the
+	// project's.
+	Sandbox PipelineSandbox `yaml:"sandbox"`
 }
 
 // GateApproval is the short form of an approval gate: `gate: approval`.

@@ -105,6 +105,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 		}
 	}
 	c.validateAdminListen(errs)
+	c.validateSandbox(errs)
 
 	if len(c.Projects) == 0 {
 		errs.add("projects", "at least one project is required")
@@ -133,6 +134,7 @@ func (c *Config) validate(errs *Errors, lookupEnv func(string) (string, bool), b
 		checkJiraScopesApart(errs, path, p, c.Projects[:i])
 		checkPacingAgrees(errs, path, p, c.Projects[:i])
 		validateRunAs(errs, path+".pipeline", p.Pipeline)
+		validateSandboxProject(errs, path+".pipeline", p.Pipeline, c.Sandbox.On())
 		for k := range p.Pipeline.Secrets {
 			ps := &p.Pipeline.Secrets[k]
 			sp := fmt.Sprintf("%s.pipeline.secrets[%d]", path, k)

@@ -108,6 +108,9 @@ type Pipeline struct {
 	// token files, config and /proc entries are then out of the pipeline's
 	// reach. The ticket's work dir is handed to that user.
 	RunAs *syscall.Credential
+	// Sandbox is what the project's runs may use in their sandbox; the
+	// executor applies it when runs are sandboxed.
+	Sandbox SandboxPolicy
 }
 
 // Projects indexes projects by name.

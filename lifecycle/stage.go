@@ -27,6 +27,9 @@ type Stage struct {
 	// Gate, when set, holds a ticket before the stage starts; never on the
 	// first stage (config validation).
 	Gate *Gate
+	// Limits are the stage's own sandbox limits; unset fields take the
+	// project's.
+	Limits RunLimits
 }
 
 // SendBack is a stage's on_failure: back to the earlier stage BackTo, at

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -180,7 +181,8 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		p.Stages = append(p.Stages, lifecycle.Stage{Name: st.Name, Command: st.Command, Timeout: st.Timeout, MaxAttempts: st.MaxAttempts,
 			Retry: lifecycle.RetryPolicy{ExitCodes: st.Retry.ExitCodes, OnTimeout: st.Retry.OnTimeout,
 				Backoff: lifecycle.Backoff{Initial: sb.Initial, Max: sb.Max, Multiplier: sb.Multiplier, Jitter: sb.Jitter}},
-			RunAs: cred, StartHint: pl.Where(st.Command), Pool: st.Pool, Gate: stageGate(st.Gate, p.TriggerAllow, pl.Escalate)})
+			RunAs: cred, StartHint: pl.Where(st.Command), Pool: st.Pool, Gate: stageGate(st.Gate, p.TriggerAllow, pl.Escalate),
+			Limits: RunLimits(st.Sandbox.Limits)})
 		if o := st.OnFailure; o != nil {
 			p.Stages[len(p.Stages)-1].OnFailure = lifecycle.SendBack{BackTo: o.BackTo, Max: o.Max}
 		}
@@ -189,9 +191,20 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 	p.Pipeline.RunAs, _ = pl.RunAsCredential()
 	// config.Load checked what gitws.New checks: it cannot fail here.
 	p.Workspace, _ = pc.Workspace.Git.Repo(p.Pipeline.RunAs)
+	p.Pipeline.Sandbox = lifecycle.SandboxPolicy{Limits: RunLimits(pl.Sandbox.Limits),
+		Allow: AllowRules(pl.Sandbox.Network.Allow), Mounts: Mounts(pl.Sandbox.Mounts)}
 	if len(pl.Secrets) > 0 {
 		p.Pipeline.Secrets = make(map[string]string, len(pl.Secrets))
 		for _, s := range pl.Secrets {
+			if in := s.Inject; in != nil {
+				// The pipeline holds a placeholder; the egress proxy
+				// puts the secret on its requests to one host.
+				ph := config.InjectPlaceholder(s.Name)
+				p.Pipeline.Secrets[s.Name] = ph
+				p.Pipeline.Sandbox.Inject = append(p.Pipeline.Sandbox.Inject, lifecycle.Injection{Name: s.Name, Host: in.Host,
+					Header: in.Header, Value: strings.Replace(in.Format, "%s", s.From.Value(), 1), Placeholder: ph})
+				continue
+			}
 			p.Pipeline.Secrets[s.Name] = s.From.Value()
 		}
 	}
@@ -200,4 +213,35 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 		p.Limits.TokenID = lifecycle.TokenID(pc.Token.Value())
 	}
 	return p
+}
+
+// RunLimits is a config's sandbox limits for a run (unset fields stay
+// unset; "unlimited" and -1 become lifecycle.Unlimited).
+func RunLimits(l config.Limits) lifecycle.RunLimits {
+	out := lifecycle.RunLimits{Processes: l.Processes, CPU: l.CPU}
+	switch n := l.MemoryBytes(); {
+	case n > 0:
+		out.MemoryBytes = n
+	case l.Memory != "":
+		out.MemoryBytes = lifecycle.Unlimited
+	}
+	return out
+}
+
+// AllowRules are a config's network.allow rules.
+func AllowRules(rs []config.AllowRule) []lifecycle.AllowRule {
+	out := make([]lifecycle.AllowRule, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, lifecycle.AllowRule{Host: r.Host, Ports: r.Ports, Methods: r.Methods})
+	}
+	return out
+}
+
+// Mounts are a config's sandbox mounts.
+func Mounts(ms []config.Mount) []lifecycle.Mount {
+	out := make([]lifecycle.Mount, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, lifecycle.Mount{Path: m.Path, Writable: m.Writable})
+	}
+	return out
 }

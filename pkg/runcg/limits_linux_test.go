@@ -41,6 +41,15 @@ func TestMain(m *testing.M) {
 		for n := 0; ; n++ {
 			_ = n * n
 		}
+	case "killown":
+		// A run guard in run cgroups v1 only, with a child, ending its run.
+		waitGo()
+		child := exec.Command("sleep", "1000")
+		if err := child.Start(); err != nil {
+			os.Exit(4)
+		}
+		fmt.Fprintln(os.Stderr, KillOwn())
+		os.Exit(5)
 	}
 	os.Exit(2)
 }
@@ -122,9 +131,14 @@ func start(t *testing.T, g *Group, cmd *exec.Cmd, v1only bool) *proc {
 // helper starts the test binary as helper mode in g.
 func helper(t *testing.T, g *Group, mode string) *proc {
 	t.Helper()
+	return start(t, g, helperCmd(mode), false)
+}
+
+func helperCmd(mode string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
-	return start(t, g, cmd, false)
+	cmd.Stderr = os.Stderr
+	return cmd
 }
 
 // wait waits for p to exit, failing the test after a minute.
@@ -404,4 +418,131 @@ func TestMissingControllerIsRefused(t *testing.T) {
 	}
 	mem, pids, cpu, where = p.Controllers()
 	t.Logf("here: memory %v, pids %v, cpu %v: %s", mem, pids, cpu, where)
+}
+
+// A run guard whose run cgroups are v1 only (no cgroup v2 run cgroup, as
+// on a pure v1 host) ends its run with KillOwn: its child and itself.
+func TestKillOwnKillsV1Run(t *testing.T) {
+	p := limitParent(t)
+	if !p.JoinNeeded() {
+		t.Skip("no cgroup v1 hierarchy for memory, pids, cpu or freezer here")
+	}
+	if dir, err := ownDir(); err == nil && strings.HasPrefix(filepath.Base(dir), prefix) {
+		t.Skip("the test itself runs in a run cgroup v2")
+	}
+	g := newGroup(t, p, Limits{})
+	pr := start(t, g, helperCmd("killown"), true)
+	if err := pr.wait(t); !killedBy(err, syscall.SIGKILL) {
+		t.Fatalf("the guard ended with %v, want SIGKILL by itself", err)
+	}
+	waitFor(t, "the guard's child to die", func() bool { n, _ := g.Populated(); return !n })
+}
+
+// The "no internal processes" rule, and the way around it: a cgroup v2
+// holding a process cannot enable a controller for its children (the
+// control: EBUSY), and enable moves the process to its leaf first and
+// then can. Any controller shows it; this uses one the daemon's cgroup
+// already hands down, or, where that is a root cgroup (exempt from the
+// rule), one enabled in it for the test and disabled after.
+func TestEnableMovesProcessesToTheLeaf(t *testing.T) {
+	p, err := Detect()
+	if err != nil {
+		t.Skipf("no cgroup v2 here: %v", err)
+	}
+	ctrl := ""
+	for c := range enabled(p.dir) {
+		ctrl = c
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "cgroup.events")); ctrl == "" && os.IsNotExist(err) {
+		for c := range words(filepath.Join(p.dir, "cgroup.controllers")) {
+			sub := filepath.Join(p.dir, "cgroup.subtree_control")
+			if os.WriteFile(sub, []byte("+"+c), 0) == nil {
+				ctrl = c
+				t.Cleanup(func() { _ = os.WriteFile(sub, []byte("-"+c), 0) })
+				break
+			}
+		}
+	}
+	if ctrl == "" {
+		t.Skipf("no controller available to the children of %s (cgroup.controllers %q)", p.dir,
+			strings.TrimSpace(string(must(os.ReadFile(filepath.Join(p.dir, "cgroup.controllers"))))))
+	}
+	scratch := filepath.Join(p.dir, fmt.Sprintf("runcg-test-%d", os.Getpid()))
+	if err := os.Mkdir(scratch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	leaf := filepath.Join(scratch, leafName)
+	t.Cleanup(func() {
+		_ = os.WriteFile(filepath.Join(scratch, "cgroup.subtree_control"), []byte("-"+ctrl), 0)
+		_ = os.Remove(leaf)
+		_ = os.Remove(scratch)
+	})
+	sleeper := startIn(t, scratch)
+	t.Cleanup(func() { _ = kill(leaf); _ = kill(scratch); _ = sleeper.Wait() })
+	sub := filepath.Join(scratch, "cgroup.subtree_control")
+	if err := os.WriteFile(sub, []byte("+"+ctrl), 0); !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("enabling %s with a process in the cgroup: %v, want EBUSY", ctrl, err)
+	}
+	if err := enable(scratch, []string{ctrl}); err != nil {
+		t.Fatal(err)
+	}
+	if !enabled(scratch)[ctrl] {
+		t.Errorf("%s not enabled in %s", ctrl, scratch)
+	}
+	if left, _ := procs(scratch); len(left) != 0 {
+		t.Errorf("processes %v left in %s", left, scratch)
+	}
+	if moved, _ := procs(leaf); len(moved) != 1 || moved[0] != sleeper.Process.Pid {
+		t.Errorf("leaf holds %v, want the sleep %d", moved, sleeper.Process.Pid)
+	}
+}
+
+func must[T any](v T, _ error) T { return v }
+
+// On a host whose cgroup v2 has the memory, pids and cpu controllers
+// (systemd Delegate=yes), EnableLimits enables them and NewLimited writes
+// memory.max, memory.swap.max, pids.max and cpu.max. Hybrid hosts have
+// them on v1 (the other tests cover those); this one then skips.
+func TestV2LimitsAreWritten(t *testing.T) {
+	p, err := Detect()
+	if err != nil {
+		t.Skipf("no cgroup v2 here: %v", err)
+	}
+	avail := words(filepath.Join(p.dir, "cgroup.controllers"))
+	var missing []string
+	for _, c := range limitCtrls {
+		if !avail[c] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		t.Skipf("cgroup v2 %s lacks the %s controllers (cgroup.controllers %q): they are on cgroup v1 or not delegated",
+			p.dir, strings.Join(missing, ", "), strings.TrimSpace(strings.Join(keys(avail), " ")))
+	}
+	if err := p.EnableLimits(); err != nil {
+		t.Fatal(err)
+	}
+	if mem, pids, cpu, where := p.Controllers(); !mem || !pids || !cpu || !strings.Contains(where, "memory: cgroup v2") {
+		t.Fatalf("after EnableLimits: %v %v %v %s", mem, pids, cpu, where)
+	}
+	g := newGroup(t, p, Limits{MemoryBytes: 64 << 20, Pids: 32, CPU: 0.5})
+	for file, want := range map[string]string{"memory.max": "67108864", "pids.max": "32", "cpu.max": "50000 100000"} {
+		if b, err := os.ReadFile(filepath.Join(g.Dir(), file)); err != nil || strings.TrimSpace(string(b)) != want {
+			t.Errorf("%s = %q, %v; want %q", file, b, err, want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(g.Dir(), "memory.swap.max")); err == nil && strings.TrimSpace(string(b)) != "0" {
+		t.Errorf("memory.swap.max = %q, want 0", b)
+	}
+	if len(g.JoinDirs()) != 0 {
+		t.Errorf("v1 dirs %v with every controller on v2", g.JoinDirs())
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
 }

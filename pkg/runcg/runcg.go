@@ -9,8 +9,18 @@
 // writable cgroup2 mount and delegated to the daemon's user (systemd:
 // Delegate=yes). Detect says whether that holds; where it does not, the
 // caller falls back to its process group and the run guard's subreaper.
-// The cgroups are created without controllers: they only collect and
-// kill processes, so the "no internal processes" rule never applies.
+// New's cgroups have no controllers: they only collect and kill processes.
+//
+// NewLimited's also bound the run's memory, process count and CPU
+// (Limits). On cgroup v2 that takes the memory, pids and cpu controllers
+// enabled for the daemon's cgroup's children, which the "no internal
+// processes" rule allows only once the daemon has moved itself to a leaf
+// cgroup of its own (EnableLimits). Hybrid hosts keep those controllers
+// on cgroup v1 hierarchies: there the run gets a cgroup of the same name
+// in each, which its first process joins by pid (Group.Join), as clone3
+// puts a process in its cgroup v2 only; v1 has no cgroup.kill, so its
+// members are killed one by one, frozen first where the freezer is.
+// LimitHit says afterwards which limit ended part of the run.
 package runcg
 
 import (

@@ -31,12 +31,6 @@ var seq atomic.Uint64
 // has just created and not yet started its run in.
 const staleAge = time.Minute
 
-// Parent is the cgroup run cgroups are created in: the daemon's own.
-type Parent struct {
-	dir string
-	own owner
-}
-
 // owner identifies the process that created a run cgroup; it is encoded
 // in the cgroup's name, "run-<pid>-<start>-<pidns>-<seq>". The pid alone
 // is not enough: a restarted daemon can get its old pid back, and daemons
@@ -126,157 +120,50 @@ func (o owner) gone(own owner) bool {
 	return err == nil && start != o.start
 }
 
-// Detect finds the calling process's cgroup v2 and checks that a run
-// cgroup can be created in it and killed with cgroup.kill. The error says
-// why not (the daemon logs it and falls back).
-func Detect() (*Parent, error) {
+// KillOwn SIGKILLs every process in the caller's cgroup, itself included,
+// when that is a run cgroup: how a run guard ends its whole run when its
+// daemon cannot. Without a run cgroup v2 (a pure v1 host, DetectLimits),
+// it kills the members of the caller's run cgroups v1 one by one, and
+// then itself. It returns an error, and kills nothing, anywhere else.
+func KillOwn() error {
 	dir, err := ownDir()
-	if err != nil {
-		return nil, err
+	if err == nil && strings.HasPrefix(filepath.Base(dir), prefix) {
+		return kill(dir)
 	}
-	own, err := self()
-	if err != nil {
-		return nil, err
+	dirs, name := ownV1Run()
+	if len(dirs) == 0 {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%s is not a run cgroup", dir)
 	}
-	p := &Parent{dir: dir, own: own}
-	probe := filepath.Join(dir, fmt.Sprintf("%s%d-probe-%d", prefix, os.Getpid(), probes.Add(1)))
-	if err := os.Mkdir(probe, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("create a cgroup in %s (needs write access: systemd Delegate=yes): %w", dir, err)
+	// No freezing: the caller would freeze itself.
+	if err := killV1(dirs, "", name, time.Now().Add(emptyTimeout)); err != nil {
+		return err
 	}
-	defer os.Remove(probe)
-	if _, err := os.Stat(filepath.Join(probe, "cgroup.kill")); err != nil {
-		return nil, fmt.Errorf("cgroup.kill (Linux 5.14): %w", err)
-	}
-	p.sweep(time.Now())
-	return p, nil
+	return syscall.Kill(os.Getpid(), syscall.SIGKILL)
 }
 
-// sweep kills and removes the run cgroups of daemons that are gone (killed
-// -9, crashed): their runs have no owner left, and whatever those runs
-// started must not keep running. Only a cgroup whose owner is provably
-// gone is killed: one of this process's pid namespace whose pid is free or
-// belongs to a process with another start time. The cgroups of live
-// daemons, this one's included, are left alone. Those whose owner cannot
-// be told (another pid namespace sharing the cgroup, an unknown name) are
-// removed only when empty, which rmdir itself checks (a populated cgroup
-// is EBUSY), and older than staleAge, so that one just created is not
-// taken from under its daemon.
-func (p *Parent) sweep(now time.Time) {
-	ents, _ := os.ReadDir(p.dir)
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || !e.IsDir() {
+// ownV1Run is the caller's run cgroups v1 and their name; none when it
+// is in none.
+func ownV1Run() ([]string, string) {
+	paths, mounts := v1Paths(), v1Mounts()
+	var dirs []string
+	name := ""
+	for _, c := range v1Ctrls {
+		path, ok := paths[c]
+		if !ok || !strings.HasPrefix(filepath.Base(path), prefix) {
 			continue
 		}
-		dir := filepath.Join(p.dir, e.Name())
-		o, ok := parseOwner(rest)
-		switch {
-		case ok && o.pid == p.own.pid && o.start == p.own.start && o.pidns == p.own.pidns:
-			// This process's own runs, of another Parent.
-		case ok && o.gone(p.own):
-			_ = (&Group{dir: dir}).remove()
-		case ok && o.pidns == p.own.pidns:
-			// A live daemon's.
-		default:
-			if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > staleAge {
-				_ = os.Remove(dir)
+		for _, m := range mounts {
+			if rel, ok := within(path, m.root); ok && m.has(c) {
+				dirs = append(dirs, filepath.Join(m.dir, rel))
+				name = filepath.Base(path)
+				break
 			}
 		}
 	}
-}
-
-// Dir is where run cgroups are created.
-func (p *Parent) Dir() string { return p.dir }
-
-// Group is one run's cgroup.
-type Group struct {
-	dir string
-	fd  *os.File
-}
-
-// New creates a run cgroup. Start the run's first process in it with
-// FD (SysProcAttr.UseCgroupFD: clone3 CLONE_INTO_CGROUP, so there is no
-// moment at which the process runs outside it), and Close it when the run
-// is over.
-func (p *Parent) New() (*Group, error) {
-	var dir string
-	for tries := 0; ; tries++ {
-		dir = filepath.Join(p.dir, p.own.name(seq.Add(1)))
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			break
-		}
-		// A name can be taken only by a cgroup left by an earlier process
-		// with this pid and start time: in another pid namespace, or
-		// somebody else's making. Take the next.
-		if !errors.Is(err, os.ErrExist) || tries == 100 {
-			return nil, fmt.Errorf("create run cgroup: %w", err)
-		}
-	}
-	fd, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		_ = os.Remove(dir)
-		return nil, fmt.Errorf("open run cgroup: %w", err)
-	}
-	return &Group{dir: dir, fd: fd}, nil
-}
-
-// Dir is the group's directory.
-func (g *Group) Dir() string { return g.dir }
-
-// FD is the group's directory fd, for SysProcAttr.CgroupFD.
-func (g *Group) FD() int { return int(g.fd.Fd()) }
-
-// Kill SIGKILLs every process in the group, at once.
-func (g *Group) Kill() error { return kill(g.dir) }
-
-// Close kills what is left in the group, waits until it is empty and
-// removes it.
-func (g *Group) Close() error {
-	defer g.fd.Close()
-	return g.remove()
-}
-
-// remove kills the group, waits until it is empty and removes it.
-func (g *Group) remove() error {
-	if err := g.Kill(); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(emptyTimeout)
-	for {
-		err := os.Remove(g.dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("remove run cgroup: %w", err)
-		}
-		// Killed processes leave the cgroup as they exit, a few at a time.
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// Populated reports whether a process of the group still runs.
-func (g *Group) Populated() (bool, error) {
-	b, err := os.ReadFile(filepath.Join(g.dir, "cgroup.events"))
-	if err != nil {
-		return false, err
-	}
-	return bytes.Contains(b, []byte("populated 1")), nil
-}
-
-// KillOwn SIGKILLs every process in the caller's cgroup, itself included,
-// when that is a run cgroup: how a run guard ends its whole run when its
-// daemon cannot. It returns an error, and kills nothing, anywhere else.
-func KillOwn() error {
-	dir, err := ownDir()
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(filepath.Base(dir), prefix) {
-		return fmt.Errorf("%s is not a run cgroup", dir)
-	}
-	return kill(dir)
+	return dirs, name
 }
 
 func kill(dir string) error {

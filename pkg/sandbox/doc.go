@@ -1,0 +1,54 @@
+// Package sandbox starts one pipeline run inside Linux namespaces of its
+// own, so that a hostile pipeline (a coding agent fed with ticket text
+// anyone can write) cannot reach what the daemon can.
+//
+// What a sandboxed run cannot do:
+//   - connect anywhere: it has a network namespace with only lo, so not
+//     to Redis, the daemon's listeners, the cloud metadata address or the
+//     LAN, and it has no DNS. With Spec.Proxy, 127.0.0.1:ProxyPort inside
+//     is bridged to one unix socket of the daemon's choosing (the run's
+//     egress proxy); nothing else leaves.
+//   - see or signal other processes: it is in a pid namespace of its own
+//     with a fresh /proc, so sibling runs, the guard and the daemon have no
+//     pid inside; its processes run as a host uid of their own
+//     (Spec.HostUID, from LeaseUID), so even a path that leaked would not
+//     give it another run's files.
+//   - read files it was not given: its root is an empty tmpfs holding only
+//     the read-only system directories (DefaultReadOnly), its work
+//     directory, a private /tmp, a minimal /dev and /run/agentsmith; the
+//     daemon's configuration, state and other runs' work trees are absent,
+//     and Spec.Hide masks what lies inside a bound directory.
+//   - gain privileges: the pipeline runs as a non-root uid inside (1000 by
+//     default) with no capabilities, no_new_privs set and every bind mount
+//     nosuid, so set-uid binaries and file capabilities give nothing.
+//   - outlive the run: when the pipeline exits, the sandbox's init (pid 1
+//     of the namespace) exits and the kernel kills every process left in
+//     the namespace, including those that left the pipeline's process
+//     group (setsid, a double fork).
+//
+// What it does not do (yet):
+//   - no /sys is mounted, so tools that read /sys (lscpu, some language
+//     runtimes' CPU counting) see none;
+//   - no seccomp filter: the whole system call surface of the kernel is
+//     reachable, user namespaces included (a kernel bug there is a way out);
+//   - no landlock rules;
+//   - no resource limits: memory, pids and CPU are the run cgroup's job
+//     (pkg/runcg), and the private /tmp and /dev/shm are tmpfs, charged to
+//     the writer's memory cgroup;
+//   - Hide masks paths, not files: a hard link to a hidden file elsewhere
+//     in a bound tree stays readable;
+//   - an unprivileged daemon runs every pipeline as its own uid (the only
+//     one it may map), so runs are not separated from each other's files
+//     by uid, nor from the daemon's files outside what is bound; and the
+//     daemon user's supplementary groups stay (setgroups is denied to an
+//     unprivileged user namespace).
+//
+// How a run starts: the caller builds the pipeline's exec.Cmd as usual,
+// Prepare rewrites it to start `EXE sandbox-init` (Init, in the caller's
+// binary) in new user, mount, pid, ipc, uts and network namespaces, and
+// Started hands the init the Spec over a pipe once the caller has placed
+// the process (cgroups). The init builds the root, brings lo up, starts
+// the proxy bridge, drops every capability and runs the pipeline as its
+// child; when the pipeline exits it reports the pipeline's wait status on
+// a second pipe (Launch.Status) and exits.
+package sandbox

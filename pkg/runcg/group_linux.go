@@ -13,7 +13,9 @@ import (
 )
 
 // Group is one run's cgroups: a cgroup v2 (where the daemon has one) and
-// one in each v1 hierarchy the Parent uses for limits or freezing.
+// one in each v1 hierarchy the Parent uses for limits or freezing. Kill
+// may be called from any goroutine; Close and LimitHit from the one that
+// owns the run.
 type Group struct {
 	name string
 	// dir is the run cgroup v2, fd its directory; "" and nil without.

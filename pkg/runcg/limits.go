@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 )
 
 // Limits bound one run's resources. Zero means unlimited, for each field.
@@ -60,58 +58,21 @@ var ErrNoController = errors.New("no cgroup controller for the limit")
 const Fix = "give the daemon a delegated cgroup v2 with memory, pids and cpu (systemd Delegate=yes), " +
 	"or writable cgroup v1 memory, pids and cpu hierarchies"
 
-// binary units, largest first: sizes are said in the largest one that
-// divides them exactly, the way a config would write them.
+// units, largest first, binary before decimal: a size is said in the
+// first that divides it exactly, which is the unit the config wrote it in
+// (config.ParseBytes reads both kinds): 4GiB is "4 GiB", 4GB "4 GB".
 var units = []struct {
-	name  string
-	shift uint
-}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}}
+	name string
+	n    int64
+}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KiB", 1 << 10}, {"KB", 1e3}}
 
-// FormatBytes says n in the largest binary unit that holds it exactly:
-// 4 GiB, 1536 MiB, 100 B.
+// FormatBytes says n in the largest unit that holds it exactly, as a
+// config would write it: 4 GiB, 1536 MiB, 4 GB, 100 B.
 func FormatBytes(n int64) string {
 	for _, u := range units {
-		if n != 0 && n%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		if n != 0 && n%u.n == 0 {
+			return fmt.Sprintf("%d %s", n/u.n, u.name)
 		}
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// ParseBytes reads a size in binary units: "4GiB", "512 MiB", "64KiB",
-// "1048576" (bytes); K, M, G and T are read as KiB, MiB, GiB and TiB, as
-// systemd's MemoryMax= does. Decimal units (GB, MB) are refused rather
-// than guessed: a memory limit that is 7% off is a wrong limit.
-func ParseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := strings.IndexFunc(t, func(r rune) bool { return r < '0' || r > '9' })
-	num, unit := t, ""
-	if i >= 0 {
-		num, unit = t[:i], strings.TrimSpace(t[i:])
-	}
-	if num == "" {
-		return 0, fmt.Errorf("size %q: no number", s)
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("size %q: %w", s, err)
-	}
-	var shift uint
-	switch strings.ToLower(unit) {
-	case "", "b":
-	case "k", "kib":
-		shift = 10
-	case "m", "mib":
-		shift = 20
-	case "g", "gib":
-		shift = 30
-	case "t", "tib":
-		shift = 40
-	default:
-		return 0, fmt.Errorf("size %q: unit %q is not one of B, KiB, MiB, GiB, TiB", s, unit)
-	}
-	if n > math.MaxInt64>>shift {
-		return 0, fmt.Errorf("size %q: too large", s)
-	}
-	return n << shift, nil
 }

@@ -66,7 +66,8 @@ func Detect() (*Parent, error) {
 // DetectLimits is Detect for a caller that wants limits even where cgroup
 // v2 is not usable (a pure v1 host, or one whose cgroup2 is not
 // writable): then the Parent has v1 controllers only, Kills is false, and
-// a run's processes are in its cgroups only once joined (Group.Join).
+// a run's processes are in its cgroups only once joined (Group.Join), so
+// such a Parent is no procrun Spec.Cgroups, which starts into Group.FD.
 func DetectLimits() (*Parent, error) { return detect() }
 
 func detect() (*Parent, error) {

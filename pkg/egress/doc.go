@@ -34,7 +34,13 @@
 //     that accepts uploads (a gist, a paste site) is a way to exfiltrate
 //     the workspace, so allow narrowly and restrict Methods;
 //   - inside a blind CONNECT tunnel the bytes are opaque: the client may
-//     speak anything to the allowed host and port.
+//     speak anything to the allowed host and port. The same holds after a
+//     protocol upgrade (WebSocket) on a host without Methods; on a host
+//     with Methods an upgrade is refused;
+//   - an intercepted host must speak TLS on the CONNECT port, and
+//     interception speaks HTTP/1.1 only, to the client and upstream.
+//
+// An Inject does not allow its host: a Rule must too.
 //
 // Refused requests get 403 with a short plain-text body naming the host
 // and the config line that would allow it (the pipeline's tools print it

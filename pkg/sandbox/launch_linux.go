@@ -56,6 +56,10 @@ type Launch struct {
 // decides them. The caller must call Close when done (after cmd.Wait),
 // and Started right after a successful cmd.Start.
 func Prepare(cmd *exec.Cmd, exe string, s Spec) (*Launch, error) {
+	return prepare(cmd, exe, s, false)
+}
+
+func prepare(cmd *exec.Cmd, exe string, s Spec, probe bool) (*Launch, error) {
 	if !filepath.IsAbs(exe) {
 		return nil, fmt.Errorf("sandbox: init binary %q is not an absolute path", exe)
 	}
@@ -85,7 +89,7 @@ func Prepare(cmd *exec.Cmd, exe string, s Spec) (*Launch, error) {
 	if len(args) == 0 {
 		args = []string{cmd.Path}
 	}
-	w := wire{Spec: s, Path: cmd.Path, Args: args, Env: cmd.Environ(), Extra: len(cmd.ExtraFiles)}
+	w := wire{Spec: s, Path: cmd.Path, Args: args, Env: cmd.Environ(), Extra: len(cmd.ExtraFiles), Probe: probe}
 	b, err := json.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: encode spec: %w", err)

@@ -188,7 +188,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 	// config.Load refused a run_as that does not resolve.
 	p.Pipeline.RunAs, _ = pl.RunAsCredential()
 	// config.Load checked what gitws.New checks: it cannot fail here.
-	p.Workspace, _ = pc.Workspace.Git.Repo(p.Pipeline.RunAs)
+	p.Workspace, _ = pc.Workspace.Git.Repo(p.Pipeline.RunAs, pc.SecretValues())
 	if len(pl.Secrets) > 0 {
 		p.Pipeline.Secrets = make(map[string]string, len(pl.Secrets))
 		for _, s := range pl.Secrets {

@@ -873,6 +873,15 @@ func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause s
 		// git's message quotes paths the pipeline named: a secret may be
 		// one of them.
 		why := a.p.Redact.String(err.Error())
+		var se *gitws.SecretError
+		if errors.As(err, &se) {
+			// A commit the push would send holds one of the project's
+			// secrets: the note names the commit and the file, never the
+			// secret (SecretError leaves it out; redacted once more).
+			why = a.p.Redact.String(se.Error())
+			a.log.Error("work branch not pushed: a commit holds one of the project's secrets", zap.String("branch", a.branch), zap.String("error", why))
+			return []string{fmt.Sprintf("work branch `%s`: **not pushed**: %s", a.branch, escapeFor(a.p.Redact, a.p.Platform, firstLine(why, 300)))}
+		}
 		a.log.Warn("save the work branch; the transition goes ahead", zap.String("branch", a.branch), zap.String("error", why))
 		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (%s)", a.branch, escapeFor(a.p.Redact, a.p.Platform, firstLine(why, 300)))}
 	}

@@ -90,13 +90,15 @@ func (g *GitWorkspace) validate(errs *Errors, path string) {
 }
 
 // Repo is the work branch as pkg/gitws runs it; nil when there is none.
-// owner is the pipeline's run_as user, given the working tree.
-func (g GitWorkspace) Repo(owner *syscall.Credential) (*gitws.Repo, error) {
+// owner is the pipeline's run_as user, given the working tree; secrets are
+// the project's secret values (Project.SecretValues), which no commit the
+// daemon pushes may hold (gitws.Config.Secrets).
+func (g GitWorkspace) Repo(owner *syscall.Credential, secrets []string) (*gitws.Repo, error) {
 	if !g.On() {
 		return nil, nil
 	}
 	r, err := gitws.New(gitws.Config{URL: g.URL, Base: g.Base, Branch: g.Branch, Token: g.Token.Value(),
-		TokenUser: g.TokenUser, SSHKeyFile: g.SSHKeyFile, Timeout: g.Timeout, Owner: owner})
+		TokenUser: g.TokenUser, SSHKeyFile: g.SSHKeyFile, Timeout: g.Timeout, Owner: owner, Secrets: secrets})
 	if err != nil {
 		return nil, fmt.Errorf("workspace.git: %w", err)
 	}

@@ -21,7 +21,7 @@ func TestWorkspaceGit(t *testing.T) {
 	if g.Base != "main" || g.Branch != "agent-smith/{ticket}" || g.Timeout != DefaultPipelineTimeout || g.Token.Value() != "ghp_git_value" {
 		t.Fatalf("workspace.git = %+v", g)
 	}
-	if r, err := g.Repo(nil); err != nil || r == nil {
+	if r, err := g.Repo(nil, nil); err != nil || r == nil {
 		t.Fatalf("Repo: %v", err)
 	}
 	out, err := Marshal(c)

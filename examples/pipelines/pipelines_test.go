@@ -333,7 +333,7 @@ func stageEnv(stage string, previous *consumer.Result, reviewNote string) []stri
 // failing on any warning.
 func stageResult(t *testing.T, workDir string) consumer.Result {
 	t.Helper()
-	res, warn := consumer.ReadResult(filepath.Join(workDir, ".agentsmith", "result.json"))
+	res, warn := consumer.ReadResult(filepath.Join(workDir, ".agentsmith", "result.json"), os.Geteuid())
 	if len(warn) > 0 {
 		t.Fatalf("result file: %v", warn)
 	}

@@ -190,7 +190,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 	// config.Load refused a run_as that does not resolve.
 	p.Pipeline.RunAs, _ = pl.RunAsCredential()
 	// config.Load checked what gitws.New checks: it cannot fail here.
-	p.Workspace, _ = pc.Workspace.Git.Repo(p.Pipeline.RunAs)
+	p.Workspace, _ = pc.Workspace.Git.Repo(p.Pipeline.RunAs, pc.SecretValues())
 	p.Pipeline.Sandbox = lifecycle.SandboxPolicy{Limits: RunLimits(pl.Sandbox.Limits),
 		Allow: AllowRules(pl.Sandbox.Network.Allow), Mounts: Mounts(pl.Sandbox.Mounts)}
 	if len(pl.Secrets) > 0 {

@@ -139,13 +139,21 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		stopProgress := a.startProgress(ctx, hb, workDir, &spec)
 		res, refused = e.runPipeline(ctx, spec, req.Ref, token)
 		a.noteLeftover(res)
-		stopProgress()
+		if why := stopProgress(); why != "" {
+			a.resultNotes = append(a.resultNotes, "progress file refused: "+why)
+		}
 		close(ran)
 		res.Tail = red.finish()
 		if out != nil {
 			_ = out.Close()
 		}
-		a.result, a.resultNotes = ReadResult(resultFile)
+		var notes []string
+		var refused error
+		a.result, notes, refused = readResult(resultFile, a.runUID())
+		if refused != nil {
+			log.Warn("result file refused, not read", zap.String("path", resultFile), zap.String("why", refusal(refused)))
+		}
+		a.resultNotes = append(a.resultNotes, notes...)
 		var dropped []string
 		a.result, dropped = redactResult(p.Redact, a.result)
 		a.resultNotes = append(a.resultNotes, dropped...)
@@ -237,16 +245,17 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 // startProgress keeps the run's progress comment when the project wants
 // one (progress: comment) and its tracker can edit comments: it names the
 // file in spec's environment and writes from it until the returned stop,
-// which waits for the last write.
-func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir string, spec *procrun.Spec) (stop func()) {
+// which waits for the last write and returns why the file was refused
+// ("" when it never was).
+func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir string, spec *procrun.Spec) (stop func() (refused string)) {
 	e, p := a.e, a.p
 	ed, ok := p.Tracker.(platforms.CommentEditor)
 	if !p.ProgressComment || !ok {
-		return func() {}
+		return func() string { return "" }
 	}
 	path := ProgressFile(workDir)
 	spec.Env = append(spec.Env, ProgressFileEnv+"="+path)
-	c := &progressComment{ed: ed, ref: a.req.Ref, path: path, every: e.cfg.ProgressInterval,
+	c := &progressComment{ed: ed, ref: a.req.Ref, path: path, owner: a.runUID(), every: e.cfg.ProgressInterval,
 		body: func(lines string) string {
 			return lifecycle.SafeComment(p.Redact, progressBody(e.cfg.Labels.Prefix, a.req.Attempt, e.cfg.Instance, p.Redact.String(lines)))
 		},
@@ -254,7 +263,18 @@ func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir s
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); c.run(pctx, min(c.every, time.Second)) }()
-	return func() { cancel(); <-done }
+	return func() string { cancel(); <-done; return c.refused }
+}
+
+// runUID is the uid the run's pipeline runs as, the only owner a file it
+// leaves for the daemon to read (the progress and result files) may have
+// (nofollow.OpenRegular): pipeline.run_as, else the daemon's own. Runs that
+// get a uid of their own change it here.
+func (a *attempt) runUID() int {
+	if c := a.p.Pipeline.RunAs; c != nil {
+		return int(c.Uid)
+	}
+	return os.Geteuid()
 }
 
 // runPipeline runs spec, under a run guard when one is configured, and
@@ -853,6 +873,15 @@ func (a *attempt) saveWork(ctx context.Context, workDir string, ok bool, cause s
 		// git's message quotes paths the pipeline named: a secret may be
 		// one of them.
 		why := a.p.Redact.String(err.Error())
+		var se *gitws.SecretError
+		if errors.As(err, &se) {
+			// A commit the push would send holds one of the project's
+			// secrets: the note names the commit and the file, never the
+			// secret (SecretError leaves it out; redacted once more).
+			why = a.p.Redact.String(se.Error())
+			a.log.Error("work branch not pushed: a commit holds one of the project's secrets", zap.String("branch", a.branch), zap.String("error", why))
+			return []string{fmt.Sprintf("work branch `%s`: **not pushed**: %s", a.branch, escapeFor(a.p.Redact, a.p.Platform, firstLine(why, 300)))}
+		}
 		a.log.Warn("save the work branch; the transition goes ahead", zap.String("branch", a.branch), zap.String("error", why))
 		return []string{fmt.Sprintf("work branch `%s`: **not pushed** (%s)", a.branch, escapeFor(a.p.Redact, a.p.Platform, firstLine(why, 300)))}
 	}

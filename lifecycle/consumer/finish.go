@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
+	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
@@ -547,24 +547,49 @@ type Link struct {
 // Empty reports whether r has nothing to show.
 func (r Result) Empty() bool { return strings.TrimSpace(r.Summary) == "" && len(r.Links) == 0 }
 
-// ReadResult reads the result file at path. No file is no result and no
-// warning; anything wrong with it (too large, not JSON, a link that is not
-// http(s)) is a warning for the comment, never an error: a result is a
-// courtesy, and a bad one must not fail a transition.
-func ReadResult(path string) (Result, []string) {
-	// Not followed through a symlink: the pipeline must not make the daemon
-	// show a file only the daemon may read.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+// ReadResult reads the result file at path, written by a run as uid owner
+// (-1: any owner). No file is no result and no warning; anything wrong with
+// it (too large, not JSON, a link that is not http(s)) is a warning for the
+// comment, never an error: a result is a courtesy, and a bad one must not
+// fail a transition. A file that is not a regular file with one link owned
+// by owner is refused unread (nofollow.OpenRegular) with a warning saying
+// why: a hard or symbolic link to a file only the daemon may read must not
+// reach a comment.
+func ReadResult(path string, owner int) (Result, []string) {
+	r, warn, _ := readResult(path, owner)
+	return r, warn
+}
+
+// readResult is ReadResult, and the refusal (wrapping nofollow.ErrRefused)
+// when the file was refused.
+func readResult(path string, owner int) (Result, []string, error) {
+	f, err := nofollow.OpenRegular(filepath.Dir(path), filepath.Base(path), owner)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Result{}, nil
+		return Result{}, nil, nil
+	}
+	if errors.Is(err, nofollow.ErrRefused) {
+		return Result{}, []string{"result file refused: " + refusal(err)}, err
 	}
 	if err != nil {
-		return Result{}, []string{"result file: cannot be read"}
+		return Result{}, []string{"result file: cannot be read"}, nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return Result{}, []string{"result file: ignored, not a regular file"}
+	r, warn := parseResult(f)
+	return r, warn, nil
+}
+
+// refusal is the reason of a nofollow.ErrRefused error, without the path
+// (the work dir's, of no use in a comment).
+func refusal(err error) string {
+	var re *nofollow.RefusedError
+	if errors.As(err, &re) {
+		return re.Reason
 	}
+	return err.Error()
+}
+
+// parseResult reads a result file from f, bounded by MaxResultBytes.
+func parseResult(f io.Reader) (Result, []string) {
 	b, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
 	if err != nil {
 		return Result{}, []string{"result file: cannot be read"}

@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/redact"
 	// Registers the descriptors whose CommentMarkup renderResult and
@@ -128,7 +131,7 @@ func writeResult(t *testing.T, content string) string {
 
 // A bad result file is a warning line, never an error and never shown raw.
 func TestReadResultWarnsOnBadFiles(t *testing.T) {
-	if r, warn := ReadResult(filepath.Join(t.TempDir(), "none")); !r.Empty() || warn != nil {
+	if r, warn := ReadResult(filepath.Join(t.TempDir(), "none"), -1); !r.Empty() || warn != nil {
 		t.Errorf("missing file: %+v %v", r, warn)
 	}
 	for name, content := range map[string]string{
@@ -136,7 +139,7 @@ func TestReadResultWarnsOnBadFiles(t *testing.T) {
 		"too large":  `{"summary":"` + strings.Repeat("a", MaxResultBytes) + `"}`,
 		"wrong type": `{"summary": 5}`,
 	} {
-		r, warn := ReadResult(writeResult(t, content))
+		r, warn := ReadResult(writeResult(t, content), -1)
 		if !r.Empty() || len(warn) != 1 || !strings.HasPrefix(warn[0], "result file: ignored") {
 			t.Errorf("%s: %+v %q", name, r, warn)
 		}
@@ -147,12 +150,12 @@ func TestReadResultWarnsOnBadFiles(t *testing.T) {
 	if err := os.Symlink(secret, link); err != nil {
 		t.Fatal(err)
 	}
-	if r, warn := ReadResult(link); !r.Empty() || len(warn) != 1 {
+	if r, warn := ReadResult(link, -1); !r.Empty() || len(warn) != 1 {
 		t.Errorf("symlinked result: %+v %q", r, warn)
 	}
 	r, warn := ReadResult(writeResult(t, `{"summary":"`+strings.Repeat("é", maxSummaryRunes+10)+`\u0000","links":[
 		{"title":"ok","url":"https://h/pr/(1)"},{"title":"js","url":"javascript:alert(1)"},{"title":"rel","url":"/x"},
-		{"title":"creds","url":"https://u:p@h/"},{"title":"","url":"http://h/x"}]}`))
+		{"title":"creds","url":"https://u:p@h/"},{"title":"","url":"http://h/x"}]}`), os.Geteuid())
 	if got := len([]rune(r.Summary)); got != maxSummaryRunes+1 || strings.ContainsRune(r.Summary, 0) {
 		t.Errorf("summary of %d runes, or with a NUL", got)
 	}
@@ -233,5 +236,64 @@ func TestPipelineURLsAreNotLinks(t *testing.T) {
 		if got := breakAutolinks(in); got != want {
 			t.Errorf("breakAutolinks(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestReadResultRefusesFilesNotTheRunsOwn: a result file hard-linked to a
+// file elsewhere, a FIFO, a directory or a file of another uid is refused
+// unread, the warning naming why; the run's uid reads its own file.
+func TestReadResultRefusesFilesNotTheRunsOwn(t *testing.T) {
+	secret := writeResult(t, `{"summary":"TOPSECRET"}`)
+	dir := t.TempDir()
+	path := filepath.Join(dir, resultFileName)
+	check := func(name, want string) {
+		t.Helper()
+		done := make(chan struct{})
+		var r Result
+		var warn []string
+		var err error
+		go func() { defer close(done); r, warn, err = readResult(path, os.Geteuid()) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: readResult hangs", name)
+		}
+		if !r.Empty() || !errors.Is(err, nofollow.ErrRefused) || len(warn) != 1 || warn[0] != want {
+			t.Errorf("%s: %+v %q %v; want refused with %q", name, r, warn, err, want)
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	check("hard link", "result file refused: hard link (2 links)")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("FIFO", "result file refused: not a regular file (a FIFO)")
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check("directory", "result file refused: not a regular file (a directory)")
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	check("symlink", "result file refused: a symbolic link")
+	if os.Geteuid() == 0 {
+		if err := os.WriteFile(path, []byte(`{"summary":"theirs"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r, warn := ReadResult(path, 4242); !r.Empty() || len(warn) != 1 || warn[0] != "result file refused: owned by uid 0, not the run's uid 4242" {
+			t.Errorf("root's file for a run as uid 4242: %+v %q; want it refused", r, warn)
+		}
+		if err := os.Chown(path, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+		if r, warn := ReadResult(path, 4242); r.Summary != "theirs" || warn != nil {
+			t.Errorf("uid 4242's own file: %+v %q", r, warn)
+		}
+		check("another uid's", "result file refused: owned by uid 4242, not the run's uid 0")
 	}
 }

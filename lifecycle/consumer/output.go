@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -201,22 +200,29 @@ func ProgressFile(workDir string) string { return filepath.Join(workDir, progres
 // maxProgressLines of them within the file's last maxProgressBytes, control
 // characters stripped and invalid UTF-8 replaced. Only that tail is read,
 // however large the file grows. "" when there is nothing (yet) to show.
-func readProgress(path string) string {
-	// Not followed through a symlink: the pipeline must not make the daemon
-	// show a file only the daemon may read.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+//
+// The file is read only when it is a regular file with one link owned by
+// owner, the run's uid (nofollow.OpenRegular): a link (symbolic or hard)
+// to a file only the daemon may read, or a FIFO that would hang the read,
+// is refused, and the error (wrapping nofollow.ErrRefused) says why. A
+// file that is missing or cannot be opened is "" and no error.
+func readProgress(path string, owner int) (string, error) {
+	f, err := nofollow.OpenRegular(filepath.Dir(path), filepath.Base(path), owner)
+	if errors.Is(err, nofollow.ErrRefused) {
+		return "", err
+	}
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return ""
+	if err != nil {
+		return "", nil
 	}
 	from := max(fi.Size()-maxProgressBytes, 0)
 	b, err := io.ReadAll(io.LimitReader(io.NewSectionReader(f, from, maxProgressBytes), maxProgressBytes))
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	s := string(b)
 	if from > 0 {
@@ -225,11 +231,11 @@ func readProgress(path string) string {
 	}
 	end := strings.LastIndexByte(s, '\n')
 	if end < 0 {
-		return ""
+		return "", nil
 	}
 	lines := strings.Split(s[:end], "\n")
 	lines = lines[max(len(lines)-maxProgressLines, 0):]
-	return strings.TrimSpace(lifecycle.StripControl(strings.ToValidUTF8(strings.Join(lines, "\n"), "\uFFFD")))
+	return strings.TrimSpace(lifecycle.StripControl(strings.ToValidUTF8(strings.Join(lines, "\n"), "\uFFFD"))), nil
 }
 
 // progressBody is a progress comment: a headline and the lines in a code
@@ -251,9 +257,12 @@ func progressBody(prefix string, attempt int, instance, lines string) string {
 // transitions spend first. A failed write is logged and left for the next
 // change; it never touches the run.
 type progressComment struct {
-	ed    platforms.CommentEditor
-	ref   platforms.Ref
-	path  string
+	ed   platforms.CommentEditor
+	ref  platforms.Ref
+	path string
+	// owner is the run's uid: the file is read only when it is its
+	// (readProgress).
+	owner int
 	every time.Duration
 	body  func(lines string) string
 	fence func(context.Context) error
@@ -263,6 +272,9 @@ type progressComment struct {
 	id      string    // the comment's id once posted
 	shown   string    // the lines last written
 	lastTry time.Time // the last write, successful or not
+	// refused is why the file was first refused ("" while it never was):
+	// logged once, named in the outcome's comment.
+	refused string
 }
 
 // run reads the file every poll and writes when due, until ctx ends; then
@@ -285,7 +297,11 @@ func (c *progressComment) run(ctx context.Context, poll time.Duration) {
 // update writes the comment if the lines changed and the interval since the
 // last write has passed.
 func (c *progressComment) update(ctx context.Context) {
-	lines := readProgress(c.path)
+	lines, rerr := readProgress(c.path, c.owner)
+	if rerr != nil && c.refused == "" {
+		c.refused = refusal(rerr)
+		c.log.Warn("progress file refused, not read", zap.String("path", c.path), zap.String("why", c.refused))
+	}
 	now := c.clock()
 	if lines == "" || lines == c.shown || (!c.lastTry.IsZero() && now.Sub(c.lastTry) < c.every) {
 		return

@@ -12,8 +12,20 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
+
+// progressOf is readProgress of path by the test's own uid, failing t on a
+// refusal.
+func progressOf(t *testing.T, path string) string {
+	t.Helper()
+	s, err := readProgress(path, os.Geteuid())
+	if err != nil {
+		t.Fatalf("readProgress(%s): %v", path, err)
+	}
+	return s
+}
 
 func TestReadProgressShowsTheBoundedTailOfCompleteLines(t *testing.T) {
 	dir := t.TempDir()
@@ -24,15 +36,15 @@ func TestReadProgressShowsTheBoundedTailOfCompleteLines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := readProgress(path); got != "" {
+	if got := progressOf(t, path); got != "" {
 		t.Errorf("no file: %q, want nothing", got)
 	}
 	write("half a line")
-	if got := readProgress(path); got != "" {
+	if got := progressOf(t, path); got != "" {
 		t.Errorf("a line still being written: %q, want nothing yet", got)
 	}
 	write("one\ntwo\nthr")
-	if got := readProgress(path); got != "one\ntwo" {
+	if got := progressOf(t, path); got != "one\ntwo" {
 		t.Errorf("got %q, want the complete lines", got)
 	}
 	var b strings.Builder
@@ -40,13 +52,13 @@ func TestReadProgressShowsTheBoundedTailOfCompleteLines(t *testing.T) {
 		fmt.Fprintf(&b, "step %d\n", i)
 	}
 	write(b.String())
-	got := readProgress(path)
+	got := progressOf(t, path)
 	if lines := strings.Split(got, "\n"); len(lines) != maxProgressLines || lines[len(lines)-1] != "step 99" {
 		t.Errorf("100 lines: kept %d ending %q, want the last %d", len(lines), lines[len(lines)-1], maxProgressLines)
 	}
 	// A huge file: only its tail is read and shown, starting on a line.
 	write(strings.Repeat("x", 10<<20) + "\nlast \x1b[31mred\x1b[0m line\n")
-	if got := readProgress(path); got != "last [31mred[0m line" {
+	if got := progressOf(t, path); got != "last [31mred[0m line" {
 		t.Errorf("huge file: %q, want its last line without the escape bytes", got)
 	}
 	// A symlink to a file only the daemon should read is not followed.
@@ -58,8 +70,8 @@ func TestReadProgressShowsTheBoundedTailOfCompleteLines(t *testing.T) {
 	if err := os.Symlink(secret, link); err != nil {
 		t.Fatal(err)
 	}
-	if got := readProgress(link); got != "" {
-		t.Errorf("symlink followed: %q", got)
+	if got, err := readProgress(link, os.Geteuid()); got != "" || !errors.Is(err, nofollow.ErrRefused) {
+		t.Errorf("symlink: %q, %v; want it refused", got, err)
 	}
 }
 

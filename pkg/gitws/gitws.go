@@ -26,6 +26,11 @@
 // branch: it can commit, branch or break it as it likes, and the daemon
 // never reads it. Save commits what the work tree holds; what the pipeline
 // pushed itself is adopted when the tree is the same.
+//
+// What the work tree holds is the pipeline's, and the daemon pushes it with
+// its own credentials: before every push the commits it would send are
+// scanned for the project's secrets (Config.Secrets, and the push token),
+// and a push that would publish one is refused (SecretError).
 package gitws
 
 import (
@@ -48,6 +53,7 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
 	"github.com/agentsmithd/agentsmithd/pkg/owndir"
+	"github.com/agentsmithd/agentsmithd/pkg/redact"
 )
 
 // Defaults for zero Config fields.
@@ -91,15 +97,27 @@ type Config struct {
 	Owner *syscall.Credential
 	// PushTries: DefaultPushTries when 0.
 	PushTries int
+	// Secrets are the project's secret values. Save refuses to push a
+	// commit that holds one of them, or Token, in any form pkg/redact
+	// matches (raw, URL-encoded, base64) in a file, a file name or a
+	// message: the pipeline writes the files, and a token it wrote to one
+	// must not be published on the work branch with the daemon's
+	// credentials. Values shorter than redact.MinSecretLen are not looked
+	// for.
+	Secrets []string
+	// ScanMaxBytes bounds what that scan reads for one push
+	// (DefaultScanMaxBytes); a push with more is refused.
+	ScanMaxBytes int64
 }
 
 // Repo performs the work-branch operations of one project. Safe for
 // concurrent use on different directories.
 type Repo struct {
 	cfg     Config
-	secrets []string // scrubbed from every message
-	env     []string // every git's
-	credEnv []string // the daemon's own git's: config overrides and the credential
+	scan    *redact.Redactor // what Save refuses to push (Config.Secrets)
+	secrets []string         // scrubbed from every message
+	env     []string         // every git's
+	credEnv []string         // the daemon's own git's: config overrides and the credential
 }
 
 // New validates cfg and fills its defaults.
@@ -122,6 +140,9 @@ func New(cfg Config) (*Repo, error) {
 	if cfg.PushTries <= 0 {
 		cfg.PushTries = DefaultPushTries
 	}
+	if cfg.ScanMaxBytes <= 0 {
+		cfg.ScanMaxBytes = DefaultScanMaxBytes
+	}
 	if err := CheckRefFormat(cfg.Base); err != nil {
 		return nil, fmt.Errorf("gitws: base: %w", err)
 	}
@@ -131,7 +152,7 @@ func New(cfg Config) (*Repo, error) {
 	if cfg.Token != "" && cfg.SSHKeyFile != "" {
 		return nil, errors.New("gitws: set a token or an ssh key, not both")
 	}
-	r := &Repo{cfg: cfg}
+	r := &Repo{cfg: cfg, scan: newScan(cfg)}
 	r.env, r.credEnv = r.buildEnv()
 	return r, nil
 }
@@ -554,7 +575,9 @@ type Saved struct {
 // exactly the work tree, that commit is taken as it is. A push rejected
 // because the remote branch moved is fetched, merged and tried again
 // (PushTries in all), never forced; a merge conflict gives up with the work
-// committed locally. The caller's ctx should survive a shutdown: Save is
+// committed locally. Before every push the commits it would send are
+// scanned for the project's secrets (scanPush): one found refuses the push
+// with a *SecretError, the work committed locally only. The caller's ctx should survive a shutdown: Save is
 // what keeps the work when the run stops.
 func (r *Repo) Save(ctx context.Context, d Dirs, branch, message string) (Saved, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
@@ -598,6 +621,11 @@ func (r *Repo) Save(ctx context.Context, d Dirs, branch, message string) (Saved,
 		s.Committed = true
 	}
 	for try := 1; ; try++ {
+		// Scanned before every push: a merge after a rejected one adds a
+		// commit to what is sent.
+		if err := r.scanPush(ctx, d, local); err != nil {
+			return s, fmt.Errorf("save: not pushed: %w", err)
+		}
 		_, err := r.git(ctx, d, "push", "--quiet", "--no-verify", "origin", local+":"+local)
 		if err == nil {
 			break

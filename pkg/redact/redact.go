@@ -140,6 +140,30 @@ func (r *Redactor) Contains(s string) bool {
 	return false
 }
 
+// ContainsBytes reports whether b holds a secret form, as Contains does for
+// a string, without copying b.
+func (r *Redactor) ContainsBytes(b []byte) bool {
+	if r.Empty() {
+		return false
+	}
+	for _, n := range r.needles {
+		if bytes.Contains(b, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxLen is the length in bytes of the longest secret form (0 for an empty
+// Redactor). A stream searched a piece at a time finds every form when each
+// piece starts with the last MaxLen()-1 bytes of the one before.
+func (r *Redactor) MaxLen() int {
+	if r == nil {
+		return 0
+	}
+	return r.longest
+}
+
 // redact appends src to dst with secret forms replaced, deciding only about
 // matches that start before cut; it stops at the first byte at or after cut
 // not inside a match and returns how much of src it consumed. With final,

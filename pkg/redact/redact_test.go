@@ -115,3 +115,18 @@ func FuzzWriter(f *testing.F) {
 		}
 	})
 }
+
+func TestContainsBytesAndMaxLen(t *testing.T) {
+	r := redact.New("hunter22", "abc")
+	if !r.ContainsBytes([]byte("x aHVudGVyMjI= y")) || !r.ContainsBytes([]byte("hunter22")) || r.ContainsBytes([]byte("abc hunter2")) {
+		t.Error("ContainsBytes does not agree with Contains")
+	}
+	// The longest form is base64's, longer than the secret.
+	if got := r.MaxLen(); got <= len("hunter22") {
+		t.Errorf("MaxLen = %d, want more than %d", got, len("hunter22"))
+	}
+	var nilR *redact.Redactor
+	if nilR.ContainsBytes([]byte("hunter22")) || nilR.MaxLen() != 0 {
+		t.Error("a nil Redactor finds something")
+	}
+}

@@ -123,18 +123,14 @@ type PipelineSandbox struct {
 }
 
 // SecretInject hands a pipeline secret to the egress proxy instead of the
-// pipeline: the pipeline sees a placeholder, and the proxy sets Header on
-// its requests to Host to Format with the secret in place of %s.
+// pipeline: the pipeline's variable holds a placeholder, which the proxy
+// replaces by the secret in the Header of the pipeline's requests to Host
+// (the pipeline's tools format the header as they would with the secret:
+// "token …", "Bearer …").
 type SecretInject struct {
 	Host   string `yaml:"host"`
 	Header string `yaml:"header"`
-	// Format is the header's value, %s standing for the secret once;
-	// default "Bearer %s".
-	Format string `yaml:"format"`
 }
-
-// DefaultInjectFormat is secrets[].inject.format unless set.
-const DefaultInjectFormat = "Bearer %s"
 
 // InjectPlaceholder is what a pipeline sees in the variable of a secret
 // the proxy injects.
@@ -344,9 +340,6 @@ func validateSandboxProject(errs *Errors, path string, p Pipeline, on bool) {
 		}
 		if !envName.MatchString(strings.ReplaceAll(s.Inject.Header, "-", "_")) {
 			errs.add(sp+".header", `want a header name such as "Authorization"`)
-		}
-		if strings.Count(s.Inject.Format, "%s") != 1 || strings.Count(s.Inject.Format, "%") != 1 {
-			errs.add(sp+".format", `want the header's value with %s once for the secret, such as "Bearer %s"`)
 		}
 	}
 	if on && p.RunAs != "" {

@@ -27,7 +27,7 @@ projects:
     pipeline:
       command: [run]
       sandbox: {limits: {processes: 64}, network: {allow: [api.anthropic.com]}}
-      secrets: [{name: GH_TOKEN, from: {env: GH}, inject: {host: api.github.com, header: Authorization, format: "token %s"}}]
+      secrets: [{name: GH_TOKEN, from: {env: GH}, inject: {host: api.github.com, header: Authorization}}]
       stages:
         - {name: plan, command: [plan], sandbox: {limits: {memory: 512MiB}}}
         - {name: build, command: [build]}
@@ -52,7 +52,7 @@ projects:
 		if got := pl.Stages[1].Sandbox.Limits.Over(pl.Sandbox.Limits).Over(s.Limits); got.MemoryBytes() != 2<<30 {
 			t.Errorf("build stage limits = %+v", got)
 		}
-		if inj := pl.Secrets[0].Inject; inj == nil || inj.Host != "api.github.com" || inj.Format != "token %s" {
+		if inj := pl.Secrets[0].Inject; inj == nil || inj.Host != "api.github.com" || inj.Header != "Authorization" {
 			t.Errorf("inject = %+v", inj)
 		}
 	})
@@ -77,9 +77,6 @@ projects:
 		{"inject to a wildcard", strings.Replace(oneProject, "{command: [run]}",
 			"{command: [run], secrets: [{name: GH_TOKEN, from: {env: GH}, inject: {host: '*.github.com', header: Authorization}}]}", 1),
 			"projects[0].pipeline.secrets[0].inject.host", "one exact host"},
-		{"inject format", strings.Replace(oneProject, "{command: [run]}",
-			"{command: [run], secrets: [{name: GH_TOKEN, from: {env: GH}, inject: {host: api.github.com, header: Authorization, format: 'Bearer'}}]}", 1),
-			"projects[0].pipeline.secrets[0].inject.format", "%s once"},
 		{"hosts on a stage", strings.Replace(oneProject, "{command: [run]}",
 			"{stages: [{name: a, command: [a], sandbox: {network: {allow: [x.example]}}}]}", 1),
 			"projects[0].pipeline.stages[0].sandbox", "limits only"},

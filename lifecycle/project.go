@@ -113,6 +113,17 @@ type Pipeline struct {
 	Sandbox SandboxPolicy
 }
 
+// StageLimits are the sandbox limits of a run of stage ("" or an unknown
+// one: the project's): the stage's over the project's.
+func (p *Project) StageLimits(stage string) RunLimits {
+	for _, st := range p.Stages {
+		if st.Name == stage {
+			return st.Limits.Over(p.Pipeline.Sandbox.Limits)
+		}
+	}
+	return p.Pipeline.Sandbox.Limits
+}
+
 // Projects indexes projects by name.
 type Projects map[string]*Project
 

@@ -52,9 +52,9 @@ type Mount struct {
 	Writable bool
 }
 
-// Injection is a pipeline secret the egress proxy adds to requests to
-// Host as Header: Value (the secret in its format); the pipeline's
-// variable Name holds Placeholder.
+// Injection is a pipeline secret the egress proxy puts in the pipeline's
+// requests to Host: Placeholder, which the pipeline's variable Name holds,
+// becomes Value (the secret) in their Header.
 type Injection struct {
 	Name, Host, Header, Value, Placeholder string
 }

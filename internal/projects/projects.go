@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -202,7 +201,7 @@ func Lifecycle(pc *config.Project, tr platforms.Tracker) *lifecycle.Project {
 				ph := config.InjectPlaceholder(s.Name)
 				p.Pipeline.Secrets[s.Name] = ph
 				p.Pipeline.Sandbox.Inject = append(p.Pipeline.Sandbox.Inject, lifecycle.Injection{Name: s.Name, Host: in.Host,
-					Header: in.Header, Value: strings.Replace(in.Format, "%s", s.From.Value(), 1), Placeholder: ph})
+					Header: in.Header, Value: s.From.Value(), Placeholder: ph})
 				continue
 			}
 			p.Pipeline.Secrets[s.Name] = s.From.Value()

@@ -76,6 +76,8 @@ type attempt struct {
 	// still live, and nothing of the daemon's reads or writes the work dir
 	// after it (procrun.Result.Leftover).
 	leftover error
+	// box is the run's sandbox while it is open (nil without one).
+	box *runBox
 }
 
 // markUsed records now as when the ticket's work dir was last used, which
@@ -108,11 +110,15 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	var res procrun.Result
 	var refused string // why the run guard did not start the pipeline
 	lostEarly := false
+	defer func() { a.box.close() }()
+	e.warnUnsandboxed(log)
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
 	} else if err := removeStale(resultFile); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
 	} else if err := removeStale(ProgressFile(workDir)); err != nil {
+		res = procrun.Result{ExitCode: -1, Err: err}
+	} else if a.box, err = e.openBox(p, a.stage, req.Ref, workDir, spec.Argv, spec.Env, log); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
 	} else if err := a.prepareWork(ctx, workDir); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
@@ -137,8 +143,12 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		red := a.redactOutput(out)
 		spec.Output = red
 		stopProgress := a.startProgress(ctx, hb, workDir, &spec)
+		a.box.apply(&spec, e.sandboxExe())
 		res, refused = e.runPipeline(ctx, spec, req.Ref, token)
 		a.noteLeftover(res)
+		a.box.close()
+		a.box.limitNote(res)
+		boxNotes := a.box.notes(p)
 		if why := stopProgress(); why != "" {
 			a.resultNotes = append(a.resultNotes, "progress file refused: "+why)
 		}
@@ -156,7 +166,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		a.resultNotes = append(a.resultNotes, notes...)
 		var dropped []string
 		a.result, dropped = redactResult(p.Redact, a.result)
-		a.resultNotes = append(a.resultNotes, dropped...)
+		a.resultNotes = append(append(a.resultNotes, dropped...), boxNotes...)
 		if res.Err != nil && p.Pipeline.StartHint != "" {
 			res.Err = fmt.Errorf("%w (%s)", res.Err, p.Pipeline.StartHint)
 		}
@@ -271,6 +281,9 @@ func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir s
 // (nofollow.OpenRegular): pipeline.run_as, else the daemon's own. Runs that
 // get a uid of their own change it here.
 func (a *attempt) runUID() int {
+	if a.box != nil {
+		return int(a.box.spec.HostUID)
+	}
 	if c := a.p.Pipeline.RunAs; c != nil {
 		return int(c.Uid)
 	}
@@ -496,6 +509,22 @@ func (a *attempt) heartbeat(ctx context.Context, h *runHeartbeat) error {
 // heartbeatWindow is how long a run trusts its heartbeat after each
 // renewal: trust.DefaultHeartbeatTrust of the TTL, a narrower margin than a
 // lease's because losing it kills the pipeline (pkg/trust says why).
+// warnUnsandboxed logs, for a run without a sandbox because the config
+// said so, that it has the daemon's network and view of the host.
+func (e *Executor) warnUnsandboxed(log *zap.Logger) {
+	if e.cfg.Sandbox == nil && e.cfg.SandboxOff {
+		log.Warn("sandbox.mode is off: this pipeline runs with the daemon's network and view of the host")
+	}
+}
+
+// sandboxExe is the sandbox's init binary ("" without sandboxing).
+func (e *Executor) sandboxExe() string {
+	if e.cfg.Sandbox == nil {
+		return ""
+	}
+	return e.cfg.Sandbox.Exe
+}
+
 func (e *Executor) heartbeatWindow() trust.Window {
 	return trust.Fraction(e.cfg.HeartbeatTTL, trust.DefaultHeartbeatTrust)
 }
@@ -671,11 +700,19 @@ func (a *attempt) persist(ctx context.Context, t *platforms.Ticket, kind lifecyc
 	spec.TailBytes = e.cfg.TailBytes
 	spec.Kill = hb.kill
 	spec.Cgroups = e.cfg.Cgroups
+	box, err := e.openBox(p, a.stage, req.Ref, workDir, spec.Argv, spec.Env, log)
+	if err != nil {
+		log.Warn("persist command not run: no sandbox", zap.Error(err))
+		return []string{"persist command: not run (" + escapeFor(p.Redact, p.Platform, firstLine(err.Error(), 300)) + ")"}
+	}
+	defer box.close()
 	// Its output is redacted like the pipeline's: the tail is logged.
 	red := a.redactOutput(nil)
 	spec.Output = red
+	box.apply(&spec, e.sandboxExe())
 	res := procrun.Run(ctx, spec)
 	a.noteLeftover(res)
+	box.close()
 	res.Tail = red.finish()
 	if res.OK() {
 		log.Info("persist command succeeded", zap.Duration("duration", res.Duration))
@@ -804,6 +841,10 @@ func (a *attempt) prepareWork(ctx context.Context, workDir string) error {
 	ws := a.p.Workspace
 	if ws == nil {
 		return nil
+	}
+	if owner := a.box.owner(); owner != nil {
+		// The run's own uid makes and owns the pipeline's repository.
+		ws = ws.WithOwner(owner)
 	}
 	branch, err := ws.Branch(a.req.Ref.ID)
 	if err != nil {

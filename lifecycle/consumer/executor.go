@@ -111,6 +111,12 @@ type ExecutorConfig struct {
 	// pipeline started survives it, even outside its process group. nil
 	// leaves that to the process group and the run guard's subreaper.
 	Cgroups *runcg.Parent
+	// Sandbox, when set, runs every pipeline and persist command in a
+	// sandbox of its own (sandbox.go). nil runs them on the host.
+	Sandbox *Sandboxing
+	// SandboxOff says the config turned the sandbox off: each run says
+	// so in the log.
+	SandboxOff bool
 
 	// HeartbeatLostSignal is a test signal, nil in production: called with
 	// the heartbeat's trust deadline and the cause when a run gives its

@@ -58,6 +58,18 @@ func (m *Metrics) RefusedConnection(reason string) {
 	m.connsRefused.WithLabelValues(reason).Inc()
 }
 
+// EgressRefused counts a connection or request of a project's sandboxed
+// run that the egress proxy refused; reason is a small fixed set, never
+// the host, so a pipeline cannot create series.
+func (m *Metrics) EgressRefused(project, reason string) {
+	m.egressRefused.WithLabelValues(project, reason).Inc()
+}
+
+// LimitKill counts a sandboxed run a limit ended ("memory", "processes").
+func (m *Metrics) LimitKill(project, limit string) {
+	m.limitKills.WithLabelValues(project, limit).Inc()
+}
+
 // WatchLease reports lease as held (1) whenever valid says this replica may
 // act as its leader, read at scrape time. Watching a name again replaces
 // the previous function.

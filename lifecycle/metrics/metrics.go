@@ -80,6 +80,8 @@ type Metrics struct {
 	webhooks        *prometheus.CounterVec
 	webhookAuth     *prometheus.CounterVec
 	connsRefused    *prometheus.CounterVec
+	egressRefused   *prometheus.CounterVec
+	limitKills      *prometheus.CounterVec
 	redisErrors     *prometheus.CounterVec
 	leases          *leaseCollector
 }
@@ -148,6 +150,12 @@ func New(cfg Config) *Metrics {
 		connsRefused: counter("webhook_connections_refused_total",
 			"Connections the webhook listener closed at once for being over its total or per-address cap.",
 			"reason"),
+		egressRefused: counter("sandbox_egress_refused_total",
+			"Connections and requests of sandboxed runs the egress proxy refused, by project and reason (not_allowed, address, method, interception).",
+			"project", "reason"),
+		limitKills: counter("sandbox_limit_kills_total",
+			"Sandboxed runs a limit ended, by project and limit (memory, processes).",
+			"project", "limit"),
 		redisErrors: counter("redis_errors_total",
 			"Redis commands that failed (redis.Nil, cancellations and script cache misses are not failures).",
 			"command"),
@@ -160,7 +168,7 @@ func New(cfg Config) *Metrics {
 	build.WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	m.reg.MustRegister(build)
 	m.reg.MustRegister(m.transitions, m.claims, m.repairs, m.stuck, m.retriggers, m.refusals, m.pipeline, m.wait, m.lead, m.stage, m.approval,
-		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.webhookAuth, m.connsRefused, m.redisErrors, m.leases,
+		m.trackerCalls, m.trackerDuration, m.rateRemaining, m.webhooks, m.webhookAuth, m.connsRefused, m.egressRefused, m.limitKills, m.redisErrors, m.leases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Redis != nil {
 		if cfg.Queue == nil {

@@ -41,6 +41,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -52,6 +53,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
 	"github.com/agentsmithd/agentsmithd/pkg/redislock"
 	"github.com/agentsmithd/agentsmithd/pkg/runcg"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -119,6 +121,11 @@ type Order struct {
 	// (pkg/runcg): the guard kills that whole cgroup when it kills the
 	// run, which reaches every process of the run wherever it went.
 	Cgroup bool `json:"cgroup,omitempty"`
+	// Sandbox, when set, runs the pipeline in a sandbox of its own
+	// (pkg/sandbox) whose init is SandboxExe: the guard stays outside,
+	// with its network and its Redis connection, and the pipeline inside.
+	Sandbox    *sandbox.Spec `json:"sandbox,omitempty"`
+	SandboxExe string        `json:"sandbox_exe,omitempty"`
 }
 
 // ExitOwnFailure is the guard's exit status for a failure of its own, the
@@ -208,10 +215,38 @@ func Main(orders, report *os.File, stderr io.Writer) int {
 	cmd := &exec.Cmd{Path: o.Path, Args: o.Argv, Env: os.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: pipelineAttr(o.Credential)}
+	var box *sandbox.Launch
+	if o.Sandbox != nil {
+		if o.Credential != nil {
+			return fail("a sandboxed pipeline takes its user from the sandbox, not run_as")
+		}
+		cmd.SysProcAttr = pipelineAttr(nil)
+		wd, err := os.Getwd()
+		if err != nil {
+			return fail("working directory: %v", err)
+		}
+		if !filepath.IsAbs(cmd.Path) {
+			cmd.Path = filepath.Join(wd, cmd.Path)
+		}
+		if box, err = sandbox.Prepare(cmd, o.SandboxExe, *o.Sandbox); err != nil {
+			return fail("%v", err)
+		}
+		defer box.Close()
+	}
 	if err := cmd.Start(); err != nil {
 		return fail("start %s: %v", o.Argv[0], err)
 	}
-	closeReport()
+	if box != nil {
+		// The guard joined its run's cgroups before it read its orders,
+		// and the init with it.
+		if err := box.Started(); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return fail("%v", err)
+		}
+	} else {
+		closeReport()
+	}
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
@@ -234,6 +269,21 @@ func Main(orders, report *os.File, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentsmithd guard: killed %d process(es) the pipeline left running\n", n)
 	}
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if box != nil {
+		// The init, PID 1 of the sandbox, reports the pipeline's own
+		// status; none means the sandbox was not set up, and the
+		// pipeline never ran: the guard's failure, reported as such.
+		pws, ok := box.Status()
+		if !ok {
+			why := box.Failure()
+			if why == "" {
+				why = "the sandbox's init ended before the pipeline (" + describe(ws) + ")"
+			}
+			return fail("%s", why)
+		}
+		ws = pws
+	}
+	closeReport()
 	if ws.Signaled() {
 		raise(ws.Signal())
 		// A signal whose default action does not end a process cannot
@@ -333,4 +383,12 @@ func (r Redis) client() (redis.UniversalClient, error) {
 		opts.TLS = tc
 	}
 	return redisconn.New(opts)
+}
+
+// describe is how a process ended, for a report.
+func describe(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		return "signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit status %d", ws.ExitStatus())
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 	"github.com/agentsmithd/agentsmithd/pkg/trust"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
@@ -31,6 +32,9 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "guard" {
 		os.Exit(runguard.Main(os.NewFile(3, "orders"), os.NewFile(4, "report"), os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.InitArg {
+		os.Exit(sandbox.Init())
 	}
 	os.Exit(m.Run())
 }
@@ -242,7 +246,7 @@ func TestGuardKillsWhenRedisUnconfirmed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer done()
-	r := procrun.Run(t.Context(), procrun.Spec{Argv: guarded.Argv, ExtraFiles: guarded.ExtraFiles, Output: out, Timeout: 20 * time.Second})
+	r := procrun.Run(t.Context(), procrun.Spec{Argv: guarded.Argv, ExtraFiles: guarded.ExtraFiles, Started: guarded.Started, Output: out, Timeout: 20 * time.Second})
 	if r.Signal != "killed" || r.TimedOut {
 		t.Errorf("result %s, want killed before the timeout", r.Describe())
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
@@ -56,9 +57,13 @@ func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb t
 	if err != nil {
 		return spec, none, err
 	}
-	b, err := json.Marshal(Order{Redis: l.Redis, Ref: ref, Token: token, Check: l.Check, Heartbeat: hb,
+	o := Order{Redis: l.Redis, Ref: ref, Token: token, Check: l.Check, Heartbeat: hb,
 		Instance: l.Instance, Presence: l.Presence, Parent: daemonPID(), Path: path, Argv: spec.Argv, Credential: spec.Credential,
-		Cgroup: spec.Cgroups != nil})
+		Cgroup: spec.Cgroups != nil, Sandbox: spec.Sandbox}
+	if spec.Sandbox != nil {
+		o.SandboxExe = spec.SandboxExe
+	}
+	b, err := json.Marshal(o)
 	if err != nil {
 		return spec, none, fmt.Errorf("run guard: encode orders: %w", err)
 	}
@@ -71,14 +76,24 @@ func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb t
 		_, _ = rr.Close(), rw.Close()
 		return spec, none, fmt.Errorf("run guard: orders pipe: %w", err)
 	}
-	// Written from a goroutine: orders larger than the pipe's buffer
-	// would otherwise block until the guard reads them.
-	written := make(chan struct{})
+	// Written from a goroutine once the guard has started and joined its
+	// cgroups (procrun's Started): orders larger than the pipe's buffer
+	// would otherwise block until the guard reads them, and a guard that
+	// had its orders sooner could start the pipeline outside its v1
+	// cgroups. A guard that never started gets none: the cleanup closes
+	// r and gives up.
+	written, started, gaveUp := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(written)
-		_, _ = w.Write(b) // EPIPE when the guard never started: the caller's cleanup closed r
-		_ = w.Close()
+		defer w.Close()
+		select {
+		case <-started:
+		case <-gaveUp:
+			return
+		}
+		_, _ = w.Write(b) // EPIPE when the guard died before reading
 	}()
+	var once sync.Once
 	args := l.Args
 	if args == nil {
 		args = []string{"guard"}
@@ -86,9 +101,18 @@ func (l *Launcher) Wrap(spec procrun.Spec, ref platforms.Ref, token string, hb t
 	out := spec
 	out.Argv = append([]string{l.Exe}, args...)
 	out.Credential = nil
+	out.Sandbox, out.SandboxExe = nil, ""
 	out.ExtraFiles = []*os.File{r, rw}
+	prev := spec.Started
+	out.Started = func() {
+		once.Do(func() { close(started) })
+		if prev != nil {
+			prev()
+		}
+	}
 	return out, func() string {
 		_ = r.Close()
+		close(gaveUp)
 		<-written
 		// The guard has exited, and only it held the report's write end
 		// (close-on-exec: never the pipeline): the read ends at EOF.

@@ -187,6 +187,14 @@ func CheckURL(raw string) error {
 	return nil
 }
 
+// WithOwner is r with another Config.Owner: the user of one run (a
+// sandbox's uid, leased per run) where r's is the project's.
+func (r *Repo) WithOwner(owner *syscall.Credential) *Repo {
+	c := *r
+	c.cfg.Owner = owner
+	return &c
+}
+
 // Branch is the work branch of ticketID.
 func (r *Repo) Branch(ticketID string) (string, error) { return BranchName(r.cfg.Branch, ticketID) }
 

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/runcg"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 )
 
 // Defaults for zero Spec fields.
@@ -76,6 +77,20 @@ type Spec struct {
 	// left its process group (setsid, a double fork). nil leaves the
 	// process group as the only bound.
 	Cgroups *runcg.Parent
+	// Limits bound the run's cgroup (with Cgroups): memory, processes and
+	// CPU. A run a limit ended says which in Result.LimitHit.
+	Limits runcg.Limits
+	// Sandbox, when set, runs the command in a sandbox of its own
+	// (pkg/sandbox): SandboxExe (an absolute path; its main runs
+	// sandbox.Init for sandbox.InitArg) is started as the sandbox's init,
+	// which runs the command inside. The Credential field must then be nil.
+	Sandbox    *sandbox.Spec
+	SandboxExe string
+	// Started, when set, is called once the command has started and
+	// joined every cgroup of its run, before Run waits for it: a caller
+	// that hands the command its orders later (a run guard's) does it
+	// from here, so the command starts nothing outside its cgroups.
+	Started func()
 }
 
 // Result is what happened to a run.
@@ -91,6 +106,9 @@ type Result struct {
 	// Leftover is set when the run's cgroup could not be killed or
 	// removed: processes of the run may still exist.
 	Leftover error
+	// LimitHit names the limit of Spec.Limits that ended part of the run
+	// ("memory limit 4 GiB reached"), "" when none did.
+	LimitHit string
 
 	timeout time.Duration // for Describe
 }
@@ -123,6 +141,9 @@ func (r Result) Describe() string {
 	}
 	if r.Killed {
 		b.WriteString(" on kill request")
+	}
+	if r.LimitHit != "" {
+		b.WriteString(" (" + r.LimitHit + ")")
 	}
 	return b.String()
 }
@@ -159,6 +180,9 @@ func Run(ctx context.Context, spec Spec) Result {
 	if err != nil {
 		return fail(err)
 	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(spec.Dir, path)
+	}
 	env := spec.Env
 	if env == nil {
 		env = []string{} // a nil Env would make os/exec inherit os.Environ
@@ -173,18 +197,36 @@ func Run(ctx context.Context, spec Spec) Result {
 	}
 	var cg *runcg.Group
 	if spec.Cgroups != nil {
-		if cg, err = spec.Cgroups.New(); err != nil {
+		if spec.Limits.IsZero() {
+			cg, err = spec.Cgroups.New()
+		} else {
+			cg, err = spec.Cgroups.NewLimited(spec.Limits)
+		}
+		if err != nil {
 			return fail(err)
 		}
 		startIn(cmd.SysProcAttr, cg)
 	}
+	var box *sandbox.Launch
 	// failStart releases the cgroup, and with it its directory and fd, on
 	// every way out before the command runs.
 	failStart := func(err error) Result {
+		if box != nil {
+			box.Close()
+		}
 		if cg != nil {
 			res.Leftover = cg.Close()
 		}
 		return fail(err)
+	}
+	if spec.Sandbox != nil {
+		if spec.Credential != nil {
+			return failStart(errors.New("a sandboxed command takes its user from the sandbox, not a credential"))
+		}
+		if box, err = sandbox.Prepare(cmd, spec.SandboxExe, *spec.Sandbox); err != nil {
+			return failStart(err)
+		}
+		defer box.Close()
 	}
 
 	// The pipes are ours rather than os/exec's so that we decide when to
@@ -224,6 +266,23 @@ func Run(ctx context.Context, spec Spec) Result {
 		if cg != nil {
 			_ = cg.Kill()
 		}
+	}
+	// The v1 cgroups (hybrid hosts) are joined by pid: clone3 placed the
+	// command in the v2 one only. A sandbox's init, or a guard waiting
+	// for its orders, has started nothing yet; a bare command may have
+	// forked already, which is why limits on v1 hold fully only for
+	// guarded or sandboxed runs.
+	if err := placed(cmd.Process.Pid, cg, box); err != nil {
+		kill()
+		outR.Close()
+		if inW != nil {
+			inW.Close()
+		}
+		_, _ = cmd.Process.Wait()
+		return failStart(err)
+	}
+	if spec.Started != nil {
+		spec.Started()
 	}
 
 	size := spec.TailBytes
@@ -299,6 +358,7 @@ wait:
 	// and with a cgroup whatever left the group.
 	signalGroup(pgid, syscall.SIGKILL)
 	if cg != nil {
+		res.LimitHit = cg.LimitHit()
 		res.Leftover = cg.Close()
 	}
 
@@ -317,16 +377,49 @@ wait:
 
 	res.Tail = tl.Bytes()
 	res.Duration = time.Since(start)
-	if ws, ok := waitStatus(cmd); ok {
-		if ws.Signaled() {
-			res.Signal = ws.Signal().String()
-		} else {
-			res.ExitCode = ws.ExitStatus()
+	if box != nil {
+		// The init reports the pipeline's own status: as PID 1 of its
+		// namespace it cannot die by a signal of its own.
+		if ws, ok := box.Status(); ok {
+			setStatus(&res, ws)
+			return res
 		}
+		if why := box.Failure(); why != "" && !res.Killed && !res.Canceled && !res.TimedOut {
+			res.Err = errors.New(why)
+			return res
+		}
+	}
+	if ws, ok := waitStatus(cmd); ok {
+		setStatus(&res, ws)
 	} else if waitErr != nil {
 		res.Err = fmt.Errorf("wait %s: %w", spec.Argv[0], waitErr)
 	}
 	return res
+}
+
+// placed joins the started command to its run's v1 cgroups and hands a
+// sandbox's init its spec.
+func placed(pid int, cg *runcg.Group, box *sandbox.Launch) error {
+	if cg != nil {
+		if err := cg.Join(pid); err != nil {
+			return fmt.Errorf("join the run's cgroups: %w", err)
+		}
+	}
+	if box != nil {
+		if err := box.Started(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setStatus records how the command ended.
+func setStatus(res *Result, ws syscall.WaitStatus) {
+	if ws.Signaled() {
+		res.Signal = ws.Signal().String()
+	} else {
+		res.ExitCode = ws.ExitStatus()
+	}
 }
 
 func waitStatus(cmd *exec.Cmd) (syscall.WaitStatus, bool) {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 )
 
 // helperEnv makes the test binary a helper process (TestMain) instead of
@@ -289,13 +291,7 @@ func cpuTime(pid int) time.Duration {
 // waitFor polls cond until it holds, failing the test after 20 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.Wait(t, 20*time.Second, what, cond)
 }
 
 // pin holds a pidfd of each process in dir, to tell when they are gone

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentsmithd/agentsmithd/internal/eventually"
 )
 
 func TestAvailable(t *testing.T) {
@@ -125,17 +127,14 @@ func TestProxyBridge(t *testing.T) {
 // childPID is the only child of pid (the init's pipeline).
 func childPID(t *testing.T, pid int) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	return eventually.Value(t, 10*time.Second, "the init to start the pipeline", func() (int, bool) {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
 		if f := strings.Fields(string(b)); len(f) > 0 {
-			n, _ := strconv.Atoi(f[0])
-			return n
+			n, err := strconv.Atoi(f[0])
+			return n, err == nil
 		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, with a deadline
-	}
-	t.Fatal("the init started no pipeline")
-	return 0
+		return 0, false
+	})
 }
 
 // TestRunsIsolated: two concurrent runs with different host uids. A sees

@@ -28,6 +28,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
@@ -42,6 +43,7 @@ import (
 
 // Daemon is one replica.
 type Daemon struct {
+	sandbox  *consumer.Sandboxing // nil: runs are not sandboxed
 	cfg      *config.Config
 	rdb      redis.UniversalClient
 	guard    *runguard.Launcher // nil: pipelines run unguarded
@@ -102,6 +104,13 @@ type Options struct {
 	// runs under `GuardExe guard` (lifecycle/runguard). Tests that run the
 	// daemon inside the test binary leave it empty.
 	GuardExe string
+	// SandboxExe, when set with sandbox.mode on, is the sandbox's init
+	// binary (the agentsmithd binary, where every uid may run it): every
+	// pipeline then runs in a sandbox of its own. SandboxHide are the
+	// daemon's files no run may see (config, secret files, status token).
+	// Tests that run the daemon inside the test binary leave it empty.
+	SandboxExe  string
+	SandboxHide []string
 	// OwnRedis says the caller started Redis itself, for this daemon, just
 	// before (the demo, tests of the daemon inside the test binary): no run
 	// predates it, so the executor need not wait out the restart grace
@@ -172,6 +181,14 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	// demo) never share series.
 	d.queue = projects.Queue(rdb, cfg)
 	d.metrics = metrics.New(metrics.Config{Redis: rdb, Queue: d.queue, Logger: log.Named("metrics")})
+	if cfg.HasRole(config.RoleConsumer) {
+		sb, err := d.sandboxing(opts)
+		if err != nil {
+			return nil, err
+		}
+		d.sandbox = sb
+		d.logSandbox(sb)
+	}
 	rdb.AddHook(d.metrics.RedisHook())
 	d.observer = append(d.observer, d.metrics)
 	if opts.Observer != nil {

@@ -102,6 +102,7 @@ func (d *Daemon) buildConsumer() []service {
 		LogsDir: c.Output.LogsDir, LogMaxBytes: c.Output.LogMaxBytes, CancelCheck: c.CancelCheck, Labels: d.labels(),
 		Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
 		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.takeGrace(), Cgroups: d.runCgroups(),
+		Sandbox: d.sandbox, SandboxOff: !d.cfg.Sandbox.On(),
 	})
 	ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{WorkDir: c.WorkDir, LogsDir: c.Output.LogsDir, MaxAge: c.Output.Retention.MaxAge,
 		MaxBytes: c.Output.Retention.MaxBytes, Interval: c.Output.Retention.Interval, Logger: d.log.Named("retention")})

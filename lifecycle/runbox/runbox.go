@@ -1,0 +1,382 @@
+package consumer
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/pkg/egress"
+	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
+	"github.com/agentsmithd/agentsmithd/pkg/procrun"
+	"github.com/agentsmithd/agentsmithd/pkg/runcg"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
+	"github.com/agentsmithd/agentsmithd/platforms"
+)
+
+// Sandboxing runs every pipeline and persist command in a sandbox of its
+// own (pkg/sandbox): a host uid no other run has, its own namespaces, the
+// host's system directories read-only, the ticket's work dir, and no
+// network but an egress proxy (pkg/egress) that lets it reach the hosts
+// its project lists.
+type Sandboxing struct {
+	// Exe is the sandbox's init binary, one every uid may run
+	// (sandbox.ReachableExe of the daemon's own).
+	Exe string
+	// UIDs is where a root daemon leases each run's host uid from; a
+	// daemon that is not root runs every sandbox as its own uid.
+	UIDs sandbox.Range
+	// Limits, Allow and Mounts are the daemon's: every project's runs
+	// start from them (limits under the project's and the stage's).
+	Limits lifecycle.RunLimits
+	Allow  []lifecycle.AllowRule
+	Mounts []lifecycle.Mount
+	// Hide are the daemon's files no run may see, even where they lie
+	// below a directory the sandbox shows (the config beside the
+	// pipelines, token files under /etc).
+	Hide []string
+	// Deny are addresses no rule may open: the daemon's own listeners.
+	Deny []netip.Prefix
+	// Intercept lets the egress proxy read https requests to the hosts
+	// that need it (methods, injected secrets) with a CA of the run's
+	// own, which the run trusts; false: those are http only.
+	Intercept bool
+	// SocketDir holds the runs' proxy sockets ("": the system temp dir).
+	SocketDir string
+	// Refused and LimitKilled count what the metrics show; nil: nothing.
+	Refused     func(project, reason string)
+	LimitKilled func(project, limit string)
+	// Resolver and UpstreamRoots are the egress proxy's (tests).
+	Resolver      egress.Resolver
+	UpstreamRoots *x509.CertPool
+}
+
+// maxRefusalNotes bounds the refused hosts a failure comment names.
+const maxRefusalNotes = 5
+
+// runBox is one run's sandbox: its uid, its egress proxy, what the proxy
+// refused.
+type runBox struct {
+	spec    sandbox.Spec
+	env     []string
+	limits  runcg.Limits
+	lease   *sandbox.Lease
+	proxy   *egress.Proxy
+	dir     string
+	served  chan struct{}
+	project string
+	cfg     *Sandboxing
+	log     *zap.Logger
+
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	out      io.Writer // the run log, once the run's output is open
+	refusals []egress.Refusal
+	seen     map[string]bool
+}
+
+// openBox makes the sandbox of one run of p's stage in workDir, whose
+// command is argv: it leases the run's uid and hands it the work dir,
+// starts the run's egress proxy, and says what the sandbox binds, hides
+// and limits. nil without sandboxing.
+func (e *Executor) openBox(p *lifecycle.Project, stage string, ref platforms.Ref, workDir string, argv []string, env []string, log *zap.Logger) (*runBox, error) {
+	cfg := e.cfg.Sandbox
+	if cfg == nil {
+		return nil, nil
+	}
+	b := &runBox{project: p.Name, cfg: cfg, log: log, served: make(chan struct{}), seen: map[string]bool{}}
+	ok := false
+	defer func() {
+		if !ok {
+			b.close()
+		}
+	}()
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if os.Geteuid() == 0 {
+		l, err := sandbox.LeaseUID(cfg.UIDs, ref.String())
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		b.lease, uid, gid = l, l.UID(), l.UID()
+		// The tree an earlier run left under another uid becomes this
+		// one's, never through a link it planted.
+		if err := handTree(e.cfg.WorkDir, workDir, uid, gid); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	sock, err := b.startProxy(p, uid)
+	if err != nil {
+		return nil, err
+	}
+	ro, rw := sandbox.DefaultReadOnly(), []string(nil)
+	for _, m := range slices.Concat(cfg.Mounts, p.Pipeline.Sandbox.Mounts) {
+		if m.Writable {
+			rw = append(rw, m.Path)
+		} else {
+			ro = append(ro, m.Path)
+		}
+	}
+	// The pipeline's own directory, when it lies outside what is shown
+	// already: its scripts may call their neighbours.
+	if path, err := procrun.LookPath(argv[0], env); err == nil && filepath.IsAbs(path) {
+		if dir := filepath.Dir(path); !under(dir, ro) && !under(dir, []string{workDir}) {
+			ro = append(ro, dir)
+		}
+	}
+	b.spec = sandbox.Spec{HostUID: uid, HostGID: gid, WorkDir: workDir, ReadOnly: ro, Writable: rw, Hide: cfg.Hide, Proxy: sock}
+	b.env = append(b.spec.ProxyEnv(), "HOME=/tmp", "TMPDIR=/tmp", "USER=agentsmith")
+	if b.proxy.CA != nil {
+		b.trustCA(b.proxy.CA)
+	}
+	limits := p.StageLimits(stage).Over(cfg.Limits)
+	b.limits = runcg.Limits{MemoryBytes: max(limits.MemoryBytes, 0), Pids: max(limits.Processes, 0), CPU: max(limits.CPU, 0)}
+	ok = true
+	return b, nil
+}
+
+// startProxy serves the run's egress proxy on a unix socket only the
+// run's uid may use, which the sandbox binds inside.
+func (b *runBox) startProxy(p *lifecycle.Project, uid uint32) (string, error) {
+	cfg := b.cfg
+	dir, err := os.MkdirTemp(cfg.SocketDir, "agentsmith-egress-")
+	if err != nil {
+		return "", fmt.Errorf("sandbox: egress socket dir: %w", err)
+	}
+	b.dir = dir
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return "", fmt.Errorf("sandbox: egress socket dir: %w", err)
+	}
+	sock := filepath.Join(dir, "egress.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: egress socket: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		err = os.Chown(sock, int(uid), int(uid))
+	}
+	if err == nil {
+		err = os.Chmod(sock, 0o600)
+	}
+	if err != nil {
+		_ = ln.Close()
+		return "", fmt.Errorf("sandbox: egress socket: %w", err)
+	}
+	pol := egress.Policy{Deny: cfg.Deny}
+	for _, r := range slices.Concat(cfg.Allow, p.Pipeline.Sandbox.Allow) {
+		pol.Allow = append(pol.Allow, egress.Rule{Host: r.Host, Ports: r.Ports, Methods: r.Methods})
+	}
+	for _, in := range p.Pipeline.Sandbox.Inject {
+		pol.Inject = append(pol.Inject, egress.Inject{Host: in.Host, Header: in.Header, Placeholder: in.Placeholder, Value: in.Value})
+	}
+	b.proxy = &egress.Proxy{Policy: pol, OnRefuse: b.refused, Resolver: cfg.Resolver, UpstreamRoots: cfg.UpstreamRoots}
+	if cfg.Intercept && needsInterception(slices.Concat(cfg.Allow, p.Pipeline.Sandbox.Allow), p.Pipeline.Sandbox.Inject) {
+		// One CA per run: its key dies with the run, and no run trusts
+		// another's.
+		if b.proxy.CA, err = egress.NewCA(); err != nil {
+			_ = ln.Close()
+			return "", fmt.Errorf("sandbox: egress CA: %w", err)
+		}
+	}
+	go func() {
+		defer close(b.served)
+		if err := b.proxy.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+			b.log.Warn("egress proxy stopped", zap.Error(err))
+		}
+	}()
+	return sock, nil
+}
+
+// caBundle is where the system's roots are read for a sandbox that trusts
+// the egress proxy's CA as well.
+var caBundle = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"}
+
+// trustCA puts the proxy's CA in the sandbox, alone and in a bundle with
+// the system's roots, and points the usual variables at them.
+func (b *runBox) trustCA(ca *egress.CA) {
+	pem := ca.CertPEM()
+	bundle := []byte{}
+	for _, f := range caBundle {
+		if sys, err := os.ReadFile(f); err == nil {
+			bundle = append(sys, '\n')
+			break
+		}
+	}
+	bundle = append(bundle, pem...)
+	caFile, bundleFile := sandbox.RunDir+"/ca.pem", sandbox.RunDir+"/ca-bundle.pem"
+	b.spec.Files = map[string][]byte{caFile: pem, bundleFile: bundle}
+	b.env = append(b.env, "SSL_CERT_FILE="+bundleFile, "CURL_CA_BUNDLE="+bundleFile, "GIT_SSL_CAINFO="+bundleFile,
+		"REQUESTS_CA_BUNDLE="+bundleFile, "NODE_EXTRA_CA_CERTS="+caFile)
+}
+
+// needsInterception reports whether a run's proxy reads https requests:
+// a rule with methods, or a secret it injects.
+func needsInterception(allow []lifecycle.AllowRule, inject []lifecycle.Injection) bool {
+	return len(inject) > 0 || slices.ContainsFunc(allow, func(r lifecycle.AllowRule) bool { return len(r.Methods) > 0 })
+}
+
+// apply puts the run in its sandbox.
+func (b *runBox) apply(spec *procrun.Spec, exe string) {
+	if b == nil {
+		return
+	}
+	s := b.spec
+	spec.Sandbox, spec.SandboxExe, spec.Limits, spec.Credential = &s, exe, b.limits, nil
+	spec.Env = append(withoutVars(spec.Env, "HOME", "TMPDIR", "USER"), b.env...)
+	if spec.Output != nil {
+		w := &lockedWriter{w: spec.Output}
+		spec.Output = w
+		b.mu.Lock()
+		b.out = w
+		b.mu.Unlock()
+	}
+}
+
+// refused hears the proxy refuse one connection or request: logged,
+// counted, written to the run log, kept for the failure comment.
+func (b *runBox) refused(r egress.Refusal) {
+	kind := refusalKind(r)
+	if b.cfg.Refused != nil {
+		b.cfg.Refused(b.project, kind)
+	}
+	b.log.Warn("sandbox egress refused", zap.String("refused", r.String()), zap.String("kind", kind))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.out != nil {
+		_, _ = fmt.Fprintf(b.out, "agentsmithd egress: refused %s\n", r.String())
+	}
+	key := fmt.Sprintf("%s:%d %s", r.Host, r.Port, kind)
+	if !b.seen[key] && len(b.refusals) < maxRefusalNotes {
+		b.seen[key] = true
+		b.refusals = append(b.refusals, r)
+	}
+}
+
+// refusalKind is a refusal's metric label: a small fixed set.
+func refusalKind(r egress.Refusal) string {
+	switch {
+	case r.Addr != "":
+		return "address"
+	case strings.Contains(r.Reason, "method"):
+		return "method"
+	case strings.Contains(r.Reason, "intercept"):
+		return "interception"
+	}
+	return "not_allowed"
+}
+
+// notes name what the proxy refused, for the outcome's comment, with the
+// line that would allow it.
+func (b *runBox) notes(p *lifecycle.Project) []string {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, r := range b.refusals {
+		note := "sandbox: refused " + r.String()
+		out = append(out, escapeFor(p.Redact, p.Platform, note))
+	}
+	return out
+}
+
+// limitNote counts a run a limit ended.
+func (b *runBox) limitNote(res procrun.Result) {
+	if b == nil || res.LimitHit == "" || b.cfg.LimitKilled == nil {
+		return
+	}
+	limit := "processes"
+	if strings.HasPrefix(res.LimitHit, "memory") {
+		limit = "memory"
+	}
+	b.cfg.LimitKilled(b.project, limit)
+}
+
+// close stops the proxy, removes its socket and gives the uid back; the
+// run's processes are gone by then (procrun killed its cgroup and the
+// sandbox's PID namespace died with its init).
+func (b *runBox) close() {
+	if b == nil {
+		return
+	}
+	b.closeOnce.Do(func() {
+		if b.proxy != nil {
+			_ = b.proxy.Close()
+			<-b.served
+		}
+		if b.dir != "" {
+			_ = os.RemoveAll(b.dir)
+		}
+		if b.lease != nil {
+			_ = b.lease.Release()
+		}
+	})
+}
+
+// owner is the run's host user, for what the daemon makes in the work dir
+// before the run (the work branch); nil when runs keep the daemon's.
+func (b *runBox) owner() *syscall.Credential {
+	if b == nil || b.lease == nil {
+		return nil
+	}
+	return &syscall.Credential{Uid: b.spec.HostUID, Gid: b.spec.HostGID}
+}
+
+// handTree gives dir, a ticket's work dir under root, and what it holds to
+// uid:gid when it is not theirs yet, never through a link, and lets that
+// uid pass the directories from root down to it (o+x).
+func handTree(root, dir string, uid, gid uint32) error {
+	if err := handOver(root, dir, &syscall.Credential{Uid: uid, Gid: gid}); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid && st.Gid == gid {
+		return nil
+	}
+	return nofollow.ChownTree(dir, int(uid), int(gid))
+}
+
+// under reports whether path is one of dirs or below one.
+func under(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if rel, err := filepath.Rel(d, path); err == nil && filepath.IsLocal(rel) || path == d {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutVars is env without the variables named.
+func withoutVars(env []string, names ...string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(names, k)
+	})
+}
+
+// lockedWriter lets the egress proxy write to the run log beside procrun.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

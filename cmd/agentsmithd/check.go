@@ -101,6 +101,7 @@ func runChecks(ctx context.Context, cfg *config.Config, cfgPath, receiverURL str
 	}
 	rep := checkReport{OK: true, Projects: make([]projectCheckReport, len(cfg.Projects))}
 	pools, poolsErr := readPools(ctx, cfg, rdb, timeout)
+	host := &hostSandbox{}
 	var wg sync.WaitGroup
 	for i := range cfg.Projects {
 		pc := &cfg.Projects[i]
@@ -112,7 +113,7 @@ func runChecks(ctx context.Context, cfg *config.Config, cfgPath, receiverURL str
 			defer cancel()
 			rep.Projects[i].Checks = append([]platforms.CheckResult{redisResult},
 				checkProject(pctx, cfg, pc, rdb, receiverURL)...)
-			rep.Projects[i].Checks = append(rep.Projects[i].Checks, checkPipelineUser(cfg, cfgPath, pc))
+			rep.Projects[i].Checks = append(rep.Projects[i].Checks, checkPipelineUser(cfg, cfgPath, pc), checkSandbox(cfg, pc, host))
 			if r, ok := checkPool(pc, pools, poolsErr); ok {
 				rep.Projects[i].Checks = append(rep.Projects[i].Checks, r)
 			}

@@ -26,6 +26,19 @@ type checkWorld struct {
 	dir   string
 	// top is YAML put before the projects (daemon-wide settings).
 	top string
+	// redisExtra is put in the redis mapping after its address.
+	redisExtra string
+}
+
+// sandboxOff turns the world's sandbox off, which needs a Redis that
+// asks for a password: a Redis of its own that does.
+func (w *checkWorld) sandboxOff(t *testing.T) {
+	t.Helper()
+	const pw = "check-redis-pw"
+	w.redis = redistest.StartSpec(t, redistest.Spec{Args: []string{"--requirepass", pw}, Password: pw})
+	t.Setenv("CHECK_REDIS_PASSWORD", pw)
+	w.redisExtra = ", password_env: CHECK_REDIS_PASSWORD"
+	w.top += "sandbox: {mode: off}\n"
 }
 
 const (
@@ -78,7 +91,7 @@ func (w *checkWorld) project(name, platform, apiPath, repo, tokenEnv, extra stri
 // code and the JSON report.
 func (w *checkWorld) run(t *testing.T, projects ...string) (int, checkReport, string) {
 	t.Helper()
-	cfg := fmt.Sprintf("redis: {addr: %q}\n%sprojects:\n%s", w.redis.Addr(), w.top, strings.Join(projects, ""))
+	cfg := fmt.Sprintf("redis: {addr: %q%s}\n%sprojects:\n%s", w.redis.Addr(), w.redisExtra, w.top, strings.Join(projects, ""))
 	path := filepath.Join(w.dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

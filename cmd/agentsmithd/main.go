@@ -35,6 +35,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/nodump"
 	"github.com/agentsmithd/agentsmithd/pkg/redisconn"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 )
 
 func main() {
@@ -64,6 +65,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// Hidden: the daemon starts it as each pipeline's parent (docs/architecture.md
 		// "Run guard"); it is not for people.
 		return guard(stderr)
+	}
+	if args[0] == sandbox.InitArg {
+		// Hidden: the first process of each pipeline's sandbox
+		// (pkg/sandbox), started by the daemon or the run guard.
+		return sandbox.Init()
 	}
 	cmd := "serve" // flags first: `agentsmithd -c config.yaml` means serve
 	if !strings.HasPrefix(args[0], "-") || isHelp(args[0]) {
@@ -183,7 +189,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error("discover repositories", zap.Error(err))
 		return 1
 	}
-	d, err := daemon.New(cfg, daemon.Options{Logger: log, GuardExe: exe, Configured: configured})
+	opts := daemon.Options{Logger: log, GuardExe: exe, Configured: configured}
+	if cfg.HasRole(config.RoleConsumer) && cfg.Sandbox.On() {
+		// The sandbox's init starts as a run's uid, which must reach the
+		// binary; without a sandbox this replica runs no pipeline.
+		init, remove, err := sandbox.ReachableExe(exe, "")
+		if err == nil {
+			defer remove()
+			err = sandbox.Available(init)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "agentsmithd: pipelines must run in a sandbox (sandbox.mode: on) and it cannot start here: %v\n"+
+				"  fix the host as the line above says, or run pipelines unsandboxed with sandbox: {mode: off} (docs/security.md)\n", err)
+			return 1
+		}
+		opts.SandboxExe, opts.SandboxHide = init, sandboxHide(cfg, *path)
+	}
+	d, err := daemon.New(cfg, opts)
 	if err != nil {
 		log.Error("build daemon", zap.Error(err))
 		return 1
@@ -193,6 +215,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// sandboxHide are the daemon's files no run may see, where a sandbox shows
+// the directory they lie in: the config, every secret file, the status
+// token's file.
+func sandboxHide(cfg *config.Config, cfgPath string) []string {
+	hide := secretFiles(cfg, cfgPath)
+	if abs, err := filepath.Abs(cfgPath); err == nil {
+		hide = append(hide, abs)
+	}
+	return hide
 }
 
 // ensureStatusToken gives a config without status.token the token in the

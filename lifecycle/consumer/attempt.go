@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/gitws"
@@ -77,7 +78,7 @@ type attempt struct {
 	// after it (procrun.Result.Leftover).
 	leftover error
 	// box is the run's sandbox while it is open (nil without one).
-	box *runBox
+	box *runbox.Box
 }
 
 // markUsed records now as when the ticket's work dir was last used, which
@@ -110,7 +111,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	var res procrun.Result
 	var refused string // why the run guard did not start the pipeline
 	lostEarly := false
-	defer func() { a.box.close() }()
+	defer func() { a.box.Close() }()
 	e.warnUnsandboxed(log)
 	if err := os.MkdirAll(workDir, 0o750); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: fmt.Errorf("create work dir: %w", err)}
@@ -118,7 +119,7 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		res = procrun.Result{ExitCode: -1, Err: err}
 	} else if err := removeStale(ProgressFile(workDir)); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
-	} else if a.box, err = e.openBox(p, a.stage, req.Ref, workDir, spec.Argv, spec.Env, log); err != nil {
+	} else if a.box, err = runbox.Open(e.cfg.Sandbox, p, a.stage, req.Ref, workDir, spec.Argv, spec.Env, e.handTree(workDir), log); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
 	} else if err := a.prepareWork(ctx, workDir); err != nil {
 		res = procrun.Result{ExitCode: -1, Err: err}
@@ -143,12 +144,12 @@ func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 		red := a.redactOutput(out)
 		spec.Output = red
 		stopProgress := a.startProgress(ctx, hb, workDir, &spec)
-		a.box.apply(&spec, e.sandboxExe())
+		a.box.Apply(&spec)
 		res, refused = e.runPipeline(ctx, spec, req.Ref, token)
 		a.noteLeftover(res)
-		a.box.close()
-		a.box.limitNote(res)
-		boxNotes := a.box.notes(p)
+		a.box.Close()
+		a.box.Ended(res)
+		boxNotes := a.escapeNotes(a.box.Notes())
 		if why := stopProgress(); why != "" {
 			a.resultNotes = append(a.resultNotes, "progress file refused: "+why)
 		}
@@ -282,7 +283,7 @@ func (a *attempt) startProgress(ctx context.Context, hb *runHeartbeat, workDir s
 // get a uid of their own change it here.
 func (a *attempt) runUID() int {
 	if a.box != nil {
-		return int(a.box.spec.HostUID)
+		return int(a.box.UID())
 	}
 	if c := a.p.Pipeline.RunAs; c != nil {
 		return int(c.Uid)
@@ -517,12 +518,32 @@ func (e *Executor) warnUnsandboxed(log *zap.Logger) {
 	}
 }
 
-// sandboxExe is the sandbox's init binary ("" without sandboxing).
-func (e *Executor) sandboxExe() string {
-	if e.cfg.Sandbox == nil {
-		return ""
+// handTree returns how a sandboxed run of workDir gets it: the tree an
+// earlier run left under another uid becomes the run's, never through a
+// link it planted, and the run's uid may pass from the work root down.
+func (e *Executor) handTree(workDir string) func(uid, gid uint32) error {
+	return func(uid, gid uint32) error {
+		if err := handOver(e.cfg.WorkDir, workDir, &syscall.Credential{Uid: uid, Gid: gid}); err != nil {
+			return err
+		}
+		fi, err := os.Lstat(workDir)
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid && st.Gid == gid {
+			return nil
+		}
+		return nofollow.ChownTree(workDir, int(uid), int(gid))
 	}
-	return e.cfg.Sandbox.Exe
+}
+
+// escapeNotes makes notes safe in the project's comments.
+func (a *attempt) escapeNotes(notes []string) []string {
+	out := make([]string, 0, len(notes))
+	for _, n := range notes {
+		out = append(out, escapeFor(a.p.Redact, a.p.Platform, n))
+	}
+	return out
 }
 
 func (e *Executor) heartbeatWindow() trust.Window {
@@ -700,19 +721,19 @@ func (a *attempt) persist(ctx context.Context, t *platforms.Ticket, kind lifecyc
 	spec.TailBytes = e.cfg.TailBytes
 	spec.Kill = hb.kill
 	spec.Cgroups = e.cfg.Cgroups
-	box, err := e.openBox(p, a.stage, req.Ref, workDir, spec.Argv, spec.Env, log)
+	box, err := runbox.Open(e.cfg.Sandbox, p, a.stage, req.Ref, workDir, spec.Argv, spec.Env, e.handTree(workDir), log)
 	if err != nil {
 		log.Warn("persist command not run: no sandbox", zap.Error(err))
 		return []string{"persist command: not run (" + escapeFor(p.Redact, p.Platform, firstLine(err.Error(), 300)) + ")"}
 	}
-	defer box.close()
+	defer box.Close()
 	// Its output is redacted like the pipeline's: the tail is logged.
 	red := a.redactOutput(nil)
 	spec.Output = red
-	box.apply(&spec, e.sandboxExe())
+	box.Apply(&spec)
 	res := procrun.Run(ctx, spec)
 	a.noteLeftover(res)
-	box.close()
+	box.Close()
 	res.Tail = red.finish()
 	if res.OK() {
 		log.Info("persist command succeeded", zap.Duration("duration", res.Duration))
@@ -842,7 +863,7 @@ func (a *attempt) prepareWork(ctx context.Context, workDir string) error {
 	if ws == nil {
 		return nil
 	}
-	if owner := a.box.owner(); owner != nil {
+	if owner := a.box.Owner(); owner != nil {
 		// The run's own uid makes and owns the pipeline's repository.
 		ws = ws.WithOwner(owner)
 	}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -112,8 +113,8 @@ type ExecutorConfig struct {
 	// leaves that to the process group and the run guard's subreaper.
 	Cgroups *runcg.Parent
 	// Sandbox, when set, runs every pipeline and persist command in a
-	// sandbox of its own (sandbox.go). nil runs them on the host.
-	Sandbox *Sandboxing
+	// sandbox of its own (lifecycle/runbox). nil runs them on the host.
+	Sandbox *runbox.Config
 	// SandboxOff says the config turned the sandbox off: each run says
 	// so in the log.
 	SandboxOff bool

@@ -21,13 +21,17 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 )
 
 // TestMain lets the test binary be the run guard: `consumer.test guard`
-// runs runguard.Main, as `agentsmithd guard` does.
+// runs runguard.Main, as `agentsmithd guard` does; and a sandbox's init.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "guard" {
 		os.Exit(runguard.Main(os.NewFile(3, "orders"), os.NewFile(4, "report"), os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.InitArg {
+		os.Exit(sandbox.Init())
 	}
 	os.Exit(m.Run())
 }

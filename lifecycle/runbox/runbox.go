@@ -1,4 +1,9 @@
-package consumer
+// Package runbox is the sandbox of one pipeline run, as the executor
+// opens and closes it: the run's host uid (leased), its egress proxy
+// (pkg/egress) on a socket only that uid may use, what the sandbox
+// (pkg/sandbox) binds, hides and limits, and what the proxy refused, for
+// the run's log, metrics and failure comment.
+package runbox
 
 import (
 	"crypto/x509"
@@ -18,19 +23,18 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/egress"
-	"github.com/agentsmithd/agentsmithd/pkg/nofollow"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/runcg"
 	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
-// Sandboxing runs every pipeline and persist command in a sandbox of its
+// Config runs every pipeline and persist command in a sandbox of its
 // own (pkg/sandbox): a host uid no other run has, its own namespaces, the
 // host's system directories read-only, the ticket's work dir, and no
 // network but an egress proxy (pkg/egress) that lets it reach the hosts
 // its project lists.
-type Sandboxing struct {
+type Config struct {
 	// Exe is the sandbox's init binary, one every uid may run
 	// (sandbox.ReachableExe of the daemon's own).
 	Exe string
@@ -52,6 +56,9 @@ type Sandboxing struct {
 	// that need it (methods, injected secrets) with a CA of the run's
 	// own, which the run trusts; false: those are http only.
 	Intercept bool
+	// Controllers says which limits the host's run cgroups hold; a run
+	// gets only those (the daemon names the others once at start).
+	Controllers Controllers
 	// SocketDir holds the runs' proxy sockets ("": the system temp dir).
 	SocketDir string
 	// Refused and LimitKilled count what the metrics show; nil: nothing.
@@ -62,12 +69,15 @@ type Sandboxing struct {
 	UpstreamRoots *x509.CertPool
 }
 
+// Controllers are the limits a host can enforce.
+type Controllers struct{ Memory, Processes, CPU bool }
+
 // maxRefusalNotes bounds the refused hosts a failure comment names.
 const maxRefusalNotes = 5
 
-// runBox is one run's sandbox: its uid, its egress proxy, what the proxy
+// Box is one run's sandbox: its uid, its egress proxy, what the proxy
 // refused.
-type runBox struct {
+type Box struct {
 	spec    sandbox.Spec
 	env     []string
 	limits  runcg.Limits
@@ -76,7 +86,7 @@ type runBox struct {
 	dir     string
 	served  chan struct{}
 	project string
-	cfg     *Sandboxing
+	cfg     *Config
 	log     *zap.Logger
 
 	closeOnce sync.Once
@@ -87,20 +97,21 @@ type runBox struct {
 	seen     map[string]bool
 }
 
-// openBox makes the sandbox of one run of p's stage in workDir, whose
-// command is argv: it leases the run's uid and hands it the work dir,
-// starts the run's egress proxy, and says what the sandbox binds, hides
-// and limits. nil without sandboxing.
-func (e *Executor) openBox(p *lifecycle.Project, stage string, ref platforms.Ref, workDir string, argv []string, env []string, log *zap.Logger) (*runBox, error) {
-	cfg := e.cfg.Sandbox
+// Open makes the sandbox of one run of p's stage in workDir, whose
+// command is argv with env: it leases the run's uid and has handTree give
+// it the work dir (workRoot down to workDir), starts the run's egress
+// proxy, and says what the sandbox binds, hides and limits. nil without
+// a config.
+func Open(cfg *Config, p *lifecycle.Project, stage string, ref platforms.Ref, workDir string, argv, env []string,
+	handTree func(uid, gid uint32) error, log *zap.Logger) (*Box, error) {
 	if cfg == nil {
 		return nil, nil
 	}
-	b := &runBox{project: p.Name, cfg: cfg, log: log, served: make(chan struct{}), seen: map[string]bool{}}
+	b := &Box{project: p.Name, cfg: cfg, log: log, served: make(chan struct{}), seen: map[string]bool{}}
 	ok := false
 	defer func() {
 		if !ok {
-			b.close()
+			b.Close()
 		}
 	}()
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
@@ -112,7 +123,7 @@ func (e *Executor) openBox(p *lifecycle.Project, stage string, ref platforms.Ref
 		b.lease, uid, gid = l, l.UID(), l.UID()
 		// The tree an earlier run left under another uid becomes this
 		// one's, never through a link it planted.
-		if err := handTree(e.cfg.WorkDir, workDir, uid, gid); err != nil {
+		if err := handTree(uid, gid); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}
@@ -141,14 +152,14 @@ func (e *Executor) openBox(p *lifecycle.Project, stage string, ref platforms.Ref
 		b.trustCA(b.proxy.CA)
 	}
 	limits := p.StageLimits(stage).Over(cfg.Limits)
-	b.limits = runcg.Limits{MemoryBytes: max(limits.MemoryBytes, 0), Pids: max(limits.Processes, 0), CPU: max(limits.CPU, 0)}
+	b.limits = cfg.Controllers.hold(limits)
 	ok = true
 	return b, nil
 }
 
 // startProxy serves the run's egress proxy on a unix socket only the
 // run's uid may use, which the sandbox binds inside.
-func (b *runBox) startProxy(p *lifecycle.Project, uid uint32) (string, error) {
+func (b *Box) startProxy(p *lifecycle.Project, uid uint32) (string, error) {
 	cfg := b.cfg
 	dir, err := os.MkdirTemp(cfg.SocketDir, "agentsmith-egress-")
 	if err != nil {
@@ -204,7 +215,7 @@ var caBundle = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/cert
 
 // trustCA puts the proxy's CA in the sandbox, alone and in a bundle with
 // the system's roots, and points the usual variables at them.
-func (b *runBox) trustCA(ca *egress.CA) {
+func (b *Box) trustCA(ca *egress.CA) {
 	pem := ca.CertPEM()
 	bundle := []byte{}
 	for _, f := range caBundle {
@@ -226,13 +237,13 @@ func needsInterception(allow []lifecycle.AllowRule, inject []lifecycle.Injection
 	return len(inject) > 0 || slices.ContainsFunc(allow, func(r lifecycle.AllowRule) bool { return len(r.Methods) > 0 })
 }
 
-// apply puts the run in its sandbox.
-func (b *runBox) apply(spec *procrun.Spec, exe string) {
+// Apply puts the run in its sandbox.
+func (b *Box) Apply(spec *procrun.Spec) {
 	if b == nil {
 		return
 	}
 	s := b.spec
-	spec.Sandbox, spec.SandboxExe, spec.Limits, spec.Credential = &s, exe, b.limits, nil
+	spec.Sandbox, spec.SandboxExe, spec.Limits, spec.Credential = &s, b.cfg.Exe, b.limits, nil
 	spec.Env = append(withoutVars(spec.Env, "HOME", "TMPDIR", "USER"), b.env...)
 	if spec.Output != nil {
 		w := &lockedWriter{w: spec.Output}
@@ -245,7 +256,7 @@ func (b *runBox) apply(spec *procrun.Spec, exe string) {
 
 // refused hears the proxy refuse one connection or request: logged,
 // counted, written to the run log, kept for the failure comment.
-func (b *runBox) refused(r egress.Refusal) {
+func (b *Box) refused(r egress.Refusal) {
 	kind := refusalKind(r)
 	if b.cfg.Refused != nil {
 		b.cfg.Refused(b.project, kind)
@@ -276,9 +287,9 @@ func refusalKind(r egress.Refusal) string {
 	return "not_allowed"
 }
 
-// notes name what the proxy refused, for the outcome's comment, with the
-// line that would allow it.
-func (b *runBox) notes(p *lifecycle.Project) []string {
+// Notes name what the proxy refused, for the outcome's comment, with the
+// line that would allow it; the caller escapes them for the tracker.
+func (b *Box) Notes() []string {
 	if b == nil {
 		return nil
 	}
@@ -286,14 +297,13 @@ func (b *runBox) notes(p *lifecycle.Project) []string {
 	defer b.mu.Unlock()
 	var out []string
 	for _, r := range b.refusals {
-		note := "sandbox: refused " + r.String()
-		out = append(out, escapeFor(p.Redact, p.Platform, note))
+		out = append(out, "sandbox: refused "+r.String())
 	}
 	return out
 }
 
-// limitNote counts a run a limit ended.
-func (b *runBox) limitNote(res procrun.Result) {
+// Ended counts the run's end where a limit ended it.
+func (b *Box) Ended(res procrun.Result) {
 	if b == nil || res.LimitHit == "" || b.cfg.LimitKilled == nil {
 		return
 	}
@@ -304,10 +314,10 @@ func (b *runBox) limitNote(res procrun.Result) {
 	b.cfg.LimitKilled(b.project, limit)
 }
 
-// close stops the proxy, removes its socket and gives the uid back; the
+// Close stops the proxy, removes its socket and gives the uid back; the
 // run's processes are gone by then (procrun killed its cgroup and the
 // sandbox's PID namespace died with its init).
-func (b *runBox) close() {
+func (b *Box) Close() {
 	if b == nil {
 		return
 	}
@@ -325,30 +335,13 @@ func (b *runBox) close() {
 	})
 }
 
-// owner is the run's host user, for what the daemon makes in the work dir
+// Owner is the run's host user, for what the daemon makes in the work dir
 // before the run (the work branch); nil when runs keep the daemon's.
-func (b *runBox) owner() *syscall.Credential {
+func (b *Box) Owner() *syscall.Credential {
 	if b == nil || b.lease == nil {
 		return nil
 	}
 	return &syscall.Credential{Uid: b.spec.HostUID, Gid: b.spec.HostGID}
-}
-
-// handTree gives dir, a ticket's work dir under root, and what it holds to
-// uid:gid when it is not theirs yet, never through a link, and lets that
-// uid pass the directories from root down to it (o+x).
-func handTree(root, dir string, uid, gid uint32) error {
-	if err := handOver(root, dir, &syscall.Credential{Uid: uid, Gid: gid}); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid && st.Gid == gid {
-		return nil
-	}
-	return nofollow.ChownTree(dir, int(uid), int(gid))
 }
 
 // under reports whether path is one of dirs or below one.
@@ -379,4 +372,23 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// UID is the run's host uid: what owns the files the run leaves.
+func (b *Box) UID() uint32 { return b.spec.HostUID }
+
+// hold are the limits of l the host enforces; Unlimited and unset lift a
+// limit.
+func (c Controllers) hold(l lifecycle.RunLimits) runcg.Limits {
+	var out runcg.Limits
+	if c.Memory {
+		out.MemoryBytes = max(l.MemoryBytes, 0)
+	}
+	if c.Processes {
+		out.Pids = max(l.Processes, 0)
+	}
+	if c.CPU {
+		out.CPU = max(l.CPU, 0)
+	}
+	return out
 }

@@ -28,10 +28,10 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/audit"
 	"github.com/agentsmithd/agentsmithd/lifecycle/claim"
-	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/gate"
 	"github.com/agentsmithd/agentsmithd/lifecycle/metrics"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/connlimit"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
@@ -43,7 +43,7 @@ import (
 
 // Daemon is one replica.
 type Daemon struct {
-	sandbox  *consumer.Sandboxing // nil: runs are not sandboxed
+	sandbox  *runbox.Config // nil: runs are not sandboxed
 	cfg      *config.Config
 	rdb      redis.UniversalClient
 	guard    *runguard.Launcher // nil: pipelines run unguarded

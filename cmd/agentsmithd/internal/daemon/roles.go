@@ -16,6 +16,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
 	"github.com/agentsmithd/agentsmithd/lifecycle/poller"
 	"github.com/agentsmithd/agentsmithd/lifecycle/receiver"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
 	"github.com/agentsmithd/agentsmithd/pkg/health"
 	"github.com/agentsmithd/agentsmithd/pkg/keys"
 	"github.com/agentsmithd/agentsmithd/pkg/lease"
@@ -101,7 +102,7 @@ func (d *Daemon) buildConsumer() []service {
 		WorkDir: c.WorkDir, TailBytes: c.TailBytes,
 		LogsDir: c.Output.LogsDir, LogMaxBytes: c.Output.LogMaxBytes, CancelCheck: c.CancelCheck, Labels: d.labels(),
 		Liveness: d.presence, Logger: d.log.Named("executor"), Observer: d.observer,
-		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.takeGrace(), Cgroups: d.runCgroups(),
+		LimitDelay: c.LimitDelay, Guard: d.guard, RestartGrace: d.takeGrace(), Cgroups: d.limitCgroups(d.runCgroups()),
 		Sandbox: d.sandbox, SandboxOff: !d.cfg.Sandbox.On(),
 	})
 	ret := housekeeping.NewRetention(d.rdb, housekeeping.RetentionConfig{WorkDir: c.WorkDir, LogsDir: c.Output.LogsDir, MaxAge: c.Output.Retention.MaxAge,
@@ -131,6 +132,30 @@ func (d *Daemon) runCgroups() *runcg.Parent {
 			zap.Error(err))
 	}
 	return nil
+}
+
+// limitCgroups readies cg for the sandbox's limits: controllers enabled
+// where cgroup v2 delegates them, and the limits no controller can hold
+// named once and left out of every run (a run would otherwise fail to
+// start). Without a sandbox, or without run cgroups, it changes nothing.
+func (d *Daemon) limitCgroups(cg *runcg.Parent) *runcg.Parent {
+	if d.sandbox == nil {
+		return cg
+	}
+	if cg == nil {
+		d.sandbox.Controllers = runbox.Controllers{}
+		d.log.Warn("sandbox limits (memory, processes, cpu) do not hold: no cgroup per run (give the daemon a delegated cgroup v2: systemd Delegate=yes)")
+		return nil
+	}
+	if err := cg.EnableLimits(); err != nil {
+		d.log.Warn("enable cgroup controllers for the sandbox's limits", zap.Error(err))
+	}
+	mem, pids, cpu, where := cg.Controllers()
+	d.sandbox.Controllers = runbox.Controllers{Memory: mem, Processes: pids, CPU: cpu}
+	if !mem || !pids || !cpu {
+		d.log.Warn("some sandbox limits do not hold on this host and are left out of every run", zap.String("cgroups", where))
+	}
+	return cg
 }
 
 // restartGrace is how long after a Redis restart this replica's executor

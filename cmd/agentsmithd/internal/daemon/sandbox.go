@@ -9,19 +9,19 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
-	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
 	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 )
 
 // sandboxing is how this replica's executor shuts its runs in: nil when
 // the config turns the sandbox off or no init binary was given (tests that
 // run the daemon inside the test binary).
-func (d *Daemon) sandboxing(opts Options) (*consumer.Sandboxing, error) {
+func (d *Daemon) sandboxing(opts Options) (*runbox.Config, error) {
 	s := d.cfg.Sandbox
 	if !s.On() || opts.SandboxExe == "" {
 		return nil, nil
 	}
-	return &consumer.Sandboxing{
+	return &runbox.Config{
 		Exe:    opts.SandboxExe,
 		UIDs:   sandbox.Range{First: uint32(s.UIDRange.First), Count: uint32(s.UIDRange.Count)},
 		Limits: projects.RunLimits(s.Limits), Allow: projects.AllowRules(s.Network.Allow), Mounts: projects.Mounts(s.Mounts),
@@ -73,7 +73,7 @@ func listenerAddrs(cfg *config.Config) []netip.Prefix {
 }
 
 // logSandbox says once how runs are shut in.
-func (d *Daemon) logSandbox(sb *consumer.Sandboxing) {
+func (d *Daemon) logSandbox(sb *runbox.Config) {
 	switch {
 	case sb != nil && os.Geteuid() == 0:
 		d.log.Info("pipelines run in a sandbox each: their own uid, namespaces and egress proxy",

@@ -1,0 +1,149 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/lifecycle/consumer"
+	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
+	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
+)
+
+// sandboxing is what a test executor's sandbox needs here; it skips where
+// the machine cannot start one, naming what is missing.
+func sandboxing(t *testing.T) *runbox.Config {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, remove, err := sandbox.ReachableExe(self, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+	if err := sandbox.Available(exe); err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	return &runbox.Config{Exe: exe, UIDs: sandbox.DefaultRange}
+}
+
+// reachableRoot is a work root a run's leased uid may pass through
+// (t.TempDir's parents are 0700).
+func reachableRoot(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "consumer-sandbox-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(d, "work")
+}
+
+// attack is a pipeline that tries the roads back into the daemon from
+// inside a run: Redis, the admin listener, and the network beyond the
+// egress proxy's list. It prints what it reached and exits 0 when the
+// allowed host answered through the proxy.
+const attack = `
+redis_host=${REDIS%:*}; redis_port=${REDIS##*:}
+if exec 3<>/dev/tcp/$redis_host/$redis_port 2>/dev/null; then
+  printf '*3\r\n$3\r\nSET\r\n$6\r\npwned:\r\n$%d\r\n%s\r\n' ${#AGENTSMITH_TICKET_ID} "$AGENTSMITH_TICKET_ID" >&3 && read -r -t 5 reply <&3 && echo "redis: $reply"
+fi
+admin_host=${ADMIN%:*}; admin_port=${ADMIN##*:}
+if exec 4<>/dev/tcp/$admin_host/$admin_port 2>/dev/null; then echo "admin: reached"; fi
+# The allowed host is this test's server on loopback: reached through the
+# proxy by its IP rule, so past NO_PROXY's loopback entries.
+NO_PROXY= no_proxy= curl -fsS --max-time 10 "http://$ALLOWED/" && echo " allowed: reached"
+curl -sS --max-time 10 -o /dev/null -w 'evil: %{http_code}\n' http://evil.example/
+exit 3
+`
+
+// A sandboxed pipeline cannot reach Redis or the admin listener, reaches
+// the host its project allows through the egress proxy, and is refused the
+// others, which the failure comment names with the line that allows
+// them. The control runs the same pipeline without a sandbox: it SETs the
+// key in Redis and reaches the admin listener.
+func TestSandboxedPipelineHasNoRoadBack(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/curl"); err != nil {
+		t.Skip("the pipeline needs curl (/usr/bin/curl)")
+	}
+	sb := sandboxing(t)
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "admin") }))
+	t.Cleanup(admin.Close)
+	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "upstream-ok") }))
+	t.Cleanup(allowed.Close)
+	allowedHost, allowedPort, _ := net.SplitHostPort(strings.TrimPrefix(allowed.URL, "http://"))
+
+	run := func(t *testing.T, sb *runbox.Config, withGuard bool) (*lifecycletest.World, int) {
+		w := lifecycletest.New(t, 1)
+		p := w.Projects[lifecycletest.Project]
+		p.Pipeline.Command = []string{"/bin/bash", "-c", attack}
+		p.Pipeline.Env = map[string]string{"REDIS": w.Redis.Addr(), "ADMIN": strings.TrimPrefix(admin.URL, "http://"),
+			"ALLOWED": strings.TrimPrefix(allowed.URL, "http://"), "PATH": "/usr/bin:/bin"}
+		var port int
+		_, _ = fmt.Sscan(allowedPort, &port)
+		p.Pipeline.Sandbox.Allow = []lifecycle.AllowRule{{Host: allowedHost, Ports: []int{port}}}
+		cfg := consumer.ExecutorConfig{Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 10 * time.Second, HeartbeatRenew: 5 * time.Second,
+			KillGrace: 200 * time.Millisecond, WorkDir: reachableRoot(t), TakeWait: 100 * time.Millisecond,
+			CancelCheck: time.Hour, Logger: zaptest.NewLogger(t), Sandbox: sb}
+		if withGuard {
+			exe, _ := os.Executable()
+			cfg.Guard = &runguard.Launcher{Exe: exe, Redis: runguard.Redis{Addrs: []string{w.Redis.Addr()}}, Check: 100 * time.Millisecond}
+		}
+		rec := &lifecycletest.Recorder{}
+		cfg.Observer = rec
+		ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, cfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = ex.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		n := w.ClaimIssue(t, "attack")
+		w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
+		return w, n
+	}
+
+	t.Run("control without a sandbox", func(t *testing.T) {
+		w, n := run(t, nil, false)
+		if got, _ := w.RDB.Get(t.Context(), "pwned:").Result(); got != lifecycletest.Ref(n).ID {
+			t.Errorf("the pipeline did not SET pwned: in Redis unsandboxed: the attack proves nothing\n%s", w.Comments(t, n))
+		}
+		if c := strings.Join(w.Comments(t, n), "\n"); !strings.Contains(c, "admin: reached") {
+			t.Errorf("the admin listener was not reached unsandboxed:\n%s", c)
+		}
+	})
+	for _, guarded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sandboxed guarded=%v", guarded), func(t *testing.T) {
+			w, n := run(t, sb, guarded)
+			if got, _ := w.RDB.Exists(t.Context(), "pwned:").Result(); got != 0 {
+				t.Error("a sandboxed pipeline wrote to Redis")
+			}
+			c := strings.Join(w.Comments(t, n), "\n")
+			for _, bad := range []string{"redis: ", "admin: reached"} {
+				if strings.Contains(c, bad) {
+					t.Errorf("the sandboxed pipeline printed %q:\n%s", bad, c)
+				}
+			}
+			for _, want := range []string{"upstream-ok allowed: reached", "evil: 403", "refused GET evil.example:80", "sandbox.network.allow"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("the failure comment lacks %q:\n%s", want, c)
+				}
+			}
+		})
+	}
+}

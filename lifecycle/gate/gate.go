@@ -213,10 +213,10 @@ func (g *Gate) decide(ctx context.Context, ref platforms.Ref, actor string, d De
 	return g.decideLocked(ctx, p, ref, record{Decision: d, Actor: actor, Stage: stage, Max: a.MaxRejections, label: label})
 }
 
-// selfTTL is how long the account a project's tracker writes as is kept
+// selfMaxAge is how long the account a project's tracker writes as is kept
 // before it is asked again: a token rotated to another account is known
 // within it.
-const selfTTL = 10 * time.Minute
+const selfMaxAge = 10 * time.Minute
 
 // selves keeps, per project, the account its tracker's credential writes
 // as (platforms.SelfIdentifier), which may never decide a gate.
@@ -230,7 +230,7 @@ type selfEntry struct {
 	at  time.Time
 }
 
-// of is the account p's tracker writes as, asked at most every selfTTL;
+// of is the account p's tracker writes as, asked at most every selfMaxAge;
 // "" when the tracker cannot tell (no SelfIdentifier, or a credential not
 // a user's). An error is the tracker's: nothing is decided on it.
 func (s *selves) of(ctx context.Context, p *lifecycle.Project, now func() time.Time) (string, error) {
@@ -241,7 +241,7 @@ func (s *selves) of(ctx context.Context, p *lifecycle.Project, now func() time.T
 	s.mu.Lock()
 	e, ok := s.seen[p.Name]
 	s.mu.Unlock()
-	if ok && now().Sub(e.at) < selfTTL {
+	if ok && now().Sub(e.at) < selfMaxAge {
 		return e.who, nil
 	}
 	who, err := si.Self(ctx)

@@ -2,12 +2,11 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // Stage is one step of a staged pipeline (pipeline.stages): a ticket runs
@@ -177,11 +176,6 @@ func (pl *Pipeline) validateGates(errs *Errors, path, platform, trigger, labelPr
 	}
 }
 
-// gitlabBotUser matches the username GitLab gives the bot user of a
-// project or group access token (project_<id>_bot_<random>; before
-// GitLab 16, project_<id>_bot or project_<id>_bot<n>).
-var gitlabBotUser = regexp.MustCompile(`^(project|group)_\d+_bot\d*(_[0-9a-z]+)?$`)
-
 // noMachineApprovers refuses approvers (at path, of stage's gate) that
 // name an account only a token acts as, never a person: a GitHub App's
 // <slug>[bot], a GitLab access token's bot user. Such an account is what
@@ -190,15 +184,13 @@ var gitlabBotUser = regexp.MustCompile(`^(project|group)_\d+_bot\d*(_[0-9a-z]+)?
 // refuses its own account's decisions whatever the list says (the
 // ApprovalGate); this names the mistake before it runs.
 func noMachineApprovers(errs *Errors, path, platform, stage string, users []string) {
+	d, ok := platforms.Lookup(platform)
+	if !ok || d.MachineAccount == nil {
+		return
+	}
 	for i, u := range users {
-		name := strings.ToLower(strings.TrimSpace(u))
-		what := ""
-		switch {
-		case platform == "github" && strings.HasSuffix(name, "[bot]"):
-			what = "a GitHub App's bot account"
-		case platform == "gitlab" && gitlabBotUser.MatchString(name):
-			what = "a GitLab access token's bot user"
-		default:
+		what := d.MachineAccount(u)
+		if what == "" {
 			continue
 		}
 		errs.add(fmt.Sprintf("%s.users[%d]", path, i), fmt.Sprintf("%q is %s, which may not approve stage %s: "+

@@ -76,16 +76,13 @@ func checkSelfApprover(ctx context.Context, pc *config.Project, tr platforms.Tra
 	return platforms.OK(name, "no approver list names %s, the daemon's own account (its decisions are refused)", self), true
 }
 
-// ghTokenNames are the variables gh and the GitHub libraries read a token
-// from: a pipeline secret of one of these names is a GitHub token.
-var ghTokenNames = []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
-
 // checkPipelineSecrets fails when a pipeline.secrets entry hands the
 // pipeline, untrusted code, the daemon's own tracker token (any
 // project's), or, on GitHub, the token of one of the project's approvers:
 // with it the pipeline writes as the daemon, or approves its own work. An
-// approver's token is told by asking GitHub who it is (GET /user), done
-// only for secrets under a GitHub token's name (ghTokenNames), so no other
+// approver's token is told by asking the tracker who it is (GitHub: GET
+// /user), done only for secrets under a name the platform's CLIs read a
+// token from (Descriptor.TokenVars; GitHub's alone has them), so no other
 // credential is sent to the tracker; elsewhere it cannot be told. No row
 // without pipeline.secrets.
 func checkPipelineSecrets(ctx context.Context, cfg *config.Config, pc *config.Project) (platforms.CheckResult, bool) {
@@ -103,10 +100,10 @@ func checkPipelineSecrets(ctx context.Context, cfg *config.Config, pc *config.Pr
 			fails = append(fails, fmt.Sprintf("pipeline.secrets[%s] is the daemon's own tracker token: a pipeline holding it writes as the daemon", s.Name))
 			continue
 		}
-		if pc.Platform != "github" || !slices.Contains(ghTokenNames, s.Name) {
+		if d, ok := platforms.Lookup(pc.Platform); !ok || !slices.Contains(d.TokenVars, s.Name) {
 			continue
 		}
-		who, err := githubTokenUser(ctx, pc, v)
+		who, err := tokenUser(ctx, pc, v)
 		if err != nil || who == "" {
 			continue // not a token of this GitHub: nothing to compare
 		}
@@ -122,9 +119,9 @@ func checkPipelineSecrets(ctx context.Context, cfg *config.Config, pc *config.Pr
 	return platforms.OK(name, "%d secrets; none is the daemon's tracker token", len(pc.Pipeline.Secrets)), true
 }
 
-// githubTokenUser is the login token authenticates as on pc's GitHub:
-// pc's tracker built with token in place of its credential, asked Self.
-func githubTokenUser(ctx context.Context, pc *config.Project, token string) (string, error) {
+// tokenUser is who token authenticates as on pc's tracker: pc's tracker
+// built with token in place of its credential, asked Self.
+func tokenUser(ctx context.Context, pc *config.Project, token string) (string, error) {
 	as := *pc
 	as.Token, as.GitHubApp = config.NewSecret("", "", token), config.GitHubApp{}
 	tr, _, _, err := projects.Tracker(&as, nil, nil, "", "", nil)

@@ -90,3 +90,32 @@ func TestStageTimerGate(t *testing.T) {
 		}
 	}
 }
+
+// An approver list naming an account only a token acts as (a GitHub App's
+// <slug>[bot], a GitLab access token's bot user) fails validation, naming
+// the field: such an account is what the daemon or a pipeline writes
+// with. trigger.allow is checked when it is a gate's approvers.
+func TestGateApproversRefuseBotAccounts(t *testing.T) {
+	t.Parallel()
+	withGate := func(doc, gate string) string {
+		return strings.Replace(doc, "        - name: implement\n", "        - name: implement\n          gate: "+gate+"\n", 1)
+	}
+	for _, tc := range []struct{ name, doc, want string }{
+		{"github app bot", withGate(staged, `{approval: {approvers: {access: none, users: [dana, "agentsmith-app[bot]"]}}}`),
+			`projects[0].pipeline.stages[1].gate.approval.approvers.users[1]: "agentsmith-app[bot]" is a GitHub App's bot account, which may not approve stage implement`},
+		{"trigger.allow as approvers", withGate(strings.Replace(staged, "    polling: {enabled: true}\n",
+			"    polling: {enabled: true}\n    trigger: {allow: {users: [\"My-App[bot]\"]}}\n", 1), "approval"),
+			`projects[0].trigger.allow.users[0]: "My-App[bot]" is a GitHub App's bot account`},
+		{"gitlab token bot", withGate(strings.Replace(staged, "platform: github", "platform: gitlab", 1),
+			`{approval: {approvers: {users: [project_42_bot_3f9a1c]}}}`),
+			`projects[0].pipeline.stages[1].gate.approval.approvers.users[0]: "project_42_bot_3f9a1c" is a GitLab access token's bot user`},
+	} {
+		got := parseErrs(t, tc.doc, map[string]string{"T": "t"})
+		if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+			t.Errorf("%s: %q, want one error containing %q", tc.name, got, tc.want)
+		}
+	}
+	// A person named like a bot elsewhere, or without a gate, is not refused.
+	mustParse(t, withGate(staged, `{approval: {approvers: {users: [dependabot]}}}`), map[string]string{"T": "t"})
+	mustParse(t, strings.Replace(staged, "    polling: {enabled: true}\n", "    polling: {enabled: true}\n    trigger: {allow: {users: [\"x[bot]\"]}}\n", 1), map[string]string{"T": "t"})
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/lifecycle"
+	"github.com/agentsmithd/agentsmithd/platforms"
 )
 
 // Stage is one step of a staged pipeline (pipeline.stages): a ticket runs
@@ -146,7 +147,8 @@ func (pl *Pipeline) applyStageDefaults() {
 // ticket is claimed into it), one kind each (an approval and a timer on
 // one stage are refused: which waits first would be a guess), a timer's
 // after positive, the approvers as trigger.allow is checked for platform.
-func (pl *Pipeline) validateGates(errs *Errors, path, platform, trigger, labelPrefix string, spaceless bool) {
+func (pl *Pipeline) validateGates(errs *Errors, path, platform, trigger, labelPrefix string, spaceless bool, allow TriggerAllow, allowPath string) {
+	allowChecked := false
 	for i, s := range pl.Stages {
 		if s.Gate == nil {
 			continue
@@ -167,8 +169,35 @@ func (pl *Pipeline) validateGates(errs *Errors, path, platform, trigger, labelPr
 			a.validateTimeout(errs, gp+".approval", trigger, labelPrefix, spaceless)
 			if a.Approvers != nil {
 				a.Approvers.validate(errs, gp+".approval.approvers", platform, "approve")
+				noMachineApprovers(errs, gp+".approval.approvers", platform, s.Name, a.Approvers.Users)
+			} else if !allowChecked {
+				// The gate's approvers are trigger.allow's.
+				allowChecked = true
+				noMachineApprovers(errs, allowPath, platform, s.Name, allow.Users)
 			}
 		}
+	}
+}
+
+// noMachineApprovers refuses approvers (at path, of stage's gate) that
+// name an account only a token acts as, never a person: a GitHub App's
+// <slug>[bot], a GitLab access token's bot user. Such an account is what
+// the daemon, or a pipeline given a token, writes with; listed, a
+// pipeline holding its token could approve its own work. The daemon
+// refuses its own account's decisions whatever the list says (the
+// ApprovalGate); this names the mistake before it runs.
+func noMachineApprovers(errs *Errors, path, platform, stage string, users []string) {
+	d, ok := platforms.Lookup(platform)
+	if !ok || d.MachineAccount == nil {
+		return
+	}
+	for i, u := range users {
+		what := d.MachineAccount(u)
+		if what == "" {
+			continue
+		}
+		errs.add(fmt.Sprintf("%s.users[%d]", path, i), fmt.Sprintf("%q is %s, which may not approve stage %s: "+
+			"it is what a token writes with, and a pipeline holding that token (the daemon's own, if it is this app or token) could approve its own work; list people", u, what, stage))
 	}
 }
 

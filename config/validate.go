@@ -293,7 +293,7 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 	atLeast(errs, path+".pipeline.max_attempts", pl.MaxAttempts, 1)
 	pl.validateOutcomes(errs, path+".pipeline", p.TriggerLabel, labelPrefix, caps.SpacelessLabels)
 	pl.validateStages(errs, path+".pipeline")
-	pl.validateGates(errs, path+".pipeline", p.Platform, p.TriggerLabel, labelPrefix, caps.SpacelessLabels)
+	pl.validateGates(errs, path+".pipeline", p.Platform, p.TriggerLabel, labelPrefix, caps.SpacelessLabels, p.Trigger.Allow, path+".trigger.allow")
 	p.Priority.validate(errs, path+".priority", labelPrefix)
 	p.validatePool(errs, path)
 	atLeast(errs, path+".token_concurrency", p.TokenConcurrency, 0)

@@ -54,6 +54,16 @@ type Descriptor struct {
 	// delivery (is no WebhookTester), why check --webhook cannot prove the
 	// webhook's URL and secret; "" gives a generic reason.
 	NoWebhookTest string
+	// MachineAccount says what a user name is when it names an account
+	// only a token acts as, never a person (GitHub "a GitHub App's bot
+	// account" for <slug>[bot]); "" for anyone else. Config refuses such
+	// an account as an approver. nil: the platform's names cannot tell.
+	MachineAccount func(user string) string
+	// TokenVars are the environment variables the platform's CLIs read a
+	// token from (GitHub GH_TOKEN, GITHUB_TOKEN): check asks the tracker
+	// who a pipeline secret of one of these names is, and sends no other
+	// secret there. nil: check does not ask.
+	TokenVars []string
 	// Capabilities are what config accepts for the platform's projects.
 	Capabilities
 }

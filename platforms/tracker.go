@@ -323,3 +323,18 @@ type Reactor interface {
 	// the same name is not an error.
 	React(ctx context.Context, ref Ref, name string) error
 }
+
+// SelfIdentifier is the optional capability of a tracker that can tell
+// which account its own credential writes as. The approval gate refuses a
+// decision of that account: a pipeline holding the daemon's token (or a
+// config listing the daemon among approvers) would otherwise approve its
+// own work.
+type SelfIdentifier interface {
+	// Self names the account the tracker's credential authenticates as,
+	// as WebhookEvent.Actor names users (GitHub login, GitLab username,
+	// Azure DevOps unique name, Jira Cloud accountId or Data Center
+	// name); "" when the credential is not a user's (a GitHub App
+	// installation, whose [bot] account config validation refuses as an
+	// approver). An error means the tracker could not tell.
+	Self(ctx context.Context) (string, error)
+}

@@ -26,10 +26,13 @@ func adoProjectID(id int64) string { return fmt.Sprintf("6ce954b1-ce1f-45d1-b94d
 // answer naming the authenticated identity (what the SDK's
 // location.GetConnectionData returns).
 func (s *Sim) adoConnectionData(w http.ResponseWriter, r *http.Request, _ *adoCall) {
+	// The identity is the one webhooks name the same login with
+	// (revisedBy): its id and unique name.
 	a := s.requestAccess(r)
-	user := map[string]any{"id": "3b8f2c9a-0000-0000-0000-000000000001", "providerDisplayName": a.Login,
+	id := adoIdentityOf(a.Login)
+	user := map[string]any{"id": id.ID, "providerDisplayName": a.Login,
 		"isActive": true, "properties": map[string]any{
-			"Account": map[string]string{"$type": "System.String", "$value": a.Login + "@example.com"}}}
+			"Account": map[string]string{"$type": "System.String", "$value": id.UniqueName}}}
 	writeJSON(w, http.StatusOK, map[string]any{"authenticatedUser": user, "authorizedUser": user,
 		"instanceId": "a1b2c3d4-0000-0000-0000-000000000000", "deploymentType": "hosted"})
 }

@@ -85,7 +85,8 @@ func (s *Sim) jiraMyself(w http.ResponseWriter, r *http.Request, c *jiraCall) {
 	if s.jiraDataCenter() {
 		out["name"], out["key"] = a.Login, a.Login
 	} else {
-		out["accountId"] = "5b10ac8d82e05b22cc7d0000"
+		// The account id webhooks name the same login with.
+		out["accountId"] = jiraUserOf("", a.Login).AccountID
 		out["accountType"] = "atlassian"
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -274,3 +274,7 @@ func (s *Sim) jiraUserPermissionSearch(w http.ResponseWriter, r *http.Request, c
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// BotLogin is the user every API token authenticates as unless SetAccess
+// says otherwise: the daemon's own account in tests.
+const BotLogin = botLogin

@@ -43,7 +43,9 @@ type projectCheckReport struct {
 // check verifies, per project, against the configured Redis and tracker
 // and without writing anything, what the daemon needs to work: Redis
 // answers; the token authenticates and may label and comment; the trigger
-// label exists; a webhook points here. A last row per project warns when
+// label exists; a webhook points here; no approver list names the token's
+// own account and no pipeline secret is the daemon's tracker token or an
+// approver's (check_approvers.go). A last row per project warns when
 // its pipelines could read the daemon's secret files (check_pipelineuser.go).
 // It exits 1 on any failure.
 func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -162,8 +164,15 @@ func checkProject(ctx context.Context, cfg *config.Config, pc *config.Project, r
 		}
 		lifecycleLabels = append(lifecycleLabels, lifecycle.Labels{Prefix: cfg.LabelPrefix}.Label(s))
 	}
-	return ch.Check(ctx, platforms.CheckOptions{TriggerLabel: pc.TriggerLabel, LifecycleLabels: lifecycleLabels,
+	out = ch.Check(ctx, platforms.CheckOptions{TriggerLabel: pc.TriggerLabel, LifecycleLabels: lifecycleLabels,
 		Webhooks: len(pc.Webhook.Secrets) > 0, ReceiverURL: receiverURL})
+	if r, ok := checkSelfApprover(ctx, pc, tr); ok {
+		out = append(out, r)
+	}
+	if r, ok := checkPipelineSecrets(ctx, cfg, pc); ok {
+		out = append(out, r)
+	}
+	return out
 }
 
 // checkRedis pings the configured Redis through the daemon's own client

@@ -42,14 +42,16 @@ func (w *checkWorld) sandboxOff(t *testing.T) {
 }
 
 const (
-	checkToken  = "tok-check-2718"
+	checkToken = "tok-check-2718"
+	// aliceToken is a token of alice, a person (checkPipelineSecrets).
+	aliceToken  = "tok-alice-1618"
 	checkSecret = "hook-secret-3141"
 	checkRecv   = "https://agentsmith.example.com"
 )
 
 func newCheckWorld(t *testing.T) *checkWorld {
 	t.Helper()
-	s := trackersim.New(trackersim.Options{Tokens: []string{checkToken}, BaseURL: "http://sim.invalid"})
+	s := trackersim.New(trackersim.Options{Tokens: []string{checkToken, aliceToken}, BaseURL: "http://sim.invalid"})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -57,6 +59,8 @@ func newCheckWorld(t *testing.T) *checkWorld {
 	t.Setenv("CHECK_TOKEN", checkToken)
 	t.Setenv("CHECK_SECRET", checkSecret)
 	t.Setenv("CHECK_BAD_TOKEN", "not-a-token")
+	t.Setenv("ALICE_TOKEN", aliceToken)
+	s.SetAccess(aliceToken, trackersim.Access{Login: "alice"})
 	// Deliveries go nowhere reachable; check only reads the hook list.
 	s.AddHook(trackersim.Hook{Repo: "acme/app", URL: checkRecv + "/webhooks/github", Secret: checkSecret})
 	s.CreateIssue("acme/app", "first", "", "agent-smith")

@@ -79,10 +79,19 @@ const demoReviewer = "dana"
 // demoApprove is the comment command demoReviewer approves with.
 const demoApprove = "/agent-smith approve"
 
+// demoPipelineToken is the pipelines' sandbox token on the sim, another
+// value than the daemon's. The sim accepts any token and writes every API
+// change as one user, so it stands for the operator's narrower pipeline
+// token in name and value, not in identity.
+const demoPipelineToken = "demo-pipeline-token"
+
 // demoConfig is the demo's config, parsed like a config file, with the
 // token and webhook secret resolved from a private environment.
 func demoConfig(redisAddr, workDir, simURL, token, secret string, pr demoPR) (*config.Config, error) {
-	env := map[string]string{"DEMO_TOKEN": token, "DEMO_WEBHOOK_SECRET": secret}
+	// The pipelines get a token of their own (DEMO_PIPELINE_TOKEN), never
+	// the daemon's: with the daemon's, a pipeline could approve its own
+	// plan.
+	env := map[string]string{"DEMO_TOKEN": token, "DEMO_PIPELINE_TOKEN": demoPipelineToken, "DEMO_WEBHOOK_SECRET": secret}
 	var yaml strings.Builder
 	fmt.Fprintf(&yaml, demoHeader, redisAddr, workDir)
 	for _, p := range demoProjects {

@@ -77,13 +77,14 @@ func (p demoPR) branchExists(repo, branch string) bool {
 
 // pipeline is the YAML of the pull-request project's pipeline: the flaky
 // ticket still fails like the demo's other pipeline, every other ticket
-// runs the offline example. The sim's token reaches it as a pipeline
-// secret, never through the daemon's own environment.
+// runs the offline example. Its own sim token (demoPipelineToken, not the
+// daemon's) reaches it as a pipeline secret, never through the daemon's
+// own environment.
 func (p demoPR) pipeline(simURL string) string {
 	wrapper := `case "$AGENTSMITH_TITLE" in *flaky*) echo "FAIL: TestCheckout (0.42s)"; echo "expected 200, got 500" >&2; exit 3;; esac; exec "$0"`
 	return fmt.Sprintf(`{command: ["sh", "-c", %q, %q], timeout: 30s, max_attempts: 2,
       env: {GIT_REMOTE: %q, GITHUB_API_URL: %q},
-      secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_TOKEN}}]}`, wrapper, p.script, p.bare[demoPRRepo], simURL+"/github/")
+      secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_PIPELINE_TOKEN}}]}`, wrapper, p.script, p.bare[demoPRRepo], simURL+"/github/")
 }
 
 // stagedPipeline is the YAML of the staged project's pipeline
@@ -96,7 +97,7 @@ func (p demoPR) stagedPipeline(simURL string) string {
 	dir := filepath.Dir(p.script)
 	return fmt.Sprintf(`{command: [%q], timeout: 30s, max_attempts: 2,
       env: {GIT_REMOTE: %q, GITHUB_API_URL: %q},
-      secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_TOKEN}}],
+      secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_PIPELINE_TOKEN}}],
       stages: [{name: plan, command: [%q]}, {name: implement, command: [%q], gate: approval}]}`,
 		p.script, p.bare[demoStorefrontRepo], simURL+"/github/", filepath.Join(dir, "plan.sh"), filepath.Join(dir, "implement.sh"))
 }

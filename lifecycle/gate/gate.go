@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -105,6 +106,7 @@ type Gate struct {
 	claims *claim.Service
 	queue  *queue.Queue
 	log    *zap.Logger
+	selves selves
 }
 
 // New wires a gate that pushes the stages it starts onto q.
@@ -126,7 +128,10 @@ func New(rdb redis.UniversalClient, claims *claim.Service, q *queue.Queue, cfg C
 
 // Decide carries out actor's decision on ref: the ticket must be
 // AwaitingApproval, actor one of the gated stage's approvers (and, for an
-// approval under distinct_from_trigger, not who triggered the run). The
+// approval under distinct_from_trigger, not who triggered the run) and not
+// the account the project's tracker writes as (platforms.SelfIdentifier),
+// listed or not: whoever holds the daemon's token, a pipeline given it,
+// would otherwise approve its own work. The
 // decision is recorded, then the ticket moved and the stage's request
 // pushed; the person is answered on the ticket (claim.Service.Reply). A
 // failed permission lookup is claim.ErrPermissionUnknown and nothing is
@@ -166,6 +171,15 @@ func (g *Gate) decide(ctx context.Context, ref platforms.Ref, actor string, d De
 	}
 	stage := labels.StageOf(t.Labels)
 	a := approvalOf(p, stage)
+	if self, err := g.selves.of(ctx, p, g.cfg.Clock); err != nil {
+		return res, fmt.Errorf("gate %s: who the daemon writes as: %w: %w", ref, claim.ErrPermissionUnknown, err)
+	} else if self != "" && strings.EqualFold(actor, self) {
+		res.Outcome, res.Reason = claim.CommandRefused, who+" is the account agentsmithd writes with"
+		g.claims.Reply(ctx, p, ref, fmt.Sprintf("not done: %s is the account agentsmithd writes with and may not approve or reject stage %s: "+
+			"a pipeline holding its token could approve its own work.", who, stage))
+		g.emit(lifecycle.Event{Ref: ref, To: lifecycle.AwaitingApproval, Outcome: "refused", Reason: d.Kind + " by " + who + ", the daemon's own account", Stage: stage, Actor: actor})
+		return res, nil
+	}
 	may := actor != ""
 	if may {
 		if may, err = g.claims.MayAct(ctx, p, a.Approvers, ref, actor); err != nil {
@@ -197,6 +211,50 @@ func (g *Gate) decide(ctx context.Context, ref platforms.Ref, actor string, d De
 		}
 	}
 	return g.decideLocked(ctx, p, ref, record{Decision: d, Actor: actor, Stage: stage, Max: a.MaxRejections, label: label})
+}
+
+// selfMaxAge is how long the account a project's tracker writes as is kept
+// before it is asked again: a token rotated to another account is known
+// within it.
+const selfMaxAge = 10 * time.Minute
+
+// selves keeps, per project, the account its tracker's credential writes
+// as (platforms.SelfIdentifier), which may never decide a gate.
+type selves struct {
+	mu   sync.Mutex
+	seen map[string]selfEntry
+}
+
+type selfEntry struct {
+	who string
+	at  time.Time
+}
+
+// of is the account p's tracker writes as, asked at most every selfMaxAge;
+// "" when the tracker cannot tell (no SelfIdentifier, or a credential not
+// a user's). An error is the tracker's: nothing is decided on it.
+func (s *selves) of(ctx context.Context, p *lifecycle.Project, now func() time.Time) (string, error) {
+	si, ok := p.Tracker.(platforms.SelfIdentifier)
+	if !ok {
+		return "", nil
+	}
+	s.mu.Lock()
+	e, ok := s.seen[p.Name]
+	s.mu.Unlock()
+	if ok && now().Sub(e.at) < selfMaxAge {
+		return e.who, nil
+	}
+	who, err := si.Self(ctx)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	if s.seen == nil {
+		s.seen = map[string]selfEntry{}
+	}
+	s.seen[p.Name] = selfEntry{who: who, at: now()}
+	s.mu.Unlock()
+	return who, nil
 }
 
 // reasonBusy is the reason of a decision that found the ticket's claim

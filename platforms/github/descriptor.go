@@ -19,8 +19,20 @@ func init() {
 		New:            build,
 		List:           list,
 		CommentMarkup:  platforms.MarkupMarkdown,
-		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true, GitHubAPI: true},
+		MachineAccount: machineAccount,
+		// The variables gh and the GitHub libraries read a token from.
+		TokenVars:    []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"},
+		Capabilities: platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true, GitHubAPI: true},
 	})
+}
+
+// machineAccount: a GitHub App acts as <slug>[bot], a name no person's
+// account can have.
+func machineAccount(user string) string {
+	if strings.HasSuffix(strings.ToLower(strings.TrimSpace(user)), "[bot]") {
+		return "a GitHub App's bot account"
+	}
+	return ""
 }
 
 // repoName is what GitHub accepts as an owner's or a repository's name.

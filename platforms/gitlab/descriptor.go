@@ -3,6 +3,7 @@ package gitlab
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 
 	"github.com/agentsmithd/agentsmithd/pkg/trackerhttp"
@@ -18,8 +19,22 @@ func init() {
 		New:            build,
 		List:           list,
 		CommentMarkup:  platforms.MarkupMarkdown,
+		MachineAccount: machineAccount,
 		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, Groups: true},
 	})
+}
+
+// botUser matches the username GitLab gives the bot user of a project or
+// group access token (project_<id>_bot_<random>; before GitLab 16,
+// project_<id>_bot or project_<id>_bot<n>).
+var botUser = regexp.MustCompile(`^(project|group)_\d+_bot\d*(_[0-9a-z]+)?$`)
+
+// machineAccount: an access token's bot user is only ever that token.
+func machineAccount(user string) string {
+	if botUser.MatchString(strings.ToLower(strings.TrimSpace(user))) {
+		return "a GitLab access token's bot user"
+	}
+	return ""
 }
 
 // CheckProject validates a GitLab project path: "group/project" or

@@ -366,3 +366,45 @@ func (e *env) approveByLabel(n int, approved string) {
 		t.Errorf("%d approval replies naming who added the label, want 1", got)
 	}
 }
+
+// The account the daemon writes with may not decide a gate, even listed
+// among the approvers with write access: its approval by comment is
+// refused with one reply saying why and the ticket stays parked; a
+// listed person's approval then runs the gated stage. A pipeline handed
+// the daemon's token would otherwise approve its own plan.
+func TestApprovalGateRefusesTheDaemonsOwnAccount(t *testing.T) {
+	forEachPlatform(t, func(t *testing.T, e *env) {
+		bot := trackersim.BotLogin
+		e.sim.SetUserRole(bot, trackersim.RoleWrite)
+		e.sim.SetUserRole(approver, trackersim.RoleWrite)
+		e.startGated("replica-a", fmt.Sprintf("{approval: {approvers: {users: [%q, %q]}}}", e.pc.Actor(bot), e.pc.Actor(approver)))
+		n := e.sim.CreateIssue(e.repo, "Approve yourself", "", "agent-smith")
+		e.waitState(n, 60*time.Second, lifecycle.AwaitingApproval)
+
+		if err := e.sim.As(bot).AddComment(e.repo, n, "/agent-smith approve"); err != nil {
+			t.Fatal(err)
+		}
+		refusal := e.pc.Actor(bot) + " is the account agentsmithd writes with and may not approve or reject stage implement"
+		eventually.Wait(t, 20*time.Second, "the refusal reply", func() bool { return e.commentsWith(n, refusal) >= 1 })
+		if got := e.commentsWith(n, "approved by "+e.pc.Actor(bot)); got != 0 {
+			t.Fatalf("%d replies saying the daemon's account approved, want none", got)
+		}
+		if s := e.state(n); s != lifecycle.AwaitingApproval {
+			t.Fatalf("after the daemon's own approval: state %s, want still awaiting-approval", s)
+		}
+		if got := e.runLines("gated", n); len(got) != 1 {
+			t.Fatalf("stage runs %q after a refused approval, want plan alone", got)
+		}
+
+		if err := e.sim.As(approver).AddComment(e.repo, n, "/agent-smith approve"); err != nil {
+			t.Fatal(err)
+		}
+		e.waitState(n, 60*time.Second, lifecycle.Done)
+		if want := []string{"plan review=", "implement review=", "test review="}; !slices.Equal(e.runLines("gated", n), want) {
+			t.Errorf("stage runs %q, want %q", e.runLines("gated", n), want)
+		}
+		if got := e.commentsWith(n, refusal); got != 1 {
+			t.Errorf("%d refusal replies, want 1", got)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,9 +68,11 @@ if exec 3<>/dev/tcp/$redis_host/$redis_port 2>/dev/null; then
 fi
 admin_host=${ADMIN%:*}; admin_port=${ADMIN##*:}
 if exec 4<>/dev/tcp/$admin_host/$admin_port 2>/dev/null; then echo "admin: reached"; fi
-# The allowed host is this test's server on loopback: reached through the
-# proxy by its IP rule, so past NO_PROXY's loopback entries.
-NO_PROXY= no_proxy= curl -fsS --max-time 10 "http://$ALLOWED/" && echo " allowed: reached"
+# The allowed host is this test's server on loopback, reached through the
+# proxy by its IP rule (which takes 127.0.0.1 out of NO_PROXY).
+curl -fsS --max-time 10 "http://$ALLOWED/" && echo " allowed: reached"
+# A rule names Redis's address too: the proxy still never opens it.
+curl -sS --max-time 10 -o /dev/null -w 'redis via proxy: %{http_code}\n' "http://$REDIS/"
 curl -sS --max-time 10 -o /dev/null -w 'evil: %{http_code}\n' http://evil.example/
 exit 3
 `
@@ -98,7 +101,15 @@ func TestSandboxedPipelineHasNoRoadBack(t *testing.T) {
 			"ALLOWED": strings.TrimPrefix(allowed.URL, "http://"), "PATH": "/usr/bin:/bin"}
 		var port int
 		_, _ = fmt.Sscan(allowedPort, &port)
-		p.Pipeline.Sandbox.Allow = []lifecycle.AllowRule{{Host: allowedHost, Ports: []int{port}}}
+		redisHost, redisPort, _ := net.SplitHostPort(w.Redis.Addr())
+		var rport int
+		_, _ = fmt.Sscan(redisPort, &rport)
+		p.Pipeline.Sandbox.Allow = []lifecycle.AllowRule{{Host: allowedHost, Ports: []int{port}}, {Host: redisHost, Ports: []int{rport}}}
+		if sb != nil {
+			own := *sb
+			own.Listeners = func() []netip.AddrPort { return []netip.AddrPort{netip.MustParseAddrPort(w.Redis.Addr())} }
+			sb = &own
+		}
 		cfg := consumer.ExecutorConfig{Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 10 * time.Second, HeartbeatRenew: 5 * time.Second,
 			KillGrace: 200 * time.Millisecond, WorkDir: reachableRoot(t), TakeWait: 100 * time.Millisecond,
 			CancelCheck: time.Hour, Logger: zaptest.NewLogger(t), Sandbox: sb}
@@ -139,7 +150,8 @@ func TestSandboxedPipelineHasNoRoadBack(t *testing.T) {
 					t.Errorf("the sandboxed pipeline printed %q:\n%s", bad, c)
 				}
 			}
-			for _, want := range []string{"upstream-ok allowed: reached", "evil: 403", "refused GET evil.example:80", "sandbox.network.allow"} {
+			for _, want := range []string{"upstream-ok allowed: reached", "evil: 403", "refused GET evil.example:80", "sandbox.network.allow",
+				"redis via proxy: 502", "the daemon's own listener or Redis"} {
 				if !strings.Contains(c, want) {
 					t.Errorf("the failure comment lacks %q:\n%s", want, c)
 				}

@@ -6,6 +6,7 @@
 package runbox
 
 import (
+	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -50,8 +51,13 @@ type Config struct {
 	// below a directory the sandbox shows (the config beside the
 	// pipelines, token files under /etc).
 	Hide []string
-	// Deny are addresses no rule may open: the daemon's own listeners.
-	Deny []netip.Prefix
+	// Listeners are the daemon's own listeners and its Redis, which no
+	// rule may open, not even one naming their IP: an unspecified address
+	// stands for every address of this host on that port. The proxy
+	// refuses loopback and private addresses anyway; these hold against a
+	// rule that lists such an IP (a tracker on 127.0.0.1 in the demo).
+	// Read at each dial: listeners bound to port 0 have theirs by then.
+	Listeners func() []netip.AddrPort
 	// Intercept lets the egress proxy read https requests to the hosts
 	// that need it (methods, injected secrets) with a CA of the run's
 	// own, which the run trusts; false: those are http only.
@@ -147,7 +153,7 @@ func Open(cfg *Config, p *lifecycle.Project, stage string, ref platforms.Ref, wo
 		}
 	}
 	b.spec = sandbox.Spec{HostUID: uid, HostGID: gid, WorkDir: workDir, ReadOnly: ro, Writable: rw, Hide: cfg.Hide, Proxy: sock}
-	b.env = append(b.spec.ProxyEnv(), "HOME=/tmp", "TMPDIR=/tmp", "USER=agentsmith")
+	b.env = append(proxyEnv(b.spec, slices.Concat(cfg.Allow, p.Pipeline.Sandbox.Allow)), "HOME=/tmp", "TMPDIR=/tmp", "USER=agentsmith")
 	if b.proxy.CA != nil {
 		b.trustCA(b.proxy.CA)
 	}
@@ -184,14 +190,14 @@ func (b *Box) startProxy(p *lifecycle.Project, uid uint32) (string, error) {
 		_ = ln.Close()
 		return "", fmt.Errorf("sandbox: egress socket: %w", err)
 	}
-	pol := egress.Policy{Deny: cfg.Deny}
+	pol := egress.Policy{}
 	for _, r := range slices.Concat(cfg.Allow, p.Pipeline.Sandbox.Allow) {
 		pol.Allow = append(pol.Allow, egress.Rule{Host: r.Host, Ports: r.Ports, Methods: r.Methods})
 	}
 	for _, in := range p.Pipeline.Sandbox.Inject {
 		pol.Inject = append(pol.Inject, egress.Inject{Host: in.Host, Header: in.Header, Placeholder: in.Placeholder, Value: in.Value})
 	}
-	b.proxy = &egress.Proxy{Policy: pol, OnRefuse: b.refused, Resolver: cfg.Resolver, UpstreamRoots: cfg.UpstreamRoots}
+	b.proxy = &egress.Proxy{Policy: pol, OnRefuse: b.refused, Resolver: cfg.Resolver, UpstreamRoots: cfg.UpstreamRoots, Dial: b.dial}
 	if cfg.Intercept && needsInterception(slices.Concat(cfg.Allow, p.Pipeline.Sandbox.Allow), p.Pipeline.Sandbox.Inject) {
 		// One CA per run: its key dies with the run, and no run trusts
 		// another's.
@@ -207,6 +213,52 @@ func (b *Box) startProxy(p *lifecycle.Project, uid uint32) (string, error) {
 		}
 	}()
 	return sock, nil
+}
+
+// dial connects the proxy to an address it checked, never to one of the
+// daemon's own listeners or its Redis.
+func (b *Box) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err == nil && b.ownListener(ap) {
+		host, port := ap.Addr().String(), int(ap.Port())
+		b.refused(egress.Refusal{Host: host, Port: port, Method: "CONNECT", Addr: addr, Reason: "the daemon's own listener or Redis, which no rule opens"})
+		return nil, fmt.Errorf("%s is the daemon's own listener or Redis", addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// ownListener reports whether ap is one of the daemon's listeners.
+func (b *Box) ownListener(ap netip.AddrPort) bool {
+	a := ap.Addr().Unmap()
+	if b.cfg.Listeners == nil {
+		return false
+	}
+	for _, l := range b.cfg.Listeners() {
+		if l.Port() != ap.Port() {
+			continue
+		}
+		if l.Addr().Unmap() == a || l.Addr().IsUnspecified() && isLocal(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// isLocal reports whether a is an address of this host.
+func isLocal(a netip.Addr) bool {
+	if a.IsLoopback() {
+		return true
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, x := range addrs {
+		if n, ok := x.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == a {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // caBundle is where the system's roots are read for a sandbox that trusts
@@ -229,6 +281,27 @@ func (b *Box) trustCA(ca *egress.CA) {
 	b.spec.Files = map[string][]byte{caFile: pem, bundleFile: bundle}
 	b.env = append(b.env, "SSL_CERT_FILE="+bundleFile, "CURL_CA_BUNDLE="+bundleFile, "GIT_SSL_CAINFO="+bundleFile,
 		"REQUESTS_CA_BUNDLE="+bundleFile, "NODE_EXTRA_CA_CERTS="+caFile)
+}
+
+// proxyEnv points the run's clients at its proxy. NO_PROXY keeps loopback
+// inside the sandbox (a test server the pipeline starts), except a
+// loopback IP a rule allows: that one is the host's, reached through
+// the proxy.
+func proxyEnv(s sandbox.Spec, allow []lifecycle.AllowRule) []string {
+	env := s.ProxyEnv()
+	var keep []string
+	for _, h := range []string{"localhost", "127.0.0.1", "::1"} {
+		if !slices.ContainsFunc(allow, func(r lifecycle.AllowRule) bool { return r.Host == h }) {
+			keep = append(keep, h)
+		}
+	}
+	noProxy := strings.Join(keep, ",")
+	for i, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == "NO_PROXY" || k == "no_proxy" {
+			env[i] = k + "=" + noProxy
+		}
+	}
+	return env
 }
 
 // needsInterception reports whether a run's proxy reads https requests:

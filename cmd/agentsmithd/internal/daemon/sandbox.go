@@ -4,10 +4,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 
 	"go.uber.org/zap"
 
-	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/projects"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
 	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
@@ -25,49 +25,51 @@ func (d *Daemon) sandboxing(opts Options) (*runbox.Config, error) {
 		Exe:    opts.SandboxExe,
 		UIDs:   sandbox.Range{First: uint32(s.UIDRange.First), Count: uint32(s.UIDRange.Count)},
 		Limits: projects.RunLimits(s.Limits), Allow: projects.AllowRules(s.Network.Allow), Mounts: projects.Mounts(s.Mounts),
-		Hide: append(append([]string{}, opts.SandboxHide...), d.cfg.Consumer.Output.LogsDir),
-		Deny: listenerAddrs(d.cfg), Intercept: true,
+		Hide:      append(append([]string{}, opts.SandboxHide...), d.cfg.Consumer.Output.LogsDir),
+		Listeners: d.ownAddrs, Intercept: true,
 		Refused: d.metrics.EgressRefused, LimitKilled: d.metrics.LimitKill,
 	}, nil
 }
 
-// listenerAddrs are the addresses of the daemon's own listeners and of its
-// Redis, which no rule of a run may open: an IP rule can open loopback
-// and private ranges, never these. A listener on every address stands
-// for each of this host's.
-func listenerAddrs(cfg *config.Config) []netip.Prefix {
-	var out []netip.Prefix
+// ownAddrs are the daemon's own listeners (as bound, once listening) and
+// its Redis, which no rule of a run may open.
+func (d *Daemon) ownAddrs() []netip.AddrPort {
+	addrs := []string{d.cfg.Listen, d.cfg.AdminListen}
+	if a := d.Addr(); a != "" {
+		addrs = append(addrs, a, d.AdminAddr())
+	}
+	return listenerAddrs(append(addrs, d.cfg.Redis.Addrs...))
+}
+
+// listenerAddrs are host:port addresses as AddrPorts; a name is resolved
+// now, and an unspecified address stands for every address of the host.
+func listenerAddrs(hostports []string) []netip.AddrPort {
+	var out []netip.AddrPort
 	add := func(hostport string) {
-		host, _, err := net.SplitHostPort(hostport)
+		host, p, err := net.SplitHostPort(hostport)
 		if err != nil {
 			return
 		}
-		if ip, err := netip.ParseAddr(host); err == nil && !ip.IsUnspecified() {
-			out = append(out, netip.PrefixFrom(ip.Unmap(), ip.BitLen()))
+		port, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
 			return
 		}
-		if host != "" && host != "0.0.0.0" && host != "::" {
-			ips, _ := net.LookupIP(host)
-			for _, ip := range ips {
-				if a, ok := netip.AddrFromSlice(ip); ok {
-					out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-				}
-			}
+		if host == "" {
+			host = "::"
+		}
+		if ip, err := netip.ParseAddr(host); err == nil {
+			out = append(out, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
 			return
 		}
-		addrs, _ := net.InterfaceAddrs()
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(n.IP); ok {
-					out = append(out, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
-				}
+		ips, _ := net.LookupIP(host)
+		for _, ip := range ips {
+			if a, ok := netip.AddrFromSlice(ip); ok {
+				out = append(out, netip.AddrPortFrom(a.Unmap(), uint16(port)))
 			}
 		}
 	}
-	add(cfg.Listen)
-	add(cfg.AdminListen)
-	for _, a := range cfg.Redis.Addrs {
-		add(a)
+	for _, hp := range hostports {
+		add(hp)
 	}
 	return out
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +23,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
 	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
@@ -38,10 +41,9 @@ const demoHeader = `listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
 instance_id: demo-replica
 trackersim_writer_header: true
-redis: {addr: "%s"}
+redis: %s
 consumer: {concurrency: 3, work_dir: "%s"}
 housekeeping: {fast_interval: 1s, slow_interval: 5s}
-projects:
 `
 
 // demoProject is one project of the demo; webhook is the trigger unless
@@ -85,15 +87,27 @@ const demoApprove = "/agent-smith approve"
 // token in name and value, not in identity.
 const demoPipelineToken = "demo-pipeline-token"
 
+// demoRedis is how the demo's daemon reaches its Redis: the address and
+// the password the demo gave it ("" for none).
+type demoRedis struct{ addr, password string }
+
 // demoConfig is the demo's config, parsed like a config file, with the
-// token and webhook secret resolved from a private environment.
-func demoConfig(redisAddr, workDir, simURL, token, secret string, pr demoPR) (*config.Config, error) {
+// token and webhook secret resolved from a private environment; box is
+// its sandbox block (demoSandbox).
+func demoConfig(rd demoRedis, workDir, simURL, token, secret string, pr demoPR, box string) (*config.Config, error) {
 	// The pipelines get a token of their own (DEMO_PIPELINE_TOKEN), never
 	// the daemon's: with the daemon's, a pipeline could approve its own
 	// plan.
-	env := map[string]string{"DEMO_TOKEN": token, "DEMO_PIPELINE_TOKEN": demoPipelineToken, "DEMO_WEBHOOK_SECRET": secret}
+	env := map[string]string{"DEMO_TOKEN": token, "DEMO_PIPELINE_TOKEN": demoPipelineToken, "DEMO_WEBHOOK_SECRET": secret,
+		"DEMO_REDIS_PASSWORD": rd.password}
+	redis := fmt.Sprintf("{addr: %q}", rd.addr)
+	if rd.password != "" {
+		redis = fmt.Sprintf("{addr: %q, password_env: DEMO_REDIS_PASSWORD}", rd.addr)
+	}
 	var yaml strings.Builder
-	fmt.Fprintf(&yaml, demoHeader, redisAddr, workDir)
+	fmt.Fprintf(&yaml, demoHeader, redis, workDir)
+	yaml.WriteString(box)
+	yaml.WriteString("projects:\n")
 	for _, p := range demoProjects {
 		pipeline := fmt.Sprintf(`{command: ["sh", "-c", %q], timeout: 30s, max_attempts: 2}`, demoPipeline)
 		switch {
@@ -125,7 +139,14 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(tmp)
 
-	redisAddr, stopRedis, err := startDemoRedis(ctx, tmp, say)
+	// Others may pass through to the work dirs, the pipelines and the
+	// bare repositories: each sandboxed run has a uid of its own.
+	if err := os.Chmod(tmp, 0o711); err != nil {
+		say("demo: %v", err)
+		return 1
+	}
+	redisPassword := demoSecret()
+	redisAddr, stopRedis, err := startDemoRedis(ctx, tmp, say, redisPassword)
 	if err != nil {
 		say("demo: start redis: %v", err)
 		return 1
@@ -150,7 +171,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	simURL := "http://" + ln.Addr().String()
 
 	secret := "demo-secret-" + fmt.Sprint(time.Now().UnixNano())
-	cfg, err := demoConfig(redisAddr, filepath.Join(tmp, "work"), simURL, "demo-token", secret, pr)
+	box := demoSandbox(tmp, ln.Addr().String(), pr)
+	say("  %s", box.says)
+	cfg, err := demoConfig(demoRedis{redisAddr, redisPassword}, filepath.Join(tmp, "work"), simURL, "demo-token", secret, pr, box.yaml)
 	if err != nil {
 		say("demo: config: %v", err)
 		return 1
@@ -159,7 +182,10 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		log = newLogger("console", stderr)
 	}
-	d, err := daemon.New(cfg, daemon.Options{Logger: log, OwnRedis: true}) // it started Redis just now
+	if box.remove != nil {
+		defer box.remove()
+	}
+	d, err := daemon.New(cfg, daemon.Options{Logger: log, OwnRedis: true, SandboxExe: box.exe}) // it started Redis just now
 	if err != nil {
 		say("demo: %v", err)
 		return 1
@@ -320,9 +346,9 @@ func demoNextSteps(keep bool) []string {
 
 // startDemoRedis starts a real redis-server on a free port when one is
 // installed, else an embedded in-process Redis (single replica only).
-func startDemoRedis(ctx context.Context, dir string, say func(string, ...any)) (string, func(), error) {
+func startDemoRedis(ctx context.Context, dir string, say func(string, ...any), password string) (string, func(), error) {
 	if bin, err := redisserver.FindBinary(); err == nil {
-		p, err := redisserver.Start(ctx, bin, dir)
+		p, err := redisserver.StartSpec(ctx, bin, dir, redisserver.Spec{Args: []string{"--requirepass", password}, Password: password})
 		if err != nil {
 			return "", nil, err
 		}
@@ -330,6 +356,7 @@ func startDemoRedis(ctx context.Context, dir string, say func(string, ...any)) (
 		return p.Addr(), func() { _ = p.Stop() }, nil
 	}
 	m := miniredis.NewMiniRedis()
+	m.RequireAuth(password)
 	if err := m.Start(); err != nil {
 		return "", nil, err
 	}
@@ -339,4 +366,54 @@ func startDemoRedis(ctx context.Context, dir string, say func(string, ...any)) (
 	say("  * and replicas cannot share it. Install redis-server for real use.*")
 	say("  ******************************************************************")
 	return m.Addr(), m.Close, nil
+}
+
+// demoBox is how the demo shuts its pipelines in.
+type demoBox struct {
+	yaml   string // the config's sandbox block
+	exe    string // the sandbox's init binary; "" with the sandbox off
+	remove func() // removes the init binary's copy
+	says   string // the line the demo prints about it
+}
+
+// demoSandbox turns the sandbox on where it starts: the pipelines see
+// their scripts and the bare repositories (the pull-request pipeline
+// pushes there) and reach the tracker sandbox at simAddr, by IP, through
+// the egress proxy. Where it cannot start, the demo runs them on the host
+// and says why; its Redis asks for a password either way.
+func demoSandbox(dir, simAddr string, pr demoPR) demoBox {
+	off := func(why string) demoBox {
+		return demoBox{yaml: "sandbox: {mode: off}\n", says: "sandbox: OFF (" + why + "): pipelines run on this host"}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return off(err.Error())
+	}
+	exe, remove, err := sandbox.ReachableExe(self, "")
+	if err != nil {
+		return off(err.Error())
+	}
+	if err := sandbox.Available(exe); err != nil {
+		remove()
+		return off(err.Error())
+	}
+	var mounts []string
+	if pr.script != "" {
+		mounts = append(mounts, fmt.Sprintf("{path: %q}", filepath.Join(dir, "pipelines")),
+			fmt.Sprintf("{path: %q, writable: true}", filepath.Join(dir, "git")))
+	}
+	yaml := fmt.Sprintf("sandbox:\n  mounts: [%s]\n  network: {allow: [%q]}\n", strings.Join(mounts, ", "), simAddr)
+	who := "a uid of its own"
+	if os.Geteuid() != 0 {
+		who = "this user's uid"
+	}
+	return demoBox{yaml: yaml, exe: exe, remove: remove,
+		says: "sandbox: on: each pipeline runs with " + who + ", its own namespaces, and no network but the tracker sandbox"}
+}
+
+// demoSecret is a random password for the demo's Redis.
+func demoSecret() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
 }

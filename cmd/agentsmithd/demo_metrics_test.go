@@ -26,7 +26,7 @@ func TestDemoMetricsCarryNoSecrets(t *testing.T) {
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	cfg, err := demoConfig(r.Addr(), t.TempDir(), srv.URL, token, secret, demoPR{})
+	cfg, err := demoConfig(demoRedis{addr: r.Addr()}, t.TempDir(), srv.URL, token, secret, demoPR{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,9 @@ const demoStorefrontRepo = "demo/storefront"
 // beside it). Zero when git or curl is missing: the demo then runs the
 // plain pipeline on every project and says so.
 type demoPR struct {
-	bare   map[string]string // repository → its bare git repository
-	script string
+	bare      map[string]string // repository → its bare git repository
+	script    string
+	gitconfig string // the pipelines' global git config (demoGitConfig)
 }
 
 // setupDemoPR makes a bare repository (one commit on main) for each of
@@ -42,7 +43,8 @@ func setupDemoPR(dir string) (demoPR, error) {
 		bare := filepath.Join(dir, "git", repo+".git")
 		seed := filepath.Join(dir, "git", "seed", repo)
 		steps := [][]string{
-			{"init", "-q", "--bare", "-b", "main", bare},
+			// Shared: each sandboxed run pushes as a uid of its own.
+			{"init", "-q", "--bare", "--shared=0777", "-b", "main", bare},
 			{"init", "-q", "-b", "main", seed},
 			{"-C", seed, "commit", "-q", "--allow-empty", "-m", "initial"},
 			{"-C", seed, "push", "-q", bare, "HEAD:main"},
@@ -61,8 +63,20 @@ func setupDemoPR(dir string) (demoPR, error) {
 	if err != nil {
 		return demoPR{}, err
 	}
-	return demoPR{bare: bares, script: script}, nil
+	gitconfig := filepath.Join(dir, "pipelines", "gitconfig")
+	if err := os.WriteFile(gitconfig, []byte(demoGitConfig), 0o644); err != nil {
+		return demoPR{}, err
+	}
+	return demoPR{bare: bares, script: script, gitconfig: gitconfig}, nil
 }
+
+// demoGitConfig is the global git config of the demo's pipelines: a
+// sandboxed pipeline pushes to the demo's bare repositories, which the
+// demo (another uid) owns, and git refuses a repository of another owner
+// unless safe.directory in a protected config says otherwise. The
+// command line's and the environment's (GIT_CONFIG_COUNT) do not reach
+// the receive-pack of a push to a local path; the global file does.
+const demoGitConfig = "[safe]\n\tdirectory = *\n"
 
 // branchExists is the sim's Options.Branches for the demo: a pull request
 // may name only branches the repository's bare repository has, as on
@@ -83,8 +97,8 @@ func (p demoPR) branchExists(repo, branch string) bool {
 func (p demoPR) pipeline(simURL string) string {
 	wrapper := `case "$AGENTSMITH_TITLE" in *flaky*) echo "FAIL: TestCheckout (0.42s)"; echo "expected 200, got 500" >&2; exit 3;; esac; exec "$0"`
 	return fmt.Sprintf(`{command: ["sh", "-c", %q, %q], timeout: 30s, max_attempts: 2,
-      env: {GIT_REMOTE: %q, GITHUB_API_URL: %q},
-      secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_PIPELINE_TOKEN}}]}`, wrapper, p.script, p.bare[demoPRRepo], simURL+"/github/")
+      env: {GIT_REMOTE: %q, GITHUB_API_URL: %q, GIT_CONFIG_GLOBAL: %q},
+      secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_PIPELINE_TOKEN}}]}`, wrapper, p.script, p.bare[demoPRRepo], simURL+"/github/", p.gitconfig)
 }
 
 // stagedPipeline is the YAML of the staged project's pipeline
@@ -96,8 +110,8 @@ func (p demoPR) pipeline(simURL string) string {
 func (p demoPR) stagedPipeline(simURL string) string {
 	dir := filepath.Dir(p.script)
 	return fmt.Sprintf(`{command: [%q], timeout: 30s, max_attempts: 2,
-      env: {GIT_REMOTE: %q, GITHUB_API_URL: %q},
+      env: {GIT_REMOTE: %q, GITHUB_API_URL: %q, GIT_CONFIG_GLOBAL: %q},
       secrets: [{name: GITHUB_TOKEN, from: {env: DEMO_PIPELINE_TOKEN}}],
       stages: [{name: plan, command: [%q]}, {name: implement, command: [%q], gate: approval}]}`,
-		p.script, p.bare[demoStorefrontRepo], simURL+"/github/", filepath.Join(dir, "plan.sh"), filepath.Join(dir, "implement.sh"))
+		p.script, p.bare[demoStorefrontRepo], simURL+"/github/", p.gitconfig, filepath.Join(dir, "plan.sh"), filepath.Join(dir, "implement.sh"))
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 )
 
 // Results is everything the run measured; it is what -out receives.
@@ -45,15 +46,26 @@ type Results struct {
 	HousekeepingRepos []RepoScaleResult  `json:"housekeeping_repos,omitempty"`
 	Memory            *MemoryResult      `json:"memory,omitempty"`
 	Process           *ProcessResult     `json:"process,omitempty"`
+	Sandbox           *SandboxResult     `json:"sandbox,omitempty"` // section 9 (-only sandbox)
 	Skipped           []string           `json:"skipped"`
 	Notes             map[string]string  `json:"notes,omitempty"`
 	Extra             map[string]float64 `json:"extra,omitempty"`
 }
 
 func main() {
+	// The sandbox section starts copies of this binary as each sandbox's
+	// init and as a pipeline inside it.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case sandbox.InitArg:
+			os.Exit(sandbox.Init())
+		case sandboxHelperArg:
+			os.Exit(sandboxHelper(os.Args[2:]))
+		}
+	}
 	out := flag.String("out", "results.json", "write the figures as JSON to this file")
 	jobs := flag.Int("jobs", 10000, "queue-core jobs per run (after warm-up)")
-	only := flag.String("only", "queue,lifecycle,burst,claim,receiver,housekeeping,housekeeping-repos,memory,process", "comma-separated sections to run")
+	only := flag.String("only", "queue,lifecycle,burst,claim,receiver,housekeeping,housekeeping-repos,memory,process,sandbox", "comma-separated sections to run")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	maxHK := flag.Int("hk-max", 100000, "largest housekeeping size to run")
 	plats := flag.String("platforms", "all", "comma-separated platforms of the lifecycle section: github, gitlab, azuredevops, jira-cloud, jira-dc")
@@ -128,6 +140,7 @@ func run(ctx context.Context, out string, jobs int, only string, maxHK int, lc [
 		{"housekeeping-repos", b.housekeepingRepos},
 		{"memory", b.memory},
 		{"process", b.processes},
+		{"sandbox", b.sandboxCost},
 	}
 	for _, st := range steps {
 		if !want[st.name] {

@@ -523,14 +523,18 @@ func (e *Executor) warnUnsandboxed(log *zap.Logger) {
 // link it planted, and the run's uid may pass from the work root down.
 func (e *Executor) handTree(workDir string) func(uid, gid uint32) error {
 	return func(uid, gid uint32) error {
-		if err := handOver(e.cfg.WorkDir, workDir, &syscall.Credential{Uid: uid, Gid: gid}); err != nil {
-			return err
-		}
 		fi, err := os.Lstat(workDir)
 		if err != nil {
 			return err
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uid && st.Gid == gid {
+		// Looked at before handOver, which gives the dir itself away: a
+		// tree that is the uid's already is left as it is.
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		mine := ok && st.Uid == uid && st.Gid == gid
+		if err := handOver(e.cfg.WorkDir, workDir, &syscall.Credential{Uid: uid, Gid: gid}); err != nil {
+			return err
+		}
+		if mine {
 			return nil
 		}
 		return nofollow.ChownTree(workDir, int(uid), int(gid))

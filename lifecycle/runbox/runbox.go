@@ -47,6 +47,10 @@ type Config struct {
 	Limits lifecycle.RunLimits
 	Allow  []lifecycle.AllowRule
 	Mounts []lifecycle.Mount
+	// Private are the daemon's directories no bind may hold: the work
+	// root (every ticket's tree), the git root, the logs. A pipeline
+	// directory or mount that holds one is refused.
+	Private []string
 	// Hide are the daemon's files no run may see, even where they lie
 	// below a directory the sandbox shows (the config beside the
 	// pipelines, token files under /etc).
@@ -139,6 +143,9 @@ func Open(cfg *Config, p *lifecycle.Project, stage string, ref platforms.Ref, wo
 	}
 	ro, rw := sandbox.DefaultReadOnly(), []string(nil)
 	for _, m := range slices.Concat(cfg.Mounts, p.Pipeline.Sandbox.Mounts) {
+		if err := cfg.private(m.Path); err != nil {
+			return nil, err
+		}
 		if m.Writable {
 			rw = append(rw, m.Path)
 		} else {
@@ -149,6 +156,9 @@ func Open(cfg *Config, p *lifecycle.Project, stage string, ref platforms.Ref, wo
 	// already: its scripts may call their neighbours.
 	if path, err := procrun.LookPath(argv[0], env); err == nil && filepath.IsAbs(path) {
 		if dir := filepath.Dir(path); !under(dir, ro) && !under(dir, []string{workDir}) {
+			if err := cfg.private(dir); err != nil {
+				return nil, err
+			}
 			ro = append(ro, dir)
 		}
 	}
@@ -203,6 +213,7 @@ func (b *Box) startProxy(p *lifecycle.Project, uid uint32) (string, error) {
 		// another's.
 		if b.proxy.CA, err = egress.NewCA(); err != nil {
 			_ = ln.Close()
+			b.proxy = nil // never served: Close must not wait for it
 			return "", fmt.Errorf("sandbox: egress CA: %w", err)
 		}
 	}
@@ -375,9 +386,10 @@ func (b *Box) Notes() []string {
 	return out
 }
 
-// Ended counts the run's end where a limit ended it.
+// Ended counts the run's end where a limit ended it (a run that succeeded
+// all the same was not ended by one).
 func (b *Box) Ended(res procrun.Result) {
-	if b == nil || res.LimitHit == "" || b.cfg.LimitKilled == nil {
+	if b == nil || res.LimitHit == "" || res.OK() || b.cfg.LimitKilled == nil {
 		return
 	}
 	limit := "processes"
@@ -415,6 +427,18 @@ func (b *Box) Owner() *syscall.Credential {
 		return nil
 	}
 	return &syscall.Credential{Uid: b.spec.HostUID, Gid: b.spec.HostGID}
+}
+
+// private refuses a bind of dir when it holds one of the daemon's own
+// directories: every ticket's tree, the git dirs or the logs would be in
+// each run's view.
+func (c *Config) private(dir string) error {
+	for _, d := range c.Private {
+		if d != "" && under(d, []string{dir}) {
+			return fmt.Errorf("sandbox: %s holds %s, which no run may see: move the pipeline or mount out of it", dir, d)
+		}
+	}
+	return nil
 }
 
 // under reports whether path is one of dirs or below one.

@@ -273,15 +273,13 @@ func Main(orders, report *os.File, stderr io.Writer) int {
 		// The init, PID 1 of the sandbox, reports the pipeline's own
 		// status; none means the sandbox was not set up, and the
 		// pipeline never ran: the guard's failure, reported as such.
-		pws, ok := box.Status()
-		if !ok {
-			why := box.Failure()
-			if why == "" {
-				why = "the sandbox's init ended before the pipeline (" + describe(ws) + ")"
-			}
+		// An init that ended without a word after its setup went with
+		// the run (killed with it): the run's end, not the guard's.
+		if pws, ok := box.Status(); ok {
+			ws = pws
+		} else if why := box.Failure(); why != "" {
 			return fail("%s", why)
 		}
-		ws = pws
 	}
 	closeReport()
 	if ws.Signaled() {
@@ -383,12 +381,4 @@ func (r Redis) client() (redis.UniversalClient, error) {
 		opts.TLS = tc
 	}
 	return redisconn.New(opts)
-}
-
-// describe is how a process ended, for a report.
-func describe(ws syscall.WaitStatus) string {
-	if ws.Signaled() {
-		return "signal " + ws.Signal().String()
-	}
-	return fmt.Sprintf("exit status %d", ws.ExitStatus())
 }

@@ -223,6 +223,10 @@ func Run(ctx context.Context, spec Spec) Result {
 		if spec.Credential != nil {
 			return failStart(errors.New("a sandboxed command takes its user from the sandbox, not a credential"))
 		}
+		// The init dies with the daemon when no guard is between them,
+		// and the whole sandbox with it (PID 1 of its namespace): its
+		// uid lease is the daemon's and goes with it.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 		if box, err = sandbox.Prepare(cmd, spec.SandboxExe, *spec.Sandbox); err != nil {
 			return failStart(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/agentsmithd/agentsmithd/internal/projects"
+	"github.com/agentsmithd/agentsmithd/lifecycle"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
 	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 )
@@ -26,6 +27,7 @@ func (d *Daemon) sandboxing(opts Options) (*runbox.Config, error) {
 		UIDs:   sandbox.Range{First: uint32(s.UIDRange.First), Count: uint32(s.UIDRange.Count)},
 		Limits: projects.RunLimits(s.Limits), Allow: projects.AllowRules(s.Network.Allow), Mounts: projects.Mounts(s.Mounts),
 		Hide:      append(append([]string{}, opts.SandboxHide...), d.cfg.Consumer.Output.LogsDir),
+		Private:   []string{d.cfg.Consumer.WorkDir, lifecycle.GitRoot(d.cfg.Consumer.WorkDir), d.cfg.Consumer.Output.LogsDir},
 		Listeners: d.ownAddrs, Intercept: true,
 		Refused: d.metrics.EgressRefused, LimitKilled: d.metrics.LimitKill,
 	}, nil

@@ -198,6 +198,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			defer remove()
 			err = sandbox.Available(init)
 		}
+		if err == nil {
+			err = sandboxReachable(cfg)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "agentsmithd: pipelines must run in a sandbox (sandbox.mode: on) and it cannot start here: %v\n"+
 				"  fix the host as the line above says, or run pipelines unsandboxed with sandbox: {mode: off} (docs/security.md)\n", err)
@@ -217,13 +220,65 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// sandboxReachable checks that a root daemon's runs, each a uid of its
+// own, can reach what the sandbox binds at its own path: the work root
+// (the daemon creates it, 0711, when missing), each pipeline's directory,
+// each mount. A daemon that is not root runs sandboxes as itself.
+func sandboxReachable(cfg *config.Config) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if err := os.MkdirAll(cfg.Consumer.WorkDir, 0o711); err != nil {
+		return fmt.Errorf("consumer.work_dir: %w", err)
+	}
+	paths := map[string]string{cfg.Consumer.WorkDir: "consumer.work_dir"}
+	for _, m := range cfg.Sandbox.Mounts {
+		paths[m.Path] = "sandbox.mounts"
+	}
+	for i, pc := range cfg.Projects {
+		cmds := [][]string{pc.Pipeline.Command, pc.Pipeline.PersistCommand}
+		for _, st := range pc.Pipeline.Stages {
+			cmds = append(cmds, st.Command)
+		}
+		for _, c := range cmds {
+			if len(c) > 0 && filepath.IsAbs(c[0]) {
+				paths[filepath.Dir(c[0])] = fmt.Sprintf("projects[%d].pipeline", i)
+			}
+		}
+		for _, m := range pc.Pipeline.Sandbox.Mounts {
+			paths[m.Path] = fmt.Sprintf("projects[%d].pipeline.sandbox.mounts", i)
+		}
+	}
+	for p, setting := range paths {
+		if blocked := sandbox.Unreachable(p); blocked != "" {
+			return fmt.Errorf("%s: %s cannot be reached by the runs' uids: %s does not let others pass (chmod o+x it, or move %s)", setting, p, blocked, setting)
+		}
+	}
+	return nil
+}
+
 // sandboxHide are the daemon's files no run may see, where a sandbox shows
 // the directory they lie in: the config, every secret file, the status
 // token's file.
 func sandboxHide(cfg *config.Config, cfgPath string) []string {
 	hide := secretFiles(cfg, cfgPath)
-	if abs, err := filepath.Abs(cfgPath); err == nil {
-		hide = append(hide, abs)
+	base := filepath.Dir(cfgPath)
+	// Key files named by path rather than as secrets: the Redis client's
+	// TLS key and certificate, each project's push key.
+	paths := []string{cfgPath, cfg.Redis.TLS.KeyFile, cfg.Redis.TLS.CertFile}
+	for _, pc := range cfg.Projects {
+		paths = append(paths, pc.Workspace.Git.SSHKeyFile)
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			hide = append(hide, abs)
+		}
 	}
 	return hide
 }

@@ -56,14 +56,14 @@ func (c *cutSim) down() {
 
 // newCutProcWorld is newProcWorld with a tracker the test can cut.
 func newCutProcWorld(t *testing.T, pc simcases.Case) (*procWorld, *cutSim) {
-	dir := t.TempDir()
+	dir := reachableDir(t)
 	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	c := &cutSim{t: t, h: s.Handler(), addr: "127.0.0.1:0"}
 	c.up()
 	t.Cleanup(c.down)
 	return &procWorld{t: t, pc: pc, dir: dir, sim: s, simURL: "http://" + c.addr, redis: redistest.Start(t),
-		runLog: filepath.Join(dir, "runs.log")}, c
+		runLog: sharedLog(t, filepath.Join(dir, "runs.log")), box: sandboxBlock(dir)}, c
 }
 
 const outcomeTimings = `consumer: {heartbeat_ttl: 3s, heartbeat_renew: 500ms}

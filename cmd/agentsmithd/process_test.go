@@ -61,6 +61,41 @@ type procWorld struct {
 	simURL string
 	redis  *redistest.Server
 	runLog string
+	// box is the config's sandbox block: the world's dir mounted writable
+	// into every run, whose pipeline writes the run log and reads the
+	// gates there. "" for a binary that predates the sandbox.
+	box string
+}
+
+// reachableDir is a new directory a run's uid may pass through and write
+// in (t.TempDir's are 0700 below a 0700 parent): each sandboxed run has
+// a uid of its own, and the pipelines of these tests share the run log.
+func reachableDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, err := range []error{os.Chmod(filepath.Dir(dir), 0o711), os.Chmod(dir, 0o777)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// sandboxBlock mounts dir writable into every sandboxed run.
+func sandboxBlock(dir string) string {
+	return fmt.Sprintf("sandbox: {mounts: [{path: %q, writable: true}]}\n", dir)
+}
+
+// sharedLog creates the run log every run's uid may append to.
+func sharedLog(t *testing.T, path string) string {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	return path
 }
 
 // daemonYAML is a config for instance name with one project, the sim's,
@@ -73,7 +108,7 @@ admin_listen: 127.0.0.1:0
 instance_id: %s
 redis: {addr: %q}
 %s
-projects:
+%sprojects:
   - name: app
     %s
     polling: {enabled: true, interval: 1s}
@@ -81,7 +116,7 @@ projects:
       command: ["sh", "-c", %q]
       env: {%s}
       max_attempts: 3
-%s`, name, w.redis.Addr(), timings, w.pc.Project(w.simURL, "GH_TOKEN", "    "), script, env, extra)
+%s`, name, w.redis.Addr(), timings, w.box, w.pc.Project(w.simURL, "GH_TOKEN", "    "), script, env, extra)
 }
 
 // serve runs bin serve with cfg as instance name and the project's token
@@ -94,7 +129,7 @@ func (w *procWorld) serve(bin, name, token, cfg string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "-c", path)
-	cmd.Env = append(os.Environ(), "GH_TOKEN="+token, "STATE_DIRECTORY="+t.TempDir())
+	cmd.Env = append(os.Environ(), "GH_TOKEN="+token, "STATE_DIRECTORY="+reachableDir(t))
 	logf, err := os.Create(filepath.Join(w.dir, name+".log"))
 	if err != nil {
 		t.Fatal(err)
@@ -132,12 +167,13 @@ func (w *procWorld) lines(prefix string) []string {
 }
 
 func newProcWorld(t *testing.T, pc simcases.Case) *procWorld {
-	dir := t.TempDir()
+	dir := reachableDir(t)
 	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &procWorld{t: t, pc: pc, dir: dir, sim: s, simURL: srv.URL, redis: redistest.Start(t), runLog: filepath.Join(dir, "runs.log")}
+	return &procWorld{t: t, pc: pc, dir: dir, sim: s, simURL: srv.URL, redis: redistest.Start(t),
+		runLog: sharedLog(t, filepath.Join(dir, "runs.log")), box: sandboxBlock(dir)}
 }
 
 // killAndRecover runs replica A until the ticket is in progress, kill -9s it,

@@ -128,6 +128,12 @@ func (w *upgradeWorld) open(id string) {
 // pipeline's $BIN.
 func (w *upgradeWorld) startBin(bin, name, role string) *exec.Cmd {
 	env := fmt.Sprintf("RUN_LOG: %q, GATES: %q, BIN: %s", w.runLog, w.gates, role)
+	// The release predates the sandbox, whose block it would refuse; this
+	// tree's runs see the world's dir through it.
+	w.box = ""
+	if bin == daemonBinary(w.t) {
+		w.box = sandboxBlock(w.dir)
+	}
 	retry := "      retry: {exit_codes: [75], backoff: {initial: 20s, max: 20s}}\n"
 	return w.serve(bin, name, "upgrade-test-token", w.daemonYAML(name, upgradeTimings, upgradePipeline, env, retry))
 }
@@ -140,13 +146,13 @@ func (w *upgradeWorld) startBin(bin, name, role string) *exec.Cmd {
 // from's epoch rather than start over from an empty Redis.
 func upgradeHandOver(t *testing.T, from, to string, sig syscall.Signal) {
 	pc := simcases.GitHub
-	dir := t.TempDir()
+	dir := reachableDir(t)
 	s := trackersim.New(trackersim.Options{})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	w := &upgradeWorld{procWorld: &procWorld{t: t, pc: pc, dir: dir, sim: s, simURL: srv.URL, redis: redistest.Start(t),
-		runLog: filepath.Join(dir, "runs.log")}, gates: filepath.Join(dir, "gates")}
+		runLog: sharedLog(t, filepath.Join(dir, "runs.log"))}, gates: filepath.Join(dir, "gates")}
 	if err := os.Mkdir(w.gates, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -56,18 +56,25 @@ func ReachableExe(exe, dir string) (path string, remove func(), err error) {
 // othersMayRun reports whether a uid other than the owner may reach path:
 // path itself has others' execute bit and every directory above it lets
 // others search it.
-func othersMayRun(path string) bool {
+func othersMayRun(path string) bool { return Unreachable(path) == "" }
+
+// Unreachable names the first of path and the directories above it that
+// does not let others pass (no o+x, or missing), "" when none: a run's
+// uid, which is no one's, must pass them all to reach path, as its work
+// dir, its pipeline's directory and the init binary must be reached.
+func Unreachable(path string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return false
+		return path
 	}
+	var blocked string
 	for p := abs; ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
 		if err != nil || fi.Mode().Perm()&0o001 == 0 {
-			return false
+			blocked = p
 		}
 		if p == filepath.Dir(p) {
-			return true
+			return blocked
 		}
 	}
 }

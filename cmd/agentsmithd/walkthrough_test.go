@@ -64,7 +64,8 @@ test "$(curl -s -o /dev/null -w '%{http_code}' "http://$ADMIN/status.json")" = 4
 curl -fsS -H "Authorization: Bearer $(agentsmithctl -c agentsmithd.yaml status-token)" "http://$ADMIN/status.json" > /dev/null
 echo "admin listener: token ok"`)
 
-	first := t.TempDir()
+	// As root, each run's uid must pass every directory above $FIRST.
+	first := reachableDir(t)
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

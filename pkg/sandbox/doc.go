@@ -21,6 +21,11 @@
 //   - gain privileges: the pipeline runs as a non-root uid inside (1000 by
 //     default) with no capabilities, no_new_privs set and every bind mount
 //     nosuid, so set-uid binaries and file capabilities give nothing.
+//   - reach the daemon's terminal: the pipeline starts in a session of
+//     its own, so it has no controlling terminal, and /dev/tty is not in
+//     its /dev; it cannot type commands into an operator's shell with
+//     TIOCSTI (a daemon started from a terminal, under script or tmux,
+//     would otherwise hand it that terminal).
 //   - outlive the run: when the pipeline exits, the sandbox's init (pid 1
 //     of the namespace) exits and the kernel kills every process left in
 //     the namespace, including those that left the pipeline's process
@@ -35,6 +40,10 @@
 //   - no resource limits: memory, pids and CPU are the run cgroup's job
 //     (pkg/runcg), and the private /tmp and /dev/shm are tmpfs, charged to
 //     the writer's memory cgroup;
+//   - a terminal the caller gives the pipeline as stdin, stdout or stderr
+//     is the pipeline's to read and write (escape sequences included), and
+//     one that is no session's controlling terminal it may make its own
+//     (TIOCSCTTY) and type into: hand it pipes or files, never a terminal;
 //   - Hide masks paths, not files: a hard link to a hidden file elsewhere
 //     in a bound tree stays readable;
 //   - an unprivileged daemon runs every pipeline as its own uid (the only

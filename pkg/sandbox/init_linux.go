@@ -88,8 +88,13 @@ func Init() int {
 	for i := 0; i < w.Extra; i++ {
 		files = append(files, uintptr(extraFD+i))
 	}
+	// A session of its own, so no controlling terminal: the init may be in
+	// the daemon's session, whose terminal (an operator's, under script
+	// or tmux) the pipeline could otherwise open as /dev/tty and type
+	// commands into with TIOCSTI. The session is also the process group
+	// the signals above go to.
 	pid, err := syscall.ForkExec(w.Path, w.Args, &syscall.ProcAttr{Dir: s.WorkDir, Env: w.Env, Files: files,
-		Sys: &syscall.SysProcAttr{Setpgid: true}})
+		Sys: &syscall.SysProcAttr{Setsid: true}})
 	if err != nil {
 		return failed(fail("start "+w.Path, err))
 	}

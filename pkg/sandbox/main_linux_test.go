@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // testExe is a copy of the test binary every uid can run: go test builds
@@ -134,6 +135,29 @@ func helper(args []string) int {
 		}
 		fmt.Print(string(b))
 		return 0
+	case "tiocsti": // tiocsti TEXT: type TEXT into the controlling terminal (through /dev/tty) and stdin; exit 0 if any byte went in
+		injected := false
+		typeInto := func(name string, fd int) {
+			for _, c := range []byte(args[1]) {
+				if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCSTI, uintptr(unsafe.Pointer(&c))); e != 0 {
+					fmt.Printf("TIOCSTI %s: %v\n", name, e)
+					return
+				}
+			}
+			fmt.Printf("TIOCSTI %s: injected\n", name)
+			injected = true
+		}
+		if f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err != nil {
+			fmt.Printf("open /dev/tty: %v\n", err)
+		} else {
+			typeInto("/dev/tty", int(f.Fd()))
+			_ = f.Close()
+		}
+		typeInto("stdin", 0)
+		if injected {
+			return 0
+		}
+		return 1
 	case "write": // write PATH: exit 0 if it could be created
 		err := os.WriteFile(args[1], []byte("x"), 0o644)
 		if err != nil {

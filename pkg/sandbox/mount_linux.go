@@ -123,7 +123,10 @@ func makeIn(root int, p string, dir bool) (int, error) {
 }
 
 // devices are bound from the host's /dev into the minimal one inside.
-var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+// Not tty: it is whatever the opener's controlling terminal is, and the
+// pipeline, in a session of its own, has none (a terminal it must not
+// reach would be the daemon's).
+var devices = []string{"null", "zero", "full", "random", "urandom"}
 
 // buildRoot makes the run's root and pivots into it. It runs in the init,
 // in the new mount namespace, before anything of the pipeline's exists.

@@ -564,3 +564,99 @@ func TestNoTerminalInjection(t *testing.T) {
 		}
 	}
 }
+
+// pendingSignals reports whether pid has a signal queued and not yet
+// delivered (to the process or to one of its threads); gone when it has
+// exited.
+func pendingSignals(pid int) (pending, gone bool) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return false, true
+	}
+	files := []string{dir + "/status"}
+	for _, task := range tasks {
+		files = append(files, dir+"/task/"+task.Name()+"/status")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // a thread that ended
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && (k == "SigPnd" || k == "ShdPnd") && strings.Trim(v, "\t 0") != "" {
+				return true, false
+			}
+			if k, v, ok := strings.Cut(line, ":"); ok && k == "State" && strings.HasPrefix(strings.TrimSpace(v), "Z") {
+				return false, true
+			}
+		}
+	}
+	return false, false
+}
+
+// TestInitSurvivesSignals: the pipeline runs as the init's uid, so it may
+// signal pid 1, and the kernel delivers every signal the init has a
+// handler for, which Go installs for nearly all. None of them may end
+// the init (Go's default for SIGQUIT and SIGABRT is a goroutine dump and
+// exit 2, for a SIGSEGV or SIGBUS sent with kill a crash): the run's
+// status would be lost and the namespace with it. The pipeline signals
+// pid 1, the test waits until the init has taken every signal, then
+// lets the pipeline exit 7, which must come back from the init.
+func TestInitSurvivesSignals(t *testing.T) {
+	s := newSpec(t, reachableDir(t), "run")
+	cmd := exec.Command("/bin/sh", "-c", `for sig in QUIT ABRT SEGV BUS FPE ILL TRAP SYS USR1 USR2 PIPE ALRM; do
+	kill -s $sig 1 || exit 9
+done
+echo sent; read x; exit 7`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = pw, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	l, err := Prepare(cmd, testExe, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = pw.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	if err := l.Started(); err != nil {
+		t.Fatal(err)
+	}
+	_ = pr.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := bufio.NewReader(pr).ReadString('\n'); line != "sent\n" {
+		_ = in.Close()
+		_ = cmd.Wait()
+		ws, ok := l.Status()
+		t.Fatalf("the pipeline did not signal pid 1: %q %v (status %v ok=%v, stderr %q)", line, err, ws, ok, stderr.String())
+	}
+	gone := eventually.Value(t, 10*time.Second, "the init to take its signals", func() (bool, bool) {
+		pending, gone := pendingSignals(cmd.Process.Pid)
+		return gone, gone || !pending
+	})
+	if gone {
+		t.Errorf("the init exited on the pipeline's signals")
+	}
+	_ = in.Close()
+	werr := cmd.Wait()
+	ws, ok := l.Status()
+	if !ok || !ws.Exited() || ws.ExitStatus() != 7 || cmd.ProcessState.ExitCode() != 7 {
+		msg := stderr.String()
+		if len(msg) > 400 {
+			msg = msg[:400] + "…"
+		}
+		t.Fatalf("pipeline status %v ok=%v, init %v: stderr %q", ws, ok, werr, msg)
+	}
+}

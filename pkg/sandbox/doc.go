@@ -26,6 +26,12 @@
 //     its /dev; it cannot type commands into an operator's shell with
 //     TIOCSTI (a daemon started from a terminal, under script or tmux,
 //     would otherwise hand it that terminal).
+//   - end its init early: the pipeline may signal pid 1 (it runs as the
+//     same uid), but the init forwards SIGTERM, SIGINT and SIGHUP to the
+//     pipeline's group and takes and drops every other signal sent with
+//     kill, SIGQUIT, SIGABRT, SIGSEGV and SIGBUS included, which Go's
+//     runtime would otherwise answer with a goroutine dump or a crash
+//     (and so a run with no status).
 //   - outlive the run: when the pipeline exits, the sandbox's init (pid 1
 //     of the namespace) exits and the kernel kills every process left in
 //     the namespace, including those that left the pipeline's process
@@ -44,6 +50,11 @@
 //     is the pipeline's to read and write (escape sequences included), and
 //     one that is no session's controlling terminal it may make its own
 //     (TIOCSCTTY) and type into: hand it pipes or files, never a terminal;
+//   - a SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP or SIGSYS queued to pid 1
+//     with sigqueue (si_code SI_QUEUE, not kill's SI_USER) still crashes
+//     the init: Go's runtime takes it for a fault of its own. The run
+//     then ends with no status (Launch.Status ok false), as if killed;
+//     nothing outside the run is affected;
 //   - Hide masks paths, not files: a hard link to a hidden file elsewhere
 //     in a bound tree stays readable;
 //   - an unprivileged daemon runs every pipeline as its own uid (the only

@@ -43,9 +43,13 @@
 //   - no seccomp filter: the whole system call surface of the kernel is
 //     reachable, user namespaces included (a kernel bug there is a way out);
 //   - no landlock rules;
-//   - no resource limits: memory, pids and CPU are the run cgroup's job
-//     (pkg/runcg), and the private /tmp and /dev/shm are tmpfs, charged to
-//     the writer's memory cgroup;
+//   - few resource limits of its own: memory, pids and CPU are the run
+//     cgroup's job (pkg/runcg), and the private /tmp and /dev/shm are
+//     tmpfs, charged to the writer's memory cgroup. Without controllers,
+//     Spec.Nproc caps the run's tasks with RLIMIT_NPROC (per uid and user
+//     namespace, so the init's own few threads count too; a run at its
+//     cap may leave the init unable to start a thread, which ends the run
+//     with no status);
 //   - a terminal the caller gives the pipeline as stdin, stdout or stderr
 //     is the pipeline's to read and write (escape sequences included), and
 //     one that is no session's controlling terminal it may make its own

@@ -99,6 +99,14 @@ func Init() int {
 		fmt.Fprintf(status, "exit 0\n")
 		return 0
 	}
+	if s.Nproc > 0 {
+		// Process-wide and inherited: the pipeline starts under it and,
+		// without CAP_SYS_RESOURCE, cannot raise it; nor can the init
+		// lower it for the pipeline alone.
+		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: s.Nproc, Max: s.Nproc}); err != nil {
+			return failed(fail("limit processes", err))
+		}
+	}
 	files := []uintptr{0, 1, 2}
 	for i := 0; i < w.Extra; i++ {
 		files = append(files, uintptr(extraFD+i))

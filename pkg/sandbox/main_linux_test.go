@@ -158,6 +158,27 @@ func helper(args []string) int {
 			return 0
 		}
 		return 1
+	case "forks": // forks N: start N children that wait for this one to exit; exit 0 if all started
+		var n int
+		_, _ = fmt.Sscan(args[1], &n)
+		r, w, err := os.Pipe()
+		if err != nil {
+			fmt.Println(err)
+			return 2
+		}
+		defer w.Close() // the children's stdin: they end with this process
+		started := 0
+		for ; started < n; started++ {
+			// cat: one thread each, where a Go child would start several.
+			if _, err = syscall.ForkExec("/bin/cat", []string{"cat"}, &syscall.ProcAttr{Files: []uintptr{r.Fd()}}); err != nil {
+				break
+			}
+		}
+		fmt.Printf("started %d: %v\n", started, err)
+		if err != nil {
+			return 1
+		}
+		return 0
 	case "write": // write PATH: exit 0 if it could be created
 		err := os.WriteFile(args[1], []byte("x"), 0o644)
 		if err != nil {

@@ -62,6 +62,14 @@ type Spec struct {
 	ProxyPort int
 	// Hostname inside; "" means DefaultHostname.
 	Hostname string
+	// Nproc, when not 0, is the run's RLIMIT_NPROC: the most tasks
+	// (processes and threads) its uid may have in its user namespace, the
+	// init's own few threads included. The init sets it (soft and hard)
+	// before it starts the pipeline, which inherits it and cannot raise
+	// it. A host uid leased per run (LeaseUID) makes it a cap on the run;
+	// an unprivileged daemon's runs share its uid, but each run's count is
+	// its own namespace's. 0 leaves the daemon's limit.
+	Nproc uint64
 	// Files are small files placed under RunDir (keys are absolute paths
 	// below it, e.g. "/run/agentsmith/ca.pem"), read-only to the pipeline.
 	Files map[string][]byte

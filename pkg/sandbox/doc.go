@@ -49,7 +49,9 @@
 //     Spec.Nproc caps the run's tasks with RLIMIT_NPROC (per uid and user
 //     namespace, so the init's own few threads count too; a run at its
 //     cap may leave the init unable to start a thread, which ends the run
-//     with no status);
+//     with no status), and Spec.TmpSize the size of /tmp and of /dev/shm
+//     each (by default half of RAM each); memory, CPU and what the work
+//     tree and Writable paths take on disk stay unbounded;
 //   - a terminal the caller gives the pipeline as stdin, stdout or stderr
 //     is the pipeline's to read and write (escape sequences included), and
 //     one that is no session's controlling terminal it may make its own

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -176,6 +177,24 @@ func helper(args []string) int {
 		}
 		fmt.Printf("started %d: %v\n", started, err)
 		if err != nil {
+			return 1
+		}
+		return 0
+	case "fill": // fill PATH BYTES: write BYTES to a new file PATH; exit 0 if all were written
+		var n int
+		_, _ = fmt.Sscan(args[2], &n)
+		f, err := os.Create(args[1])
+		if err == nil {
+			_, err = f.Write(make([]byte, n))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Println(err)
+			if errors.Is(err, syscall.ENOSPC) {
+				fmt.Println("ENOSPC")
+			}
 			return 1
 		}
 		return 0

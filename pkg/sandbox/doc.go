@@ -73,8 +73,9 @@
 // Prepare rewrites it to start `EXE sandbox-init` (Init, in the caller's
 // binary) in new user, mount, pid, ipc, uts and network namespaces, and
 // Started hands the init the Spec over a pipe once the caller has placed
-// the process (cgroups). The init builds the root, brings lo up, starts
-// the proxy bridge, drops every capability and runs the pipeline as its
-// child; when the pipeline exits it reports the pipeline's wait status on
-// a second pipe (Launch.Status) and exits.
+// the process (cgroups). The init builds the root (its /tmp and /dev/shm
+// of Spec.TmpSize), brings lo up, starts the proxy bridge, takes every
+// signal, drops every capability, sets Spec.Nproc and runs the pipeline
+// as its child, in a new session; when the pipeline exits it reports the
+// pipeline's wait status on a second pipe (Launch.Status) and exits.
 package sandbox

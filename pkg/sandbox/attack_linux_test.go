@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentsmithd/agentsmithd/internal/eventually"
 )
 
@@ -454,5 +456,207 @@ func TestSetupFailure(t *testing.T) {
 	_ = cmd.Wait()
 	if f := l.Failure(); !strings.Contains(f, "read spec") || out.String() != "" {
 		t.Errorf("failure %q, stdout %q", f, out.String())
+	}
+}
+
+// openPTY opens a new pseudo-terminal pair, the terminal side in raw mode
+// (what is typed into it is readable at once, byte by byte), neither of
+// them the test's controlling terminal.
+func openPTY(t *testing.T) (master, term *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pty here (/dev/ptmx: %v): the terminal injection test needs one", err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("no pty here (unlockpt: %v)", err)
+	}
+	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("no pty here (ptsname: %v)", err)
+	}
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pty here (/dev/pts/%d: %v)", n, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	tio, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tio.Lflag &^= unix.ICANON | unix.ECHO
+	if err := unix.IoctlSetTermios(int(s.Fd()), unix.TCSETS, tio); err != nil {
+		t.Fatal(err)
+	}
+	return m, s
+}
+
+// typedInto is what waits in term's input queue, as if typed, and drains it.
+func typedInto(t *testing.T, term *os.File) string {
+	t.Helper()
+	n, err := unix.IoctlGetInt(int(term.Fd()), unix.TIOCINQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		return ""
+	}
+	b := make([]byte, n)
+	n, _ = term.Read(b)
+	return string(b[:n])
+}
+
+// TestNoTerminalInjection: a daemon started from an operator's terminal
+// (under script, tmux, an ssh session) has it as its controlling
+// terminal. The pipeline must not reach it: no /dev/tty inside, and, in
+// a session of its own, no controlling terminal for TIOCSTI to type
+// commands into the operator's shell, not even through a terminal it was
+// handed as stdin. Control: the same probe, unsandboxed in the
+// terminal's session, types into it.
+func TestNoTerminalInjection(t *testing.T) {
+	s := newSpec(t, reachableDir(t), "run")
+	for _, sandboxed := range []bool{false, true} {
+		_, term := openPTY(t)
+		cmd := exec.Command(testExe, helperArg, "tiocsti", "id\n")
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		var out strings.Builder
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = term, &out, &out
+		// The launching process (the daemon, here the init) leads a
+		// session whose controlling terminal is the pty.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+		var l *Launch
+		if sandboxed {
+			var err error
+			if l, err = Prepare(cmd, testExe, s); err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		if l != nil {
+			if err := l.Started(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		werr := cmd.Wait()
+		typed := typedInto(t, term)
+		t.Logf("sandboxed=%v: %s(typed %q)", sandboxed, out.String(), typed)
+		if !sandboxed {
+			if !strings.Contains(out.String(), "TIOCSTI /dev/tty: injected") || typed == "" {
+				t.Logf("control: TIOCSTI does not inject here (dev.tty.legacy_tiocsti=0?): %v", werr)
+			}
+			if strings.Contains(out.String(), "open /dev/tty:") {
+				t.Fatalf("control: /dev/tty does not open in the terminal's session: %s", out.String())
+			}
+			continue
+		}
+		ws, ok := l.Status()
+		if !ok || ws.ExitStatus() != 1 || typed != "" {
+			t.Errorf("the pipeline typed %q into the terminal (status %v ok=%v): %s", typed, ws, ok, out.String())
+		}
+		if !strings.Contains(out.String(), "open /dev/tty: open /dev/tty: no such file or directory") &&
+			!strings.Contains(out.String(), "no such device or address") {
+			t.Errorf("/dev/tty opened inside: %s", out.String())
+		}
+	}
+}
+
+// pendingSignals reports whether pid has a signal queued and not yet
+// delivered (to the process or to one of its threads); gone when it has
+// exited.
+func pendingSignals(pid int) (pending, gone bool) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return false, true
+	}
+	files := []string{dir + "/status"}
+	for _, task := range tasks {
+		files = append(files, dir+"/task/"+task.Name()+"/status")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // a thread that ended
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && (k == "SigPnd" || k == "ShdPnd") && strings.Trim(v, "\t 0") != "" {
+				return true, false
+			}
+			if k, v, ok := strings.Cut(line, ":"); ok && k == "State" && strings.HasPrefix(strings.TrimSpace(v), "Z") {
+				return false, true
+			}
+		}
+	}
+	return false, false
+}
+
+// TestInitSurvivesSignals: the pipeline runs as the init's uid, so it may
+// signal pid 1, and the kernel delivers every signal the init has a
+// handler for, which Go installs for nearly all. None of them may end
+// the init (Go's default for SIGQUIT and SIGABRT is a goroutine dump and
+// exit 2, for a SIGSEGV or SIGBUS sent with kill a crash): the run's
+// status would be lost and the namespace with it. The pipeline signals
+// pid 1, the test waits until the init has taken every signal, then
+// lets the pipeline exit 7, which must come back from the init.
+func TestInitSurvivesSignals(t *testing.T) {
+	s := newSpec(t, reachableDir(t), "run")
+	cmd := exec.Command("/bin/sh", "-c", `for sig in QUIT ABRT SEGV BUS FPE ILL TRAP SYS USR1 USR2 PIPE ALRM; do
+	kill -s $sig 1 || exit 9
+done
+echo sent; read x; exit 7`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = pw, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	l, err := Prepare(cmd, testExe, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = pw.Close()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	if err := l.Started(); err != nil {
+		t.Fatal(err)
+	}
+	_ = pr.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := bufio.NewReader(pr).ReadString('\n'); line != "sent\n" {
+		_ = in.Close()
+		_ = cmd.Wait()
+		ws, ok := l.Status()
+		t.Fatalf("the pipeline did not signal pid 1: %q %v (status %v ok=%v, stderr %q)", line, err, ws, ok, stderr.String())
+	}
+	gone := eventually.Value(t, 10*time.Second, "the init to take its signals", func() (bool, bool) {
+		pending, gone := pendingSignals(cmd.Process.Pid)
+		return gone, gone || !pending
+	})
+	if gone {
+		t.Errorf("the init exited on the pipeline's signals")
+	}
+	_ = in.Close()
+	werr := cmd.Wait()
+	ws, ok := l.Status()
+	if !ok || !ws.Exited() || ws.ExitStatus() != 7 || cmd.ProcessState.ExitCode() != 7 {
+		msg := stderr.String()
+		if len(msg) > 400 {
+			msg = msg[:400] + "…"
+		}
+		t.Fatalf("pipeline status %v ok=%v, init %v: stderr %q", ws, ok, werr, msg)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,7 +77,21 @@ func Init() int {
 	// pipeline exists, so none is lost; a pid 1 ignores what it has no
 	// handler for.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigs, forwarded...)
+	// Every other signal is taken and dropped. The pipeline runs as the
+	// init's uid, so it may signal pid 1, and the kernel delivers to a
+	// namespace's init every signal it has a handler for: Go installs one
+	// for nearly all, and its own answer to some would end the init and
+	// the run's status with it (SIGQUIT, SIGABRT, SIGILL, SIGTRAP, SIGSYS:
+	// a goroutine dump and exit 2; SIGSEGV, SIGBUS, SIGFPE: a crash). A
+	// notified signal sent with kill goes to the channel instead; a real
+	// fault of the init's own is still a panic.
+	dropped := make(chan os.Signal, 16)
+	signal.Notify(dropped, droppedSignals()...)
+	go func() {
+		for range dropped {
+		}
+	}()
 	if err := dropPrivileges(); err != nil {
 		return failed(fail("drop privileges", err))
 	}
@@ -84,12 +99,25 @@ func Init() int {
 		fmt.Fprintf(status, "exit 0\n")
 		return 0
 	}
+	if s.Nproc > 0 {
+		// Process-wide and inherited: the pipeline starts under it and,
+		// without CAP_SYS_RESOURCE, cannot raise it; nor can the init
+		// lower it for the pipeline alone.
+		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: s.Nproc, Max: s.Nproc}); err != nil {
+			return failed(fail("limit processes", err))
+		}
+	}
 	files := []uintptr{0, 1, 2}
 	for i := 0; i < w.Extra; i++ {
 		files = append(files, uintptr(extraFD+i))
 	}
+	// A session of its own, so no controlling terminal: the init may be in
+	// the daemon's session, whose terminal (an operator's, under script
+	// or tmux) the pipeline could otherwise open as /dev/tty and type
+	// commands into with TIOCSTI. The session is also the process group
+	// the signals above go to.
 	pid, err := syscall.ForkExec(w.Path, w.Args, &syscall.ProcAttr{Dir: s.WorkDir, Env: w.Env, Files: files,
-		Sys: &syscall.SysProcAttr{Setpgid: true}})
+		Sys: &syscall.SysProcAttr{Setsid: true}})
 	if err != nil {
 		return failed(fail("start "+w.Path, err))
 	}
@@ -122,6 +150,22 @@ func Init() int {
 		}
 		return 1
 	}
+}
+
+// forwarded are the signals the init passes on to the pipeline's group.
+var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
+
+// droppedSignals are the init's other catchable signals, 1 to 31 (the
+// real-time ones above have no default action in Go, which ignores them).
+func droppedSignals() []os.Signal {
+	var out []os.Signal
+	for sig := syscall.Signal(1); sig <= 31; sig++ {
+		if sig == syscall.SIGKILL || sig == syscall.SIGSTOP || slices.Contains(forwarded, os.Signal(sig)) {
+			continue
+		}
+		out = append(out, sig)
+	}
+	return out
 }
 
 // readWire reads the spec Started writes on fd 3.

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // testExe is a copy of the test binary every uid can run: go test builds
@@ -133,6 +135,68 @@ func helper(args []string) int {
 			return 1
 		}
 		fmt.Print(string(b))
+		return 0
+	case "tiocsti": // tiocsti TEXT: type TEXT into the controlling terminal (through /dev/tty) and stdin; exit 0 if any byte went in
+		injected := false
+		typeInto := func(name string, fd int) {
+			for _, c := range []byte(args[1]) {
+				if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCSTI, uintptr(unsafe.Pointer(&c))); e != 0 {
+					fmt.Printf("TIOCSTI %s: %v\n", name, e)
+					return
+				}
+			}
+			fmt.Printf("TIOCSTI %s: injected\n", name)
+			injected = true
+		}
+		if f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err != nil {
+			fmt.Printf("open /dev/tty: %v\n", err)
+		} else {
+			typeInto("/dev/tty", int(f.Fd()))
+			_ = f.Close()
+		}
+		typeInto("stdin", 0)
+		if injected {
+			return 0
+		}
+		return 1
+	case "forks": // forks N: start N children that wait for this one to exit; exit 0 if all started
+		var n int
+		_, _ = fmt.Sscan(args[1], &n)
+		r, w, err := os.Pipe()
+		if err != nil {
+			fmt.Println(err)
+			return 2
+		}
+		defer w.Close() // the children's stdin: they end with this process
+		started := 0
+		for ; started < n; started++ {
+			// cat: one thread each, where a Go child would start several.
+			if _, err = syscall.ForkExec("/bin/cat", []string{"cat"}, &syscall.ProcAttr{Files: []uintptr{r.Fd()}}); err != nil {
+				break
+			}
+		}
+		fmt.Printf("started %d: %v\n", started, err)
+		if err != nil {
+			return 1
+		}
+		return 0
+	case "fill": // fill PATH BYTES: write BYTES to a new file PATH; exit 0 if all were written
+		var n int
+		_, _ = fmt.Sscan(args[2], &n)
+		f, err := os.Create(args[1])
+		if err == nil {
+			_, err = f.Write(make([]byte, n))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Println(err)
+			if errors.Is(err, syscall.ENOSPC) {
+				fmt.Println("ENOSPC")
+			}
+			return 1
+		}
 		return 0
 	case "write": // write PATH: exit 0 if it could be created
 		err := os.WriteFile(args[1], []byte("x"), 0o644)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -123,7 +124,10 @@ func makeIn(root int, p string, dir bool) (int, error) {
 }
 
 // devices are bound from the host's /dev into the minimal one inside.
-var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+// Not tty: it is whatever the opener's controlling terminal is, and the
+// pipeline, in a session of its own, has none (a terminal it must not
+// reach would be the daemon's).
+var devices = []string{"null", "zero", "full", "random", "urandom"}
 
 // buildRoot makes the run's root and pivots into it. It runs in the init,
 // in the new mount namespace, before anything of the pipeline's exists.
@@ -216,10 +220,10 @@ func buildRoot(s Spec) error {
 	if err := mountNew(root, "/proc", "proc", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil {
 		return fail("mount proc", err)
 	}
-	if err := makeDev(root, devs); err != nil {
+	if err := makeDev(root, devs, tmpOpts(s)); err != nil {
 		return err
 	}
-	if err := mountNew(root, "/tmp", "tmpfs", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, "mode=1777"); err != nil {
+	if err := mountNew(root, "/tmp", "tmpfs", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, tmpOpts(s)...); err != nil {
 		return fail("mount /tmp", err)
 	}
 	// The binds go on top of the private /tmp: a work tree may live
@@ -260,6 +264,15 @@ func buildRoot(s Spec) error {
 		return fail("read-only root", err)
 	}
 	return nil
+}
+
+// tmpOpts are the options of the run's private /tmp and /dev/shm.
+func tmpOpts(s Spec) []string {
+	opts := []string{"mode=1777"}
+	if s.TmpSize > 0 {
+		opts = append(opts, "size="+strconv.FormatInt(s.TmpSize, 10))
+	}
+	return opts
 }
 
 // bindIn attaches src inside root at its own path.
@@ -320,9 +333,9 @@ func mountNewFD(root int, p, fstype string, attrs uint64, opts ...string) (int, 
 }
 
 // makeDev builds the minimal /dev: the host's harmless devices bound in,
-// a private /dev/shm and /dev/pts, and the usual symlinks; then makes the
-// tmpfs itself read-only.
-func makeDev(root int, devs map[string]int) error {
+// a private /dev/shm (a tmpfs with shmOpts) and /dev/pts, and the usual
+// symlinks; then makes the tmpfs itself read-only.
+func makeDev(root int, devs map[string]int, shmOpts []string) error {
 	dev, err := mountNewFD(root, "/dev", "tmpfs", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC, "mode=0755")
 	if err != nil {
 		return fail("mount /dev", err)
@@ -346,7 +359,7 @@ func makeDev(root int, devs map[string]int) error {
 			return fail("bind /dev/"+d, err)
 		}
 	}
-	if err := mountNew(root, "/dev/shm", "tmpfs", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, "mode=1777"); err != nil {
+	if err := mountNew(root, "/dev/shm", "tmpfs", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, shmOpts...); err != nil {
 		return fail("mount /dev/shm", err)
 	}
 	links := map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",

@@ -62,6 +62,19 @@ type Spec struct {
 	ProxyPort int
 	// Hostname inside; "" means DefaultHostname.
 	Hostname string
+	// Nproc, when not 0, is the run's RLIMIT_NPROC: the most tasks
+	// (processes and threads) its uid may have in its user namespace, the
+	// init's own few threads included. The init sets it (soft and hard)
+	// before it starts the pipeline, which inherits it and cannot raise
+	// it. A host uid leased per run (LeaseUID) makes it a cap on the run;
+	// an unprivileged daemon's runs share its uid, but each run's count is
+	// its own namespace's. 0 leaves the daemon's limit.
+	Nproc uint64
+	// TmpSize, when not 0, is the size in bytes of the run's private /tmp
+	// and, separately, of its /dev/shm (tmpfs size=, rounded up to whole
+	// pages): a write beyond it fails with ENOSPC. 0 is the kernel's
+	// default, half of RAM each; negative is refused.
+	TmpSize int64
 	// Files are small files placed under RunDir (keys are absolute paths
 	// below it, e.g. "/run/agentsmith/ca.pem"), read-only to the pipeline.
 	Files map[string][]byte
@@ -120,6 +133,9 @@ func (s Spec) normalize() (Spec, error) {
 	s.ProxyPort = s.port()
 	if s.ProxyPort < 1 || s.ProxyPort > 65535 {
 		return s, fmt.Errorf("sandbox: proxy port %d out of range", s.ProxyPort)
+	}
+	if s.TmpSize < 0 {
+		return s, fmt.Errorf("sandbox: tmp size %d is negative", s.TmpSize)
 	}
 	var err error
 	clean := func(what string, p string) string {

@@ -82,6 +82,10 @@ type Config struct {
 // Controllers are the limits a host can enforce.
 type Controllers struct{ Memory, Processes, CPU bool }
 
+// nprocSlack is what RLIMIT_NPROC adds to a run's process limit for the
+// sandbox's init, whose threads the kernel counts under the run's uid.
+const nprocSlack = 32
+
 // maxRefusalNotes bounds the refused hosts a failure comment names.
 const maxRefusalNotes = 5
 
@@ -169,6 +173,15 @@ func Open(cfg *Config, p *lifecycle.Project, stage string, ref platforms.Ref, wo
 	}
 	limits := p.StageLimits(stage).Over(cfg.Limits)
 	b.limits = cfg.Controllers.hold(limits)
+	// Second walls that need no cgroup: the run's uid may hold this many
+	// processes (its init's threads count too, hence the slack), and
+	// its memory-backed /tmp and /dev/shm no more than its memory.
+	if limits.Processes > 0 {
+		b.spec.Nproc = uint64(limits.Processes) + nprocSlack
+	}
+	if limits.MemoryBytes > 0 {
+		b.spec.TmpSize = limits.MemoryBytes
+	}
 	ok = true
 	return b, nil
 }

@@ -21,40 +21,20 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
 	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox/sandboxtest"
 )
 
 // sandboxing is what a test executor's sandbox needs here; it skips where
 // the machine cannot start one, naming what is missing.
 func sandboxing(t *testing.T) *runbox.Config {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, remove, err := sandbox.ReachableExe(self, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(remove)
-	if err := sandbox.Available(exe); err != nil {
-		t.Skipf("no sandbox here: %v", err)
-	}
-	return &runbox.Config{Exe: exe, UIDs: sandbox.DefaultRange}
+	return &runbox.Config{Exe: sandboxtest.Exe(t), UIDs: sandbox.DefaultRange}
 }
 
-// reachableRoot is a work root a run's leased uid may pass through
-// (t.TempDir's parents are 0700).
+// reachableRoot is a work root a run's leased uid may pass through.
 func reachableRoot(t *testing.T) string {
 	t.Helper()
-	d, err := os.MkdirTemp("", "consumer-sandbox-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(d) })
-	if err := os.Chmod(d, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(d, "work")
+	return filepath.Join(sandboxtest.ReachableDir(t), "work")
 }
 
 // attack is a pipeline that tries the roads back into the daemon from

@@ -1,8 +1,6 @@
 package runguard_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,45 +9,15 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/runstate"
 	"github.com/agentsmithd/agentsmithd/pkg/procrun"
 	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox/sandboxtest"
 )
 
 // boxFor returns a sandbox for one guarded run with a work dir its host
 // uid owns, and the init binary; it skips where no sandbox can start.
 func boxFor(t *testing.T) (*sandbox.Spec, string) {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, remove, err := sandbox.ReachableExe(self, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(remove)
-	if err := sandbox.Available(exe); err != nil {
-		t.Skipf("no sandbox here: %v", err)
-	}
-	uid := uint32(os.Getuid())
-	if uid == 0 {
-		l, err := sandbox.LeaseUID(sandbox.DefaultRange, t.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Release() })
-		uid = l.UID()
-	}
-	base, err := os.MkdirTemp("", "guard-sandbox-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	wd := filepath.Join(base, "work")
-	for _, err := range []error{os.Chmod(base, 0o711), os.Mkdir(wd, 0o700), os.Chown(wd, int(uid), int(uid))} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &sandbox.Spec{HostUID: uid, HostGID: uid, WorkDir: wd, ReadOnly: sandbox.DefaultReadOnly()}, exe
+	exe := sandboxtest.Exe(t)
+	return sandboxtest.Spec(t), exe
 }
 
 // The guard stays outside the sandbox, where it reads the run's token in

@@ -3,13 +3,13 @@ package procrun
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentsmithd/agentsmithd/pkg/runcg"
 	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) {
@@ -24,40 +24,9 @@ func TestMain(m *testing.M) {
 // start a sandbox, naming what is missing.
 func sandboxed(t *testing.T, script string) Spec {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, remove, err := sandbox.ReachableExe(self, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(remove)
-	if err := sandbox.Available(exe); err != nil {
-		t.Skipf("no sandbox here: %v", err)
-	}
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if uid == 0 {
-		l, err := sandbox.LeaseUID(sandbox.DefaultRange, t.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Release() })
-		uid, gid = l.UID(), l.UID()
-	}
-	base, err := os.MkdirTemp("", "procrun-sandbox-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	wd := filepath.Join(base, "work")
-	for _, err := range []error{os.Chmod(base, 0o711), os.Mkdir(wd, 0o700), os.Chown(wd, int(uid), int(gid))} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return Spec{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: wd, Grace: time.Second,
-		Sandbox: &sandbox.Spec{HostUID: uid, HostGID: gid, WorkDir: wd, ReadOnly: sandbox.DefaultReadOnly()}, SandboxExe: exe}
+	exe, box := sandboxtest.Exe(t), sandboxtest.Spec(t)
+	return Spec{Argv: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: box.WorkDir, Grace: time.Second,
+		Sandbox: box, SandboxExe: exe}
 }
 
 // A sandboxed run reads as an unsandboxed one: the pipeline's exit status

@@ -116,10 +116,9 @@ type Pipeline struct {
 // StageLimits are the sandbox limits of a run of stage ("" or an unknown
 // one: the project's): the stage's over the project's.
 func (p *Project) StageLimits(stage string) RunLimits {
-	for _, st := range p.Stages {
-		if st.Name == stage {
-			return st.Limits.Over(p.Pipeline.Sandbox.Limits)
-		}
+	names := p.StageNames()
+	if i := slices.Index(names, stage); i >= 0 && i < len(p.Stages) {
+		return p.Stages[i].Limits.Over(p.Pipeline.Sandbox.Limits)
 	}
 	return p.Pipeline.Sandbox.Limits
 }

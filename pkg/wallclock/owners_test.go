@@ -23,6 +23,12 @@ var readsWallclock = map[string]string{
 	"pkg/procrun/procrun.go":                 "a run's duration",
 	"pkg/queue/queue.go":                     "a blocking pop's deadline",
 	"pkg/runcg/runcg_linux.go":               "a cgroup sweep and removal deadline",
+	"pkg/runcg/group_linux.go":               "a cgroup kill and removal deadline",
+	"pkg/runcg/parent_linux.go":              "a sweep's age of empty cgroups, on this host",
+	"pkg/runcg/v1_linux.go":                  "a v1 kill and freeze deadline",
+	"pkg/runcg/v2_linux.go":                  "the move to the daemon's leaf cgroup, a deadline",
+	"pkg/egress/ca.go":                       "a run's CA validity, checked by its sandbox on this host",
+	"pkg/egress/proxy.go":                    "socket deadlines and idle timers",
 	"pkg/procrun/procruntest/procruntest.go": "a test helper's marker",
 	// Default clocks when the caller passes none; the daemon passes none
 	// to budget.New, so its quota expiry reads time.Now while the

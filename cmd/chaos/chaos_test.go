@@ -36,7 +36,7 @@ func TestChaosShort(t *testing.T) {
 	o.Log = io.MultiWriter(&log, runLog)
 	rep := runLogged(t, o)
 	if !rep.OK() {
-		t.Errorf("lost %d, overlapping %d, stale writes %d, leaked secrets %d: all must be 0\nwork dir kept: %s (chaos.log, report.txt, replica logs r*.log, runs.log, redis.log, trackersim.log)\n%s",
+		t.Errorf("lost %d, overlapping %d, stale writes %d, leaked secrets %d: all must be 0\nwork dir kept: %s (chaos.log, report.txt, replica logs r*.log, shared/runs.log, redis.log, trackersim.log)\n%s",
 			rep.Lost, rep.Overlapping, len(rep.StaleWrites), rep.SecretLeaks, o.Dir, log.String())
 	}
 	if rep.Kills == 0 {
@@ -89,12 +89,22 @@ func runLogged(t *testing.T, o Options) *Report {
 // keptDir is a new work directory under $AGENTSMITH_ARTIFACTS (CI sets it
 // and prints what a failed test leaves there: .ci/run), else under the
 // system's temp dir. It is removed when the test passes and kept, but for
-// the daemon binary, when it fails, so its logs can be read.
+// the daemon binary, when it fails, so its logs can be read. The
+// replicas' sandboxed runs must pass through it (world.sandboxDirs), so
+// $AGENTSMITH_ARTIFACTS (.ci/run makes it with mktemp, 0700) is made to
+// let others pass.
 func keptDir(t *testing.T, pattern string) string {
 	t.Helper()
 	base := os.Getenv("AGENTSMITH_ARTIFACTS")
 	if base != "" {
 		if err := os.MkdirAll(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(base, fi.Mode().Perm()|0o001); err != nil {
 			t.Fatal(err)
 		}
 	}

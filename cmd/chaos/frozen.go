@@ -67,6 +67,7 @@ func (w *world) freezeDaemonOnly(ctx context.Context, ids []string) frozenFigure
 	f := frozenFigures{enabled: true}
 	var r *replica
 	var pid int
+	var inc string
 	deadline := time.Now().Add(30 * time.Second)
 	for r == nil && time.Now().Before(deadline) && ctx.Err() == nil {
 		for _, run := range readRuns(w.runLog) {
@@ -75,8 +76,8 @@ func (w *world) freezeDaemonOnly(ctx context.Context, ids []string) frozenFigure
 			}
 			w.mu.Lock()
 			for _, c := range w.replicas {
-				if c.alive && !c.stopped && c.cmd.Process.Pid == run.ppid {
-					r, pid = c, run.ppid
+				if c.alive && !c.stopped && c.inc == run.inc {
+					r, pid, inc = c, c.cmd.Process.Pid, c.inc
 				}
 			}
 			w.mu.Unlock()
@@ -95,33 +96,48 @@ func (w *world) freezeDaemonOnly(ctx context.Context, ids []string) frozenFigure
 	w.mu.Lock()
 	r.stopped = true
 	w.mu.Unlock()
-	w.record("stop", r.inc, pid)
+	w.record("stop", inc, pid)
 	defer func() {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 		w.mu.Lock()
 		r.stopped = false
 		w.mu.Unlock()
-		w.record("cont", r.inc, pid)
+		w.record("cont", inc, pid)
 	}()
 
-	// Its pipelines working at the freeze: started, not ended, logging.
+	// Its pipelines working at the freeze: started, not ended, logging;
+	// each with the processes of its sandbox (its init and the pipeline,
+	// host pids), found below the frozen daemon by the run key in their
+	// environment. A pipeline is gone when its whole sandbox is.
 	var victims []*run
 	for _, run := range readRuns(w.runLog) {
-		if run.ppid == pid && run.ended.IsZero() && run.end.After(frozeAt.Add(-500*time.Millisecond)) {
+		if run.inc == inc && run.ended.IsZero() && run.end.After(frozeAt.Add(-500*time.Millisecond)) {
 			victims = append(victims, run)
 		}
 	}
+	boxes := runProcs(pid, true)
 	f.Runs = len(victims)
 	// Killed before the heartbeat TTL (3 s) is up, or within a check of it.
 	gone := time.Now().Add(10 * time.Second)
+	found := 0
 	for _, v := range victims {
-		for alive(v.pid) && time.Now().Before(gone) {
+		pids := boxes[v.key]
+		if len(pids) > 0 {
+			found++
+		}
+		for anyAlive(pids) && time.Now().Before(gone) {
 			time.Sleep(10 * time.Millisecond) // polling the process table with a deadline
 		}
-		if !alive(v.pid) {
+		if !anyAlive(pids) {
 			f.Killed++
 			f.KillWorst = max(f.KillWorst, time.Since(frozeAt))
 		}
+	}
+	if len(victims) > 0 && found == 0 {
+		// One may end by itself as the daemon stops; none found means the
+		// harness cannot see the runs' processes, and proves nothing.
+		f.err = fmt.Sprintf("no sandbox of %s's %d runs found below its daemon (pid %d)", inc, len(victims), pid)
+		return f
 	}
 	// Each ticket runs again elsewhere while the daemon still sleeps.
 	f.OverlapWorst = -time.Hour
@@ -136,7 +152,7 @@ func (w *world) freezeDaemonOnly(ctx context.Context, ids []string) frozenFigure
 		var next *run
 		for next == nil && time.Now().Before(rerun) && ctx.Err() == nil {
 			for _, o := range readRuns(w.runLog) {
-				if o.id == v.id && o.start.After(frozeAt) && o.ppid != pid {
+				if o.id == v.id && o.start.After(frozeAt) && o.inc != inc {
 					next = o
 					break
 				}
@@ -151,13 +167,18 @@ func (w *world) freezeDaemonOnly(ctx context.Context, ids []string) frozenFigure
 		f.Rerun++
 		var last time.Time
 		for _, o := range readRuns(w.runLog) {
-			if o.pid == v.pid && o.id == v.id && len(o.work) > 0 {
+			if o.key == v.key && o.id == v.id && len(o.work) > 0 {
 				last = o.work[len(o.work)-1]
 			}
 		}
 		f.OverlapWorst = max(f.OverlapWorst, last.Sub(next.start))
 	}
 	return f
+}
+
+// anyAlive reports whether any of pids is alive.
+func anyAlive(pids []int) bool {
+	return slices.ContainsFunc(pids, alive)
 }
 
 // alive reports whether pid exists and is not a zombie.

@@ -22,9 +22,9 @@ const outcomeCutHold = 40 * time.Second
 // record in Redis: the consumer writes it first thing, so this is load.
 const outcomeRecordWait = 10 * time.Second
 
-// outcomesRecorded reports whether every run of ts that the daemon pid ran
-// and that ended after since has its outcome record in Redis.
-func outcomesRecorded(ctx context.Context, w *world, ts []*ticket, pid int, since time.Time) bool {
+// outcomesRecorded reports whether every run of ts that the incarnation inc
+// ran and that ended after since has its outcome record in Redis.
+func outcomesRecorded(ctx context.Context, w *world, ts []*ticket, inc string, since time.Time) bool {
 	rdb := w.redisClient()
 	if rdb == nil {
 		return true
@@ -36,7 +36,7 @@ func outcomesRecorded(ctx context.Context, w *world, ts []*ticket, pid int, sinc
 	}
 	for _, r := range readRuns(w.runLog) {
 		t := byID[r.id]
-		if t == nil || r.ppid != pid || r.ended.IsZero() || r.ended.Before(since) {
+		if t == nil || r.inc != inc || r.ended.IsZero() || r.ended.Before(since) {
 			continue
 		}
 		ref := platforms.Ref{Platform: t.p.Case.Name, Project: t.p.name, ID: t.id}
@@ -74,19 +74,18 @@ func trackerCutAtRunEnd(ctx context.Context, w *world, feed feeder) *partition {
 	// The victim's runs end by themselves in the cut; it dies once their
 	// outcomes are recorded. A kill between a pipeline's end and its record
 	// is another fault (the result is known to no one, so it runs again).
-	pid := victim.cmd.Process.Pid
-	for time.Since(cut) < outcomeCutHold/2 && ctx.Err() == nil && len(runsWorking(w, p.tickets)[pid]) > 0 {
+	killedInc := victim.inc
+	for time.Since(cut) < outcomeCutHold/2 && ctx.Err() == nil && len(runsWorking(w, p.tickets)[killedInc]) > 0 {
 		time.Sleep(50 * time.Millisecond) // polling the run log with a deadline
 	}
 	recordedBy := time.Now().Add(outcomeRecordWait)
-	for ctx.Err() == nil && !outcomesRecorded(ctx, w, p.tickets, pid, cut) {
+	for ctx.Err() == nil && !outcomesRecorded(ctx, w, p.tickets, killedInc, cut) {
 		if time.Now().After(recordedBy) {
 			p.problem("%s: a run ended in the cut but its outcome was not recorded within %s", victim.inc, outcomeRecordWait)
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // polling Redis with a deadline
 	}
-	killedInc := victim.inc
 	w.killPod(victim)
 	time.Sleep(time.Until(cut.Add(outcomeCutHold))) // the fault itself
 	restored := time.Now()
@@ -113,7 +112,7 @@ func trackerCutAtRunEnd(ctx context.Context, w *world, feed feeder) *partition {
 			continue
 		}
 		ended++
-		if r.ppid == pid {
+		if r.inc == killedInc {
 			ofKilled++
 		}
 		var written time.Time

@@ -59,20 +59,20 @@ const (
 	partitionWait  = 60 * time.Second // deadline for a scenario's tickets to end
 )
 
-// runsWorking returns, per replica pid, the runs of ts still working:
+// runsWorking returns, per replica incarnation, the runs of ts still working:
 // started, not ended, with a line logged in the last 400 ms (a tick every
 // 100 ms). Runs of other tickets (a hanging one of the earlier faults, say)
 // are left out: the scenario measures its own.
-func runsWorking(w *world, ts []*ticket) map[int][]*run {
+func runsWorking(w *world, ts []*ticket) map[string][]*run {
 	ids := map[string]bool{}
 	for _, t := range ts {
 		ids[t.id] = true
 	}
-	out := map[int][]*run{}
+	out := map[string][]*run{}
 	now := time.Now()
 	for _, r := range readRuns(w.runLog) {
 		if ids[r.id] && r.ended.IsZero() && now.Sub(r.end) < 400*time.Millisecond {
-			out[r.ppid] = append(out[r.ppid], r)
+			out[r.inc] = append(out[r.inc], r)
 		}
 	}
 	return out
@@ -87,14 +87,18 @@ func busyReplica(ctx context.Context, w *world, ts []*ticket, within time.Durati
 		var best *replica
 		w.mu.Lock()
 		for _, r := range w.replicas {
-			if r.alive && !r.stopped && len(working[r.cmd.Process.Pid]) > 0 &&
-				(best == nil || len(working[r.cmd.Process.Pid]) > len(working[best.cmd.Process.Pid])) {
+			if r.alive && !r.stopped && len(working[r.inc]) > 0 &&
+				(best == nil || len(working[r.inc]) > len(working[best.inc])) {
 				best = r
 			}
 		}
+		var runs []*run
+		if best != nil {
+			runs = working[best.inc]
+		}
 		w.mu.Unlock()
 		if best != nil {
-			return best, working[best.cmd.Process.Pid]
+			return best, runs
 		}
 		time.Sleep(50 * time.Millisecond) // polling the run log with a deadline
 	}
@@ -134,7 +138,7 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 		p.problem("no replica ran a pipeline to cut")
 		return p
 	}
-	inc, pid := victim.inc, victim.cmd.Process.Pid
+	inc := victim.inc
 	cut, restored := cutFor(ctx, w, p, victim, victim.redisNet, "redis", splitBrainHold)
 
 	// Every label write of a run is fenced by the replica's liveness
@@ -175,7 +179,7 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 	rerun := 0
 	for _, r := range runs {
 		for _, r2 := range all {
-			if r2.pid != r.pid {
+			if r2.key != r.key {
 				continue
 			}
 			for _, t := range r2.work {
@@ -185,7 +189,7 @@ func splitBrain(ctx context.Context, w *world, feed feeder) *partition {
 			}
 		}
 		for _, r2 := range all {
-			if r2.id == r.id && r2.ppid != pid && r2.start.After(cut) {
+			if r2.id == r.id && r2.inc != inc && r2.start.After(cut) {
 				again = max(again, r2.start.Sub(cut))
 				if first < 0 || r2.start.Sub(cut) < first {
 					first = r2.start.Sub(cut)
@@ -239,14 +243,14 @@ func trackerCut(ctx context.Context, w *world, feed feeder) *partition {
 		p.problem("no replica ran a pipeline to cut")
 		return p
 	}
-	inc, pid := victim.inc, victim.cmd.Process.Pid
+	inc := victim.inc
 	cut, restored := cutFor(ctx, w, p, victim, victim.trackerNet, "tracker", trackerCutHold)
 
 	all := readRuns(w.runLog)
 	ws := w.sim.Writes()
 	ended, rerun, worst := 0, 0, time.Duration(0)
 	for _, r := range all {
-		if r.ppid != pid || r.ended.IsZero() || r.ended.Before(cut) || r.ended.After(restored) {
+		if r.inc != inc || r.ended.IsZero() || r.ended.Before(cut) || r.ended.After(restored) {
 			continue
 		}
 		ended++

@@ -12,17 +12,21 @@ import (
 // the first SIGCONT, so the span lies inside the time the processes were
 // stopped.
 type freezeSpan struct {
-	inc    string
-	pid    int          // the daemon
-	groups []int        // its pipelines' process groups, stopped with it
-	pids   map[int]bool // every process of those groups at the freeze
-	from   time.Time
-	until  time.Time
+	inc string
+	pid int // the daemon
+	// groups and procs are what was stopped with it: the process groups
+	// below it (run guards, sandbox inits, pipelines) and single
+	// processes in groups led from outside (signalTree).
+	groups, procs []int
+	// keys are the runs (runKey) whose processes were stopped.
+	keys  map[string]bool
+	from  time.Time
+	until time.Time
 }
 
 // holds reports whether the harness held r's pipeline stopped at t.
 func (f freezeSpan) holds(r *run, t time.Time) bool {
-	return f.pids[r.pid] && t.After(f.from) && t.Before(f.until)
+	return f.keys[r.key] && t.After(f.from) && t.Before(f.until)
 }
 
 // thawBound is how long a run frozen with its replica may work on after
@@ -38,7 +42,7 @@ const thawBound = chaosGuardCheck + time.Second
 // r's pipeline stopped: the window no process of the daemon can close.
 func thawing(fz []freezeSpan, r *run, t time.Time) bool {
 	for _, f := range fz {
-		if f.pids[r.pid] && r.start.Before(f.from) && !t.Before(f.until) && !t.After(f.until.Add(thawBound)) {
+		if f.keys[r.key] && r.start.Before(f.from) && !t.Before(f.until) && !t.After(f.until.Add(thawBound)) {
 			return true
 		}
 	}
@@ -79,13 +83,12 @@ type pausedFigures struct {
 func measurePaused(fz []freezeSpan, byTicket map[string][]*run) pausedFigures {
 	p := pausedFigures{Freezes: len(fz)}
 	for _, f := range fz {
-		// A stopped pid's run is its last one started before the freeze
-		// (pids are reused over a long run).
-		held := map[int]*run{}
+		// The runs whose processes it stopped, started before it.
+		var held []*run
 		for _, rs := range byTicket {
 			for _, r := range rs {
-				if h := held[r.pid]; f.pids[r.pid] && r.start.Before(f.from) && (h == nil || r.start.After(h.start)) {
-					held[r.pid] = r
+				if f.keys[r.key] && r.start.Before(f.from) {
+					held = append(held, r)
 				}
 			}
 		}

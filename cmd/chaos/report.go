@@ -111,9 +111,13 @@ func secretLeaks(dir string) int {
 }
 
 type run struct {
-	id         string
-	attempt    int
-	ppid, pid  int
+	id      string
+	attempt int
+	// inc is the replica incarnation that ran it ($AGENTSMITH_INSTANCE:
+	// each incarnation's instance_id) and key the run's own key (runKey),
+	// unique per run: in the run's sandbox pids are its PID namespace's,
+	// alike across runs, and the daemon's is not visible.
+	inc, key   string
 	start, end time.Time // end: the last line
 	// work is the time of every line written while the pipeline worked
 	// (start, tick, end): a "term" line is its SIGTERM handler running.
@@ -134,7 +138,7 @@ func readRuns(path string) []*run {
 		return nil
 	}
 	defer f.Close()
-	byPID := map[int]*run{}
+	byKey := map[string]*run{}
 	var out []*run
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -143,20 +147,19 @@ func readRuns(path string) []*run {
 			continue
 		}
 		att, _ := strconv.Atoi(fs[2])
-		ppid, _ := strconv.Atoi(fs[3])
-		pid, _ := strconv.Atoi(fs[4])
+		inc, key := fs[3], fs[4]
 		sec, err := strconv.ParseFloat(fs[5], 64)
 		if err != nil {
 			continue
 		}
 		at := time.Unix(0, int64(sec*1e9))
-		r := byPID[pid]
+		r := byKey[key]
 		if fs[0] == "start" || r == nil || r.id != fs[1] {
-			r = &run{id: fs[1], attempt: att, ppid: ppid, pid: pid, start: at}
+			r = &run{id: fs[1], attempt: att, inc: inc, key: key, start: at}
 			if len(fs) == 8 {
 				r.stage, r.prev = strings.Trim(fs[6], "-"), strings.Trim(fs[7], "-")
 			}
-			byPID[pid] = r
+			byKey[key] = r
 			out = append(out, r)
 		}
 		r.end = at
@@ -265,9 +268,9 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 			a, b := pr[0], pr[1]
 			rep.Overlapping++
 			overlapBy[id]++
-			rep.OverlapIDs = append(rep.OverlapIDs, fmt.Sprintf("%s a%d(pid %d %s..%s) a%d(pid %d from %s)", id,
-				a.attempt, a.ppid, a.start.Format("15:04:05.000"), a.end.Format("15:04:05.000"),
-				b.attempt, b.ppid, b.start.Format("15:04:05.000")))
+			rep.OverlapIDs = append(rep.OverlapIDs, fmt.Sprintf("%s a%d(%s run %s %s..%s) a%d(%s run %s from %s)", id,
+				a.attempt, a.inc, a.key, a.start.Format("15:04:05.000"), a.end.Format("15:04:05.000"),
+				b.attempt, b.inc, b.key, b.start.Format("15:04:05.000")))
 		}
 		// Attempts count per stage ("" without stages).
 		perStage := map[string]int{}
@@ -308,12 +311,6 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 	w.mu.Lock()
 	events := slices.Clone(w.events)
 	w.mu.Unlock()
-	incOf := map[int]string{}
-	for _, e := range events {
-		if e.Kind == "start" {
-			incOf[e.PID] = e.Inc
-		}
-	}
 	// Recovery after kill -9: the tickets the killed incarnation was running.
 	var recov []time.Duration
 	for _, e := range events {
@@ -325,7 +322,7 @@ func analyse(w *world, tickets []*ticket, wipe wipeFigures, rolling rollingFigur
 			// Its runs still working at the kill: started, not finished,
 			// and logging (a tick every 100 ms) until shortly before.
 			finished := !r.ended.IsZero() && r.ended.Before(e.At)
-			if r.ppid != e.PID || r.start.After(e.At) || finished || r.end.Before(e.At.Add(-500*time.Millisecond)) {
+			if r.inc != e.Inc || r.start.After(e.At) || finished || r.end.Before(e.At.Add(-500*time.Millisecond)) {
 				continue
 			}
 			var next time.Time
@@ -462,13 +459,9 @@ const inFlight = time.Second
 
 func staleWrites(ws []trackersim.Write, events []event, runs []*run) []string {
 	killed := map[string]time.Time{}
-	pid := map[string]int{}
 	for _, e := range events {
-		switch e.Kind {
-		case "kill":
+		if e.Kind == "kill" {
 			killed[e.Inc] = e.At
-		case "start":
-			pid[e.Inc] = e.PID
 		}
 	}
 	// recorded: the owner's last run of the ticket ended by itself before
@@ -481,7 +474,7 @@ func staleWrites(ws []trackersim.Write, events []event, runs []*run) []string {
 				last = r
 			}
 		}
-		return last != nil && pid[owner] != 0 && last.ppid == pid[owner] && !last.ended.IsZero() && last.ended.Before(wr.At)
+		return last != nil && owner != "" && last.inc == owner && !last.ended.IsZero() && last.ended.Before(wr.At)
 	}
 	owner := map[string]string{}   // ticket → incarnation that moved it into in-progress
 	ownerLost := map[string]bool{} // the owner's run was ended by someone else

@@ -137,7 +137,7 @@ func (f *rollbackFigures) rerunFinished(runLog string) {
 	}
 	for _, r := range readRuns(runLog) {
 		if f.ended[r.id] && r.start.After(f.endedAt) {
-			f.rerun = append(f.rerun, fmt.Sprintf("%s attempt %d (pid %d) at %s", r.id, r.attempt, r.ppid, r.start.Format("15:04:05.000")))
+			f.rerun = append(f.rerun, fmt.Sprintf("%s attempt %d (%s) at %s", r.id, r.attempt, r.inc, r.start.Format("15:04:05.000")))
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -141,11 +140,10 @@ func (w *world) stageEnd(fs []string) *replica {
 	for _, p := range projects {
 		last = last || isLast(p.stages, fs[6])
 	}
-	pid, _ := strconv.Atoi(fs[3])
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range w.replicas {
-		if !last && r.alive && !r.stopped && r.cmd != nil && r.cmd.Process.Pid == pid {
+		if !last && r.alive && !r.stopped && r.cmd != nil && r.inc == fs[3] {
 			return r
 		}
 	}

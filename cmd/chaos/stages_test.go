@@ -46,18 +46,18 @@ func runsOf(t *testing.T, log string) map[string][]*run {
 func TestJudgeStagesCountsReRunsAfterKills(t *testing.T) {
 	tk := stagedTicket(1)
 	id := tk.id
-	log := strings.NewReplacer("ID", id).Replace(`start ID 1 100 101 10.0 plan -
-tick ID 1 100 101 10.1 plan -
-start ID 2 200 201 13.0 plan -
-end ID 2 200 201 13.5 plan -
-start ID 1 200 202 14.0 implement plan
-end ID 1 200 202 14.5 implement plan
-start ID 2 300 301 18.0 implement plan
-fail ID 2 300 301 18.5 implement plan
-start ID 3 300 302 19.0 implement plan
-end ID 3 300 302 19.5 implement plan
-start ID 1 300 303 20.0 test implement
-end ID 1 300 303 20.5 test implement
+	log := strings.NewReplacer("ID", id).Replace(`start ID 1 r1.1 k101 10.0 plan -
+tick ID 1 r1.1 k101 10.1 plan -
+start ID 2 r2.1 k201 13.0 plan -
+end ID 2 r2.1 k201 13.5 plan -
+start ID 1 r2.1 k202 14.0 implement plan
+end ID 1 r2.1 k202 14.5 implement plan
+start ID 2 r3.1 k301 18.0 implement plan
+fail ID 2 r3.1 k301 18.5 implement plan
+start ID 3 r3.1 k302 19.0 implement plan
+end ID 3 r3.1 k302 19.5 implement plan
+start ID 1 r3.1 k303 20.0 test implement
+end ID 1 r3.1 k303 20.5 test implement
 `)
 	kills := []stageKill{{at: time.Unix(14, 600e6), id: id, stage: "implement"}}
 	f := judgeStages([]*ticket{tk}, runsOf(t, log), map[string]bool{id: true}, nil, kills, nil, nil)
@@ -78,56 +78,56 @@ end ID 1 300 303 20.5 test implement
 // judge; so does a stage handed another stage's result.
 func TestJudgeStagesFailsOrderProblems(t *testing.T) {
 	for _, c := range []struct{ name, log, want string }{
-		{"a stage skipped", `start ID 1 100 101 10.0 plan -
-end ID 1 100 101 10.5 plan -
-start ID 1 100 102 11.0 test plan
-end ID 1 100 102 11.5 test plan
+		{"a stage skipped", `start ID 1 r1.1 k101 10.0 plan -
+end ID 1 r1.1 k101 10.5 plan -
+start ID 1 r1.1 k102 11.0 test plan
+end ID 1 r1.1 k102 11.5 test plan
 `, "stage test started at"},
-		{"two stages overlapping", `start ID 1 100 101 10.0 plan -
-tick ID 1 100 101 10.1 plan -
-start ID 1 200 201 10.2 implement plan
-tick ID 1 100 101 10.3 plan -
-end ID 1 100 101 10.4 plan -
-end ID 1 200 201 10.5 implement plan
-start ID 1 200 202 11.0 test implement
-end ID 1 200 202 11.5 test implement
+		{"two stages overlapping", `start ID 1 r1.1 k101 10.0 plan -
+tick ID 1 r1.1 k101 10.1 plan -
+start ID 1 r2.1 k201 10.2 implement plan
+tick ID 1 r1.1 k101 10.3 plan -
+end ID 1 r1.1 k101 10.4 plan -
+end ID 1 r2.1 k201 10.5 implement plan
+start ID 1 r2.1 k202 11.0 test implement
+end ID 1 r2.1 k202 11.5 test implement
 `, "before stage plan succeeded"},
-		{"the next stage after a failed run", `start ID 1 100 101 10.0 plan -
-fail ID 1 100 101 10.5 plan -
-start ID 1 100 102 11.0 implement plan
-end ID 1 100 102 11.5 implement plan
-start ID 1 100 103 12.0 test implement
-end ID 1 100 103 12.5 test implement
+		{"the next stage after a failed run", `start ID 1 r1.1 k101 10.0 plan -
+fail ID 1 r1.1 k101 10.5 plan -
+start ID 1 r1.1 k102 11.0 implement plan
+end ID 1 r1.1 k102 11.5 implement plan
+start ID 1 r1.1 k103 12.0 test implement
+end ID 1 r1.1 k103 12.5 test implement
 `, "before stage plan succeeded"},
-		{"back to an earlier stage", `start ID 1 100 101 10.0 plan -
-end ID 1 100 101 10.5 plan -
-start ID 1 100 102 11.0 implement plan
-end ID 1 100 102 11.5 implement plan
-start ID 2 100 103 12.0 plan -
-end ID 2 100 103 12.5 plan -
-start ID 1 100 104 13.0 test implement
-end ID 1 100 104 13.5 test implement
+		{"back to an earlier stage", `start ID 1 r1.1 k101 10.0 plan -
+end ID 1 r1.1 k101 10.5 plan -
+start ID 1 r1.1 k102 11.0 implement plan
+end ID 1 r1.1 k102 11.5 implement plan
+start ID 2 r1.1 k103 12.0 plan -
+end ID 2 r1.1 k103 12.5 plan -
+start ID 1 r1.1 k104 13.0 test implement
+end ID 1 r1.1 k104 13.5 test implement
 `, "stage plan ran at"},
-		{"Done with the last stage never run", `start ID 1 100 101 10.0 plan -
-end ID 1 100 101 10.5 plan -
-start ID 1 100 102 11.0 implement plan
-end ID 1 100 102 11.5 implement plan
+		{"Done with the last stage never run", `start ID 1 r1.1 k101 10.0 plan -
+end ID 1 r1.1 k101 10.5 plan -
+start ID 1 r1.1 k102 11.0 implement plan
+end ID 1 r1.1 k102 11.5 implement plan
 `, "the last run of stage test did not succeed (never ran)"},
-		{"Done after the last run of a stage was killed", `start ID 1 100 101 10.0 plan -
-end ID 1 100 101 10.5 plan -
-start ID 1 100 102 11.0 implement plan
-end ID 1 100 102 11.5 implement plan
-start ID 1 100 103 12.0 test implement
-end ID 1 100 103 12.5 test implement
-start ID 2 200 201 13.0 test implement
-tick ID 2 200 201 13.1 test implement
+		{"Done after the last run of a stage was killed", `start ID 1 r1.1 k101 10.0 plan -
+end ID 1 r1.1 k101 10.5 plan -
+start ID 1 r1.1 k102 11.0 implement plan
+end ID 1 r1.1 k102 11.5 implement plan
+start ID 1 r1.1 k103 12.0 test implement
+end ID 1 r1.1 k103 12.5 test implement
+start ID 2 r2.1 k201 13.0 test implement
+tick ID 2 r2.1 k201 13.1 test implement
 `, "the last run of stage test did not succeed (attempt 2 killed or lost)"},
-		{"another stage's result handed over", `start ID 1 100 101 10.0 plan -
-end ID 1 100 101 10.5 plan -
-start ID 1 100 102 11.0 implement plan
-end ID 1 100 102 11.5 implement plan
-start ID 1 100 103 12.0 test plan
-end ID 1 100 103 12.5 test plan
+		{"another stage's result handed over", `start ID 1 r1.1 k101 10.0 plan -
+end ID 1 r1.1 k101 10.5 plan -
+start ID 1 r1.1 k102 11.0 implement plan
+end ID 1 r1.1 k102 11.5 implement plan
+start ID 1 r1.1 k103 12.0 test plan
+end ID 1 r1.1 k103 12.5 test plan
 `, "stage test was handed stage plan's result, not stage implement's"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,13 +149,13 @@ end ID 1 100 103 12.5 test plan
 // their stages: a ticket runs one stage at a time.
 func TestOverlapAcrossStages(t *testing.T) {
 	tk := stagedTicket(3)
-	runs := runsOf(t, strings.ReplaceAll(`start ID 1 100 101 10.0 plan -
-tick ID 1 100 101 10.1 plan -
-start ID 1 200 201 10.2 implement plan
-tick ID 1 200 201 10.3 implement plan
-tick ID 1 100 101 10.4 plan -
-end ID 1 100 101 10.5 plan -
-end ID 1 200 201 10.6 implement plan
+	runs := runsOf(t, strings.ReplaceAll(`start ID 1 r1.1 k101 10.0 plan -
+tick ID 1 r1.1 k101 10.1 plan -
+start ID 1 r2.1 k201 10.2 implement plan
+tick ID 1 r2.1 k201 10.3 implement plan
+tick ID 1 r1.1 k101 10.4 plan -
+end ID 1 r1.1 k101 10.5 plan -
+end ID 1 r2.1 k201 10.6 implement plan
 `, "ID", tk.id))
 	if got := len(overlaps(runs[tk.id], nil)); got != 1 {
 		t.Errorf("overlapping pairs = %d, want 1 (plan and implement at once)", got)
@@ -165,10 +165,10 @@ end ID 1 200 201 10.6 implement plan
 // A run log line without stage fields (a project without stages, or an
 // older log) reads as a run without a stage, and attempts count per stage.
 func TestReadRunsStageFields(t *testing.T) {
-	runs := runsOf(t, `start A#1 1 100 101 10.0
-end A#1 1 100 101 10.5
-start B#1 1 100 102 11.0 implement plan
-fail B#1 1 100 102 11.5 implement plan
+	runs := runsOf(t, `start A#1 1 r1.1 k101 10.0
+end A#1 1 r1.1 k101 10.5
+start B#1 1 r1.1 k102 11.0 implement plan
+fail B#1 1 r1.1 k102 11.5 implement plan
 `)
 	a, b := runs["A#1"][0], runs["B#1"][0]
 	if a.stage != "" || a.prev != "" || a.ended.IsZero() || a.failed {
@@ -204,28 +204,28 @@ func TestAtRest(t *testing.T) {
 // on a run whose success the daemon never took.
 func TestJudgeStagesFailedAfterASuccess(t *testing.T) {
 	crashed, ok, cancelled, rejected, spent := stagedTicket(4), stagedTicket(5), gatedTicket(6), gatedTicket(7), stagedTicket(9)
-	log := strings.NewReplacer("T4", crashed.id, "T5", ok.id, "T6", cancelled.id, "T7", rejected.id, "T9", spent.id).Replace(`start T9 1 100 111 10.0 plan -
-end T9 1 100 111 10.5 plan -
-start T9 1 100 112 11.0 implement plan
-end T9 1 100 112 11.5 implement plan
-start T9 2 100 113 12.0 implement plan
-end T9 2 100 113 12.5 implement plan
-start T9 3 100 114 13.0 implement plan
-end T9 3 100 114 13.5 implement plan
-start T4 1 100 101 10.0 plan -
-end T4 1 100 101 10.5 plan -
-start T4 3 100 102 11.0 implement plan
-end T4 3 100 102 11.5 implement plan
-start T5 1 100 103 10.0 plan -
-fail T5 1 100 103 10.5 plan -
-start T6 1 100 104 10.0 plan -
-end T6 1 100 104 10.5 plan -
-start T7 1 100 105 10.0 plan -
-end T7 1 100 105 10.5 plan -
-start T7 1 100 106 12.0 plan -
-end T7 1 100 106 12.5 plan -
-start T7 1 100 107 14.0 plan -
-end T7 1 100 107 14.5 plan -
+	log := strings.NewReplacer("T4", crashed.id, "T5", ok.id, "T6", cancelled.id, "T7", rejected.id, "T9", spent.id).Replace(`start T9 1 r1.1 k111 10.0 plan -
+end T9 1 r1.1 k111 10.5 plan -
+start T9 1 r1.1 k112 11.0 implement plan
+end T9 1 r1.1 k112 11.5 implement plan
+start T9 2 r1.1 k113 12.0 implement plan
+end T9 2 r1.1 k113 12.5 implement plan
+start T9 3 r1.1 k114 13.0 implement plan
+end T9 3 r1.1 k114 13.5 implement plan
+start T4 1 r1.1 k101 10.0 plan -
+end T4 1 r1.1 k101 10.5 plan -
+start T4 3 r1.1 k102 11.0 implement plan
+end T4 3 r1.1 k102 11.5 implement plan
+start T5 1 r1.1 k103 10.0 plan -
+fail T5 1 r1.1 k103 10.5 plan -
+start T6 1 r1.1 k104 10.0 plan -
+end T6 1 r1.1 k104 10.5 plan -
+start T7 1 r1.1 k105 10.0 plan -
+end T7 1 r1.1 k105 10.5 plan -
+start T7 1 r1.1 k106 12.0 plan -
+end T7 1 r1.1 k106 12.5 plan -
+start T7 1 r1.1 k107 14.0 plan -
+end T7 1 r1.1 k107 14.5 plan -
 `)
 	failed := map[string]bool{crashed.id: true, ok.id: true, cancelled.id: true, rejected.id: true, spent.id: true}
 	shows := map[string]string{crashed.id: "test", ok.id: "plan", cancelled.id: "implement", rejected.id: "implement", spent.id: "implement"}
@@ -262,12 +262,12 @@ func unix(sec float64) time.Time { return time.Unix(0, int64(sec*1e9)) }
 // the stage before it: an approval before that success, or none, is a
 // bypassed gate.
 func TestJudgeStagesGatedStageNeedsAnApproval(t *testing.T) {
-	const log = `start ID 1 100 101 10.0 plan -
-end ID 1 100 101 10.5 plan -
-start ID 1 100 102 12.0 implement plan
-end ID 1 100 102 12.5 implement plan
-start ID 1 100 103 13.0 test implement
-end ID 1 100 103 13.5 test implement
+	const log = `start ID 1 r1.1 k101 10.0 plan -
+end ID 1 r1.1 k101 10.5 plan -
+start ID 1 r1.1 k102 12.0 implement plan
+end ID 1 r1.1 k102 12.5 implement plan
+start ID 1 r1.1 k103 13.0 test implement
+end ID 1 r1.1 k103 13.5 test implement
 `
 	for name, c := range map[string]struct {
 		approvals []time.Time

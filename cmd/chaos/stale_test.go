@@ -78,15 +78,15 @@ func TestOutcomeWrittenFromTheRecordIsNoStaleWrite(t *testing.T) {
 	}
 	events := []event{{At: at, Kind: "start", Inc: "r1.1", PID: 100}, {At: at, Kind: "start", Inc: "r2.1", PID: 200}}
 	id := ticketID(trackersim.Issue{Repo: "acme/app", Number: 1})
-	ended := []*run{{id: id, attempt: 1, ppid: 100, start: sec(1.2), end: sec(2), ended: sec(2)}}
+	ended := []*run{{id: id, attempt: 1, inc: "r1.1", start: sec(1.2), end: sec(2), ended: sec(2)}}
 	if got := staleWrites(ws, events, ended); len(got) != 0 {
 		t.Errorf("the outcome of r1.1's ended run written by r2.1 counted as stale: %q", got)
 	}
-	working := []*run{{id: id, attempt: 1, ppid: 100, start: sec(1.2), end: sec(41)}}
+	working := []*run{{id: id, attempt: 1, inc: "r1.1", start: sec(1.2), end: sec(41)}}
 	if got := staleWrites(ws, events, working); len(got) != 1 {
 		t.Errorf("r2.1 ending r1.1's run while its pipeline worked: %q, want one stale write", got)
 	}
-	late := []*run{{id: id, attempt: 1, ppid: 100, start: sec(1.2), end: sec(45), ended: sec(45)}}
+	late := []*run{{id: id, attempt: 1, inc: "r1.1", start: sec(1.2), end: sec(45), ended: sec(45)}}
 	if got := staleWrites(ws, events, late); len(got) != 1 {
 		t.Errorf("r2.1 ending r1.1's run before its pipeline ended: %q, want one stale write", got)
 	}

@@ -22,8 +22,8 @@ import (
 
 	"github.com/agentsmithd/agentsmithd/cmd/chaos/internal/netproxy"
 	"github.com/agentsmithd/agentsmithd/internal/simcases"
-	"github.com/agentsmithd/agentsmithd/pkg/proctree"
 	"github.com/agentsmithd/agentsmithd/pkg/redisserver"
+	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
 
@@ -54,13 +54,15 @@ var projects = baseProjects
 
 // pipelineScript is every project's pipeline. It logs start, a tick every
 // ~100 ms, term (SIGTERM seen) and end (exit 0) or fail (exit 1) to
-// RUN_LOG with the daemon's pid
-// (its parent's, or its grandparent's when the parent is the run guard,
-// `agentsmithd guard`) and its own, its stage ($AGENTSMITH_STAGE, "-"
-// without stages) and the stage whose result it was handed
-// ($AGENTSMITH_PREVIOUS_RESULT, "-" for none), so the run log tells runs,
-// replicas, stages and overlaps apart without trusting the daemon. A
-// stage that succeeds writes its result, naming itself, for the next.
+// RUN_LOG with the replica incarnation that runs it
+// ($AGENTSMITH_INSTANCE, the incarnation's instance_id) and its run key
+// (runKey: the random tail of $AGENTSMITH_RUN_TOKEN, unique per run), its
+// stage ($AGENTSMITH_STAGE, "-" without stages) and the stage whose result
+// it was handed ($AGENTSMITH_PREVIOUS_RESULT, "-" for none), so the run
+// log tells runs, replicas, stages and overlaps apart without trusting
+// the daemon. Not pids: each run has a sandbox of its own, in which $$ is
+// its PID namespace's (alike across runs) and the daemon is not visible.
+// A stage that succeeds writes its result, naming itself, for the next.
 // Titles choose the behaviour:
 // "hang" runs past the timeout, "stubborn" also ignores SIGTERM, "fail"
 // exits 1 ("fail@implement." only in stage implement), "slow" runs 3.5 s (past the shutdown grace, within the timeout),
@@ -68,12 +70,13 @@ var projects = baseProjects
 // frozen.go) and 0.5 s after, "medium" 2 s and "brief" 1 s (the
 // partitions': running when the cut comes, brief ones ending within it
 // even on a loaded machine, where a tick takes longer).
-const pipelineScript = `D=$PPID
-case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in *" guard "*) read -r _ _ _ D _ < /proc/$PPID/stat;; esac
+const pipelineScript = `I=${AGENTSMITH_INSTANCE:--}
+K=${AGENTSMITH_RUN_TOKEN##*|}
+K=${K:0:12}
 S=${AGENTSMITH_STAGE:--}
 P=-
 case "$AGENTSMITH_PREVIOUS_RESULT" in *"chaos stage "*) P=${AGENTSMITH_PREVIOUS_RESULT#*chaos stage }; P=${P%%[!a-z0-9-]*};; esac
-L() { printf '%s %s %s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$D" "$$" "$EPOCHREALTIME" "$S" "${P:--}" >> "$RUN_LOG"; }
+L() { printf '%s %s %s %s %s %s %s %s\n' "$1" "$AGENTSMITH_TICKET_ID" "$AGENTSMITH_ATTEMPT" "$I" "${K:--}" "$EPOCHREALTIME" "$S" "${P:--}" >> "$RUN_LOG"; }
 L start
 case "$AGENTSMITH_TITLE" in
   *frozen*) trap 'L term; exit 143' TERM; n=$(( AGENTSMITH_ATTEMPT > 1 ? 5 : 60 ));;
@@ -220,7 +223,10 @@ func buildDaemon(dir string) (string, error) {
 }
 
 func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spec redisserver.Spec, skew time.Duration, cluster bool) (*world, error) {
-	w := &world{dir: dir, runLog: filepath.Join(dir, "runs.log"), logw: logw, verbose: verbose, skew: skew}
+	w := &world{dir: dir, runLog: filepath.Join(dir, sharedDir, "runs.log"), logw: logw, verbose: verbose, skew: skew}
+	if err := w.sandboxDirs(); err != nil {
+		return nil, err
+	}
 	bin, err := buildDaemon(dir)
 	if err != nil {
 		return nil, err
@@ -292,6 +298,53 @@ func newWorld(ctx context.Context, dir string, logw io.Writer, verbose bool, spe
 	return w, nil
 }
 
+// sharedDir is the directory of the world's dir every run sees, writable:
+// it holds the run log. The rest of the world's dir (configs, replica
+// logs, the state dirs) is not mounted into the runs.
+const sharedDir = "shared"
+
+// sandboxDirs makes the world's dir what the replicas' sandboxes need.
+// Every run has a sandbox of its own, as a uid of its own when the
+// replicas are root (leased per run, no one's), and sees
+// only the system dirs, its work dir and the config's sandbox.mounts, at
+// their own paths: so the world's dir lets others pass (o+x), the shared
+// dir (mounted writable) and the run log in it are writable by anyone,
+// and each slot's state dir (STATE_DIRECTORY, its work root below) lets
+// others pass. A root daemon refuses to start when its runs cannot pass
+// a directory above them, so one above the world's dir that does not
+// is named here.
+func (w *world) sandboxDirs() error {
+	if blocked := sandbox.Unreachable(filepath.Dir(w.dir)); blocked != "" && os.Geteuid() == 0 {
+		return fmt.Errorf("chaos: %s: %s does not let others pass, and each replica runs its pipelines in sandboxes of their own uids, which must reach the dir (chmod o+x it, or choose another dir)", w.dir, blocked)
+	}
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{w.dir, 0o711}, {filepath.Join(w.dir, sharedDir), 0o777}, {filepath.Join(w.dir, "state"), 0o711}} {
+		if err := os.MkdirAll(d.path, d.mode); err != nil {
+			return fmt.Errorf("chaos: %w", err)
+		}
+		if err := os.Chmod(d.path, d.mode); err != nil { // past the umask
+			return fmt.Errorf("chaos: %w", err)
+		}
+	}
+	if err := os.WriteFile(w.runLog, nil, 0o666); err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	if err := os.Chmod(w.runLog, 0o666); err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	return nil
+}
+
+// stateDir is slot's STATE_DIRECTORY, kept across its incarnations as a
+// pod's volume is: its work root (work/ below it, which the daemon
+// creates, 0711) holds the tickets' work dirs, kept between attempts on
+// the same replica.
+func (w *world) stateDir(slot int) string {
+	return filepath.Join(w.dir, "state", fmt.Sprintf("r%d", slot))
+}
+
 func (w *world) config(r *replica) string {
 	var b strings.Builder
 	// trackersim_writer_header: the sim's write log names the incarnation
@@ -300,8 +353,10 @@ func (w *world) config(r *replica) string {
 	// while the replica is down, as another connection's ephemeral port
 	// (a default run failed so: "bind: address already in use"); the soak
 	// reads each incarnation's bound address from its log (adminAddr).
-	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: %s\n%sprojects:\n",
-		r.port, r.inc, w.replicaRedisYAML(r), timingsYAML)
+	// sandbox: every run in a sandbox of its own (the default), which sees
+	// the shared dir to append to the run log.
+	fmt.Fprintf(&b, "listen: 127.0.0.1:%d\nadmin_listen: 127.0.0.1:0\ninstance_id: %s\ntrackersim_writer_header: true\nredis: %s\n%ssandbox: {mounts: [{path: %q, writable: true}]}\nprojects:\n",
+		r.port, r.inc, w.replicaRedisYAML(r), timingsYAML, filepath.Join(w.dir, sharedDir))
 	for _, p := range projects {
 		fmt.Fprintf(&b, "  - name: %s\n    %s\n", p.name, p.Project("http://"+r.trackerNet.Addr(), "CHAOS_TOKEN", "    "))
 		if p.webhook {
@@ -354,8 +409,15 @@ func (w *world) startReplica(r *replica) error {
 	if err != nil {
 		return fmt.Errorf("create log: %w", err)
 	}
+	state := w.stateDir(r.slot)
+	if err := os.MkdirAll(state, 0o711); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	if err := os.Chmod(state, 0o711); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
 	cmd := exec.Command(w.bin, "serve", "-c", cfg)
-	cmd.Env = append(os.Environ(), "CHAOS_TOKEN="+chaosToken, "CHAOS_SECRET="+chaosSecret)
+	cmd.Env = append(os.Environ(), "CHAOS_TOKEN="+chaosToken, "CHAOS_SECRET="+chaosSecret, "STATE_DIRECTORY="+state)
 	cmd.Env = append(cmd.Env, skewEnv(r.slot, w.skew)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -387,30 +449,25 @@ func (w *world) killPod(r *replica) bool {
 	}
 	pid := cmd.Process.Pid
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	for _, pg := range proctree.ChildGroups(pid) {
-		_ = syscall.Kill(-pg, syscall.SIGKILL)
-	}
+	signalTree(pid, syscall.SIGKILL)
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	w.record("kill", r.inc, pid)
 	<-r.done
 	return true
 }
 
-// freeze SIGSTOPs a replica and its pipelines (a paused VM or cgroup freeze).
-// The span it returns names every process it stopped; thaw records it.
+// freeze SIGSTOPs a replica and its pipelines (a paused VM or cgroup freeze):
+// the daemon, then everything below it (its run guards, their sandboxes'
+// inits and the pipelines in them). The span it returns names what it
+// stopped and the runs it held; thaw records it.
 func (w *world) freeze(r *replica) freezeSpan {
 	pid := r.cmd.Process.Pid
 	_ = syscall.Kill(pid, syscall.SIGSTOP)
-	groups := proctree.ChildGroups(pid)
-	for _, pg := range groups {
-		_ = syscall.Kill(-pg, syscall.SIGSTOP)
-	}
+	groups, procs := signalTree(pid, syscall.SIGSTOP)
 	// Round(0): the wall clock alone, which the run log's bash writes.
-	f := freezeSpan{pid: pid, groups: groups, pids: map[int]bool{}, from: time.Now().Round(0)}
-	for _, p := range proctree.List() {
-		if slices.Contains(groups, p.PGID) {
-			f.pids[p.PID] = true
-		}
+	f := freezeSpan{pid: pid, groups: groups, procs: procs, keys: map[string]bool{}, from: time.Now().Round(0)}
+	for key := range runProcs(pid, false) {
+		f.keys[key] = true
 	}
 	w.mu.Lock()
 	r.stopped = true
@@ -427,6 +484,9 @@ func (w *world) thaw(r *replica, f freezeSpan) {
 	_ = syscall.Kill(f.pid, syscall.SIGCONT)
 	for _, pg := range f.groups {
 		_ = syscall.Kill(-pg, syscall.SIGCONT)
+	}
+	for _, p := range f.procs {
+		_ = syscall.Kill(p, syscall.SIGCONT)
 	}
 	w.mu.Lock()
 	r.stopped = false
@@ -515,9 +575,7 @@ func (w *world) close() {
 		}
 		pid := r.cmd.Process.Pid
 		_ = syscall.Kill(pid, syscall.SIGCONT)
-		for _, pg := range proctree.ChildGroups(pid) {
-			_ = syscall.Kill(-pg, syscall.SIGKILL)
-		}
+		signalTree(pid, syscall.SIGKILL)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		<-r.done
 	}

@@ -97,7 +97,7 @@ func (a *attempt) markUsed() {
 func (a *attempt) execute(ctx context.Context, t *platforms.Ticket) {
 	e, p, req, token, log := a.e, a.p, a.req, a.token, a.log
 	workDir := lifecycle.WorkDir(e.cfg.WorkDir, req.Ref)
-	spec := pipelineSpec(p, t, req.Attempt, workDir)
+	spec := pipelineSpec(p, t, req.Attempt, workDir, e.cfg.Instance)
 	resultFile := ResultFile(workDir)
 	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token, ResultFileEnv+"="+resultFile)
 	spec.Env = append(spec.Env, a.stageEnv(ctx)...)
@@ -714,7 +714,7 @@ func (a *attempt) persist(ctx context.Context, t *platforms.Ticket, kind lifecyc
 		log.Warn("persist command not run: no work dir", zap.Error(err))
 		return []string{"persist command: not run (no work dir)"}
 	}
-	spec := pipelineSpec(p, t, req.Attempt, workDir)
+	spec := pipelineSpec(p, t, req.Attempt, workDir, e.cfg.Instance)
 	spec.Argv = p.Pipeline.PersistCommand
 	spec.Env = append(spec.Env, "AGENTSMITH_RUN_TOKEN="+token, "AGENTSMITH_OUTCOME="+kind.Outcome())
 	spec.Timeout = p.Pipeline.PersistTimeout
@@ -766,8 +766,11 @@ type stdinPayload struct {
 	Attempt  int      `json:"attempt"`
 }
 
-// pipelineSpec builds the process spec for one attempt on ticket t.
-func pipelineSpec(p *lifecycle.Project, t *platforms.Ticket, attempt int, workDir string) procrun.Spec {
+// pipelineSpec builds the process spec for one attempt on ticket t, run by
+// the daemon instance (instance_id: AGENTSMITH_INSTANCE, which tells a
+// pipeline's side effects apart by replica where a pid cannot: in its
+// sandbox the daemon is not visible and pids are the run's own).
+func pipelineSpec(p *lifecycle.Project, t *platforms.Ticket, attempt int, workDir, instance string) procrun.Spec {
 	env := make([]string, 0, len(inheritedEnv)+len(p.Pipeline.Env)+len(p.Pipeline.Secrets)+8)
 	for _, k := range inheritedEnv {
 		if v, ok := os.LookupEnv(k); ok {
@@ -794,6 +797,7 @@ func pipelineSpec(p *lifecycle.Project, t *platforms.Ticket, attempt int, workDi
 		"AGENTSMITH_TITLE="+t.Title,
 		"AGENTSMITH_ATTEMPT="+strconv.Itoa(attempt),
 		"AGENTSMITH_WORKDIR="+workDir,
+		"AGENTSMITH_INSTANCE="+instance,
 	)
 	stdin, _ := json.Marshal(stdinPayload{
 		ID: t.Ref.ID, Platform: t.Ref.Platform, Project: t.Ref.Project,

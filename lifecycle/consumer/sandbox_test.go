@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/agentsmithd/agentsmithd/lifecycle/lifecycletest"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runbox"
 	"github.com/agentsmithd/agentsmithd/lifecycle/runguard"
+	"github.com/agentsmithd/agentsmithd/pkg/runcg"
 	"github.com/agentsmithd/agentsmithd/pkg/sandbox"
 	"github.com/agentsmithd/agentsmithd/pkg/sandbox/sandboxtest"
 )
@@ -138,4 +140,61 @@ func TestSandboxedPipelineHasNoRoadBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A run a sandbox limit ends fails with the limit named on the ticket and
+// counted; the same pipeline under no memory limit succeeds (the control).
+func TestSandboxedRunKilledByALimitSaysWhich(t *testing.T) {
+	sb := sandboxing(t)
+	cg, err := runcg.Detect()
+	if err != nil {
+		t.Skipf("no run cgroups: %v", err)
+	}
+	if err := cg.EnableLimits(); err != nil {
+		t.Skipf("no cgroup limits: %v", err)
+	}
+	mem, pids, cpu, where := cg.Controllers()
+	if !mem {
+		t.Skipf("no memory controller (%s)", where)
+	}
+	sb.Controllers = runbox.Controllers{Memory: mem, Processes: pids, CPU: cpu}
+	var kills atomic.Int32
+	sb.LimitKilled = func(project, limit string) {
+		if limit == "memory" {
+			kills.Add(1)
+		}
+	}
+	// 64 MiB held in a shell variable.
+	hog := `x=$(head -c 67108864 /dev/zero | tr '\0' a); echo "held ${#x} bytes"`
+	run := func(t *testing.T, limit int64) (*lifecycletest.World, int, *lifecycletest.Recorder) {
+		w := lifecycletest.New(t, 1)
+		p := w.Projects[lifecycletest.Project]
+		p.Pipeline.Command = []string{"/bin/sh", "-c", hog}
+		p.Pipeline.Env = map[string]string{"PATH": "/usr/bin:/bin"}
+		p.Pipeline.Sandbox.Limits = lifecycle.RunLimits{MemoryBytes: limit}
+		rec := &lifecycletest.Recorder{}
+		ex := consumer.NewExecutor(w.RDB, w.Queue, w.Projects, consumer.ExecutorConfig{Instance: "exec-1", Concurrency: 1,
+			HeartbeatTTL: 10 * time.Second, HeartbeatRenew: 5 * time.Second, KillGrace: 200 * time.Millisecond,
+			WorkDir: reachableRoot(t), TakeWait: 100 * time.Millisecond, CancelCheck: time.Hour, Logger: zaptest.NewLogger(t),
+			Sandbox: sb, Cgroups: cg, Observer: rec})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = ex.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return w, w.ClaimIssue(t, "hog"), rec
+	}
+	t.Run("control without a limit", func(t *testing.T) {
+		w, n, rec := run(t, lifecycle.Unlimited)
+		w.WaitOutcome(t, rec, n, lifecycle.Done, "succeeded")
+	})
+	t.Run("under 32 MiB", func(t *testing.T) {
+		w, n, rec := run(t, 32<<20)
+		w.WaitOutcome(t, rec, n, lifecycle.Failed, "failed")
+		if c := strings.Join(w.Comments(t, n), "\n"); !strings.Contains(c, "memory limit 32 MiB reached") {
+			t.Errorf("the failure comment does not name the limit:\n%s", c)
+		}
+		if kills.Load() != 1 {
+			t.Errorf("limit kills counted: %d, want 1", kills.Load())
+		}
+	})
 }

@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,6 +77,7 @@ func TestSandboxedPipelineHasNoRoadBack(t *testing.T) {
 	t.Cleanup(allowed.Close)
 	allowedHost, allowedPort, _ := net.SplitHostPort(strings.TrimPrefix(allowed.URL, "http://"))
 
+	var refused countSet
 	run := func(t *testing.T, sb *runbox.Config, withGuard bool) (*lifecycletest.World, int) {
 		w := lifecycletest.New(t, 1)
 		p := w.Projects[lifecycletest.Project]
@@ -90,6 +93,7 @@ func TestSandboxedPipelineHasNoRoadBack(t *testing.T) {
 		if sb != nil {
 			own := *sb
 			own.Listeners = func() []netip.AddrPort { return []netip.AddrPort{netip.MustParseAddrPort(w.Redis.Addr())} }
+			own.Refused = func(project, reason string) { refused.Add(project + " " + reason) }
 			sb = &own
 		}
 		cfg := consumer.ExecutorConfig{Instance: "exec-1", Concurrency: 1, HeartbeatTTL: 10 * time.Second, HeartbeatRenew: 5 * time.Second,
@@ -130,6 +134,11 @@ func TestSandboxedPipelineHasNoRoadBack(t *testing.T) {
 			for _, bad := range []string{"redis: ", "admin: reached"} {
 				if strings.Contains(c, bad) {
 					t.Errorf("the sandboxed pipeline printed %q:\n%s", bad, c)
+				}
+			}
+			for _, kind := range []string{"app not_allowed", "app address"} {
+				if refused.Get(kind) == 0 {
+					t.Errorf("no %q refusal counted: %v", kind, refused.All())
 				}
 			}
 			for _, want := range []string{"upstream-ok allowed: reached", "evil: 403", "refused GET evil.example:80", "sandbox.network.allow",
@@ -197,4 +206,31 @@ func TestSandboxedRunKilledByALimitSaysWhich(t *testing.T) {
 			t.Errorf("limit kills counted: %d, want 1", kills.Load())
 		}
 	})
+}
+
+// countSet counts strings from several goroutines.
+type countSet struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countSet) Add(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[k]++
+}
+
+func (c *countSet) Get(k string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[k]
+}
+
+func (c *countSet) All() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
 }

@@ -208,8 +208,8 @@ func (c *Config) validateSandbox(errs *Errors) {
 	if s.Mode != SandboxOn && s.Mode != SandboxOff {
 		errs.add("sandbox.mode", fmt.Sprintf("%q: want %q or %q", truncate(s.Mode, 20), SandboxOn, SandboxOff))
 	}
-	if s.UIDRange.Count < 1 || s.UIDRange.First+s.UIDRange.Count > math.MaxUint32 || s.UIDRange.First < 1000 {
-		errs.add("sandbox.uid_range", "want first ≥ 1000 and first+count below 2^32 (default first 1879048192, count 65536)")
+	if s.UIDRange.Count < 1 || s.UIDRange.First+s.UIDRange.Count > math.MaxUint32 || s.UIDRange.First < 65536 {
+		errs.add("sandbox.uid_range", "want first ≥ 65536 (above the host's accounts and nobody) and first+count below 2^32 (default first 1879048192, count 65536)")
 	}
 	validateLimits(errs, "sandbox.limits", s.Limits)
 	validateMounts(errs, "sandbox.mounts", s.Mounts)
@@ -297,7 +297,10 @@ func validateAllow(errs *Errors, path string, rules []AllowRule) {
 
 // allowHost says what is wrong with an allow rule's host, "" when nothing.
 func allowHost(h string) string {
-	if _, err := netip.ParseAddr(h); err == nil {
+	if a, err := netip.ParseAddr(h); err == nil {
+		if a.IsUnspecified() {
+			return "an unspecified address (0.0.0.0, ::) dials this host itself: name the address"
+		}
 		return ""
 	}
 	name := strings.TrimPrefix(h, "*.")

@@ -65,6 +65,8 @@ projects:
 		{"bare wildcard", "sandbox: {network: {allow: ['*']}}\n" + oneProject, "sandbox.network.allow[0].host", "want a host"},
 		{"url as host", "sandbox: {network: {allow: [{host: 'https://x.example'}]}}\n" + oneProject, "sandbox.network.allow[0].host", "without scheme"},
 		{"wildcard tld", "sandbox: {network: {allow: ['*.com']}}\n" + oneProject, "sandbox.network.allow[0].host", "wildcard"},
+		{"unspecified IP", "sandbox: {network: {allow: ['0.0.0.0:80']}}\n" + oneProject, "sandbox.network.allow[0].host", "unspecified"},
+		{"uid range among accounts", "sandbox: {uid_range: {first: 1000, count: 10}}\n" + oneProject, "sandbox.uid_range", "65536"},
 		{"bad port", "sandbox: {network: {allow: ['x.example:0']}}\n" + oneProject, "sandbox.network.allow[0].ports", "1-65535"},
 		{"lower-case method", "sandbox: {network: {allow: [{host: x.example, methods: [get]}]}}\n" + oneProject, "sandbox.network.allow[0].methods", "upper-case"},
 		{"relative mount", "sandbox: {mounts: [{path: opt}]}\n" + oneProject, "sandbox.mounts[0].path", "absolute"},

@@ -63,8 +63,9 @@ import (
 // GET per running pipeline per interval, on the guard's own connection.
 const DefaultCheck = 2 * time.Second
 
-// maxOrder bounds what the guard reads from its orders pipe.
-const maxOrder = 1 << 20
+// maxOrder bounds what the guard reads from its orders pipe: above the
+// most a sandbox's spec may carry (its files, argv and environment).
+const maxOrder = 16 << 20
 
 // Redis says how the guard reaches Redis: the daemon's own connection
 // settings (redisconn.Options without the pool), secrets included, which is

@@ -227,6 +227,9 @@ func (p *Project) validate(errs *Errors, path, labelPrefix string) {
 		errs.add(path+".commands.prefix", fmt.Sprintf("%q: want 1 to %d characters, no spaces, not starting with *", c, maxCommandPrefix))
 	}
 	p.Trigger.Allow.validate(errs, path+".trigger.allow", p.Platform, "start a run")
+	if d, ok := platforms.Lookup(p.Platform); ok {
+		checkLabelLimit(errs, path, d, p, labelPrefix)
+	}
 	caps := p.capabilities()
 	if caps.SpacelessLabels {
 		checkJiraLabels(errs, path, p.TriggerLabel, labelPrefix)

@@ -131,9 +131,10 @@ type CommentEditor interface {
 // whitespace classes do not include it).
 const zeroWidthSpace = "\u200b"
 
-// NoCommandLines puts a zero-width space before the "/" of every line whose
-// first non-blank character is "/", so no line of a comment the daemon
-// posts is a command to the tracker or to a bot reading it:
+// NoCommandLines puts a zero-width space before every "/" that opens a
+// line, that only Blank runes separate from the start of s or from a
+// LineBreak, so no line of a comment the daemon posts is a command to the
+// tracker, to a bot reading it or to the daemon itself:
 //
 //   - GitLab runs quick actions (/close, /title, /label, /move, /clone, …)
 //     in notes created or edited through the API, as the note's author, the
@@ -151,20 +152,32 @@ const zeroWidthSpace = "\u200b"
 //     and Jira automation rules matching comment text. The daemon posts the
 //     same text everywhere, so the rule is the same everywhere.
 //
+// Blank is wider than ASCII space on purpose (issue 41): "\u00a0/agent-smith
+// approve" was left as it was, and a reader that trims Unicode space (the
+// daemon's own parser did, Azure DevOps' &nbsp; still is a space to it)
+// read a command. A LineBreak other than "\n" ("\r", U+2028, U+0085, …)
+// opens a line too, as it does for JavaScript's and Python's line regexes.
+// U+200B is not Blank, so the result is left as it is by a second pass.
+//
 // The rendered text is unchanged to a reader.
 func NoCommandLines(s string) string {
 	if !strings.Contains(s, "/") {
 		return s
 	}
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		// GitLab deletes every "\r" before it looks for commands.
-		rest := strings.TrimLeft(l, " \t\r")
-		if strings.HasPrefix(rest, "/") {
-			lines[i] = l[:len(l)-len(rest)] + zeroWidthSpace + rest
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' && lineLed(s, i) {
+			b.WriteString(s[last:i])
+			b.WriteString(zeroWidthSpace)
+			last = i
 		}
 	}
-	return strings.Join(lines, "\n")
+	if last == 0 && b.Len() == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // NoMentions puts a zero-width space after every "@" in s, text from a

@@ -2,6 +2,7 @@ package platforms
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -13,8 +14,13 @@ const MaxCommentLine = 200
 // CommentLine is the first line of a comment's text, trimmed, cut to at
 // most MaxCommentLine bytes on a rune boundary. Leading blank lines are
 // skipped: editors (Jira's, Azure DevOps') may open a comment with one.
+//
+// Only CommandBlanks and line breaks are skipped before the text: a line
+// that opens with any other blank (U+00A0, U+3000, U+FEFF, …) is kept as
+// it is and so is no command, as NoCommandLines assumes (blank.go). The
+// end is trimmed of all Unicode space.
 func CommentLine(text string) string {
-	text = strings.TrimLeft(text, " \t\r\n")
+	text = strings.TrimLeft(text, CommandBlanks+"\r\n")
 	if i := strings.IndexAny(text, "\r\n"); i >= 0 {
 		text = text[:i]
 	}
@@ -24,5 +30,5 @@ func CommentLine(text string) string {
 			text = text[:len(text)-1]
 		}
 	}
-	return strings.TrimSpace(text)
+	return strings.TrimRightFunc(strings.TrimLeft(text, CommandBlanks), unicode.IsSpace)
 }

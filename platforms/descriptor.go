@@ -59,6 +59,12 @@ type Descriptor struct {
 	// account" for <slug>[bot]); "" for anyone else. Config refuses such
 	// an account as an approver. nil: the platform's names cannot tell.
 	MachineAccount func(user string) string
+	// LabelLimit is the longest label (Azure DevOps: tag) name the
+	// platform takes, in characters (Unicode code points); a longer one
+	// is refused on every write (GitHub: 422 "name is too long (maximum
+	// is 50 characters)"). Config refuses a label prefix, trigger label or
+	// stage name that makes a longer label. 0: no known limit.
+	LabelLimit int
 	// TokenVars are the environment variables the platform's CLIs read a
 	// token from (GitHub GH_TOKEN, GITHUB_TOKEN): check asks the tracker
 	// who a pipeline secret of one of these names is, and sends no other

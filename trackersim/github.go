@@ -302,6 +302,9 @@ func (s *Sim) ghCreateIssue(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		writeGHError(w, http.StatusBadRequest, "Problems parsing JSON", c.doc)
 		return
 	}
+	if ghLabelTooLong(w, c, labels...) {
+		return
+	}
 	body := ""
 	if req.Body != nil {
 		body = *req.Body
@@ -351,6 +354,9 @@ func (s *Sim) ghUpdateIssue(w http.ResponseWriter, r *http.Request, c *ghCall) {
 		labels, ok := parseLabelList(req.Labels)
 		if !ok {
 			writeGHError(w, http.StatusBadRequest, "Problems parsing JSON", c.doc)
+			return
+		}
+		if ghLabelTooLong(w, c, labels...) {
 			return
 		}
 		u.Labels = &labels

@@ -2,8 +2,36 @@ package trackersim
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"unicode/utf8"
 )
+
+// ghMaxLabelChars is the longest label name GitHub takes, in characters.
+// A longer one, in a label write to an issue or a label's creation or
+// rename, is refused with the 422 below, the body GitHub answers
+// (github/docs#32156, semantic-release/github#518):
+//
+//	{"message":"Validation Failed","errors":[{"resource":"Label","code":"custom",
+//	 "field":"name","message":"name is too long (maximum is 50 characters)"}]}
+//
+// platforms/github's descriptor says the same (LabelLimit), and config
+// refuses a label prefix or stage name that would make a longer label.
+const ghMaxLabelChars = 50
+
+// ghLabelTooLong answers GitHub's 422 and reports true when a name in
+// names is longer than ghMaxLabelChars; the write is not applied.
+func ghLabelTooLong(w http.ResponseWriter, c *ghCall, names ...string) bool {
+	for _, n := range names {
+		if utf8.RuneCountInString(n) > ghMaxLabelChars {
+			writeJSON(w, http.StatusUnprocessableEntity, ghError{Message: "Validation Failed", DocumentationURL: c.doc,
+				Errors: []ghFieldError{{Resource: "Label", Code: "custom", Field: "name",
+					Message: fmt.Sprintf("name is too long (maximum is %d characters)", ghMaxLabelChars)}}})
+			return true
+		}
+	}
+	return false
+}
 
 // GitHub's label endpoints, on an issue and on a repository
 // (https://docs.github.com/en/rest/issues/labels).
@@ -57,6 +85,9 @@ func (s *Sim) labelWrite(w http.ResponseWriter, r *http.Request, c *ghCall, mk f
 	}
 	if !ok {
 		writeGHError(w, http.StatusBadRequest, "Problems parsing JSON", c.doc)
+		return
+	}
+	if ghLabelTooLong(w, c, labels...) {
 		return
 	}
 	sn, _, ok := s.applyWrite(w, r, c, n, mk(labels))
@@ -154,6 +185,9 @@ func (s *Sim) ghCreateLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
 			Errors: []ghFieldError{{Resource: "Label", Field: "name", Code: "missing_field"}}})
 		return
 	}
+	if ghLabelTooLong(w, c, req.Name) {
+		return
+	}
 	l, exists, err := s.store.createLabel(c.repo, req.Name, req.Color, req.Description, true)
 	if err != nil {
 		s.writeStoreError(w, c, err)
@@ -197,6 +231,9 @@ func (s *Sim) ghUpdateLabel(w http.ResponseWriter, r *http.Request, c *ghCall) {
 			}
 		}
 		writeGHError(w, http.StatusNotFound, "Not Found", c.doc)
+		return
+	}
+	if ghLabelTooLong(w, c, req.NewName) {
 		return
 	}
 	l, exists, err := s.store.renameLabel(c.repo, name, req.NewName)

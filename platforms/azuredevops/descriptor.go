@@ -19,7 +19,11 @@ func init() {
 		New:            build,
 		List:           list,
 		CommentMarkup:  platforms.MarkupMarkdown,
-		Capabilities:   platforms.Capabilities{Teams: true},
+		// A work item tag is at most 400 characters (the figure issue 41
+		// records; not measured against Azure DevOps here). ';' separates
+		// tags, and tags.go refuses it at write time.
+		LabelLimit:   400,
+		Capabilities: platforms.Capabilities{Teams: true},
 	})
 }
 

@@ -21,7 +21,11 @@ func init() {
 		CommentMarkup:  platforms.MarkupMarkdown,
 		MachineAccount: machineAccount,
 		// The variables gh and the GitHub libraries read a token from.
-		TokenVars:    []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"},
+		TokenVars: []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"},
+		// GitHub refuses longer label names with 422 "name is too long
+		// (maximum is 50 characters)" (github/docs#32156,
+		// semantic-release/github#518; trackersim answers the same).
+		LabelLimit:   50,
 		Capabilities: platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, GitHubApp: true, GitHubAPI: true},
 	})
 }

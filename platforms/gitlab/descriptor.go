@@ -20,7 +20,10 @@ func init() {
 		List:           list,
 		CommentMarkup:  platforms.MarkupMarkdown,
 		MachineAccount: machineAccount,
-		Capabilities:   platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, Groups: true},
+		// A label's title is at most 255 characters (the figure issue 41
+		// records; not measured against a GitLab here).
+		LabelLimit:   255,
+		Capabilities: platforms.Capabilities{Reactions: true, Teams: true, FoldLocator: true, Groups: true},
 	})
 }
 

@@ -20,7 +20,10 @@ func init() {
 		// The tracker writes comments as wiki markup or ADF (adf.go).
 		CommentMarkup: platforms.MarkupJiraWiki,
 		NoWebhookTest: noWebhookTest,
-		Capabilities:  platforms.Capabilities{Teams: true, OwnerlessPatterns: true, SpacelessLabels: true, JiraSection: true},
+		// A label is at most 255 characters (the figure issue 41 records;
+		// not measured against a Jira here) and one word (SpacelessLabels).
+		LabelLimit:   255,
+		Capabilities: platforms.Capabilities{Teams: true, OwnerlessPatterns: true, SpacelessLabels: true, JiraSection: true},
 	})
 }
 

@@ -420,6 +420,11 @@ func (b *Box) Close() {
 		return
 	}
 	b.closeOnce.Do(func() {
+		// A handler the proxy's Close does not wait for may still refuse
+		// something; the run log is finished by then.
+		b.mu.Lock()
+		b.out = nil
+		b.mu.Unlock()
 		if b.proxy != nil {
 			_ = b.proxy.Close()
 			<-b.served

@@ -115,12 +115,20 @@ func (s *Sim) adoWorkItemUpdates(w http.ResponseWriter, r *http.Request, c *adoC
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "value": out})
 }
 
-// jiraChangelogOf is an issue's changelog as expand=changelog gives it
-// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get):
-// histories oldest first, a "labels" item with the space-separated sets.
-// Labels given at creation are no history entry, as in Jira: the creator
-// set them.
-func (s *Sim) jiraChangelogOf(base, repo string, n int) map[string]any {
+// jiraEmbeddedHistories is how many histories Get issue embeds with
+// expand=changelog: the latest 100, with total the full count and no way
+// to page them (pycontribs/jira#911: "issue?expand=changelog supplies the
+// most recent 100 histories and there is no pagination supported";
+// Atlassian, JRACLOUD-67458). Cloud serves the rest through Get changelogs
+// (jiraGetChangelogs); Data Center's REST reference has no such resource
+// (pycontribs/jira#911, on the Server 8.7.1 reference), so the sim embeds
+// the same way on both and a client cannot page there.
+const jiraEmbeddedHistories = 100
+
+// jiraHistoriesOf is an issue's changelog histories, oldest first, a
+// "labels" item with the space-separated sets. Labels given at creation
+// are no history entry, as in Jira: the creator set them.
+func (s *Sim) jiraHistoriesOf(base, repo string, n int) []map[string]any {
 	hist, _ := s.store.labelHistory(repo, n)
 	out := []map[string]any{}
 	for _, ch := range hist {
@@ -132,5 +140,59 @@ func (s *Sim) jiraChangelogOf(base, repo string, n int) map[string]any {
 			"created": ch.at.UTC().Format("2006-01-02T15:04:05.000-0700"),
 			"items":   []map[string]any{{"field": "labels", "fieldtype": "jira", "fromString": from, "toString": to}}})
 	}
-	return map[string]any{"startAt": 0, "maxResults": len(out), "total": len(out), "histories": out}
+	return out
+}
+
+// jiraChangelogOf is an issue's changelog as expand=changelog gives it
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get):
+// the latest jiraEmbeddedHistories histories, oldest first, total the
+// full count.
+func (s *Sim) jiraChangelogOf(base, repo string, n int) map[string]any {
+	all := s.jiraHistoriesOf(base, repo, n)
+	latest := all[max(0, len(all)-jiraEmbeddedHistories):]
+	return map[string]any{"startAt": 0, "maxResults": len(latest), "total": len(all), "histories": latest}
+}
+
+// jiraGetChangelogs: GET /rest/api/{2|3}/issue/{issueIdOrKey}/changelog
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-changelog-get):
+// "a paginated list of all changelogs for an issue sorted by date,
+// starting from the oldest", a PageBeanChangelog (startAt, maxResults at
+// most 100 and 100 by default, total, isLast, values). Cloud only: Data
+// Center answers 404 as for any resource it lacks (pycontribs/jira#911).
+func (s *Sim) jiraGetChangelogs(w http.ResponseWriter, r *http.Request, c *jiraCall) {
+	if s.jiraDataCenter() {
+		jiraError(w, http.StatusNotFound, "null for uri: "+r.URL.String())
+		return
+	}
+	repo, n, ok := jiraIssueRef(w, r)
+	if !ok {
+		return
+	}
+	if _, err := s.store.labelHistory(repo, n); err != nil {
+		s.jiraStoreError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	startAt, maxResults := 0, jiraEmbeddedHistories
+	if v := q.Get("startAt"); v != "" {
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 {
+			jiraError(w, http.StatusBadRequest, "The value '"+v+"' is invalid for startAt.")
+			return
+		}
+		startAt = i
+	}
+	if v := q.Get("maxResults"); v != "" {
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 {
+			jiraError(w, http.StatusBadRequest, "The value '"+v+"' is invalid for maxResults.")
+			return
+		}
+		maxResults = min(i, jiraEmbeddedHistories)
+	}
+	all := s.jiraHistoriesOf(c.base, repo, n)
+	from := min(startAt, len(all))
+	to := min(from+maxResults, len(all))
+	writeJSON(w, http.StatusOK, map[string]any{"self": c.base + r.URL.RequestURI(), "startAt": startAt,
+		"maxResults": maxResults, "total": len(all), "isLast": to >= len(all), "values": all[from:to]})
 }

@@ -64,6 +64,7 @@ func (s *Sim) jiraRoutes(mux *http.ServeMux) {
 	s.jiraRoute(mux, "GET", issue, s.jiraGetIssue)
 	s.jiraRoute(mux, "PUT", issue, s.jiraEditIssue)
 	s.jiraRoute(mux, "GET", issue+"/editmeta", s.jiraEditMeta)
+	s.jiraRoute(mux, "GET", issue+"/changelog", s.jiraGetChangelogs)
 	s.jiraRoute(mux, "POST", issue+"/comment", s.jiraAddComment)
 	s.jiraRoute(mux, "PUT", issue+"/comment/{comment}", s.jiraEditComment)
 	s.jiraRoute(mux, "GET", "/rest/api/{v}/search", s.jiraSearch)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentsmithd/agentsmithd/platforms"
@@ -104,14 +105,39 @@ func (p *jiraPerson) name(cloud bool) string {
 	return p.Name
 }
 
+// jiraHistory is one changelog entry: who changed which fields.
+type jiraHistory struct {
+	Author *jiraPerson `json:"author"`
+	Items  []struct {
+		Field      string `json:"field"`
+		FromString string `json:"fromString"`
+		ToString   string `json:"toString"`
+	} `json:"items"`
+}
+
+// changelogPages bounds Get changelogs' pages (100 histories each) that
+// LabelAddedBy reads: an issue with more says "" (unknown).
+const changelogPages = 100
+
 // LabelAddedBy reads the issue with expand=changelog
 // (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-get)
 // and returns the author of the last history (they come oldest first)
-// whose "labels" item added
-// label. Labels set when the issue was created are no history entry: when
-// no entry added it and the issue carries it, the creator set it. The
-// embedded changelog holds at most 100 histories on Cloud; an issue with
-// more is judged by those.
+// whose "labels" item added label. Labels set when the issue was created
+// are no history entry: when no entry added it and the issue carries it,
+// the creator set it, which only a whole changelog can tell.
+//
+// The embedded changelog holds only the latest 100 histories, total
+// counting all of them, with no paging (pycontribs/jira#911, JRACLOUD-67458):
+// on a long-lived ticket the trigger label's add falls out. The last add
+// among the latest is the last add; when it is not among them, Cloud's
+// "Get changelogs", GET issue/{key}/changelog paged with startAt until
+// isLast, oldest first
+// (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-changelog-get),
+// reads them all. Data Center's REST API has no such resource
+// (pycontribs/jira#911): there, and past changelogPages pages, the answer
+// is "" (the history names nobody), never the creator's guess: the claim
+// refuses an unnamed triggerer, and an approval gate under
+// distinct_from_trigger refuses every approval while the trigger is unknown.
 func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label string) (string, error) {
 	key, err := t.issueKey(ref)
 	if err != nil {
@@ -123,31 +149,75 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 			Labels  []string    `json:"labels"`
 		} `json:"fields"`
 		Changelog struct {
-			Histories []struct {
-				Author *jiraPerson `json:"author"`
-				Items  []struct {
-					Field      string `json:"field"`
-					FromString string `json:"fromString"`
-					ToString   string `json:"toString"`
-				} `json:"items"`
-			} `json:"histories"`
+			Total     int           `json:"total"`
+			Histories []jiraHistory `json:"histories"`
 		} `json:"changelog"`
 	}
 	if err := t.do(ctx, http.MethodGet, t.api+"issue/"+url.PathEscape(key)+"?fields=creator,labels&expand=changelog", nil, &is); err != nil {
 		return "", fmt.Errorf("jira: changelog of %s: %w", key, err)
 	}
-	who, found := "", false
-	for _, h := range is.Changelog.Histories {
+	if who, found := t.lastAdd(is.Changelog.Histories, label); found {
+		return who, nil
+	}
+	if is.Changelog.Total > len(is.Changelog.Histories) {
+		if !t.cloud {
+			return "", nil // the add may be among the histories Data Center does not show
+		}
+		all, whole, err := t.changelog(ctx, key)
+		if err != nil {
+			return "", err
+		}
+		if who, found := t.lastAdd(all, label); found {
+			return who, nil
+		}
+		if !whole {
+			return "", nil
+		}
+	}
+	if platforms.ContainsLabel(Platform, is.Fields.Labels, label) {
+		return is.Fields.Creator.name(t.cloud), nil
+	}
+	return "", nil
+}
+
+// lastAdd is the author of the last of hist (oldest first) whose "labels"
+// item added label; found false when none did.
+func (t *Tracker) lastAdd(hist []jiraHistory, label string) (who string, found bool) {
+	for _, h := range hist {
 		for _, it := range h.Items {
 			if it.Field == "labels" && platforms.ContainsLabel(Platform, platforms.NewLabels(Platform, strings.Fields(it.FromString), strings.Fields(it.ToString)), label) {
 				who, found = h.Author.name(t.cloud), true
 			}
 		}
 	}
-	if !found && platforms.ContainsLabel(Platform, is.Fields.Labels, label) {
-		who = is.Fields.Creator.name(t.cloud)
+	return who, found
+}
+
+// changelog reads the issue's whole changelog through Cloud's Get
+// changelogs, oldest first; whole is false when it stopped at
+// changelogPages pages.
+func (t *Tracker) changelog(ctx context.Context, key string) (hist []jiraHistory, whole bool, err error) {
+	startAt := 0
+	for range changelogPages {
+		var page struct {
+			Total  int           `json:"total"`
+			IsLast bool          `json:"isLast"`
+			Values []jiraHistory `json:"values"`
+		}
+		q := url.Values{"startAt": {strconv.Itoa(startAt)}, "maxResults": {"100"}}
+		if err := t.do(ctx, http.MethodGet, t.api+"issue/"+url.PathEscape(key)+"/changelog?"+q.Encode(), nil, &page); err != nil {
+			return nil, false, fmt.Errorf("jira: changelog of %s from %d: %w", key, startAt, err)
+		}
+		hist = append(hist, page.Values...)
+		startAt += len(page.Values)
+		if page.IsLast || page.Total > 0 && startAt >= page.Total {
+			return hist, true, nil
+		}
+		if len(page.Values) == 0 {
+			return nil, false, fmt.Errorf("jira: changelog of %s: an empty page at %d of %d", key, startAt, page.Total)
+		}
 	}
-	return who, nil
+	return hist, false, nil
 }
 
 var _ platforms.TeamChecker = (*Tracker)(nil)

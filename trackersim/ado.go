@@ -216,8 +216,11 @@ func (s *Sim) serveADO(w http.ResponseWriter, r *http.Request, project bool, h a
 		return
 	}
 	org := r.PathValue("org")
+	// The identity the token authenticates as (Access.Login, default
+	// BotLogin) makes the change: it is the work item's System.AuthorizedAs
+	// and a comment's createdBy, whatever ChangedBy the update writes.
 	c := &adoCall{org: org, base: s.requestBase(r) + adoPrefix + url.PathEscape(org),
-		by: actor{login: botLogin, writer: writerOf(r)}}
+		by: actor{login: s.requestAccess(r).Login, writer: writerOf(r)}}
 	if project {
 		name := r.PathValue("project")
 		repo, ok := s.adoRepo(org, name)
@@ -410,9 +413,10 @@ func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCa
 		return
 	}
 	var (
-		fields  update // every field but the tags, which depend on the current ones
-		tagOps  []adoTagOp
-		wantRev *int
+		fields    update // every field but the tags, which depend on the current ones
+		tagOps    []adoTagOp
+		wantRev   *int
+		changedBy string // the System.ChangedBy the document writes
 	)
 	for _, op := range ops {
 		field, isField := strings.CutPrefix(op.Path, "/fields/")
@@ -432,11 +436,18 @@ func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCa
 					return
 				}
 			}
-			if strings.EqualFold(field, "System.Tags") {
+			switch {
+			case strings.EqualFold(field, "System.Tags"):
 				tagOps = append(tagOps, adoTagOp{op: op.Op, value: v})
-			} else if !adoSetField(&fields, field, v) {
+			case strings.EqualFold(field, "System.ChangedBy"):
+				changedBy = v
+			case strings.EqualFold(field, "System.History"):
+				if v != "" {
+					fields.Comment = &v
+				}
+			case !adoSetField(&fields, field, v):
 				adoError(w, http.StatusBadRequest, "WorkItemFieldInvalidException", fmt.Sprintf(
-					"TF51535: Cannot find field %s. (The sim supports System.Tags, System.Title, System.Description and System.State.)", field))
+					"TF51535: Cannot find field %s. (The sim supports System.Tags, System.Title, System.Description, System.State, System.History and System.ChangedBy.)", field))
 				return
 			}
 		default:
@@ -444,6 +455,10 @@ func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCa
 				"The sim does not support the operation %q on path %q (supported: test /rev; add, replace, remove /fields/...).", op.Op, op.Path))
 			return
 		}
+	}
+	by := c.by
+	if changedBy != "" && adoBypassRules(r) {
+		by.changedBy = adoLoginOf(changedBy)
 	}
 	// The document is applied to the work item as it is when the service
 	// reads it: the tags are computed from the current ones and written only
@@ -489,7 +504,7 @@ func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCa
 			return
 		}
 		version := cur.version
-		sn, _, err := s.store.apply(c.repo, id, func(v int64) bool { return v == version }, c.by, u)
+		sn, _, err := s.store.apply(c.repo, id, func(v int64) bool { return v == version }, by, u)
 		if errors.Is(err, ErrPreconditionFailed) && wantRev == nil && try < adoApplyTries {
 			continue
 		}
@@ -504,6 +519,45 @@ func (s *Sim) adoUpdateWorkItem(w http.ResponseWriter, r *http.Request, c *adoCa
 		writeJSON(w, http.StatusOK, adoWorkItemJSON(c.base, sn, nil, true))
 		return
 	}
+}
+
+// System.ChangedBy is read-only, but an update made with bypassRules=true
+// by an identity granted "Bypass rules on work item updates" may write it:
+// integrations use that to record the person they act for
+// (tfsaggregator/aggregator-cli#62: "a PAT with appropriate permission to
+// 'Bypass rules on work item updates' is needed; ChangedBy needs to be
+// updated to the (on behalf) account"; microsoft/mail2bug#30: "set 'Changed
+// By' (which you can modify if enabling BypassRules) and that shows the
+// 'Changed By' user (via ... Mail2Bug account) in the history"). The
+// "via" account is System.AuthorizedAs, which the service always sets to
+// the identity that authenticated the request; no request can write it.
+// Without bypassRules the service disregards a value written to such a
+// field and sets its own (Azure/azure-devops-cli-extension#1070, for
+// System.ChangedDate); the sim ignores the ChangedBy written. The updates,
+// revisions, work item and service hook payloads then show ChangedBy
+// (and revisedBy) as written and AuthorizedAs as the authenticated one.
+//
+// System.History written by an update is a comment, authored (createdBy)
+// by the authenticated identity.
+
+// adoBypassRules reports whether the update asks to bypass rules.
+func adoBypassRules(r *http.Request) bool {
+	b, _ := strconv.ParseBool(r.URL.Query().Get("bypassRules"))
+	return b
+}
+
+// adoLoginOf reads the sim login of an identity value as a patch writes
+// it: a unique name ("ada@sim.invalid"), "Display Name <unique name>", or a
+// bare login.
+func adoLoginOf(v string) string {
+	if i, j := strings.LastIndexByte(v, '<'), strings.LastIndexByte(v, '>'); i >= 0 && j > i {
+		v = v[i+1 : j]
+	}
+	v = strings.TrimSpace(v)
+	if login, ok := strings.CutSuffix(v, adoUniqueSuffix); ok && login != "" {
+		return login
+	}
+	return v
 }
 
 // adoApplyTries bounds how often an unconditional update is recomputed

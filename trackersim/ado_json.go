@@ -75,10 +75,13 @@ func adoFields(sn snapshot) map[string]any {
 		"System.CreatedDate":   adoTime(sn.createdAt),
 		"System.CreatedBy":     adoIdentityOf(sn.author),
 		"System.ChangedDate":   adoTime(sn.updatedAt),
-		"System.ChangedBy":     adoIdentityOf(sn.author),
-		"System.CommentCount":  len(sn.comments),
-		"System.Title":         sn.title,
-		"System.Rev":           sn.rev,
+		"System.ChangedBy":     adoIdentityOf(orStr(sn.changedBy, sn.author)),
+		// Who authenticated the last change: the service sets it, no
+		// request can (ado.go, adoBypassRules).
+		"System.AuthorizedAs": adoIdentityOf(orStr(sn.authorizedAs, sn.author)),
+		"System.CommentCount": len(sn.comments),
+		"System.Title":        sn.title,
+		"System.Rev":          sn.rev,
 	}
 	if !sn.open {
 		f["System.Reason"] = "Work finished"
@@ -90,6 +93,14 @@ func adoFields(sn snapshot) map[string]any {
 		f["System.Tags"] = strings.Join(sn.labelNames(), "; ")
 	}
 	return f
+}
+
+// orStr is s, or def when s is empty.
+func orStr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // adoWorkItemURL is the REST URL of a work item (organization-scoped, as

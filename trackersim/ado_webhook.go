@@ -113,7 +113,10 @@ func (s *Sim) adoDelivery(evs []storeEvent, c *storeEvent, hookID int64, h Hook)
 		ev.ID = glUUID(fmt.Sprintf("ado-comment|%s|%p|%d|%d", glSalt, s, sn.repoID, c.comment.id))
 		ev.Message = adoMessage{Text: what + " commented on by " + sender, HTML: what + " commented on by " + sender, Markdown: what + " commented on by " + sender}
 		wi.Fields["System.History"] = "<div>" + html.EscapeString(c.comment.body) + "</div>"
-		wi.Fields["System.ChangedBy"] = adoIdentityOf(c.comment.author)
+		// ChangedBy is what the revision recorded (a bypass-rules update
+		// writing System.History may have set it); System.AuthorizedAs in
+		// wi is the comment's author, who authenticated.
+		wi.Fields["System.ChangedBy"] = adoIdentityOf(orStr(sn.changedBy, c.comment.author))
 		ev.Resource = wi
 	case slices.ContainsFunc(evs, func(e storeEvent) bool { return e.action == "opened" }):
 		ev.EventType = "workitem.created"
@@ -144,6 +147,14 @@ func adoUpdateResource(orgBase string, sn snapshot, evs []storeEvent, wi adoWork
 	fields := map[string]adoFieldChange{
 		"System.Rev":         {OldValue: sn.rev - 1, NewValue: sn.rev},
 		"System.ChangedDate": {NewValue: adoTime(sn.updatedAt)},
+	}
+	// ChangedBy and AuthorizedAs are listed when this revision changed
+	// them, as every field is.
+	if sn.changedBy != sn.prevChangedBy {
+		fields["System.ChangedBy"] = adoIdentityChange(sn.prevChangedBy, sn.changedBy)
+	}
+	if sn.authorizedAs != sn.prevAuthorizedAs {
+		fields["System.AuthorizedAs"] = adoIdentityChange(sn.prevAuthorizedAs, sn.authorizedAs)
 	}
 	var added, removed []string
 	for _, e := range evs {
@@ -188,7 +199,8 @@ func adoUpdateResource(orgBase string, sn snapshot, evs []storeEvent, wi adoWork
 	rev.Links = nil
 	return adoWorkItemUpdate{
 		ID: sn.rev, WorkItemID: sn.number, Rev: sn.rev,
-		RevisedBy: adoIdentityOf(evs[0].sender), RevisedDate: adoTime(sn.updatedAt),
+		// revisedBy is the revision's ChangedBy, forged or not.
+		RevisedBy: adoIdentityOf(orStr(sn.changedBy, evs[0].sender)), RevisedDate: adoTime(sn.updatedAt),
 		Fields: fields,
 		Links: map[string]adoHref{
 			"self":   {self + "/updates/" + strconv.Itoa(sn.rev)},
@@ -198,4 +210,17 @@ func adoUpdateResource(orgBase string, sn snapshot, evs []storeEvent, wi adoWork
 		URL:      self + "/updates/" + strconv.Itoa(sn.rev),
 		Revision: rev,
 	}
+}
+
+// adoIdentityChange is the {oldValue, newValue} of an identity field; an
+// empty login leaves its side out.
+func adoIdentityChange(old, cur string) adoFieldChange {
+	var ch adoFieldChange
+	if old != "" {
+		ch.OldValue = adoIdentityOf(old)
+	}
+	if cur != "" {
+		ch.NewValue = adoIdentityOf(cur)
+	}
+	return ch
 }

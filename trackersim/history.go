@@ -100,7 +100,22 @@ func (s *Sim) adoWorkItemUpdates(w http.ResponseWriter, r *http.Request, c *adoC
 		return
 	}
 	out := []map[string]any{}
+	prevAuth, prevChanged := "", ""
 	for _, ch := range hist {
+		fields := map[string]any{}
+		// revisedBy is the revision's System.ChangedBy, which a
+		// bypass-rules update may have written; System.AuthorizedAs, who
+		// authenticated, is listed when it changed, like every field
+		// (ado.go, adoBypassRules). The sim lists only the revisions that
+		// changed tags, so "changed" is relative to the previous one listed.
+		changed := orStr(ch.changedBy, ch.login)
+		if ch.login != prevAuth {
+			fields["System.AuthorizedAs"] = adoIdentityChange(prevAuth, ch.login)
+		}
+		if changed != prevChanged {
+			fields["System.ChangedBy"] = adoIdentityChange(prevChanged, changed)
+		}
+		prevAuth, prevChanged = ch.login, changed
 		tags := map[string]any{}
 		if len(ch.before) > 0 {
 			tags["oldValue"] = strings.Join(ch.before, "; ")
@@ -108,9 +123,10 @@ func (s *Sim) adoWorkItemUpdates(w http.ResponseWriter, r *http.Request, c *adoC
 		if len(ch.after) > 0 {
 			tags["newValue"] = strings.Join(ch.after, "; ")
 		}
+		fields["System.Tags"] = tags
 		out = append(out, map[string]any{"id": ch.rev, "workItemId": id, "rev": ch.rev,
-			"revisedBy": adoIdentityOf(ch.login), "revisedDate": adoTime(ch.at),
-			"fields": map[string]any{"System.Tags": tags}})
+			"revisedBy": adoIdentityOf(changed), "revisedDate": adoTime(ch.at),
+			"fields": fields})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "value": out})
 }

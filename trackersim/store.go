@@ -49,6 +49,18 @@ type Write struct {
 type actor struct {
 	login  string
 	writer string
+	// changedBy is the System.ChangedBy an Azure DevOps update made with
+	// bypassRules=true wrote ("" = login, as every other update records);
+	// login stays the authenticated identity, System.AuthorizedAs (ado.go).
+	changedBy string
+}
+
+// changer is the name a change records as its ChangedBy.
+func (a actor) changer() string {
+	if a.changedBy != "" {
+		return a.changedBy
+	}
+	return a.login
 }
 
 // humanActor is the user behind Go API, control API and page changes.
@@ -94,6 +106,12 @@ type issue struct {
 	updatedAt  time.Time
 	closedAt   time.Time
 	closedBy   string
+	// authorizedAs and changedBy are who authenticated the last change and
+	// the ChangedBy it recorded (Azure DevOps System.AuthorizedAs and
+	// System.ChangedBy); prevAuthorizedAs and prevChangedBy those of the
+	// change before it.
+	authorizedAs, changedBy         string
+	prevAuthorizedAs, prevChangedBy string
 	// version changes on every change of the issue; it is drawn from the
 	// store-wide counter so a token is never reused, even after A→B→A.
 	version int64
@@ -114,6 +132,7 @@ type issue struct {
 type labelChange struct {
 	id            int64
 	login         string
+	changedBy     string // the ChangedBy the write recorded (actor.changer)
 	at            time.Time
 	rev           int
 	before, after []string
@@ -149,6 +168,9 @@ type snapshot struct {
 	closedBy    string
 	version     int64
 	rev         int
+	// authorizedAs, changedBy and their prev* are the issue's (see issue).
+	authorizedAs, changedBy         string
+	prevAuthorizedAs, prevChangedBy string
 }
 
 func (s snapshot) labelNames() []string {
@@ -245,7 +267,8 @@ func (st *store) snap(r *repository, is *issue) snapshot {
 		body: is.body, open: is.open, stateReason: is.stateReason, author: is.author,
 		createdAt: is.createdAt, updatedAt: is.updatedAt, closedAt: is.closedAt,
 		closedBy: is.closedBy, version: is.version, rev: is.rev, comments: slices.Clone(is.comments),
-		components: slices.Clone(is.components)}
+		components:   slices.Clone(is.components),
+		authorizedAs: is.authorizedAs, changedBy: is.changedBy, prevAuthorizedAs: is.prevAuthorizedAs, prevChangedBy: is.prevChangedBy}
 	s.labels = make([]label, 0, len(is.labels))
 	for _, n := range is.labels {
 		s.labels = append(s.labels, *st.labelFor(r, n))
@@ -285,10 +308,11 @@ func (st *store) create(repoName, title, body string, labels []string, by actor,
 	}
 	now := st.clock()
 	is := &issue{id: st.nextID(), number: st.takeNumber(r), title: title, body: body, open: true,
-		labels: dedupe(labels), author: by.login, createdAt: now, updatedAt: now}
+		labels: dedupe(labels), author: by.login, createdAt: now, updatedAt: now,
+		authorizedAs: by.login, changedBy: by.changer()}
 	is.version, is.rev = st.nextID(), 1
 	if len(is.labels) > 0 {
-		is.history = append(is.history, labelChange{id: st.nextID(), login: by.login, at: now, rev: 1, after: slices.Clone(is.labels)})
+		is.history = append(is.history, labelChange{id: st.nextID(), login: by.login, changedBy: by.changer(), at: now, rev: 1, after: slices.Clone(is.labels)})
 	}
 	r.issues[is.number] = is
 	s := st.snap(r, is)
@@ -603,7 +627,7 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 				events = append(events, storeEvent{action: "labeled", label: *st.labelFor(r, l)})
 			}
 		}
-		is.history = append(is.history, labelChange{id: st.nextID(), login: by.login, at: now, rev: is.rev + 1,
+		is.history = append(is.history, labelChange{id: st.nextID(), login: by.login, changedBy: by.changer(), at: now, rev: is.rev + 1,
 			before: slices.Clone(before), after: slices.Clone(after)})
 		st.writes = append(st.writes, Write{At: now, Repo: repoName, Number: number,
 			Before: nonNil(before), After: nonNil(slices.Clone(after)), Writer: by.writer})
@@ -622,6 +646,8 @@ func (st *store) apply(repoName string, number int, cond precondition, by actor,
 		is.version = st.nextID()
 		is.rev++
 		is.updatedAt = now
+		is.prevAuthorizedAs, is.prevChangedBy = is.authorizedAs, is.changedBy
+		is.authorizedAs, is.changedBy = by.login, by.changer()
 	}
 	s := st.snap(r, is)
 	for i := range events {

@@ -2,6 +2,7 @@ package azuredevops
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -107,9 +108,14 @@ var _ platforms.LabelHistory = (*Tracker)(nil)
 
 // LabelAddedBy reads the work item's updates
 // (https://learn.microsoft.com/rest/api/azure/devops/wit/updates/list) and
-// returns the revisedBy of the last one whose System.Tags change added the
-// tag (compared case-insensitively, as Azure DevOps compares tags). The
-// first revision of a work item created with the tag counts too.
+// returns who authenticated the last one whose System.Tags change added
+// the tag (compared case-insensitively, as Azure DevOps compares tags):
+// System.AuthorizedAs, which an update lists when it changes it, so the
+// value in force is the last one listed up to that update. revisedBy shows
+// System.ChangedBy, which an identity allowed to bypass rules can set to
+// anyone (fieldAuthorizedAs); it is read only while no update so far has
+// named an AuthorizedAs. The first revision of a work item created with
+// the tag counts too.
 func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label string) (string, error) {
 	id, err := t.workItemID(ref)
 	if err != nil {
@@ -123,13 +129,18 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 	if err != nil {
 		return "", fmt.Errorf("azuredevops: updates of %s: %w", ref.ID, classify(err))
 	}
-	who := ""
+	who, auth := "", ""
 	if ups == nil {
 		return "", nil
 	}
 	for _, u := range *ups {
-		if u.Fields == nil || u.RevisedBy == nil || u.RevisedBy.UniqueName == nil {
+		if u.Fields == nil {
 			continue
+		}
+		if ch, ok := (*u.Fields)[fieldAuthorizedAs]; ok {
+			if name := identityValue(ch.NewValue); name != "" {
+				auth = name
+			}
 		}
 		ch, ok := (*u.Fields)[fieldTags]
 		if !ok {
@@ -138,9 +149,31 @@ func (t *Tracker) LabelAddedBy(ctx context.Context, ref platforms.Ref, label str
 		old, _ := ch.OldValue.(string)
 		cur, _ := ch.NewValue.(string)
 		added := platforms.NewLabels(Platform, splitTags(old), splitTags(cur))
-		if platforms.ContainsLabel(Platform, added, label) {
+		if !platforms.ContainsLabel(Platform, added, label) {
+			continue
+		}
+		switch {
+		case auth != "":
+			who = auth
+		case u.RevisedBy != nil && u.RevisedBy.UniqueName != nil:
 			who = *u.RevisedBy.UniqueName
+		default:
+			who = ""
 		}
 	}
 	return who, nil
+}
+
+// identityValue reads an identity field's value as the SDK decodes it: an
+// IdentityRef object (a map) or a "Display Name <unique name>" string.
+func identityValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		raw, _ := json.Marshal(v)
+		return identityName(raw)
+	case map[string]any:
+		name, _ := v["uniqueName"].(string)
+		return name
+	}
+	return ""
 }

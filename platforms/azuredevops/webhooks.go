@@ -41,7 +41,8 @@ const (
 	EventWorkItemUpdated = "workitem.updated"
 	// EventWorkItemCommented is a new comment; its resource is the work
 	// item with the comment in System.History and its author in
-	// System.ChangedBy
+	// System.AuthorizedAs (System.ChangedBy, which bypass-rules updates
+	// can write, only where AuthorizedAs is absent)
 	// (https://learn.microsoft.com/en-us/azure/devops/service-hooks/events#workitem.commented).
 	EventWorkItemCommented = "workitem.commented"
 )
@@ -262,7 +263,7 @@ func (Webhooks) parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 	}
 	if p.EventType == EventWorkItemCommented {
 		ev.Kind = platforms.EventComment
-		ev.Actor = identityName(wi.Fields[fieldChangedBy])
+		ev.Actor = commentActor(wi)
 		var history string
 		_ = json.Unmarshal(wi.Fields[fieldHistory], &history)
 		ev.Comment = platforms.CommentLine(htmlText(history))
@@ -272,11 +273,30 @@ func (Webhooks) parse(_ http.Header, body []byte) (platforms.WebhookEvent, error
 	return ev, nil
 }
 
-// Fields of a workitem.commented resource.
+// Fields of a workitem.commented resource, and who made a change.
 const (
 	fieldHistory   = "System.History"
 	fieldChangedBy = "System.ChangedBy"
+	// fieldAuthorizedAs is the identity that authenticated a change. The
+	// service sets it; System.ChangedBy (and revisedBy, which shows it) an
+	// update made with bypassRules=true may write, naming anyone
+	// (tfsaggregator/aggregator-cli#62, microsoft/mail2bug#30: an
+	// integration account with "Bypass rules on work item updates" sets
+	// ChangedBy to the person it acts for). Who decides is read from
+	// AuthorizedAs wherever a payload carries it.
+	fieldAuthorizedAs = "System.AuthorizedAs"
 )
+
+// commentActor is the author of a workitem.commented delivery: the
+// comment's revision's System.AuthorizedAs, else (a payload without it)
+// its System.ChangedBy. The payload carries no Comment resource, so the
+// comment's createdBy is not there to read.
+func commentActor(wi *workItem) string {
+	if who := identityName(wi.Fields[fieldAuthorizedAs]); who != "" {
+		return who
+	}
+	return identityName(wi.Fields[fieldChangedBy])
+}
 
 // htmlBreak matches the tags Azure DevOps' comment editor ends a line with.
 var htmlBreak = regexp.MustCompile(`(?i)<br\s*/?>|</(div|p|li|h[1-6])>`)
@@ -389,14 +409,18 @@ type identity struct {
 }
 
 // changeActor is who made the change and the tags it added: on
-// workitem.updated the update's revisedBy and the difference of
-// System.Tags' oldValue and newValue
+// workitem.updated System.AuthorizedAs (authorizedAs), else the update's
+// revisedBy, and the difference of System.Tags' oldValue and newValue
 // (https://learn.microsoft.com/azure/devops/service-hooks/events#workitem.updated);
-// on workitem.created the work item's System.CreatedBy and every tag.
+// on workitem.created System.AuthorizedAs, else the work item's
+// System.CreatedBy, and every tag.
 // System.CreatedBy is an IdentityRef on current payloads and "Name
 // <unique name>" on the documentation's older samples; both are read.
 func changeActor(wi *workItem, up *update, tags []string) (string, []string) {
 	if up == nil {
+		if who := identityName(wi.Fields[fieldAuthorizedAs]); who != "" {
+			return who, tags
+		}
 		return identityName(wi.Fields["System.CreatedBy"]), tags
 	}
 	var tagChange struct {
@@ -407,10 +431,32 @@ func changeActor(wi *workItem, up *update, tags []string) (string, []string) {
 	if raw, ok := up.Fields[fieldTags]; ok && json.Unmarshal(raw, &tagChange) == nil {
 		added = platforms.NewLabels(Platform, splitTags(tagChange.OldValue), splitTags(tagChange.NewValue))
 	}
+	if who := authorizedAs(up); who != "" {
+		return who, added
+	}
 	if up.RevisedBy == nil {
 		return "", added
 	}
 	return up.RevisedBy.UniqueName, added
+}
+
+// authorizedAs is who authenticated a workitem.updated change: the new
+// System.AuthorizedAs where the update changed it, else the revision's
+// (the same identity made the previous change too); "" when the payload
+// carries neither.
+func authorizedAs(up *update) string {
+	var ch struct {
+		NewValue json.RawMessage `json:"newValue"`
+	}
+	if raw, ok := up.Fields[fieldAuthorizedAs]; ok && json.Unmarshal(raw, &ch) == nil {
+		if who := identityName(ch.NewValue); who != "" {
+			return who
+		}
+	}
+	if up.Revision != nil {
+		return identityName(up.Revision.Fields[fieldAuthorizedAs])
+	}
+	return ""
 }
 
 // identityName reads an identity field: an IdentityRef object or a

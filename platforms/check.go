@@ -46,6 +46,12 @@ type CheckOptions struct {
 	// ("https://agentsmith.example.com"); a hook must start with it. Empty
 	// accepts any hook whose path ends in /webhooks/{platform}.
 	ReceiverURL string
+	// CommentsFor, when set, names the setting that makes the project act
+	// on comments ("commands.enabled", with the approval gates it
+	// answers): its hook must also send the platform's comment event, or
+	// `/agent-smith approve` and every other comment command never
+	// arrive. "" (commands.enabled: false) needs no comment event.
+	CommentsFor string
 }
 
 // Checker is implemented by trackers that can verify, without writing
@@ -137,13 +143,18 @@ type Hook struct {
 
 // CheckHooks is the webhook check shared by every platform: among hooks,
 // one must point at the receiver, be active and send every event in want
-// (any one of which may be written as a wildcard in anyOf). where names the
-// place to fix it ("repository Settings → Webhooks").
-func CheckHooks(hooks []Hook, platform string, opts CheckOptions, want []string, where string) CheckResult {
+// ("*" in a hook's events stands for every event) and, when
+// opts.CommentsFor is set, the comment event too. where names the place to
+// fix it ("repository Settings → Webhooks").
+func CheckHooks(hooks []Hook, platform string, opts CheckOptions, want []string, comment, where string) CheckResult {
 	const name = "webhook"
 	target := ReceiverPath(platform)
 	if opts.ReceiverURL != "" {
 		target = strings.TrimSuffix(opts.ReceiverURL, "/") + target
+	}
+	all := want
+	if opts.CommentsFor != "" && comment != "" {
+		all = append(slices.Clip(want), comment)
 	}
 	var found []Hook
 	for _, h := range hooks {
@@ -153,12 +164,13 @@ func CheckHooks(hooks []Hook, platform string, opts CheckOptions, want []string,
 	}
 	if len(found) == 0 {
 		return Fail(name, fmt.Sprintf("no hook of %d points at …%s", len(hooks), target),
-			fmt.Sprintf("add a webhook to %s in %s with events %s", target, where, strings.Join(want, ", ")))
+			fmt.Sprintf("add a webhook to %s in %s with events %s%s", target, where, strings.Join(all, ", "), commentWhy(opts, comment)))
 	}
 	var problems []string
+	lacksComment := false
 	for _, h := range found {
 		var missing []string
-		for _, w := range want {
+		for _, w := range all {
 			if !slices.Contains(h.Events, w) && !slices.Contains(h.Events, "*") {
 				missing = append(missing, w)
 			}
@@ -167,19 +179,41 @@ func CheckHooks(hooks []Hook, platform string, opts CheckOptions, want []string,
 		case !h.Active:
 			problems = append(problems, h.URL+" is disabled")
 		case len(missing) > 0:
-			problems = append(problems, h.URL+" lacks "+strings.Join(missing, ", "))
+			p := h.URL + " lacks " + strings.Join(missing, ", ")
+			if slices.Contains(missing, comment) && opts.CommentsFor != "" {
+				lacksComment = true
+				p += fmt.Sprintf(", which %s needs: without it comment commands and approvals never arrive", opts.CommentsFor)
+			}
+			problems = append(problems, p)
 		default:
-			return OK(name, "%s (%s)", h.URL, strings.Join(want, ", "))
+			return OK(name, "%s (%s)", h.URL, strings.Join(all, ", "))
 		}
 	}
-	return Fail(name, strings.Join(problems, "; "),
-		fmt.Sprintf("in %s enable the hook and select %s", where, strings.Join(want, ", ")))
+	fix := fmt.Sprintf("in %s enable the hook and select %s", where, strings.Join(all, ", "))
+	if lacksComment {
+		fix += ", or set commands.enabled: false to act on labels only (a gate is then approved by its approved label)"
+	}
+	return Fail(name, strings.Join(problems, "; "), fix)
 }
 
-// HooksHidden is the warning for a token that may not list hooks.
-func HooksHidden(platform, where string) CheckResult {
-	return Warn("webhook", "this token may not list hooks: not verified",
-		fmt.Sprintf("verify by hand in %s that a hook sends to …%s", where, ReceiverPath(platform)))
+// commentWhy is the reason a fix asks for comment, "" when it is not asked.
+func commentWhy(opts CheckOptions, comment string) string {
+	if opts.CommentsFor == "" || comment == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%s: %s)", comment, opts.CommentsFor)
+}
+
+// HooksHidden is the warning for a token that may not list hooks: neither
+// the hook nor its events (want, and comment when opts.CommentsFor is set)
+// are verified.
+func HooksHidden(platform, where string, opts CheckOptions, want []string, comment string) CheckResult {
+	all := want
+	if opts.CommentsFor != "" && comment != "" {
+		all = append(slices.Clip(want), comment)
+	}
+	return Warn("webhook", "this token may not list hooks: neither the hook nor its events are verified",
+		fmt.Sprintf("verify by hand in %s that a hook sends %s to …%s%s", where, strings.Join(all, ", "), ReceiverPath(platform), commentWhy(opts, comment)))
 }
 
 // PollingOnly is the skipped webhook check of a project without secrets.

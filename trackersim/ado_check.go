@@ -83,7 +83,10 @@ func (s *Sim) adoListProjects(w http.ResponseWriter, r *http.Request, c *adoCall
 // consumerInputs. Viewing subscriptions needs the service hooks "View
 // subscriptions" permission (project administrators by default); what a
 // PAT without it gets is not documented: the sim answers 403 for roles below
-// admin. Hook.Events, when set, are the event types subscribed.
+// admin. Hook.Events, when set, are the event types subscribed, one
+// subscription each with its "eventType"; unset, those docs/configuration.md
+// asks for: workitem.created, workitem.updated and workitem.commented
+// (https://learn.microsoft.com/azure/devops/service-hooks/events).
 func (s *Sim) adoListSubscriptions(w http.ResponseWriter, r *http.Request, c *adoCall) {
 	if !atLeast(s.requestAccess(r).Role, RoleAdmin) {
 		adoError(w, http.StatusForbidden, "UnauthorizedRequestException",
@@ -100,7 +103,7 @@ func (s *Sim) adoListSubscriptions(w http.ResponseWriter, r *http.Request, c *ad
 			id, _, _ := s.store.repoInfo(h.hook.Repo)
 			projectID = adoProjectID(id)
 		}
-		for i, ev := range h.hook.events("workitem.created", "workitem.updated") {
+		for i, ev := range h.hook.events("workitem.created", "workitem.updated", "workitem.commented") {
 			out = append(out, map[string]any{"id": fmt.Sprintf("%08x-0000-0000-0000-%012x", h.id, i),
 				"publisherId": "tfs", "eventType": ev, "consumerId": "webHooks", "consumerActionId": "httpRequest",
 				"status": "enabled", "publisherInputs": map[string]string{"projectId": projectID},

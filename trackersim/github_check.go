@@ -110,8 +110,13 @@ func (s *Sim) ghListOrgHooks(w http.ResponseWriter, r *http.Request, c *ghCall) 
 }
 
 // ghHookJSON is a hook as the hook lists return it, under parent's URL.
+// Its "events" array names the webhook events it is subscribed to
+// (https://docs.github.com/en/rest/repos/webhooks#list-repository-webhooks;
+// names from https://docs.github.com/en/webhooks/webhook-events-and-payloads:
+// "issues", "issue_comment", "*" for every event); by default those
+// docs/configuration.md asks for.
 func ghHookJSON(h listedHook, kind, parent string) ghHook {
-	gh := ghHook{Type: kind, ID: h.id, Name: "web", Active: true, Events: h.hook.events("issues"),
+	gh := ghHook{Type: kind, ID: h.id, Name: "web", Active: true, Events: h.hook.events("issues", "issue_comment"),
 		Config: ghHookConfig{URL: h.hook.URL, ContentType: "json", InsecureSSL: "0"},
 		URL:    parent + "/hooks/" + strconv.FormatInt(h.id, 10)}
 	if h.hook.Secret != "" {

@@ -65,8 +65,7 @@ func (s *Sim) glGetLabel(w http.ResponseWriter, r *http.Request, c *glCall) {
 
 // glListHooks is "List webhooks for a project", Maintainer role required
 // (https://docs.gitlab.com/api/project_webhooks/); below it GitLab answers
-// 403. The token is never returned. A Hook's Events name the *_events
-// flags set; nil sets issues_events.
+// 403. The token is never returned; glHookJSON says what a hook holds.
 func (s *Sim) glListHooks(w http.ResponseWriter, r *http.Request, c *glCall) {
 	if !atLeast(s.requestAccess(r).Role, RoleAdmin) {
 		glMessage(w, http.StatusForbidden, "403 Forbidden")
@@ -106,13 +105,19 @@ func (s *Sim) glListGroupHooks(w http.ResponseWriter, r *http.Request, c *glCall
 }
 
 // glHookJSON is a hook as the hook lists return it; the token is never
-// returned. A Hook's Events name the *_events flags set; nil sets
-// issues_events.
+// returned. Each trigger is a boolean of its own, comments among them:
+// "note_events" and "confidential_note_events" beside "issues_events"
+// (https://docs.gitlab.com/api/project_webhooks/#list-webhooks-for-a-project,
+// https://docs.gitlab.com/api/group_webhooks/#list-group-hooks). A Hook's
+// Events name the flags set; nil sets those docs/configuration.md asks
+// for, issues_events and note_events.
 func glHookJSON(h listedHook, parentKey string, parentID int64) map[string]any {
 	hook := map[string]any{"id": h.id, "url": h.hook.URL, parentKey: parentID, "push_events": false,
-		"issues_events": false, "confidential_issues_events": false, "enable_ssl_verification": true,
+		"issues_events": false, "confidential_issues_events": false, "merge_requests_events": false,
+		"tag_push_events": false, "note_events": false, "confidential_note_events": false,
+		"job_events": false, "pipeline_events": false, "wiki_page_events": false, "enable_ssl_verification": true,
 		"alert_status": "executable", "disabled_until": nil}
-	for _, e := range h.hook.events("issues_events") {
+	for _, e := range h.hook.events("issues_events", "note_events") {
 		hook[e] = true
 	}
 	return hook

@@ -22,9 +22,11 @@ type Hook struct {
 	Secret  string `json:"secret"`
 	Dialect string `json:"dialect,omitempty"`
 	// Events is what the hook's list endpoint reports it subscribed to, in
-	// the dialect's own names (GitHub "issues", GitLab "issues_events", Azure
-	// DevOps "workitem.updated", Jira "jira:issue_updated"); nil reports the
-	// events docs/configuration.md ("Platform setup") asks for. Deliveries are not filtered by it.
+	// the dialect's own names (GitHub "issues", "issue_comment"; GitLab
+	// "issues_events", "note_events"; Azure DevOps "workitem.updated",
+	// "workitem.commented"; Jira "jira:issue_updated", "comment_created");
+	// nil reports the events docs/configuration.md ("Platform setup") asks
+	// for, the comment events among them. Deliveries are not filtered by it.
 	Events []string `json:"events,omitempty"`
 	// AutoDisable picks a GitLab hook's disabling rule: HookDisableCurrent
 	// (the default), HookDisableLegacy or HookDisableOff; see hookstate.go.

@@ -165,7 +165,7 @@ func checkProject(ctx context.Context, cfg *config.Config, pc *config.Project, r
 		lifecycleLabels = append(lifecycleLabels, lifecycle.Labels{Prefix: cfg.LabelPrefix}.Label(s))
 	}
 	out = ch.Check(ctx, platforms.CheckOptions{TriggerLabel: pc.TriggerLabel, LifecycleLabels: lifecycleLabels,
-		Webhooks: len(pc.Webhook.Secrets) > 0, ReceiverURL: receiverURL})
+		Webhooks: len(pc.Webhook.Secrets) > 0, ReceiverURL: receiverURL, CommentsFor: commentsFor(pc)})
 	if r, ok := checkSelfApprover(ctx, pc, tr); ok {
 		out = append(out, r)
 	}
@@ -173,6 +173,29 @@ func checkProject(ctx context.Context, cfg *config.Config, pc *config.Project, r
 		out = append(out, r)
 	}
 	return out
+}
+
+// commentsFor names what makes pc act on comments, for the webhook row:
+// comment commands (commands.enabled, the default), through which an
+// approval gate is also answered (`/agent-smith approve`). "" when
+// commands are off: nothing then arrives by comment, and a gate is
+// answered by its labels only (lifecycle/command.go ignores every comment;
+// the consumer's approval request names the labels only).
+func commentsFor(pc *config.Project) string {
+	if !pc.Commands.On() {
+		return ""
+	}
+	var gates []string
+	for _, s := range pc.Pipeline.Stages {
+		if s.Gate != nil && s.Gate.Approval != nil {
+			gates = append(gates, s.Name)
+		}
+	}
+	why := "commands.enabled (" + pc.Commands.Prefix + " retry, cancel"
+	if len(gates) > 0 {
+		why += ", and approve/reject of the approval gate of stage " + strings.Join(gates, ", ")
+	}
+	return why + ")"
 }
 
 // checkRedis pings the configured Redis through the daemon's own client

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agentsmithd/agentsmithd/config"
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
@@ -51,6 +52,23 @@ const (
 
 func newCheckWorld(t *testing.T) *checkWorld {
 	t.Helper()
+	w := newBareCheckWorld(t)
+	s := w.sim
+	// Deliveries go nowhere reachable; check only reads the hook list.
+	s.AddHook(trackersim.Hook{Repo: "acme/app", URL: checkRecv + "/webhooks/github", Secret: checkSecret})
+	s.CreateIssue("acme/app", "first", "", "agent-smith")
+	s.AddHook(trackersim.Hook{Repo: "grp/app", URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"})
+	s.CreateIssue("grp/app", "first", "", "agent-smith")
+	s.AddHook(trackersim.Hook{Repo: "PROJ", URL: checkRecv + "/webhooks/jira", Secret: checkSecret, Dialect: "jira"})
+	s.CreateIssue("PROJ", "first", "", "agent-smith")
+	s.AddHook(trackersim.Hook{Repo: "org1/proj", URL: checkRecv + "/webhooks/azuredevops", Secret: checkSecret, Dialect: "ado"})
+	s.CreateIssue("org1/proj", "first", "", "agent-smith")
+	return w
+}
+
+// newBareCheckWorld is a checkWorld without repositories or hooks.
+func newBareCheckWorld(t *testing.T) *checkWorld {
+	t.Helper()
 	s := trackersim.New(trackersim.Options{Tokens: []string{checkToken, aliceToken}, BaseURL: "http://sim.invalid"})
 	t.Cleanup(s.Close)
 	srv := httptest.NewServer(s.Handler())
@@ -61,15 +79,6 @@ func newCheckWorld(t *testing.T) *checkWorld {
 	t.Setenv("CHECK_BAD_TOKEN", "not-a-token")
 	t.Setenv("ALICE_TOKEN", aliceToken)
 	s.SetAccess(aliceToken, trackersim.Access{Login: "alice"})
-	// Deliveries go nowhere reachable; check only reads the hook list.
-	s.AddHook(trackersim.Hook{Repo: "acme/app", URL: checkRecv + "/webhooks/github", Secret: checkSecret})
-	s.CreateIssue("acme/app", "first", "", "agent-smith")
-	s.AddHook(trackersim.Hook{Repo: "grp/app", URL: checkRecv + "/webhooks/gitlab", Secret: checkSecret, Dialect: "gitlab"})
-	s.CreateIssue("grp/app", "first", "", "agent-smith")
-	s.AddHook(trackersim.Hook{Repo: "PROJ", URL: checkRecv + "/webhooks/jira", Secret: checkSecret, Dialect: "jira"})
-	s.CreateIssue("PROJ", "first", "", "agent-smith")
-	s.AddHook(trackersim.Hook{Repo: "org1/proj", URL: checkRecv + "/webhooks/azuredevops", Secret: checkSecret, Dialect: "ado"})
-	s.CreateIssue("org1/proj", "first", "", "agent-smith")
 	return w
 }
 
@@ -549,4 +558,92 @@ func captureFD2(t *testing.T, f func()) string {
 	_ = syscall.Close(saved)
 	_ = wr.Close()
 	return <-done
+}
+
+// detail returns the named check's detail and fix in project p.
+func (r checkReport) detail(p, check string) string {
+	for _, pr := range r.Projects {
+		for _, c := range pr.Checks {
+			if pr.Name == p && c.Name == check {
+				return c.Detail + " | fix: " + c.Fix
+			}
+		}
+	}
+	return ""
+}
+
+// Comment commands (on by default) and the approve/reject of an approval
+// gate arrive by the platform's comment event only: on each platform, a
+// hook to the receiver that sends issue events but not the comment event
+// fails the webhook row naming the event and commands.enabled; a project
+// with commands disabled does not need it; a hook with it passes; a token
+// that may not list hooks warns naming it.
+func TestCheckWebhookCommentEvent(t *testing.T) {
+	for _, c := range []struct {
+		platform, apiPath, repo, extra, comment string
+		issueEvents                             []string
+		dialect, hidden                         string
+	}{
+		{"github", "/github/", "acme/cmt", "", "issue_comment", []string{"issues"}, "", trackersim.RoleWrite},
+		{"gitlab", "/gitlab/api/v4/", "grp/cmt", "", "note_events", []string{"issues_events"}, "gitlab", trackersim.RoleTriage},
+		{"azuredevops", "/ado/", "org1/cmt", "", "workitem.commented", []string{"workitem.created", "workitem.updated"}, "ado", trackersim.RoleWrite},
+		{"jira", "/jira/", "CMT", "    jira: {email: bot@example.com}\n", "comment_created", []string{"jira:issue_created", "jira:issue_updated"}, "jira", trackersim.RoleTriage},
+	} {
+		t.Run(c.platform, func(t *testing.T) {
+			w := newBareCheckWorld(t)
+			w.sim.SetAccess(checkToken, trackersim.Access{Login: "bot", Role: trackersim.RoleAdmin, Scopes: []string{"repo"}})
+			url := checkRecv + "/webhooks/" + c.platform
+			w.sim.AddHook(trackersim.Hook{Repo: c.repo, URL: url, Secret: checkSecret, Dialect: c.dialect, Events: c.issueEvents})
+			w.sim.CreateIssue(c.repo, "first", "", "agent-smith")
+			on := w.project("on", c.platform, c.apiPath, c.repo, "CHECK_TOKEN", c.extra)
+			off := w.project("off", c.platform, c.apiPath, c.repo, "CHECK_TOKEN", c.extra+"    commands: {enabled: false}\n")
+
+			_, rep, out := w.run(t, on, off)
+			wantStatuses(t, rep, "on", map[string]string{"webhook": "fail"})
+			wantStatuses(t, rep, "off", map[string]string{"webhook": "ok"})
+			d := rep.detail("on", "webhook")
+			for _, want := range []string{"lacks " + c.comment, "which commands.enabled", "select " + strings.Join(append(slices.Clip(c.issueEvents), c.comment), ", ")} {
+				if !strings.Contains(d, want) {
+					t.Errorf("the webhook row does not say %q: %s\n%s", want, d, out)
+				}
+			}
+
+			// A hook that also sends the comment event serves the project.
+			w.sim.AddHook(trackersim.Hook{Repo: c.repo, URL: url, Secret: checkSecret, Dialect: c.dialect,
+				Events: append(slices.Clip(c.issueEvents), c.comment)})
+			_, rep, out = w.run(t, on)
+			wantStatuses(t, rep, "on", map[string]string{"webhook": "ok"})
+			if !strings.Contains(rep.detail("on", "webhook"), c.comment) {
+				t.Errorf("the webhook row does not name %s:\n%s", c.comment, out)
+			}
+
+			// A token that may not list hooks cannot tell: warn, naming the event.
+			w.sim.SetAccess(checkToken, trackersim.Access{Login: "bot", Role: c.hidden, Scopes: []string{"repo"}})
+			_, rep, out = w.run(t, on)
+			wantStatuses(t, rep, "on", map[string]string{"webhook": "warn"})
+			if d := rep.detail("on", "webhook"); !strings.Contains(d, c.comment) || !strings.Contains(d, "commands.enabled") {
+				t.Errorf("the hidden-hooks warning does not name %s and commands.enabled: %s\n%s", c.comment, d, out)
+			}
+		})
+	}
+}
+
+// commentsFor names commands.enabled, and the approval gates answered by
+// comment; nothing when commands are disabled, gate or not (a gate is then
+// answered by its labels only).
+func TestCheckCommentsFor(t *testing.T) {
+	on, off := true, false
+	gate := config.Stage{Name: "implement", Gate: &config.Gate{Approval: &config.Approval{}}}
+	p := &config.Project{Commands: config.Commands{Enabled: &on, Prefix: "/agent-smith"}}
+	if got := commentsFor(p); !strings.Contains(got, "commands.enabled") || strings.Contains(got, "gate") {
+		t.Errorf("commands on, no gate: %q", got)
+	}
+	p.Pipeline.Stages = []config.Stage{{Name: "plan"}, gate}
+	if got := commentsFor(p); !strings.Contains(got, "approval gate of stage implement") {
+		t.Errorf("commands on, gated: %q", got)
+	}
+	p.Commands.Enabled = &off
+	if got := commentsFor(p); got != "" {
+		t.Errorf("commands off, gated: %q, want none", got)
+	}
 }

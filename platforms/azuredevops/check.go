@@ -17,6 +17,14 @@ var _ platforms.Checker = (*Tracker)(nil)
 
 const hooksWhere = "Project settings → Service hooks (Web Hooks)"
 
+// hookEvents are the subscriptions' event types a hook URL must have
+// (https://learn.microsoft.com/azure/devops/service-hooks/events);
+// hookCommentEvent ("Work item commented on") carries comment commands and
+// `/agent-smith approve`, needed while commands.enabled.
+var hookEvents = []string{"workitem.created", "workitem.updated"}
+
+const hookCommentEvent = EventWorkItemCommented
+
 // Check verifies, with GETs only, what it can: who the PAT is
 // (connectionData), that the project exists, and, where the PAT may see
 // them, that service hook subscriptions send work item created and
@@ -163,7 +171,7 @@ func (t *Tracker) checkSubscriptions(ctx context.Context, projectID string, opts
 	subs, code, err := t.subscriptions(ctx)
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return platforms.HooksHidden(Platform, hooksWhere)
+		return platforms.HooksHidden(Platform, hooksWhere, opts, hookEvents, hookCommentEvent)
 	case err != nil:
 		return platforms.HTTPFailure("webhook", code, err, platforms.Fixes{})
 	}
@@ -191,7 +199,7 @@ func (t *Tracker) checkSubscriptions(ctx context.Context, projectID string, opts
 	for _, u := range order {
 		hooks = append(hooks, *byURL[u])
 	}
-	return platforms.CheckHooks(hooks, Platform, opts, []string{"workitem.created", "workitem.updated"}, hooksWhere)
+	return platforms.CheckHooks(hooks, Platform, opts, hookEvents, hookCommentEvent, hooksWhere)
 }
 
 // subscription is a service hook subscription as the list returns it

@@ -17,9 +17,18 @@ var _ platforms.Checker = (*Tracker)(nil)
 // hooksWhere is where a user adds the webhook.
 const hooksWhere = "the repository's Settings → Webhooks"
 
+// hookEvents are the events a hook must send, as the hook list names them
+// (https://docs.github.com/en/webhooks/webhook-events-and-payloads);
+// hookCommentEvent ("Issue comments" in the form) carries comment commands and
+// `/agent-smith approve`, needed while commands.enabled.
+var hookEvents = []string{"issues"}
+
+const hookCommentEvent = "issue_comment"
+
 // Check verifies, with GETs only, that the token (or App installation) can
 // run this repository's tickets: it authenticates, may set labels and
-// comment, the trigger label exists and a hook sends Issues events here.
+// comment, the trigger label exists and a hook sends Issues events here
+// (and Issue comments while commands.enabled).
 func (t *Tracker) Check(ctx context.Context, opts platforms.CheckOptions) []platforms.CheckResult {
 	var out []platforms.CheckResult
 	itr, isApp := t.client.Client().Transport.(*ghinstallation.Transport)
@@ -165,11 +174,11 @@ func (t *Tracker) checkHooks(ctx context.Context, opts platforms.CheckOptions, i
 		return platforms.HTTPFailure("webhook", statusOf(orgErr), orgErr, platforms.Fixes{})
 	case repoErr != nil && (orgErr != nil || len(orgHooks) == 0):
 		if isApp {
-			return platforms.HooksHidden(Platform, "the app's settings (its own webhook, event Issues)")
+			return platforms.HooksHidden(Platform, "the app's settings (its own webhook)", opts, hookEvents, hookCommentEvent)
 		}
-		return platforms.HooksHidden(Platform, hooksWhere)
+		return platforms.HooksHidden(Platform, hooksWhere, opts, hookEvents, hookCommentEvent)
 	}
-	return platforms.CheckHooks(append(repoHooks, orgHooks...), Platform, opts, []string{"issues"}, hooksWhere)
+	return platforms.CheckHooks(append(repoHooks, orgHooks...), Platform, opts, hookEvents, hookCommentEvent, hooksWhere)
 }
 
 // listAllHooks follows a hook list's pages.

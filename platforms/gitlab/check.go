@@ -20,6 +20,14 @@ const (
 
 const hooksWhere = "the project's Settings → Webhooks"
 
+// hookEvents are the trigger flags a hook must have set, as the hook list
+// names them (https://docs.gitlab.com/api/project_webhooks/); hookCommentEvent
+// ("Comments" in the form: Note Hook deliveries) carries comment commands
+// and `/agent-smith approve`, needed while commands.enabled.
+var hookEvents = []string{"issues_events"}
+
+const hookCommentEvent = "note_events"
+
 // Check verifies, with GETs only, that the token can run this project's
 // tickets. Labelling an issue needs Planner or Reporter (GitLab's
 // permissions table, https://docs.gitlab.com/user/permissions/#project-planning,
@@ -85,9 +93,9 @@ func (t *Tracker) checkHooks(ctx context.Context, opts platforms.CheckOptions) p
 		hooks = append(hooks, gh...)
 	}
 	if projectHidden && groups == 0 {
-		return platforms.HooksHidden(Platform, hooksWhere)
+		return platforms.HooksHidden(Platform, hooksWhere, opts, hookEvents, hookCommentEvent)
 	}
-	return platforms.CheckHooks(hooks, Platform, opts, []string{"issues_events"}, hooksWhere)
+	return platforms.CheckHooks(hooks, Platform, opts, hookEvents, hookCommentEvent, hooksWhere)
 }
 
 func checkAccessLevel(level int) platforms.CheckResult {

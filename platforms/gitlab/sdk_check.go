@@ -59,7 +59,7 @@ func (s *sdk) projectHooks(ctx context.Context, project string) ([]platforms.Hoo
 		hooks, resp, err := s.c.Projects.ListProjectHooks(project, &gl.ListProjectHooksOptions{PerPage: 100, Page: page}, gl.WithContext(ctx))
 		var out []platforms.Hook
 		for _, h := range hooks {
-			out = append(out, hookOf(h.URL, h.AlertStatus, h.IssuesEvents, h.ConfidentialIssuesEvents))
+			out = append(out, hookOf(h.URL, h.AlertStatus, h.IssuesEvents, h.ConfidentialIssuesEvents, h.NoteEvents))
 		}
 		return out, resp, err
 	})
@@ -73,7 +73,7 @@ func (s *sdk) groupHooks(ctx context.Context, group string) ([]platforms.Hook, e
 		hooks, resp, err := s.c.Groups.ListGroupHooks(group, &gl.ListGroupHooksOptions{PerPage: 100, Page: page}, gl.WithContext(ctx))
 		var out []platforms.Hook
 		for _, h := range hooks {
-			out = append(out, hookOf(h.URL, h.AlertStatus, h.IssuesEvents, h.ConfidentialIssuesEvents))
+			out = append(out, hookOf(h.URL, h.AlertStatus, h.IssuesEvents, h.ConfidentialIssuesEvents, h.NoteEvents))
 		}
 		return out, resp, err
 	})
@@ -96,8 +96,11 @@ func allHooks(page func(int) ([]platforms.Hook, *gl.Response, error)) ([]platfor
 }
 
 // hookOf is a project or group hook as the check reads it.
-func hookOf(url, alertStatus string, issues, confidential bool) platforms.Hook {
+func hookOf(url, alertStatus string, issues, confidential, notes bool) platforms.Hook {
 	var events []string
+	if notes {
+		events = append(events, "note_events")
+	}
 	if issues {
 		events = append(events, "issues_events")
 	}

@@ -22,6 +22,14 @@ var checkPermissions = []string{"BROWSE_PROJECTS", "EDIT_ISSUES", "ADD_COMMENTS"
 
 const hooksWhere = "Jira Settings → System → WebHooks (an administrator)"
 
+// hookEvents are the events a webhook must send, as its events list names
+// them (https://developer.atlassian.com/server/jira/platform/webhooks/);
+// hookCommentEvent ("Comment created") carries comment commands and
+// `/agent-smith approve`, needed while commands.enabled.
+var hookEvents = []string{"jira:issue_created", "jira:issue_updated"}
+
+const hookCommentEvent = EventCommentCreated
+
 // Check verifies, with GETs only, that the token can run this project's
 // tickets: who it is (/myself), that the site is the configured deployment
 // (serverInfo deploymentType: always "Cloud" on Cloud), that the project
@@ -252,7 +260,7 @@ func (t *Tracker) checkWebhooks(ctx context.Context, opts platforms.CheckOptions
 	}
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return platforms.HooksHidden(Platform, hooksWhere)
+		return platforms.HooksHidden(Platform, hooksWhere, opts, hookEvents, hookCommentEvent)
 	case err != nil:
 		return platforms.HTTPFailure("webhook", code, err, platforms.Fixes{})
 	}
@@ -262,7 +270,7 @@ func (t *Tracker) checkWebhooks(ctx context.Context, opts platforms.CheckOptions
 		list = append(list, platforms.Hook{URL: h.URL, Active: active, Events: h.Events})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].URL < list[j].URL })
-	return platforms.CheckHooks(list, Platform, opts, []string{"jira:issue_created", "jira:issue_updated"}, hooksWhere)
+	return platforms.CheckHooks(list, Platform, opts, hookEvents, hookCommentEvent, hooksWhere)
 }
 
 // get GETs path into v and returns the answer's status (0 when none came).

@@ -277,16 +277,26 @@ func (p *Proxy) serveOuter(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	t, ref, err := p.resolve(r.Context(), host, ip, port, r.Method, g)
-	if err != nil {
-		writeError(w, http.StatusBadGateway, err.Error())
-		return
-	}
-	if ref != nil {
-		p.refuse(w, *ref)
+	t, ok := p.resolveOrAnswer(w, r, host, ip, port, r.Method, g)
+	if !ok {
 		return
 	}
 	p.forward(w, r, t, "http")
+}
+
+// resolveOrAnswer resolves a request's target; where it cannot (502) or
+// may not (the refusal) be reached, it answers the client and says so.
+func (p *Proxy) resolveOrAnswer(w http.ResponseWriter, r *http.Request, host string, ip netip.Addr, port int, method string, g grant) (*target, bool) {
+	t, ref, err := p.resolve(r.Context(), host, ip, port, method, g)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error())
+		return nil, false
+	}
+	if ref != nil {
+		p.refuse(w, *ref)
+		return nil, false
+	}
+	return t, true
 }
 
 // checkRequest applies a grant's method rule and refuses a protocol
@@ -326,13 +336,8 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 				allowLine(Rule{Host: host, Ports: []int{port}}.String()))))
 		return
 	}
-	t, ref, err := p.resolve(r.Context(), host, ip, port, http.MethodConnect, g)
-	if err != nil {
-		writeError(w, http.StatusBadGateway, err.Error())
-		return
-	}
-	if ref != nil {
-		p.refuse(w, *ref)
+	t, ok := p.resolveOrAnswer(w, r, host, ip, port, http.MethodConnect, g)
+	if !ok {
 		return
 	}
 	if intercept {

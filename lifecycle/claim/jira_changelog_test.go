@@ -1,12 +1,9 @@
 package claim_test
 
 import (
-	"context"
 	"net/http/httptest"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
@@ -18,18 +15,6 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
-
-// redisLocker is the daemon's Jira Locker: pkg/redislock.
-type redisLocker struct{ rdb redis.Cmdable }
-
-func (l redisLocker) TryLock(ctx context.Context, key string, ttl time.Duration) (func(), bool, error) {
-	token := redislock.NewToken()
-	ok, err := redislock.Acquire(ctx, l.rdb, key, token, ttl)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	return func() { _, _ = redislock.Release(context.WithoutCancel(ctx), l.rdb, key, token) }, true, nil
-}
 
 // Issue 41 #3, the claim's side: a sweep that learns the trigger from a
 // Jira Data Center issue's history, whose trigger label alice added in
@@ -45,7 +30,7 @@ func TestJiraTriggerPastTheEmbeddedChangelogIsNotTheCreator(t *testing.T) {
 	t.Cleanup(srv.Close)
 	s.SetJiraDeployment(trackersim.JiraDataCenter)
 	tr, err := jira.New(jira.Options{BaseURL: srv.URL + "/jira/", Repo: "LOG", Project: "log", Token: "tok",
-		Deployment: jira.DeploymentDataCenter, Locker: redisLocker{rdb: rdb}})
+		Deployment: jira.DeploymentDataCenter, Locker: redislock.Locker{RDB: rdb}})
 	if err != nil {
 		t.Fatal(err)
 	}

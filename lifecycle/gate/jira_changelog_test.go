@@ -1,13 +1,10 @@
 package gate_test
 
 import (
-	"context"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/agentsmithd/agentsmithd/internal/redistest"
@@ -20,18 +17,6 @@ import (
 	"github.com/agentsmithd/agentsmithd/platforms/jira"
 	"github.com/agentsmithd/agentsmithd/trackersim"
 )
-
-// redisLocker is the daemon's Jira Locker: pkg/redislock.
-type redisLocker struct{ rdb redis.Cmdable }
-
-func (l redisLocker) TryLock(ctx context.Context, key string, ttl time.Duration) (func(), bool, error) {
-	token := redislock.NewToken()
-	ok, err := redislock.Acquire(ctx, l.rdb, key, token, ttl)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	return func() { _, _ = redislock.Release(context.WithoutCancel(ctx), l.rdb, key, token) }, true, nil
-}
 
 // Issue 41 #3: on a Jira issue with more histories than Get issue embeds
 // (100), the trigger label's add (alice's, the oldest) is not among them.
@@ -87,7 +72,7 @@ func jiraLongLived(t *testing.T, deployment string) (*gate.Gate, *trackersim.Sim
 	t.Cleanup(srv.Close)
 	s.SetJiraDeployment(deployment)
 	opts := jira.Options{BaseURL: srv.URL + "/jira/", Repo: "LOG", Project: "log", Token: "tok",
-		Deployment: jira.DeploymentDataCenter, Locker: redisLocker{rdb: rdb}}
+		Deployment: jira.DeploymentDataCenter, Locker: redislock.Locker{RDB: rdb}}
 	approvers := []string{"alice", "bob"}
 	if deployment == trackersim.JiraCloud {
 		opts.Deployment, opts.Email = jira.DeploymentCloud, "bot@example.com"
